@@ -1,0 +1,59 @@
+"""The ``bondsim-ros`` command line.
+
+Each sub-command lives next to the layer it drives and registers itself through a
+``register(subparsers)`` function; heavy imports happen inside the handlers so that
+``bondsim-ros --help`` stays fast.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that contribute sub-commands, in the order they appear in --help.
+COMMAND_MODULES = [
+    "bondsim_ros.bondgraph.commands",  # simulate, draw, models
+    "bondsim_ros.mechanism.commands",  # xml2urdf, render
+    "bondsim_ros.ros.commands",  # up, demo
+]
+
+
+class CLIError(Exception):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bondsim-ros",
+        description="Bond-graph digital twins: simulate models, convert mechanisms, run the ROS 2 graph.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and name.startswith(exc.name):
+                continue  # that layer has no commands yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 1
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as exc:
+        print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

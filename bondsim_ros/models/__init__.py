@@ -1,0 +1,1 @@
+"""bondsim_ros.models"""

@@ -1,0 +1,77 @@
+"""bondsim_ros: an ament_python package that also installs with plain pip.
+
+On a ROS 2 install `colcon build` uses the data_files below (launch, urdf, config) and puts
+the console scripts under lib/bondsim_ros so `ros2 run bondsim_ros <node>` finds them. In a
+venv `pip install .[ros,test]` gives the same commands on PATH.
+"""
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "bondsim_ros"
+
+
+def tree(folder):
+    """data_files entries for every file below `folder`, keeping the sub-folder layout."""
+    entries = {}
+    for path in glob(os.path.join(folder, "**", "*"), recursive=True):
+        if os.path.isfile(path):
+            dest = os.path.join("share", PACKAGE, os.path.dirname(path))
+            entries.setdefault(dest, []).append(path)
+    return sorted(entries.items())
+
+
+ROS_WHEELS = [
+    # ROS 2 Kilted from PyPI, for the pip environment only; a ROS install brings its own.
+    "ros-kilted-rclpy",
+    "ros-kilted-rmw-fastrtps-cpp",
+    "ros-kilted-std-msgs",
+    "ros-kilted-std-srvs",
+    "ros-kilted-sensor-msgs",
+    "ros-kilted-geometry-msgs",
+    "ros-kilted-nav-msgs",
+    "ros-kilted-visualization-msgs",
+]
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
+    include_package_data=True,
+    package_data={PACKAGE: ["models/data/*", "models/*.yaml", "mechanism/data/*"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
+        ("share/" + PACKAGE, ["package.xml"]),
+    ]
+    + tree("launch")
+    + tree("urdf")
+    + tree("config"),
+    python_requires=">=3.10",
+    install_requires=[
+        "numpy>=1.24",
+        "scipy>=1.10",
+        "sympy>=1.12",
+        "numba>=0.59",
+        "pyyaml>=6",
+        "matplotlib>=3.7",
+        "rich>=13",
+    ],
+    extras_require={
+        "ros": ROS_WHEELS,
+        "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4"],
+        "test": ["pytest>=7"],
+        "bench": ["scikit-sundae>=1.0"],
+    },
+    zip_safe=False,
+    maintainer="bondsim_ros maintainers",
+    maintainer_email="maintainers@bondsim-ros.invalid",
+    description="Bond-graph digital twin of mechatronic systems (Festo Robotino) for ROS 2",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "bondsim-ros = bondsim_ros.cli:main",
+        ],
+    },
+)
