@@ -1,1 +1,83 @@
-"""bondsim_ros.models"""
+"""Built-in models and model-file loading, by name or path.
+
+``resolve_model("dc_motor")`` builds a built-in model; a path ending in .yaml/.yml is read as a
+declarative model file; a .py file must define ``build() -> Model``.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+
+@dataclass
+class ModelEntry:
+    name: str
+    build: Callable
+    description: str
+    plot: Callable | None = None  # plot(result, out_png) -> list of written files
+    defaults: dict = field(default_factory=dict)  # suggested simulate options (t_end, dt_out, hmax, rtol)
+
+
+def _examples():
+    from . import examples as ex
+
+    return [
+        ModelEntry("mass_spring_damper", ex.mass_spring_damper, "mass on a spring and damper released from 0.1 m",
+                   defaults=dict(t_end=10.0, dt_out=0.01)),
+        ModelEntry("series_rlc", ex.series_rlc, "series R-L-C loop, 10 V step", defaults=dict(t_end=1.0, dt_out=0.001)),
+        ModelEntry("dc_motor", ex.dc_motor, "DC motor with gear and load, 24 V step",
+                   defaults=dict(t_end=0.5, dt_out=0.0005)),
+        ModelEntry("lossless_oscillator", ex.lossless_oscillator, "I-C oscillator without losses",
+                   defaults=dict(t_end=20.0, dt_out=0.01)),
+        ModelEntry("pendulum", ex.pendulum, "Cartesian pendulum with a velocity-level rod constraint",
+                   defaults=dict(t_end=10.0, dt_out=0.01)),
+    ]
+
+
+# Optional model modules register more entries through a module-level ENTRIES list.
+_EXTRA_MODULES = ["bondsim_ros.models.robotino"]
+
+
+def registry() -> dict:
+    entries = {e.name: e for e in _examples()}
+    for modname in _EXTRA_MODULES:
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name == modname:
+                continue
+            raise
+        for e in getattr(mod, "ENTRIES", []):
+            entries[e.name] = e
+    return entries
+
+
+def resolve_model(spec: str):
+    """Return (Model, ModelEntry or None) for a built-in name or a model file path."""
+    from bondsim_ros.bondgraph.core import Model, ModelError
+
+    entries = registry()
+    if spec in entries:
+        return entries[spec].build(), entries[spec]
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml"):
+        from bondsim_ros.bondgraph.yamlmodel import load_model
+
+        return load_model(path), None
+    if path.suffix == ".py":
+        if not path.exists():
+            raise ModelError(spec, "no such model file")
+        mspec = importlib.util.spec_from_file_location(f"bondsim_user_model_{path.stem}", path)
+        module = importlib.util.module_from_spec(mspec)
+        mspec.loader.exec_module(module)
+        if not hasattr(module, "build"):
+            raise ModelError(spec, "a Python model file must define build() -> Model")
+        model = module.build()
+        if not isinstance(model, Model):
+            raise ModelError(spec, f"build() returned {type(model).__name__}, not a Model")
+        return model, None
+    raise ModelError(spec, f"unknown model: not a built-in ({', '.join(sorted(entries))}) "
+                           f"nor a .yaml/.py model file")

@@ -1,0 +1,307 @@
+"""Numeric code for the reduced DAE: sympy -> CSE -> numba kernels, cached on disk.
+
+The residual, the sparse Jacobian values and the output columns are printed as straight-line
+Python (after common-subexpression elimination) and compiled by numba with the solver's fixed
+kernel signatures, so the BDF core calls them through function pointers without Python in the
+loop. BondGraphTools lambdifies and loops in Python; BondSim compiles to .NET: this is the
+Python-native equivalent.
+
+Generated code is cached under ``$BONDSIM_CACHE_DIR`` (default ``~/.cache/bondsim_ros``),
+keyed by a fingerprint of the model *structure* (component tree, parameters, bonds, laws) and
+of this package's engine source, so a second run skips sympy entirely and numba loads its
+own on-disk cache of the machine code.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .core import Component, Model
+
+CODEGEN_VERSION = "1"
+_ENGINE_FILES = ("core.py", "elements.py", "signals.py", "equations.py", "reduce.py", "codegen.py")
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("BONDSIM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bondsim_ros")
+    path = Path(root) / "models"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# --------------------------------------------------------------------------------------
+# Fingerprint
+# --------------------------------------------------------------------------------------
+_SKIP = {"parent", "children", "ports", "bonds", "connections", "_built", "_count", "description"}
+_engine_hash_cache: list = []
+
+
+def _engine_hash() -> str:
+    if not _engine_hash_cache:
+        h = hashlib.sha256(CODEGEN_VERSION.encode())
+        here = Path(__file__).parent
+        for name in _ENGINE_FILES:
+            h.update((here / name).read_bytes())
+        _engine_hash_cache.append(h.hexdigest())
+    return _engine_hash_cache[0]
+
+
+def _plain(value):
+    import sympy as sp
+
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, sp.Basic):
+        return "sympy:" + sp.srepr(value)
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, (np.floating, np.integer)):
+        return repr(value.item())
+    return f"{type(value).__qualname__}:{value!r}"
+
+
+_class_src: dict = {}
+
+
+def _class_id(cls) -> str:
+    if cls not in _class_src:
+        ident = f"{cls.__module__}.{cls.__qualname__}"
+        if not cls.__module__.startswith("bondsim_ros.bondgraph"):
+            try:  # user-defined element laws change the equations: fold their source in
+                ident += ":" + hashlib.sha256(inspect.getsource(cls).encode()).hexdigest()[:16]
+            except (OSError, TypeError):
+                pass
+        _class_src[cls] = ident
+    return _class_src[cls]
+
+
+def fingerprint(model: Model) -> str:
+    """A key that changes whenever the equations could change (not with parameter values)."""
+    desc = []
+    for comp in model.walk():
+        entry = {
+            "path": comp.path,
+            "class": _class_id(type(comp)),
+            "ports": [(p.name, type(p).__name__, p.direction) for p in comp.ports.values()],
+            "bonds": [(b.source.path, b.target.path) for b in comp.bonds],
+            "signals": [(c.source.path, c.target.path) for c in comp.connections],
+        }
+        if comp.elementary:
+            entry["attrs"] = {k: _plain(v) for k, v in sorted(vars(comp).items()) if k not in _SKIP}
+        desc.append(entry)
+    desc.append({"parameters": sorted(model.parameters)})
+    blob = json.dumps(desc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256((_engine_hash() + blob).encode()).hexdigest()[:24]
+
+
+# --------------------------------------------------------------------------------------
+# Printing
+# --------------------------------------------------------------------------------------
+def _printer():
+    from sympy.printing.pycode import PythonCodePrinter
+
+    class KernelPrinter(PythonCodePrinter):
+        def _print_Symbol(self, expr):  # names were mapped to y[i], yp[i], p[k], t beforehand
+            return expr.name
+
+        def _print_Float(self, expr):
+            return repr(float(expr))
+
+        def _print_Rational(self, expr):
+            return repr(float(expr))
+
+    return KernelPrinter({"fully_qualified_modules": True, "standard": "python3"})
+
+
+def _emit_function(name: str, sig: str, args: str, exprs: list, target: str, printer, extra_pre="") -> list:
+    import sympy as sp
+
+    lines = [f"@njit({sig}, cache=True, error_model='numpy')", f"def {name}({args}):"]
+    if extra_pre:
+        lines.append(extra_pre)
+    if not exprs:
+        lines.append("    pass")
+        return lines
+    repl, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("_c"), optimizations="basic", order="none")
+    for sym, val in repl:
+        lines.append(f"    {sym} = {printer.doprint(val)}")
+    for k, val in enumerate(reduced):
+        lines.append(f"    {target}[{k}] = {printer.doprint(val)}")
+    return lines
+
+
+def generate_source(red, key: str) -> str:
+    """Python source of the three kernels for a :class:`reduce.ReducedDAE`."""
+    import sympy as sp
+
+    from .reduce import T
+
+    mapping = {T: sp.Symbol("t")}
+    for i, v in enumerate(red.variables):
+        mapping[v] = sp.Symbol(f"y[{i}]")
+        if v in red.derivative:
+            mapping[red.derivative[v]] = sp.Symbol(f"yp[{i}]")
+    for k, s in enumerate(red.param_symbols):
+        mapping[s] = sp.Symbol(f"p[{k}]")
+    # eliminated derivative-free unknowns can still show up through outputs: map what remains
+    printer = _printer()
+
+    def prep(e):
+        e = sp.sympify(e).xreplace(mapping)
+        stray = [s for s in e.free_symbols if s.name not in ("t",) and "[" not in s.name]
+        if stray:
+            raise RuntimeError(f"internal: unmapped symbols {stray} in generated expression")
+        return e
+
+    res = [prep(e) for e in red.equations]
+    cj = sp.Symbol("cj")
+    jac = [prep(dy) + cj * prep(dyp) if dyp != 0 else prep(dy) for dy, dyp in zip(red.jac_dy, red.jac_dyp)]
+    outs = [prep(e) for _, e in red.outputs]
+    lines = [
+        f"# Generated by bondsim_ros codegen v{CODEGEN_VERSION} for model {red.name!r}, key {key}. Do not edit.",
+        "import math",
+        "from numba import njit",
+        "from bondsim_ros.solver.kernels import RES_SIG, JAC_SIG",
+        "",
+    ]
+    lines += _emit_function("residual", "RES_SIG", "t, y, yp, p, out", res, "out", printer)
+    lines.append("")
+    lines += _emit_function("jacobian", "JAC_SIG", "t, y, yp, p, cj, vals", jac, "vals", printer)
+    lines.append("")
+    lines += _emit_function("outputs", "RES_SIG", "t, y, yp, p, out", outs, "out", printer)
+    return "\n".join(lines) + "\n"
+
+
+def _csc(rows, cols, n):
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for c in cols:
+        indptr[c + 1] += 1
+    np.cumsum(indptr, out=indptr)
+    return indptr, np.asarray(rows, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------
+# The compiled model
+# --------------------------------------------------------------------------------------
+@dataclass
+class CompiledModel:
+    """Everything the solver and the outputs need, without sympy."""
+
+    name: str
+    key: str
+    var_names: list
+    eq_names: list
+    differential: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    y0: np.ndarray
+    param_names: list
+    params: np.ndarray
+    output_names: list
+    residual: object
+    jacobian: object
+    outputs: object
+    source_path: str
+    from_cache: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.var_names)
+
+    def param_index(self, name: str) -> int:
+        try:
+            return self.param_names.index(name)
+        except ValueError:
+            raise KeyError(f"model {self.name!r} has no parameter {name!r} (has: {', '.join(self.param_names) or 'none'})") from None
+
+    def problem(self):
+        from bondsim_ros.solver import DAEProblem
+
+        return DAEProblem(
+            residual=self.residual, jacobian=self.jacobian, indptr=self.indptr, indices=self.indices,
+            differential=self.differential.copy(), params=self.params.copy(),
+            var_names=list(self.var_names), eq_names=list(self.eq_names),
+        )
+
+
+def _load_module(path: Path, key: str):
+    modname = f"bondsim_generated_{key}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    spec = importlib.util.spec_from_file_location(modname, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: bool = True) -> CompiledModel:
+    """Build (or load from the cache) the numeric kernels of ``model``."""
+    log = log or (lambda msg: None)
+    key = fingerprint(model) + ("" if eliminate else "-full")
+    folder = cache_dir()
+    src_path, meta_path = folder / f"m_{key}.py", folder / f"m_{key}.json"
+    from_cache = use_cache and src_path.exists() and meta_path.exists()
+    if from_cache:
+        meta = json.loads(meta_path.read_text())
+        log(f"model {model.name!r}: generated code from cache ({src_path.name})")
+    else:
+        from .equations import build_dae
+        from .reduce import reduce_dae
+
+        log(f"model {model.name!r}: building equations")
+        raw = build_dae(model)
+        red = reduce_dae(raw, eliminate=eliminate)
+        log(f"model {model.name!r}: {len(raw.equations)} equations -> {len(red.equations)} after elimination; "
+            f"{len(red.jac_rows)} Jacobian non-zeros; generating code")
+        indptr, indices = _csc(red.jac_rows, red.jac_cols, len(red.variables))
+        meta = {
+            "name": red.name,
+            "var_names": red.var_names,
+            "eq_names": red.eq_names,
+            "differential": red.differential.tolist(),
+            "indptr": indptr.tolist(),
+            "indices": indices.tolist(),
+            "y0": red.y0.tolist(),
+            "param_names": red.param_names,
+            "output_names": [n for n, _ in red.outputs],
+        }
+        _atomic_write(src_path, generate_source(red, key))
+        _atomic_write(meta_path, json.dumps(meta))
+    log(f"model {model.name!r}: compiling kernels (numba; cached after the first run)")
+    module = _load_module(src_path, key)
+    params = np.array([model.parameters[n] for n in meta["param_names"]], dtype=float)
+    return CompiledModel(
+        name=meta["name"], key=key, var_names=meta["var_names"], eq_names=meta["eq_names"],
+        differential=np.array(meta["differential"], dtype=bool),
+        indptr=np.array(meta["indptr"], dtype=np.int64), indices=np.array(meta["indices"], dtype=np.int64),
+        y0=np.array(meta["y0"], dtype=float), param_names=meta["param_names"], params=params,
+        output_names=meta["output_names"], residual=module.residual, jacobian=module.jacobian,
+        outputs=module.outputs, source_path=str(src_path), from_cache=from_cache,
+    )
+
+
+__all__ = ["CompiledModel", "compile_model", "fingerprint", "generate_source", "cache_dir", "Component"]

@@ -1,0 +1,153 @@
+"""``bondsim-ros simulate | draw | models``: the engine from the command line."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="simulate a model and write its outputs to CSV (and plots)",
+                       description="Simulate MODEL (a built-in name, a .yaml model file or a .py file with build()).")
+    p.add_argument("model", metavar="MODEL")
+    p.add_argument("--t-end", type=float, default=None, help="end time [s] (default: the model's suggestion)")
+    p.add_argument("--dt-out", type=float, default=None, help="output interval [s]")
+    p.add_argument("--csv", metavar="OUT.csv", help="write t, states and recorded signals")
+    p.add_argument("--plot", metavar="OUT.png", help="write plots (some models write several figures)")
+    p.add_argument("--rtol", type=float, default=1e-6)
+    p.add_argument("--atol", type=float, default=1e-8)
+    p.add_argument("--hmax", type=float, default=math.inf, help="largest step [s]")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="set a model parameter")
+    p.add_argument("--no-cache", action="store_true", help="regenerate the model code even if cached")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress or summary output")
+    p.set_defaults(func=cmd_simulate)
+
+    d = sub.add_parser("draw", help="draw a model's bond graph (Graphviz)")
+    d.add_argument("model", metavar="MODEL")
+    d.add_argument("-o", "--output", required=True, metavar="OUT.png|svg|pdf|dot")
+    d.add_argument("--depth", type=int, default=None, help="open component documents down to this depth")
+    d.set_defaults(func=cmd_draw)
+
+    m = sub.add_parser("models", help="list the built-in models")
+    m.set_defaults(func=cmd_models)
+
+
+def _load(spec):
+    from bondsim_ros.bondgraph.core import ModelError
+    from bondsim_ros.cli import CLIError
+    from bondsim_ros.models import resolve_model
+
+    try:
+        return resolve_model(spec)
+    except ModelError as exc:
+        raise CLIError(str(exc)) from None
+
+
+def _params(items):
+    from bondsim_ros.cli import CLIError
+
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise CLIError(f"--param expects NAME=NUMBER, got {item!r}") from None
+    return out
+
+
+def cmd_simulate(args) -> int:
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.bondgraph.core import ModelError
+    from bondsim_ros.bondgraph.simulation import simulate
+    from bondsim_ros.cli import CLIError
+    from bondsim_ros.solver import SolverError
+
+    model, entry = _load(args.model)
+    defaults = entry.defaults if entry else {}
+    t_end = args.t_end if args.t_end is not None else defaults.get("t_end")
+    dt_out = args.dt_out if args.dt_out is not None else defaults.get("dt_out")
+    if t_end is None or dt_out is None:
+        raise CLIError("give --t-end and --dt-out (this model suggests no defaults)")
+    if not (t_end > 0 and dt_out > 0):
+        raise CLIError(f"--t-end and --dt-out must be positive (got {t_end}, {dt_out})")
+    if not (args.rtol > 0 and args.atol > 0 and args.hmax > 0):
+        raise CLIError("--rtol, --atol and --hmax must be positive")
+    log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
+    try:
+        compiled = compile_model(model, use_cache=not args.no_cache, log=log)
+        params = _params(args.param)
+        for name in params:
+            if name not in compiled.param_names:
+                raise CLIError(f"model {compiled.name!r} has no parameter {name!r} "
+                               f"(has: {', '.join(compiled.param_names) or 'none'})")
+        result = simulate(compiled, t_end=t_end, dt_out=dt_out, rtol=args.rtol, atol=args.atol, hmax=args.hmax,
+                          params=params, quiet=args.quiet)
+    except ModelError as exc:
+        raise CLIError(str(exc)) from None
+    except SolverError as exc:
+        raise CLIError(f"simulation failed: {exc}") from None
+    if args.csv:
+        result.to_csv(args.csv)
+    written = []
+    if args.plot:
+        if entry is not None and entry.plot is not None:
+            written = entry.plot(result, args.plot)
+        else:
+            written = plot_result(result, args.plot)
+    if not args.quiet:
+        s = result.stats
+        print(f"[bondsim] {compiled.name}: t = 0..{t_end:g} s, {len(result.t)} output rows, "
+              f"{s.get('steps', '?')} steps ({s.get('rejected', '?')} rejected), "
+              f"solve {result.timings['solve']:.3f} s, build {result.timings['build']:.2f} s", file=sys.stderr)
+        for f in ([args.csv] if args.csv else []) + list(written):
+            print(f"[bondsim] wrote {f}", file=sys.stderr)
+    return 0
+
+
+def plot_result(result, out_png) -> list:
+    """Generic plot: recorded signals (or states when nothing is recorded) against time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [n for n in result.names[1:] if "." not in n] or result.names[1:]
+    names = names[:12]
+    fig, axes = plt.subplots(len(names), 1, figsize=(8, 1.9 * len(names) + 0.6), sharex=True, squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        ax.plot(result.t, result[name], lw=1.2)
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("t [s]")
+    fig.suptitle(result.model_name)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return [str(out_png)]
+
+
+def cmd_draw(args) -> int:
+    from bondsim_ros.bondgraph.draw import draw
+    from bondsim_ros.cli import CLIError
+
+    model, _ = _load(args.model)
+    try:
+        out = draw(model, args.output, max_depth=args.depth)
+    except (ValueError, RuntimeError) as exc:
+        raise CLIError(str(exc)) from None
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def cmd_models(args) -> int:
+    from bondsim_ros.models import registry
+
+    for name, entry in sorted(registry().items()):
+        print(f"{name:22s} {entry.description}")
+    return 0
+
+
+__all__ = ["register", "plot_result", "Path"]

@@ -1,0 +1,325 @@
+"""Components, ports and bonds: the acausal bond-graph language (seed 000, section 3.1).
+
+A model is a tree of components. Every component has a *document* holding inner components,
+the bonds between their power ports and the signal connections between their control ports
+(BondSim's word model and its document). Elementary components (I, C, R, TF, GY, Se, Sf and
+the two junctions, in ``elements``) and signal blocks (``signals``) have no document; they
+contribute constitutive relations instead.
+
+No causality is assigned anywhere: every bond carries an unknown effort and an unknown flow,
+and the constitutive relations become implicit equations (``equations.build_dae``).
+
+Power ports have a direction, the half arrow of the diagram: ``"in"`` (power into the
+component) or ``"out"``. A bond ``doc.bond(a, b)`` carries power from ``a`` to ``b``. A
+component port's dimension is the number of scalar bonds joined to it inside its document,
+so efforts and flows travel as vectors through the hierarchy, as in BondSim.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import sympy as sp
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ModelError(ValueError):
+    """A modelling mistake, reported with the component path and port it concerns."""
+
+    def __init__(self, where: str, message: str):
+        self.where = where
+        self.message = message
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+def check_name(name: str, where: str) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ModelError(where, f"invalid name {name!r}: use letters, digits and '_', not starting with a digit")
+    return name
+
+
+# --------------------------------------------------------------------------------------
+# Ports
+# --------------------------------------------------------------------------------------
+class PowerPort:
+    """A power port: half arrow with direction, carrying effort and flow (vectors if dim > 1)."""
+
+    kind = "power"
+
+    def __init__(self, owner: "Component", name: str, direction: str, domain: str | None = None):
+        if direction not in ("in", "out", "any"):
+            raise ModelError(owner.path, f"port {name!r}: direction must be 'in' or 'out', not {direction!r}")
+        self.owner = owner
+        self.name = name
+        self.direction = direction
+        self.domain = domain
+
+    @property
+    def path(self) -> str:
+        return f"{self.owner.path}.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"<PowerPort {self.path} ({self.direction})>"
+
+
+class ControlPort:
+    """A control (signal) port: arrow into (``in``) or out of (``out``) its component."""
+
+    kind = "control"
+
+    def __init__(self, owner: "Component", name: str, direction: str):
+        if direction not in ("in", "out"):
+            raise ModelError(owner.path, f"control port {name!r}: direction must be 'in' or 'out'")
+        self.owner = owner
+        self.name = name
+        self.direction = direction
+
+    @property
+    def path(self) -> str:
+        return f"{self.owner.path}.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"<ControlPort {self.path} ({self.direction})>"
+
+
+@dataclass
+class Bond:
+    """A bond in a document: power flows from ``source`` to ``target``."""
+
+    source: PowerPort
+    target: PowerPort
+    document: "Component"
+    label: str | None = None
+
+
+@dataclass
+class Connection:
+    """A signal line in a document, from an output-like port to an input-like port."""
+
+    source: ControlPort
+    target: ControlPort
+    document: "Component"
+
+
+# --------------------------------------------------------------------------------------
+# Components
+# --------------------------------------------------------------------------------------
+class Component:
+    """A word model: named power and control ports plus a document of inner components.
+
+    Subclass and override :meth:`build` to make a reusable component (a wheel instantiated
+    three times), or build the document from outside with :meth:`add`, :meth:`bond`,
+    :meth:`connect`. Inside the document, the component's own ports are the document ports.
+    """
+
+    elementary = False
+
+    def __init__(self, name: str, ports: dict | None = None, controls: dict | None = None, **params):
+        self.name = check_name(name, "model")
+        self.parent: Component | None = None
+        self.ports: dict[str, PowerPort | ControlPort] = {}
+        self.children: dict[str, Component] = {}
+        self.bonds: list[Bond] = []
+        self.connections: list[Connection] = []
+        self.params = params
+        self.description = ""
+        for pname, spec in (ports or {}).items():
+            direction, domain = (spec, None) if isinstance(spec, str) else (spec[0], spec[1])
+            self.add_power_port(pname, direction, domain)
+        for cname, direction in (controls or {}).items():
+            self.add_control_port(cname, direction)
+        self._built = False
+
+    # -- identity ----------------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        # names are relative to the root model: "wheel1.motor.La", not "robotino.wheel1..."
+        if self.parent is None or self.parent.parent is None:
+            return self.name
+        return f"{self.parent.path}.{self.name}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.path}>"
+
+    def __getattr__(self, item):
+        # Ports and children read like the diagram: wheel.axle, chassis.drive1
+        ports = self.__dict__.get("ports")
+        if ports is not None and item in ports:
+            return ports[item]
+        children = self.__dict__.get("children")
+        if children is not None and item in children:
+            return children[item]
+        raise AttributeError(f"{type(self).__name__} {self.__dict__.get('name', '?')!r} has no port or component {item!r}")
+
+    # -- ports -----------------------------------------------------------------------
+    def add_power_port(self, name: str, direction: str, domain: str | None = None) -> PowerPort:
+        check_name(name, self.path)
+        if name in self.ports:
+            raise ModelError(self.path, f"duplicate port name {name!r}")
+        port = PowerPort(self, name, direction, domain)
+        self.ports[name] = port
+        return port
+
+    def add_control_port(self, name: str, direction: str) -> ControlPort:
+        check_name(name, self.path)
+        if name in self.ports:
+            raise ModelError(self.path, f"duplicate port name {name!r}")
+        port = ControlPort(self, name, direction)
+        self.ports[name] = port
+        return port
+
+    def port(self, name: str):
+        try:
+            return self.ports[name]
+        except KeyError:
+            known = ", ".join(self.ports) or "none"
+            raise ModelError(self.path, f"no port {name!r} (ports: {known})") from None
+
+    # -- document --------------------------------------------------------------------
+    def build(self) -> None:
+        """Fill the document. Reusable components override this; called once, lazily."""
+
+    def ensure_built(self) -> None:
+        if not self._built:
+            self._built = True
+            self.build()
+
+    def add(self, *components: "Component"):
+        """Insert components into this document; returns the (last) component added."""
+        for comp in components:
+            if not isinstance(comp, Component):
+                raise ModelError(self.path, f"can only add components, got {comp!r}")
+            if comp.name in self.children:
+                raise ModelError(self.path, f"duplicate component name {comp.name!r}")
+            if comp.parent is not None:
+                raise ModelError(self.path, f"component {comp.name!r} already belongs to {comp.parent.path}")
+            comp.parent = self
+            self.children[comp.name] = comp
+        return components[-1] if components else None
+
+    def _endpoint(self, item, role: str) -> PowerPort:
+        """Resolve a bond end given as a port, a one-port/junction component, or 'child.port'."""
+        if isinstance(item, str):
+            head, _, tail = item.partition(".")
+            if head not in self.children:
+                raise ModelError(self.path, f"bond {role}: no component {head!r} in this document")
+            item = self.children[head].port(tail) if tail else self.children[head]
+        if isinstance(item, Component):
+            from .elements import Junction  # local: elements imports core
+
+            if isinstance(item, Junction):
+                return item.new_port(role)
+            power = [p for p in item.ports.values() if isinstance(p, PowerPort)]
+            if len(power) != 1:
+                raise ModelError(item.path, f"has {len(power)} power ports; name the port to bond")
+            item = power[0]
+        if not isinstance(item, PowerPort):
+            raise ModelError(self.path, f"bond {role} must be a power port, got {item!r}")
+        owner = item.owner
+        if owner is not self and owner.parent is not self:
+            raise ModelError(self.path, f"bond {role} {item.path} is not in this document")
+        return item
+
+    def bond(self, source, target, label: str | None = None) -> Bond:
+        """Draw a bond carrying power from ``source`` to ``target``.
+
+        Ends are ports (``wheel.axle``), junction or one-port components (a junction then
+        grows a new port), or strings ``"child.port"``. Inside a component, its own ports are
+        the document ports: ``self.bond(self.axle, inertia)``.
+        """
+        a = self._endpoint(source, "source")
+        b = self._endpoint(target, "target")
+        self._check_direction(a, "source")
+        self._check_direction(b, "target")
+        bond = Bond(a, b, self, label)
+        self.bonds.append(bond)
+        return bond
+
+    def _check_direction(self, port: PowerPort, role: str) -> None:
+        if port.direction == "any":
+            return
+        inside = port.owner is self  # a document port seen from inside flips its role
+        emits = (port.direction == "out") != inside
+        if role == "source" and not emits:
+            raise ModelError(port.path, f"power direction mismatch: port takes power {'in' if not inside else 'out'}, "
+                                        f"but the bond leaves it (swap the bond's ends)")
+        if role == "target" and emits:
+            raise ModelError(port.path, f"power direction mismatch: port gives power, but the bond enters it "
+                                        f"(swap the bond's ends)")
+
+    def connect(self, source, *targets) -> list[Connection]:
+        """Draw signal lines from an output (or a document input port) to input ports."""
+        src = self._signal_end(source, "source")
+        made = []
+        for target in targets:
+            dst = self._signal_end(target, "target")
+            conn = Connection(src, dst, self)
+            self.connections.append(conn)
+            made.append(conn)
+        return made
+
+    def _signal_end(self, item, role: str) -> ControlPort:
+        if isinstance(item, str):
+            head, _, tail = item.partition(".")
+            if head not in self.children:
+                raise ModelError(self.path, f"signal {role}: no component {head!r} in this document")
+            item = self.children[head].port(tail) if tail else self.children[head]
+        if isinstance(item, Component):
+            wanted = "out" if role == "source" else "in"
+            cands = [p for p in item.ports.values() if isinstance(p, ControlPort) and p.direction == wanted]
+            if len(cands) != 1:
+                raise ModelError(item.path, f"has {len(cands)} control {wanted}puts; name the port to connect")
+            item = cands[0]
+        if not isinstance(item, ControlPort):
+            raise ModelError(self.path, f"signal {role} must be a control port, got {item!r}")
+        inside = item.owner is self
+        if item.owner is not self and item.owner.parent is not self:
+            raise ModelError(self.path, f"signal {role} {item.path} is not in this document")
+        gives = (item.direction == "out") != inside
+        if role == "source" and not gives:
+            raise ModelError(item.path, "is an input: a signal line cannot start there")
+        if role == "target" and gives:
+            raise ModelError(item.path, "is an output: a signal line cannot end there")
+        return item
+
+    # -- traversal -------------------------------------------------------------------
+    def walk(self) -> Iterable["Component"]:
+        """Depth-first: this component, then every descendant (building documents on the way)."""
+        self.ensure_built()
+        yield self
+        for child in self.children.values():
+            yield from child.walk()
+
+
+class Model(Component):
+    """The root document of a bond-graph model (BondSim's project level)."""
+
+    def __init__(self, name: str = "model", description: str = ""):
+        super().__init__(name)
+        self.description = description
+        self.parameters: dict[str, float] = {}
+        self.parameter_docs: dict[str, str] = {}
+        self.recorded: dict[str, object] = {}
+
+    def parameter(self, name: str, value: float, doc: str = "") -> sp.Symbol:
+        """A named run-time parameter (changeable between solver steps without rebuilding)."""
+        check_name(name, self.path)
+        if name in self.parameters:
+            raise ModelError(self.path, f"duplicate parameter {name!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ModelError(self.path, f"parameter {name!r} must be finite, got {value}")
+        self.parameters[name] = value
+        self.parameter_docs[name] = doc
+        return sp.Symbol(f"param:{name}", real=True)
+
+
+@dataclass
+class ElementLaw:
+    """What an elementary component contributes once its ports are resolved to bond variables."""
+
+    equations: list = field(default_factory=list)
+    states: list = field(default_factory=list)  # (symbol, initial value, name)

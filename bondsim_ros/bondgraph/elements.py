@@ -1,0 +1,300 @@
+"""The nine elementary bond-graph components (seed 000, Table 1).
+
+Each turns into implicit equations over its port variables; nothing here decides causality.
+Sign conventions follow the paper: power is positive in the direction of the half arrow; at a
+junction an effort (or flow) counts + when its bond points into the junction.
+
+    I   p' = e,  f = Phi(p)          (linear: f = p / I)
+    C   q' = f,  e = Phi(q)          (linear: e = q / C)
+    R   e = Phi(f) or f = Phi(e)     (linear: e = R f)
+    Se  e = E(t, inputs)             Sf  f = F(t, inputs)
+    TF  f1 = k f2, e2 = k e1         (paper: P1 = e1 f1 = e1 k f2 = e2 f2)
+    GY  e1 = r f2, e2 = r f1
+    effort junction (1): flows equal, signed efforts sum to zero
+    flow junction (0):   efforts equal, signed flows sum to zero
+
+Parameters may be numbers or expressions (strings or sympy) of ``t``, the element's control
+inputs (declared with ``inputs=[...]``, each becoming an input port), model parameters and the
+element's own port variables, which gives the modulated (MTF, MGY, MSe...) and nonlinear variants.
+"""
+from __future__ import annotations
+
+import math
+
+import sympy as sp
+
+from .core import Component, ControlPort, ModelError, PowerPort
+
+# Functions a constitutive-law string may use; anything else is an error, not a silent Symbol.
+_FUNCS = {
+    name: getattr(sp, name)
+    for name in (
+        "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "log",
+        "sqrt", "Abs", "sign", "Min", "Max", "Piecewise", "Mod", "floor", "ceiling", "Heaviside",
+    )
+}
+_FUNCS.update({"abs": sp.Abs, "min": sp.Min, "max": sp.Max, "pi": sp.pi, "E": sp.E, "mod": sp.Mod})
+
+
+def parse_expression(value, names: dict, where: str):
+    """Turn a number, sympy expression or string into a sympy expression over ``names``."""
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, bool):
+        raise ModelError(where, f"expected a number or expression, got {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ModelError(where, f"value must be finite, got {value}")
+        return sp.Float(value) if isinstance(value, float) else sp.Integer(value)
+    if not isinstance(value, str):
+        raise ModelError(where, f"expected a number or expression, got {type(value).__name__}")
+    ns = dict(_FUNCS)
+    ns.update(names)
+    try:
+        expr = sp.sympify(value, locals=ns, rational=False)
+    except (sp.SympifyError, SyntaxError, TypeError) as exc:
+        raise ModelError(where, f"cannot read expression {value!r}: {exc}") from None
+    unknown = sorted(str(s) for s in expr.free_symbols if s not in names.values())
+    if unknown:
+        known = ", ".join(sorted(k for k in names)) or "none"
+        raise ModelError(where, f"expression {value!r} uses unknown name(s) {', '.join(unknown)} (known: {known})")
+    bad_funcs = [f for f in expr.atoms(sp.Function) if isinstance(f, sp.core.function.AppliedUndef)]
+    if bad_funcs:
+        raise ModelError(where, f"expression {value!r} calls unknown function {bad_funcs[0].func}")
+    return sp.sympify(expr)
+
+
+class Element(Component):
+    """Base of elementary components: no document, contributes equations."""
+
+    elementary = True
+    symbol = "?"
+
+    def __init__(self, name: str, inputs=(), **kw):
+        super().__init__(name, **kw)
+        for inp in inputs:
+            self.add_control_port(inp, "in")
+
+    def add(self, *components):
+        raise ModelError(self.path, "an elementary component has no document")
+
+    def law(self, value, ctx, local: dict | None = None, what: str = "law"):
+        names = ctx.names_for(self)
+        if local:
+            names.update(local)
+        return parse_expression(value, names, f"{self.path} ({what})")
+
+    def equations(self, ctx) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class OnePort(Element):
+    direction = "in"
+
+    def __init__(self, name: str, inputs=(), direction: str | None = None):
+        super().__init__(name, inputs=inputs)
+        self.add_power_port("p", direction or self.direction)
+
+
+class I(OnePort):
+    """Inertia: p' = e, f = p/I (or a nonlinear ``flow`` law of p). Initial p0 or flow f0."""
+
+    symbol = "I"
+
+    def __init__(self, name, inertia=None, *, flow=None, p0=None, f0=None, inputs=()):
+        super().__init__(name, inputs)
+        if (inertia is None) == (flow is None):
+            raise ModelError(self.path, "give exactly one of inertia= (linear) or flow= (law in p)")
+        if isinstance(inertia, (int, float)) and not inertia > 0:
+            raise ModelError(self.path, f"inertia must be positive, got {inertia}")
+        if p0 is not None and f0 is not None:
+            raise ModelError(self.path, "give p0 or f0, not both")
+        self.inertia, self.flow_law, self.p0, self.f0 = inertia, flow, p0, f0
+
+    def equations(self, ctx):
+        e, f = ctx.e(self.p), ctx.f(self.p)
+        p0 = self.p0 if self.p0 is not None else 0.0
+        if self.f0 is not None:
+            if self.inertia is None or not isinstance(self.inertia, (int, float)):
+                raise ModelError(self.path, "f0 needs a constant linear inertia; give p0 instead")
+            p0 = self.inertia * self.f0
+        p, dp = ctx.state(self, "p", p0)
+        ctx.equation(self, dp - e, "momentum law p' = e")
+        if self.inertia is not None:
+            ctx.equation(self, f - p / self.law(self.inertia, ctx, what="inertia"), "f = p/I")
+        else:
+            ctx.equation(self, f - self.law(self.flow_law, ctx, {"p": p}, "flow law"), "f = Phi(p)")
+
+
+class C(OnePort):
+    """Capacitance (compliance): q' = f, e = q/C (or a nonlinear ``effort`` law of q)."""
+
+    symbol = "C"
+
+    def __init__(self, name, capacitance=None, *, effort=None, q0=0.0, inputs=()):
+        super().__init__(name, inputs)
+        if (capacitance is None) == (effort is None):
+            raise ModelError(self.path, "give exactly one of capacitance= (linear) or effort= (law in q)")
+        if isinstance(capacitance, (int, float)) and not capacitance > 0:
+            raise ModelError(self.path, f"capacitance must be positive, got {capacitance}")
+        self.capacitance, self.effort_law, self.q0 = capacitance, effort, q0
+
+    def equations(self, ctx):
+        e, f = ctx.e(self.p), ctx.f(self.p)
+        q, dq = ctx.state(self, "q", self.q0)
+        ctx.equation(self, dq - f, "displacement law q' = f")
+        if self.capacitance is not None:
+            ctx.equation(self, e - q / self.law(self.capacitance, ctx, what="capacitance"), "e = q/C")
+        else:
+            ctx.equation(self, e - self.law(self.effort_law, ctx, {"q": q}, "effort law"), "e = Phi(q)")
+
+
+class R(OnePort):
+    """Resistance: e = R f, or a nonlinear ``effort`` law of f, or a ``flow`` law of e."""
+
+    symbol = "R"
+
+    def __init__(self, name, resistance=None, *, effort=None, flow=None, inputs=()):
+        super().__init__(name, inputs)
+        given = sum(x is not None for x in (resistance, effort, flow))
+        if given != 1:
+            raise ModelError(self.path, "give exactly one of resistance=, effort= (law in f) or flow= (law in e)")
+        if isinstance(resistance, (int, float)) and resistance < 0:
+            raise ModelError(self.path, f"resistance must not be negative (it would create energy), got {resistance}")
+        self.resistance, self.effort_law, self.flow_law = resistance, effort, flow
+
+    def equations(self, ctx):
+        e, f = ctx.e(self.p), ctx.f(self.p)
+        if self.resistance is not None:
+            ctx.equation(self, e - self.law(self.resistance, ctx, what="resistance") * f, "e = R f")
+        elif self.effort_law is not None:
+            ctx.equation(self, e - self.law(self.effort_law, ctx, {"f": f}, "effort law"), "e = Phi(f)")
+        else:
+            ctx.equation(self, f - self.law(self.flow_law, ctx, {"e": e}, "flow law"), "f = Phi(e)")
+
+
+class Se(OnePort):
+    """Source of effort e = E(t, inputs). Power leaves it."""
+
+    symbol = "Se"
+    direction = "out"
+
+    def __init__(self, name, effort=0.0, inputs=(), direction=None):
+        super().__init__(name, inputs, direction)
+        self.effort = effort
+
+    def equations(self, ctx):
+        ctx.equation(self, ctx.e(self.p) - self.law(self.effort, ctx, what="effort"), "e = E(t)")
+
+
+class Sf(OnePort):
+    """Source of flow f = F(t, inputs). Sf(0) is the zero-velocity constraint of mechanics."""
+
+    symbol = "Sf"
+    direction = "out"
+
+    def __init__(self, name, flow=0.0, inputs=(), direction=None):
+        super().__init__(name, inputs, direction)
+        self.flow = flow
+
+    def equations(self, ctx):
+        ctx.equation(self, ctx.f(self.p) - self.law(self.flow, ctx, what="flow"), "f = F(t)")
+
+
+class TwoPort(Element):
+    def __init__(self, name, inputs=()):
+        super().__init__(name, inputs=inputs)
+        self.add_power_port("p1", "in")
+        self.add_power_port("p2", "out")
+
+
+class TF(TwoPort):
+    """Transformer, f1 = k f2, e2 = k e1; modulated when ``ratio`` uses inputs, e.g. cos(phi)."""
+
+    symbol = "TF"
+
+    def __init__(self, name, ratio, inputs=()):
+        super().__init__(name, inputs)
+        self.ratio = ratio
+
+    def equations(self, ctx):
+        k = self.law(self.ratio, ctx, what="ratio")
+        ctx.equation(self, ctx.f(self.p1) - k * ctx.f(self.p2), "f1 = k f2")
+        ctx.equation(self, ctx.e(self.p2) - k * ctx.e(self.p1), "e2 = k e1")
+
+
+class GY(TwoPort):
+    """Gyrator, e1 = r f2, e2 = r f1 (a DC motor's torque/back-EMF constant)."""
+
+    symbol = "GY"
+
+    def __init__(self, name, ratio, inputs=()):
+        super().__init__(name, inputs)
+        self.ratio = ratio
+
+    def equations(self, ctx):
+        r = self.law(self.ratio, ctx, what="ratio")
+        ctx.equation(self, ctx.e(self.p1) - r * ctx.f(self.p2), "e1 = r f2")
+        ctx.equation(self, ctx.e(self.p2) - r * ctx.f(self.p1), "e2 = r f1")
+
+
+class Junction(Element):
+    """Common base of the two junctions: ports grow as bonds are drawn to them."""
+
+    def __init__(self, name, output: bool = False):
+        super().__init__(name)
+        self._count = 0
+        if output:
+            self.add_control_port("out", "out")
+
+    def new_port(self, role: str) -> PowerPort:
+        self._count += 1
+        # power enters the junction through a port that is a bond's target
+        return self.add_power_port(f"b{self._count}", "in" if role == "target" else "out")
+
+    def power_ports(self) -> list[PowerPort]:
+        return [p for p in self.ports.values() if isinstance(p, PowerPort)]
+
+    def signs(self, ctx):
+        ports = self.power_ports()
+        if len(ports) < 2:
+            raise ModelError(self.path, f"a junction needs at least two bonds, has {len(ports)}")
+        return ports, [1 if p.direction == "in" else -1 for p in ports]
+
+
+class EffortJunction(Junction):
+    """1-junction (effort junction, a flow node): equal flows, signed efforts sum to zero."""
+
+    symbol = "1"
+
+    def equations(self, ctx):
+        ports, signs = self.signs(ctx)
+        ctx.equation(self, sp.Add(*[s * ctx.e(p) for s, p in zip(signs, ports)]), "sum of efforts = 0")
+        for p in ports[1:]:
+            ctx.equation(self, ctx.f(p) - ctx.f(ports[0]), "equal flows")
+        if "out" in self.ports:
+            ctx.output(self.ports["out"], ctx.f(ports[0]))
+
+
+class FlowJunction(Junction):
+    """0-junction (flow junction, an effort node): equal efforts, signed flows sum to zero."""
+
+    symbol = "0"
+
+    def equations(self, ctx):
+        ports, signs = self.signs(ctx)
+        ctx.equation(self, sp.Add(*[s * ctx.f(p) for s, p in zip(signs, ports)]), "sum of flows = 0")
+        for p in ports[1:]:
+            ctx.equation(self, ctx.e(p) - ctx.e(ports[0]), "equal efforts")
+        if "out" in self.ports:
+            ctx.output(self.ports["out"], ctx.e(ports[0]))
+
+
+ELEMENTS = {
+    "I": I, "C": C, "R": R, "Se": Se, "Sf": Sf, "TF": TF, "GY": GY,
+    "EffortJunction": EffortJunction, "FlowJunction": FlowJunction,
+    "1": EffortJunction, "0": FlowJunction,
+}
+
+__all__ = ["I", "C", "R", "Se", "Sf", "TF", "GY", "EffortJunction", "FlowJunction", "Junction",
+           "Element", "ELEMENTS", "parse_expression", "ControlPort"]

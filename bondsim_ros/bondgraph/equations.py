@@ -1,0 +1,355 @@
+"""From a hierarchical bond graph to the raw implicit DAE (seed 000, section 3.7).
+
+Passes over the model tree, as BondSim does: check every connection, resolve vector ports into
+scalar bonds (a port's dimension is the number of bonds joined to it inside), trace every
+signal input to the output that drives it, then collect each elementary component's
+constitutive relations as implicit equations ``F(t, y, y') = 0``. Every bond contributes an
+effort and a flow unknown; nothing is made causal.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .core import Component, ControlPort, Model, ModelError, PowerPort
+from .elements import Element, Junction
+
+T = sp.Symbol("t", real=True)
+
+
+def derivative_symbol(sym: sp.Symbol) -> sp.Symbol:
+    return sp.Symbol(f"d:{sym.name}", real=True)
+
+
+@dataclass
+class RawDAE:
+    """Equations before elimination. ``states`` are the storage variables with initial values."""
+
+    model_name: str
+    equations: list  # sympy expressions, each == 0
+    eq_names: list  # "component.path: relation"
+    variables: list  # sympy symbols (bond efforts/flows, states, signals)
+    states: dict  # symbol -> initial value
+    state_names: dict  # symbol -> model name (e.g. "mass.p")
+    derivative_of: dict  # derivative symbol -> state symbol
+    parameters: dict  # name -> value
+    parameter_symbols: dict  # name -> symbol
+    recorded: dict  # column name -> expression
+    bond_names: dict = field(default_factory=dict)  # symbol -> name
+
+
+@dataclass
+class _Terminal:
+    port: PowerPort
+    side: str  # "el" (elementary port), "inner" or "outer" (component port)
+    index: int
+
+    def key(self):
+        return (id(self.port), self.side, self.index)
+
+
+class _Context:
+    """What an element sees while writing its relations (see elements.Element.equations)."""
+
+    def __init__(self, model: Model, bond_of, signal_source):
+        self.model = model
+        self.t = T
+        self._bond_of = bond_of
+        self._signal_source = signal_source
+        self.equations: list = []
+        self.eq_names: list = []
+        self.states: dict = {}
+        self.state_names: dict = {}
+        self.derivative_of: dict = {}
+        self.signal_vars: dict = {}
+        self.recorded: dict = {}
+        self.param_symbols = {name: sp.Symbol(f"param:{name}", real=True) for name in model.parameters}
+
+    # port variables --------------------------------------------------------------------
+    def e(self, port: PowerPort):
+        return self._bond_of[id(port)][0]
+
+    def f(self, port: PowerPort):
+        return self._bond_of[id(port)][1]
+
+    def signal(self, port: ControlPort):
+        src = self._signal_source[id(port)]
+        return self.output_symbol(src)
+
+    def output_symbol(self, port: ControlPort):
+        key = id(port)
+        if key not in self.signal_vars:
+            self.signal_vars[key] = sp.Symbol(f"{port.path}", real=True)
+        return self.signal_vars[key]
+
+    def output(self, port: ControlPort, expr):
+        self.equation(port.owner, self.output_symbol(port) - expr, f"signal {port.name}")
+
+    def state(self, element: Element, local: str, initial, initial_from_equation=False):
+        name = f"{element.path}.{local}"
+        sym = sp.Symbol(name, real=True)
+        dsym = derivative_symbol(sym)
+        try:
+            initial = float(initial)
+        except (TypeError, ValueError):
+            raise ModelError(element.path, f"initial value of {local} must be a number, got {initial!r}") from None
+        self.states[sym] = initial
+        self.state_names[sym] = name
+        self.derivative_of[dsym] = sym
+        return sym, dsym
+
+    def equation(self, element: Component, expr, what: str):
+        self.equations.append(sp.sympify(expr))
+        self.eq_names.append(f"{element.path}: {what}")
+
+    def record(self, element, column: str, expr):
+        if column in self.recorded:
+            raise ModelError(element.path, f"column {column!r} is already recorded elsewhere")
+        self.recorded[column] = expr
+
+    def names_for(self, element: Element) -> dict:
+        names = {"t": T}
+        for pname, sym in self.param_symbols.items():
+            names[pname] = sym
+        for port in element.ports.values():
+            if isinstance(port, ControlPort) and port.direction == "in":
+                if port.name in self.param_symbols:
+                    raise ModelError(port.path, f"input name {port.name!r} clashes with a model parameter")
+                names[port.name] = self.signal(port)
+        return names
+
+
+# --------------------------------------------------------------------------------------
+def _bond_dims(model: Model):
+    """Dimension of every component power port (number of scalar bonds joined inside)."""
+    dims: dict[int, int] = {}
+    inner: dict[int, list] = defaultdict(list)  # port -> [(bond, end)]
+    outer: dict[int, list] = defaultdict(list)
+    comps = list(model.walk())
+    for comp in comps:
+        for bond in comp.bonds:
+            for end, port in (("source", bond.source), ("target", bond.target)):
+                other = bond.target if end == "source" else bond.source
+                if port.owner is comp:
+                    if other.owner is comp:
+                        raise ModelError(comp.path, f"a bond joins two document ports ({port.name}, {other.name}); "
+                                                    f"put a junction between them")
+                    inner[id(port)].append((bond, end))
+                else:
+                    outer[id(port)].append((bond, end))
+
+    def dim(port: PowerPort, stack=()):
+        if port.owner.elementary:
+            return 1
+        key = id(port)
+        if key in dims:
+            return dims[key]
+        if key in stack:
+            raise ModelError(port.path, "cyclic port dimension")
+        bonds = inner.get(key, [])
+        if not bonds:
+            raise ModelError(port.path, "power port is not connected inside its component")
+        total = 0
+        for bond, end in bonds:
+            other = bond.target if end == "source" else bond.source
+            total += dim(other, stack + (key,))
+        dims[key] = total
+        return total
+
+    def bond_dim(bond):
+        doc = bond.document
+        ends = [p for p in (bond.source, bond.target) if p.owner is not doc]
+        ds = [dim(p) for p in ends]
+        if len(ds) == 2 and ds[0] != ds[1]:
+            raise ModelError(doc.path, f"dimension mismatch: bond {bond.source.path} -> {bond.target.path} "
+                                       f"joins ports of dimension {ds[0]} and {ds[1]}")
+        return ds[0]
+
+    return comps, inner, outer, dim, bond_dim
+
+
+def _resolve_bonds(model: Model):
+    comps, inner, outer, dim, bond_dim = _bond_dims(model)
+    # Slots: each component port has `dim` inner and outer slots filled in bond order.
+    segments: dict = {}  # terminal key -> (other terminal, "source"/"target" role of this terminal)
+    terminals: dict = {}
+    slot_cursor: dict = defaultdict(int)
+
+    def terminal(port, doc, d_index):
+        if port.owner.elementary:
+            t = _Terminal(port, "el", 0)
+        else:
+            side = "inner" if port.owner is doc else "outer"
+            t = _Terminal(port, side, d_index)
+        terminals[t.key()] = t
+        return t
+
+    for comp in comps:
+        for bond in comp.bonds:
+            d = bond_dim(bond)
+            ends = []
+            for port in (bond.source, bond.target):
+                side = "inner" if port.owner is comp else "outer"
+                key = (id(port), side)
+                start = slot_cursor[key]
+                slot_cursor[key] += d if not port.owner.elementary else 1
+                ends.append((port, start))
+            if d > 1 and any(p.owner.elementary for p, _ in ends):
+                raise ModelError(comp.path, f"dimension mismatch: bond {bond.source.path} -> {bond.target.path} "
+                                            f"joins an elementary port (dimension 1) to one of dimension {d}")
+            for i in range(d):
+                a = terminal(ends[0][0], comp, ends[0][1] + i)
+                b = terminal(ends[1][0], comp, ends[1][1] + i)
+                for t_, other, role in ((a, b, "source"), (b, a, "target")):
+                    if t_.key() in segments:
+                        raise ModelError(t_.port.path, "port joined by more than one bond" if t_.side == "el"
+                                         else f"slot {t_.index} used twice")
+                    segments[t_.key()] = (other, role)
+
+    # every component port: as many scalar bonds outside as inside
+    for comp in comps:
+        if comp.elementary or comp is model:
+            continue
+        for port in comp.ports.values():
+            if not isinstance(port, PowerPort):
+                continue
+            n_in = slot_cursor[(id(port), "inner")]
+            n_out = slot_cursor[(id(port), "outer")]
+            if n_out == 0:
+                raise ModelError(port.path, "power port is not connected (dangling port)")
+            if n_in != n_out:
+                raise ModelError(port.path, f"dimension mismatch: {n_in} bond(s) inside, {n_out} outside")
+    for port in model.ports.values():
+        if isinstance(port, PowerPort):
+            raise ModelError(port.path, "the root model cannot have power ports")
+
+    def cross(t: _Terminal) -> _Terminal:
+        side = "outer" if t.side == "inner" else "inner"
+        key = (id(t.port), side, t.index)
+        if key not in terminals:
+            raise ModelError(t.port.path, f"slot {t.index} has no bond on the {side} side")
+        return terminals[key]
+
+    scalar_bonds = []
+    seen = set()
+    for comp in comps:
+        if not comp.elementary:
+            continue
+        for port in comp.ports.values():
+            if not isinstance(port, PowerPort):
+                continue
+            key = (id(port), "el", 0)
+            if key not in segments:
+                raise ModelError(port.path, "power port is not bonded (dangling port)")
+            if key in seen:
+                continue
+            start = terminals[key]
+            other, role = segments[key]
+            guard = 0
+            while other.side != "el":
+                other = cross(other)
+                nxt, _ = segments.get(other.key(), (None, None))
+                if nxt is None:
+                    raise ModelError(other.port.path, "bond chain ends at an unconnected port")
+                other = nxt
+                guard += 1
+                if guard > 10000:
+                    raise ModelError(port.path, "bond chain does not terminate")
+            seen.add(key)
+            seen.add(other.key())
+            src, dst = (start.port, other.port) if role == "source" else (other.port, start.port)
+            scalar_bonds.append((src, dst))
+    return comps, scalar_bonds
+
+
+def _bond_name(src: PowerPort, dst: PowerPort, used: set) -> str:
+    def label(port):
+        own = port.owner
+        nports = sum(isinstance(p, PowerPort) for p in own.ports.values())
+        return own.path if nports == 1 else f"{own.path}.{port.name}"
+
+    # name a bond after the one-port it feeds (mass.e, mass.f), else after a two-port's port
+    non_junction = sorted((p for p in (dst, src) if not isinstance(p.owner, Junction)),
+                          key=lambda p: sum(isinstance(q, PowerPort) for q in p.owner.ports.values()))
+    base = label(non_junction[0]) if non_junction else f"{label(src)}>{label(dst)}"
+    name, k = base, 2
+    while name in used:
+        name = f"{base}#{k}"
+        k += 1
+    used.add(name)
+    return name
+
+
+def _resolve_signals(comps, model):
+    """Map every elementary input port to the elementary output port that drives it."""
+    incoming: dict[int, list] = defaultdict(list)  # target port -> [connection]
+    for comp in comps:
+        for conn in comp.connections:
+            incoming[id(conn.target)].append(conn)
+    for key, conns in incoming.items():
+        if len(conns) > 1:
+            raise ModelError(conns[0].target.path, f"input driven by {len(conns)} signal lines (use one)")
+
+    source: dict[int, ControlPort] = {}
+    for comp in comps:
+        if not comp.elementary:
+            continue
+        for port in comp.ports.values():
+            if not (isinstance(port, ControlPort) and port.direction == "in"):
+                continue
+            cur, hops = port, 0
+            while True:
+                conns = incoming.get(id(cur))
+                if not conns:
+                    raise ModelError(cur.path, "control input is not connected")
+                src = conns[0].source
+                if src.owner.elementary:
+                    break
+                # a component port: continue outside (document input) or inside (child output)
+                cur = src
+                hops += 1
+                if hops > 10000:
+                    raise ModelError(port.path, "signal chain does not terminate")
+            source[id(port)] = src
+    return source
+
+
+def build_dae(model: Model) -> RawDAE:
+    """Check the model and collect its implicit equations (no elimination yet)."""
+    if not isinstance(model, Model):
+        raise ModelError("", f"expected a Model, got {type(model).__name__}")
+    comps, scalar_bonds = _resolve_bonds(model)
+    used: set = set()
+    bond_of: dict[int, tuple] = {}
+    bond_names = {}
+    variables = []
+    for src, dst in scalar_bonds:
+        name = _bond_name(src, dst, used)
+        e, f = sp.Symbol(f"{name}.e", real=True), sp.Symbol(f"{name}.f", real=True)
+        bond_of[id(src)] = bond_of[id(dst)] = (e, f)
+        bond_names[e], bond_names[f] = f"{name}.e", f"{name}.f"
+        variables += [e, f]
+    signal_source = _resolve_signals(comps, model)
+    ctx = _Context(model, bond_of, signal_source)
+    for comp in comps:
+        if comp.elementary:
+            comp.equations(ctx)
+    variables += list(ctx.states)
+    variables += list(ctx.signal_vars.values())
+    if not ctx.equations:
+        raise ModelError(model.path, "the model is empty: no elementary components")
+    return RawDAE(
+        model_name=model.name,
+        equations=ctx.equations,
+        eq_names=ctx.eq_names,
+        variables=variables,
+        states=ctx.states,
+        state_names=ctx.state_names,
+        derivative_of=ctx.derivative_of,
+        parameters=dict(model.parameters),
+        parameter_symbols=ctx.param_symbols,
+        recorded=ctx.recorded,
+        bond_names=bond_names,
+    )

@@ -1,0 +1,205 @@
+"""Symbolic reduction of the raw DAE and its sparse Jacobian.
+
+Before any numerics, trivial equations are eliminated: junction equalities (a = ±b), sources
+(a = c) and every relation that defines an algebraic unknown explicitly with a constant
+coefficient (f = p/I, e = R f, signal = expression). Eliminating an unknown through an equation
+in which it appears with a constant non-zero coefficient is a Schur complement with a constant
+pivot, so the reduced system is singular exactly when the full one is; what remains is the
+semi-explicit DAE x' = z, f(x, y, t) = 0 of the paper with z substituted, i.e. F(t, y, y') = 0.
+Eliminated unknowns stay available for output as expressions of the remaining ones.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from .core import ModelError
+from .equations import RawDAE, T, derivative_symbol
+
+
+@dataclass
+class ReducedDAE:
+    name: str
+    variables: list  # remaining unknowns y (sympy symbols), ordered: states first
+    var_names: list
+    equations: list  # F_i(t, y, y', p) == 0
+    eq_names: list
+    differential: np.ndarray  # bool: y'_i appears in F
+    derivative: dict  # var symbol -> derivative symbol
+    eliminated: dict  # eliminated symbol -> expression in remaining y, y', t, p
+    y0: np.ndarray  # initial guess (states from the model, algebraic 0)
+    param_names: list
+    param_symbols: list
+    outputs: list  # (column name, expression)
+    jac_rows: list  # per CSC nonzero: row
+    jac_cols: list
+    jac_dy: list  # dF_i/dy_j expression per nonzero
+    jac_dyp: list  # dF_i/dy'_j expression per nonzero
+
+
+def _linear_coefficient(expr, var):
+    """Constant coefficient of ``var`` if ``expr`` is affine in it, else None."""
+    d = sp.diff(expr, var)
+    if d.free_symbols or d.has(sp.Piecewise, sp.Min, sp.Max):
+        return None
+    if d == 0:
+        return None
+    return d
+
+
+def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
+    states = list(raw.states)
+    state_set = set(states)
+    deriv = {s: derivative_symbol(s) for s in states}
+    algebraic = [v for v in raw.variables if v not in state_set]
+    alg_set = set(algebraic)
+    equations = list(raw.equations)
+    names = list(raw.eq_names)
+    alive = [True] * len(equations)
+    eliminated_order: list[tuple] = []
+
+    if eliminate:
+        occurs: dict = defaultdict(set)
+        for i, eq in enumerate(equations):
+            for s in eq.free_symbols & alg_set:
+                occurs[s].add(i)
+
+        def try_eliminate(i) -> bool:
+            eq = equations[i]
+            cands = [s for s in eq.free_symbols if s in alg_set]
+            if not cands:
+                return False
+            # prefer unknowns that appear in few other equations: cheaper substitutions
+            cands.sort(key=lambda s: (len(occurs[s]), s.name))
+            for v in cands:
+                c = _linear_coefficient(eq, v)
+                if c is None:
+                    continue
+                rhs = -(eq - c * v) / c
+                alive[i] = False
+                alg_set.discard(v)
+                eliminated_order.append((v, rhs))
+                for j in list(occurs[v]):
+                    if j == i or not alive[j]:
+                        continue
+                    new = equations[j].xreplace({v: rhs})
+                    equations[j] = new
+                    for s in new.free_symbols & alg_set:
+                        occurs[s].add(j)
+                occurs.pop(v, None)
+                return True
+            return False
+
+        changed = True
+        while changed:
+            changed = False
+            # aliases and sources first (two terms or fewer), then explicit definitions
+            order = sorted((i for i in range(len(equations)) if alive[i]),
+                           key=lambda i: (len(equations[i].free_symbols), i))
+            for i in order:
+                if alive[i] and try_eliminate(i):
+                    changed = True
+
+    # final expressions of eliminated unknowns, newest first (each refers only to later ones)
+    eliminated: dict = {}
+    for v, rhs in reversed(eliminated_order):
+        eliminated[v] = rhs.xreplace(eliminated) if rhs.free_symbols & eliminated.keys() else rhs
+
+    rem_eqs, rem_names = [], []
+    for i, eq in enumerate(equations):
+        if not alive[i]:
+            continue
+        if eq == 0 or (eq.is_number and abs(float(eq)) == 0):
+            raise ModelError(names[i].split(":")[0], f"redundant equation ({names[i]}): it reduces to 0 = 0; "
+                                                     f"the model over-constrains this part (hyperstatic)")
+        if eq.is_number:
+            raise ModelError(names[i].split(":")[0], f"inconsistent equation ({names[i]}): reduces to {eq} = 0")
+        rem_eqs.append(eq)
+        rem_names.append(names[i])
+
+    remaining_alg = [v for v in algebraic if v in alg_set]
+    variables = states + remaining_alg
+    var_names = [raw.state_names.get(v, v.name) for v in variables]
+    n_eq, n_var = len(rem_eqs), len(variables)
+    if n_eq != n_var:
+        _structural_report(rem_eqs, rem_names, variables, var_names, deriv)
+        raise ModelError(raw.model_name, f"{n_eq} equations for {n_var} unknowns")
+    _structural_report(rem_eqs, rem_names, variables, var_names, deriv)
+
+    dsyms = {deriv[s]: s for s in states}
+    appearing = set()
+    for eq in rem_eqs:
+        appearing |= eq.free_symbols & dsyms.keys()
+    differential = np.array([v in state_set and deriv[v] in appearing for v in variables], dtype=bool)
+
+    # Sparse Jacobian G = dF/dy + cj dF/dy', column-major (CSC) order.
+    index = {v: j for j, v in enumerate(variables)}
+    entries: dict = {}
+    for i, eq in enumerate(rem_eqs):
+        syms = eq.free_symbols
+        for s in syms:
+            if s in index:
+                entries.setdefault((index[s], i), [0, 0])[0] = sp.diff(eq, s)
+            elif s in dsyms:
+                entries.setdefault((index[dsyms[s]], i), [0, 0])[1] = sp.diff(eq, s)
+    keys = sorted(entries)
+    outputs = [(raw.state_names[s], s) for s in states]
+    for col, expr in raw.recorded.items():
+        if col in {o[0] for o in outputs}:
+            raise ModelError(raw.model_name, f"recorded column {col!r} clashes with a state name")
+        outputs.append((col, expr.xreplace(eliminated)))
+    y0 = np.array([raw.states.get(v, 0.0) for v in variables], dtype=float)
+    return ReducedDAE(
+        name=raw.model_name,
+        variables=variables,
+        var_names=var_names,
+        equations=rem_eqs,
+        eq_names=rem_names,
+        differential=differential,
+        derivative={s: deriv[s] for s in states},
+        eliminated=eliminated,
+        y0=y0,
+        param_names=list(raw.parameters),
+        param_symbols=[raw.parameter_symbols[n] for n in raw.parameters],
+        outputs=outputs,
+        jac_rows=[i for (_, i) in keys],
+        jac_cols=[j for (j, _) in keys],
+        jac_dy=[entries[k][0] for k in keys],
+        jac_dyp=[entries[k][1] for k in keys],
+    )
+
+
+def _structural_report(eqs, eq_names, variables, var_names, deriv):
+    """Raise a ModelError naming unmatched equations/unknowns when the system is structurally singular."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    index = {v: j for j, v in enumerate(variables)}
+    dindex = {deriv[v]: index[v] for v in deriv if v in index}
+    rows, cols = [], []
+    for i, eq in enumerate(eqs):
+        for s in eq.free_symbols:
+            j = index.get(s, dindex.get(s))
+            if j is not None:
+                rows.append(i)
+                cols.append(j)
+    if not eqs:
+        return
+    m = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(eqs), len(variables)))
+    match = maximum_bipartite_matching(m, perm_type="column")  # equation -> unknown
+    unmatched_eq = [eq_names[i] for i in range(len(eqs)) if match[i] < 0]
+    matched = {int(j) for j in match if j >= 0}
+    unmatched_var = [var_names[j] for j in range(len(variables)) if j not in matched]
+    if unmatched_eq or unmatched_var:
+        parts = []
+        if unmatched_var:
+            parts.append("unknowns no equation determines: " + ", ".join(unmatched_var[:8]))
+        if unmatched_eq:
+            parts.append("equations with nothing left to determine (over-constrained): " + "; ".join(unmatched_eq[:8]))
+        raise ModelError("structure", "structurally singular model: " + " | ".join(parts))
+
+
+__all__ = ["ReducedDAE", "reduce_dae", "T"]

@@ -1,0 +1,205 @@
+"""Control signal blocks (seed 000, section 3.1.3, Fig. 15).
+
+Signals carry information, not power: each output port is one scalar variable defined by its
+block's relation. Blocks: input generators, summator, gain, function, integrator, derivative,
+PID with limits and anti-windup, signal node, and the recorder (BondSim's display) whose
+inputs become named columns of the simulation output.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from .core import ModelError, check_name
+from .elements import Element
+
+
+class Block(Element):
+    """A signal block: control ports only."""
+
+    symbol = "blk"
+
+    def __init__(self, name, inputs=(), outputs=("out",)):
+        super().__init__(name, inputs=inputs)
+        for out in outputs:
+            self.add_control_port(out, "out")
+
+
+class Input(Block):
+    """Input generator: ``out = value(t, parameters)``. Use the constructors for the usual shapes."""
+
+    symbol = "In"
+
+    def __init__(self, name, value=0.0):
+        super().__init__(name)
+        self.value = value
+
+    @classmethod
+    def constant(cls, name, value):
+        return cls(name, value)
+
+    @classmethod
+    def step(cls, name, t0=0.0, before=0.0, after=1.0):
+        return cls(name, f"Piecewise(({before!r}, t < {t0!r}), ({after!r}, True))")
+
+    @classmethod
+    def ramp(cls, name, slope=1.0, t0=0.0, offset=0.0):
+        return cls(name, f"{offset!r} + Piecewise((0, t < {t0!r}), ({slope!r}*(t - {t0!r}), True))")
+
+    @classmethod
+    def sine(cls, name, amplitude=1.0, omega=1.0, phase=0.0, offset=0.0):
+        return cls(name, f"{offset!r} + {amplitude!r}*sin({omega!r}*t + {phase!r})")
+
+    def equations(self, ctx):
+        ctx.output(self.out, self.law(self.value, ctx, what="value"))
+
+
+class Sum(Block):
+    """Summator: ``out = sum(sign_i * in_i)``; ``signs="+-"`` gives inputs in1 (+) and in2 (-)."""
+
+    symbol = "Σ"
+
+    def __init__(self, name, signs="++"):
+        if not signs or set(signs) - {"+", "-"}:
+            raise ModelError(name, f"signs must be a string of '+' and '-', got {signs!r}")
+        super().__init__(name, inputs=[f"in{i + 1}" for i in range(len(signs))])
+        self.signs_text = signs
+
+    def equations(self, ctx):
+        total = sp.Add(*[(1 if s == "+" else -1) * ctx.signal(self.port(f"in{i + 1}"))
+                         for i, s in enumerate(self.signs_text)])
+        ctx.output(self.out, total)
+
+
+class Gain(Block):
+    """``out = k * in``."""
+
+    symbol = "K"
+
+    def __init__(self, name, k):
+        super().__init__(name, inputs=["in_"])
+        self.k = k
+
+    def equations(self, ctx):
+        ctx.output(self.out, self.law(self.k, ctx, what="gain") * ctx.signal(self.in_))
+
+
+class Function(Block):
+    """Multi-input function generator: ``out = expr(inputs, t)``."""
+
+    symbol = "f"
+
+    def __init__(self, name, expr, inputs=("u",)):
+        super().__init__(name, inputs=inputs)
+        self.expr = expr
+
+    def equations(self, ctx):
+        ctx.output(self.out, self.law(self.expr, ctx, what="function"))
+
+
+class Integrator(Block):
+    """``out = x``, ``x' = in``, ``x(0) = x0``: positions from velocities (bond graphs are velocity based)."""
+
+    symbol = "∫"
+
+    def __init__(self, name, x0=0.0):
+        super().__init__(name, inputs=["in_"])
+        self.x0 = x0
+
+    def equations(self, ctx):
+        x, dx = ctx.state(self, "x", self.x0)
+        ctx.equation(self, dx - ctx.signal(self.in_), "x' = in")
+        ctx.output(self.out, x)
+
+
+class Derivative(Block):
+    """``out = d(in)/dt`` exactly, through a hidden variable that follows the input."""
+
+    symbol = "d/dt"
+
+    def __init__(self, name):
+        super().__init__(name, inputs=["in_"])
+
+    def equations(self, ctx):
+        x, dx = ctx.state(self, "x", 0.0, initial_from_equation=True)
+        ctx.equation(self, x - ctx.signal(self.in_), "x = in")
+        ctx.output(self.out, dx)
+
+
+class PID(Block):
+    """PID on the error input ``in_``: filtered derivative, output limits, back-calculation anti-windup.
+
+    u = kp e + xi + kd (e - xf)/tf,  xi' = ki e + kb (sat(u) - u),  xf' = (e - xf)/tf,  out = sat(u).
+    ``kb`` (back-calculation gain) defaults to 10 ki/kp, i.e. a tracking time of Ti/10.
+    """
+
+    symbol = "PID"
+
+    def __init__(self, name, kp=1.0, ki=0.0, kd=0.0, tf=0.01, umin=None, umax=None, kb=None):
+        super().__init__(name, inputs=["in_"])
+        if umin is not None and umax is not None and not umin < umax:
+            raise ModelError(name, f"PID limits need umin < umax, got {umin}, {umax}")
+        if kd and not tf > 0:
+            raise ModelError(name, "PID derivative filter time tf must be positive")
+        self.kp, self.ki, self.kd, self.tf = kp, ki, kd, tf
+        self.umin, self.umax, self.kb = umin, umax, kb
+
+    def equations(self, ctx):
+        e = ctx.signal(self.in_)
+        kp, ki, kd = (self.law(v, ctx, what=w) for v, w in ((self.kp, "kp"), (self.ki, "ki"), (self.kd, "kd")))
+        u = kp * e
+        if self.kd:
+            xf, dxf = ctx.state(self, "xf", 0.0)
+            tf = self.law(self.tf, ctx, what="tf")
+            ctx.equation(self, dxf - (e - xf) / tf, "derivative filter")
+            u += kd * (e - xf) / tf
+        if self.ki:
+            xi, dxi = ctx.state(self, "xi", 0.0)
+            u += xi
+        sat = u
+        if self.umax is not None:
+            sat = sp.Min(sat, self.law(self.umax, ctx, what="umax"))
+        if self.umin is not None:
+            sat = sp.Max(sat, self.law(self.umin, ctx, what="umin"))
+        if self.ki:
+            # back-calculation: while saturated, bleed the integral toward the limit (no windup)
+            kb = self.kb if self.kb is not None else 10.0 * (self.ki / self.kp if self.kp else 1.0)
+            kb = self.law(kb, ctx, what="kb")
+            ctx.equation(self, dxi - ki * e - kb * (sat - u), "integral with back-calculation")
+        ctx.output(self.out, sat)
+
+
+class Node(Block):
+    """Signal node: one input branched to ``n`` equal outputs (out1..outn)."""
+
+    symbol = "•"
+
+    def __init__(self, name, n=2):
+        super().__init__(name, inputs=["in_"], outputs=[f"out{i + 1}" for i in range(n)])
+        self.n = n
+
+    def equations(self, ctx):
+        value = ctx.signal(self.in_)
+        for i in range(self.n):
+            ctx.output(self.port(f"out{i + 1}"), value)
+
+
+class Recorder(Block):
+    """BondSim's display: each input becomes a named output column (``columns=["x", "x_ref"]``)."""
+
+    symbol = "rec"
+
+    def __init__(self, name, columns):
+        if isinstance(columns, str):
+            columns = [columns]
+        for c in columns:
+            check_name(c, name)
+        super().__init__(name, inputs=list(columns), outputs=())
+        self.columns = list(columns)
+
+    def equations(self, ctx):
+        for c in self.columns:
+            ctx.record(self, c, ctx.signal(self.port(c)))
+
+
+SIGNALS = {"Input": Input, "Sum": Sum, "Gain": Gain, "Function": Function, "Integrator": Integrator,
+           "Derivative": Derivative, "PID": PID, "Node": Node, "Recorder": Recorder}

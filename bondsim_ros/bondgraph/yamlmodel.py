@@ -1,0 +1,215 @@
+"""Declarative model files (YAML), the text form of a bond-graph document.
+
+::
+
+    model: mass_spring_damper
+    parameters: {k: 4.0}                 # run-time parameters, usable in laws
+    definitions:                         # reusable components (instantiate many times)
+      Damper:
+        ports: {p: in}                   # power ports: in | out | [in, domain]
+        components: {r: {type: R, resistance: 0.4}}
+        bonds: [[self.p, r]]             # the component's own ports are self.<port>
+    components:
+      v: {type: EffortJunction, output: true}
+      F: {type: Se, effort: 1.0}
+      mass: {type: I, inertia: 1.0}
+      spring: {type: C, effort: "k*q", q0: 0.1}
+      d: {type: Damper}
+      rec: {type: Recorder, columns: [v]}
+    bonds:                               # [from, to]: power flows from -> to
+      - [F, v]
+      - [v, mass]
+      - [v, spring]
+      - [v, d.p]
+    signals:                             # [source, target, ...]
+      - [v.out, rec.v]
+
+Every error names the file, the line and the component path.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from .core import Component, Model, ModelError
+from .elements import ELEMENTS
+from .signals import SIGNALS, Input
+
+
+class _LineDict(dict):
+    line = 0
+
+
+class _LineList(list):
+    line = 0
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader, node, deep=False):
+    loader.flatten_mapping(node)
+    out = _LineDict()
+    out.line = node.start_mark.line + 1
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in out:
+            raise ModelError("", f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+        out[key] = loader.construct_object(value_node, deep=True)
+    return out
+
+
+def _construct_sequence(loader, node, deep=False):
+    out = _LineList(loader.construct_object(n, deep=True) for n in node.value)
+    out.line = node.start_mark.line + 1
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+_INPUT_SHAPES = {"Constant": Input.constant, "Step": Input.step, "Ramp": Input.ramp, "Sine": Input.sine}
+_DOC_KEYS = {"type", "ports", "controls", "components", "bonds", "signals", "description"}
+
+
+class _Reader:
+    def __init__(self, path: str, data):
+        self.path = path
+        self.data = data
+        self.definitions = data.get("definitions") or {}
+
+    def where(self, node, comp_path=""):
+        line = getattr(node, "line", 0)
+        loc = f"{self.path}:{line}" if line else self.path
+        return f"{loc}: {comp_path}" if comp_path else loc
+
+    def fail(self, node, comp_path, message):
+        raise ModelError(self.where(node, comp_path), message)
+
+    def fill(self, comp: Component, spec, stack=()):
+        comps = spec.get("components") or {}
+        if not isinstance(comps, dict):
+            self.fail(spec, comp.path, "'components' must be a mapping name -> spec")
+        for name, cspec in comps.items():
+            child_path = f"{comp.path}.{name}" if comp.parent is not None else str(name)
+            if not isinstance(cspec, dict) or "type" not in cspec:
+                self.fail(cspec if isinstance(cspec, dict) else spec, child_path, "needs a mapping with a 'type'")
+            try:
+                child = self.make(str(name), cspec, stack)
+                comp.add(child)
+            except ModelError as exc:
+                if exc.where.startswith(self.path):
+                    raise
+                self.fail(cspec, child_path, exc.message)
+        for bond in spec.get("bonds") or []:
+            ends = [bond.get("from"), bond.get("to")] if isinstance(bond, dict) else bond
+            if not isinstance(ends, list) or len(ends) != 2:
+                self.fail(bond if hasattr(bond, "line") else spec, comp.path, f"a bond is [from, to], got {bond!r}")
+            try:
+                comp.bond(self.end(comp, ends[0]), self.end(comp, ends[1]))
+            except ModelError as exc:
+                self.fail(bond, comp.path, str(exc))
+        for line in spec.get("signals") or []:
+            if not isinstance(line, list) or len(line) < 2:
+                self.fail(line if hasattr(line, "line") else spec, comp.path,
+                          f"a signal line is [source, target, ...], got {line!r}")
+            try:
+                comp.connect(self.end(comp, line[0]), *[self.end(comp, x) for x in line[1:]])
+            except ModelError as exc:
+                self.fail(line, comp.path, str(exc))
+
+    @staticmethod
+    def end(comp: Component, text):
+        if not isinstance(text, str):
+            raise ModelError(comp.path, f"a bond or signal end is 'component' or 'component.port', got {text!r}")
+        if text.startswith("self."):
+            return comp.port(text[5:])
+        return text
+
+    def make(self, name: str, spec, stack) -> Component:
+        kind = spec["type"]
+        kwargs = {k: v for k, v in spec.items() if k != "type"}
+        if kind in self.definitions:
+            if kind in stack:
+                raise ModelError(name, f"definition {kind!r} contains itself ({' -> '.join(stack + (kind,))})")
+            extra = set(kwargs) - {"description"}
+            if extra:
+                raise ModelError(name, f"unexpected key(s) for an instance of {kind}: {', '.join(sorted(extra))}")
+            return self.document(name, self.definitions[kind], stack + (kind,))
+        if kind == "Component":
+            return self.document(name, spec, stack)
+        cls = ELEMENTS.get(kind) or SIGNALS.get(kind)
+        factory = cls or _INPUT_SHAPES.get(kind)
+        if factory is None:
+            known = sorted(set(ELEMENTS) | set(SIGNALS) | set(_INPUT_SHAPES) | set(self.definitions) | {"Component"})
+            raise ModelError(name, f"unknown element type {kind!r} (known: {', '.join(known)})")
+        try:
+            return factory(name, **kwargs)
+        except TypeError as exc:
+            msg = re.sub(r"^[\w.]*\(\) ", "", str(exc))
+            raise ModelError(name, f"{kind}: {msg}") from None
+
+    def document(self, name, spec, stack) -> Component:
+        extra = set(spec) - _DOC_KEYS
+        if extra:
+            self.fail(spec, name, f"unexpected key(s) in a component: {', '.join(sorted(extra))}")
+        comp = Component(name, ports=_ports(spec.get("ports")), controls=spec.get("controls") or {})
+        comp.description = spec.get("description", "")
+        comp._yaml_spec = (self, spec, stack)
+        comp._built = True
+        self.pending.append(comp)
+        return comp
+
+
+def _ports(spec):
+    out = {}
+    for name, value in (spec or {}).items():
+        out[name] = tuple(value) if isinstance(value, list) else value
+    return out
+
+
+def load_model(path) -> Model:
+    """Read a model file (YAML) into a :class:`Model`."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ModelError(str(path), f"cannot read model file: {exc.strerror}") from None
+    return loads_model(text, str(path))
+
+
+def loads_model(text: str, filename: str = "<string>") -> Model:
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 0
+        raise ModelError(f"{filename}:{line}", f"YAML syntax error: {exc.problem}") from None
+    except ModelError as exc:
+        raise ModelError(filename, str(exc)) from None
+    if not isinstance(data, dict) or "model" not in data:
+        raise ModelError(filename, "a model file is a mapping with at least 'model: NAME' and 'components'")
+    allowed = {"model", "description", "parameters", "definitions", "components", "bonds", "signals"}
+    extra = set(data) - allowed
+    if extra:
+        raise ModelError(f"{filename}:{data.line}", f"unexpected top-level key(s): {', '.join(sorted(extra))} "
+                                                    f"(allowed: {', '.join(sorted(allowed))})")
+    reader = _Reader(filename, data)
+    reader.pending = []
+    model = Model(str(data["model"]), data.get("description", ""))
+    for name, value in (data.get("parameters") or {}).items():
+        doc = ""
+        if isinstance(value, dict):
+            doc, value = value.get("doc", ""), value.get("value")
+        try:
+            model.parameter(str(name), value, doc)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(reader.where(data.get("parameters"), "parameters"), f"{name}: {exc}") from None
+    reader.fill(model, data)
+    while reader.pending:  # documents of sub-components, breadth first
+        comp = reader.pending.pop(0)
+        rd, spec, stack = comp._yaml_spec
+        rd.fill(comp, spec, stack)
+    return model

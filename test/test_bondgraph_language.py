@@ -1,0 +1,339 @@
+"""The bond-graph language: hierarchy, vector ports, checks on load, YAML form, drawing."""
+import shutil
+
+import pytest
+import sympy as sp
+
+from bondsim_ros.bondgraph import (
+    C, GY, I, PID, R, TF, Component, EffortJunction, FlowJunction, Integrator, Model, ModelError, Recorder, Se, Sf,
+)
+from bondsim_ros.bondgraph.draw import draw, to_dot
+from bondsim_ros.bondgraph.equations import build_dae
+from bondsim_ros.bondgraph.reduce import reduce_dae
+from bondsim_ros.bondgraph.yamlmodel import loads_model
+from bondsim_ros.models import examples
+
+
+def reduced(model):
+    return reduce_dae(build_dae(model))
+
+
+def same(a, b, tol=1e-12):
+    """Two expressions agree at random points (floats make exact simplification brittle)."""
+    import random
+
+    rng = random.Random(1)
+    syms = sorted(sp.sympify(a).free_symbols | sp.sympify(b).free_symbols, key=str)
+    for _ in range(5):
+        vals = {s: sp.Float(rng.uniform(-2, 2)) for s in syms}
+        va, vb = float(sp.sympify(a).xreplace(vals)), float(sp.sympify(b).xreplace(vals))
+        if abs(va - vb) > tol * max(1.0, abs(va), abs(vb)):
+            return False
+    return True
+
+
+def state_equation(red, state_name):
+    """The reduced equation solved for the derivative of ``state_name``: returns d/dt expression."""
+    idx = red.var_names.index(state_name)
+    var = red.variables[idx]
+    d = red.derivative[var]
+    for eq in red.equations:
+        if d in eq.free_symbols:
+            sol = sp.solve(eq, d)
+            if len(sol) == 1:
+                return sol[0]
+    raise AssertionError(f"no equation for {state_name}'")
+
+
+# ---------------------------------------------------------------- hierarchy & vector ports
+class Pair(Component):
+    """A component whose port 'v' has two bonds inside: a 2-vector port."""
+
+    def __init__(self, name, m1, m2):
+        super().__init__(name, ports={"v": "in"})
+        self.m = (m1, m2)
+
+    def build(self):
+        self.add(I("a", self.m[0]), I("b", self.m[1]))
+        self.bond(self.v, "a")
+        self.bond(self.v, "b")
+
+
+class Forces(Component):
+    def __init__(self, name, f1, f2):
+        super().__init__(name, ports={"v": "out"})
+        self.f = (f1, f2)
+
+    def build(self):
+        self.add(Se("F1", self.f[0]), Se("F2", self.f[1]))
+        self.bond("F1", self.v)
+        self.bond("F2", self.v)
+
+
+def test_vector_port_pairs_bonds_in_order():
+    m = Model("vec")
+    m.add(Pair("masses", 2.0, 4.0), Forces("forces", 3.0, 5.0))
+    m.bond("forces.v", "masses.v")
+    red = reduced(m)
+    # the first bond inside each port pairs with the first bond of the other: a gets F1, b gets F2
+    assert float(state_equation(red, "masses.a.p")) == pytest.approx(3.0)
+    assert float(state_equation(red, "masses.b.p")) == pytest.approx(5.0)
+
+
+def test_vector_port_dimension_mismatch_is_named():
+    class One(Component):
+        def build(self):
+            self.add(Se("F", 1.0))
+            self.bond("F", self.ports["v"])
+
+    m = Model("mismatch")
+    m.add(Pair("masses", 1.0, 1.0), One("one", ports={"v": "out"}))
+    m.bond("one.v", "masses.v")
+    with pytest.raises(ModelError, match=r"dimension mismatch.*dimension 1 and 2|dimension 1 and 2"):
+        build_dae(m)
+
+
+class Wheel(Component):
+    """Reusable: axle inertia with bearing friction, driven through a 2-port."""
+
+    def __init__(self, name):
+        super().__init__(name, ports={"drive": "in"}, controls={"omega": "out"})
+
+    def build(self):
+        j = self.add(EffortJunction("j", output=True))
+        self.add(I("inertia", 0.01), R("bearing", 0.001))
+        self.bond(self.drive, j)
+        self.bond(j, "inertia")
+        self.bond(j, "bearing")
+        self.connect(j.out, self.omega)
+
+
+def test_component_reused_three_times_with_unique_names():
+    m = Model("three")
+    for i in range(3):
+        m.add(Wheel(f"wheel{i + 1}"), Se(f"torque{i + 1}", 0.1 * (i + 1)))
+        m.bond(f"torque{i + 1}", f"wheel{i + 1}.drive")
+    m.add(Recorder("rec", ["w1", "w2", "w3"]))
+    for i in range(3):
+        m.connect(f"wheel{i + 1}.omega", f"rec.w{i + 1}")
+    red = reduced(m)
+    assert [n for n in red.var_names] == ["wheel1.inertia.p", "wheel2.inertia.p", "wheel3.inertia.p"]
+    # d p/dt = torque - b * p / J for each wheel
+    for i in range(3):
+        expr = state_equation(red, f"wheel{i + 1}.inertia.p")
+        p = red.variables[i]
+        assert same(expr, 0.1 * (i + 1) - 0.001 * p / 0.01)
+    assert [o[0] for o in red.outputs][-3:] == ["w1", "w2", "w3"]
+
+
+def test_nesting_without_limit():
+    inner = Wheel("w")
+    level = inner
+    for k in range(6):  # six levels of components around one wheel
+        outer = Component(f"L{k}", ports={"drive": "in"})
+        outer.add(level)
+        outer.bond(outer.drive, "w.drive" if k == 0 else f"L{k - 1}.drive")
+        level = outer
+    m = Model("deep")
+    m.add(level, Se("T", 1.0))
+    m.bond("T", "L5.drive")
+    red = reduced(m)
+    assert red.var_names == ["L5.L4.L3.L2.L1.L0.w.inertia.p"]
+
+
+# ---------------------------------------------------------------- checks on load
+def test_dangling_port_names_path():
+    m = Model("dangling")
+    m.add(I("mass", 1.0), R("damper", 1.0), EffortJunction("j"))
+    m.bond("j", "mass")
+    with pytest.raises(ModelError, match=r"damper\.p.*not bonded|junction needs at least two"):
+        build_dae(m)
+
+
+def test_component_port_not_connected_outside():
+    m = Model("open")
+    m.add(Wheel("wheel"))
+    with pytest.raises(ModelError, match=r"wheel\.drive: power port is not connected"):
+        build_dae(m)
+
+
+def test_duplicate_names_rejected():
+    m = Model("dup")
+    m.add(I("x", 1.0))
+    with pytest.raises(ModelError, match="duplicate component name 'x'"):
+        m.add(C("x", 1.0))
+
+
+def test_power_direction_mismatch():
+    m = Model("dir")
+    m.add(I("mass", 1.0), Se("F", 1.0))
+    with pytest.raises(ModelError, match=r"mass\.p: power direction mismatch"):
+        m.bond("mass", "F")
+
+
+def test_unconnected_control_input():
+    m = Model("sig")
+    m.add(TF("tf", "cos(a)", inputs=["a"]), Se("F", 1.0), I("mass", 1.0))
+    m.bond("F", "tf.p1")
+    m.bond("tf.p2", "mass")
+    with pytest.raises(ModelError, match=r"tf\.a: control input is not connected"):
+        build_dae(m)
+
+
+def test_unknown_name_in_law():
+    m = Model("law")
+    m.add(R("r", effort="k*f"), Se("F", 1.0))
+    m.bond("F", "r")
+    with pytest.raises(ModelError, match=r"r \(effort law\).*unknown name\(s\) k"):
+        build_dae(m)
+
+
+@pytest.mark.parametrize("make, text", [
+    (lambda: I("m", -1.0), "inertia must be positive"),
+    (lambda: C("c", 0.0), "capacitance must be positive"),
+    (lambda: R("r", -2.0), "must not be negative"),
+])
+def test_physically_meaningless_parameters(make, text):
+    with pytest.raises(ModelError, match=text):
+        make()
+
+
+def test_over_constrained_model_is_reported_not_a_singular_matrix():
+    # two flow sources fixing the same junction flow: hyperstatic
+    m = Model("hyper")
+    j = m.add(EffortJunction("j"))
+    m.add(Sf("s1", 0.0), Sf("s2", 0.0), I("mass", 1.0))
+    m.bond("s1", j)
+    m.bond("s2", j)
+    m.bond(j, "mass")
+    with pytest.raises(ModelError, match="redundant|structurally singular|over-constrained"):
+        reduced(m)
+
+
+def test_junction_signs_follow_bond_direction():
+    # F pushes into the 1-junction, the damper and the mass take power out
+    m = examples.mass_spring_damper(m=2.0, k=3.0, b=0.5, x0=0.0, force=7.0)
+    red = reduced(m)
+    p = red.variables[red.var_names.index("mass.p")]
+    q = red.variables[red.var_names.index("spring.q")]
+    expr = state_equation(red, "mass.p")
+    assert same(expr, 7.0 - 0.5 * p / 2.0 - 3.0 * q)
+
+
+def test_trivial_equations_are_eliminated():
+    raw = build_dae(examples.dc_motor())
+    red = reduce_dae(raw)
+    assert len(raw.equations) == 28
+    assert len(red.equations) == 3  # La.p, Jm.p, JL.p remain; junction equalities are gone
+    assert red.differential.all()
+
+
+def test_pid_with_limits_has_integral_state_and_saturation():
+    m = Model("pid")
+    m.add(PID("pid", kp=2.0, ki=1.0, umin=-1.0, umax=1.0), Integrator("plant", 0.0))
+    from bondsim_ros.bondgraph import Input, Sum
+
+    m.add(Input("ref", 1.0), Sum("err", "+-"))
+    m.connect("ref.out", "err.in1")
+    m.connect("plant.out", "err.in2")
+    m.connect("err.out", "pid.in_")
+    m.connect("pid.out", "plant.in_")
+    red = reduced(m)
+    assert set(red.var_names) == {"pid.xi", "plant.x"}
+    assert any(eq.has(sp.Min) and eq.has(sp.Max) for eq in red.equations)
+
+
+# ---------------------------------------------------------------- YAML
+MSD_YAML = """
+model: mass_spring_damper
+parameters: {k: 4.0}
+definitions:
+  Damper:
+    ports: {p: in}
+    components: {r: {type: R, resistance: 0.4}}
+    bonds: [[self.p, r]]
+components:
+  v: {type: EffortJunction, output: true}
+  F: {type: Se, effort: 0.0}
+  mass: {type: I, inertia: 1.0}
+  spring: {type: C, effort: "k*q", q0: 0.1}
+  d: {type: Damper}
+  rec: {type: Recorder, columns: [v]}
+bonds:
+  - [F, v]
+  - [v, mass]
+  - [v, spring]
+  - [v, d.p]
+signals:
+  - [v.out, rec.v]
+"""
+
+
+def test_yaml_model_matches_python_model():
+    red_yaml = reduced(loads_model(MSD_YAML))
+    red_py = reduced(examples.mass_spring_damper(m=1.0, k=4.0, b=0.4, x0=0.1))
+    ky = sp.Symbol("param:k", real=True)
+    e_yaml = state_equation(red_yaml, "mass.p").xreplace({ky: 4.0})
+    e_py = state_equation(red_py, "mass.p")
+    ren = {red_yaml.variables[red_yaml.var_names.index(n)]: red_py.variables[red_py.var_names.index(n)]
+           for n in ("mass.p", "spring.q")}
+    assert sp.simplify(e_yaml.xreplace(ren) - e_py) == 0
+
+
+@pytest.mark.parametrize("text, match", [
+    ("model: x\ncomponents:\n  a: {type: Bogus}\n", r"<string>:3: a: unknown element type 'Bogus'"),
+    ("model: x\ncomponents:\n  a: {type: I, inertia: 1.0, mass: 2}\n", r"<string>:3: a: I: .*unexpected keyword.*mass"),
+    ("model: x\ncomponents:\n  a: {type: I, inertia: 1.0}\n  b: {type: Se}\nbonds:\n  - [a, b]\n",
+     r"<string>:6: .*a\.p: power direction mismatch"),
+    ("model: x\ncomponents:\n  a: {type: I, inertia: 1.0}\n  a: {type: C, capacitance: 1.0}\n", r"duplicate key 'a'"),
+    ("model: x\ncomponents: [\n", r"<string>:\d+: YAML syntax error"),
+    ("model: x\nwhatever: 1\n", r"unexpected top-level key\(s\): whatever"),
+])
+def test_yaml_errors_name_file_line_and_component(text, match):
+    with pytest.raises(ModelError, match=match):
+        loads_model(text)
+
+
+# ---------------------------------------------------------------- drawing
+def test_dot_has_components_as_boxes_and_half_arrow_bonds():
+    m = Model("draw")
+    m.add(Wheel("wheel"), Se("T", 1.0))
+    m.bond("T", "wheel.drive")
+    src = to_dot(m)
+    assert 'subgraph "cluster_wheel"' in src
+    assert "arrowhead=lnormal" in src
+    assert '"I: inertia"' in src
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz 'dot' not installed")
+def test_draw_png(tmp_path):
+    out = draw(examples.pendulum(), tmp_path / "pendulum.png")
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
+def _algebraic_value(model, name):
+    red = reduced(model)
+    for sym, expr in red.eliminated.items():
+        if sym.name == name:
+            return float(expr)
+    raise AssertionError(f"{name} not eliminated")
+
+
+def test_transformer_law_f1_equals_k_f2_and_e2_equals_k_e1():
+    m = Model("tf")
+    m.add(Se("V", 2.0), TF("tf", 4.0), R("load", 2.0))
+    m.bond("V", "tf.p1")
+    m.bond("tf.p2", "load")
+    assert _algebraic_value(m, "load.e") == pytest.approx(8.0)  # e2 = k e1
+    assert _algebraic_value(m, "load.f") == pytest.approx(4.0)
+    assert _algebraic_value(m, "V.f") == pytest.approx(16.0)  # f1 = k f2
+
+
+def test_gyrator_law():
+    m = Model("gy")
+    m.add(Se("V", 2.0), GY("gy", 3.0), R("load", 2.0))
+    m.bond("V", "gy.p1")
+    m.bond("gy.p2", "load")
+    assert _algebraic_value(m, "load.f") == pytest.approx(2.0 / 3.0)  # e1 = r f2
+    assert _algebraic_value(m, "V.f") == pytest.approx(4.0 / 9.0)  # e2 = r f1
