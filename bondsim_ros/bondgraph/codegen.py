@@ -126,6 +126,19 @@ def _printer():
         def _print_Rational(self, expr):
             return repr(float(expr))
 
+        def _print_clip(self, expr):
+            u, lo, hi = (self._print(a) for a in expr.args)
+            return f"min(max({u}, {lo}), {hi})"
+
+        def _print_Infinity(self, expr):
+            return "math.inf"
+
+        def _print_NegativeInfinity(self, expr):
+            return "-math.inf"
+
+        def _print_Heaviside(self, expr):  # derivative of Min/Max: which branch is active
+            return f"(1.0 if {self._print(expr.args[0])} > 0 else 0.0)"
+
     return KernelPrinter({"fully_qualified_modules": True, "standard": "python3"})
 
 
@@ -138,7 +151,7 @@ def _emit_function(name: str, sig: str, args: str, exprs: list, target: str, pri
     if not exprs:
         lines.append("    pass")
         return lines
-    repl, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("_c"), optimizations="basic", order="none")
+    repl, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("_c"), order="none")
     for sym, val in repl:
         lines.append(f"    {sym} = {printer.doprint(val)}")
     for k, val in enumerate(reduced):

@@ -89,6 +89,8 @@ def cmd_simulate(args) -> int:
         raise CLIError(str(exc)) from None
     except SolverError as exc:
         raise CLIError(f"simulation failed: {exc}") from None
+    if entry is not None and entry.postprocess is not None:
+        result = entry.postprocess(result)
     if args.csv:
         result.to_csv(args.csv)
     written = []

@@ -40,9 +40,28 @@ class ReducedDAE:
     jac_dyp: list  # dF_i/dy'_j expression per nonzero
 
 
+def _diff(expr, var):
+    """d expr / d var, with the almost-everywhere derivatives sympy leaves unevaluated:
+    floor/ceiling -> 0, Mod(a, c) -> da (c constant), DiracDelta -> 0 (kinks, not impulses)."""
+    d = sp.diff(expr, var)
+    if not d.has(sp.Derivative, sp.DiracDelta):
+        return d
+
+    def fix(e):
+        inner = e.expr
+        if isinstance(inner, (sp.floor, sp.ceiling)):
+            return sp.S.Zero
+        if isinstance(inner, sp.Mod) and not inner.args[1].free_symbols:
+            return _diff(inner.args[0], e.variables[0])
+        raise ModelError("derivative", f"cannot differentiate {inner} for the Jacobian")
+
+    d = d.replace(lambda e: isinstance(e, sp.Derivative), fix)
+    return d.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
+
+
 def _linear_coefficient(expr, var):
     """Constant coefficient of ``var`` if ``expr`` is affine in it, else None."""
-    d = sp.diff(expr, var)
+    d = _diff(expr, var)
     if d.free_symbols or d.has(sp.Piecewise, sp.Min, sp.Max):
         return None
     if d == 0:
@@ -142,9 +161,9 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
         syms = eq.free_symbols
         for s in syms:
             if s in index:
-                entries.setdefault((index[s], i), [0, 0])[0] = sp.diff(eq, s)
+                entries.setdefault((index[s], i), [0, 0])[0] = _diff(eq, s)
             elif s in dsyms:
-                entries.setdefault((index[dsyms[s]], i), [0, 0])[1] = sp.diff(eq, s)
+                entries.setdefault((index[dsyms[s]], i), [0, 0])[1] = _diff(eq, s)
     keys = sorted(entries)
     outputs = [(raw.state_names[s], s) for s in states]
     for col, expr in raw.recorded.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .core import ModelError, check_name
-from .elements import Element
+from .elements import Element, clip
 
 
 class Block(Element):
@@ -156,10 +156,10 @@ class PID(Block):
             xi, dxi = ctx.state(self, "xi", 0.0)
             u += xi
         sat = u
-        if self.umax is not None:
-            sat = sp.Min(sat, self.law(self.umax, ctx, what="umax"))
-        if self.umin is not None:
-            sat = sp.Max(sat, self.law(self.umin, ctx, what="umin"))
+        if self.umin is not None or self.umax is not None:
+            lo = self.law(self.umin, ctx, what="umin") if self.umin is not None else -sp.oo
+            hi = self.law(self.umax, ctx, what="umax") if self.umax is not None else sp.oo
+            sat = clip(u, lo, hi)
         if self.ki:
             # back-calculation: while saturated, bleed the integral toward the limit (no windup)
             kb = self.kb if self.kb is not None else 10.0 * (self.ki / self.kp if self.kp else 1.0)

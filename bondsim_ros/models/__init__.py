@@ -19,6 +19,7 @@ class ModelEntry:
     description: str
     plot: Callable | None = None  # plot(result, out_png) -> list of written files
     defaults: dict = field(default_factory=dict)  # suggested simulate options (t_end, dt_out, hmax, rtol)
+    postprocess: Callable | None = None  # postprocess(result) -> result with derived columns
 
 
 def _examples():
