@@ -72,6 +72,9 @@ setup(
     entry_points={
         "console_scripts": [
             "bondsim-ros = bondsim_ros.cli:main",
+            "dynamics_node = bondsim_ros.ros.dynamics_node:main",
+            "probe_node = bondsim_ros.ros.probe_node:main",
+            "twin_bridge = bondsim_ros.ros.twin_bridge:main",
         ],
     },
 )

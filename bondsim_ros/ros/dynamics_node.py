@@ -1,0 +1,320 @@
+"""dynamics_node: the Robotino bond-graph model in (scaled) real time on ROS 2.
+
+Publishes /joint_states (non-virtual joints in mechanism-XML order), /odom with odom ->
+base_footprint on /tf (REP-105), motor currents and voltages; follows the rose path, /cmd_vel
+(Twist or TwistStamped) or a waypoint list; compares probe points returned by the probe node
+with its own positions at the same stamp (the paper's named pipe, without its one-frame lag).
+"""
+from __future__ import annotations
+
+import collections
+import math
+import time
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import PointStamped, TransformStamped, Twist, TwistStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+from std_srvs.srv import SetBool, Trigger
+
+from bondsim_ros.models.twin import CommandError, Limits, RobotinoTwin
+from bondsim_ros.models.waypoints import WaypointFollower
+
+from ._env import ensure_local_discovery
+
+
+def tf_message():
+    """tf2_msgs/TFMessage: from the ROS install, or generated into the venv by tools/setup.sh."""
+    try:
+        from tf2_msgs.msg import TFMessage
+    except ImportError as exc:
+        raise ImportError("tf2_msgs is missing: on a ROS install source it; in the pip environment run "
+                          "tools/setup.sh, which generates it") from exc
+    return TFMessage
+
+
+def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
+    """rclpy Parameters for programmatic starts (bondsim-ros up, tests); ints given for float
+    parameters are converted, since ROS parameters are strictly typed."""
+    from rclpy.parameter import Parameter
+
+    out = []
+    for key, value in (overrides or {}).items():
+        if key not in defaults:
+            raise ValueError(f"unknown parameter {key!r}")
+        default = defaults[key][0]
+        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if isinstance(default, list) and default and isinstance(default[0], float):
+            value = [float(v) for v in value]
+        out.append(Parameter(key, value=value))
+    return out
+
+PARAMS = {
+    # name: (default, description)
+    "model": ("robotino", "bond-graph model to run (built-in name)"),
+    "reference": ("rose", "reference source: rose | cmd_vel | waypoints"),
+    "publish_rate": (33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)"),
+    "real_time_factor": (1.0, "simulated seconds per wall-clock second"),
+    "cmd_vel_topic": ("cmd_vel", "velocity command topic"),
+    "cmd_vel_type": ("auto", "auto | twist | stamped (Nav2 Jazzy+ publishes TwistStamped)"),
+    "cmd_vel_timeout": (0.5, "seconds without a command before the twin is brought to rest"),
+    "max_linear_velocity": (1.0, "clamp for |(vx, vy)| [m/s]"),
+    "max_angular_velocity": (3.0, "clamp for |wz| [rad/s]"),
+    "waypoints": ([0.0], "flat list x1, y1, phi1, x2, y2, phi2, ... for reference=waypoints"),
+    "odom_frame": ("odom", "odometry frame id"),
+    "base_frame": ("base_footprint", "robot base frame id"),
+    "frame_prefix": ("", "prefix for frame ids and joint names (several robots)"),
+    "probes": (["base_center"], "probe names whose /probes/NAME points are compared with the model"),
+    "probe_link_offsets": ([0.0, 0.0, 0.0], "probe positions in the base frame, 3 numbers per probe"),
+    "rtol": (1e-6, "solver relative tolerance"),
+    "hmax": (0.02, "largest solver step [s]"),
+}
+
+
+class DynamicsNode(Node):
+    def __init__(self, name="dynamics_node", overrides: dict | None = None, **kwargs):
+        super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
+        for key, (default, desc) in PARAMS.items():
+            self.declare_parameter(key, default, ParameterDescriptor(description=desc))
+        p = {k: self.get_parameter(k).value for k in PARAMS}
+        self._validate(p)
+        self.p = p
+        mode = {"rose": "rose", "cmd_vel": "twist", "waypoints": "twist"}[p["reference"]]
+        limits = Limits(max_linear=p["max_linear_velocity"], max_angular=p["max_angular_velocity"])
+        tic = time.perf_counter()
+        self.twin = RobotinoTwin(reference=mode, rtol=p["rtol"], hmax=p["hmax"], limits=limits,
+                                 log=lambda m: self.get_logger().info(m))
+        self.get_logger().info(f"model ready in {time.perf_counter() - tic:.2f} s "
+                               f"({self.twin.compiled.n} unknowns, reference={p['reference']})")
+        self.follower = None
+        if p["reference"] == "waypoints":
+            wp = np.asarray(p["waypoints"], dtype=float).reshape(-1, 3)
+            self.follower = WaypointFollower(wp, limits.max_linear, limits.max_angular)
+        pre = p["frame_prefix"]
+        self.joint_names = [pre + n for n in self.twin.joint_names]
+        self.odom_frame, self.base_frame = pre + p["odom_frame"], pre + p["base_frame"]
+
+        self.pub_joints = self.create_publisher(JointState, "joint_states", 10)
+        self.pub_odom = self.create_publisher(Odometry, "odom", 10)
+        self.pub_tf = self.create_publisher(tf_message(), "/tf", 100)
+        self.pub_motors = self.create_publisher(JointState, "motor_states", 10)
+        self.pub_overrun = self.create_publisher(Float64, "~/lag", 10)
+        self.probe_err = {}
+        self.probe_err_untimed = {}
+        offsets = np.asarray(p["probe_link_offsets"], dtype=float).reshape(-1, 3)
+        self.probe_offset = {}
+        for k, name in enumerate(p["probes"]):
+            self.probe_offset[name] = offsets[k] if k < len(offsets) else np.zeros(3)
+            self.create_subscription(PointStamped, f"probes/{name}", lambda m, n=name: self._on_probe(n, m), 50)
+            self.probe_err[name] = self.create_publisher(Float64, f"probe_error/{name}", 10)
+            self.probe_err_untimed[name] = self.create_publisher(Float64, f"probe_error_untimed/{name}", 10)
+        self.history = collections.OrderedDict()  # stamp (ns) -> pose, for time-aligned probe checks
+
+        self._cmd_sub = None
+        self._last_cmd_wall = None
+        if p["reference"] == "cmd_vel":
+            self._setup_cmd_vel()
+        self.create_service(Trigger, "~/reset", self._on_reset)
+        self.create_service(SetBool, "~/pause", self._on_pause)
+
+        self.period = 1.0 / p["publish_rate"]
+        self.paused = False
+        self.overruns = 0
+        self.max_lag = 0.0
+        self.frames = 0
+        self._wall_base = time.monotonic()
+        self._sim_base = 0.0
+        self.timer = self.create_timer(self.period, self._tick)
+
+    # -- parameters ----------------------------------------------------------------------
+    def _validate(self, p):
+        errors = []
+        if p["model"] != "robotino":
+            errors.append(f"model: only 'robotino' is available, got {p['model']!r}")
+        if p["reference"] not in ("rose", "cmd_vel", "waypoints"):
+            errors.append(f"reference: rose | cmd_vel | waypoints, got {p['reference']!r}")
+        for key in ("publish_rate", "real_time_factor", "cmd_vel_timeout", "max_linear_velocity",
+                    "max_angular_velocity", "rtol", "hmax"):
+            v = p[key]
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                errors.append(f"{key}: must be a positive number, got {v!r}")
+        if p["cmd_vel_type"] not in ("auto", "twist", "stamped"):
+            errors.append(f"cmd_vel_type: auto | twist | stamped, got {p['cmd_vel_type']!r}")
+        if p["reference"] == "waypoints" and (len(p["waypoints"]) < 3 or len(p["waypoints"]) % 3):
+            errors.append("waypoints: give x, y, phi triples")
+        if errors:
+            raise ValueError("invalid dynamics_node parameters: " + "; ".join(errors))
+
+    # -- cmd_vel ---------------------------------------------------------------------------
+    def _setup_cmd_vel(self):
+        kind = self.p["cmd_vel_type"]
+        if kind == "auto":
+            kind = self._detect_cmd_type() or "stamped"
+            self._auto_timer = self.create_timer(1.0, self._recheck_cmd_type)
+        self._subscribe_cmd(kind)
+
+    def _detect_cmd_type(self):
+        topic = self.resolve_topic_name(self.p["cmd_vel_topic"])
+        for info in self.get_publishers_info_by_topic(topic):
+            if info.topic_type.endswith("TwistStamped"):
+                return "stamped"
+            if info.topic_type.endswith("Twist"):
+                return "twist"
+        return None
+
+    def _recheck_cmd_type(self):
+        kind = self._detect_cmd_type()
+        if kind and kind != self._cmd_kind:
+            self.get_logger().info(f"cmd_vel publisher uses {kind}: resubscribing")
+            self.destroy_subscription(self._cmd_sub)
+            self._subscribe_cmd(kind)
+
+    def _subscribe_cmd(self, kind):
+        self._cmd_kind = kind
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        if kind == "stamped":
+            self._cmd_sub = self.create_subscription(TwistStamped, self.p["cmd_vel_topic"],
+                                                     lambda m: self._on_cmd(m.twist), qos)
+        else:
+            self._cmd_sub = self.create_subscription(Twist, self.p["cmd_vel_topic"], self._on_cmd, qos)
+
+    def _on_cmd(self, twist):
+        vals = (twist.linear.x, twist.linear.y, twist.angular.z)
+        try:
+            applied = self.twin.set_command(*vals)
+        except CommandError as exc:
+            self.get_logger().warning(f"rejected cmd_vel: {exc}", throttle_duration_sec=1.0)
+            return
+        if any(abs(a - v) > 1e-12 for a, v in zip(applied, vals)):
+            self.get_logger().warning(f"cmd_vel {vals} clamped to {applied}", throttle_duration_sec=1.0)
+        self._last_cmd_wall = time.monotonic()
+
+    # -- probes ----------------------------------------------------------------------------
+    def _probe_world(self, name, pose):
+        x, y, phi = pose
+        o = self.probe_offset[name]
+        c, s = math.cos(phi), math.sin(phi)
+        return np.array([x + c * o[0] - s * o[1], y + s * o[0] + c * o[1], o[2]])
+
+    def _on_probe(self, name, msg: PointStamped):
+        got = np.array([msg.point.x, msg.point.y, msg.point.z])
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        pose = self.history.get(stamp)
+        if pose is not None:  # time-aligned: same stamp as the joint state it came from
+            self.probe_err[name].publish(Float64(data=float(np.linalg.norm(got - self._probe_world(name, pose)))))
+        # untimed, like the paper's pipe: against the newest model state
+        latest = self.twin.state().pose
+        self.probe_err_untimed[name].publish(Float64(data=float(np.linalg.norm(got - self._probe_world(name, latest)))))
+
+    # -- services --------------------------------------------------------------------------
+    def _on_reset(self, request, response):
+        self.twin.reset()
+        self.history.clear()
+        self._wall_base, self._sim_base = time.monotonic(), 0.0
+        response.success, response.message = True, "twin reset to its initial state"
+        return response
+
+    def _on_pause(self, request, response):
+        if request.data and not self.paused:
+            self._sim_base, self.paused = self.twin.t, True
+        elif not request.data and self.paused:
+            self._wall_base, self.paused = time.monotonic(), False
+        response.success, response.message = True, "paused" if self.paused else "running"
+        return response
+
+    # -- the frame loop --------------------------------------------------------------------
+    def sim_time_now(self) -> float:
+        return self._sim_base + (time.monotonic() - self._wall_base) * self.p["real_time_factor"]
+
+    def _tick(self):
+        if self.paused:
+            return
+        tic = time.perf_counter()
+        if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
+            if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
+                self.twin.set_command(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
+                self._last_cmd_wall = None
+                self.get_logger().info("cmd_vel timeout: stopping")
+        if self.follower is not None:
+            self.twin.set_command(*self.follower.command(self.twin.state().pose))
+        target = self.sim_time_now()
+        state = self.twin.step_to(target)
+        self.publish_state(state)
+        took = time.perf_counter() - tic
+        lag = max(0.0, self.sim_time_now() - state.t) / self.p["real_time_factor"]
+        self.max_lag = max(self.max_lag, lag)
+        if took > self.period:
+            self.overruns += 1
+            self.get_logger().warning(
+                f"frame took {took * 1e3:.1f} ms > period {self.period * 1e3:.1f} ms "
+                f"({self.overruns} overruns so far)", throttle_duration_sec=2.0)
+        self.pub_overrun.publish(Float64(data=float(took)))
+        self.frames += 1
+
+    def publish_state(self, state):
+        # stamped with the ROS time of publication; the history maps that stamp back to the
+        # model state, so returned probe points are compared at exactly the same instant
+        now = self.get_clock().now()
+        ns = now.nanoseconds
+        stamp = now.to_msg()
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = self.joint_names
+        js.position = state.position.tolist()
+        js.velocity = state.velocity.tolist()
+        js.effort = state.effort.tolist()
+        self.pub_joints.publish(js)
+        x, y, phi = state.pose
+        qz, qw = math.sin(phi / 2), math.cos(phi / 2)
+        odom = Odometry()
+        odom.header.stamp = stamp
+        odom.header.frame_id = self.odom_frame
+        odom.child_frame_id = self.base_frame
+        odom.pose.pose.position.x, odom.pose.pose.position.y = x, y
+        odom.pose.pose.orientation.z, odom.pose.pose.orientation.w = qz, qw
+        bvx, bvy, wz = state.twist_body
+        odom.twist.twist.linear.x, odom.twist.twist.linear.y, odom.twist.twist.angular.z = bvx, bvy, wz
+        cov = np.diag([1e-6, 1e-6, 1e6, 1e6, 1e6, 1e-6]).ravel().tolist()  # planar: z, roll, pitch unknown
+        odom.pose.covariance = cov
+        odom.twist.covariance = cov
+        self.pub_odom.publish(odom)
+        tf = TransformStamped()
+        tf.header.stamp = stamp
+        tf.header.frame_id = self.odom_frame
+        tf.child_frame_id = self.base_frame
+        tf.transform.translation.x, tf.transform.translation.y = x, y
+        tf.transform.rotation.z, tf.transform.rotation.w = qz, qw
+        self.pub_tf.publish(tf_message()(transforms=[tf]))
+        motors = JointState()
+        motors.header.stamp = stamp
+        motors.name = ["motor1", "motor2", "motor3"]
+        motors.position = state.voltages.tolist()  # voltage [V] in position: JointState has three slots
+        motors.velocity = (-self.twin.gear * state.wheel_speeds).tolist()
+        motors.effort = state.currents.tolist()  # armature current [A]
+        self.pub_motors.publish(motors)
+        self.history[ns] = state.pose
+        while len(self.history) > 600:
+            self.history.popitem(last=False)
+
+
+def main(args=None):
+    ensure_local_discovery()
+    rclpy.init(args=args)
+    node = DynamicsNode()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

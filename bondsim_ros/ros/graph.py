@@ -1,0 +1,79 @@
+"""The node graph of the launch files, started in one process without ``launch``.
+
+``ros2 launch bondsim_ros robotino_rviz.launch.py`` needs a ROS install; ``bondsim-ros up`` and
+``bondsim-ros demo`` start the same dynamics and probe nodes (and optionally the bridge) with
+an rclpy executor, reading the same config/*.yaml parameter files.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+
+def load_ros_params(path) -> dict:
+    """{node_name: {param: value}} from a ROS 2 parameter file (``node: ros__parameters: ...``)."""
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    out = {}
+    for node, body in data.items():
+        params = (body or {}).get("ros__parameters")
+        if params is None:
+            raise ValueError(f"{path}: section {node!r} has no ros__parameters")
+        out[node.strip("/").split("/")[-1]] = dict(params)
+    return out
+
+
+@dataclass
+class Graph:
+    executor: object
+    nodes: dict = field(default_factory=dict)
+    context: object = None
+
+    def spin_for(self, seconds: float, on_tick=None, tick=0.2) -> None:
+        end = time.monotonic() + seconds
+        next_tick = time.monotonic()
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=min(0.05, max(0.0, end - time.monotonic())))
+            if on_tick and time.monotonic() >= next_tick:
+                on_tick()
+                next_tick += tick
+
+    def spin_until(self, predicate, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if predicate():
+                return True
+            self.executor.spin_once(timeout_sec=0.02)
+        return predicate()
+
+    def shutdown(self) -> None:
+        for node in self.nodes.values():
+            self.executor.remove_node(node)
+            node.destroy_node()
+        self.executor.shutdown()
+
+
+def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge: dict | None = None,
+                namespace: str = "", context=None, with_probe: bool = True) -> Graph:
+    """Create the nodes (rclpy must be initialised) and add them to a single-threaded executor."""
+    from rclpy.executors import SingleThreadedExecutor
+
+    from .dynamics_node import DynamicsNode
+    from .probe_node import ProbeNode
+
+    kw = {"namespace": namespace} if namespace else {}
+    if context is not None:
+        kw["context"] = context
+    executor = SingleThreadedExecutor(context=context) if context is not None else SingleThreadedExecutor()
+    nodes = {"dynamics_node": DynamicsNode(overrides=dynamics or {}, **kw)}
+    if with_probe:
+        nodes["probe_node"] = ProbeNode(overrides=probe or {}, **kw)
+    if bridge is not None:
+        from .twin_bridge import TwinBridge
+
+        nodes["twin_bridge"] = TwinBridge(overrides=bridge, **kw)
+    for node in nodes.values():
+        executor.add_node(node)
+    return Graph(executor=executor, nodes=nodes, context=context)

@@ -1,0 +1,159 @@
+"""twin_bridge: run the twin beside a real Robotino and publish how far they drift apart.
+
+Listens to the real driver's topics (names in config/robotino_bridge.yaml; the defaults match
+robocup-logistics/ros2-robotino's rto_node: cmd_vel, odom, joint_states in a per-robot
+namespace), forwards every velocity command to the twin's cmd_vel, and compares the robot's
+odometry and wheel speeds with the twin's at the same stamps:
+
+    ~/pose_deviation   geometry_msgs/Vector3Stamped   (dx, dy, dphi) twin - robot, robot's odom frame
+    ~/wheel_deviation  sensor_msgs/JointState          velocity = twin - robot wheel speed [rad/s]
+"""
+from __future__ import annotations
+
+import bisect
+import math
+
+import rclpy
+from geometry_msgs.msg import Twist, TwistStamped, Vector3Stamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+
+from ._env import ensure_local_discovery
+from .dynamics_node import overrides_to_parameters
+
+PARAMS = {
+    "robot_cmd_vel": ("/robotinobase1/cmd_vel", "the real driver's velocity command topic"),
+    "robot_cmd_vel_stamped": (False, "true if the driver's cmd_vel is TwistStamped"),
+    "robot_odom": ("/robotinobase1/odom", "the real driver's odometry"),
+    "robot_joint_states": ("/robotinobase1/joint_states", "the real driver's wheel joint states"),
+    "robot_wheel_joints": (["wheel0_joint", "wheel1_joint", "wheel2_joint"],
+                           "the driver's wheel joint names, in the order of the twin's wheel1..3"),
+    "robot_wheel_sign": (1.0, "multiply the driver's wheel speeds by this to match the twin's axle convention"),
+    "twin_cmd_vel": ("/twin/cmd_vel", "the twin's velocity command topic (its dynamics_node in cmd_vel mode)"),
+    "twin_odom": ("/twin/odom", "the twin's odometry"),
+    "twin_joint_states": ("/twin/joint_states", "the twin's joint states"),
+    "twin_wheel_joints": (["wheel1_axle", "wheel2_axle", "wheel3_axle"], "the twin's wheel joint names"),
+}
+
+
+def _ns(stamp) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def _yaw(q) -> float:
+    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y ** 2 + q.z ** 2))
+
+
+class TimedSeries:
+    """Samples by stamp with linear interpolation (angles unwrapped by the caller)."""
+
+    def __init__(self, maxlen=2000):
+        self.t, self.v, self.maxlen = [], [], maxlen
+
+    def add(self, ns, values):
+        if self.t and ns <= self.t[-1]:
+            return
+        self.t.append(ns)
+        self.v.append(values)
+        if len(self.t) > self.maxlen:
+            del self.t[: len(self.t) - self.maxlen]
+            del self.v[: len(self.v) - self.maxlen]
+
+    def at(self, ns):
+        if not self.t or ns < self.t[0] or ns > self.t[-1]:
+            return None
+        k = bisect.bisect_left(self.t, ns)
+        if self.t[k] == ns:
+            return self.v[k]
+        t0, t1 = self.t[k - 1], self.t[k]
+        w = (ns - t0) / (t1 - t0)
+        return tuple(a + w * (b - a) for a, b in zip(self.v[k - 1], self.v[k]))
+
+
+class TwinBridge(Node):
+    def __init__(self, name="twin_bridge", overrides: dict | None = None, **kwargs):
+        super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
+        for key, (default, desc) in PARAMS.items():
+            self.declare_parameter(key, default, ParameterDescriptor(description=desc))
+        p = {k: self.get_parameter(k).value for k in PARAMS}
+        self.p = p
+        self.twin_cmd = self.create_publisher(Twist, p["twin_cmd_vel"], 10)
+        if p["robot_cmd_vel_stamped"]:
+            self.create_subscription(TwistStamped, p["robot_cmd_vel"], lambda m: self._forward(m.twist), 10)
+        else:
+            self.create_subscription(Twist, p["robot_cmd_vel"], self._forward, 10)
+        self.create_subscription(Odometry, p["robot_odom"], self._on_robot_odom, 50)
+        self.create_subscription(Odometry, p["twin_odom"], self._on_twin_odom, 50)
+        self.create_subscription(JointState, p["robot_joint_states"], self._on_robot_joints, 50)
+        self.create_subscription(JointState, p["twin_joint_states"], self._on_twin_joints, 50)
+        self.pub_pose = self.create_publisher(Vector3Stamped, "~/pose_deviation", 10)
+        self.pub_wheels = self.create_publisher(JointState, "~/wheel_deviation", 10)
+        self.twin_pose = TimedSeries()
+        self.twin_wheels = TimedSeries()
+        self.origin = None  # robot pose when the bridge started: the twin starts at (0, 0, 0)
+        self.forwarded = 0
+
+    def _forward(self, twist: Twist):
+        self.twin_cmd.publish(twist)
+        self.forwarded += 1
+
+    def _on_twin_odom(self, msg: Odometry):
+        p = msg.pose.pose
+        self.twin_pose.add(_ns(msg.header.stamp), (p.position.x, p.position.y, _yaw(p.orientation)))
+
+    def _on_twin_joints(self, msg: JointState):
+        idx = {n: k for k, n in enumerate(msg.name)}
+        if all(n in idx for n in self.p["twin_wheel_joints"]) and len(msg.velocity) == len(msg.name):
+            self.twin_wheels.add(_ns(msg.header.stamp), tuple(msg.velocity[idx[n]] for n in self.p["twin_wheel_joints"]))
+
+    def _on_robot_odom(self, msg: Odometry):
+        p = msg.pose.pose
+        x, y, phi = p.position.x, p.position.y, _yaw(p.orientation)
+        if self.origin is None:
+            self.origin = (x, y, phi)
+        # robot pose relative to where it was when the twin started
+        ox, oy, ophi = self.origin
+        c, s = math.cos(ophi), math.sin(ophi)
+        rel = (c * (x - ox) + s * (y - oy), -s * (x - ox) + c * (y - oy), phi - ophi)
+        twin = self.twin_pose.at(_ns(msg.header.stamp))
+        if twin is None:
+            return
+        out = Vector3Stamped()
+        out.header = msg.header
+        out.vector.x, out.vector.y = twin[0] - rel[0], twin[1] - rel[1]
+        out.vector.z = math.atan2(math.sin(twin[2] - rel[2]), math.cos(twin[2] - rel[2]))
+        self.pub_pose.publish(out)
+
+    def _on_robot_joints(self, msg: JointState):
+        idx = {n: k for k, n in enumerate(msg.name)}
+        names = self.p["robot_wheel_joints"]
+        if not all(n in idx for n in names) or len(msg.velocity) != len(msg.name):
+            return
+        twin = self.twin_wheels.at(_ns(msg.header.stamp))
+        if twin is None:
+            return
+        sign = self.p["robot_wheel_sign"]
+        out = JointState()
+        out.header = msg.header
+        out.name = list(self.p["twin_wheel_joints"])
+        out.velocity = [tw - sign * msg.velocity[idx[n]] for tw, n in zip(twin, names)]
+        self.pub_wheels.publish(out)
+
+
+def main(args=None):
+    ensure_local_discovery()
+    rclpy.init(args=args)
+    node = TwinBridge()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""Digital twin beside a real Robotino (e.g. robocup-logistics ros2-robotino's rto_node).
+
+    ros2 launch bondsim_ros robotino_twin.launch.py [bridge_config:=.../robotino_bridge.yaml]
+
+The twin's dynamics_node runs in cmd_vel mode in namespace /twin; twin_bridge forwards the
+real robot's commands to it and publishes twin-vs-robot deviations.
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    share = get_package_share_directory("bondsim_ros")
+    params = os.path.join(share, "config", "dynamics.yaml")
+    bridge = LaunchConfiguration("bridge_config")
+    return LaunchDescription([
+        DeclareLaunchArgument("bridge_config", default_value=os.path.join(share, "config", "robotino_bridge.yaml")),
+        Node(package="bondsim_ros", executable="dynamics_node", namespace="twin", output="screen",
+             parameters=[params, {"reference": "cmd_vel", "cmd_vel_type": "twist", "frame_prefix": "twin/"}]),
+        Node(package="bondsim_ros", executable="twin_bridge", output="screen", parameters=[bridge]),
+    ])
