@@ -38,7 +38,8 @@ def test_dc_motor_with_gear_speed_and_current():
 
 def test_lossless_oscillator_energy_over_100_periods():
     period = 2 * math.pi
-    res = simulate(ex.lossless_oscillator(), t_end=100 * period, dt_out=0.05, rtol=1e-9, atol=1e-12)
+    # BDF damps slightly (it is not symplectic): the drift scales with the tolerance
+    res = simulate(ex.lossless_oscillator(), t_end=100 * period, dt_out=0.05, rtol=1e-10, atol=1e-13)
     energy = 0.5 * res["mass.p"] ** 2 + 0.5 * res["spring.q"] ** 2
     drift = float(np.max(np.abs(energy - energy[0])) / energy[0])
     print(f"lossless oscillator: relative energy drift over 100 periods = {drift:.2e}")

@@ -1,0 +1,104 @@
+"""``bondsim-ros up`` and ``bondsim-ros demo``: the ROS 2 graph without ``launch``."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+
+def register(sub) -> None:
+    up = sub.add_parser("up", help="start dynamics_node and probe_node in one process (no `launch` needed)")
+    up.add_argument("--params", metavar="FILE", help="ROS parameter file (default: config/dynamics.yaml)")
+    up.add_argument("--reference", choices=["rose", "cmd_vel", "waypoints"], help="override the reference source")
+    up.add_argument("--rate", type=float, help="publish rate [Hz]")
+    up.add_argument("--rtf", type=float, help="real-time factor")
+    up.add_argument("--namespace", default="", help="namespace for all nodes (several robots)")
+    up.add_argument("--bridge", action="store_true", help="also start twin_bridge (config/robotino_bridge.yaml)")
+    up.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    up.set_defaults(func=cmd_up)
+
+    demo = sub.add_parser("demo", help="the rose-path demo: node graph -> MCAP bag, plots and a video")
+    demo.add_argument("--duration", type=float, default=60.0, help="simulated seconds (default 60)")
+    demo.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
+    demo.add_argument("--rtf", type=float, default=1.0, help="real-time factor (default 1: as the real robot)")
+    demo.add_argument("--no-video", action="store_true", help="skip the rendered video")
+    demo.add_argument("--quiet", "-q", action="store_true")
+    demo.set_defaults(func=cmd_demo)
+
+
+def _config_file(name: str) -> Path:
+    here = Path(__file__).resolve().parents[2] / "config" / name
+    if here.exists():
+        return here
+    return Path(sys.prefix) / "share" / "bondsim_ros" / "config" / name
+
+
+def _node_params(args):
+    from .graph import load_ros_params
+
+    params = load_ros_params(args.params or _config_file("dynamics.yaml"))
+    dyn = dict(params.get("dynamics_node", {}))
+    probe = dict(params.get("probe_node", {}))
+    if getattr(args, "reference", None):
+        dyn["reference"] = args.reference
+    if getattr(args, "rate", None):
+        dyn["publish_rate"] = args.rate
+    if getattr(args, "rtf", None):
+        dyn["real_time_factor"] = args.rtf
+    return dyn, probe
+
+
+def cmd_up(args) -> int:
+    import rclpy
+
+    from ._env import ensure_local_discovery
+    from .graph import load_ros_params, start_graph
+
+    dyn, probe = _node_params(args)
+    bridge = load_ros_params(_config_file("robotino_bridge.yaml")).get("twin_bridge", {}) if args.bridge else None
+    ensure_local_discovery()
+    rclpy.init()
+    graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace)
+    print(f"bondsim-ros up: {', '.join(graph.nodes)} running (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        if args.duration is not None:
+            graph.spin_for(args.duration)
+        else:
+            graph.executor.spin()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        dn = graph.nodes["dynamics_node"]
+        print(f"bondsim-ros up: {dn.frames} frames, {dn.overruns} overruns, max lag {dn.max_lag * 1e3:.1f} ms",
+              file=sys.stderr)
+        graph.shutdown()
+        rclpy.try_shutdown()
+    return 0
+
+
+DEMO_TOPICS = {
+    "/joint_states": "sensor_msgs/msg/JointState",
+    "/tf": "tf2_msgs/msg/TFMessage",
+    "/tf_static": "tf2_msgs/msg/TFMessage",
+    "/odom": "nav_msgs/msg/Odometry",
+    "/robot_description": "std_msgs/msg/String",
+    "/probes/base_center": "geometry_msgs/msg/PointStamped",
+    "/probe_error/base_center": "std_msgs/msg/Float64",
+    "/probe_error_untimed/base_center": "std_msgs/msg/Float64",
+    "/motor_states": "sensor_msgs/msg/JointState",
+}
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    out = Path(args.out)
+    summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
+                       quiet=args.quiet)
+    if not args.quiet:
+        for line in summary:
+            print(f"[demo] {line}", file=sys.stderr)
+    return 0
+
+
+__all__ = ["register", "DEMO_TOPICS", "time"]

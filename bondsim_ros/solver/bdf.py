@@ -1,0 +1,204 @@
+"""Python face of the BDF core: problem definition, consistent initialisation, resumable runs."""
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _core as core
+
+
+class SolverError(RuntimeError):
+    """Base class of solver failures."""
+
+
+class StepSizeUnderflow(SolverError):
+    pass
+
+
+class SingularMatrix(SolverError):
+    pass
+
+
+class InconsistentInitialValues(SolverError):
+    pass
+
+
+class TooManySteps(SolverError):
+    pass
+
+
+@dataclass
+class DAEProblem:
+    residual: object
+    jacobian: object
+    indptr: np.ndarray
+    indices: np.ndarray
+    differential: np.ndarray
+    params: np.ndarray
+    var_names: list = None
+    eq_names: list = None
+
+    @property
+    def n(self):
+        return len(self.indptr) - 1
+
+
+class BDFSolver:
+    def __init__(self, problem, rtol=1e-6, atol=1e-8, hmax=math.inf, h0=None, max_order=5, suppress_alg=True,
+                 linear_solver="auto", max_steps=500000):
+        if not (rtol > 0 and hmax > 0):
+            raise ValueError("rtol and hmax must be positive")
+        self.problem = problem
+        n = problem.n
+        self.n = n
+        self.rtol = float(rtol)
+        self.atol = np.broadcast_to(np.asarray(atol, dtype=float), (n,)).copy()
+        self.hmax = float(hmax)
+        self.h0 = h0
+        self.max_steps = int(max_steps)
+        self.diff = np.asarray(problem.differential, dtype=bool).copy() if suppress_alg else np.ones(n, bool)
+        self.p = np.asarray(problem.params, dtype=float)
+        self.indptr = np.asarray(problem.indptr, dtype=np.int64)
+        self.indices = np.asarray(problem.indices, dtype=np.int64)
+        self._stats = np.zeros(7, dtype=np.int64)
+        self.D = np.zeros((core.MAX_ORDER + 3, n))
+        self.st = np.zeros(3)
+        self.ist = np.zeros(5, dtype=np.int64)
+        self.G = np.zeros(n * n)
+        self.piv = np.zeros(n, dtype=np.int64)
+
+    # names for messages
+    def _var(self, i):
+        names = self.problem.var_names
+        return names[i] if names and 0 <= i < len(names) else f"y[{i}]"
+
+    def _eq(self, i):
+        names = self.problem.eq_names
+        return names[i] if names and 0 <= i < len(names) else f"equation {i}"
+
+    @property
+    def stats(self):
+        s = self._stats
+        return {"steps": int(s[0]), "rejected": int(s[1]), "newton_iters": int(s[2]), "jac_evals": int(s[3]),
+                "lu_factorizations": int(s[4]), "res_evals": int(s[5]), "newton_failures": int(s[6])}
+
+    def _dense_G(self, t, y, yp, cj):
+        vals = np.zeros(len(self.indices))
+        self.problem.jacobian(t, y, yp, self.p, cj, vals)
+        G = np.zeros((self.n, self.n))
+        core.assemble(G, vals, self.indptr, self.indices)
+        return G
+
+    def consistent(self, t0, y0, yp0=None, tol=1e-10, maxiter=50):
+        """Solve F(t0, y, y') = 0 for the algebraic y and all y' (differential y fixed)."""
+        n = self.n
+        y = np.array(y0, dtype=float)
+        yp = np.zeros(n) if yp0 is None else np.array(yp0, dtype=float)
+        diff = np.asarray(self.problem.differential, bool)
+        r = np.zeros(n)
+        res = self.problem.residual
+        for it in range(maxiter):
+            res(t0, y, yp, self.p, r)
+            Fy = self._dense_G(t0, y, yp, 0.0)
+            Fyp = self._dense_G(t0, y, yp, 1.0) - Fy
+            alg_rows = np.where(~np.any(Fyp != 0, axis=1))[0]
+            # hidden constraints: rows without y' must also hold to first order, Fy yp + Ft = 0
+            eps = 1e-7 * max(1.0, abs(t0))
+            r2 = np.zeros(n)
+            res(t0 + eps, y, yp, self.p, r2)
+            Ft = (r2 - r) / eps
+            A_top = np.hstack([Fy[:, ~diff], Fyp])
+            A_hid = np.hstack([np.zeros((len(alg_rows), (~diff).sum())), Fy[alg_rows]])
+            rhs = np.concatenate([-r, -(Fy[alg_rows] @ yp + Ft[alg_rows])])
+            A = np.vstack([A_top, A_hid])
+            sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+            y[~diff] += sol[: (~diff).sum()]
+            yp += sol[(~diff).sum():]
+            res(t0, y, yp, self.p, r)
+            scale = self.atol + self.rtol * np.abs(y)
+            if np.max(np.abs(r)) < tol * max(1.0, np.max(np.abs(y))) or np.linalg.norm(sol) == 0:
+                break
+        res(t0, y, yp, self.p, r)
+        bad = np.argmax(np.abs(r))
+        if abs(r[bad]) > 1e-6 * max(1.0, float(np.max(np.abs(y)))):
+            raise InconsistentInitialValues(
+                f"initial values violate {self._eq(bad)}: residual {r[bad]:.3g} cannot be removed by "
+                f"adjusting algebraic unknowns (are the given states consistent with the constraints?)")
+        return y, yp
+
+    def init(self, t0, y0, yp0=None, consistent=True):
+        y0 = np.asarray(y0, dtype=float)
+        if consistent:
+            y, yp = self.consistent(t0, y0, yp0)
+        else:
+            y, yp = y0.copy(), (np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy())
+        self.y, self.yp = y, yp
+        scale = self.atol + self.rtol * np.abs(y)
+        if self.h0 is not None:
+            h = float(self.h0)
+        else:
+            ypn = np.sqrt(np.mean((yp[self.diff] / scale[self.diff]) ** 2)) if self.diff.any() else 0.0
+            h = 0.5 / ypn if ypn > 0 else 1e-2
+            h = min(h, 1e-2, self.hmax)
+            h = max(h, 1e-8)
+        self.D[:] = 0.0
+        self.D[0] = y
+        self.D[1] = yp * h
+        self.st[:] = (t0, h, 0.0)
+        self.ist[:] = (1, 0, 0, -1, 0)
+        self.t = float(t0)
+        return y, yp
+
+    def set_params(self, p, restart=False):
+        self.p[:] = np.asarray(p, dtype=float)
+        if restart:
+            # restart at order 1 from the current solution: the forcing just jumped
+            t = self.st[0]
+            y = self.D[0].copy()
+            h = self.st[1]
+            yp = self.D[1] / h
+            h_new = min(h, 1e-3, self.hmax)
+            self.D[:] = 0.0
+            self.D[0] = y
+            self.D[1] = yp * h_new
+            self.st[1] = h_new
+            self.ist[:] = (1, 0, 0, -1, 0)
+
+    def advance(self, t_out, progress=None, tstop=math.inf, chunk=100):
+        t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
+        if t_out.size and t_out[0] < self.st[0] - 1e-12 * max(1, abs(self.st[0])):
+            raise ValueError(f"output time {t_out[0]} is before the current time {self.st[0]}")
+        Y = np.zeros((len(t_out), self.n))
+        YP = np.zeros((len(t_out), self.n))
+        start = 0
+        while start < len(t_out):
+            stop = min(len(t_out), start + chunk) if progress else len(t_out)
+            tt = np.ascontiguousarray(t_out[start:stop])
+            Yc = np.zeros((len(tt), self.n))
+            YPc = np.zeros((len(tt), self.n))
+            self.ist[4] = 0
+            status = core.advance(self.problem.residual, self.problem.jacobian, self.indptr, self.indices,
+                                  self.diff, self.p, self.rtol, self.atol, self.hmax, tt, float(tstop), self.D,
+                                  self.st, self.ist, Yc, YPc, self.max_steps, self.G, self.piv, self._stats)
+            if status != core.OK:
+                self._raise(status)
+            Y[start:stop], YP[start:stop] = Yc, YPc
+            start = stop
+            if progress:
+                progress(float(tt[-1]))
+        self.y, self.yp = Y[-1].copy(), YP[-1].copy()
+        self.t = float(t_out[-1])
+        return Y, YP
+
+    def _raise(self, status):
+        t, h = self.st[0], self.st[1]
+        k = int(self.ist[3])
+        if status == core.UNDERFLOW:
+            who = f" (last error-test failure on {self._var(k)})" if k >= 0 else ""
+            raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h={h:.3g}{who}")
+        if status == core.SINGULAR:
+            raise SingularMatrix(f"singular iteration matrix at t={t:.9g}: no pivot for unknown {self._var(k)}; "
+                                 f"check the equations involving it")
+        if status == core.TOO_MANY:
+            raise TooManySteps(f"more than {self.max_steps} steps before reaching the output time (t={t:.9g})")
+        raise SolverError(f"solver failed with status {status} at t={t}")
