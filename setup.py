@@ -32,6 +32,7 @@ ROS_WHEELS = [
     "ros-kilted-geometry-msgs",
     "ros-kilted-nav-msgs",
     "ros-kilted-visualization-msgs",
+    "ros-kilted-diagnostic-msgs",
 ]
 
 setup(
@@ -59,7 +60,7 @@ setup(
     ],
     extras_require={
         "ros": ROS_WHEELS,
-        "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4"],
+        "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4", "defusedxml>=0.7"],
         "test": ["pytest>=7"],
         "bench": ["scikit-sundae>=1.0"],
     },

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Generate the ROS 2 interface packages that PyPI's Kilted wheels lack (tf2_msgs) into a venv.
+
+    python tools/build_msgs.py --venv .venv
+
+Idempotent: does nothing when ``tf2_msgs`` already imports in the venv, or when a ROS install
+provides it (AMENT_PREFIX_PATH). Otherwise it installs the rosidl generator wheels, points the
+include folders that the message wheels' CMake exports hard-code from their build host
+(/opt/python/cp311-cp311/...) at this venv's Python and numpy, and runs CMake on a tiny
+package (msg/TFMessage.msg from tools/msgs/tf2_msgs), installing into the venv: the Python
+package into site-packages, the type-support libraries into <venv>/lib, which the wheels'
+bootstrapper already puts on LD_LIBRARY_PATH.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PACKAGES = {"tf2_msgs": {"msgs": ["TFMessage.msg"], "deps": ["geometry_msgs"]}}
+GENERATORS = ["ros-kilted-rosidl-default-generators", "ros-kilted-ament-cmake", "ros-kilted-ament-cmake-python",
+              "ros-kilted-ament-package", "catkin-pkg", "ros-kilted-rosidl-core-generators",
+              "ros-kilted-ament-cmake-include-directories", "ros-kilted-ament-cmake-ros-core"]
+BUILD_HOST = "/opt/python/cp311-cp311"
+
+
+def say(msg: str) -> None:
+    print(f"[build_msgs] {msg}", file=sys.stderr, flush=True)
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def importable(py: Path, module: str) -> bool:
+    r = subprocess.run([str(py), "-c", f"import {module}.msg"], capture_output=True, text=True)
+    return r.returncode == 0
+
+
+def on_ros_install(pkg: str) -> bool:
+    for prefix in filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)):
+        if (Path(prefix) / "share" / pkg / "package.xml").exists() and ".venv" not in prefix:
+            return True
+    return False
+
+
+def query(py: Path, code: str) -> str:
+    return subprocess.run([str(py), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def patch_build_host_paths(venv: Path, py: Path) -> int:
+    """Replace the wheel build host's include folders in the venv's CMake exports."""
+    py_inc = query(py, "import sysconfig; print(sysconfig.get_paths()['include'])")
+    np_inc = query(py, "import numpy; print(numpy.get_include())")
+    if not (Path(py_inc) / "Python.h").exists():
+        raise SystemExit(f"[build_msgs] Python headers missing ({py_inc}/Python.h): install python3-dev")
+    repl = {
+        f"{BUILD_HOST}/lib/python3.11/site-packages/numpy/_core/include": np_inc,
+        f"{BUILD_HOST}/include/python3.11": py_inc,
+    }
+    count = 0
+    for f in (venv / "share").glob("*/cmake/*.cmake"):
+        text = f.read_text()
+        if BUILD_HOST not in text:
+            continue
+        for old, new in repl.items():
+            text = text.replace(old, new)
+        f.write_text(text)
+        count += 1
+    return count
+
+
+MISSING = re.compile(r'Could not find a package configuration file provided\s+by\s+"([A-Za-z0-9_]+)"')
+
+
+def build_package(name: str, spec: dict, venv: Path, py: Path, log: Path) -> None:
+    """Configure, build, install; a CMake package the wheels lack is pip-installed and retried."""
+    for _ in range(20):
+        start = log.stat().st_size if log.exists() else 0
+        try:
+            _build_once(name, spec, venv, py, log)
+            return
+        except RuntimeError as exc:
+            text = log.read_text()[start:]
+            missing = MISSING.search(text)
+            if not missing:
+                raise SystemExit(f"[build_msgs] {exc}; see {log}") from None
+            wheel = "ros-kilted-" + missing.group(1).replace("_", "-")
+            say(f"CMake needs {missing.group(1)}: pip install {wheel}")
+            r = subprocess.run([str(py), "-m", "pip", "install", "-q", wheel], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SystemExit(f"[build_msgs] {name} needs {missing.group(1)} and pip cannot install {wheel}: "
+                                 f"{r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}") from None
+    raise SystemExit(f"[build_msgs] {name}: too many missing CMake packages; see {log}")
+
+
+def _build_once(name: str, spec: dict, venv: Path, py: Path, log: Path) -> None:
+    src = HERE / "msgs" / name
+    with tempfile.TemporaryDirectory(prefix=f"bondsim_{name}_") as tmp:
+        pkg = Path(tmp) / name
+        shutil.copytree(src, pkg)
+        deps = " ".join(spec["deps"])
+        msgs = " ".join(f'"msg/{m}"' for m in spec["msgs"])
+        finds = "\n".join(f"find_package({d} REQUIRED)" for d in spec["deps"])
+        (pkg / "CMakeLists.txt").write_text(f"""cmake_minimum_required(VERSION 3.8)
+project({name})
+find_package(ament_cmake REQUIRED)
+find_package(rosidl_default_generators REQUIRED)
+{finds}
+rosidl_generate_interfaces(${{PROJECT_NAME}} {msgs} DEPENDENCIES {deps})
+ament_export_dependencies(rosidl_default_runtime)
+ament_package()
+""")
+        build = Path(tmp) / "build"
+        env = dict(os.environ)
+        env["AMENT_PREFIX_PATH"] = str(venv)
+        env["CMAKE_PREFIX_PATH"] = str(venv)
+        env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        env["LD_LIBRARY_PATH"] = f"{venv / 'lib'}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}"
+        env["_ROS_WHEELS_BOOTSTRAP_COMPLETE"] = "1"  # the generators run our python: no re-exec
+        site = query(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+        cmds = [
+            ["cmake", "-S", str(pkg), "-B", str(build), f"-DCMAKE_INSTALL_PREFIX={venv}",
+             f"-DPython3_EXECUTABLE={py}", f"-DPYTHON_EXECUTABLE={py}", "-DBUILD_TESTING=OFF",
+             f"-DPYTHON_INSTALL_DIR={os.path.relpath(site, venv)}", "-DCMAKE_BUILD_TYPE=Release"],
+            ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2)],
+            ["cmake", "--install", str(build)],
+        ]
+        with open(log, "a") as fh:
+            for step, cmd in zip(("configure", "build", "install"), cmds):
+                fh.write(f"\n$ {' '.join(cmd)}\n")
+                fh.flush()
+                r = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+                if r.returncode != 0:
+                    raise RuntimeError(f"{name}: CMake {step} failed")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--venv", default=str(HERE.parent / ".venv"))
+    ap.add_argument("--force", action="store_true", help="rebuild even if importable")
+    args = ap.parse_args(argv)
+    venv = Path(args.venv).resolve()
+    py = venv_python(venv)
+    if not py.exists():
+        raise SystemExit(f"[build_msgs] no venv at {venv}")
+    todo = [n for n in PACKAGES if args.force or not (importable(py, n) or on_ros_install(n))]
+    if not todo:
+        return 0
+    if shutil.which("cmake") is None or shutil.which("g++") is None:
+        raise SystemExit("[build_msgs] cmake and g++ are needed (apt-get install cmake g++)")
+    tic = time.monotonic()
+    say(f"generating {', '.join(todo)} into {venv}")
+    subprocess.run([str(py), "-m", "pip", "install", "-q", *GENERATORS], check=True)
+    patched = patch_build_host_paths(venv, py)
+    if patched:
+        say(f"pointed {patched} CMake export files at this venv's Python and numpy headers")
+    log = venv / "build_msgs.log"
+    for name in todo:
+        build_package(name, PACKAGES[name], venv, py, log)
+        if not importable(py, name):
+            raise SystemExit(f"[build_msgs] {name} built but does not import; see {log}")
+        say(f"{name} ready ({time.monotonic() - tic:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
