@@ -50,8 +50,10 @@ def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
         default = defaults[key][0]
         if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if isinstance(default, list) and default and isinstance(default[0], float):
-            value = [float(v) for v in value]
+        if isinstance(default, list) and default:
+            kind = type(default[0])
+            # ROS cannot type an empty array: [""] stands for "none" in string lists
+            value = [kind(v) for v in value] or [kind()]
         out.append(Parameter(key, value=value))
     return out
 
@@ -78,7 +80,7 @@ PARAMS = {
 
 
 class DynamicsNode(Node):
-    def __init__(self, name="dynamics_node", overrides: dict | None = None, **kwargs):
+    def __init__(self, name="dynamics_node", overrides: dict | None = None, own_timer: bool = True, **kwargs):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
         for key, (default, desc) in PARAMS.items():
             self.declare_parameter(key, default, ParameterDescriptor(description=desc))
@@ -104,12 +106,12 @@ class DynamicsNode(Node):
         self.pub_odom = self.create_publisher(Odometry, "odom", 10)
         self.pub_tf = self.create_publisher(tf_message(), "/tf", 100)
         self.pub_motors = self.create_publisher(JointState, "motor_states", 10)
-        self.pub_overrun = self.create_publisher(Float64, "~/lag", 10)
+        self.pub_overrun = self.create_publisher(Float64, "~/frame_cost", 10)  # worst frame of the last second [s]
         self.probe_err = {}
         self.probe_err_untimed = {}
         offsets = np.asarray(p["probe_link_offsets"], dtype=float).reshape(-1, 3)
         self.probe_offset = {}
-        for k, name in enumerate(p["probes"]):
+        for k, name in enumerate(n for n in p["probes"] if n):
             self.probe_offset[name] = offsets[k] if k < len(offsets) else np.zeros(3)
             self.create_subscription(PointStamped, f"probes/{name}", lambda m, n=name: self._on_probe(n, m), 50)
             self.probe_err[name] = self.create_publisher(Float64, f"probe_error/{name}", 10)
@@ -130,7 +132,10 @@ class DynamicsNode(Node):
         self.frames = 0
         self._wall_base = time.monotonic()
         self._sim_base = 0.0
-        self.timer = self.create_timer(self.period, self._tick)
+        self._pending = None
+        self._worst = 0.0
+        self.publish_times = collections.deque(maxlen=100000)  # for jitter statistics
+        self.timer = self.create_timer(self.period, self._tick) if own_timer else None
 
     # -- parameters ----------------------------------------------------------------------
     def _validate(self, p):
@@ -216,6 +221,7 @@ class DynamicsNode(Node):
     def _on_reset(self, request, response):
         self.twin.reset()
         self.history.clear()
+        self._pending = None
         self._wall_base, self._sim_base = time.monotonic(), 0.0
         response.success, response.message = True, "twin reset to its initial state"
         return response
@@ -233,6 +239,21 @@ class DynamicsNode(Node):
         return self._sim_base + (time.monotonic() - self._wall_base) * self.p["real_time_factor"]
 
     def _tick(self):
+        """One frame: publish the state computed one frame ahead, then compute the next one.
+
+        Publishing first keeps the solver's varying cost out of the publication times (low
+        jitter); the price is that a new command acts from the next frame (30 ms)."""
+        if self.paused:
+            return
+        self.publish_pending()
+        self.compute_next()
+
+    def publish_pending(self):
+        if self._pending is not None:
+            self.publish_state(self._pending)
+            self._pending = None
+
+    def compute_next(self):
         if self.paused:
             return
         tic = time.perf_counter()
@@ -243,24 +264,27 @@ class DynamicsNode(Node):
                 self.get_logger().info("cmd_vel timeout: stopping")
         if self.follower is not None:
             self.twin.set_command(*self.follower.command(self.twin.state().pose))
-        target = self.sim_time_now()
-        state = self.twin.step_to(target)
-        self.publish_state(state)
+        target = self.sim_time_now() + self.period * self.p["real_time_factor"]  # the next frame's instant
+        self._pending = self.twin.step_to(target)
         took = time.perf_counter() - tic
-        lag = max(0.0, self.sim_time_now() - state.t) / self.p["real_time_factor"]
+        lag = max(0.0, self.sim_time_now() - target) / self.p["real_time_factor"]
         self.max_lag = max(self.max_lag, lag)
-        if took > self.period:
+        if took > self.period or lag > 0:
             self.overruns += 1
             self.get_logger().warning(
-                f"frame took {took * 1e3:.1f} ms > period {self.period * 1e3:.1f} ms "
+                f"frame took {took * 1e3:.1f} ms (period {self.period * 1e3:.1f} ms), behind by {lag * 1e3:.1f} ms "
                 f"({self.overruns} overruns so far)", throttle_duration_sec=2.0)
-        self.pub_overrun.publish(Float64(data=float(took)))
+        self._worst = max(self._worst, took)
         self.frames += 1
+        if self.frames % max(1, int(round(self.p["publish_rate"]))) == 0:  # once a second: worst frame cost
+            self.pub_overrun.publish(Float64(data=float(self._worst)))
+            self._worst = 0.0
 
     def publish_state(self, state):
         # stamped with the ROS time of publication; the history maps that stamp back to the
         # model state, so returned probe points are compared at exactly the same instant
         now = self.get_clock().now()
+        self.publish_times.append(time.perf_counter())
         ns = now.nanoseconds
         stamp = now.to_msg()
         js = JointState()
