@@ -78,6 +78,94 @@ def lu_solve(A, piv, b):
 
 
 @njit(cache=True)
+def splu_factor(n, indptr, indices, vals, q, Lp, Li, Lx, Up, Ui, Ux, prow, pinv, x):
+    """Sparse LU of the CSC matrix with column order q: left-looking, partial pivoting.
+
+    Column k: scatter A[:, q[k]], apply the previous columns of L in pivot order (a valid
+    topological order for a left-looking update), pick the largest remaining entry as pivot.
+    L is unit lower (stored without its diagonal, original row indices), U holds the pivots.
+    Cost O(n^2 + flops): meant for the tens-to-hundreds of unknowns of bond-graph models.
+    Returns -1, the column that had no pivot, or -2 when the fill outgrew the work arrays.
+    """
+    cap_l, cap_u = Li.shape[0], Ui.shape[0]
+    for i in range(n):
+        pinv[i] = -1
+        x[i] = 0.0
+    nl = 0
+    nu = 0
+    Lp[0] = 0
+    Up[0] = 0
+    for k in range(n):
+        col = q[k]
+        for t in range(indptr[col], indptr[col + 1]):
+            x[indices[t]] += vals[t]
+        for j in range(k):
+            u = x[prow[j]]
+            if u != 0.0:
+                for t in range(Lp[j], Lp[j + 1]):
+                    x[Li[t]] -= Lx[t] * u
+        # U column k (entries on already pivotal rows), in pivot order
+        for j in range(k):
+            u = x[prow[j]]
+            if u != 0.0:
+                if nu >= cap_u:
+                    return -2
+                Ui[nu] = j
+                Ux[nu] = u
+                nu += 1
+            x[prow[j]] = 0.0
+        piv_row, big = -1, 0.0
+        for i in range(n):
+            if pinv[i] < 0 and abs(x[i]) > big:
+                big, piv_row = abs(x[i]), i
+        if piv_row < 0 or not math.isfinite(big):
+            for i in range(n):
+                x[i] = 0.0
+            return k
+        pivot = x[piv_row]
+        if nu >= cap_u:
+            return -2
+        Ui[nu] = k
+        Ux[nu] = pivot
+        nu += 1
+        Up[k + 1] = nu
+        prow[k] = piv_row
+        pinv[piv_row] = k
+        x[piv_row] = 0.0
+        for i in range(n):
+            if pinv[i] < 0 and x[i] != 0.0:
+                if nl >= cap_l:
+                    return -2
+                Li[nl] = i
+                Lx[nl] = x[i] / pivot
+                nl += 1
+            x[i] = 0.0
+        Lp[k + 1] = nl
+    return -1
+
+
+@njit(cache=True)
+def splu_solve(n, q, Lp, Li, Lx, Up, Ui, Ux, prow, b, w):
+    """Solve A z = b in place with the factors of splu_factor (w: work vector)."""
+    # forward: L y = P b, in pivot order
+    for k in range(n):
+        w[k] = b[prow[k]]
+        v = w[k]
+        if v != 0.0:
+            for t in range(Lp[k], Lp[k + 1]):
+                b[Li[t]] -= Lx[t] * v
+    # backward: U z' = y, U stored by columns with the pivot last in each column
+    for k in range(n - 1, -1, -1):
+        end = Up[k + 1] - 1
+        zk = w[k] / Ux[end]
+        w[k] = zk
+        for t in range(Up[k], end):
+            w[Ui[t]] -= Ux[t] * zk
+    for k in range(n):
+        b[q[k]] = w[k]
+
+
+@njit(cache=True)
 def change_D(D, order, factor):
     """Rescale the difference array for a new step h_new = factor * h (R U transform)."""
     # R[i, j] = prod_{m=1..i} (m - 1 - factor * j) / m, for i, j = 0..order
@@ -145,15 +233,21 @@ def dense_output(t_eval, t, h, order, D, y_out, yp_out):
             yp_out[m] += D[j, m] * dprod
 
 
-@njit(types.int64(RES_T, JAC_T, types.int64[::1], types.int64[::1], types.boolean[::1], f8a, f8, f8a, f8,
-                  f8a, f8, types.float64[:, ::1], f8a, types.int64[::1], types.float64[:, ::1], types.float64[:, ::1],
-                  types.int64, f8a, types.int64[::1], types.int64[::1]), cache=True)
+i8a = types.int64[::1]
+
+
+@njit(types.int64(RES_T, JAC_T, i8a, i8a, types.boolean[::1], f8a, f8, f8a, f8,
+                  f8a, f8, types.float64[:, ::1], f8a, i8a, types.float64[:, ::1], types.float64[:, ::1],
+                  types.int64, f8a, i8a, i8a,
+                  types.boolean, i8a, i8a, i8a, f8a, i8a, i8a, f8a, i8a, i8a, f8a), cache=True)
 def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop, D, st, ist, Yout, YPout,
-            max_steps, G_work, piv, stats):
+            max_steps, G_work, piv, stats,
+            sparse, q, Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw):
     """Integrate until every t_out is covered (dense output) or a failure.
 
     st:  [t, h, cj_lu, ...]   ist: [order, n_equal_steps, lu_valid, fail_var, k_out_done]
-    stats: [steps, rejected, newton_iters, jac_evals, lu_factorizations, res_evals, newton_fail]
+    stats: [steps, rejected, newton_iters, jac_evals, lu_factorizations, res_evals, newton_fail, max_order]
+    sparse: factor G with splu_factor (column order q, factors in Lp..Ux) instead of dense LU.
     Returns a status code; on failure ist[3] holds the variable (or pivot column) index involved.
     """
     n = D.shape[1]
@@ -170,7 +264,7 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
         for i in range(n):
             mask[i] = True
         nmask = n
-    G = G_work.reshape((n, n))
+    G = G_work.reshape((n, n)) if not sparse else G_work.reshape((1, G_work.shape[0]))
     vals = np.zeros(indices.shape[0])
     gamma = np.zeros(MAX_ORDER + 2)
     for k in range(1, MAX_ORDER + 2):
@@ -254,8 +348,17 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
                         yp[m] = psi[m] * cj
                     jac(t_new, y_pred, yp, p, cj, vals)
                     stats[3] += 1
-                    assemble(G, vals, indptr, indices)
-                    bad = lu_factor(G, piv)
+                    if sparse:
+                        bad = splu_factor(n, indptr, indices, vals, q, Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw)
+                        if bad == -2:
+                            ist[3] = -2
+                            st[0], st[1] = t, h
+                            return SINGULAR
+                        if bad >= 0:
+                            bad = q[bad]
+                    else:
+                        assemble(G, vals, indptr, indices)
+                        bad = lu_factor(G, piv)
                     stats[4] += 1
                     if bad >= 0:
                         ist[3] = bad
@@ -283,12 +386,15 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
                         break
                     for m in range(n):
                         dy[m] = -r[m]
-                    lu_solve(G, piv, dy)
+                    if sparse:
+                        splu_solve(n, q, Lp, Li, Lx, Up, Ui, Ux, prow, dy, xw)
+                    else:
+                        lu_solve(G, piv, dy)
                     stats[2] += 1
                     dy_norm = 0.0
                     for m in range(n):
-                        q = dy[m] / scale[m]
-                        dy_norm += q * q
+                        w_ = dy[m] / scale[m]
+                        dy_norm += w_ * w_
                     dy_norm = math.sqrt(dy_norm / n)
                     rate = dy_norm / dy_norm_old if dy_norm_old > 0 else -1.0
                     if rate >= 1.0 or (rate > 0 and rate ** (NEWTON_MAXITER - it) / (1 - rate) * dy_norm > newton_tol):
@@ -338,6 +444,8 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
             step_accepted = True
         # accept
         stats[0] += 1
+        if order > stats[7]:
+            stats[7] = order
         steps_here += 1
         n_equal += 1
         t = t_new

@@ -1,0 +1,222 @@
+"""The BDF solver on its own: problems with known solutions, resumability, failures."""
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+from scipy.integrate import solve_ivp
+
+from bondsim_ros.solver import (
+    BDFSolver, DAEProblem, InconsistentInitialValues, SingularMatrix, StepSizeUnderflow, jacobian_kernel,
+    residual_kernel,
+)
+
+
+def dense_pattern(n):
+    indptr = np.arange(0, n * n + 1, n, dtype=np.int64)
+    indices = np.tile(np.arange(n, dtype=np.int64), n)
+    return indptr, indices
+
+
+# ---- a linear ODE system y' = A y ------------------------------------------------------
+A = np.array([[-1.0, 2.0, 0.0], [-2.0, -1.0, 0.5], [0.0, -0.5, -0.2]])
+
+
+@residual_kernel
+def lin_res(t, y, yp, p, out):
+    out[0] = yp[0] - (-1.0 * y[0] + 2.0 * y[1])
+    out[1] = yp[1] - (-2.0 * y[0] - 1.0 * y[1] + 0.5 * y[2])
+    out[2] = yp[2] - (-0.5 * y[1] - 0.2 * y[2])
+
+
+@jacobian_kernel
+def lin_jac(t, y, yp, p, cj, vals):
+    # column-major dense: G = -A + cj I
+    vals[0], vals[1], vals[2] = 1.0 + cj, 2.0, 0.0
+    vals[3], vals[4], vals[5] = -2.0, 1.0 + cj, 0.5
+    vals[6], vals[7], vals[8] = 0.0, -0.5, 0.2 + cj
+
+
+def linear_problem():
+    indptr, indices = dense_pattern(3)
+    return DAEProblem(lin_res, lin_jac, indptr, indices, np.ones(3, bool), np.zeros(1), ["a", "b", "c"])
+
+
+@pytest.mark.parametrize("linear_solver", ["dense", "sparse"])
+def test_linear_ode_against_matrix_exponential(linear_solver):
+    s = BDFSolver(linear_problem(), rtol=1e-9, atol=1e-12, linear_solver=linear_solver)
+    y0 = np.array([1.0, 0.0, 0.5])
+    s.init(0.0, y0)
+    t = np.linspace(0.05, 6.0, 120)
+    Y, YP = s.advance(t)
+    exact = np.array([scipy.linalg.expm(A * tk) @ y0 for tk in t])
+    assert np.max(np.abs(Y - exact)) / np.max(np.abs(exact)) < 1e-6
+    assert np.max(np.abs(YP - exact @ A.T)) < 1e-5  # dense output of y' too
+    assert s.stats["max_order"] >= 4  # a smooth problem climbs to high order
+
+
+def test_resuming_equals_one_run():
+    one = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10)
+    one.init(0.0, [1.0, 0.0, 0.5])
+    Y1, _ = one.advance(np.linspace(0.1, 4.0, 40))
+    two = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10)
+    two.init(0.0, [1.0, 0.0, 0.5])
+    Ya, _ = two.advance(np.linspace(0.1, 2.0, 20))
+    Yb, _ = two.advance(np.linspace(2.1, 4.0, 20))
+    # same steps either way: only the interpolation's round-off may differ
+    np.testing.assert_allclose(np.vstack([Ya, Yb]), Y1, rtol=1e-13, atol=1e-15)
+
+
+# ---- index-2 Hessenberg DAE with a closed-form solution ------------------------------------
+# y1' = -y1 + z, y2' = -2 y2 + z, 0 = y1 + y2 - cos t  (z: multiplier, index 2)
+@residual_kernel
+def h2_res(t, y, yp, p, out):
+    out[0] = yp[0] + y[0] - y[2]
+    out[1] = yp[1] + 2.0 * y[1] - y[2]
+    out[2] = y[0] + y[1] - math.cos(t)
+
+
+@jacobian_kernel
+def h2_jac(t, y, yp, p, cj, vals):
+    # columns: y1 -> rows 0, 2; y2 -> rows 1, 2; z -> rows 0, 1
+    vals[0], vals[1] = cj + 1.0, 1.0
+    vals[2], vals[3] = cj + 2.0, 1.0
+    vals[4], vals[5] = -1.0, -1.0
+
+
+def h2_exact(t, y10=0.2):
+    a, b = 8 / 13, 1 / 13
+    y1 = a * np.cos(t) + b * np.sin(t) + (y10 - a) * np.exp(-1.5 * t)
+    y2 = np.cos(t) - y1
+    z = (-np.sin(t) + y1 + 2 * y2) / 2
+    return y1, y2, z
+
+
+def h2_problem():
+    indptr = np.array([0, 2, 4, 6], dtype=np.int64)
+    indices = np.array([0, 2, 1, 2, 0, 1], dtype=np.int64)
+    return DAEProblem(h2_res, h2_jac, indptr, indices, np.array([True, True, False]), np.zeros(1),
+                      ["y1", "y2", "z"], ["y1 law", "y2 law", "constraint"])
+
+
+def test_index2_dae_with_multiplier():
+    s = BDFSolver(h2_problem(), rtol=1e-8, atol=1e-10)
+    y, yp = s.init(0.0, [0.2, 0.8, 0.0])  # z(0) is found by the consistent initialisation
+    assert y[2] == pytest.approx(h2_exact(0.0)[2], abs=1e-8)
+    t = np.linspace(0.1, 10.0, 100)
+    Y, _ = s.advance(t)
+    y1, y2, z = h2_exact(t)
+    assert np.max(np.abs(Y[:, 0] - y1)) < 1e-6
+    assert np.max(np.abs(Y[:, 1] - y2)) < 1e-6
+    assert np.max(np.abs(Y[:, 0] + Y[:, 1] - np.cos(t))) < 1e-8  # constraint held
+    assert np.max(np.abs(Y[:, 2] - z)) < 1e-4  # the multiplier, one order less accurate
+
+
+# ---- a stiff problem against SciPy's Radau ----------------------------------------------
+@residual_kernel
+def rob_res(t, y, yp, p, out):
+    out[0] = yp[0] + 0.04 * y[0] - 1e4 * y[1] * y[2]
+    out[1] = yp[1] - 0.04 * y[0] + 1e4 * y[1] * y[2] + 3e7 * y[1] * y[1]
+    out[2] = yp[2] - 3e7 * y[1] * y[1]
+
+
+@jacobian_kernel
+def rob_jac(t, y, yp, p, cj, vals):
+    vals[0], vals[1], vals[2] = cj + 0.04, -0.04, 0.0
+    vals[3], vals[4], vals[5] = -1e4 * y[2], cj + 1e4 * y[2] + 6e7 * y[1], -6e7 * y[1]
+    vals[6], vals[7], vals[8] = -1e4 * y[1], 1e4 * y[1], cj
+
+
+def test_robertson_stiff_matches_radau():
+    indptr, indices = dense_pattern(3)
+    s = BDFSolver(DAEProblem(rob_res, rob_jac, indptr, indices, np.ones(3, bool), np.zeros(1)),
+                  rtol=1e-8, atol=np.array([1e-12, 1e-16, 1e-12]))
+    s.init(0.0, [1.0, 0.0, 0.0])
+    t = np.array([1e-3, 0.1, 1.0, 10.0, 100.0, 1000.0])
+    Y, _ = s.advance(t)
+
+    def f(t, y):
+        return [-0.04 * y[0] + 1e4 * y[1] * y[2], 0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2, 3e7 * y[1] ** 2]
+
+    ref = solve_ivp(f, (0, 1000), [1, 0, 0], method="Radau", t_eval=t, rtol=1e-12, atol=[1e-14, 1e-18, 1e-14]).y.T
+    np.testing.assert_allclose(Y, ref, rtol=1e-5, atol=1e-12)
+    assert s.stats["steps"] < 2000  # stiff: large steps, not explicit-method counts
+
+
+# ---- inputs changing between advances -----------------------------------------------
+@residual_kernel
+def decay_res(t, y, yp, p, out):
+    out[0] = yp[0] + p[0] * y[0]
+
+
+@jacobian_kernel
+def decay_jac(t, y, yp, p, cj, vals):
+    vals[0] = cj + p[0]
+
+
+def test_set_params_between_advances():
+    prob = DAEProblem(decay_res, decay_jac, np.array([0, 1], np.int64), np.array([0], np.int64),
+                      np.ones(1, bool), np.array([1.0]))
+    s = BDFSolver(prob, rtol=1e-9, atol=1e-12)
+    s.init(0.0, [1.0])
+    Y1, _ = s.advance([1.0])
+    s.set_params([3.0], restart=True)
+    Y2, _ = s.advance([2.0])
+    assert Y1[0, 0] == pytest.approx(math.exp(-1.0), rel=1e-7)
+    assert Y2[0, 0] == pytest.approx(math.exp(-1.0) * math.exp(-3.0), rel=1e-7)
+
+
+# ---- failures, with names ---------------------------------------------------------------
+def test_singular_iteration_matrix_names_the_unknown():
+    @residual_kernel
+    def res(t, y, yp, p, out):
+        out[0] = yp[0] + y[0]
+        out[1] = y[1] * y[1]  # consistent at force = 0, where dF/dforce = 0: no pivot
+
+    @jacobian_kernel
+    def jac(t, y, yp, p, cj, vals):
+        vals[0], vals[1] = cj + 1.0, 0.0
+        vals[2] = 2.0 * y[1]
+
+    prob = DAEProblem(res, jac, np.array([0, 2, 3], np.int64), np.array([0, 1, 1], np.int64),
+                      np.array([True, False]), np.zeros(1), ["position", "force"], ["law", "tie"])
+    s = BDFSolver(prob)
+    s.init(0.0, [1.0, 0.0])
+    with pytest.raises(SingularMatrix, match=r"singular iteration matrix at t=0: no pivot for unknown force"):
+        s.advance([1.0])
+
+
+def test_inconsistent_initial_values_name_the_equation():
+    @residual_kernel
+    def res(t, y, yp, p, out):
+        out[0] = yp[0] + y[1]
+        out[1] = yp[1] - y[0]
+        out[2] = y[0] + y[1] - 1.0 + 0.0 * y[2]
+
+    @jacobian_kernel
+    def jac(t, y, yp, p, cj, vals):
+        vals[0], vals[1], vals[2] = cj, -1.0, 1.0
+        vals[3], vals[4], vals[5] = 1.0, cj, 1.0
+
+    prob = DAEProblem(res, jac, np.array([0, 3, 6, 6], np.int64), np.array([0, 1, 2, 0, 1, 2], np.int64),
+                      np.array([True, True, False]), np.zeros(1), ["u", "v", "w"], ["u law", "v law", "sum is one"])
+    s = BDFSolver(prob)
+    with pytest.raises(InconsistentInitialValues, match="sum is one"):
+        s.init(0.0, [0.3, 0.3, 0.0])
+
+
+def test_step_size_underflow_reports_time():
+    @residual_kernel
+    def res(t, y, yp, p, out):
+        out[0] = yp[0] - y[0] * y[0]  # y = 1/(1 - t): blows up at t = 1
+
+    @jacobian_kernel
+    def jac(t, y, yp, p, cj, vals):
+        vals[0] = cj - 2.0 * y[0]
+
+    prob = DAEProblem(res, jac, np.array([0, 1], np.int64), np.array([0], np.int64), np.ones(1, bool),
+                      np.zeros(1), ["blowup"])
+    s = BDFSolver(prob, rtol=1e-6, atol=1e-8)
+    s.init(0.0, [1.0])
+    with pytest.raises(StepSizeUnderflow, match=r"step size underflow at t=0\.99|step size underflow at t=1\.0"):
+        s.advance([2.0])
