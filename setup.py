@@ -33,6 +33,7 @@ ROS_WHEELS = [
     "ros-kilted-nav-msgs",
     "ros-kilted-visualization-msgs",
     "ros-kilted-diagnostic-msgs",
+    "rosbags>=0.10",  # rosbag2 MCAP writing/reading for the demo (rosbag2 itself is not on PyPI)
 ]
 
 setup(
@@ -60,8 +61,9 @@ setup(
     ],
     extras_require={
         "ros": ROS_WHEELS,
-        "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4", "defusedxml>=0.7"],
-        "test": ["pytest>=7"],
+        "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4", "defusedxml>=0.7", "imageio-ffmpeg>=0.4",
+                      "xacro>=2"],
+        "test": ["pytest>=7", "mcap>=1.1", "mcap-ros2-support>=0.5"],  # decode the demo bag independently
         "bench": ["scikit-sundae>=1.0"],
     },
     zip_safe=False,
@@ -76,6 +78,7 @@ setup(
             "dynamics_node = bondsim_ros.ros.dynamics_node:main",
             "probe_node = bondsim_ros.ros.probe_node:main",
             "twin_bridge = bondsim_ros.ros.twin_bridge:main",
+            "state_publisher = bondsim_ros.ros.state_publisher:main",
         ],
     },
 )

@@ -1,0 +1,100 @@
+"""Meshes and mass properties of shapes; a deterministic binary STL writer."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import trimesh
+
+from .model import Link, Shape
+
+SECTIONS = 48  # segments around the axis of generated meshes
+
+
+def shape_mesh(shape: Shape, sections: int = SECTIONS) -> trimesh.Trimesh:
+    """The shape as a triangle mesh in its geometry frame (z = the shape's axis)."""
+    if shape.kind == "cuboid":
+        return trimesh.creation.box(extents=shape.size)
+    if shape.kind == "cylinder":
+        return trimesh.creation.cylinder(radius=shape.size[0], height=shape.size[1], sections=sections)
+    if shape.kind == "sphere":
+        return trimesh.creation.icosphere(subdivisions=3 if sections >= 32 else 2, radius=shape.size[0])
+    if shape.kind == "cone":
+        return trimesh.creation.cone(radius=shape.size[0], height=shape.size[1], sections=sections)
+    if shape.kind == "revolution":
+        return revolution_mesh(shape.points, sections)
+    if shape.kind == "part":
+        mesh = trimesh.load_mesh(shape.part_file, force="mesh")
+        mesh.apply_scale(shape.scale)
+        return mesh
+    raise ValueError(shape.kind)
+
+
+def revolution_mesh(points: np.ndarray, sections: int = SECTIONS) -> trimesh.Trimesh:
+    """Sweep the (r, h) profile 360 degrees about z, closing the ends on the axis so it has a volume."""
+    prof = [tuple(p) for p in np.asarray(points, float)]
+    closed = len(prof) > 2 and prof[0] == prof[-1]  # a closed outline (a ring) needs no caps
+    if prof[0][0] > 0 and not closed:
+        prof.insert(0, (0.0, prof[0][1]))
+    if prof[-1][0] > 0 and not closed:
+        prof.append((0.0, prof[-1][1]))
+    mesh = trimesh.creation.revolve(np.array(prof), sections=sections)
+    if mesh.volume < 0:  # profile drawn the other way round: turn the faces outward
+        mesh.invert()
+    return mesh
+
+
+def shape_mass_properties(shape: Shape):
+    """(mass, centre of mass, inertia about the centre) in the link frame, or None if massless."""
+    if not shape.mass:
+        return None
+    m = shape.mass
+    if shape.kind == "cuboid":
+        a, b, c = shape.size
+        inertia = m / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+        com = np.zeros(3)
+    elif shape.kind == "cylinder":
+        r, h = shape.size
+        ixx = m * (3 * r * r + h * h) / 12.0
+        inertia = np.diag([ixx, ixx, m * r * r / 2.0])
+        com = np.zeros(3)
+    elif shape.kind == "sphere":
+        inertia = np.eye(3) * (0.4 * m * shape.size[0] ** 2)
+        com = np.zeros(3)
+    else:
+        mesh = shape_mesh(shape)
+        if not mesh.is_volume or mesh.volume <= 0:
+            raise ValueError(f"{shape.file}:{shape.line}: <{shape.kind}> '{shape.id}' has a mass but its mesh "
+                             f"encloses no volume")
+        mesh.density = m / mesh.volume
+        com = np.asarray(mesh.center_mass, float)
+        inertia = np.asarray(mesh.moment_inertia, float)
+    rot, pos = shape.origin[:3, :3], shape.origin[:3, 3]
+    return m, rot @ com + pos, rot @ inertia @ rot.T
+
+
+def link_inertial(link: Link):
+    """Combined (mass, com, inertia about com) of the link's shapes with a mass, or None."""
+    parts = [p for p in (shape_mass_properties(s) for s in link.shapes) if p is not None]
+    if not parts:
+        return None
+    total = sum(m for m, _, _ in parts)
+    com = sum(m * c for m, c, _ in parts) / total
+    inertia = np.zeros((3, 3))
+    for m, c, i in parts:
+        d = c - com
+        inertia += i + m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))  # parallel axes
+    return total, com, inertia
+
+
+def stl_bytes(mesh: trimesh.Trimesh) -> bytes:
+    """Binary STL with a fixed header, so regenerated files are identical byte for byte."""
+    tris = np.asarray(mesh.triangles, dtype=np.float64)
+    normals = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    norm = np.linalg.norm(normals, axis=1, keepdims=True)
+    normals = np.divide(normals, norm, out=np.zeros_like(normals), where=norm > 0)
+    rec = np.zeros(len(tris), dtype=[("n", "<f4", 3), ("v", "<f4", (3, 3)), ("attr", "<u2")])
+    rec["n"] = normals
+    rec["v"] = tris
+    header = b"bondsim_ros mechanism mesh".ljust(80, b" ")
+    return header + struct.pack("<I", len(tris)) + rec.tobytes()

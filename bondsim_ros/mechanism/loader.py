@@ -1,0 +1,553 @@
+"""Read mechanism XML (docs: /work/shared/spec/mechanism-xml.md, docs/mechanism.md) into a Mechanism.
+
+Validation is strict: every element and attribute is checked against the tables below, so a typo
+is an error with file and line, never a silently ignored setting.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import frames
+from .errors import MechanismError
+from .model import Edge, Link, Mechanism, Probe, Shape, Unit
+from .xmlreader import Node, parse_xml
+
+LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001}
+DRIVES = {
+    "prismatic_x": ("prismatic", "x"), "prismatic_y": ("prismatic", "y"), "prismatic_z": ("prismatic", "z"),
+    "revolute_x": ("revolute", "x"), "revolute_y": ("revolute", "y"), "revolute_z": ("revolute", "z"),
+    "spherical": ("spherical", None), "fixed": ("fixed", None),
+}
+GEOMETRY = ("cuboid", "cylinder", "sphere", "cone", "revolution", "part")
+TRANSFORMS = ("translation", "rotation")
+BODY = GEOMETRY + ("assembly", "render", "probe")
+ROOTS = ("project", "robot", "object")
+
+# element -> (required attributes, optional attributes)
+ATTRIBUTES = {
+    "root": ({"id", "name"}, {"length_unit"}),
+    "reference": ({"name"}, {"prefix"}),
+    "base": (set(), set()),
+    "translation": (set(), {"x", "y", "z"}),
+    "rotation": ({"axis", "angle"}, set()),
+    "joint": ({"name"}, set()),
+    "drive": ({"type"}, {"lower", "upper", "velocity", "effort", "virtual"}),
+    "link": ({"id", "name"}, set()),
+    "cuboid": ({"id", "lx", "ly", "lz"}, {"mass", "name"}),
+    "cylinder": ({"id", "radius", "length"}, {"axis", "mass", "name"}),
+    "sphere": ({"id", "radius"}, {"mass", "name"}),
+    "cone": ({"id", "radius", "length"}, {"axis", "mass", "name"}),
+    "revolution": ({"id"}, {"axis", "mass", "name"}),
+    "point": ({"r", "h"}, set()),
+    "part": ({"id", "file"}, {"scale", "mass", "name"}),
+    "assembly": ({"id"}, {"name"}),
+    "use": ({"ref"}, set()),
+    "render": ({"ref", "color"}, set()),
+    "probe": ({"name"}, set()),
+}
+
+
+def check_attributes(node: Node, kind: str | None = None) -> None:
+    required, optional = ATTRIBUTES[kind or node.tag]
+    for name in node.attrs:
+        if name not in required and name not in optional:
+            allowed = ", ".join(sorted(required | optional)) or "none"
+            raise node.error(f"unknown attribute '{name}' (allowed: {allowed})")
+    for name in sorted(required):
+        if name not in node.attrs:
+            raise node.error(f"missing required attribute '{name}'")
+    if node.text.strip():
+        raise node.error(f"unexpected text {node.text.strip()[:30]!r} (elements carry their data in attributes)")
+
+
+def number(node: Node, attr: str, default=None, *, positive=False, nonnegative=False) -> float:
+    raw = node.attrs.get(attr)
+    if raw is None:
+        return default
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a finite decimal number)")
+    if positive and value <= 0:
+        raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a number > 0)")
+    if nonnegative and value < 0:
+        raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a number >= 0)")
+    return value
+
+
+def numbers(node: Node, attr: str, counts=(3,)) -> list:
+    raw = node.attrs[attr]
+    parts = raw.replace(",", " ").split()
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in counts or not all(math.isfinite(v) for v in values):
+        want = " or ".join(str(c) for c in counts)
+        raise node.error(f"bad number list {raw!r} for attribute '{attr}' (expected {want} numbers)")
+    return values
+
+
+def axis_vector(node: Node, attr: str = "axis", default: str | None = None) -> tuple:
+    raw = node.attrs.get(attr, default)
+    if raw is None:
+        raise node.error(f"missing required attribute '{attr}'")
+    if raw.strip() in frames.AXES:
+        return frames.AXES[raw.strip()]
+    if len(raw.split()) == 1:
+        raise node.error(f"bad axis {raw!r} (expected x, y, z or three numbers 'ax ay az')")
+    vec = np.array(numbers(node, attr, (3,)))
+    n = float(np.linalg.norm(vec))
+    if n < 1e-12:
+        raise node.error(f"bad axis {raw!r} (the vector must not be zero)")
+    return tuple(vec / n)
+
+
+def color(node: Node) -> tuple:
+    """CSS colour name or 'r g b [a]' in 0..1 -> (rgba, name)."""
+    from matplotlib.colors import CSS4_COLORS, to_rgba
+
+    raw = node.attrs["color"].strip()
+    key = raw.lower()
+    if key in CSS4_COLORS:
+        return tuple(float(c) for c in to_rgba(CSS4_COLORS[key])), key
+    parts = raw.replace(",", " ").split()
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (3, 4) or not all(0.0 <= v <= 1.0 for v in values):
+        raise node.error(f"unknown colour {raw!r} (expected a CSS colour name such as 'silver' or "
+                         f"'r g b [a]' with numbers in 0.0-1.0)")
+    if len(values) == 3:
+        values.append(1.0)
+    return tuple(values), None
+
+
+@dataclass
+class FileContext:
+    """Per-file state: the unit factor, the id table and the reference prefix."""
+
+    file: str
+    unit: float
+    prefix: str
+    stem: str
+    ids: dict = field(default_factory=dict)  # id -> node
+
+    def register(self, node: Node) -> str:
+        ident = node.attrs["id"]
+        if ident in self.ids:
+            first = self.ids[ident]
+            raise node.error(f"duplicate id '{ident}' (first used on line {first.line} by <{first.tag}>)")
+        self.ids[ident] = node
+        return ident
+
+
+class Loader:
+    def __init__(self, search_path=()):
+        self.search_path = [Path(p) for p in search_path]
+        self.cache: dict[str, Node] = {}
+        self.joint_names: dict[str, Node] = {}  # all joint names of the mechanism, for uniqueness
+
+    # -- files -------------------------------------------------------------------------
+    def read(self, path: Path) -> Node:
+        key = os.path.realpath(path)
+        if key not in self.cache:
+            try:
+                data = Path(path).read_bytes()
+            except OSError as exc:
+                raise MechanismError(f"cannot read file: {exc.strerror}", str(path)) from None
+            self.cache[key] = parse_xml(data, str(path))
+        return self.cache[key]
+
+    def find(self, ref: Node, chain: list) -> Path:
+        name = ref.attrs["name"]
+        here = Path(ref.file).parent
+        top = Path(chain[0]).parent if chain else here
+        folders = [here, here / "robots", here / "objects", here.parent / "robots", here.parent / "objects"]
+        if top != here:
+            folders += [top, top / "robots", top / "objects"]
+        for d in self.search_path:
+            folders += [d, d / "robots", d / "objects"]
+        seen = []
+        for folder in folders:
+            if folder in seen:
+                continue
+            seen.append(folder)
+            candidate = folder / f"{name}.xml"
+            if candidate.is_file():
+                return candidate
+        looked = ", ".join(str(f) for f in seen)
+        raise ref.error(f"cannot resolve {ref.tag} '{name}': no file {name}.xml (looked in: {looked}; "
+                        f"add folders with --search-path)")
+
+    # -- entry ---------------------------------------------------------------------------
+    def load(self, path) -> Mechanism:
+        path = Path(path)
+        root = self.read(path)
+        if root.tag not in ROOTS:
+            raise root.error(f"unknown root element (expected one of {', '.join(ROOTS)})")
+        check_attributes(root, "root")
+        self._unit_factor(root)
+        mech = Mechanism(root.tag, root.attrs["name"], root.attrs["id"], str(path))
+        chain = [os.path.realpath(path)]
+        if root.tag == "project":
+            for child in root.children:
+                if child.tag not in ("robot", "object"):
+                    raise child.error("unknown element in <project> (expected <robot> or <object> references)")
+                check_attributes(child, "reference")
+                base = self._base(child, self._unit_factor(root))
+                target = self.find(child, chain)
+                sub = self.read(target)
+                if sub.tag != child.tag:
+                    raise child.error(f"{target.name} holds a <{sub.tag}> root, not a <{child.tag}>")
+                self._check_cycle(child, target, chain)
+                mech.units.append(self._unit(sub, target, child.attrs.get("prefix", ""), base,
+                                             chain + [os.path.realpath(target)]))
+        else:
+            mech.units.append(self._unit(root, path, "", np.eye(4), chain))
+        return mech
+
+    def _check_cycle(self, ref: Node, target: Path, chain: list) -> None:
+        key = os.path.realpath(target)
+        if key in chain:
+            names = " -> ".join(Path(c).name for c in chain[chain.index(key):] + [key])
+            raise ref.error(f"reference cycle: {names}")
+
+    @staticmethod
+    def _unit_factor(root: Node) -> float:
+        raw = root.attrs.get("length_unit", "m")
+        if raw not in LENGTH_UNITS:
+            raise root.error(f"bad length_unit {raw!r} (expected one of m, cm, mm)")
+        return LENGTH_UNITS[raw]
+
+    # -- transforms ----------------------------------------------------------------------
+    def _transform(self, node: Node, ctx_unit: float) -> np.ndarray:
+        check_attributes(node)
+        if node.children:
+            raise node.children[0].error(f"unknown element inside <{node.tag}> (it takes no children)")
+        if node.tag == "translation":
+            return frames.translation(*(number(node, a, 0.0) * ctx_unit for a in "xyz"))
+        angle = number(node, "angle")
+        return frames.rotation(axis_vector(node), math.radians(angle))
+
+    def _base(self, ref: Node, unit: float) -> np.ndarray:
+        t = np.eye(4)
+        seen = False
+        for child in ref.children:
+            if child.tag != "base":
+                raise child.error(f"unknown element inside a <{ref.tag}> reference (only <base> is allowed)")
+            if seen:
+                raise child.error("a reference has at most one <base>")
+            seen = True
+            check_attributes(child)
+            for tr in child.children:
+                if tr.tag not in TRANSFORMS:
+                    raise tr.error("unknown element inside <base> (expected <translation> or <rotation>)")
+                t = t @ self._transform(tr, unit)
+        return t
+
+    # -- units ---------------------------------------------------------------------------
+    def _unit(self, root: Node, path: Path, prefix: str, base: np.ndarray, chain: list) -> Unit:
+        check_attributes(root, "root")
+        ctx = FileContext(str(path), self._unit_factor(root), prefix, Path(path).stem)
+        ctx.register(root)
+        unit = Unit(root.tag, root.attrs["name"], prefix, str(path), prefix + root.attrs["name"], base)
+        self._add_link(unit, Link(unit.root_link, file=str(path), line=root.line), root)
+        self._body(root, root.children, unit.root_link, unit, ctx, chain, at_root=True)
+        if root.tag == "robot":
+            unit.planar = planar_base(unit)
+        return unit
+
+    def _add_link(self, unit: Unit, link: Link, node: Node) -> None:
+        if link.name in unit.links:
+            raise node.error(f"duplicate link name '{link.name}' (names must be unique after prefixing)")
+        unit.links[link.name] = link
+
+    def _add_edge(self, unit: Unit, edge: Edge, node: Node) -> None:
+        if any(e.name == edge.name for e in unit.edges):
+            raise node.error(f"duplicate joint name '{edge.name}' (names must be unique after prefixing)")
+        if edge.role == "joint":
+            if edge.name in self.joint_names and self.joint_names[edge.name] is not node:
+                raise node.error(f"duplicate joint name '{edge.name}' in the mechanism "
+                                 f"(give each reference a distinct prefix)")
+            self.joint_names[edge.name] = node
+        unit.edges.append(edge)
+
+    def _body(self, owner: Node, nodes: list, link_name: str, unit: Unit, ctx: FileContext, chain: list,
+              at_root: bool = False) -> None:
+        """Geometry, assemblies, renders, probes, objects and joints belonging to one link."""
+        items: dict[str, tuple] = {}  # id -> (node, payload) in document order
+        renders = []
+        seen_joint = False
+        for node in nodes:
+            tag = node.tag
+            if tag in BODY and at_root and seen_joint:
+                raise node.error(f"<{tag}> directly under the root must come before any <joint>")
+            if tag in GEOMETRY:
+                check_attributes(node)
+                ctx.register(node)
+                items[node.attrs["id"]] = (node, self._geometry(node, ctx))
+            elif tag == "assembly":
+                check_attributes(node)
+                ctx.register(node)
+                uses = []
+                for use in node.children:
+                    if use.tag != "use":
+                        raise use.error("unknown element inside <assembly> (expected <use ref=...>)")
+                    check_attributes(use)
+                    t = np.eye(4)
+                    for tr in use.children:
+                        if tr.tag not in TRANSFORMS:
+                            raise tr.error("unknown element inside <use> (expected <translation> or <rotation>)")
+                        t = t @ self._transform(tr, ctx.unit)
+                    uses.append((use.attrs["ref"], t, use))
+                items[node.attrs["id"]] = (node, uses)
+            elif tag == "render":
+                check_attributes(node)
+                if node.children:
+                    raise node.children[0].error("unknown element inside <render> (it takes no children)")
+                renders.append(node)
+            elif tag == "probe":
+                check_attributes(node)
+                t = np.eye(4)
+                for tr in node.children:
+                    if tr.tag not in TRANSFORMS:
+                        raise tr.error("unknown element inside <probe> (expected <translation> or <rotation>)")
+                    t = t @ self._transform(tr, ctx.unit)
+                name = node.attrs["name"]
+                probe = Probe(name, f"{ctx.prefix}probe_{name}", link_name, t, ctx.prefix)
+                if any(p.frame == probe.frame for p in unit.probes):
+                    raise node.error(f"duplicate probe name '{name}'")
+                self._add_link(unit, Link(probe.frame, file=ctx.file, line=node.line), node)
+                self._add_edge(unit, Edge(f"{probe.frame}_joint", "fixed", link_name, probe.frame, t, role="probe"),
+                               node)
+                unit.probes.append(probe)
+            elif tag == "joint":
+                seen_joint = True
+                self._joint(node, link_name, unit, ctx, chain)
+            elif tag == "object" and not at_root:
+                self._attach(node, link_name, unit, ctx, chain)
+            elif tag in TRANSFORMS and not at_root:
+                raise node.error("transforms must come before the joint's <link>")
+            else:
+                where = "the root" if at_root else "a joint after its <link>"
+                allowed = ", ".join(BODY + ("joint",) + (() if at_root else ("object",)))
+                raise node.error(f"unknown element in {where} (expected one of {allowed})")
+        unit.links[link_name].shapes.extend(self._place(items, renders))
+
+    def _geometry(self, node: Node, ctx: FileContext) -> Shape:
+        u = ctx.unit
+        kind = node.tag
+        shape = Shape(node.attrs["id"], kind, mass=number(node, "mass", None, positive=True), file=ctx.file,
+                      line=node.line, source_stem=ctx.stem)
+        axis = (0.0, 0.0, 1.0)
+        if kind == "cuboid":
+            shape.size = tuple(number(node, a, positive=True) * u for a in ("lx", "ly", "lz"))
+        elif kind in ("cylinder", "cone"):
+            shape.size = (number(node, "radius", positive=True) * u, number(node, "length", positive=True) * u)
+            axis = axis_vector(node, default="z")
+        elif kind == "sphere":
+            shape.size = (number(node, "radius", positive=True) * u,)
+        elif kind == "revolution":
+            axis = axis_vector(node, default="z")
+            pts = []
+            for p in node.children:
+                if p.tag != "point":
+                    raise p.error("unknown element inside <revolution> (expected <point r=... h=...>)")
+                check_attributes(p)
+                pts.append((number(p, "r", nonnegative=True) * u, number(p, "h") * u))
+            if len(pts) < 2:
+                raise node.error(f"a body of revolution needs at least 2 <point>s (got {len(pts)})")
+            arr = np.array(pts)
+            if np.all(arr[:, 0] == 0) or np.ptp(arr[:, 1]) == 0:
+                raise node.error("the <point> profile encloses no volume (all r = 0 or all h equal)")
+            shape.points = arr
+        elif kind == "part":
+            file = Path(ctx.file).parent / node.attrs["file"]
+            if not file.is_file():
+                raise node.error(f"cannot resolve part file '{node.attrs['file']}' (no file {file})")
+            shape.part_file = str(file)
+            scale = numbers(node, "scale", (1, 3)) if "scale" in node.attrs else [1.0]
+            if any(s <= 0 for s in scale):
+                raise node.error(f"bad number {node.attrs['scale']!r} for attribute 'scale' (expected numbers > 0)")
+            shape.scale = tuple(s * u for s in (scale * 3 if len(scale) == 1 else scale))
+        if kind != "part" and node.children and kind != "revolution":
+            raise node.children[0].error(f"unknown element inside <{kind}> (it takes no children)")
+        if kind == "part" and node.children:
+            raise node.children[0].error("unknown element inside <part> (it takes no children)")
+        shape.origin = frames.z_to(axis)
+        return shape
+
+    def _place(self, items: dict, renders: list) -> list:
+        """Expand assemblies into placed shape instances and attach render colours."""
+        colors = {}
+        for r in renders:
+            ref = r.attrs["ref"]
+            if ref not in items:
+                raise r.error(f"unresolved ref '{ref}' (no geometry or assembly with that id in this link)")
+            colors[ref] = color(r)
+        used = set()
+        for ident, (node, payload) in items.items():
+            if node.tag == "assembly":
+                for ref, _, use in payload:
+                    if ref not in items:
+                        raise use.error(f"unresolved ref '{ref}' (no geometry or assembly with that id in this link)")
+                    used.add(ref)
+        def check_cycles(ident, stack):
+            node, payload = items[ident]
+            if node.tag == "assembly":
+                for ref, _, use in payload:
+                    if ref in stack:
+                        raise use.error(f"reference cycle: {' -> '.join(stack[stack.index(ref):] + [ref])}")
+                    check_cycles(ref, stack + [ref])
+
+        for ident in items:
+            check_cycles(ident, [ident])
+        out = []
+
+        def expand(ident, t, path):
+            node, payload = items[ident]
+            if node.tag == "assembly":
+                for ref, tu, _ in payload:
+                    expand(ref, t @ tu, path + [ref])
+                return
+            shape = Shape(**payload.__dict__)
+            shape.origin = t @ payload.origin
+            for p in reversed(path):  # the innermost render wins
+                if p in colors:
+                    shape.color, shape.color_name = colors[p]
+                    break
+            out.append(shape)
+
+        for ident in items:  # items used by no assembly sit at the link frame
+            if ident not in used:
+                expand(ident, np.eye(4), [ident])
+        return out
+
+    def _joint(self, node: Node, parent: str, unit: Unit, ctx: FileContext, chain: list) -> None:
+        check_attributes(node)
+        name = ctx.prefix + node.attrs["name"]
+        pre, post = np.eye(4), np.eye(4)
+        drive = link = None
+        body_start = len(node.children)
+        for k, child in enumerate(node.children):
+            if child.tag in TRANSFORMS and link is None:
+                t = self._transform(child, ctx.unit)
+                if drive is None:
+                    pre = pre @ t
+                else:
+                    post = post @ t
+            elif child.tag == "drive":
+                if drive is not None:
+                    raise child.error("a joint has exactly one <drive>")
+                check_attributes(child)
+                drive = child
+            elif child.tag == "link":
+                if drive is None:
+                    raise child.error("<link> must follow the joint's <drive>")
+                check_attributes(child)
+                if child.children:
+                    raise child.children[0].error("unknown element inside <link> (it takes no children)")
+                link = child
+                body_start = k + 1
+                break
+            elif child.tag in TRANSFORMS:
+                raise child.error("transforms must come before the joint's <link>")
+            elif child.tag in BODY + ("joint", "object"):
+                raise child.error(f"<{child.tag}> must follow the joint's <link>")
+            else:
+                raise child.error("unknown element in <joint> (expected translation, rotation, drive, link, "
+                                  "then geometry, assembly, render, probe, object or joint)")
+        if drive is None:
+            raise node.error("missing <drive> (every joint needs one)")
+        if link is None:
+            raise node.error("missing <link id=... name=...> after the <drive>")
+        ctx.register(link)
+        child_name = ctx.prefix + link.attrs["name"]
+        self._add_link(unit, Link(child_name, file=ctx.file, line=link.line), link)
+
+        dtype = drive.attrs["type"]
+        if dtype not in DRIVES:
+            raise drive.error(f"unknown type '{dtype}' (expected one of {', '.join(DRIVES)})")
+        kind, axis = DRIVES[dtype]
+        virtual_raw = drive.attrs.get("virtual", "false").strip().lower()
+        if virtual_raw not in ("true", "false"):
+            raise drive.error(f"bad value {drive.attrs['virtual']!r} for attribute 'virtual' (expected true or false)")
+        to_si = ctx.unit if kind == "prismatic" else math.radians(1.0)
+        if kind == "fixed":
+            to_si = 1.0
+        lower, upper = number(drive, "lower"), number(drive, "upper")
+        if lower is not None and upper is not None and lower > upper:
+            raise drive.error(f"lower ({lower}) is greater than upper ({upper})")
+        limits = dict(lower=None if lower is None else lower * to_si, upper=None if upper is None else upper * to_si,
+                      velocity=None if "velocity" not in drive.attrs else number(drive, "velocity", nonnegative=True) * to_si,
+                      effort=number(drive, "effort", None, nonnegative=True), virtual=virtual_raw == "true", drive=dtype)
+        target = child_name if frames.is_identity(post) else f"{name}_frame"
+        if target != child_name:
+            self._add_link(unit, Link(target, file=ctx.file, line=drive.line), drive)
+        if kind == "fixed":
+            self._add_edge(unit, Edge(name, "fixed", parent, target, pre, role="joint", **limits), node)
+        elif kind == "spherical":
+            links = [parent, f"{name}_x_link", f"{name}_y_link", target]
+            for i, ax in enumerate("xyz"):
+                if i < 2:
+                    self._add_link(unit, Link(links[i + 1], file=ctx.file, line=drive.line), drive)
+                self._add_edge(unit, Edge(f"{name}_{ax}", "revolute", links[i], links[i + 1], pre if i == 0 else np.eye(4),
+                                          frames.AXES[ax], role="joint", **limits), node)
+        else:
+            self._add_edge(unit, Edge(name, kind, parent, target, pre, frames.AXES[axis], role="joint", **limits), node)
+        if target != child_name:
+            self._add_edge(unit, Edge(f"{name}_offset", "fixed", target, child_name, post, role="offset"), node)
+        self._body(node, node.children[body_start:], child_name, unit, ctx, chain)
+
+    def _attach(self, ref: Node, link_name: str, unit: Unit, ctx: FileContext, chain: list) -> None:
+        check_attributes(ref, "reference")
+        base = self._base(ref, ctx.unit)
+        target = self.find(ref, chain)
+        self._check_cycle(ref, target, chain)
+        root = self.read(target)
+        if root.tag != "object":
+            raise ref.error(f"{target.name} holds a <{root.tag}> root; only objects can be attached to a link")
+        check_attributes(root, "root")
+        sub = FileContext(str(target), self._unit_factor(root), ctx.prefix + ref.attrs.get("prefix", ""), target.stem)
+        sub.register(root)
+        root_link = sub.prefix + root.attrs["name"]
+        self._add_link(unit, Link(root_link, file=str(target), line=root.line), ref)
+        self._add_edge(unit, Edge(f"{root_link}_base", "fixed", link_name, root_link, base, role="attach"), ref)
+        self._body(root, root.children, root_link, unit, sub, chain + [os.path.realpath(target)], at_root=True)
+
+
+def planar_base(unit: Unit) -> tuple | None:
+    """Names of the virtual X, Y, yaw joints if the unit starts with a planar base, else None.
+
+    The pattern: root link without shapes, whose only child edge is a virtual prismatic X, then
+    virtual prismatic Y, then virtual revolute Z, identity origins, no shapes or other children on
+    the two links in between.
+    """
+    want = [("prismatic", (1.0, 0.0, 0.0)), ("prismatic", (0.0, 1.0, 0.0)), ("revolute", (0.0, 0.0, 1.0))]
+    if len(unit.edges) < 3:
+        return None
+    link = unit.root_link
+    names = []
+    for edge, (kind, axis) in zip(unit.edges[:3], want):
+        children = [e for e in unit.edges if e.parent == link]
+        if (edge.parent != link or children != [edge] or unit.links[link].shapes or edge.kind != kind
+                or tuple(edge.axis) != axis or not edge.virtual or not frames.is_identity(edge.origin)
+                or edge.role != "joint"):
+            return None
+        names.append(edge.name)
+        link = edge.child
+    return tuple(names)
+
+
+def load_mechanism(path, search_path=()) -> Mechanism:
+    """Read a project, robot or object file and everything it references."""
+    return Loader(search_path).load(path)

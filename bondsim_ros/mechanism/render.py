@@ -1,0 +1,331 @@
+"""Off-screen drawings of a mechanism: matplotlib 3-D with trimesh meshes, PNG or video.
+
+Painter's-algorithm rendering (matplotlib sorts polygons by depth), flat shading from one light.
+The static scene (ground, walls) is drawn first and clipped to the view box, the moving robots on
+top, which is right for the elevated views used here.
+"""
+from __future__ import annotations
+
+import csv
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import frames
+from .geometry import shape_mesh
+from .loader import load_mechanism
+from .model import forward_kinematics
+
+LIGHT = np.array([0.35, -0.45, 1.0]) / np.linalg.norm([0.35, -0.45, 1.0])
+BASE_COLUMNS = {"x": 0, "y": 1, "phi": 2}  # CSV base pose -> the planar virtual joints
+
+
+class RenderError(Exception):
+    """Bad render input (CSV, output type)."""
+
+
+@dataclass
+class Item:
+    link: str
+    vertices: np.ndarray  # (n, 3) in the link frame
+    faces: np.ndarray
+    color: np.ndarray  # rgba 0..1
+    static: bool  # part of the scene (objects) rather than a robot
+
+
+class Drawing:
+    """Meshes per link and a forward-kinematics function over joint values."""
+
+    def __init__(self, items, fk, planar_joints, root_links):
+        self.items, self.fk, self.planar_joints, self.root_links = items, fk, planar_joints, root_links
+
+
+def _from_xml(path, search_path) -> Drawing:
+    import trimesh
+
+    mech = load_mechanism(path, search_path)
+    items = []
+    for unit in mech.units:
+        static = unit.kind == "object" and mech.kind == "project"
+        for link in unit.links.values():
+            for shape in link.shapes:
+                if shape.color is None:
+                    continue
+                mesh = shape_mesh(shape, sections=20)
+                if not static:  # short edges keep matplotlib's per-triangle depth sort right
+                    v, f = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=0.03, max_iter=6)
+                    mesh = trimesh.Trimesh(v, f, process=False)
+                v = (shape.origin[:3, :3] @ mesh.vertices.T).T + shape.origin[:3, 3]
+                items.append(Item(link.name, v, np.asarray(mesh.faces), np.array(shape.color), static))
+    planar = list(mech.robots[0].planar) if mech.robots and mech.robots[0].planar else []
+    return Drawing(items, lambda q: forward_kinematics(mech, q), planar, [])
+
+
+def _from_urdf(path) -> Drawing:
+    import yourdfpy
+
+    robot = yourdfpy.URDF.load(str(path))
+    scene = robot.scene
+    items = []
+    for node in scene.graph.nodes_geometry:
+        t, name = scene.graph[node]
+        mesh = scene.geometry[name]
+        link_t = robot.get_transform(node)
+        local = np.linalg.inv(link_t) @ t  # geometry placement in its link frame
+        v = (local[:3, :3] @ mesh.vertices.T).T + local[:3, 3]
+        rgba = np.asarray(mesh.visual.main_color, float) / 255.0 if hasattr(mesh.visual, "main_color") else \
+            np.array([0.7, 0.7, 0.7, 1.0])
+        items.append(Item(node, v, np.asarray(mesh.faces), rgba, False))
+    names = robot.actuated_joint_names
+
+    def fk(q):
+        robot.update_cfg([float(q.get(j, 0.0)) for j in names])
+        base = frames.planar(q.get("__x", 0.0), q.get("__y", 0.0), q.get("__phi", 0.0))
+        return {it.link: base @ robot.get_transform(it.link) for it in items}
+
+    planar = [j for j in ("base_x", "base_y", "base_phi") if j in names]
+    return Drawing(items, fk, planar if len(planar) == 3 else [], [robot.base_link])
+
+
+def read_joint_csv(path) -> tuple[list, np.ndarray]:
+    try:
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+    except OSError as exc:
+        raise RenderError(f"cannot read {path}: {exc.strerror}") from None
+    if len(rows) < 2:
+        raise RenderError(f"{path}: needs a header and at least one row")
+    header = [h.strip() for h in rows[0]]
+    try:
+        data = np.array([[float(v) for v in r] for r in rows[1:] if r], float)
+    except ValueError as exc:
+        raise RenderError(f"{path}: {exc}") from None
+    if data.shape[1] != len(header):
+        raise RenderError(f"{path}: rows have {data.shape[1]} values, the header {len(header)}")
+    return header, data
+
+
+def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names: set) -> list:
+    """Per CSV row a dict of joint values: x, y, phi -> the planar base, other columns by joint name."""
+    cols = {}
+    for k, h in enumerate(header):
+        if h in joint_names:
+            cols[h] = k
+    for h, i in BASE_COLUMNS.items():
+        if h in header:
+            if drawing.planar_joints:
+                cols.setdefault(drawing.planar_joints[i], header.index(h))
+            else:  # a URDF without virtual joints: the pose of its root
+                cols["__" + h] = header.index(h)
+    if not cols:
+        raise RenderError("the CSV has no column named like a joint (or x, y, phi)")
+    return [{name: float(row[k]) for name, k in cols.items()} for row in data]
+
+
+def _shade(tris_world, rgba):
+    n = np.cross(tris_world[:, 1] - tris_world[:, 0], tris_world[:, 2] - tris_world[:, 0])
+    norm = np.linalg.norm(n, axis=1, keepdims=True)
+    n = np.divide(n, norm, out=np.zeros_like(n), where=norm > 0)
+    light = 0.45 + 0.55 * np.abs(n @ LIGHT)  # two-sided: clipped faces may face either way
+    c = np.repeat(rgba[None, :], len(tris_world), axis=0)
+    c[:, :3] = np.clip(c[:, :3] * light[:, None], 0, 1)
+    return c
+
+
+def _clip(tris: np.ndarray, box) -> np.ndarray:
+    """Cut the scene's triangles to the view box in x and y (Sutherland-Hodgman, then fans)."""
+    (x0, y0, _), (x1, y1, _) = box
+    planes = ((0, x0, 1.0), (0, x1, -1.0), (1, y0, 1.0), (1, y1, -1.0))  # keep sign * (p[axis] - value) >= 0
+    out = []
+    for tri in tris:
+        poly = list(tri)
+        for axis, value, sign in planes:
+            clipped = []
+            for k, cur in enumerate(poly):
+                prev = poly[k - 1]
+                dc, dp = sign * (cur[axis] - value), sign * (prev[axis] - value)
+                if dc >= 0:
+                    if dp < 0:
+                        clipped.append(prev + (cur - prev) * (dp / (dp - dc)))
+                    clipped.append(cur)
+                elif dp >= 0:
+                    clipped.append(prev + (cur - prev) * (dp / (dp - dc)))
+            poly = clipped
+            if len(poly) < 3:
+                break
+        for k in range(1, len(poly) - 1):
+            out.append((poly[0], poly[k], poly[k + 1]))
+    return np.array(out, float).reshape(-1, 3, 3)
+
+
+class Renderer:
+    def __init__(self, drawing: Drawing, size=(1280, 960), view="auto"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        self.drawing, self.view = drawing, view
+        dpi = 100
+        self.fig = Figure(figsize=(size[0] / dpi, size[1] / dpi), dpi=dpi)
+        self.canvas = FigureCanvasAgg(self.fig)
+        self.ax = self.fig.add_axes((0, 0, 1, 1), projection="3d")
+        self.box = None
+        self.elev, self.azim = 22.0, -60.0
+
+    def world_triangles(self, q):
+        fk = self.drawing.fk(q)
+        static, moving = [], []
+        for it in self.drawing.items:
+            t = fk[it.link]
+            v = (t[:3, :3] @ it.vertices.T).T + t[:3, 3]
+            (static if it.static else moving).append((v[it.faces], it.color))
+        return static, moving
+
+    def fit(self, rows):
+        """View box: the robots over all rows (plus a margin), or the whole scene."""
+        pts = []
+        for q in rows:
+            static, moving = self.world_triangles(q)
+            if self.view == "scene" or not moving:
+                moving = moving + static
+            pts.append(np.concatenate([tris.reshape(-1, 3) for tris, _ in moving]))
+        pts = np.concatenate(pts)
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        margin = 0.0 if self.view == "scene" else 0.25 + 0.1 * float(np.max(hi[:2] - lo[:2]))
+        lo[:2] -= margin
+        hi[:2] += margin
+        lo[2] = min(lo[2], -0.03)  # room for the floor slab
+        self.box = (lo, hi)
+
+    def draw(self, q, title=""):
+        from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+        ax = self.ax
+        ax.cla()
+        ax.computed_zorder = False  # scene first, robots over it
+        static, moving = self.world_triangles(q)
+        lo, hi = self.box
+        for z, group in ((1, static), (2, moving)):
+            polys, colors = [], []
+            for tris, rgba in group:
+                if z == 1:
+                    tris = _clip(tris, self.box)
+                    if len(tris):  # the scene is seen from above: its downward faces would only hide others
+                        n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+                        tris = tris[n[:, 2] > -1e-9 * np.linalg.norm(n, axis=1)]
+                if len(tris):
+                    polys.append(tris)
+                    colors.append(_shade(tris, rgba))
+            if polys:
+                fc = np.concatenate(colors)
+                # edges in the face colour close the anti-aliasing seams between triangles
+                coll = Poly3DCollection(np.concatenate(polys), facecolors=fc, edgecolors=fc, linewidths=0.3, zorder=z)
+                ax.add_collection3d(coll)
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_zlim(lo[2], hi[2])
+        ax.set_box_aspect(hi - lo, zoom=1.35)
+        ax.view_init(elev=self.elev, azim=self.azim)
+        ax.set_axis_off()
+        if title:
+            ax.text2D(0.02, 0.96, title, transform=ax.transAxes, fontsize=12)
+        self.canvas.draw()
+        return np.asarray(self.canvas.buffer_rgba())[:, :, :3].copy()
+
+
+def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=(), size=(1280, 960), view="auto",
+           progress=True, quiet=None) -> str:
+    """Draw FILE (mechanism XML or URDF; None: the packaged Robotino project) to OUT (.png still,
+    .mp4 or .gif along the CSV rows). ``quiet=True`` is the same as ``progress=False``."""
+    if file is None:
+        from .probes import packaged_project
+
+        file = packaged_project()
+    if quiet is not None:
+        progress = not quiet
+    file, out = Path(file), Path(out)
+    suffix = out.suffix.lower()
+    if suffix not in (".png", ".mp4", ".gif"):
+        raise RenderError(f"output must be .png, .mp4 or .gif, got {out.name}")
+    drawing = _from_urdf(file) if file.suffix.lower() == ".urdf" else _from_xml(file, search_path)
+    times = None
+    if joints_csv:
+        header, data = read_joint_csv(joints_csv)
+        joint_names = _joint_names(drawing, file, search_path)
+        rows = joint_rows(drawing, header, data, joint_names)
+        times = data[:, header.index("t")] if "t" in header else np.arange(len(data)) / fps
+    else:
+        rows = [{}]
+    renderer = Renderer(drawing, size, view)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".png":
+        if not 0 <= row < len(rows):
+            raise RenderError(f"--row {row} is outside the CSV (0..{len(rows) - 1})")
+        renderer.fit([rows[row]])
+        image = renderer.draw(rows[row], "" if times is None else f"t = {times[row]:.2f} s")
+        _save_png(image, out)
+        return str(out)
+    picked = list(range(0, len(rows), every))
+    renderer.fit([rows[k] for k in picked[:: max(1, len(picked) // 50)]] + [rows[picked[-1]]])
+    frames_iter = (renderer.draw(rows[k], "" if times is None else f"t = {times[k]:.2f} s") for k in picked)
+    return _write_video(frames_iter, len(picked), out, fps, progress)
+
+
+def _joint_names(drawing, file, search_path) -> set:
+    if Path(file).suffix.lower() == ".urdf":
+        import yourdfpy
+
+        return set(yourdfpy.URDF.load(str(file), load_meshes=False, build_scene_graph=False).actuated_joint_names)
+    return {j.name for j in load_mechanism(file, search_path).joints}
+
+
+def _save_png(image, out):
+    from PIL import Image
+
+    Image.fromarray(image).save(out)
+
+
+def _progress(total, enabled):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("rendering"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeRemainingColumn(), disable=not enabled, transient=True)
+
+
+def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
+    from PIL import Image
+
+    with _progress(total, progress) as bar:
+        task = bar.add_task("frames", total=total)
+
+        def tick(it):
+            for f in it:
+                yield f
+                bar.advance(task)
+
+        frames_seq = tick(frame_iter)
+        if out.suffix.lower() == ".mp4":
+            try:
+                import imageio_ffmpeg
+
+                first = next(frames_seq)
+                h, w = first.shape[:2]
+                writer = imageio_ffmpeg.write_frames(str(out), (w, h), fps=fps, codec="libx264", pix_fmt_out="yuv420p",
+                                                     macro_block_size=8, quality=7)
+                writer.send(None)
+                writer.send(np.ascontiguousarray(first))
+                for f in frames_seq:
+                    writer.send(np.ascontiguousarray(f))
+                writer.close()
+                return str(out)
+            except (ImportError, RuntimeError, OSError) as exc:
+                gif = out.with_suffix(".gif")
+                print(f"render: cannot write MP4 ({exc}); writing {gif.name} instead", file=sys.stderr)
+                out = gif
+                rest = list(frames_seq)
+                images = ([first] if "first" in locals() else []) + rest
+                frames_seq = iter(images)
+        images = [Image.fromarray(f) for f in frames_seq]
+        images[0].save(out, save_all=True, append_images=images[1:], duration=max(1, round(1000 / fps)), loop=0)
+    return str(out)

@@ -1,0 +1,353 @@
+"""Mechanism -> URDF (plain or xacro), scene URDF and marker list; written atomically.
+
+Mapping (docs/mechanism.md has the full table): each XML joint's pre-transforms are the URDF joint
+origin, its drive the type and axis; post-transforms become a fixed ``NAME_offset`` joint from a
+``NAME_frame`` link to the XML link; spherical is three revolute joints through massless links;
+probes are fixed frames ``probe_NAME``. A robot whose first three joints form a virtual planar base
+(X, Y, yaw) is written without them (REP-105): its root is ``base_footprint``, the pose belongs to
+odom -> base_footprint, and the <base> z-lift is the fixed joint base_footprint -> base_link.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+
+from . import frames
+from .errors import MechanismError
+from .geometry import link_inertial, shape_mesh, stl_bytes
+from .loader import load_mechanism
+from .model import Edge, Link, Mechanism, Unit
+
+MARKER_TYPES = {"cuboid": "cube", "cylinder": "cylinder", "sphere": "sphere"}
+
+
+@dataclass
+class Graph:
+    """The links and joints of one URDF, in output order."""
+
+    name: str
+    root: str
+    links: list
+    edges: list
+    initial_pose: tuple | None = None  # (x, y, yaw) of base_footprint in the world, planar robots only
+    dropped: tuple = ()  # virtual joints left to odom -> base_footprint
+
+
+@dataclass
+class ConversionResult:
+    joints: list  # JointInfo of the mechanism, document order (virtual ones included and flagged)
+    probes: list  # Probe objects
+    files: list  # every written path
+    initial_pose: tuple | None  # of the first robot: (x, y, yaw) of base_footprint in the world
+    robots: list = field(default_factory=list)  # per robot: dict(name, prefix, urdf, initial_pose, dropped)
+    mechanism: Mechanism | None = None
+    warnings: list = field(default_factory=list)
+
+
+def _yaw_only(t: np.ndarray) -> bool:
+    return bool(np.allclose(t[2, :3], (0, 0, 1), atol=1e-12) and np.allclose(t[:3, 2], (0, 0, 1), atol=1e-12))
+
+
+def robot_graph(unit: Unit, *, keep_virtual: bool = False, in_project: bool = False, warnings=None) -> Graph:
+    links, edges = list(unit.links.values()), list(unit.edges)
+    name = unit.prefix + unit.name
+    if unit.planar and not keep_virtual:
+        if _yaw_only(unit.base):
+            e1, e2, e3 = edges[:3]
+            footprint = unit.prefix + "base_footprint"
+            if footprint in unit.links:
+                raise MechanismError(f"link name '{footprint}' is reserved for the planar base", unit.file)
+            drop = {unit.root_link, e1.child, e2.child}
+            lift = frames.translation(0.0, 0.0, float(unit.base[2, 3]))
+            yaw = math.atan2(unit.base[1, 0], unit.base[0, 0])
+            out_links = [Link(footprint)] + [lk for lk in links if lk.name not in drop]
+            out_edges = [Edge(footprint + "_joint", "fixed", footprint, e3.child, lift, role="base")] + edges[3:]
+            return Graph(name, footprint, out_links, out_edges,
+                         (float(unit.base[0, 3]), float(unit.base[1, 3]), yaw), (e1.name, e2.name, e3.name))
+        if warnings is not None:
+            warnings.append(f"{unit.name}: <base> rotates out of the ground plane; virtual joints kept")
+    has_virtual = any(e.virtual for e in edges)
+    if in_project or (keep_virtual and has_virtual):
+        base = Edge(f"{unit.root_link}_base", "fixed", "world", unit.root_link, unit.base, role="base")
+        pose = None
+        if unit.planar and _yaw_only(unit.base):
+            pose = (float(unit.base[0, 3]), float(unit.base[1, 3]), math.atan2(unit.base[1, 0], unit.base[0, 0]))
+        return Graph(name, "world", [Link("world")] + links, [base] + edges, pose)
+    return Graph(name, unit.root_link, links, edges)
+
+
+def scene_graph(mech: Mechanism) -> Graph:
+    links, edges = [Link("world")], []
+    for unit in mech.objects:
+        edges.append(Edge(f"{unit.root_link}_base", "fixed", "world", unit.root_link, unit.base, role="base"))
+        links += list(unit.links.values())
+        edges += unit.edges
+    return Graph(f"{mech.name}_scene", "world", links, edges)
+
+
+def graph_fk(graph: Graph, joint_values: dict | None = None) -> dict:
+    q = joint_values or {}
+    out = {graph.root: np.eye(4)}
+    for e in graph.edges:
+        out[e.child] = out[e.parent] @ e.transform(float(q.get(e.name, 0.0)))
+    return out
+
+
+# -- text output ------------------------------------------------------------------------------
+def fmt(v: float) -> str:
+    v = float(v)
+    if abs(v) < 1e-12:
+        return "0"
+    s = f"{v:.10g}"
+    return s
+
+
+def fmts(values) -> str:
+    return " ".join(fmt(v) for v in values)
+
+
+class MeshStore:
+    """Generated and copied meshes, deduplicated by content, named after file and element id."""
+
+    def __init__(self, rel_dir: str):
+        self.rel_dir = rel_dir  # relative to the URDF folder, with '/'
+        self.files: dict[str, bytes] = {}  # file name -> bytes
+        self.by_hash: dict[str, str] = {}
+
+    def add(self, stem: str, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest in self.by_hash:
+            return self.by_hash[digest]
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", stem) + ".stl"
+        k = 2
+        while name in self.files:
+            name = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', stem)}_{k}.stl"
+            k += 1
+        self.files[name] = data
+        self.by_hash[digest] = f"{self.rel_dir}/{name}"
+        return self.by_hash[digest]
+
+
+class URDFWriter:
+    def __init__(self, meshes: MeshStore, *, xacro: bool = False, mesh_uri: str = "", source: str = ""):
+        self.meshes = meshes
+        self.xacro = xacro
+        self.mesh_uri = mesh_uri
+        self.source = source
+
+    def name(self, n: str) -> str:
+        return quoteattr(("${prefix}" + n) if self.xacro else n)
+
+    def mesh_ref(self, rel: str) -> str:
+        return quoteattr(("${mesh_uri}" if self.xacro else self.mesh_uri) + rel)
+
+    def origin(self, t: np.ndarray, indent: str) -> str:
+        xyz, rpy = frames.xyz_rpy(t)
+        return f'{indent}<origin xyz="{fmts(xyz)}" rpy="{fmts(rpy)}"/>\n'
+
+    def geometry(self, shape, indent: str) -> tuple[str, np.ndarray]:
+        """URDF <geometry> of a shape and the origin it needs (cuboid/cylinder/sphere are centred)."""
+        origin = shape.origin
+        if shape.kind == "cuboid":
+            g = f'<box size="{fmts(shape.size)}"/>'
+        elif shape.kind == "cylinder":
+            g = f'<cylinder radius="{fmt(shape.size[0])}" length="{fmt(shape.size[1])}"/>'
+        elif shape.kind == "sphere":
+            g = f'<sphere radius="{fmt(shape.size[0])}"/>'
+        elif shape.kind == "part":
+            rel = self.meshes.add(f"{shape.source_stem}_{shape.id}", Path(shape.part_file).read_bytes())
+            g = f'<mesh filename={self.mesh_ref(rel)} scale="{fmts(shape.scale)}"/>'
+        else:  # cone, revolution: generated in SI, no scale
+            rel = self.meshes.add(f"{shape.source_stem}_{shape.id}", stl_bytes(shape_mesh(shape)))
+            g = f"<mesh filename={self.mesh_ref(rel)}/>"
+        return f"{indent}<geometry>\n{indent}  {g}\n{indent}</geometry>\n", origin
+
+    def link(self, link: Link) -> str:
+        if not link.shapes:
+            return f"  <link name={self.name(link.name)}/>\n"
+        out = [f"  <link name={self.name(link.name)}>\n"]
+        try:
+            inertial = link_inertial(link)
+        except ValueError as exc:
+            raise MechanismError(str(exc), link.file, link.line) from None
+        if inertial:
+            mass, com, inertia = inertial
+            out.append("    <inertial>\n")
+            out.append(self.origin(frames.translation(*com), "      "))
+            out.append(f'      <mass value="{fmt(mass)}"/>\n')
+            i = inertia
+            out.append(f'      <inertia ixx="{fmt(i[0, 0])}" ixy="{fmt(i[0, 1])}" ixz="{fmt(i[0, 2])}" '
+                       f'iyy="{fmt(i[1, 1])}" iyz="{fmt(i[1, 2])}" izz="{fmt(i[2, 2])}"/>\n')
+            out.append("    </inertial>\n")
+        for shape in link.shapes:
+            if shape.color is None:
+                continue
+            geom, origin = self.geometry(shape, "      ")
+            material = shape.color_name or "rgba_" + "_".join(f"{round(c * 255):d}" for c in shape.color)
+            out.append(f"    <visual name={quoteattr(shape.id)}>\n")
+            out.append(self.origin(origin, "      "))
+            out.append(geom)
+            out.append(f'      <material name={quoteattr(material)}>\n        <color rgba="{fmts(shape.color)}"/>\n'
+                       f"      </material>\n")
+            out.append("    </visual>\n")
+        for shape in link.shapes:
+            geom, origin = self.geometry(shape, "      ")
+            out.append(f"    <collision name={quoteattr(shape.id)}>\n")
+            out.append(self.origin(origin, "      "))
+            out.append(geom)
+            out.append("    </collision>\n")
+        out.append("  </link>\n")
+        return "".join(out)
+
+    def joint(self, e: Edge) -> str:
+        kind = e.kind
+        if kind == "revolute" and e.lower is None and e.upper is None:
+            kind = "continuous"
+        out = [f"  <joint name={self.name(e.name)} type=\"{kind}\">\n",
+               f"    <parent link={self.name(e.parent)}/>\n", f"    <child link={self.name(e.child)}/>\n",
+               self.origin(e.origin, "    ")]
+        if kind != "fixed":
+            out.append(f'    <axis xyz="{fmts(e.axis)}"/>\n')
+        if kind in ("revolute", "prismatic"):
+            # URDF needs both bounds: an open side is written as +-1e6 (m or rad)
+            lower = -1e6 if e.lower is None else e.lower
+            upper = 1e6 if e.upper is None else e.upper
+            out.append(f'    <limit lower="{fmt(lower)}" upper="{fmt(upper)}" effort="{fmt(e.effort or 0)}" '
+                       f'velocity="{fmt(e.velocity or 0)}"/>\n')
+        elif kind == "continuous" and (e.velocity is not None or e.effort is not None):
+            out.append(f'    <limit effort="{fmt(e.effort or 0)}" velocity="{fmt(e.velocity or 0)}"/>\n')
+        out.append("  </joint>\n")
+        return "".join(out)
+
+    def document(self, graph: Graph) -> str:
+        body = "".join(self.link(lk) for lk in graph.links) + "".join(self.joint(e) for e in graph.edges)
+        head = (f'<?xml version="1.0"?>\n<!-- Generated by `bondsim-ros xml2urdf` from {self.source}; '
+                f"do not edit, regenerate. -->\n")
+        if not self.xacro:
+            return head + f"<robot name={quoteattr(graph.name)}>\n{body}</robot>\n"
+        macro = re.sub(r"[^A-Za-z0-9_]", "_", graph.name)
+        body = "".join("  " + line if line.strip() else line for line in body.splitlines(True))
+        return (head + f'<robot name={quoteattr(graph.name)} xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
+                '  <!-- prefix: prepended to every link and joint name (several robots in one tree);\n'
+                '       mesh_uri: prepended to mesh paths, which are relative to this file\'s folder -->\n'
+                '  <xacro:arg name="prefix" default=""/>\n'
+                f'  <xacro:arg name="mesh_uri" default={quoteattr(self.mesh_uri)}/>\n'
+                f'  <xacro:macro name="{macro}" params="prefix:=\'\' mesh_uri:={self.mesh_uri or chr(39) * 2}">\n'
+                f"{body}  </xacro:macro>\n"
+                f'  <xacro:{macro} prefix="$(arg prefix)" mesh_uri="$(arg mesh_uri)"/>\n</robot>\n')
+
+
+def markers(graph: Graph, meshes: MeshStore, mesh_uri: str) -> list:
+    """The scene's rendered shapes as marker descriptions (world frame, joints at zero)."""
+    world = graph_fk(graph)
+    out = []
+    for link in graph.links:
+        for shape in link.shapes:
+            if shape.color is None:
+                continue
+            t = world[link.name] @ shape.origin
+            pos = t[:3, 3]
+            from transforms3d.quaternions import mat2quat
+
+            w, x, y, z = mat2quat(t[:3, :3])
+            item = {"ns": link.name, "id": len(out), "element": shape.id, "frame_id": "world",
+                    "position": [round(float(v), 9) for v in pos],
+                    "orientation": [round(float(v), 9) for v in (x, y, z, w)],
+                    "color": [round(float(c), 6) for c in shape.color]}
+            if shape.kind == "cuboid":
+                item.update(type="cube", scale=list(shape.size))
+            elif shape.kind == "cylinder":
+                item.update(type="cylinder", scale=[2 * shape.size[0], 2 * shape.size[0], shape.size[1]])
+            elif shape.kind == "sphere":
+                item.update(type="sphere", scale=[2 * shape.size[0]] * 3)
+            else:
+                if shape.kind == "part":
+                    rel = meshes.add(f"{shape.source_stem}_{shape.id}", Path(shape.part_file).read_bytes())
+                    scale = list(shape.scale)
+                else:
+                    rel = meshes.add(f"{shape.source_stem}_{shape.id}", stl_bytes(shape_mesh(shape)))
+                    scale = [1.0, 1.0, 1.0]
+                item.update(type="mesh", scale=scale, mesh=rel, mesh_resource=mesh_uri + rel)
+            out.append(item)
+    return out
+
+
+def output_names(out: Path) -> tuple[Path, str]:
+    """Folder and stem of an output path: urdf/robotino.urdf.xacro -> (urdf, 'robotino')."""
+    return out.parent, out.name.split(".")[0]
+
+
+def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, search_path=(),
+            mesh_uri: str = "") -> ConversionResult:
+    """Convert a project, robot or object file; write the URDF(s), meshes and (projects) the scene.
+
+    Outputs for OUT = DIR/STEM.urdf[.xacro]: robots -> OUT (one robot) or DIR/STEM_PREFIXNAME.urdf[.xacro];
+    a project's static objects -> DIR/STEM_scene.urdf and DIR/STEM_scene_markers.json; meshes ->
+    DIR/STEM/meshes/*.stl, referenced relative to DIR (or as MESH_URI + 'STEM/meshes/...').
+    Nothing is written unless the whole conversion succeeds.
+    """
+    mech = load_mechanism(path, search_path)
+    out = Path(out)
+    folder, stem = output_names(out)
+    suffix = ".urdf.xacro" if xacro else ".urdf"
+    meshes = MeshStore(f"{stem}/meshes")
+    source = Path(path).name
+    documents: dict[Path, str] = {}
+    result = ConversionResult(mech.joints, mech.probes, [], None, mechanism=mech)
+    in_project = mech.kind == "project"
+    units = mech.robots if in_project else mech.units
+    for k, unit in enumerate(units):
+        graph = robot_graph(unit, keep_virtual=keep_virtual, in_project=in_project, warnings=result.warnings)
+        target = out if len(units) == 1 else folder / f"{stem}_{unit.prefix}{unit.name}{suffix}"
+        if target in documents:
+            target = folder / f"{stem}_{unit.prefix}{unit.name}_{k + 1}{suffix}"
+        documents[target] = URDFWriter(meshes, xacro=xacro, mesh_uri=mesh_uri, source=source).document(graph)
+        result.robots.append(dict(name=unit.name, prefix=unit.prefix, urdf=str(target), root=graph.root,
+                                  initial_pose=graph.initial_pose, dropped=graph.dropped))
+    if in_project:
+        graph = scene_graph(mech)
+        documents[folder / f"{stem}_scene.urdf"] = URDFWriter(meshes, mesh_uri=mesh_uri, source=source).document(graph)
+        doc = {"frame_id": "world", "source": source,
+               "note": "visualization_msgs/Marker-like list: type cube|cylinder|sphere|mesh, pose in frame_id, "
+                       "scale (cube: size, cylinder/sphere: diameters and height), rgba colour; mesh paths are "
+                       "relative to this file's folder, mesh_resource adds the --mesh-uri prefix",
+               "markers": markers(graph, meshes, mesh_uri)}
+        documents[folder / f"{stem}_scene_markers.json"] = json.dumps(doc, indent=1) + "\n"
+    if result.robots:
+        result.initial_pose = result.robots[0]["initial_pose"]
+    payload = {p: text.encode() for p, text in documents.items()}
+    for name, data in meshes.files.items():
+        payload[folder / stem / "meshes" / name] = data
+    result.files = write_atomically(payload)
+    return result
+
+
+def write_atomically(payload: dict) -> list:
+    """Write every file into a temporary folder first, then move each into place."""
+    if not payload:
+        return []
+    root = Path(os.path.commonpath([str(p.parent.resolve()) for p in payload]))
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".xml2urdf-", dir=root))
+    try:
+        staged = []
+        for i, (path, data) in enumerate(payload.items()):
+            t = tmp / f"{i}"
+            t.write_bytes(data)
+            staged.append((t, path))
+        for t, path in staged:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(t, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [str(p) for p in payload]

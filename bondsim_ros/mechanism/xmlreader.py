@@ -1,0 +1,80 @@
+"""Safe XML reading that keeps the line number of every element.
+
+Why defusedxml's ``DefusedXMLParser`` with our own target instead of ``defusedxml.ElementTree.parse``:
+its handlers refuse DTDs, entity declarations and external references (billion laughs, XXE) at the
+expat level, and a custom target lets us read ``CurrentLineNumber`` as each element starts, which the
+C ElementTree does not record. lxml would also work but is not needed for documents this small.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from xml.etree.ElementTree import ParseError
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import DefusedXMLParser
+
+from .errors import MechanismError
+
+
+@dataclass
+class Node:
+    """One XML element: tag, attributes (document order), children, and where it was written."""
+
+    tag: str
+    attrs: dict
+    line: int
+    file: str
+    children: list = field(default_factory=list)
+    text: str = ""
+
+    def error(self, message: str) -> MechanismError:
+        return MechanismError(message, self.file, self.line, self.tag)
+
+
+class _Builder:
+    """ElementTree parser target building Nodes; the parser is attached after construction."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.parser = None
+        self.stack: list[Node] = []
+        self.root: Node | None = None
+
+    def start(self, tag, attrs):
+        node = Node(tag, dict(attrs), self.parser.parser.CurrentLineNumber, self.file)
+        if self.stack:
+            self.stack[-1].children.append(node)
+        else:
+            self.root = node
+        self.stack.append(node)
+
+    def end(self, tag):
+        self.stack.pop()
+
+    def data(self, text):
+        if self.stack:
+            self.stack[-1].text += text
+
+    def close(self):
+        return self.root
+
+
+def parse_xml(data: bytes, file: str) -> Node:
+    """Parse ``data`` (the contents of ``file``); any DTD, entity or malformation is a MechanismError."""
+    builder = _Builder(file)
+    # forbid_dtd: a mechanism document never needs one, and refusing the DTD stops entity tricks early
+    parser = DefusedXMLParser(target=builder, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    builder.parser = parser
+    try:
+        parser.feed(data)
+        root = parser.close()
+    except DefusedXmlException as exc:
+        line = parser.parser.CurrentLineNumber
+        raise MechanismError(f"DTDs and entities are not allowed in mechanism XML ({type(exc).__name__})",
+                             file, line) from None
+    except ParseError as exc:
+        line = exc.position[0] if getattr(exc, "position", None) else None
+        raise MechanismError(f"malformed XML: {exc}", file, line) from None
+    if root is None:
+        raise MechanismError("empty document", file, 1)
+    return root

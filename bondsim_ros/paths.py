@@ -1,0 +1,22 @@
+"""Where the package's data folders (config/, urdf/, launch/) are, however it was installed."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def share_file(*parts: str) -> Path:
+    """``config/robotino.yaml`` and the like: from the source tree (editable installs, tests),
+    the ROS share folder (colcon), or the pip prefix's share folder (data_files)."""
+    candidates = [Path(__file__).resolve().parents[1].joinpath(*parts)]
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        candidates.append(Path(get_package_share_directory("bondsim_ros")).joinpath(*parts))
+    except Exception:  # noqa: BLE001 - not a ROS install, or the package is not indexed there
+        pass
+    candidates.append(Path(sys.prefix, "share", "bondsim_ros").joinpath(*parts))
+    for c in candidates:
+        if c.exists():
+            return c
+    raise FileNotFoundError(f"{'/'.join(parts)} not found (looked in: {', '.join(map(str, candidates))})")
