@@ -220,3 +220,24 @@ def test_step_size_underflow_reports_time():
     s.init(0.0, [1.0])
     with pytest.raises(StepSizeUnderflow, match=r"step size underflow at t=0\.99|step size underflow at t=1\.0"):
         s.advance([2.0])
+
+
+def test_newton_divergence_names_the_equation():
+    """The algebraic equation z^2 = 1 - t loses its real solution at t = 1: Newton cannot
+    converge however small the step, and the failure names that equation."""
+    @residual_kernel
+    def res(t, y, yp, p, out):
+        out[0] = yp[0] - y[1]
+        out[1] = y[1] * y[1] - (1.0 - t)
+
+    @jacobian_kernel
+    def jac(t, y, yp, p, cj, vals):
+        vals[0] = cj
+        vals[1], vals[2] = -1.0, 2.0 * y[1]
+
+    prob = DAEProblem(res, jac, np.array([0, 1, 3], np.int64), np.array([0, 0, 1], np.int64),
+                      np.array([True, False]), np.zeros(1), ["x", "z"], ["x law", "circle"])
+    s = BDFSolver(prob, rtol=1e-6, atol=1e-8)
+    s.init(0.0, [0.0, 1.0])
+    with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*Newton iteration diverged; largest residual in circle"):
+        s.advance([2.0])

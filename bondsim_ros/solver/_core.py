@@ -248,7 +248,8 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
     st:  [t, h, cj_lu, ...]   ist: [order, n_equal_steps, lu_valid, fail_var, k_out_done]
     stats: [steps, rejected, newton_iters, jac_evals, lu_factorizations, res_evals, newton_fail, max_order]
     sparse: factor G with splu_factor (column order q, factors in Lp..Ux) instead of dense LU.
-    Returns a status code; on failure ist[3] holds the variable (or pivot column) index involved.
+    Returns a status code; on failure ist[3] holds the variable (or pivot column) index involved,
+    or -3 - i after a Newton divergence whose largest residual was equation i.
     """
     n = D.shape[1]
     t = st[0]
@@ -416,6 +417,13 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
                     break
             if not converged:
                 stats[6] += 1
+                # remember the equation with the largest residual: named if h underflows
+                worst, wv = 0, -1.0
+                for m in range(n):
+                    a = abs(r[m]) if math.isfinite(r[m]) else math.inf
+                    if a > wv:
+                        wv, worst = a, m
+                ist[3] = -3 - worst
                 factor = 0.5
                 change_D(D, order, factor)
                 h *= factor

@@ -1,6 +1,6 @@
 """Python face of the BDF core: problem definition, consistent initialisation, resumable runs."""
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,6 +44,43 @@ class DAEProblem:
 
 
 class BDFSolver:
+    """Variable-step, variable-order (1-5) BDF for F(t, y, y') = 0, in the fixed-leading-
+    coefficient form of SciPy's ``BDF`` (difference array D, Shampine & Reichelt 1997),
+    extended to implicit DAEs as DASSL/IDA do: each step solves F(t, y, cj (y - psi)) = 0 by
+    simplified Newton on the iteration matrix dF/dy + cj dF/dy'.
+
+    Parameters
+    ----------
+    problem : DAEProblem
+        residual(t, y, yp, p, out) and jacobian(t, y, yp, p, cj, values) as numba first-class
+        functions (see ``solver.kernels``), the CSC pattern of the iteration matrix
+        (``indptr``, ``indices``), which unknowns are differential, parameters, and optional
+        names for messages.
+    rtol, atol : float, float or array
+        Local error tolerances (weighted RMS norm, as IDA).
+    hmax : float
+        Largest step; also the way to make sure a step never jumps over a short input.
+    h0 : float, optional
+        First step; default from the initial slope, at most 1e-2 and hmax.
+    max_order : int
+        Highest BDF order (1-5).
+    suppress_alg : bool
+        Leave the algebraic unknowns out of the error test (default True). Needed for index-2
+        unknowns such as the contact forces of velocity constraints (Sf(0) joints), whose
+        error estimate does not converge with h (Hairer & Wanner, VII.3).
+    linear_solver : "auto" | "dense" | "sparse"
+        LU of the iteration matrix: dense LAPACK-style partial pivoting, or the sparse
+        left-looking LU (COLAMD column order) of ``_core``; "auto" takes sparse for n > 60 and
+        density < 0.2. The factorisation is reused across steps until Newton converges slowly
+        or the step size changes.
+    max_steps : int
+        Steps allowed per ``advance`` call before ``TooManySteps``.
+
+    Failures raise ``StepSizeUnderflow`` (naming the unknown that failed the error test or
+    the equation where Newton diverged), ``SingularMatrix`` (naming the unknown without a
+    pivot), ``InconsistentInitialValues`` (naming the equation) or ``TooManySteps``.
+    """
+
     def __init__(self, problem, rtol=1e-6, atol=1e-8, hmax=math.inf, h0=None, max_order=5, suppress_alg=True,
                  linear_solver="auto", max_steps=500000):
         if not (rtol > 0 and hmax > 0):
@@ -148,7 +185,6 @@ class BDFSolver:
             y[~diff] += sol[: (~diff).sum()]
             yp += sol[(~diff).sum():]
             res(t0, y, yp, self.p, r)
-            scale = self.atol + self.rtol * np.abs(y)
             if np.max(np.abs(r)) < tol * max(1.0, np.max(np.abs(y))) or np.linalg.norm(sol) == 0:
                 break
         res(t0, y, yp, self.p, r)
@@ -227,7 +263,12 @@ class BDFSolver:
         t, h = self.st[0], self.st[1]
         k = int(self.ist[3])
         if status == core.UNDERFLOW:
-            who = f" (last error-test failure on {self._var(k)})" if k >= 0 else ""
+            if k >= 0:
+                who = f" (last error-test failure on {self._var(k)})"
+            elif k <= -3:
+                who = f" (Newton iteration diverged; largest residual in {self._eq(-3 - k)})"
+            else:
+                who = ""
             raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h={h:.3g}{who}")
         if status == core.SINGULAR and k == -2:
             raise SolverError("sparse LU fill exceeded its work space; use linear_solver='dense'")
