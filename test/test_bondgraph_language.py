@@ -5,7 +5,7 @@ import pytest
 import sympy as sp
 
 from bondsim_ros.bondgraph import (
-    C, GY, I, PID, R, TF, Component, EffortJunction, FlowJunction, Integrator, Model, ModelError, Recorder, Se, Sf,
+    C, GY, I, PID, R, TF, Component, EffortJunction, Integrator, Model, ModelError, Recorder, Se, Sf,
 )
 from bondsim_ros.bondgraph.draw import draw, to_dot
 from bondsim_ros.bondgraph.equations import build_dae

@@ -20,7 +20,7 @@ def paper_run():
 
 
 def test_csv_has_the_columns_users_need(paper_run):
-    need = ["t", "x", "y", "phi", "x_ref", "y_ref", "phi_ref", "w1", "w2", "w3", "w_ref1", "w_ref2", "w_ref3",
+    need = ["t", "x", "y", "phi", "x_ref", "y_ref", "phi_ref", "w1", "w2", "w3", "w1_ref", "w2_ref", "w3_ref",
             "i1", "i2", "i3"] + rb.JOINT_NAMES
     missing = [n for n in need if n not in paper_run.names]
     assert not missing
@@ -60,7 +60,6 @@ def test_no_slip_at_every_contact(paper_run):
         v_iy = -r["vx"] * np.sin(phi_i) + r["vy"] * np.cos(phi_i) + R * r["wz"]
         slip_y = v_iy + rw * r[f"w{i}"]  # contact point velocity along y_i [eq. 8]
         slip_x = v_ix - _roller_arm(r[f"wheel{i}_axle"]) * r[f"wr{i}"]  # along x_i [eq. 14]
-        idx = rb.contact_roller(r[f"wheel{i}_axle"])
         print(f"wheel {i}: max slip y {np.max(np.abs(slip_y)):.1e} m/s; slip x median "
               f"{np.median(np.abs(slip_x)):.1e}, 99th percentile {np.percentile(np.abs(slip_x), 99):.1e}, "
               f"max {np.max(np.abs(slip_x)):.1e} m/s")

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from bondsim_ros.bondgraph import (
-    GY, TF, C, EffortJunction, FlowJunction, I, Input, Integrator, Model, R, Recorder, Se, Sf,
+    GY, TF, C, EffortJunction, FlowJunction, I, Integrator, Model, R, Recorder, Se, Sf,
 )
 
 

@@ -33,6 +33,8 @@ from bondsim_ros.bondgraph import (
     Se, Sf, Sum,
 )
 
+from bondsim_ros.paths import share_file
+
 from . import ModelEntry
 
 ALPHA = (math.pi / 3, math.pi, -math.pi / 3)  # wheel directions in the chassis frame [eq. 4]
@@ -46,21 +48,7 @@ JOINT_NAMES = (["base_x", "base_y", "base_phi"]
 # --------------------------------------------------------------------------------------
 def config_path() -> Path:
     """config/robotino.yaml: from the source tree, the ROS share folder, or the pip prefix."""
-    here = Path(__file__).resolve()
-    candidates = [here.parents[2] / "config" / "robotino.yaml"]
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        candidates.append(Path(get_package_share_directory("bondsim_ros")) / "config" / "robotino.yaml")
-    except Exception:  # noqa: BLE001 - not a ROS install, or package not indexed
-        pass
-    import sys
-
-    candidates.append(Path(sys.prefix) / "share" / "bondsim_ros" / "config" / "robotino.yaml")
-    for c in candidates:
-        if c.exists():
-            return c
-    raise FileNotFoundError("config/robotino.yaml not found (looked in: " + ", ".join(map(str, candidates)) + ")")
+    return share_file("config", "robotino.yaml")
 
 
 def _value(node):
@@ -316,12 +304,12 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
         model.bond(f"wheel{i}.hub", f"chassis.hub{i}")
         model.bond(f"chassis.axle{i}", f"wheel{i}.axle")
 
-    cols = ["x", "y", "phi", "vx", "vy", "wz"] + [f"{k}{i}" for k in ("w", "w_ref", "i", "u", "wm", "wr")
+    cols = ["x", "y", "phi", "vx", "vy", "wz"] + [f"{k}{i}{s}" for k, s in (("w", ""), ("w", "_ref"), ("i", ""), ("u", ""), ("wm", ""), ("wr", ""))
                                                  for i in (1, 2, 3)]
     cols += ["base_x", "base_y", "base_phi"] + [f"wheel{i}_axle" for i in (1, 2, 3)]
     if reference == "rose":
         cols += ["x_ref", "y_ref", "phi_ref"]
-    rec = model.add(Recorder("rec", cols))
+    model.add(Recorder("rec", cols))
     for k in ("x", "y", "phi"):
         model.connect(chassis.ports[k], f"rec.{k}", f"rec.base_{k}")
     for k in ("vx", "vy", "wz"):
@@ -368,7 +356,7 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
             law = law.replace("wz", "wz_cmd").replace("vx", "vx_cmd").replace("vy", "vy_cmd")
             model.add(Input(f"ik{i}", law))
     for i in (1, 2, 3):
-        model.connect(f"ik{i}.out", chassis.ports[f"w{i}_ref"], f"rec.w_ref{i}")
+        model.connect(f"ik{i}.out", chassis.ports[f"w{i}_ref"], f"rec.w{i}_ref")
     return model
 
 
@@ -456,7 +444,7 @@ def plot_robotino(result, out_png) -> list:
         for i in (1, 2, 3):
             ax.plot(t, result[f"{key}{i}"], lw=1, label=f"{label} {i}")
             if key == "w":
-                ax.plot(t, result[f"w_ref{i}"], "k:", lw=0.8)
+                ax.plot(t, result[f"w{i}_ref"], "k:", lw=0.8)
         ax.set_xlabel("t [s]")
         ax.set_ylabel(f"{label} [{unit}]")
         ax.legend(loc="upper right", fontsize=8)

@@ -143,7 +143,7 @@ class RobotinoTwin:
             currents=np.array([row[c[f"i{i}"]] for i in (1, 2, 3)]),
             voltages=np.array([row[c[f"u{i}"]] for i in (1, 2, 3)]),
             wheel_speeds=np.array([row[c[f"w{i}"]] for i in (1, 2, 3)]),
-            wheel_speed_refs=np.array([row[c[f"w_ref{i}"]] for i in (1, 2, 3)]),
+            wheel_speed_refs=np.array([row[c[f"w{i}_ref"]] for i in (1, 2, 3)]),
             reference=ref,
         )
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 
@@ -15,6 +14,8 @@ def register(sub) -> None:
     up.add_argument("--namespace", default="", help="namespace for all nodes (several robots)")
     up.add_argument("--bridge", action="store_true", help="also start twin_bridge (config/robotino_bridge.yaml)")
     up.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    up.add_argument("--no-state-publisher", action="store_true",
+                    help="do not start state_publisher (a robot_state_publisher runs elsewhere)")
     up.set_defaults(func=cmd_up)
 
     demo = sub.add_parser("demo", help="the rose-path demo: node graph -> MCAP bag, plots and a video")
@@ -27,10 +28,9 @@ def register(sub) -> None:
 
 
 def _config_file(name: str) -> Path:
-    here = Path(__file__).resolve().parents[2] / "config" / name
-    if here.exists():
-        return here
-    return Path(sys.prefix) / "share" / "bondsim_ros" / "config" / name
+    from bondsim_ros.paths import share_file
+
+    return share_file("config", name)
 
 
 def _node_params(args):
@@ -39,13 +39,14 @@ def _node_params(args):
     params = load_ros_params(args.params or _config_file("dynamics.yaml"))
     dyn = dict(params.get("dynamics_node", {}))
     probe = dict(params.get("probe_node", {}))
+    state = dict(params.get("state_publisher", {}))
     if getattr(args, "reference", None):
         dyn["reference"] = args.reference
     if getattr(args, "rate", None):
         dyn["publish_rate"] = args.rate
     if getattr(args, "rtf", None):
         dyn["real_time_factor"] = args.rtf
-    return dyn, probe
+    return dyn, probe, state
 
 
 def cmd_up(args) -> int:
@@ -54,11 +55,12 @@ def cmd_up(args) -> int:
     from ._env import ensure_local_discovery
     from .graph import load_ros_params, start_graph
 
-    dyn, probe = _node_params(args)
+    dyn, probe, state = _node_params(args)
     bridge = load_ros_params(_config_file("robotino_bridge.yaml")).get("twin_bridge", {}) if args.bridge else None
     ensure_local_discovery()
     rclpy.init()
-    graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace)
+    graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace,
+                        state_publisher=None if args.no_state_publisher else state)
     print(f"bondsim-ros up: {', '.join(graph.nodes)} running (Ctrl-C to stop)", file=sys.stderr)
     try:
         if args.duration is not None:
@@ -76,19 +78,6 @@ def cmd_up(args) -> int:
     return 0
 
 
-DEMO_TOPICS = {
-    "/joint_states": "sensor_msgs/msg/JointState",
-    "/tf": "tf2_msgs/msg/TFMessage",
-    "/tf_static": "tf2_msgs/msg/TFMessage",
-    "/odom": "nav_msgs/msg/Odometry",
-    "/robot_description": "std_msgs/msg/String",
-    "/probes/base_center": "geometry_msgs/msg/PointStamped",
-    "/probe_error/base_center": "std_msgs/msg/Float64",
-    "/probe_error_untimed/base_center": "std_msgs/msg/Float64",
-    "/motor_states": "sensor_msgs/msg/JointState",
-}
-
-
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
@@ -101,4 +90,4 @@ def cmd_demo(args) -> int:
     return 0
 
 
-__all__ = ["register", "DEMO_TOPICS", "time"]
+__all__ = ["register"]

@@ -13,7 +13,8 @@ import time
 
 import numpy as np
 import rclpy
-from geometry_msgs.msg import PointStamped, TransformStamped, Twist, TwistStamped
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PointStamped, PoseStamped, TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
@@ -72,8 +73,8 @@ PARAMS = {
     "odom_frame": ("odom", "odometry frame id"),
     "base_frame": ("base_footprint", "robot base frame id"),
     "frame_prefix": ("", "prefix for frame ids and joint names (several robots)"),
+    "mechanism": ("", "mechanism XML whose base-fixed probes are compared (empty: the packaged Robotino)"),
     "probes": (["base_center"], "probe names whose /probes/NAME points are compared with the model"),
-    "probe_link_offsets": ([0.0, 0.0, 0.0], "probe positions in the base frame, 3 numbers per probe"),
     "rtol": (1e-6, "solver relative tolerance"),
     "hmax": (0.02, "largest solver step [s]"),
 }
@@ -107,12 +108,12 @@ class DynamicsNode(Node):
         self.pub_tf = self.create_publisher(tf_message(), "/tf", 100)
         self.pub_motors = self.create_publisher(JointState, "motor_states", 10)
         self.pub_overrun = self.create_publisher(Float64, "~/frame_cost", 10)  # worst frame of the last second [s]
+        self.pub_reference = self.create_publisher(PoseStamped, "reference_pose", 10)  # rose mode only
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.probe_err = {}
         self.probe_err_untimed = {}
-        offsets = np.asarray(p["probe_link_offsets"], dtype=float).reshape(-1, 3)
-        self.probe_offset = {}
-        for k, name in enumerate(n for n in p["probes"] if n):
-            self.probe_offset[name] = offsets[k] if k < len(offsets) else np.zeros(3)
+        self.probe_offset = self._probe_offsets([n for n in p["probes"] if n])
+        for name in self.probe_offset:
             self.create_subscription(PointStamped, f"probes/{name}", lambda m, n=name: self._on_probe(n, m), 50)
             self.probe_err[name] = self.create_publisher(Float64, f"probe_error/{name}", 10)
             self.probe_err_untimed[name] = self.create_publisher(Float64, f"probe_error_untimed/{name}", 10)
@@ -201,6 +202,20 @@ class DynamicsNode(Node):
         self._last_cmd_wall = time.monotonic()
 
     # -- probes ----------------------------------------------------------------------------
+    def _probe_offsets(self, names):
+        """Each compared probe's position in the base frame, from the same mechanism XML the
+        probe node reads (the model's own position of the probe is base pose x offset)."""
+        if not names:
+            return {}
+        from bondsim_ros.mechanism.probes import ProbeKinematics
+
+        offsets = ProbeKinematics.from_file(self.p["mechanism"] or None).base_offsets()
+        unknown = [n for n in names if n not in offsets]
+        if unknown:
+            raise ValueError(f"invalid dynamics_node parameters: probes: {unknown} are not probes fixed to the base "
+                             f"of the mechanism (available: {sorted(offsets)})")
+        return {n: np.asarray(offsets[n], dtype=float) for n in names}
+
     def _probe_world(self, name, pose):
         x, y, phi = pose
         o = self.probe_offset[name]
@@ -218,11 +233,15 @@ class DynamicsNode(Node):
         self.probe_err_untimed[name].publish(Float64(data=float(np.linalg.norm(got - self._probe_world(name, latest)))))
 
     # -- services --------------------------------------------------------------------------
-    def _on_reset(self, request, response):
+    def restart(self):
+        """Back to the initial state, with simulated time 0 at this wall-clock instant."""
         self.twin.reset()
         self.history.clear()
         self._pending = None
         self._wall_base, self._sim_base = time.monotonic(), 0.0
+
+    def _on_reset(self, request, response):
+        self.restart()
         response.success, response.message = True, "twin reset to its initial state"
         return response
 
@@ -278,7 +297,30 @@ class DynamicsNode(Node):
         self.frames += 1
         if self.frames % max(1, int(round(self.p["publish_rate"]))) == 0:  # once a second: worst frame cost
             self.pub_overrun.publish(Float64(data=float(self._worst)))
+            self.publish_diagnostics(self._pending)
             self._worst = 0.0
+
+    def publish_diagnostics(self, state):
+        """Motor currents and voltages, and whether the node keeps up, on /diagnostics (1 Hz)."""
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        pre = self.p["frame_prefix"]
+        for k in range(3):
+            st = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{pre}robotino/motor{k + 1}",
+                                  message="ok", hardware_id=f"{pre}robotino_twin")
+            st.values = [KeyValue(key="current [A]", value=f"{state.currents[k]:.4f}"),
+                         KeyValue(key="voltage [V]", value=f"{state.voltages[k]:.3f}"),
+                         KeyValue(key="wheel speed [rad/s]", value=f"{state.wheel_speeds[k]:.4f}")]
+            arr.status.append(st)
+        behind = self.overruns > 0
+        st = DiagnosticStatus(level=DiagnosticStatus.WARN if behind else DiagnosticStatus.OK,
+                              name=f"{pre}robotino/solver", hardware_id=f"{pre}robotino_twin",
+                              message=f"{self.overruns} overruns" if behind else "keeping up")
+        st.values = [KeyValue(key="worst frame cost [ms]", value=f"{self._worst * 1e3:.3f}"),
+                     KeyValue(key="max lag [ms]", value=f"{self.max_lag * 1e3:.3f}"),
+                     KeyValue(key="sim time [s]", value=f"{state.t:.3f}")]
+        arr.status.append(st)
+        self.pub_diag.publish(arr)
 
     def publish_state(self, state):
         # stamped with the ROS time of publication; the history maps that stamp back to the
@@ -322,6 +364,13 @@ class DynamicsNode(Node):
         motors.velocity = (-self.twin.gear * state.wheel_speeds).tolist()
         motors.effort = state.currents.tolist()  # armature current [A]
         self.pub_motors.publish(motors)
+        if state.reference is not None:
+            ref = PoseStamped()
+            ref.header.stamp = stamp
+            ref.header.frame_id = self.odom_frame
+            ref.pose.position.x, ref.pose.position.y = float(state.reference[0]), float(state.reference[1])
+            ref.pose.orientation.z, ref.pose.orientation.w = math.sin(state.reference[2] / 2), math.cos(state.reference[2] / 2)
+            self.pub_reference.publish(ref)
         self.history[ns] = state.pose
         while len(self.history) > 600:
             self.history.popitem(last=False)

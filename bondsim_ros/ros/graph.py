@@ -108,8 +108,12 @@ def start_fleet(n: int, dynamics: dict | None = None, context=None) -> Graph:
 
 
 def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge: dict | None = None,
-                namespace: str = "", context=None, with_probe: bool = True) -> Graph:
-    """Create the nodes (rclpy must be initialised) and add them to a single-threaded executor."""
+                namespace: str = "", context=None, with_probe: bool = True,
+                state_publisher: dict | None = None) -> Graph:
+    """Create the nodes of robotino_rviz.launch.py (rclpy must be initialised) on one executor:
+    dynamics_node, probe_node, and state_publisher in place of robot_state_publisher (pass
+    ``state_publisher=None`` where a real robot_state_publisher runs); twin_bridge if
+    ``bridge`` parameters are given."""
     from .dynamics_node import DynamicsNode
     from .probe_node import ProbeNode
 
@@ -118,6 +122,10 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
         kw["context"] = context
     executor = make_executor(context)
     nodes = {"dynamics_node": DynamicsNode(overrides=dynamics or {}, **kw)}
+    if state_publisher is not None:
+        from .state_publisher import StatePublisher
+
+        nodes["state_publisher"] = StatePublisher(overrides=state_publisher, **kw)
     if with_probe:
         nodes["probe_node"] = ProbeNode(overrides=probe or {}, **kw)
     if bridge is not None:

@@ -11,6 +11,7 @@ odometry and wheel speeds with the twin's at the same stamps:
 from __future__ import annotations
 
 import bisect
+import collections
 import math
 
 import rclpy
@@ -93,6 +94,8 @@ class TwinBridge(Node):
         self.twin_pose = TimedSeries()
         self.twin_wheels = TimedSeries()
         self.origin = None  # robot pose when the bridge started: the twin starts at (0, 0, 0)
+        self.pending_pose = collections.deque()  # robot samples waiting for twin data at their stamp
+        self.pending_wheels = collections.deque()
         self.forwarded = 0
 
     def _forward(self, twist: Twist):
@@ -102,11 +105,13 @@ class TwinBridge(Node):
     def _on_twin_odom(self, msg: Odometry):
         p = msg.pose.pose
         self.twin_pose.add(_ns(msg.header.stamp), (p.position.x, p.position.y, _yaw(p.orientation)))
+        self._flush()
 
     def _on_twin_joints(self, msg: JointState):
         idx = {n: k for k, n in enumerate(msg.name)}
         if all(n in idx for n in self.p["twin_wheel_joints"]) and len(msg.velocity) == len(msg.name):
             self.twin_wheels.add(_ns(msg.header.stamp), tuple(msg.velocity[idx[n]] for n in self.p["twin_wheel_joints"]))
+            self._flush()
 
     def _on_robot_odom(self, msg: Odometry):
         p = msg.pose.pose
@@ -117,28 +122,45 @@ class TwinBridge(Node):
         ox, oy, ophi = self.origin
         c, s = math.cos(ophi), math.sin(ophi)
         rel = (c * (x - ox) + s * (y - oy), -s * (x - ox) + c * (y - oy), phi - ophi)
-        twin = self.twin_pose.at(_ns(msg.header.stamp))
-        if twin is None:
-            return
-        out = Vector3Stamped()
-        out.header = msg.header
-        out.vector.x, out.vector.y = twin[0] - rel[0], twin[1] - rel[1]
-        out.vector.z = math.atan2(math.sin(twin[2] - rel[2]), math.cos(twin[2] - rel[2]))
-        self.pub_pose.publish(out)
+        self._queue(self.pending_pose, (msg.header, rel))
 
     def _on_robot_joints(self, msg: JointState):
         idx = {n: k for k, n in enumerate(msg.name)}
         names = self.p["robot_wheel_joints"]
         if not all(n in idx for n in names) or len(msg.velocity) != len(msg.name):
             return
-        twin = self.twin_wheels.at(_ns(msg.header.stamp))
-        if twin is None:
-            return
         sign = self.p["robot_wheel_sign"]
+        self._queue(self.pending_wheels, (msg.header, tuple(sign * msg.velocity[idx[n]] for n in names)))
+
+    def _queue(self, queue, item):
+        queue.append(item)
+        while len(queue) > 200:  # the twin is not running: do not grow without bound
+            queue.popleft()
+        self._flush()
+
+    def _flush(self):
+        """Compare every robot sample the twin's data now covers (the two publish on their own
+        clocks, so a robot sample usually arrives before the twin sample that follows it)."""
+        for queue, series, emit in ((self.pending_pose, self.twin_pose, self._emit_pose),
+                                    (self.pending_wheels, self.twin_wheels, self._emit_wheels)):
+            while queue and series.t and _ns(queue[0][0].stamp) <= series.t[-1]:
+                header, robot = queue.popleft()
+                twin = series.at(_ns(header.stamp))
+                if twin is not None:  # None: robot sample older than the twin's history
+                    emit(header, twin, robot)
+
+    def _emit_pose(self, header, twin, robot):
+        out = Vector3Stamped()
+        out.header = header
+        out.vector.x, out.vector.y = twin[0] - robot[0], twin[1] - robot[1]
+        out.vector.z = math.atan2(math.sin(twin[2] - robot[2]), math.cos(twin[2] - robot[2]))
+        self.pub_pose.publish(out)
+
+    def _emit_wheels(self, header, twin, robot):
         out = JointState()
-        out.header = msg.header
+        out.header = header
         out.name = list(self.p["twin_wheel_joints"])
-        out.velocity = [tw - sign * msg.velocity[idx[n]] for tw, n in zip(twin, names)]
+        out.velocity = [tw - rw for tw, rw in zip(twin, robot)]
         self.pub_wheels.publish(out)
 
 

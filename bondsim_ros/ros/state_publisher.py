@@ -1,0 +1,92 @@
+"""state_publisher: robot_state_publisher's job for the pip environment.
+
+On a ROS install the launch files start robot_state_publisher; it is not on PyPI, so
+``bondsim-ros up`` and ``bondsim-ros demo`` start this node instead. Same contract: latched
+``/robot_description`` (std_msgs/String), fixed joints once on latched ``/tf_static``, moving
+joints on ``/tf`` for every /joint_states message, stamped with that message's stamp.
+"""
+from __future__ import annotations
+
+import rclpy
+from geometry_msgs.msg import TransformStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from bondsim_ros.mechanism.urdf_chain import UrdfChain, translation_quaternion
+
+from ._env import ensure_local_discovery
+from .dynamics_node import overrides_to_parameters, tf_message
+
+PARAMS = {
+    "robot_description": ("", "URDF text; empty: read the file given by `urdf`"),
+    "urdf": ("", "URDF file; empty: the packaged urdf/robotino.urdf"),
+    "frame_prefix": ("", "prefix of every frame id (several robots), as robot_state_publisher's"),
+}
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def packaged_urdf():
+    from bondsim_ros.paths import share_file
+
+    return share_file("urdf", "robotino.urdf")
+
+
+class StatePublisher(Node):
+    def __init__(self, name="state_publisher", overrides: dict | None = None, **kwargs):
+        super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
+        for key, (default, desc) in PARAMS.items():
+            self.declare_parameter(key, default, ParameterDescriptor(description=desc))
+        p = {k: self.get_parameter(k).value for k in PARAMS}
+        text = p["robot_description"]
+        if not text:
+            with open(p["urdf"] or packaged_urdf(), encoding="utf-8") as f:
+                text = f.read()
+        self.chain = UrdfChain(text, is_text=True)
+        self.prefix = p["frame_prefix"]
+        self.TFMessage = tf_message()
+        self.pub_description = self.create_publisher(String, "robot_description", LATCHED)
+        self.pub_description.publish(String(data=text))
+        self.pub_static = self.create_publisher(self.TFMessage, "/tf_static", LATCHED)
+        now = self.get_clock().now().to_msg()
+        self.pub_static.publish(self.TFMessage(transforms=[self._tf(now, *t) for t in self.chain.fixed_transforms()]))
+        self.pub_tf = self.create_publisher(self.TFMessage, "/tf", 100)
+        self.create_subscription(JointState, "joint_states", self._on_joints, 50)
+
+    def _tf(self, stamp, parent, child, T):
+        out = TransformStamped()
+        out.header.stamp = stamp
+        out.header.frame_id = self.prefix + parent
+        out.child_frame_id = self.prefix + child
+        (out.transform.translation.x, out.transform.translation.y, out.transform.translation.z), \
+            (out.transform.rotation.x, out.transform.rotation.y, out.transform.rotation.z,
+             out.transform.rotation.w) = translation_quaternion(T)
+        return out
+
+    def _on_joints(self, msg: JointState):
+        n = len(self.prefix)
+        positions = {name[n:] if self.prefix and name.startswith(self.prefix) else name: q
+                     for name, q in zip(msg.name, msg.position)}
+        transforms = [self._tf(msg.header.stamp, *t) for t in self.chain.moving_transforms(positions)]
+        if transforms:
+            self.pub_tf.publish(self.TFMessage(transforms=transforms))
+
+
+def main(args=None):
+    ensure_local_discovery()
+    rclpy.init(args=args)
+    node = StatePublisher()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""The node graph over real rclpy topics: probes at equal stamps, state_publisher's TF, the demo's
+MCAP bag, and the twin bridge against a stand-in robot."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+from geometry_msgs.msg import PointStamped, Twist, Vector3, Vector3Stamped  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from bondsim_ros.ros.graph import make_executor, start_graph  # noqa: E402
+
+PUBLISH_RATE = 33.0
+
+
+@pytest.fixture
+def context():
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)
+
+
+def _collect(node, msg_type, topic, qos=100):
+    box = []
+    node.create_subscription(msg_type, topic, lambda m: box.append(m), qos)
+    return box
+
+
+def test_probe_points_equal_model_positions_at_equal_stamps(context):
+    graph = start_graph({"reference": "rose"}, {}, state_publisher={}, context=context)
+    listener = rclpy.create_node("listener", context=context)
+    graph.executor.add_node(listener)
+    timed = _collect(listener, Float64, "/probe_error/base_center")
+    untimed = _collect(listener, Float64, "/probe_error_untimed/base_center")
+    points = _collect(listener, PointStamped, "/probes/base_center")
+    try:
+        graph.spin_for(0.5)
+        timed.clear(), untimed.clear(), points.clear()
+        graph.spin_for(3.0)
+    finally:
+        graph.executor.remove_node(listener)
+        listener.destroy_node()
+        graph.shutdown()
+    assert len(points) > 0.9 * 3.0 * PUBLISH_RATE, "probe points not published at the joint-state rate"
+    assert points[0].header.frame_id == "odom"
+    err = np.array([m.data for m in timed])
+    assert len(err) > 0.9 * 3.0 * PUBLISH_RATE
+    assert err.max() <= 1e-9, f"time-aligned probe error {err.max():.3e} m"
+    # the paper's untimed pipe: the model has moved on by a frame (~0.2-0.6 m/s x 30 ms)
+    assert np.median([m.data for m in untimed]) > 1e-3
+
+
+def _compose(tfs, parent, child):
+    """parent->child from a {child: (parent, 4x4)} tree."""
+    T = np.eye(4)
+    frame = child
+    while frame != parent:
+        up, M = tfs[frame]
+        T = M @ T
+        frame = up
+    return T
+
+
+def _matrix(tr):
+    from transforms3d.quaternions import quat2mat
+
+    M = np.eye(4)
+    q = tr.rotation
+    M[:3, :3] = quat2mat([q.w, q.x, q.y, q.z])
+    M[:3, 3] = [tr.translation.x, tr.translation.y, tr.translation.z]
+    return M
+
+
+def test_state_publisher_tf_tree_reaches_probe_frame(context):
+    """odom -> base_footprint (dynamics) + URDF joints (state_publisher) put probe_base_center
+    where the mechanism says, and every roller frame moves with its joint."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from std_msgs.msg import String
+
+    from bondsim_ros.mechanism.probes import ProbeKinematics
+
+    graph = start_graph({"reference": "rose"}, {}, state_publisher={}, context=context, with_probe=False)
+    listener = rclpy.create_node("listener", context=context)
+    graph.executor.add_node(listener)
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    static = _collect(listener, TFMessage, "/tf_static", latched)
+    description = _collect(listener, String, "/robot_description", latched)
+    dynamic = _collect(listener, TFMessage, "/tf")
+    joints = _collect(listener, JointState, "/joint_states")
+    try:
+        graph.spin_for(2.0)
+    finally:
+        graph.executor.remove_node(listener)
+        listener.destroy_node()
+        graph.shutdown()
+    assert description and "<robot" in description[0].data
+    assert static, "no /tf_static"
+    js = joints[-5]
+    stamp = (js.header.stamp.sec, js.header.stamp.nanosec)
+    tree = {t.child_frame_id: (t.header.frame_id, _matrix(t.transform)) for t in static[0].transforms}
+    moving = [t for m in dynamic for t in m.transforms if (t.header.stamp.sec, t.header.stamp.nanosec) == stamp]
+    tree.update({t.child_frame_id: (t.header.frame_id, _matrix(t.transform)) for t in moving})
+    assert {"odom", "base_footprint"} <= {t.header.frame_id for t in moving} | {t.child_frame_id for t in moving}
+    kin = ProbeKinematics.from_file(None)
+    base = tree["base_footprint"][1]
+    pose = (base[0, 3], base[1, 3], math.atan2(base[1, 0], base[0, 0]))
+    expected = kin.probe_points(pose, dict(zip(js.name, js.position)))["base_center"]
+    got = _compose(tree, "odom", "probe_base_center")[:3, 3]
+    assert np.allclose(got, expected, atol=1e-9)
+    assert len(moving) == 1 + len(js.name), "one transform per moving joint, plus odom -> base_footprint"
+
+
+def test_demo_bag_holds_every_topic_at_its_rate(tmp_path):
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    from bondsim_ros.ros.bag import read_bag
+    from bondsim_ros.ros.demo import bag_to_series, record
+
+    duration = 4.0
+    stats = record(duration, tmp_path / "bag", rtf=1.0)
+    assert stats["overruns"] == 0
+    msgs = read_bag(tmp_path / "bag")  # rosbags' reader: metadata.yaml + MCAP, CDR decoded without rclpy
+    span = duration
+    for topic in ("/joint_states", "/odom", "/probes/base_center", "/reference_pose"):
+        rate = len(msgs[topic]) / span
+        assert abs(rate - PUBLISH_RATE) <= 0.05 * PUBLISH_RATE, f"{topic}: {rate:.1f} Hz"
+    # /tf: odom -> base_footprint from dynamics_node, the joints from state_publisher
+    assert len(msgs["/tf"]) >= 2 * 0.95 * PUBLISH_RATE * span
+    assert len(msgs["/tf_static"]) == 1 and len(msgs["/robot_description"]) == 1
+    assert "<robot" in msgs["/robot_description"][0][1].data
+    # message stamps are evenly spaced: every frame is there
+    stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in msgs["/joint_states"]])
+    assert np.max(np.diff(stamps)) < 2.5 / PUBLISH_RATE
+    # Foxglove's path: the .mcap alone, decoded from its embedded ros2msg schemas
+    mcap_files = list((tmp_path / "bag").glob("*.mcap"))
+    assert len(mcap_files) == 1
+    with open(mcap_files[0], "rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        assert reader.get_header().profile == "ros2"
+        seen = {}
+        for _schema, channel, _message, decoded in reader.iter_decoded_messages():
+            seen.setdefault(channel.topic, decoded)
+    assert list(seen["/joint_states"].name)[:1] == ["wheel1_axle"]
+    series = bag_to_series(tmp_path / "bag")
+    assert series["x"].shape == series["odom_t"].shape and series["odom_t"][-1] > duration - 0.5
+
+
+def test_twin_bridge_follows_a_robot_driven_by_the_same_commands(context):
+    """A second twin stands in for the real Robotino (its driver topics in /robotinobase1);
+    the bridge forwards its commands to the twin and reports their deviation."""
+    from bondsim_ros.ros.dynamics_node import DynamicsNode
+    from bondsim_ros.ros.twin_bridge import TwinBridge
+
+    common = {"reference": "cmd_vel", "cmd_vel_type": "twist", "cmd_vel_timeout": 1.0, "probes": [""]}
+    robot = DynamicsNode(name="robot_driver", overrides=common, namespace="robotinobase1", context=context)
+    twin = DynamicsNode(overrides=common, namespace="twin", context=context)
+    bridge = TwinBridge(overrides={"robot_wheel_joints": ["wheel1_axle", "wheel2_axle", "wheel3_axle"]},
+                        context=context)
+    operator = rclpy.create_node("operator", context=context)
+    cmd = operator.create_publisher(Twist, "/robotinobase1/cmd_vel", 10)
+    pose_dev = _collect(operator, Vector3Stamped, "/twin_bridge/pose_deviation")
+    wheel_dev = _collect(operator, JointState, "/twin_bridge/wheel_deviation")
+    executor = make_executor(context)
+    for n in (robot, twin, bridge, operator):
+        executor.add_node(n)
+    try:
+        end = time.monotonic() + 3.0
+        next_cmd = 0.0
+        while time.monotonic() < end:
+            if time.monotonic() >= next_cmd:
+                cmd.publish(Twist(linear=Vector3(x=0.3, y=0.1)))
+                next_cmd = time.monotonic() + 0.05
+            executor.spin_once(timeout_sec=0.005)
+        robot_pose, twin_pose = robot.twin.state().pose, twin.twin.state().pose
+    finally:
+        executor.shutdown()
+        for n in (robot, twin, bridge, operator):
+            n.destroy_node()
+    assert bridge.forwarded > 40
+    assert robot_pose[0] > 0.5 and twin_pose[0] > 0.5, "commands did not reach both"
+    assert len(pose_dev) > 30 and len(wheel_dev) > 30
+    dev = np.array([[m.vector.x, m.vector.y, m.vector.z] for m in pose_dev[-10:]])
+    # the twin receives each command one hop later: a few mm at 0.3 m/s
+    assert np.all(np.abs(dev[:, :2]) < 0.02) and np.all(np.abs(dev[:, 2]) < 0.01)
+    w = np.array([m.velocity for m in wheel_dev[-10:]])
+    assert np.all(np.abs(w) < 0.5)  # rad/s, against wheel speeds of ~7 rad/s
