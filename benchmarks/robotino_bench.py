@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -118,7 +117,6 @@ def main(argv=None):
             ida_best = min(ida_best, el)
         ida_sol = sol
     ida_y = np.asarray(ida_sol.y)[1:]
-    ours_y = np.asarray(s.solver.last_Y) if hasattr(s.solver, "last_Y") else None
     diff = None
     if ida_y.shape[0] == len(t_out):
         idx = [col["x"], col["y"], col["phi"]]

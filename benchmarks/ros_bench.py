@@ -43,7 +43,6 @@ EXECUTOR = "events"
 
 def run(n_robots: int, rtf: float, seconds: float, reference="rose"):
     import rclpy
-    from sensor_msgs.msg import JointState
 
     from bondsim_ros.ros.dynamics_node import DynamicsNode
 
