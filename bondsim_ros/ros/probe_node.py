@@ -4,9 +4,11 @@ Replaces the paper's named pipe (seed 000, section 3.8): for each probe of the m
 publishes geometry_msgs/PointStamped on /probes/NAME, stamped with the time of the joint
 state it was computed from, so the receiver can compare at equal stamps (no one-frame lag).
 
-Kinematics: the base pose from /tf (odom -> base_footprint) at the joint state's stamp, the
-rest from /joint_states and the URDF kinematics of bondsim_ros.mechanism. That works with or
-without tf2 (tf2 is not on PyPI); on a ROS install robot_state_publisher computes the same.
+Kinematics: with tf2 (a ROS install, robot_state_publisher running) each probe frame
+``probe_NAME`` is looked up in the TF buffer at the joint state's stamp. Without tf2 (it is not
+on PyPI) the base pose comes from /tf (odom -> base_footprint) at that stamp and the rest from
+/joint_states and the kinematics of bondsim_ros.mechanism: the same chain
+robot_state_publisher evaluates from the same XML.
 """
 from __future__ import annotations
 
@@ -29,7 +31,9 @@ PARAMS = {
     "odom_frame": ("odom", "frame the probe points are expressed in"),
     "base_frame": ("base_footprint", "robot base frame (child of odom in /tf)"),
     "frame_prefix": ("", "prefix of joint names and frames (several robots)"),
+    "use_tf2": ("auto", "auto | true | false: look probe frames up with tf2 (auto: where tf2_ros is installed)"),
 }
+TF2_WAIT = 0.5  # s a joint state waits for its transforms in the tf2 buffer
 
 
 class ProbeNode(Node):
@@ -45,7 +49,21 @@ class ProbeNode(Node):
         self.pubs = {name: self.create_publisher(PointStamped, f"probes/{name}", 10) for name in self.kin.probe_names}
         self.base_poses = collections.OrderedDict()  # stamp ns -> (x, y, phi)
         self.pending = collections.OrderedDict()  # joint states waiting for their base pose
-        self.create_subscription(tf_message(), "/tf", self._on_tf, 100)
+        if p["use_tf2"] not in ("auto", "true", "false"):
+            raise ValueError(f"invalid probe_node parameters: use_tf2: auto | true | false, got {p['use_tf2']!r}")
+        self.tf2 = None
+        if p["use_tf2"] != "false":
+            try:
+                import tf2_ros
+            except ImportError:
+                if p["use_tf2"] == "true":
+                    raise
+            else:
+                self.tf2 = tf2_ros.Buffer()
+                self._tf2_listener = tf2_ros.TransformListener(self.tf2, self)
+                self.create_timer(0.005, self._retry_tf2)
+        if self.tf2 is None:
+            self.create_subscription(tf_message(), "/tf", self._on_tf, 100)
         self.create_subscription(JointState, "joint_states", self._on_joints, 50)
         self.get_logger().info(f"probes: {', '.join(self.kin.probe_names) or 'none'}")
 
@@ -64,6 +82,10 @@ class ProbeNode(Node):
 
     def _on_joints(self, msg: JointState):
         ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if self.tf2 is not None:
+            self.pending[ns] = msg
+            self._retry_tf2()
+            return
         if ns in self.base_poses:
             self._publish(msg, ns)
         else:  # TF for this stamp not here yet: wait for it (bounded)
@@ -71,15 +93,37 @@ class ProbeNode(Node):
             while len(self.pending) > 100:
                 self.pending.popitem(last=False)
 
+    def _retry_tf2(self):
+        """Publish every waiting joint state whose probe frames the tf2 buffer can now give."""
+        from rclpy.duration import Duration
+        from rclpy.time import Time
+
+        now = self.get_clock().now()
+        for ns in list(self.pending):
+            js = self.pending[ns]
+            stamp = Time.from_msg(js.header.stamp)
+            frames = {name: self.p["frame_prefix"] + "probe_" + name for name in self.kin.probe_names}
+            if all(self.tf2.can_transform(self.odom_frame, f, stamp) for f in frames.values()):
+                for name, frame in frames.items():
+                    tr = self.tf2.lookup_transform(self.odom_frame, frame, stamp).transform.translation
+                    self._emit(name, js.header.stamp, (tr.x, tr.y, tr.z))
+                del self.pending[ns]
+            elif now - stamp > Duration(seconds=TF2_WAIT):
+                self.get_logger().warning(f"no transform {self.odom_frame} -> probe frames at {ns} ns: dropped",
+                                          throttle_duration_sec=2.0)
+                del self.pending[ns]
+
+    def _emit(self, name, stamp, xyz):
+        out = PointStamped()
+        out.header.stamp = stamp
+        out.header.frame_id = self.odom_frame
+        out.point.x, out.point.y, out.point.z = (float(v) for v in xyz)
+        self.pubs[name].publish(out)
+
     def _publish(self, js: JointState, ns: int):
         joints = dict(zip(js.name, js.position))
-        points = self.kin.probe_points(self.base_poses[ns], joints)
-        for name, xyz in points.items():
-            out = PointStamped()
-            out.header.stamp = js.header.stamp
-            out.header.frame_id = self.odom_frame
-            out.point.x, out.point.y, out.point.z = (float(v) for v in xyz)
-            self.pubs[name].publish(out)
+        for name, xyz in self.kin.probe_points(self.base_poses[ns], joints).items():
+            self._emit(name, js.header.stamp, xyz)
 
 
 def main(args=None):
