@@ -28,8 +28,10 @@ def _yaw(q) -> float:
     return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y ** 2 + q.z ** 2))
 
 
-def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None) -> dict:
-    """Run the graph for ``duration`` simulated seconds and record it; returns run statistics."""
+def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None,
+           domain_id: int | None = None) -> dict:
+    """Run the graph for ``duration`` simulated seconds and record it; returns run statistics.
+    ``domain_id``: the ROS domain of the run (None: ROS_DOMAIN_ID, else 0)."""
     import rclpy
 
     from ._env import ensure_local_discovery
@@ -40,7 +42,7 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
     dyn = {**dyn, "reference": "rose", "real_time_factor": float(rtf)}
     ensure_local_discovery()
     context = rclpy.Context()
-    rclpy.init(context=context)
+    rclpy.init(context=context, **({} if domain_id is None else {"domain_id": int(domain_id)}))
     graph = None
     try:
         graph = start_graph(dyn, probe, state_publisher=state, context=context)
@@ -195,8 +197,18 @@ def joints_csv(s: dict, path: Path) -> Path:
     return path
 
 
+def private_domain() -> int:
+    """ROS_DOMAIN_ID if the user set one, else a random domain of this run's own, so no other
+    ROS 2 traffic on the machine (another twin, a test run) mixes into the recording."""
+    import os
+    import random
+
+    env = os.environ.get("ROS_DOMAIN_ID", "").strip()
+    return int(env) if env.isdigit() else random.randint(101, 199)
+
+
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
-             quiet: bool = False) -> list:
+             quiet: bool = False, domain_id: int | None = None) -> list:
     """Record, plot, render; returns summary lines."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -227,11 +239,13 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
             bar.update(task, completed=min(t_sim, duration),
                        info=f"t = {t_sim:5.1f} s, {dn.frames} frames, {dn.overruns} overruns")
 
-        stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params)
+        domain_id = private_domain() if domain_id is None else domain_id
+        stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id)
         bar.update(task, completed=duration)
     series = bag_to_series(bag_dir, rtf=rtf)
     plots = plot_series(series, out_dir)
-    lines = [f"bag: {bag_dir} ({sum(stats['counts'].values())} messages on {len(stats['counts'])} topics)"]
+    lines = [f"ROS domain {domain_id} (set ROS_DOMAIN_ID to choose it)",
+             f"bag: {bag_dir} ({sum(stats['counts'].values())} messages on {len(stats['counts'])} topics)"]
     span = stats["wall_s"]
     for topic in sorted(stats["counts"]):
         n = stats["counts"][topic]

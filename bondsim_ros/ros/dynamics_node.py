@@ -272,6 +272,17 @@ class DynamicsNode(Node):
             self.publish_state(self._pending)
             self._pending = None
 
+    def publish_pending_joints(self):
+        """First half of publish_pending, for a fleet clock: /joint_states only (see FleetClock)."""
+        if self._pending is not None:
+            self._pending_stamp = self.publish_joints(self._pending)
+
+    def publish_pending_rest(self, tf_batch: list):
+        """Second half: odometry and the rest; the odom -> base transform goes into ``tf_batch``."""
+        if self._pending is not None:
+            self.publish_rest(self._pending, self._pending_stamp, tf_batch)
+            self._pending = None
+
     def compute_next(self):
         if self.paused:
             return
@@ -323,11 +334,16 @@ class DynamicsNode(Node):
         self.pub_diag.publish(arr)
 
     def publish_state(self, state):
-        # stamped with the ROS time of publication; the history maps that stamp back to the
-        # model state, so returned probe points are compared at exactly the same instant
+        tf_batch = []
+        self.publish_rest(state, self.publish_joints(state), tf_batch)
+        self.pub_tf.publish(tf_message()(transforms=tf_batch))
+
+    def publish_joints(self, state):
+        """/joint_states, stamped with the ROS time of publication; returns that stamp. The
+        history maps the stamp back to the model state, so returned probe points are compared
+        at exactly the same instant."""
         now = self.get_clock().now()
         self.publish_times.append(time.perf_counter())
-        ns = now.nanoseconds
         stamp = now.to_msg()
         js = JointState()
         js.header.stamp = stamp
@@ -336,6 +352,13 @@ class DynamicsNode(Node):
         js.velocity = state.velocity.tolist()
         js.effort = state.effort.tolist()
         self.pub_joints.publish(js)
+        self.history[now.nanoseconds] = state.pose
+        while len(self.history) > 600:
+            self.history.popitem(last=False)
+        return stamp
+
+    def publish_rest(self, state, stamp, tf_batch: list):
+        """/odom, motor states and the reference at ``stamp``; odom -> base appended to ``tf_batch``."""
         x, y, phi = state.pose
         qz, qw = math.sin(phi / 2), math.cos(phi / 2)
         odom = Odometry()
@@ -356,7 +379,7 @@ class DynamicsNode(Node):
         tf.child_frame_id = self.base_frame
         tf.transform.translation.x, tf.transform.translation.y = x, y
         tf.transform.rotation.z, tf.transform.rotation.w = qz, qw
-        self.pub_tf.publish(tf_message()(transforms=[tf]))
+        tf_batch.append(tf)
         motors = JointState()
         motors.header.stamp = stamp
         motors.name = ["motor1", "motor2", "motor3"]
@@ -371,9 +394,6 @@ class DynamicsNode(Node):
             ref.pose.position.x, ref.pose.position.y = float(state.reference[0]), float(state.reference[1])
             ref.pose.orientation.z, ref.pose.orientation.w = math.sin(state.reference[2] / 2), math.cos(state.reference[2] / 2)
             self.pub_reference.publish(ref)
-        self.history[ns] = state.pose
-        while len(self.history) > 600:
-            self.history.popitem(last=False)
 
 
 def main(args=None):

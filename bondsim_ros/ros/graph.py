@@ -71,16 +71,27 @@ def make_executor(context=None):
 
 
 class FleetClock:
-    """One timer for many twins: every robot publishes its precomputed frame, then every robot
-    computes the next one, so publication times do not queue behind other robots' solver work."""
+    """One timer for many twins. Each tick: every robot's /joint_states first, then every
+    robot's odometry with all odom -> base transforms in one /tf message, then every robot
+    computes its next frame. The joint states so never queue behind other robots' odometry or
+    solver work, and /tf costs one publication per frame instead of one per robot."""
 
     def __init__(self, node, twins, rate):
+        from .dynamics_node import tf_message
+
         self.twins = twins
+        self.TFMessage = tf_message()
+        self.pub_tf = node.create_publisher(self.TFMessage, "/tf", 100)
         self.timer = node.create_timer(1.0 / rate, self._tick)
 
     def _tick(self):
         for t in self.twins:
-            t.publish_pending()
+            t.publish_pending_joints()
+        tf_batch = []
+        for t in self.twins:
+            t.publish_pending_rest(tf_batch)
+        if tf_batch:
+            self.pub_tf.publish(self.TFMessage(transforms=tf_batch))
         for t in self.twins:
             t.compute_next()
 
