@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "bondsim_ros.bondgraph.commands",  # simulate, draw, models
     "bondsim_ros.mechanism.commands",  # xml2urdf, render
     "bondsim_ros.ros.commands",  # up, demo
+    "bondsim_ros.fit.commands",  # fit
 ]
 
 
