@@ -8,3 +8,20 @@ import os
 
 def ensure_local_discovery() -> None:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # Jazzy, Kilted
+
+
+def run_node(node_class, args=None) -> None:
+    """A node executable's whole life: init, spin until Ctrl-C or shutdown, clean up."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    ensure_local_discovery()
+    rclpy.init(args=args)
+    node = node_class()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()

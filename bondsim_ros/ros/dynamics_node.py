@@ -12,7 +12,6 @@ import math
 import time
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, PoseStamped, TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
@@ -26,7 +25,7 @@ from std_srvs.srv import SetBool, Trigger
 from bondsim_ros.models.twin import CommandError, Limits, RobotinoTwin
 from bondsim_ros.models.waypoints import WaypointFollower
 
-from ._env import ensure_local_discovery
+from ._env import run_node
 
 
 def tf_message():
@@ -397,16 +396,7 @@ class DynamicsNode(Node):
 
 
 def main(args=None):
-    ensure_local_discovery()
-    rclpy.init(args=args)
-    node = DynamicsNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(DynamicsNode, args)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PointStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
@@ -23,7 +22,7 @@ from sensor_msgs.msg import JointState
 
 from bondsim_ros.mechanism.probes import ProbeKinematics
 
-from ._env import ensure_local_discovery
+from ._env import run_node
 from .dynamics_node import overrides_to_parameters, tf_message
 
 PARAMS = {
@@ -127,16 +126,7 @@ class ProbeNode(Node):
 
 
 def main(args=None):
-    ensure_local_discovery()
-    rclpy.init(args=args)
-    node = ProbeNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(ProbeNode, args)
 
 
 if __name__ == "__main__":

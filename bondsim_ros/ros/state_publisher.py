@@ -7,7 +7,6 @@ joints on ``/tf`` for every /joint_states message, stamped with that message's s
 """
 from __future__ import annotations
 
-import rclpy
 from geometry_msgs.msg import TransformStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
@@ -17,7 +16,7 @@ from std_msgs.msg import String
 
 from bondsim_ros.mechanism.urdf_chain import UrdfChain, translation_quaternion
 
-from ._env import ensure_local_discovery
+from ._env import run_node
 from .dynamics_node import overrides_to_parameters, tf_message
 
 PARAMS = {
@@ -76,16 +75,7 @@ class StatePublisher(Node):
 
 
 def main(args=None):
-    ensure_local_discovery()
-    rclpy.init(args=args)
-    node = StatePublisher()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(StatePublisher, args)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,13 @@ import bisect
 import collections
 import math
 
-import rclpy
 from geometry_msgs.msg import Twist, TwistStamped, Vector3Stamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
-from ._env import ensure_local_discovery
+from ._env import run_node
 from .dynamics_node import overrides_to_parameters
 
 PARAMS = {
@@ -165,16 +164,7 @@ class TwinBridge(Node):
 
 
 def main(args=None):
-    ensure_local_discovery()
-    rclpy.init(args=args)
-    node = TwinBridge()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    run_node(TwinBridge, args)
 
 
 if __name__ == "__main__":
