@@ -104,7 +104,8 @@ class DynamicsNode(Node):
 
         self.pub_joints = self.create_publisher(JointState, "joint_states", 10)
         self.pub_odom = self.create_publisher(Odometry, "odom", 10)
-        self.pub_tf = self.create_publisher(tf_message(), "/tf", 100)
+        self.TFMessage = tf_message()
+        self.pub_tf = self.create_publisher(self.TFMessage, "/tf", 100)
         self.pub_motors = self.create_publisher(JointState, "motor_states", 10)
         self.pub_overrun = self.create_publisher(Float64, "~/frame_cost", 10)  # worst frame of the last second [s]
         self.pub_reference = self.create_publisher(PoseStamped, "reference_pose", 10)  # rose mode only
@@ -335,7 +336,7 @@ class DynamicsNode(Node):
     def publish_state(self, state):
         tf_batch = []
         self.publish_rest(state, self.publish_joints(state), tf_batch)
-        self.pub_tf.publish(tf_message()(transforms=tf_batch))
+        self.pub_tf.publish(self.TFMessage(transforms=tf_batch))
 
     def publish_joints(self, state):
         """/joint_states, stamped with the ROS time of publication; returns that stamp. The
