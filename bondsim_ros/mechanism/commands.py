@@ -35,8 +35,8 @@ def register(sub) -> None:
     r.add_argument("--row", type=int, default=0, help="CSV row for a still image (default: the first)")
     r.add_argument("--search-path", action="append", default=[], metavar="DIR")
     r.add_argument("--size", default="1280x960", metavar="WxH", help="image size in pixels")
-    r.add_argument("--view", choices=("auto", "robot", "scene"), default="auto",
-                   help="framing: the robot (and its path), or the whole scene")
+    r.add_argument("--view", choices=("auto", "robot", "scene", "follow"), default="auto",
+                   help="framing: the robot (and its path), the whole scene, or a 2 m window following the robot")
     r.add_argument("--quiet", "-q", action="store_true")
     r.set_defaults(func=cmd_render)
 

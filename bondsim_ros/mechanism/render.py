@@ -198,7 +198,17 @@ class Renderer:
         lo[2] = min(lo[2], -0.03)  # room for the floor slab
         self.box = (lo, hi)
 
-    def draw(self, q, title=""):
+    def follow(self, q, half_width=1.0):
+        """Centre the view box on the robots at q (a chase camera for long paths)."""
+        _, moving = self.world_triangles(q)
+        lo, hi = self.box
+        c = np.concatenate([tris.reshape(-1, 3) for tris, _ in moving]).mean(axis=0) if moving else (lo + hi) / 2
+        lo, hi = lo.copy(), hi.copy()
+        lo[:2], hi[:2] = c[:2] - half_width, c[:2] + half_width
+        self.box = (lo, hi)
+
+    def draw(self, q, title="", trail=None):
+        """One image at joint values q; ``trail``: (N, 2) base positions drawn on the floor."""
         from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
         ax = self.ax
@@ -229,6 +239,10 @@ class Renderer:
                 # edges in the face colour close the anti-aliasing seams between triangles
                 coll = Poly3DCollection(np.concatenate(polys), facecolors=fc, edgecolors=fc, linewidths=0.3, zorder=z)
                 ax.add_collection3d(coll)
+        if trail is not None and len(trail) > 1:
+            inside = np.all((trail >= lo[:2]) & (trail <= hi[:2]), axis=1)
+            pts = np.where(inside[:, None], trail, np.nan)  # gaps where the path leaves the view
+            ax.plot(pts[:, 0], pts[:, 1], np.full(len(pts), 1e-3), color="tab:red", lw=1.5, zorder=1.5)  # over the floor, under the robot
         ax.set_xlim(lo[0], hi[0])
         ax.set_ylim(lo[1], hi[1])
         ax.set_zlim(lo[2], hi[2])
@@ -275,8 +289,17 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
         return str(out)
     picked = list(range(0, len(rows), every))
     renderer.fit([rows[k] for k in picked[:: max(1, len(picked) // 50)]] + [rows[picked[-1]]])
-    frames_iter = (renderer.draw(rows[k], "" if times is None else f"t = {times[k]:.2f} s") for k in picked)
-    return _write_video(frames_iter, len(picked), out, fps, progress)
+    trail = None
+    if drawing.planar_joints and all(j in rows[0] for j in drawing.planar_joints[:2]):
+        trail = np.array([[r[drawing.planar_joints[0]], r[drawing.planar_joints[1]]] for r in rows])
+
+    def frame(k):
+        if view == "follow":
+            renderer.follow(rows[k])
+        return renderer.draw(rows[k], "" if times is None else f"t = {times[k]:.2f} s",
+                             None if trail is None else trail[: k + 1])
+
+    return _write_video((frame(k) for k in picked), len(picked), out, fps, progress)
 
 
 def _joint_names(drawing, file, search_path) -> set:

@@ -269,7 +269,8 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
         target = out_dir / "robotino.mp4"
         try:
             # every third 33 Hz frame at 11 fps: real-time playback, a third of the drawing work
-            written = render(None, target, joints_csv=csv, fps=11, every=3, size=(960, 720), quiet=quiet)
+            written = render(None, target, joints_csv=csv, fps=11, every=3, size=(960, 720), view="follow",
+                             quiet=quiet)
             lines.append(f"video: {written}")
         except Exception as exc:  # noqa: BLE001 - the bag and plots stand without the video
             lines.append(f"video not written: {exc}")
