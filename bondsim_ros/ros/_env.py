@@ -25,3 +25,12 @@ def run_node(node_class, args=None) -> None:
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+def declare_parameters(node, params: dict) -> dict:
+    """Declare ``{name: (default, description)}`` on ``node``; returns the values in effect."""
+    from rcl_interfaces.msg import ParameterDescriptor
+
+    for key, (default, desc) in params.items():
+        node.declare_parameter(key, default, ParameterDescriptor(description=desc))
+    return {k: node.get_parameter(k).value for k in params}

@@ -15,7 +15,6 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, PoseStamped, TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -25,7 +24,7 @@ from std_srvs.srv import SetBool, Trigger
 from bondsim_ros.models.twin import CommandError, Limits, RobotinoTwin
 from bondsim_ros.models.waypoints import WaypointFollower
 
-from ._env import run_node
+from ._env import declare_parameters, run_node
 
 
 def tf_message():
@@ -82,9 +81,7 @@ PARAMS = {
 class DynamicsNode(Node):
     def __init__(self, name="dynamics_node", overrides: dict | None = None, own_timer: bool = True, **kwargs):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
-        for key, (default, desc) in PARAMS.items():
-            self.declare_parameter(key, default, ParameterDescriptor(description=desc))
-        p = {k: self.get_parameter(k).value for k in PARAMS}
+        p = declare_parameters(self, PARAMS)
         self._validate(p)
         self.p = p
         mode = {"rose": "rose", "cmd_vel": "twist", "waypoints": "twist"}[p["reference"]]

@@ -16,13 +16,12 @@ import collections
 
 import numpy as np
 from geometry_msgs.msg import PointStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
 from bondsim_ros.mechanism.probes import ProbeKinematics
 
-from ._env import run_node
+from ._env import declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters, tf_message
 
 PARAMS = {
@@ -38,9 +37,7 @@ TF2_WAIT = 0.5  # s a joint state waits for its transforms in the tf2 buffer
 class ProbeNode(Node):
     def __init__(self, name="probe_node", overrides: dict | None = None, **kwargs):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
-        for key, (default, desc) in PARAMS.items():
-            self.declare_parameter(key, default, ParameterDescriptor(description=desc))
-        p = {k: self.get_parameter(k).value for k in PARAMS}
+        p = declare_parameters(self, PARAMS)
         self.p = p
         self.kin = ProbeKinematics.from_file(p["mechanism"] or None, prefix=p["frame_prefix"])
         self.odom_frame = p["frame_prefix"] + p["odom_frame"]

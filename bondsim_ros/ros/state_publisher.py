@@ -8,7 +8,6 @@ joints on ``/tf`` for every /joint_states message, stamped with that message's s
 from __future__ import annotations
 
 from geometry_msgs.msg import TransformStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -16,7 +15,7 @@ from std_msgs.msg import String
 
 from bondsim_ros.mechanism.urdf_chain import UrdfChain, translation_quaternion
 
-from ._env import run_node
+from ._env import declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters, tf_message
 
 PARAMS = {
@@ -37,9 +36,7 @@ def packaged_urdf():
 class StatePublisher(Node):
     def __init__(self, name="state_publisher", overrides: dict | None = None, **kwargs):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
-        for key, (default, desc) in PARAMS.items():
-            self.declare_parameter(key, default, ParameterDescriptor(description=desc))
-        p = {k: self.get_parameter(k).value for k in PARAMS}
+        p = declare_parameters(self, PARAMS)
         text = p["robot_description"]
         if not text:
             with open(p["urdf"] or packaged_urdf(), encoding="utf-8") as f:

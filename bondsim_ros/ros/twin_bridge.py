@@ -16,11 +16,10 @@ import math
 
 from geometry_msgs.msg import Twist, TwistStamped, Vector3Stamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
-from ._env import run_node
+from ._env import declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters
 
 PARAMS = {
@@ -75,9 +74,7 @@ class TimedSeries:
 class TwinBridge(Node):
     def __init__(self, name="twin_bridge", overrides: dict | None = None, **kwargs):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
-        for key, (default, desc) in PARAMS.items():
-            self.declare_parameter(key, default, ParameterDescriptor(description=desc))
-        p = {k: self.get_parameter(k).value for k in PARAMS}
+        p = declare_parameters(self, PARAMS)
         self.p = p
         self.twin_cmd = self.create_publisher(Twist, p["twin_cmd_vel"], 10)
         if p["robot_cmd_vel_stamped"]:
