@@ -63,7 +63,8 @@ setup(
         "ros": ROS_WHEELS,
         "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4", "defusedxml>=0.7", "imageio-ffmpeg>=0.4",
                       "xacro>=2"],
-        "test": ["pytest>=7", "mcap>=1.1", "mcap-ros2-support>=0.5"],  # decode the demo bag independently
+        # mcap: decode the demo bag independently; pin (Pinocchio): the seed 004 RNEA cross-check
+        "test": ["pytest>=7", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3"],
         "bench": ["scikit-sundae>=1.0"],
     },
     zip_safe=False,

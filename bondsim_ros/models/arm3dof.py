@@ -1,0 +1,416 @@
+"""Seed 004 (Boiadjiev et al., "A Novel, Oriented to Graphs Model of Robot Arm Dynamics",
+Robotics 2021, 10, 128): the 3-DOF planar arm, inverse dynamics and a bond-graph forward model.
+
+Data (section 3.1 and Table 1 of the paper):
+
+* link lengths a1, a2, a3 = 0.15, 0.10, 0.10 m (Table 1; joints 4 and 5 are locked, so link 3
+  ends at the gripper point), mass centres in the middle of the links;
+* m = 0.18, 0.13, 0.17 kg and I_zz = 0.0481, 0.0139, 0.0229 kg m^2 about the mass centres;
+* joint range -pi/2 <= q_i <= pi/2 (Table 1);
+* task (section 3.2.2): the gripper moves from A = (233, -172, 0) mm to B = (269, 155, 0) mm
+  in 2 s with a trapezoidal velocity profile.
+
+Choices where the paper leaves room (docs/examples/004.md):
+
+* **No gravity in the plane.** The paper's right-hand side B (section 3.2.1) has only the drive
+  torques and velocity terms: the arm moves in a horizontal plane, gravity along -z is carried by
+  the bearings and gives no torque about the vertical joint axes.
+* **Joint-space trapezoid.** The paper gives maximal velocities and accelerations per joint
+  ("smooth movement in the joints"), so each joint follows a trapezoidal velocity profile from
+  q(A) to q(B); the three are synchronised with one blend time T_ACC = 0.4 s (the paper's torques
+  peak at t = 0.4 s, the end of the acceleration phase).
+* **Redundancy.** Inverse kinematics at A and B with a fixed gripper orientation: link 3 along
+  the base x axis (q1 + q2 + q3 = 0), elbow q2 > 0; all joints then stay inside Table 1's range.
+
+The forward model is the Newton-Euler form as a bond graph: each link is a planar rigid body
+(I elements m, m, I_zz on 1-junctions of vx, vy, omega; pose by integrators), each revolute
+joint is two Sf(0) sources on the relative velocity of the joint points (like
+``examples.pendulum``: their efforts are the joint reaction forces, index-2 multipliers) and a
+torque source Se(T_i) acting on link i and, reversed, on link i-1. The torques are the
+inverse-dynamics torques of the trajectory, written as expressions of t.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from bondsim_ros.bondgraph import (
+    TF, Component, EffortJunction, FlowJunction, I, Input, Integrator, Model, Recorder, Se, Sf,
+)
+
+from . import ModelEntry
+
+# Table 1: a_{i-1} of joints 2, 3, 4 are the lengths of links 1, 2, 3.
+LENGTHS = (0.15, 0.10, 0.10)
+# Section 3.1: masses and central moments of inertia about z.
+MASSES = (0.18, 0.13, 0.17)
+INERTIAS = (0.0481, 0.0139, 0.0229)
+COM = tuple(0.5 * l for l in LENGTHS)  # "mass centres in the middle of the links"
+Q_LIMIT = math.pi / 2  # Table 1: -pi/2 <= q_i <= pi/2
+# Section 3.2.2: gripper path and time.
+POINT_A = (0.233, -0.172)
+POINT_B = (0.269, 0.155)
+DURATION = 2.0
+T_ACC = 0.4  # our choice: blend time of the synchronised trapezoid (paper: torque peak at 0.4 s)
+GRIPPER_ANGLE = 0.0  # our choice for the redundant joint: link 3 along the base x axis at A and B
+JOINT_NAMES = ("q1", "q2", "q3")
+
+
+# --------------------------------------------------------------------------------------
+# Kinematics
+# --------------------------------------------------------------------------------------
+def forward_kinematics(q, lengths=LENGTHS):
+    """Gripper point (x, y) and orientation q1 + q2 + q3; q may be arrays (one row per joint)."""
+    q1, q2, q3 = q
+    th1, th2, th3 = q1, q1 + q2, q1 + q2 + q3
+    l1, l2, l3 = lengths
+    x = l1 * np.cos(th1) + l2 * np.cos(th2) + l3 * np.cos(th3)
+    y = l1 * np.sin(th1) + l2 * np.sin(th2) + l3 * np.sin(th3)
+    return x, y, th3
+
+
+def inverse_kinematics(point, phi=GRIPPER_ANGLE, elbow=+1, lengths=LENGTHS):
+    """Joint angles putting the gripper at ``point`` with link 3 at absolute angle ``phi``."""
+    l1, l2, l3 = lengths
+    wx = point[0] - l3 * math.cos(phi)  # wrist = joint 3
+    wy = point[1] - l3 * math.sin(phi)
+    c2 = (wx * wx + wy * wy - l1 * l1 - l2 * l2) / (2 * l1 * l2)
+    if not -1.0 <= c2 <= 1.0:
+        raise ValueError(f"point {point} unreachable with gripper angle {phi}")
+    q2 = elbow * math.acos(c2)
+    q1 = math.atan2(wy, wx) - math.atan2(l2 * math.sin(q2), l1 + l2 * math.cos(q2))
+    q3 = phi - q1 - q2
+    return np.array([q1, q2, q3])
+
+
+# --------------------------------------------------------------------------------------
+# Trajectory: synchronised joint-space trapezoid
+# --------------------------------------------------------------------------------------
+def _profile_pieces(T=DURATION, ta=T_ACC):
+    """Normalised path s(t) in [0, 1] per phase: (upper time bound, s, s', s'') as sympy of t."""
+    t = sp.Symbol("t")
+    a = 1.0 / (ta * (T - ta))  # s'' in the blends, so that s(T) = 1
+    return t, [
+        (0.0, sp.Float(0.0), sp.Float(0.0), sp.Float(0.0)),  # before the start: at rest in A
+        (ta, 0.5 * a * t**2, a * t, sp.Float(a)),
+        (T - ta, a * ta * (t - 0.5 * ta), sp.Float(a * ta), sp.Float(0.0)),
+        (T, 1.0 - 0.5 * a * (T - t) ** 2, a * (T - t), sp.Float(-a)),
+        (math.inf, sp.Float(1.0), sp.Float(0.0), sp.Float(0.0)),  # after the end: at rest in B
+    ]
+
+
+def trapezoid(t, T=DURATION, ta=T_ACC):
+    """Numeric s, s', s'' of the trapezoidal profile at times ``t``; a switching instant belongs
+    to the next phase, as in the Piecewise laws of the model (``t < bound``)."""
+    t = np.asarray(t, dtype=float)
+    a = 1.0 / (ta * (T - ta))
+    phase = np.searchsorted(np.array([0.0, ta, T - ta, T]), t, side="right")  # 0 before, 4 after
+    tc = np.clip(t, 0.0, T)
+    zero = 0.0 * tc
+    s = np.choose(phase, [zero, 0.5 * a * tc**2, a * ta * (tc - 0.5 * ta), 1.0 - 0.5 * a * (T - tc) ** 2, zero + 1.0])
+    sd = np.choose(phase, [zero, a * tc, zero + a * ta, a * (T - tc), zero])
+    sdd = np.choose(phase, [zero, zero + a, zero, zero - a, zero])
+    return s, sd, sdd
+
+
+def joint_endpoints():
+    """q at A and at B (inverse kinematics with the fixed gripper orientation)."""
+    return inverse_kinematics(POINT_A), inverse_kinematics(POINT_B)
+
+
+def joint_trajectory(t):
+    """q, q', q'' (each shape (3, len(t))) of the synchronised trapezoid from q(A) to q(B)."""
+    qa, qb = joint_endpoints()
+    s, sd, sdd = trapezoid(t)
+    dq = (qb - qa)[:, None]
+    return qa[:, None] + dq * s, dq * sd, dq * sdd
+
+
+# --------------------------------------------------------------------------------------
+# Inverse dynamics: planar recursive Newton-Euler, written once for numpy and sympy
+# --------------------------------------------------------------------------------------
+def inverse_dynamics(q, qd, qdd, lib=np, lengths=LENGTHS, masses=MASSES, inertias=INERTIAS, com=COM):
+    """Joint torques T1, T2, T3 (no gravity in the plane, see the module doc).
+
+    Forward pass: absolute angle, rate and angular acceleration of each link, acceleration of
+    its joint point and mass centre. Backward pass: force f_i of link i-1 on link i at joint i
+    and torque T_i from the Newton and Euler equations of link i about its mass centre.
+    """
+    cos, sin = lib.cos, lib.sin
+    th = w = al = 0
+    ap = (0, 0)  # acceleration of the current joint point (joint 1 is fixed)
+    links = []
+    for i in range(3):
+        th, w, al = th + q[i], w + qd[i], al + qdd[i]
+        ux, uy = cos(th), sin(th)
+        c, l = com[i], lengths[i]
+        # a_P = a_joint + alpha k x r - omega^2 r, r = d u
+        ag = (ap[0] - al * c * uy - w * w * c * ux, ap[1] + al * c * ux - w * w * c * uy)
+        links.append((ux, uy, al, ag))
+        ap = (ap[0] - al * l * uy - w * w * l * ux, ap[1] + al * l * ux - w * w * l * uy)
+    tau = [0, 0, 0]
+    fn, tn = (0, 0), 0  # force and torque of the next link on this one's distal joint (reversed)
+    for i in (2, 1, 0):
+        ux, uy, al, ag = links[i]
+        c, l, m = com[i], lengths[i], masses[i]
+        f = (m * ag[0] + fn[0], m * ag[1] + fn[1])
+        # Euler about the mass centre: J al = T_i - T_{i+1} + r_p x f_i - r_d x f_{i+1},
+        # r_p = -c u (joint i), r_d = (l - c) u (joint i+1)
+        rp_x_f = -c * (ux * f[1] - uy * f[0])
+        rd_x_fn = (l - c) * (ux * fn[1] - uy * fn[0])
+        tau[i] = inertias[i] * al + tn - rp_x_f + rd_x_fn
+        fn, tn = f, tau[i]
+    return tau
+
+
+def torque_trajectory(t):
+    """Numeric inverse-dynamics torques (3, len(t)) along the trajectory."""
+    q, qd, qdd = joint_trajectory(t)
+    return np.array(inverse_dynamics(q, qd, qdd))
+
+
+def torque_laws():
+    """T_i(t) as expression strings for Se elements: Piecewise over the trajectory's phases."""
+    qa, qb = joint_endpoints()
+    t, pieces = _profile_pieces()
+    branches = [[], [], []]
+    for bound, s, sd, sdd in pieces:
+        q = [float(qa[i]) + float(qb[i] - qa[i]) * s for i in range(3)]
+        qd = [float(qb[i] - qa[i]) * sd for i in range(3)]
+        qdd = [float(qb[i] - qa[i]) * sdd for i in range(3)]
+        tau = inverse_dynamics(q, qd, qdd, lib=sp)
+        cond = sp.true if math.isinf(bound) else (t < bound)
+        for i in range(3):
+            branches[i].append((sp.sympify(tau[i]), cond))
+    return [str(sp.Piecewise(*b)) for b in branches]
+
+
+# --------------------------------------------------------------------------------------
+# Bond graph
+# --------------------------------------------------------------------------------------
+def _f(x) -> str:
+    return repr(float(x))
+
+
+class PlanarLink(Component):
+    """Rigid link in the plane: mass centre velocities vx, vy and rate w on 1-junctions.
+
+    Ports ``proximal`` and ``distal`` are 3-vectors (x, y, w) at the joint points (-c, 0) and
+    (l - c, 0) in the link frame: v_P = v_G + w k x r, r = d (cos th, sin th), so
+    v_Px = vx - d sin(th) w and v_Py = vy + d cos(th) w, each a 0-junction fed by a TF modulated
+    by the link angle th. Controls x, y, th: pose of the mass centre.
+    """
+
+    def __init__(self, name, m, J, length, com, pose0, distal=True):
+        ports = {"proximal": "out", "distal": "out"} if distal else {"proximal": "out"}
+        super().__init__(name, ports=ports, controls={"x": "out", "y": "out", "th": "out"})
+        self.m, self.J, self.length, self.com, self.pose0 = m, J, length, com, pose0
+
+    def build(self):
+        jx, jy, jw = (self.add(EffortJunction(n, output=True)) for n in ("vx", "vy", "w"))
+        self.add(I("mx", self.m), I("my", self.m), I("J", self.J))
+        self.bond(jx, "mx")
+        self.bond(jy, "my")
+        self.bond(jw, "J")
+        x0, y0, th0 = self.pose0
+        self.add(Integrator("X", x0), Integrator("Y", y0), Integrator("TH", th0))
+        self.connect(jx.out, "X.in_")
+        self.connect(jy.out, "Y.in_")
+        self.connect(jw.out, "TH.in_")
+        self.connect("X.out", self.x)
+        self.connect("Y.out", self.y)
+        self.connect("TH.out", self.th)
+        for port, d in (("proximal", -self.com), ("distal", self.length - self.com)):
+            if port not in self.ports:
+                continue
+            px, py = self.add(FlowJunction(f"{port}_vx")), self.add(FlowJunction(f"{port}_vy"))
+            # TF f1 = k f2: flow into p1 is k w, so the 0-junction leaves v - k w on the port
+            self.add(TF(f"{port}_tx", f"{_f(d)}*sin(th)", inputs=["th"]),
+                     TF(f"{port}_ty", f"{_f(-d)}*cos(th)", inputs=["th"]))
+            for pj, jv, tf in ((px, jx, f"{port}_tx"), (py, jy, f"{port}_ty")):
+                self.bond(jv, pj)
+                self.bond(pj, f"{tf}.p1")
+                self.bond(f"{tf}.p2", jw)
+                self.connect("TH.out", f"{tf}.th")
+            port_ = self.ports[port]
+            self.bond(px, port_)  # port order: x, y, w
+            self.bond(py, port_)
+            self.bond(jw, port_)
+
+
+class RevoluteJoint(Component):
+    """Revolute joint with a drive torque (control input ``torque``) between port ``a`` (link
+    i-1's distal point, absent for the base joint) and port ``b`` (link i's proximal point),
+    both 3-vectors (x, y, w).
+
+    x, y: Sf(0) on the relative velocity v_a - v_b (b enters through TF(-1)); the Sf efforts
+    are the joint reaction forces. w: a 0-junction whose common effort is the torque T of
+    Se(T); its flows give w_b - w_a to the source, so T acts on link i and -T on link i-1.
+    """
+
+    def __init__(self, name, grounded=False):
+        ports = {"b": "in"} if grounded else {"a": "in", "b": "in"}
+        super().__init__(name, ports=ports, controls={"torque": "in"})
+        self.grounded = grounded
+
+    def build(self):
+        chans = []
+        for axis in ("x", "y"):
+            j = self.add(FlowJunction(f"v{axis}"))
+            self.add(Sf(f"fix_{axis}", 0.0))
+            self.bond(f"fix_{axis}", j)
+            chans.append(j)
+        jw = self.add(FlowJunction("w"))
+        self.add(Se("T", "u", inputs=["u"]))  # drive torque from the control input
+        self.bond("T", jw)
+        self.connect(self.torque, "T.u")
+        chans.append(jw)
+        for k, j in enumerate(chans):
+            if not self.grounded:
+                self.bond(self.a, j)
+            self.add(TF(f"neg{k}", -1.0))
+            self.bond(self.b, f"neg{k}.p1")
+            self.bond(f"neg{k}.p2", j)
+
+
+def link_poses(q):
+    """Mass-centre poses (x, y, th) of the three links at joint angles q."""
+    poses, px, py, th = [], 0.0, 0.0, 0.0
+    for i in range(3):
+        th += q[i]
+        poses.append((px + COM[i] * math.cos(th), py + COM[i] * math.sin(th), th))
+        px += LENGTHS[i] * math.cos(th)
+        py += LENGTHS[i] * math.sin(th)
+    return poses
+
+
+def arm3dof(torques=None) -> Model:
+    """Forward model driven by ``torques`` (3 expressions of t; default: inverse dynamics of the
+    A -> B trapezoid), starting at rest in A."""
+    torques = torque_laws() if torques is None else torques
+    model = Model("arm3dof", "seed 004: 3-DOF planar arm, Newton-Euler bond graph driven by joint torques")
+    qa, _ = joint_endpoints()
+    cols = [f"{k}{i}" for i in (1, 2, 3) for k in ("x", "y", "th")] + ["T1", "T2", "T3"]
+    model.add(Recorder("rec", cols))
+    for i, pose in enumerate(link_poses(qa), start=1):
+        # link 3's distal point is the free gripper: no port there
+        model.add(PlanarLink(f"link{i}", MASSES[i - 1], INERTIAS[i - 1], LENGTHS[i - 1], COM[i - 1], pose,
+                             distal=(i < 3)))
+        model.add(RevoluteJoint(f"joint{i}", grounded=(i == 1)))
+        model.add(Input(f"torque{i}", torques[i - 1]))
+        model.connect(f"torque{i}.out", f"joint{i}.torque", f"rec.T{i}")
+        if i > 1:
+            model.bond(f"link{i - 1}.distal", f"joint{i}.a")
+        model.bond(f"link{i}.proximal", f"joint{i}.b")
+    for i in (1, 2, 3):
+        for k in ("x", "y", "th"):
+            model.connect(f"link{i}.{k}", f"rec.{k}{i}")
+    return model
+
+
+# --------------------------------------------------------------------------------------
+# Derived columns, plots, registry entry
+# --------------------------------------------------------------------------------------
+def add_columns(result):
+    """Joint angles q1..q3, their reference, gripper point and the largest joint gap [m]."""
+    from bondsim_ros.bondgraph.simulation import SimulationResult
+
+    th = [result[f"th{i}"] for i in (1, 2, 3)]
+    q = [th[0], th[1] - th[0], th[2] - th[1]]
+    q_ref, _, _ = joint_trajectory(result.t)
+    x3, y3 = result["x3"], result["y3"]
+    gx = x3 + (LENGTHS[2] - COM[2]) * np.cos(th[2])
+    gy = y3 + (LENGTHS[2] - COM[2]) * np.sin(th[2])
+    # joint i: proximal point of link i against the distal point of link i-1 (or the origin);
+    # the Sf(0) joints hold velocities, so a gap is the drift of the integrated positions
+    gap = np.zeros_like(result.t)
+    prev = (np.zeros_like(x3), np.zeros_like(x3))
+    for i in range(3):
+        x, y = result[f"x{i + 1}"], result[f"y{i + 1}"]
+        px, py = x - COM[i] * np.cos(th[i]), y - COM[i] * np.sin(th[i])
+        gap = np.maximum(gap, np.hypot(px - prev[0], py - prev[1]))
+        d = LENGTHS[i] - COM[i]
+        prev = (x + d * np.cos(th[i]), y + d * np.sin(th[i]))
+    names = list(JOINT_NAMES) + [f"{n}_ref" for n in JOINT_NAMES] + ["gripper_x", "gripper_y", "joint_gap"]
+    cols = np.column_stack(q + list(q_ref) + [gx, gy, gap])
+    return SimulationResult(names=list(result.names) + names, data=np.hstack([result.data, cols]),
+                            stats=result.stats, timings=result.timings, model_name=result.model_name)
+
+
+def plot_arm3dof(result, out_png):
+    """Three figures: joint angles (with reference), torques, gripper path in the plane."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if "gripper_x" not in result:
+        result = add_columns(result)
+    stem, suffix = str(out_png).rsplit(".", 1) if "." in str(out_png) else (str(out_png), "png")
+    suffix = "." + suffix
+    t = result.t
+    written = []
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for n in JOINT_NAMES:
+        ax.plot(t, result[n], lw=1.4, label=f"{n} (bond graph)")
+        ax.plot(t, result[f"{n}_ref"], "k:", lw=1)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("joint angle [rad]")
+    ax.set_title("joint angles; dotted: trapezoidal reference")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    p = f"{stem}_joints{suffix}"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    written.append(p)
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for i in (1, 2, 3):
+        ax.plot(t, result[f"T{i}"], lw=1.4, label=f"T{i}")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("joint torque [N m]")
+    ax.set_title("inverse-dynamics torques driving the forward model")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    p = f"{stem}_torques{suffix}"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    written.append(p)
+
+    fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    k_every = max(1, len(t) // 10)
+    for k in list(range(0, len(t), k_every)) + [len(t) - 1]:
+        q = [result[n][k] for n in JOINT_NAMES]
+        pts = [(0.0, 0.0)]
+        th = 0.0
+        for i in range(3):
+            th += q[i]
+            pts.append((pts[-1][0] + LENGTHS[i] * math.cos(th), pts[-1][1] + LENGTHS[i] * math.sin(th)))
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, "-o", color="0.7", lw=1, ms=3)
+    ax.plot(result["gripper_x"], result["gripper_y"], lw=1.6, label="gripper")
+    ax.plot(*POINT_A, "gs", label="A")
+    ax.plot(*POINT_B, "rs", label="B")
+    ax.set_aspect("equal")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_title("gripper path and arm poses")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    p = f"{stem}_path{suffix}"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    written.append(p)
+    return written
+
+
+ENTRIES = [
+    ModelEntry("arm3dof", arm3dof, "seed 004: 3-DOF planar arm driven by inverse-dynamics torques, A -> B in 2 s",
+               plot=plot_arm3dof, defaults=dict(t_end=DURATION, dt_out=0.01), postprocess=add_columns),
+]
