@@ -1,0 +1,202 @@
+"""``bondsim-ros fit``: identify a model's run-time parameters from a logged CSV."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fit", help="fit a model's run-time parameters to logged inputs and responses (least squares)",
+        description="Simulate MODEL with the logged inputs of DATA.csv and adjust the run-time parameters "
+                    "--params so the simulated --outputs match the logged ones at the logged times "
+                    "(scipy least_squares, finite-difference Jacobian). Reports estimates, standard "
+                    "errors and 95%% confidence intervals from s^2 (J^T J)^-1 at the optimum.")
+    p.add_argument("model", metavar="MODEL", help="built-in model name, .yaml or .py model file")
+    p.add_argument("data", metavar="DATA.csv", help="CSV with a header row; a time column and the logged columns")
+    p.add_argument("--params", required=True, metavar="a,b,...", help="run-time parameters to estimate")
+    p.add_argument("--outputs", required=True, metavar="col,...",
+                   help="columns to match: NAME (same in model and data) or MODEL_COL=DATA_COL")
+    p.add_argument("--inputs", default="", metavar="param,...",
+                   help="run-time parameters driven by logged columns (held between samples): NAME or PARAM=DATA_COL")
+    p.add_argument("--time-col", default="t", help="time column of DATA.csv (default: t)")
+    p.add_argument("--guess", action="append", default=[], metavar="NAME=VALUE",
+                   help="initial value of a fitted parameter (default: the model's value)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a run-time parameter that is not fitted")
+    p.add_argument("--bounds", action="append", default=[], metavar="NAME=LO:HI",
+                   help="bounds of a fitted parameter (default: >= 0 for parameters that start positive)")
+    p.add_argument("--weight", action="append", default=[], metavar="COL=W",
+                   help="weight (1/noise sigma) of a data column when outputs of different units are fitted")
+    p.add_argument("--t-end", type=float, default=None, help="use data rows up to this time only")
+    p.add_argument("--rtol", type=float, default=1e-7, help="solver tolerance (default 1e-7)")
+    p.add_argument("--atol", type=float, default=1e-9)
+    p.add_argument("--hmax", type=float, default=math.inf, help="largest solver step [s]")
+    p.add_argument("--max-evals", type=int, default=None, help="stop after this many model evaluations")
+    p.add_argument("--json", metavar="OUT.json", help="write the estimates, intervals and covariance")
+    p.add_argument("--csv", metavar="OUT.csv", help="write t, logged and fitted outputs")
+    p.add_argument("--plot", metavar="OUT.png", help="plot logged vs. initial and fitted outputs")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_fit)
+
+
+def _split(text):
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def _assignments(items, what, parse=float):
+    from bondsim_ros.cli import CLIError
+
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            out[name.strip()] = parse(value)
+        except ValueError:
+            raise CLIError(f"{what} expects NAME=VALUE, got {item!r}") from None
+    return out
+
+
+def _bound(text):
+    lo, sep, hi = text.partition(":")
+    if not sep:
+        raise ValueError
+    return (float(lo) if lo.strip() else -math.inf, float(hi) if hi.strip() else math.inf)
+
+
+def cmd_fit(args) -> int:
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.bondgraph.commands import _load
+    from bondsim_ros.bondgraph.core import ModelError
+    from bondsim_ros.cli import CLIError
+
+    from .core import FitError, FitProblem, read_csv
+
+    if not (args.rtol > 0 and args.atol > 0 and args.hmax > 0):
+        raise CLIError("--rtol, --atol and --hmax must be positive")
+    params = _split(args.params)
+    guesses = _assignments(args.guess, "--guess")
+    fixed = _assignments(args.param, "--param")
+    bounds = _assignments(args.bounds, "--bounds NAME=LO:HI", _bound)
+    weights = _assignments(args.weight, "--weight")
+    log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
+    try:
+        data = read_csv(args.data)  # data errors before the (slow) model build
+        model, _ = _load(args.model)
+        compiled = compile_model(model, log=log)
+        problem = FitProblem(compiled, data, params, _split(args.outputs), inputs=_split(args.inputs), fixed=fixed,
+                             time_col=args.time_col, t_end=args.t_end, rtol=args.rtol, atol=args.atol,
+                             hmax=args.hmax, weights=weights)
+        for name in guesses:
+            if name not in params:
+                raise FitError(f"--guess for {name!r}, which is not in --params ({', '.join(params)})")
+        x0 = problem.initial()
+        for i, name in enumerate(params):
+            x0[i] = guesses.get(name, x0[i])
+            if name not in bounds and x0[i] > 0:
+                bounds[name] = (0.0, math.inf)  # physical constants that start positive stay >= 0
+        result = _run(problem, x0, bounds, args)
+    except (FitError, ModelError) as exc:
+        raise CLIError(str(exc)) from None
+    _report(result, problem, args.quiet)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"model": compiled.name, "data": args.data, **result.as_dict()}, fh, indent=2)
+    if args.csv or args.plot:
+        fitted = problem.simulate(result.estimate)
+        if args.csv:
+            _write_csv(args.csv, problem, fitted)
+        if args.plot:
+            plot_fit(problem, problem.simulate(result.initial), fitted, args.plot, result)
+    if not args.quiet:
+        for f in (args.json, args.csv, args.plot):
+            if f:
+                print(f"[bondsim] wrote {f}", file=sys.stderr)
+    return 0 if result.success else 1
+
+
+def _run(problem, x0, bounds, args):
+    from .core import fit
+
+    if args.quiet:
+        return fit(problem, x0=x0, bounds=bounds, max_nfev=args.max_evals)
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(stderr=True)
+    names = problem.params
+
+    def line(n, cost, theta):
+        vals = "  ".join(f"{k}={v:.6g}" for k, v in zip(names, theta))
+        return f"[bold]fitting[/bold] run {n}  cost {cost:.6g}  {vals}"
+
+    with Live(line(0, float("nan"), x0), console=console, transient=True, refresh_per_second=8) as live:
+        return fit(problem, x0=x0, bounds=bounds, max_nfev=args.max_evals,
+                   progress=lambda n, c, th: live.update(line(n, c, th)))
+
+
+def _report(result, problem, quiet):
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"fit of {problem.compiled.name}: {result.n_data} residuals, {result.dof} dof, "
+                        f"{result.n_eval} simulations, {result.seconds:.1f} s")
+    for col in ("parameter", "initial", "estimate", "std. error", "95% CI low", "95% CI high", "rel. SE"):
+        table.add_column(col, justify="right" if col != "parameter" else "left")
+    for n, i, e, s, lo, hi in zip(result.names, result.initial, result.estimate, result.stderr, result.ci_low,
+                                  result.ci_high):
+        rel = f"{abs(s / e):.2%}" if e != 0 and math.isfinite(s) else "-"
+        table.add_row(n, f"{i:.6g}", f"{e:.6g}", f"{s:.3g}", f"{lo:.6g}", f"{hi:.6g}", rel)
+    console.print(table)
+    console.print(f"residual sigma {result.sigma:.4g}; RMS by output: "
+                  + ", ".join(f"{k} {v:.4g}" for k, v in result.rms_by_output.items()))
+    if result.rank_deficient:
+        console.print(f"[yellow]not identifiable from these data: {', '.join(result.rank_deficient)}[/yellow]")
+    if not result.success:
+        console.print(f"[red]optimiser did not converge: {result.message}[/red]")
+    elif not quiet:
+        console.print(f"converged: {result.message}")
+
+
+def _write_csv(path, problem, fitted):
+    import csv
+
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([problem.time_col] + [f"{c}" for _, c in problem.output_map]
+                   + [f"{m}_fit" for m, _ in problem.output_map])
+        for k in range(len(problem.t)):
+            w.writerow([repr(float(x)) for x in [problem.t[k], *problem.y[k], *fitted[k]]])
+
+
+def plot_fit(problem, initial, fitted, out_png, result=None) -> list:
+    """One panel per fitted output: logged data, the model at the initial guess and at the estimate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(problem.output_map)
+    fig, axes = plt.subplots(n, 1, figsize=(8, 2.3 * n + 0.8), sharex=True, squeeze=False)
+    for j, (ax, (mname, col)) in enumerate(zip(axes[:, 0], problem.output_map)):
+        ax.plot(problem.t, problem.y[:, j], ".", ms=2.5, color="0.55", label=f"logged {col}")
+        ax.plot(problem.t, initial[:, j], "--", lw=1, color="tab:orange", label="initial guess")
+        ax.plot(problem.t, fitted[:, j], lw=1.3, color="tab:blue", label="fitted")
+        ax.set_ylabel(mname)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
+    axes[-1, 0].set_xlabel(f"{problem.time_col} [s]")
+    if result is not None:
+        est = ", ".join(f"{k} = {v:.4g} ± {hi - v:.2g}" for k, v, hi in zip(result.names, result.estimate, result.ci_high))
+        axes[0, 0].set_title(f"{problem.compiled.name}: {est}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=110)
+    plt.close(fig)
+    return [str(out_png)]
+
+
+__all__ = ["register", "cmd_fit", "plot_fit"]

@@ -1,0 +1,337 @@
+"""Parameter identification of a bond-graph model from logged inputs and responses (no ROS).
+
+The model is simulated with the logged inputs held between samples (zero-order hold, as a
+controller or ``/cmd_vel`` applies them), and ``scipy.optimize.least_squares`` adjusts the
+model's run-time parameters (``model.parameter``) so that the simulated output columns match
+the logged ones at the logged times. Run-time parameters are not in the compiled-code cache
+key, so every evaluation reuses the same numba kernels: one evaluation is one solver run.
+
+Statistics (nonlinear least squares, e.g. Bates & Watts 1988, ch. 2): with the residual
+Jacobian J at the optimum, m residuals and n parameters, s^2 = |r|^2 / (m - n) estimates the
+noise variance and Cov = s^2 (J^T J)^-1; the 95 % interval is estimate +- t_{0.975, m-n} SE.
+They assume independent noise of one variance across all residuals: when outputs of different
+units are fitted together, give ``weights`` (1/sigma of each column).
+"""
+from __future__ import annotations
+
+import csv
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+class FitError(ValueError):
+    """A user-facing problem with the data, the parameter names or the fit itself."""
+
+
+# --------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------
+@dataclass
+class LogData:
+    names: list
+    data: np.ndarray  # (rows, columns)
+    source: str = ""
+
+    def column(self, name: str) -> np.ndarray:
+        try:
+            return self.data[:, self.names.index(name)]
+        except ValueError:
+            raise FitError(f"{self.source or 'data'}: no column {name!r} (columns: {', '.join(self.names)})") from None
+
+
+def read_csv(path) -> LogData:
+    """Read a numeric CSV with a header row; every cell must parse as a finite number."""
+    path = Path(path)
+    if not path.exists():
+        raise FitError(f"{path}: no such file")
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows = [r for r in rows if r and any(c.strip() for c in r)]
+    if len(rows) < 2:
+        raise FitError(f"{path}: needs a header row and at least one data row")
+    names = [c.strip() for c in rows[0]]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise FitError(f"{path}: duplicate column names {', '.join(dup)}")
+    data = np.empty((len(rows) - 1, len(names)))
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != len(names):
+            raise FitError(f"{path}:{i}: {len(row)} cells, the header has {len(names)}")
+        for j, cell in enumerate(row):
+            try:
+                data[i - 2, j] = float(cell)
+            except ValueError:
+                raise FitError(f"{path}:{i}: column {names[j]!r}: {cell!r} is not a number") from None
+    return LogData(names, data, str(path))
+
+
+# --------------------------------------------------------------------------------------
+# The problem: model + data + which parameters
+# --------------------------------------------------------------------------------------
+def _pairs(items, what):
+    """["a", "b=c"] -> [("a", "a"), ("b", "c")]: model name = data column name unless mapped."""
+    out = []
+    for item in items:
+        left, sep, right = item.partition("=")
+        left, right = left.strip(), right.strip()
+        if not left or (sep and not right):
+            raise FitError(f"{what}: expected NAME or NAME=COLUMN, got {item!r}")
+        out.append((left, right if sep else left))
+    return out
+
+
+@dataclass
+class FitProblem:
+    """Simulate ``compiled`` against ``data``; residuals for the parameters ``params``."""
+
+    compiled: object  # CompiledModel
+    data: LogData
+    params: list  # names of the fitted run-time parameters
+    outputs: list  # "col" or "model_col=data_col"
+    inputs: list = field(default_factory=list)  # "param" or "param=data_col": logged inputs, ZOH
+    fixed: dict = field(default_factory=dict)  # other run-time parameters set for the fit
+    time_col: str = "t"
+    t_end: float | None = None
+    rtol: float = 1e-7
+    atol: float = 1e-9
+    hmax: float = math.inf
+    weights: dict = field(default_factory=dict)  # data column -> weight (1/sigma)
+
+    def __post_init__(self):
+        c = self.compiled
+        src = self.data.source or "data"
+        known = list(c.param_names)
+        if not self.params:
+            raise FitError("no parameters to fit: give --params")
+        bad = [p for p in self.params if p not in known]
+        if bad:
+            raise FitError(f"model {c.name!r} has no run-time parameter {', '.join(map(repr, bad))} "
+                           f"(has: {', '.join(known) or 'none'})")
+        dup = sorted({p for p in self.params if self.params.count(p) > 1})
+        if dup:
+            raise FitError(f"parameter listed twice: {', '.join(dup)}")
+        for name in self.fixed:
+            if name not in known:
+                raise FitError(f"model {c.name!r} has no run-time parameter {name!r} (has: {', '.join(known)})")
+        self.input_map = _pairs(self.inputs, "--inputs")
+        for pname, col in self.input_map:
+            if pname not in known:
+                raise FitError(f"input {pname!r} is not a run-time parameter of model {c.name!r} "
+                               f"(has: {', '.join(known)})")
+            if pname in self.params:
+                raise FitError(f"{pname!r} is both a fitted parameter and a logged input")
+            self.data.column(col)
+        self.output_map = _pairs(self.outputs, "--outputs")
+        if not self.output_map:
+            raise FitError("no output columns to compare: give --outputs")
+        sim_names = ["t"] + list(c.output_names)
+        for mname, col in self.output_map:
+            if mname not in sim_names:
+                raise FitError(f"model {c.name!r} has no output column {mname!r} "
+                               f"(recorded: {', '.join(n for n in c.output_names if '.' not in n)})")
+            self.data.column(col)
+        for col in self.weights:
+            if col not in [d for _, d in self.output_map]:
+                raise FitError(f"weight given for {col!r}, which is not a fitted output column")
+            if not (self.weights[col] > 0 and math.isfinite(self.weights[col])):
+                raise FitError(f"weight of {col!r} must be a positive number")
+
+        t = self.data.column(self.time_col)
+        keep = np.ones(len(t), dtype=bool) if self.t_end is None else (t <= self.t_end + 1e-12)
+        if not keep.any():
+            raise FitError(f"no data rows with {self.time_col} <= {self.t_end}")
+        cols = [self.time_col] + [col for _, col in self.input_map] + [col for _, col in self.output_map]
+        block = np.column_stack([self.data.column(col) for col in cols])[keep]
+        bad_rows = ~np.isfinite(block).all(axis=1)
+        if bad_rows.any():
+            i = int(np.argmax(bad_rows))
+            j = int(np.argmax(~np.isfinite(block[i])))
+            raise FitError(f"{src}: non-finite value in column {cols[j]!r} at data row {int(np.flatnonzero(keep)[i]) + 1} "
+                           f"({self.time_col} = {block[i, 0]:g}); remove or fill such rows")
+        self.t = block[:, 0]
+        if len(self.t) < 2 or np.any(np.diff(self.t) <= 0):
+            raise FitError(f"{src}: column {self.time_col!r} must be strictly increasing with at least two rows")
+        self.u = block[:, 1:1 + len(self.input_map)]
+        self.y = block[:, 1 + len(self.input_map):]
+        self.w = np.array([self.weights.get(col, 1.0) for _, col in self.output_map])
+        if len(self.t) * len(self.output_map) <= len(self.params):
+            raise FitError(f"{len(self.t) * len(self.output_map)} data points cannot determine "
+                           f"{len(self.params)} parameters")
+        self.out_idx = [sim_names.index(m) - 1 for m, _ in self.output_map]  # into compiled outputs
+        self.n_eval = 0
+
+    # ---------------------------------------------------------------------------------
+    def initial(self) -> np.ndarray:
+        base = dict(zip(self.compiled.param_names, self.compiled.params))
+        base.update(self.fixed)
+        return np.array([float(base[p]) for p in self.params])
+
+    def simulate(self, theta) -> np.ndarray:
+        """Model outputs (rows = data times, columns = fitted outputs) for parameters ``theta``."""
+        from bondsim_ros.bondgraph.simulation import Simulation
+
+        values = dict(self.fixed)
+        values.update(zip(self.params, map(float, theta)))
+        names = [p for p, _ in self.input_map]
+        values.update(zip(names, self.u[0]))
+        sim = Simulation(self.compiled, rtol=self.rtol, atol=self.atol, hmax=self.hmax, t0=float(self.t[0]),
+                         params=values)
+        out = np.empty((len(self.t), len(self.out_idx)))
+        out[0] = sim.outputs_at(self.t[0], sim.solver.y, sim.solver.yp)[self.out_idx]
+        # the inputs are held from one sample to the next: integrate in one call between changes
+        if self.u.shape[1]:
+            change = np.flatnonzero(np.any(self.u[1:] != self.u[:-1], axis=1)) + 1
+        else:
+            change = np.array([], dtype=int)
+        start = 1
+        for k in change:  # rows start..k with the old inputs, then switch at t_k
+            rows = sim.advance(self.t[start:k + 1])
+            out[start:k] = rows[:-1, 1:][:, self.out_idx]
+            for name, value in zip(names, self.u[k]):
+                sim.set_param(name, float(value), restart=True)
+            out[k] = sim.outputs_at(self.t[k], sim.last_y, sim.last_yp)[self.out_idx]
+            start = k + 1
+        if start < len(self.t):
+            rows = sim.advance(self.t[start:])
+            out[start:] = rows[:, 1:][:, self.out_idx]
+        self.n_eval += 1
+        return out
+
+    def residuals(self, theta) -> np.ndarray:
+        """Weighted simulated-minus-logged values, column by column (Fortran order)."""
+        return ((self.simulate(theta) - self.y) * self.w).ravel(order="F")
+
+
+# --------------------------------------------------------------------------------------
+# The fit
+# --------------------------------------------------------------------------------------
+@dataclass
+class FitResult:
+    names: list
+    initial: np.ndarray
+    estimate: np.ndarray
+    stderr: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    cov: np.ndarray
+    sigma: float  # residual standard deviation (weighted units)
+    rms_by_output: dict
+    cost: float
+    n_data: int
+    dof: int
+    n_eval: int
+    success: bool
+    message: str
+    seconds: float
+    rank_deficient: list = field(default_factory=list)  # parameters the data do not determine
+
+    def as_dict(self) -> dict:
+        return {
+            "parameters": {n: {"initial": float(i), "estimate": float(e), "stderr": float(s),
+                               "ci95": [float(lo), float(hi)]}
+                           for n, i, e, s, lo, hi in zip(self.names, self.initial, self.estimate, self.stderr,
+                                                         self.ci_low, self.ci_high)},
+            "sigma": self.sigma, "rms_by_output": self.rms_by_output, "cost": self.cost,
+            "n_data": self.n_data, "dof": self.dof, "evaluations": self.n_eval, "success": self.success,
+            "message": self.message, "seconds": self.seconds, "not_identifiable": self.rank_deficient,
+            "covariance": self.cov.tolist(),
+        }
+
+
+def covariance(J: np.ndarray, r: np.ndarray, names: list):
+    """s^2 (J^T J)^-1 by SVD; directions with singular values below 1e-10 s_max are not identifiable."""
+    m, n = J.shape
+    dof = m - n
+    s2 = float(r @ r) / dof
+    U, sv, Vt = np.linalg.svd(J, full_matrices=False)
+    tol = sv[0] * 1e-10 if sv.size and sv[0] > 0 else 0.0
+    good = sv > tol
+    inv = (Vt[good].T / sv[good] ** 2) @ Vt[good]
+    cov = s2 * inv
+    bad = []
+    if not good.all():
+        # a null direction of J: the parameters with the largest weight in it are not determined
+        for k in np.flatnonzero(~good):
+            bad.append(names[int(np.argmax(np.abs(Vt[k])))])
+        for name in bad:
+            i = names.index(name)
+            cov[i, :] = cov[:, i] = np.nan
+            cov[i, i] = np.inf
+    return cov, s2, dof, sorted(set(bad))
+
+
+def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None, max_nfev=None,
+        progress=None) -> FitResult:
+    """Least-squares estimate of ``problem.params``; ``progress(n_eval, cost, theta)`` after each run."""
+    from scipy.optimize import least_squares
+    from scipy.stats import t as student_t
+
+    from bondsim_ros.solver import SolverError
+
+    names = list(problem.params)
+    x0 = problem.initial() if x0 is None else np.asarray(x0, dtype=float)
+    if not np.all(np.isfinite(x0)):
+        raise FitError("initial parameter values must be finite")
+    lo = np.full(len(names), -np.inf)
+    hi = np.full(len(names), np.inf)
+    for name, (a, b) in (bounds or {}).items():
+        if name not in names:
+            raise FitError(f"bounds given for {name!r}, which is not fitted (fitted: {', '.join(names)})")
+        i = names.index(name)
+        lo[i], hi[i] = a, b
+        if not lo[i] < hi[i]:
+            raise FitError(f"bounds of {name!r}: lower {a} must be below upper {b}")
+        if not lo[i] <= x0[i] <= hi[i]:
+            raise FitError(f"initial value {x0[i]:g} of {name!r} is outside its bounds [{a}, {b}]")
+    # the optimiser works on z = x / scale (scale = |initial value|): finite-difference steps and
+    # trust regions are then relative to each parameter's size, also for one that tends to 0
+    scale = np.where(np.abs(x0) > 0, np.abs(x0), 1.0)
+    # forward differences on a solver run: a step well above the integration error (rtol)
+    diff_step = diff_step or max(1e-6, 30.0 * math.sqrt(problem.rtol))
+    tic = time.perf_counter()
+
+    def fun_x(theta):
+        try:
+            r = problem.residuals(theta)
+        except SolverError as exc:
+            raise FitError(f"simulation failed at {dict(zip(names, map(float, theta)))}: {exc}; "
+                           f"try other initial values or --bounds") from None
+        if progress:
+            progress(problem.n_eval, 0.5 * float(r @ r), theta)
+        return r
+
+    def fun(z):
+        return fun_x(z * scale)
+
+    r0 = fun(x0 / scale)
+    if not np.all(np.isfinite(r0)):
+        raise FitError("the model output is not finite at the initial parameters")
+    sol = least_squares(fun, x0 / scale, jac="2-point", bounds=(lo / scale, hi / scale), diff_step=diff_step,
+                        method="trf", max_nfev=max_nfev, xtol=1e-10, ftol=1e-10, gtol=1e-10)
+    x = sol.x * scale
+    # Jacobian at the optimum: least_squares returns the last one it evaluated, which can lag the
+    # final accepted step; recompute it there so the standard errors belong to the estimate
+    J = np.empty((len(sol.fun), len(names)))
+    for i in range(len(names)):
+        h = diff_step * max(abs(sol.x[i]), 1.0) * scale[i]
+        if x[i] + h > hi[i]:
+            h = -h  # stay inside the bounds
+        xp = x.copy()
+        xp[i] += h
+        J[:, i] = (fun_x(xp) - sol.fun) / h
+    cov, s2, dof, bad = covariance(J, sol.fun, names)
+    se = np.sqrt(np.diag(cov))
+    q = float(student_t.ppf(0.975, dof))
+    resid = sol.fun.reshape(len(problem.t), -1, order="F") / problem.w
+    rms = {col: float(np.sqrt(np.mean(resid[:, j] ** 2))) for j, (_, col) in enumerate(problem.output_map)}
+    return FitResult(names=names, initial=x0, estimate=x, stderr=se, ci_low=x - q * se,
+                     ci_high=x + q * se, cov=cov, sigma=math.sqrt(s2), rms_by_output=rms, cost=float(sol.cost),
+                     n_data=len(sol.fun), dof=dof, n_eval=problem.n_eval, success=bool(sol.success),
+                     message=str(sol.message), seconds=time.perf_counter() - tic, rank_deficient=bad)
+
+
+__all__ = ["FitError", "FitProblem", "FitResult", "LogData", "read_csv", "fit", "covariance"]
