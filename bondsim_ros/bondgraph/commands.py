@@ -1,6 +1,8 @@
 """``bondsim-ros simulate | draw | models``: the engine from the command line."""
 from __future__ import annotations
 
+from bondsim_ros.plotting import save_figure
+
 import math
 import sys
 from pathlib import Path
@@ -125,10 +127,7 @@ def plot_result(result, out_png) -> list:
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("t [s]")
     fig.suptitle(result.model_name)
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=110)
-    plt.close(fig)
-    return [str(out_png)]
+    return [save_figure(fig, out_png)]
 
 
 def cmd_draw(args) -> int:

@@ -1,6 +1,8 @@
 """``bondsim-ros fit``: identify a model's run-time parameters from a logged CSV."""
 from __future__ import annotations
 
+from bondsim_ros.plotting import save_figure
+
 import json
 import math
 import sys
@@ -193,10 +195,7 @@ def plot_fit(problem, initial, fitted, out_png, result=None) -> list:
     if result is not None:
         est = ", ".join(f"{k} = {v:.4g} ± {hi - v:.2g}" for k, v, hi in zip(result.names, result.estimate, result.ci_high))
         axes[0, 0].set_title(f"{problem.compiled.name}: {est}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=110)
-    plt.close(fig)
-    return [str(out_png)]
+    return [save_figure(fig, out_png)]
 
 
 __all__ = ["register", "cmd_fit", "plot_fit"]

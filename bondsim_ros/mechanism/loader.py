@@ -229,6 +229,16 @@ class Loader:
         return LENGTH_UNITS[raw]
 
     # -- transforms ----------------------------------------------------------------------
+    def _placement(self, node: Node, unit: float) -> np.ndarray:
+        """The transform children of <base>, <use> or <probe>, composed in document order;
+        any other child is an error naming the element."""
+        t = np.eye(4)
+        for tr in node.children:
+            if tr.tag not in TRANSFORMS:
+                raise tr.error(f"unknown element inside <{node.tag}> (expected <translation> or <rotation>)")
+            t = t @ self._transform(tr, unit)
+        return t
+
     def _transform(self, node: Node, ctx_unit: float) -> np.ndarray:
         check_attributes(node)
         if node.children:
@@ -248,10 +258,7 @@ class Loader:
                 raise child.error("a reference has at most one <base>")
             seen = True
             check_attributes(child)
-            for tr in child.children:
-                if tr.tag not in TRANSFORMS:
-                    raise tr.error("unknown element inside <base> (expected <translation> or <rotation>)")
-                t = t @ self._transform(tr, unit)
+            t = t @ self._placement(child, unit)
         return t
 
     # -- units ---------------------------------------------------------------------------
@@ -303,12 +310,7 @@ class Loader:
                     if use.tag != "use":
                         raise use.error("unknown element inside <assembly> (expected <use ref=...>)")
                     check_attributes(use)
-                    t = np.eye(4)
-                    for tr in use.children:
-                        if tr.tag not in TRANSFORMS:
-                            raise tr.error("unknown element inside <use> (expected <translation> or <rotation>)")
-                        t = t @ self._transform(tr, ctx.unit)
-                    uses.append((use.attrs["ref"], t, use))
+                    uses.append((use.attrs["ref"], self._placement(use, ctx.unit), use))
                 items[node.attrs["id"]] = (node, uses)
             elif tag == "render":
                 check_attributes(node)
@@ -317,11 +319,7 @@ class Loader:
                 renders.append(node)
             elif tag == "probe":
                 check_attributes(node)
-                t = np.eye(4)
-                for tr in node.children:
-                    if tr.tag not in TRANSFORMS:
-                        raise tr.error("unknown element inside <probe> (expected <translation> or <rotation>)")
-                    t = t @ self._transform(tr, ctx.unit)
+                t = self._placement(node, ctx.unit)
                 name = node.attrs["name"]
                 probe = Probe(name, f"{ctx.prefix}probe_{name}", link_name, t, ctx.prefix)
                 if any(p.frame == probe.frame for p in unit.probes):

@@ -31,6 +31,8 @@ inverse-dynamics torques of the trajectory, written as expressions of t.
 """
 from __future__ import annotations
 
+from bondsim_ros.plotting import save_figure
+
 import math
 
 import numpy as np
@@ -362,11 +364,7 @@ def plot_arm3dof(result, out_png):
     ax.set_title("joint angles; dotted: trapezoidal reference")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    p = f"{stem}_joints{suffix}"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, f"{stem}_joints{suffix}"))
 
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for i in (1, 2, 3):
@@ -376,11 +374,7 @@ def plot_arm3dof(result, out_png):
     ax.set_title("inverse-dynamics torques driving the forward model")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    p = f"{stem}_torques{suffix}"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, f"{stem}_torques{suffix}"))
 
     fig, ax = plt.subplots(figsize=(5.5, 5.5))
     k_every = max(1, len(t) // 10)
@@ -402,11 +396,7 @@ def plot_arm3dof(result, out_png):
     ax.set_title("gripper path and arm poses")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    p = f"{stem}_path{suffix}"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    written.append(p)
+    written.append(save_figure(fig, f"{stem}_path{suffix}"))
     return written
 
 

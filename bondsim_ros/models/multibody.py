@@ -35,6 +35,8 @@ theta2 of the vector A->B (sin theta2 = -r sin(gamma)/l).
 """
 from __future__ import annotations
 
+from bondsim_ros.plotting import save_figure
+
 import math
 
 import numpy as np
@@ -537,10 +539,7 @@ def _plot(result, out_png, cols, title):
         ax.grid(alpha=0.3)
     np.atleast_1d(axes)[0].set_title(title)
     np.atleast_1d(axes)[-1].set_xlabel("t [s]")
-    fig.tight_layout()
-    fig.savefig(out_png, dpi=110)
-    plt.close(fig)
-    return [str(out_png)]
+    return [save_figure(fig, out_png)]
 
 
 def plot_pendulum(result, out_png):

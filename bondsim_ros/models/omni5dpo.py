@@ -35,6 +35,8 @@ Modelling choices the paper leaves open (each is a run-time parameter, so ``fit`
 """
 from __future__ import annotations
 
+from bondsim_ros.plotting import save_figure
+
 from pathlib import Path
 
 from bondsim_ros.bondgraph import (
@@ -257,11 +259,7 @@ def plot_omni5dpo(result, out_png) -> list:
     axes[2].legend(fontsize=8, loc="best")
     for a in axes:
         a.grid(alpha=0.3)
-    fig.tight_layout()
-    out = Path(out_png)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return [str(out)]
+    return [save_figure(fig, Path(out_png))]
 
 
 ENTRIES = [

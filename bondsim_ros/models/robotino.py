@@ -21,6 +21,8 @@ condition since the frame rotation R_i is orthogonal.
 """
 from __future__ import annotations
 
+from bondsim_ros.plotting import save_figure
+
 import math
 import os
 from pathlib import Path
@@ -416,10 +418,7 @@ def plot_robotino(result, out_png) -> list:
     ax.set_title("Path of the Robotino (cf. seed 000 Fig. 29)")
     ax.legend(loc="upper right")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    written.append(str(out))
+    written.append(save_figure(fig, out))
     if "x_ref" in result:
         # as Fig. 34: after the start-up transient (the robot starts at rest, the path at 0.6 m/s)
         late = t >= min(2.0, t[-1] / 2)
@@ -434,11 +433,7 @@ def plot_robotino(result, out_png) -> list:
                    ha="right", va="top", fontsize=8, color="0.4")
         axes[-1].set_xlabel("t [s]")
         axes[0].set_title("Tracking errors after the start-up transient (cf. seed 000 Fig. 34)")
-        fig.tight_layout()
-        p = f"{stem}_errors{suffix}"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(p)
+        written.append(save_figure(fig, f"{stem}_errors{suffix}"))
     for key, label, unit in (("w", "wheel speed", "rad/s"), ("i", "motor current", "A")):
         fig, ax = plt.subplots(figsize=(8, 3.6))
         for i in (1, 2, 3):
@@ -449,11 +444,7 @@ def plot_robotino(result, out_png) -> list:
         ax.set_ylabel(f"{label} [{unit}]")
         ax.legend(loc="upper right", fontsize=8)
         ax.grid(alpha=0.3)
-        fig.tight_layout()
-        p = f"{stem}_{'wheels' if key == 'w' else 'currents'}{suffix}"
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(p)
+        written.append(save_figure(fig, f"{stem}_{'wheels' if key == 'w' else 'currents'}{suffix}"))
     return written
 
 

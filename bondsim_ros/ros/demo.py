@@ -8,6 +8,8 @@ what the user sees is what went over the wire.
 """
 from __future__ import annotations
 
+from bondsim_ros.plotting import save_figure
+
 import math
 import shutil
 import time
@@ -121,11 +123,7 @@ def plot_series(s: dict, out_dir: Path) -> list:
     written = []
 
     def save(fig, name):
-        p = out_dir / name
-        fig.tight_layout()
-        fig.savefig(p, dpi=110)
-        plt.close(fig)
-        written.append(p)
+        written.append(Path(save_figure(fig, out_dir / name)))
 
     fig, ax = plt.subplots(figsize=(6, 6))
     if "x_ref" in s:
