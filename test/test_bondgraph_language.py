@@ -1,4 +1,5 @@
 """The bond-graph language: hierarchy, vector ports, checks on load, YAML form, drawing."""
+import re
 import shutil
 
 import pytest
@@ -339,3 +340,45 @@ def test_gyrator_law():
     m.bond("gy.p2", "load")
     assert _algebraic_value(m, "load.f") == pytest.approx(2.0 / 3.0)  # e1 = r f2
     assert _algebraic_value(m, "V.f") == pytest.approx(4.0 / 9.0)  # e2 = r f1
+
+
+
+def _parallel_rc_runtime():
+    """Sf -> 0-junction -> R1, R2 (both run-time), C: one of the two branch currents can come
+    from the junction, the other only from its resistor law, i.e. by dividing by a parameter."""
+    from bondsim_ros.bondgraph import C, FlowJunction
+
+    m = Model("parallel_rc_runtime")
+    m.parameter("R1", 2.0)
+    m.parameter("R2", 3.0)
+    node = m.add(FlowJunction("node", output=True))
+    m.add(Sf("src", 0.5), R("R1", "R1"), R("R2", "R2"), C("C", 0.1))
+    for a, b in (("src", node), (node, "R1"), (node, "R2"), (node, "C")):
+        m.bond(a, b)
+    m.add(Recorder("rec", ["u"]))
+    m.connect(node.out, "rec.u")
+    return m
+
+
+def test_runtime_parameter_pivot_is_eliminated_and_checked(tmp_path, monkeypatch):
+    """Elimination may divide by a run-time resistance (leaving the capacitor charge as the only
+    unknown); a value that zeroes that pivot is refused by name before the run, and the voltage
+    follows u = I0 Rp (1 - exp(-t/(Rp C))) for the values set at run time."""
+    import numpy as np
+
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.bondgraph.simulation import simulate
+
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path))
+    compiled = compile_model(_parallel_rc_runtime())
+    assert compiled.n == 1, compiled.var_names
+    assert len(compiled.pivot_names) == 1, compiled.pivot_names
+    pivot = "R1" if compiled.pivot_names[0].startswith("R1") else "R2"
+    assert re.search(f"coefficient -?{pivot}$", compiled.pivot_names[0]), compiled.pivot_names
+    r1, r2 = 4.0, 6.0
+    res = simulate(compiled, t_end=2.0, dt_out=0.01, rtol=1e-9, atol=1e-12, params={"R1": r1, "R2": r2})
+    rp = r1 * r2 / (r1 + r2)
+    u_exact = 0.5 * rp * (1.0 - np.exp(-res.t / (rp * 0.1)))
+    assert np.max(np.abs(res["u"] - u_exact)) < 1e-6
+    with pytest.raises(ModelError, match=f"coefficient -?{pivot} \\(pivot = 0\\)"):
+        simulate(compiled, t_end=0.1, dt_out=0.01, params={pivot: 0.0})

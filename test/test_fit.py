@@ -162,22 +162,69 @@ def test_omni5dpo_recovers_yaw_inertia_and_gains():
         assert se / est < 0.05, (name, est, se)
 
 
-def test_fit_runs_on_robotino_twist(tmp_path, capsys):
-    """A real Robotino's log calibrates the twin the same way: here one parameter (the forward
-    command) recovered from a noisy forward-speed log of robotino_twist."""
-    from bondsim_ros.bondgraph.simulation import simulate
+ROBOTINO_TRUTH = {"chassis_mass": 13.5, "chassis_inertia": 0.26, "motor_K": 0.028}  # config: 11, 0.19, 0.0296
+ROBOTINO_SIGMA = {"w": 0.05, "i": 0.02}  # encoder speed [rad/s] and current [A] noise
+
+
+def _robotino_log(tmp_path):
+    """A logged cmd_vel sequence (steps in vx, vy, wz at 100 Hz) and the wheel speeds and motor
+    currents a Robotino heavier than the packaged config would give, plus noise."""
+    from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.models import resolve_model
 
-    model, _ = resolve_model("robotino_twist")
-    res = simulate(model, t_end=1.0, dt_out=0.02, params={"vx_cmd": 0.3}, rtol=1e-7, hmax=0.02)
-    rng = np.random.default_rng(5)
-    data = tmp_path / "robotino.csv"
-    _write(data, LogData(["t", "vx"], np.column_stack([res.t, res["vx"] + rng.normal(0, 0.005, len(res.t))])))
-    out = tmp_path / "fit.json"
-    rc = main(["fit", "robotino_twist", str(data), "--params", "vx_cmd", "--guess", "vx_cmd=0.2", "--outputs", "vx",
-               "--hmax", "0.02", "--json", str(out), "-q"])
+    t = np.round(np.arange(0.0, 3.0 + 1e-9, 0.01), 10)
+    cmd = [np.where((t >= 0.2) & (t < 1.6), 0.6, 0.0), np.where((t >= 1.0) & (t < 2.2), -0.4, 0.0),
+           np.where(t >= 1.8, 2.0, 0.0)]
+    outs = ["w1", "w2", "w3", "i1", "i2", "i3"]
+    names = ["t", "vx_cmd", "vy_cmd", "wz_cmd"] + outs
+    compiled = compile_model(resolve_model("robotino_twist")[0])
+    gen = FitProblem(compiled, LogData(names, np.column_stack([t, *cmd] + [0 * t] * 6)), list(ROBOTINO_TRUTH), outs,
+                     inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=1e-9, atol=1e-11)
+    clean = gen.simulate(list(ROBOTINO_TRUTH.values()))
+    sigma = np.array([ROBOTINO_SIGMA[c[0]] for c in outs])
+    noisy = clean + np.random.default_rng(11).normal(0.0, sigma, clean.shape)
+    path = tmp_path / "robotino_log.csv"
+    _write(path, LogData(names, np.column_stack([t, *cmd, noisy])))
+    return path, outs, sigma
+
+
+def test_fit_calibrates_robotino_twin_from_a_log(tmp_path, capsys):
+    """The twin is calibrated from a log as a real Robotino's would be: mass, yaw inertia and
+    motor constant (physical run-time parameters of robotino_twist) are recovered within the
+    95 % intervals the fit reports, and --config-out writes a parameter file the twin runs with."""
+    import yaml
+
+    from bondsim_ros.models.robotino import load_params
+    from bondsim_ros.models.twin import RobotinoTwin
+
+    data, outs, sigma = _robotino_log(tmp_path)
+    out, cfg = tmp_path / "fit.json", tmp_path / "robotino_calibrated.yaml"
+    weights = [f"--weight={c}={1.0 / s:g}" for c, s in zip(outs, sigma)]
+    rc = main(["fit", "robotino_twist", str(data), "--params", ",".join(ROBOTINO_TRUTH), "--inputs",
+               "vx_cmd,vy_cmd,wz_cmd", "--outputs", ",".join(outs), *weights, "--json", str(out),
+               "--config-out", str(cfg), "-q"])
     assert rc == 0, capsys.readouterr().err
-    p = json.loads(out.read_text())["parameters"]["vx_cmd"]
-    # one data set, one parameter: the coverage itself is tested above; here 3.5 SE (99.9 %)
-    assert abs(p["estimate"] - 0.3) < 3.5 * p["stderr"]
-    assert p["stderr"] < 0.002
+    fitted = json.loads(out.read_text())["parameters"]
+    for name, true in ROBOTINO_TRUTH.items():
+        p = fitted[name]
+        assert p["ci95"][0] <= true <= p["ci95"][1], (name, p)
+        assert p["stderr"] / p["estimate"] < 0.02, (name, p)
+    # the calibrated file is the packaged one with the three values replaced
+    cal = load_params(cfg)
+    assert cal["chassis.mass"] == pytest.approx(fitted["chassis_mass"]["estimate"])
+    assert cal["motor.torque_constant"] == pytest.approx(fitted["motor_K"]["estimate"])
+    assert cal["gear.ratio"] == load_params()["gear.ratio"]
+    assert "95% CI" in yaml.safe_load(cfg.read_text())["chassis"]["mass"]["note"]
+    # ... and the twin runs with it: a 0.6 m/s step reaches the speed with the heavier robot
+    twin = RobotinoTwin(config=cfg)
+    assert twin.sim.param("chassis_mass") == pytest.approx(fitted["chassis_mass"]["estimate"])
+    twin.set_command(0.6, 0.0, 0.0)
+    assert twin.step_to(1.0).twist_body[0] == pytest.approx(0.6, abs=1e-3)
+
+
+def test_config_out_refuses_command_parameters(tmp_path, capsys):
+    data, outs, _ = _robotino_log(tmp_path)
+    rc = main(["fit", "robotino_twist", str(data), "--params", "vx_cmd", "--outputs", "w1", "--t-end", "0.5",
+               "--config-out", str(tmp_path / "c.yaml"), "-q"])
+    assert rc == 2 and "not Robotino configuration parameters: vx_cmd" in capsys.readouterr().err
+    assert not (tmp_path / "c.yaml").exists()

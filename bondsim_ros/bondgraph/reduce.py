@@ -7,6 +7,12 @@ in which it appears with a constant non-zero coefficient is a Schur complement w
 pivot, so the reduced system is singular exactly when the full one is; what remains is the
 semi-explicit DAE x' = z, f(x, y, t) = 0 of the paper with z substituted, i.e. F(t, y, y') = 0.
 Eliminated unknowns stay available for output as expressions of the remaining ones.
+
+A coefficient made only of run-time parameters (an R, I or TF value given as
+``model.parameter``) is a pivot too, once every constant pivot is used up: it is constant during
+a run, just not known at build time. Such pivots are kept in ``ReducedDAE.pivots`` and checked
+against the parameter values before every run, so a value that makes one zero is refused by
+name instead of dividing by zero.
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ class ReducedDAE:
     jac_cols: list
     jac_dy: list  # dF_i/dy_j expression per nonzero
     jac_dyp: list  # dF_i/dy'_j expression per nonzero
+    pivots: list  # (expression in parameters, description): must stay non-zero at run time
 
 
 def _diff(expr, var):
@@ -59,12 +66,11 @@ def _diff(expr, var):
     return d.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
 
 
-def _linear_coefficient(expr, var):
-    """Constant coefficient of ``var`` if ``expr`` is affine in it, else None."""
+def _linear_coefficient(expr, var, allowed=frozenset()):
+    """Coefficient of ``var`` if ``expr`` is affine in it and the coefficient depends on nothing
+    but the symbols in ``allowed`` (run-time parameters), else None."""
     d = _diff(expr, var)
-    if d.free_symbols or d.has(sp.Piecewise, sp.Min, sp.Max):
-        return None
-    if d == 0:
+    if d == 0 or (d.free_symbols - allowed) or d.has(sp.Piecewise, sp.Min, sp.Max):
         return None
     return d
 
@@ -79,6 +85,8 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     names = list(raw.eq_names)
     alive = [True] * len(equations)
     eliminated_order: list[tuple] = []
+    pivots: list[tuple] = []
+    param_syms = frozenset(raw.parameter_symbols.values())
 
     if eliminate:
         occurs: dict = defaultdict(set)
@@ -94,9 +102,11 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
             # prefer unknowns that appear in few other equations: cheaper substitutions
             cands.sort(key=lambda s: (len(occurs[s]), s.name))
             for v in cands:
-                c = _linear_coefficient(eq, v)
+                c = _linear_coefficient(eq, v, allowed)
                 if c is None:
                     continue
+                if c.free_symbols:
+                    pivots.append((c, f"{names[i]} solved for {raw.state_names.get(v, v.name)}"))
                 rhs = -(eq - c * v) / c
                 alive[i] = False
                 alg_set.discard(v)
@@ -112,15 +122,18 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
                 return True
             return False
 
-        changed = True
-        while changed:
-            changed = False
-            # aliases and sources first (two terms or fewer), then explicit definitions
-            order = sorted((i for i in range(len(equations)) if alive[i]),
-                           key=lambda i: (len(equations[i].free_symbols), i))
-            for i in order:
-                if alive[i] and try_eliminate(i):
-                    changed = True
+        # constant pivots first, so models without parametric coefficients reduce exactly as
+        # before and a parameter becomes a pivot only where no constant one is left
+        for allowed in (frozenset(), param_syms):
+            changed = True
+            while changed:
+                changed = False
+                # aliases and sources first (two terms or fewer), then explicit definitions
+                order = sorted((i for i in range(len(equations)) if alive[i]),
+                               key=lambda i: (len(equations[i].free_symbols), i))
+                for i in order:
+                    if alive[i] and try_eliminate(i):
+                        changed = True
 
     # final expressions of eliminated unknowns, newest first (each refers only to later ones)
     eliminated: dict = {}
@@ -188,6 +201,7 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
         jac_cols=[j for (j, _) in keys],
         jac_dy=[entries[k][0] for k in keys],
         jac_dyp=[entries[k][1] for k in keys],
+        pivots=pivots,
     )
 
 

@@ -162,8 +162,10 @@ class PID(Block):
             sat = clip(u, lo, hi)
         if self.ki:
             # back-calculation: while saturated, bleed the integral toward the limit (no windup)
-            kb = self.kb if self.kb is not None else 10.0 * (self.ki / self.kp if self.kp else 1.0)
-            kb = self.law(kb, ctx, what="kb")
+            if self.kb is not None:
+                kb = self.law(self.kb, ctx, what="kb")
+            else:  # kp may be a run-time parameter: then it is taken as non-zero
+                kb = 10.0 * (ki / kp if kp != 0 else 1.0)
             ctx.equation(self, dxi - ki * e - kb * (sat - u), "integral with back-calculation")
         ctx.output(self.out, sat)
 

@@ -57,6 +57,7 @@ class Simulation:
         self.problem = c.problem()
         for name, value in (params or {}).items():
             self.problem.params[c.param_index(name)] = float(value)
+        c.check_params(self.problem.params)
         y_init = c.y0.copy()
         for name, value in (y0 or {}).items():
             if name not in c.var_names:
@@ -72,8 +73,14 @@ class Simulation:
         return ["t"] + list(self.compiled.output_names)
 
     def set_param(self, name: str, value: float, restart: bool = False) -> None:
+        self.set_params({name: value}, restart=restart)
+
+    def set_params(self, values: dict, restart: bool = False) -> None:
+        """Change several run-time parameters at once (one solver restart for all of them)."""
         p = self.problem.params.copy()
-        p[self.compiled.param_index(name)] = float(value)
+        for name, value in values.items():
+            p[self.compiled.param_index(name)] = float(value)
+        self.compiled.check_params(p)
         self.solver.set_params(p, restart=restart)
         self.problem.params[:] = p
 

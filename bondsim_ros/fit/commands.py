@@ -37,6 +37,9 @@ def register(sub) -> None:
     p.add_argument("--hmax", type=float, default=math.inf, help="largest solver step [s]")
     p.add_argument("--max-evals", type=int, default=None, help="stop after this many model evaluations")
     p.add_argument("--json", metavar="OUT.json", help="write the estimates, intervals and covariance")
+    p.add_argument("--config-out", metavar="OUT.yaml",
+                   help="write the model's parameter file with the estimates in (models built from one, e.g. "
+                        "robotino_twist: the twin then runs with it as robot_config)")
     p.add_argument("--csv", metavar="OUT.csv", help="write t, logged and fitted outputs")
     p.add_argument("--plot", metavar="OUT.png", help="plot logged vs. initial and fitted outputs")
     p.add_argument("--quiet", "-q", action="store_true")
@@ -87,7 +90,9 @@ def cmd_fit(args) -> int:
     log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
     try:
         data = read_csv(args.data)  # data errors before the (slow) model build
-        model, _ = _load(args.model)
+        model, entry = _load(args.model)
+        if args.config_out and (entry is None or entry.write_config is None):
+            raise FitError(f"--config-out: model {args.model!r} is not built from a parameter file")
         compiled = compile_model(model, log=log)
         problem = FitProblem(compiled, data, params, _split(args.outputs), inputs=_split(args.inputs), fixed=fixed,
                              time_col=args.time_col, t_end=args.t_end, rtol=args.rtol, atol=args.atol,
@@ -107,6 +112,16 @@ def cmd_fit(args) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"model": compiled.name, "data": args.data, **result.as_dict()}, fh, indent=2)
+    if args.config_out and not result.success:
+        print(f"[bondsim] {args.config_out} not written: the fit did not converge", file=sys.stderr)
+        args.config_out = None
+    if args.config_out:
+        notes = {n: f"fitted by bondsim-ros fit to {args.data}: 95% CI [{lo:.6g}, {hi:.6g}]"
+                 for n, lo, hi in zip(result.names, result.ci_low, result.ci_high)}
+        try:
+            entry.write_config(dict(zip(result.names, result.estimate)), args.config_out, notes)
+        except (ValueError, OSError) as exc:
+            raise CLIError(f"--config-out: {exc}") from None
     if args.csv or args.plot:
         fitted = problem.simulate(result.estimate)
         if args.csv:
@@ -114,7 +129,7 @@ def cmd_fit(args) -> int:
         if args.plot:
             plot_fit(problem, problem.simulate(result.initial), fitted, args.plot, result)
     if not args.quiet:
-        for f in (args.json, args.csv, args.plot):
+        for f in (args.json, args.config_out, args.csv, args.plot):
             if f:
                 print(f"[bondsim] wrote {f}", file=sys.stderr)
     return 0 if result.success else 1

@@ -191,8 +191,7 @@ class FitProblem:
         for k in change:  # rows start..k with the old inputs, then switch at t_k
             rows = sim.advance(self.t[start:k + 1])
             out[start:k] = rows[:-1, 1:][:, self.out_idx]
-            for name, value in zip(names, self.u[k]):
-                sim.set_param(name, float(value), restart=True)
+            sim.set_params(dict(zip(names, map(float, self.u[k]))), restart=True)
             out[k] = sim.outputs_at(self.t[k], sim.last_y, sim.last_yp)[self.out_idx]
             start = k + 1
         if start < len(self.t):

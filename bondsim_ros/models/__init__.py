@@ -20,6 +20,9 @@ class ModelEntry:
     plot: Callable | None = None  # plot(result, out_png) -> list of written files
     defaults: dict = field(default_factory=dict)  # suggested simulate options (t_end, dt_out, hmax, rtol)
     postprocess: Callable | None = None  # postprocess(result) -> result with derived columns
+    # write_config(estimates: dict, out_path, notes: dict): the model's parameter file with fitted
+    # values substituted (``bondsim-ros fit --config-out``), for models built from one
+    write_config: Callable | None = None
 
 
 def _examples():

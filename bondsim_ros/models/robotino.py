@@ -85,6 +85,31 @@ def _p(params, key, default=None):
     return float(default)
 
 
+# Physical constants the cmd_vel model exposes as run-time parameters (``model.parameter``), so
+# `bondsim-ros fit robotino_twist` can calibrate them from a real robot's logs and the twin can
+# take the calibrated values without a rebuild. Name -> config/robotino.yaml key.
+RUNTIME_PARAMS = {
+    "chassis_mass": "chassis.mass",
+    "chassis_inertia": "chassis.inertia_z",
+    "wheel_inertia": "wheel.inertia_axle",
+    "motor_R": "motor.armature_resistance",
+    "motor_L": "motor.armature_inductance",
+    "motor_K": "motor.torque_constant",
+    "motor_J": "motor.rotor_inertia",
+    "motor_B": "motor.viscous_friction",
+    "motor_Fc": "motor.coulomb_friction",
+    "pid_kp": "controller.kp",
+    "pid_ki": "controller.ki",
+}
+_RUNTIME_KEY = "__runtime__"  # prm entry: yaml key -> parameter name, for the keys made run-time
+
+
+def _law(params, key, default=None):
+    """An element value: the run-time parameter's name if ``key`` was made one, else the number."""
+    name = params.get(_RUNTIME_KEY, {}).get(key)
+    return name if name is not None else _p(params, key, default)
+
+
 # --------------------------------------------------------------------------------------
 # Components
 # --------------------------------------------------------------------------------------
@@ -132,17 +157,18 @@ class Drive(Component):
         vmax = _p(p, "controller.voltage_limit", _p(p, "motor.supply_voltage", 24.0))
         # reference scaled back through the gear: omega_m = -N omega_i  [section 3.4]
         self.add(Gain("ref_scale", -n), Sum("error", "+-"))
-        self.add(PID("pid", kp=_p(p, "controller.kp"), ki=_p(p, "controller.ki"), kd=_p(p, "controller.kd", 0.0),
+        self.add(PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=_p(p, "controller.kd", 0.0),
                      tf=_p(p, "controller.derivative_filter_time", 0.002), umin=-vmax, umax=vmax))
         self.add(Se("voltage_source", "u", inputs=["u"]))
         arm = self.add(EffortJunction("armature", output=True))
         rotor = self.add(EffortJunction("rotor", output=True))
-        self.add(R("Ra", _p(p, "motor.armature_resistance")), I("La", _p(p, "motor.armature_inductance")))
-        self.add(GY("emf", _p(p, "motor.torque_constant")))
-        self.add(I("Jm", _p(p, "motor.rotor_inertia")))
-        bv, fc = _p(p, "motor.viscous_friction", 0.0), _p(p, "motor.coulomb_friction", 0.0)
-        if fc > 0:  # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
-            self.add(R("friction", effort=f"{bv!r}*f + {fc!r}*tanh(f)"))
+        self.add(R("Ra", _law(p, "motor.armature_resistance")), I("La", _law(p, "motor.armature_inductance")))
+        self.add(GY("emf", _law(p, "motor.torque_constant")))
+        self.add(I("Jm", _law(p, "motor.rotor_inertia")))
+        bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
+        if isinstance(fc, str) or fc > 0:
+            # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
+            self.add(R("friction", effort=f"{bv!r}*f + {fc!r}*tanh(f)".replace("'", "")))
         else:
             self.add(R("friction", bv))
         self.add(TF("gear", -n))
@@ -178,7 +204,7 @@ class Wheel(Component):
         spin = self.add(EffortJunction("spin", output=True))
         roller = self.add(EffortJunction("roller", output=True))
         cx, cy = self.add(FlowJunction("contact_x")), self.add(FlowJunction("contact_y"))
-        self.add(I("inertia", _p(p, "wheel.inertia_axle")), I("roller_inertia", _p(p, "wheel.roller_inertia", 2e-6)))
+        self.add(I("inertia", _law(p, "wheel.inertia_axle")), I("roller_inertia", _p(p, "wheel.roller_inertia", 2e-6)))
         self.add(TF("rotlin", -1.0 / rw))  # omega_i = -v_iy / R_w  [eqs. 8-9]
         # rolling arm of the contact roller, switching every pi/3 [eqs. 10-13]
         theta_b = "Piecewise((Mod(th, pi/3), Mod(th, pi/3) <= pi/6), (Mod(th, pi/3) - pi/3, True))"
@@ -227,9 +253,9 @@ class Chassis(Component):
 
     def build(self):
         p = self.prm
-        m = _p(p, "chassis.mass")  # whole robot: wheels translate with the chassis
+        m = _law(p, "chassis.mass")  # whole robot: wheels translate with the chassis
         jx, jy, jw = (self.add(EffortJunction(n, output=True)) for n in ("X", "Y", "W"))
-        self.add(I("mass_x", m), I("mass_y", m), I("inertia_z", _p(p, "chassis.inertia_z")))
+        self.add(I("mass_x", m), I("mass_y", m), I("inertia_z", _law(p, "chassis.inertia_z")))
         self.bond(jx, "mass_x")
         self.bond(jy, "mass_y")
         self.bond(jw, "inertia_z")
@@ -281,16 +307,31 @@ def wheel_speed_law(alpha, radius, rw, body_frame=False):
     return f"-({radius!r}*wz - vX*sin(phi + {alpha!r}) + vY*cos(phi + {alpha!r}))/{rw!r}"
 
 
-def robotino(params: dict | None = None, reference: str = "rose", start=None, config=None) -> Model:
+def robotino(params: dict | None = None, reference: str = "rose", start=None, config=None,
+             runtime=None) -> Model:
     """Build the Robotino model. ``reference``: "rose" (the paper's case) or "twist" (cmd_vel).
 
     In "twist" mode the body-frame command is the run-time parameters ``vx_cmd, vy_cmd, wz_cmd``
     (m/s, rad/s), so a ROS node can change it between solver steps without rebuilding.
+    ``runtime``: names from :data:`RUNTIME_PARAMS` to make run-time parameters too (default: all
+    of them in "twist" mode, none in "rose" mode, which stays the paper's fixed case).
     """
     prm = load_params(config, params)
     if reference not in ("rose", "twist"):
         raise ValueError(f"reference must be 'rose' or 'twist', got {reference!r}")
+    if runtime is None:
+        runtime = list(RUNTIME_PARAMS) if reference == "twist" else []
+    unknown = [n for n in runtime if n not in RUNTIME_PARAMS]
+    if unknown:
+        raise ValueError(f"not a Robotino run-time parameter: {', '.join(unknown)} (choose from "
+                         f"{', '.join(RUNTIME_PARAMS)})")
     model = Model("robotino" if reference == "rose" else "robotino_twist", "Festo Robotino, seed 000 section 3")
+    prm[_RUNTIME_KEY] = {}
+    for name in runtime:
+        key = RUNTIME_PARAMS[name]
+        model.parameter(name, _p(prm, key, 0.0 if "friction" in key else None),
+                        f"{key} [SI] from {Path(config).name if config else 'config/robotino.yaml'}")
+        prm[_RUNTIME_KEY][key] = name
     radius, rw = _p(prm, "chassis.radius_to_wheel"), _p(prm, "wheel.radius")
     if reference == "rose":
         fns, phi_start = rose_functions(_p(prm, "reference.rose.A", 2.0), _p(prm, "reference.rose.k", 3.0),
@@ -448,6 +489,28 @@ def plot_robotino(result, out_png) -> list:
     return written
 
 
+def write_config(estimates: dict, out_path, notes: dict | None = None, source=None) -> Path:
+    """Write a copy of the Robotino parameter YAML (``source``, default the one in use) with the
+    fitted run-time parameters substituted, each noted with where its value came from. The twin
+    takes it as ``robot_config`` (dynamics_node) or ``BONDSIM_ROBOTINO_CONFIG``."""
+    not_physical = [n for n in estimates if n not in RUNTIME_PARAMS]
+    if not_physical:
+        raise ValueError(f"not Robotino configuration parameters: {', '.join(not_physical)} "
+                         f"(configurable: {', '.join(RUNTIME_PARAMS)})")
+    src = Path(source or os.environ.get("BONDSIM_ROBOTINO_CONFIG") or config_path())
+    data = yaml.safe_load(src.read_text())
+    for name, value in estimates.items():
+        section, key = RUNTIME_PARAMS[name].split(".")
+        data[section][key] = {"value": float(value), "note": (notes or {}).get(name, "fitted by bondsim-ros fit")}
+    out = Path(out_path)
+    text = (f"# Robotino parameters (SI): {src.name} with {', '.join(estimates)} fitted by bondsim-ros fit.\n"
+            + yaml.safe_dump(data, sort_keys=False, width=120))
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text)  # whole file or nothing
+    tmp.replace(out)
+    return out
+
+
 def _build_rose():
     return robotino(reference="rose")
 
@@ -460,5 +523,6 @@ ENTRIES = [
     ModelEntry("robotino", _build_rose, "Festo Robotino on the paper's rose path (seed 000)", plot=plot_robotino,
                defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
     ModelEntry("robotino_twist", _build_twist, "Festo Robotino driven by a body twist (vx_cmd, vy_cmd, wz_cmd)",
-               plot=plot_robotino, defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns),
+               plot=plot_robotino, defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns,
+               write_config=write_config),
 ]

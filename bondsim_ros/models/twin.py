@@ -95,8 +95,7 @@ class RobotinoTwin:
         scale = min(1.0, self.limits.max_linear / lin) if lin > 0 else 1.0
         applied = (vals[0] * scale, vals[1] * scale, max(-self.limits.max_angular, min(self.limits.max_angular, vals[2])))
         if applied != self.command:
-            for name, v in zip(("vx_cmd", "vy_cmd", "wz_cmd"), applied):
-                self.sim.set_param(name, v, restart=True)
+            self.sim.set_params(dict(zip(("vx_cmd", "vy_cmd", "wz_cmd"), applied)), restart=True)
             self.command = applied
         return applied
 

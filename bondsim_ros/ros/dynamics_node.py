@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -72,6 +73,8 @@ PARAMS = {
     "base_frame": ("base_footprint", "robot base frame id"),
     "frame_prefix": ("", "prefix for frame ids and joint names (several robots)"),
     "mechanism": ("", "mechanism XML whose base-fixed probes are compared (empty: the packaged Robotino)"),
+    "robot_config": ("", "Robotino parameter YAML, e.g. calibrated by `bondsim-ros fit --config-out` "
+                         "(empty: the packaged config/robotino.yaml)"),
     "probes": (["base_center"], "probe names whose /probes/NAME points are compared with the model"),
     "rtol": (1e-6, "solver relative tolerance"),
     "hmax": (0.02, "largest solver step [s]"),
@@ -88,7 +91,7 @@ class DynamicsNode(Node):
         limits = Limits(max_linear=p["max_linear_velocity"], max_angular=p["max_angular_velocity"])
         tic = time.perf_counter()
         self.twin = RobotinoTwin(reference=mode, rtol=p["rtol"], hmax=p["hmax"], limits=limits,
-                                 log=lambda m: self.get_logger().info(m))
+                                 config=p["robot_config"] or None, log=lambda m: self.get_logger().info(m))
         self.get_logger().info(f"model ready in {time.perf_counter() - tic:.2f} s "
                                f"({self.twin.compiled.n} unknowns, reference={p['reference']})")
         self.follower = None
@@ -151,6 +154,8 @@ class DynamicsNode(Node):
             errors.append(f"cmd_vel_type: auto | twist | stamped, got {p['cmd_vel_type']!r}")
         if p["reference"] == "waypoints" and (len(p["waypoints"]) < 3 or len(p["waypoints"]) % 3):
             errors.append("waypoints: give x, y, phi triples")
+        if p["robot_config"] and not Path(p["robot_config"]).is_file():
+            errors.append(f"robot_config: no such file {p['robot_config']!r}")
         if errors:
             raise ValueError("invalid dynamics_node parameters: " + "; ".join(errors))
 

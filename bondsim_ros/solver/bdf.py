@@ -185,7 +185,10 @@ class BDFSolver:
             y[~diff] += sol[: (~diff).sum()]
             yp += sol[(~diff).sum():]
             res(t0, y, yp, self.p, r)
-            if np.max(np.abs(r)) < tol * max(1.0, np.max(np.abs(y))) or np.linalg.norm(sol) == 0:
+            # done when F is tiny or Newton has stalled (hidden-constraint rows that the
+            # integrated y satisfies only to the solver's tolerance leave a floor in r)
+            step_floor = 1e-12 * max(1.0, float(np.linalg.norm(y)), float(np.linalg.norm(yp)))
+            if np.max(np.abs(r)) < tol * max(1.0, np.max(np.abs(y))) or np.linalg.norm(sol) <= step_floor:
                 break
         res(t0, y, yp, self.p, r)
         bad = np.argmax(np.abs(r))
@@ -225,6 +228,18 @@ class BDFSolver:
         self.p[:] = np.asarray(p, dtype=float)
         h = self.st[1]
         h_new = min(h, 1e-3, self.hmax) if restart else min(h, self.hmax)
+        if restart:
+            # y' (and algebraic y) jump with the inputs: predicting from the old y' would make
+            # the first error estimate h |dy'|, which at tight tolerances underflows the step
+            try:
+                self.y, self.yp = self.consistent(self.t, self.y, self.yp)
+            except InconsistentInitialValues:
+                pass  # keep the old values: the corrector still converges, only more slowly
+            scale = self.atol + self.rtol * np.abs(self.y)
+            if self.diff.any():
+                ypn = np.sqrt(np.mean((self.yp[self.diff] / scale[self.diff]) ** 2))
+                if ypn > 0:
+                    h_new = max(min(h_new, 0.5 / ypn), 1e-10)
         self.D[:] = 0.0
         self.D[0] = self.y
         self.D[1] = self.yp * h_new
