@@ -228,3 +228,99 @@ def test_config_out_refuses_command_parameters(tmp_path, capsys):
                "--config-out", str(tmp_path / "c.yaml"), "-q"])
     assert rc == 2 and "not Robotino configuration parameters: vx_cmd" in capsys.readouterr().err
     assert not (tmp_path / "c.yaml").exists()
+
+
+def _robot_bag(tmp_path, truth):
+    """A rosbag2 MCAP drive log as the rto_node driver would record it, from a robot whose
+    ``truth`` differs from the configuration: cmd_vel (Twist, no stamp) at 50 Hz, joint_states
+    at 100 Hz under the driver's joint names (config/robotino_bridge.yaml) with the opposite
+    wheel sign, odom at 100 Hz starting from a pose away from the origin."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.models import resolve_model
+
+    t = np.round(np.arange(0.0, 2.5 + 1e-9, 0.01), 10)
+    cmd = np.column_stack([np.where((t >= 0.2) & (t < 1.4), 0.5, 0.0), np.where(t >= 1.0, 0.3, 0.0),
+                           np.where(t >= 1.6, -1.5, 0.0)])
+    outs = ["w1", "w2", "w3", "x", "y", "phi"]
+    names = ["t", "vx_cmd", "vy_cmd", "wz_cmd"] + outs
+    compiled = compile_model(resolve_model("robotino_twist")[0])
+    gen = FitProblem(compiled, LogData(names, np.column_stack([t, cmd] + [0 * t] * 6)), list(truth), outs,
+                     inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=1e-9, atol=1e-11)
+    sim = gen.simulate(list(truth.values()))
+    w = sim[:, :3] + np.random.default_rng(3).normal(0.0, ROBOTINO_SIGMA["w"], (len(t), 3))
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    T = store.types
+    t0_ns = 1_700_000_000 * 10**9
+
+    def header(ns, frame):
+        return T["std_msgs/msg/Header"](stamp=T["builtin_interfaces/msg/Time"](sec=ns // 10**9, nanosec=ns % 10**9),
+                                        frame_id=frame)
+
+    def vec(x=0.0, y=0.0, z=0.0):
+        return T["geometry_msgs/msg/Vector3"](x=x, y=y, z=z)
+
+    x0, y0, th0 = 2.0, -1.0, 0.7  # where the robot's odometry starts
+    path = tmp_path / "drive_log"
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as bag:
+        c_cmd = bag.add_connection("/robotinobase1/cmd_vel", "geometry_msgs/msg/Twist", typestore=store)
+        c_js = bag.add_connection("/robotinobase1/joint_states", "sensor_msgs/msg/JointState", typestore=store)
+        c_od = bag.add_connection("/robotinobase1/odom", "nav_msgs/msg/Odometry", typestore=store)
+        for k, tk in enumerate(t):
+            ns = t0_ns + int(round(tk * 1e9))
+            if k % 2 == 0:  # 50 Hz commands, logged 1 ms after they were sent
+                msg = T["geometry_msgs/msg/Twist"](linear=vec(cmd[k, 0], cmd[k, 1]), angular=vec(z=cmd[k, 2]))
+                bag.write(c_cmd, ns - 1_000_000, store.serialize_cdr(msg, msg.__msgtype__))
+            js = T["sensor_msgs/msg/JointState"](header=header(ns, ""), name=["wheel0_joint", "wheel1_joint", "wheel2_joint"],
+                                                 position=np.zeros(3), velocity=-w[k], effort=np.zeros(3))
+            bag.write(c_js, ns + 2_000_000, store.serialize_cdr(js, js.__msgtype__))
+            x, y, ph = sim[k, 3:]
+            c, s = np.cos(th0), np.sin(th0)
+            q = T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=np.sin((ph + th0) / 2), w=np.cos((ph + th0) / 2))
+            pose = T["geometry_msgs/msg/Pose"](position=T["geometry_msgs/msg/Point"](x=x0 + c * x - s * y,
+                                                                                     y=y0 + s * x + c * y, z=0.0),
+                                               orientation=q)
+            od = T["nav_msgs/msg/Odometry"](
+                header=header(ns, "odom"), child_frame_id="base_link",
+                pose=T["geometry_msgs/msg/PoseWithCovariance"](pose=pose, covariance=np.zeros(36)),
+                twist=T["geometry_msgs/msg/TwistWithCovariance"](
+                    twist=T["geometry_msgs/msg/Twist"](linear=vec(), angular=vec()), covariance=np.zeros(36)))
+            bag.write(c_od, ns + 2_000_000, store.serialize_cdr(od, od.__msgtype__))
+    return path, t, cmd, sim
+
+
+def test_bag2csv_then_fit_calibrates_from_a_driver_bag(tmp_path, capsys):
+    """From a driver's bag to a calibrated parameter: bag2csv holds each command until the next,
+    maps the driver's wheel joints and sign onto w1..w3 and puts odometry in the start frame;
+    fit then recovers the robot's mass from the wheel speeds within its 95 % interval."""
+    truth = {"chassis_mass": 14.0}
+    bag, t, cmd, sim = _robot_bag(tmp_path, truth)
+    csv_path = tmp_path / "log.csv"
+    assert main(["bag2csv", str(bag), "-o", str(csv_path), "--wheel-sign", "-1"]) == 0, capsys.readouterr().err
+    log = read_csv(csv_path)
+    assert log.names == ["t", "vx_cmd", "vy_cmd", "wz_cmd", "w1", "w2", "w3", "x", "y", "phi"]
+    np.testing.assert_allclose(log.column("t"), t, atol=1e-9)
+    np.testing.assert_array_equal(np.column_stack([log.column(c) for c in ("vx_cmd", "vy_cmd", "wz_cmd")]), cmd)
+    np.testing.assert_allclose(np.column_stack([log.column(c) for c in ("x", "y", "phi")]), sim[:, 3:], atol=1e-9)
+    assert np.corrcoef(log.column("w1"), sim[:, 0])[0, 1] > 0.99  # sign -1 undone
+    out = tmp_path / "fit.json"
+    rc = main(["fit", "robotino_twist", str(csv_path), "--params", "chassis_mass", "--inputs", "vx_cmd,vy_cmd,wz_cmd",
+               "--outputs", "w1,w2,w3", "--json", str(out), "-q"])
+    assert rc == 0, capsys.readouterr().err
+    p = json.loads(out.read_text())["parameters"]["chassis_mass"]
+    assert p["ci95"][0] <= truth["chassis_mass"] <= p["ci95"][1], p
+    assert p["stderr"] < 0.5, p
+
+
+def test_bag2csv_names_what_is_missing(tmp_path, capsys):
+    bag, *_ = _robot_bag(tmp_path, {"chassis_mass": 11.0})
+    assert main(["bag2csv", str(bag), "-o", str(tmp_path / "a.csv"), "--cmd-vel", "/cmd_vel"]) == 2
+    assert "/cmd_vel not in the bag" in capsys.readouterr().err
+    assert main(["bag2csv", str(bag), "-o", str(tmp_path / "b.csv"), "--wheel-joints", "a,b,c"]) == 2
+    assert "not all of ['a', 'b', 'c']" in capsys.readouterr().err
+    assert main(["bag2csv", str(tmp_path / "nope"), "-o", str(tmp_path / "c.csv")]) == 2
+    assert "no such bag" in capsys.readouterr().err
+    assert not any((tmp_path / n).exists() for n in ("a.csv", "b.csv", "c.csv"))

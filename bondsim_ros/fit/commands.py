@@ -1,4 +1,5 @@
-"""``bondsim-ros fit``: identify a model's run-time parameters from a logged CSV."""
+"""``bondsim-ros fit`` (identify a model's run-time parameters from a logged CSV) and
+``bondsim-ros bag2csv`` (a robot's rosbag2 drive log -> that CSV)."""
 from __future__ import annotations
 
 from bondsim_ros.plotting import save_figure
@@ -44,6 +45,24 @@ def register(sub) -> None:
     p.add_argument("--plot", metavar="OUT.png", help="plot logged vs. initial and fitted outputs")
     p.add_argument("--quiet", "-q", action="store_true")
     p.set_defaults(func=cmd_fit)
+
+    b = sub.add_parser(
+        "bag2csv", help="turn a robot's rosbag2 drive log into the CSV that `fit robotino_twist` reads",
+        description="One row per joint-state sample: t, the cmd_vel command held from the last message "
+                    "(vx_cmd, vy_cmd, wz_cmd), the wheel speeds w1..w3 in the twin's order and sign and, "
+                    "with odometry, x, y, phi relative to the first row. Topic names, wheel joints and "
+                    "sign default to the robot_* entries of config/robotino_bridge.yaml (the rto_node "
+                    "driver's). Reads MCAP and sqlite3 bags without a ROS install.")
+    b.add_argument("bag", metavar="BAG", help="rosbag2 folder (or .mcap file)")
+    b.add_argument("-o", "--output", required=True, metavar="OUT.csv")
+    b.add_argument("--bridge-config", metavar="FILE", help="twin bridge parameter file to take the defaults from")
+    b.add_argument("--cmd-vel", metavar="TOPIC")
+    b.add_argument("--joint-states", metavar="TOPIC")
+    b.add_argument("--wheel-joints", metavar="J1,J2,J3", help="driver joint names of the twin's wheels 1, 2, 3")
+    b.add_argument("--wheel-sign", type=float, help="multiply the driver's wheel speeds by this")
+    b.add_argument("--odom", metavar="TOPIC", help="odometry topic (default: the bridge config's)")
+    b.add_argument("--no-odom", action="store_true", help="leave the odometry columns out")
+    b.set_defaults(func=cmd_bag2csv)
 
 
 def _split(text):
@@ -135,6 +154,37 @@ def cmd_fit(args) -> int:
     return 0 if result.success else 1
 
 
+def cmd_bag2csv(args) -> int:
+    import yaml
+
+    from bondsim_ros.cli import CLIError
+    from bondsim_ros.paths import share_file
+
+    from .bag import bag_to_log, write_log
+    from .core import FitError
+
+    cfg_path = args.bridge_config or share_file("config", "robotino_bridge.yaml")
+    try:
+        cfg = yaml.safe_load(open(cfg_path))["twin_bridge"]["ros__parameters"]
+    except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+        raise CLIError(f"{cfg_path}: not a twin bridge parameter file ({exc})") from None
+    wheels = _split(args.wheel_joints) if args.wheel_joints else cfg.get("robot_wheel_joints")
+    odom = None if args.no_odom else (args.odom or cfg.get("robot_odom"))
+    try:
+        log = bag_to_log(args.bag, args.cmd_vel or cfg.get("robot_cmd_vel"),
+                         args.joint_states or cfg.get("robot_joint_states"), wheels,
+                         args.wheel_sign if args.wheel_sign is not None else float(cfg.get("robot_wheel_sign", 1.0)),
+                         odom=odom)
+        write_log(log, args.output)
+    except FitError as exc:
+        raise CLIError(str(exc)) from None
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.output}: {exc}") from None
+    print(f"{args.output}: {len(log.data)} rows over {log.data[-1, 0]:.3g} s, columns {', '.join(log.names)}",
+          file=sys.stderr)
+    return 0
+
+
 def _run(problem, x0, bounds, args):
     from .core import fit
 
@@ -213,4 +263,4 @@ def plot_fit(problem, initial, fitted, out_png, result=None) -> list:
     return [save_figure(fig, out_png)]
 
 
-__all__ = ["register", "cmd_fit", "plot_fit"]
+__all__ = ["register", "cmd_fit", "cmd_bag2csv", "plot_fit"]
