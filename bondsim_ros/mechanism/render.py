@@ -2,7 +2,9 @@
 
 Painter's-algorithm rendering (matplotlib sorts polygons by depth), flat shading from one light.
 The static scene (ground, walls) is drawn first and clipped to the view box, the moving robots on
-top, which is right for the elevated views used here.
+top, which is right for the elevated views used here. The floor is drawn as its top faces only (a
+plane) with a grid on it; the `auto`, `robot` and `scene` views zoom and shift the camera so that
+the mechanism (over all drawn rows, with its path) fills a fixed share of the frame.
 """
 from __future__ import annotations
 
@@ -19,6 +21,12 @@ from .loader import load_mechanism
 from .model import forward_kinematics
 
 LIGHT = np.array([0.35, -0.45, 1.0]) / np.linalg.norm([0.35, -0.45, 1.0])
+# Default camera. Elevation 15 deg (was 22): low enough to look under a deck at wheels near the
+# floor (the 5DPO robot's), high enough to see the floor and the path on it. (The Robotino's
+# wheels sit inside its chassis drum in urdf/robotino, so no camera above the floor shows them.)
+ELEV, AZIM = 15.0, -60.0
+FILL = 0.7  # share of the frame's width (or height) the mechanism spans in the auto/robot/scene views
+FOLLOW_FILL = 1.4  # follow view: the 2 m floor window overfills the width, so the frame's edges cut it
 BASE_COLUMNS = {"x": 0, "y": 1, "phi": 2}  # CSV base pose -> the planar virtual joints
 
 
@@ -167,11 +175,17 @@ class Renderer:
 
         self.drawing, self.view = drawing, view
         dpi = 100
+        self.size = size
         self.fig = Figure(figsize=(size[0] / dpi, size[1] / dpi), dpi=dpi)
         self.canvas = FigureCanvasAgg(self.fig)
         self.ax = self.fig.add_axes((0, 0, 1, 1), projection="3d")
         self.box = None
-        self.elev, self.azim = 22.0, -60.0
+        self.elev, self.azim = ELEV, AZIM
+        self.floor_box = None  # x-y extent of the drawn floor (static scene), None: the view box
+        # camera framing: zoom of the 3-D box and the axes' shift [px]; matplotlib keeps 3-D axes
+        # square, so the square is made larger than the frame (else a 4:3 frame draws into its
+        # middle square only and cuts the floor off with vertical edges: the "thick slab" look)
+        self.zoom, self.shift = 1.35, np.zeros(2)
 
     def world_triangles(self, q):
         fk = self.drawing.fk(q)
@@ -182,8 +196,9 @@ class Renderer:
             (static if it.static else moving).append((v[it.faces], it.color))
         return static, moving
 
-    def fit(self, rows):
-        """View box: the robots over all rows (plus a margin), or the whole scene."""
+    def fit(self, rows, trail=None):
+        """View box: the robots over all rows (plus a margin), or the whole scene; then the camera
+        framing that makes them (and ``trail``, (N, 2) base positions) fill FILL of the frame."""
         pts = []
         for q in rows:
             static, moving = self.world_triangles(q)
@@ -191,12 +206,64 @@ class Renderer:
                 moving = moving + static
             pts.append(np.concatenate([tris.reshape(-1, 3) for tris, _ in moving]))
         pts = np.concatenate(pts)
+        if trail is not None and len(trail):
+            pts = np.concatenate([pts, np.column_stack([trail, np.zeros(len(trail))])])
         lo, hi = pts.min(axis=0), pts.max(axis=0)
         margin = 0.0 if self.view == "scene" else 0.25 + 0.1 * float(np.max(hi[:2] - lo[:2]))
+        # the floor reaches well past the mechanism so that the frame's edges, not the view box,
+        # cut it off
+        span = float(np.max(hi[:2] - lo[:2]))
+        self.floor_box = (lo[:2] - margin - 1.5 * span, hi[:2] + margin + 1.5 * span)
         lo[:2] -= margin
         hi[:2] += margin
-        lo[2] = min(lo[2], -0.03)  # room for the floor slab
+        lo[2] = min(lo[2], -0.03)  # room below the floor
         self.box = (lo, hi)
+        if self.view in ("auto", "robot", "scene"):
+            focus = pts[:: max(1, len(pts) // 20000)]  # framing needs the extent, not every vertex
+            self._frame(focus, FILL)
+        else:
+            self._frame(self._box_corners(), FOLLOW_FILL)
+
+    def _box_corners(self):
+        lo, hi = self.box
+        return np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+
+    def _axes_setup(self):
+        ax, (lo, hi) = self.ax, self.box
+        w, h = self.size
+        side = 2 * max(w, h)  # matplotlib clips to the axes: keep their edges off the frame when shifted
+        fw, fh = side / w, side / h
+        ax.set_position(((1 - fw) / 2 + self.shift[0] / w, (1 - fh) / 2 + self.shift[1] / h, fw, fh))
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_zlim(lo[2], hi[2])
+        ax.set_box_aspect(np.maximum(hi - lo, 1e-6), zoom=self.zoom)
+        ax.view_init(elev=self.elev, azim=self.azim)
+
+    def _pixels(self, pts):
+        """Pixel coordinates (x right, y up) of world points under the current camera."""
+        from mpl_toolkits.mplot3d import proj3d
+
+        self._axes_setup()
+        self.ax.apply_aspect()
+        x2, y2, _ = proj3d.proj_transform(pts[:, 0], pts[:, 1], pts[:, 2], self.ax.get_proj())
+        return self.ax.transData.transform(np.column_stack([x2, y2]))
+
+    def _frame(self, pts, fill):
+        """Zoom and shift so that the projected ``pts`` span ``fill`` of the frame, centred.
+        Projected size scales with the zoom exactly for an orthographic camera and nearly for
+        matplotlib's mild perspective, so three rounds converge."""
+        w, h = self.size
+        self.zoom, self.shift = 1.0, np.zeros(2)
+        for _ in range(3):
+            px = self._pixels(pts)
+            (x0, y0), (x1, y1) = px.min(axis=0), px.max(axis=0)
+            s = fill * min(w / max(x1 - x0, 1e-9), h / max(y1 - y0, 1e-9))
+            self.zoom *= s
+            # the zoom scales about the axes' centre; then move the axes to centre the points
+            axc = np.array([w / 2, h / 2]) + self.shift
+            centre = axc + s * (np.array([(x0 + x1) / 2, (y0 + y1) / 2]) - axc)
+            self.shift = self.shift + np.array([w / 2, h / 2]) - centre
 
     def follow(self, q, half_width=1.0):
         """Centre the view box on the robots at q (a chase camera for long paths)."""
@@ -206,10 +273,28 @@ class Renderer:
         lo, hi = lo.copy(), hi.copy()
         lo[:2], hi[:2] = c[:2] - half_width, c[:2] + half_width
         self.box = (lo, hi)
+        self.floor_box = (lo[:2] - half_width, hi[:2] + half_width)  # floor past the frame's edges
+        self._frame(self._box_corners(), FOLLOW_FILL)
+
+    def _grid(self, z, extent):
+        """Grid lines on the floor (height z, x-y ``extent``): about eight cells across the view
+        box, at a round spacing (1, 2 or 5 times a power of ten)."""
+        lo, hi = extent
+        vlo, vhi = self.box
+        span = float(np.max(vhi[:2] - vlo[:2]))
+        raw = span / 8
+        mag = 10 ** np.floor(np.log10(raw))
+        step = min((m * mag for m in (1, 2, 5, 10) if m * mag >= raw), default=10 * mag)
+        segs = []
+        for k in np.arange(np.ceil(lo[0] / step), np.floor(hi[0] / step) + 1):
+            segs.append([[k * step, lo[1], z], [k * step, hi[1], z]])
+        for k in np.arange(np.ceil(lo[1] / step), np.floor(hi[1] / step) + 1):
+            segs.append([[lo[0], k * step, z], [hi[0], k * step, z]])
+        return segs
 
     def draw(self, q, title="", trail=None):
         """One image at joint values q; ``trail``: (N, 2) base positions drawn on the floor."""
-        from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+        from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 
         ax = self.ax
         ax.cla()
@@ -218,14 +303,29 @@ class Renderer:
         lo, hi = self.box
         el, az = np.radians(self.elev), np.radians(self.azim)
         eye = np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])  # towards the viewer
+        floor_z, floor_xy = None, None
         for z, group in ((1, static), (2, moving)):
             polys, colors = [], []
             for tris, rgba in group:
                 if z == 1:
-                    tris = _clip(tris, self.box)
-                    if len(tris):  # the scene is seen from above: its downward faces would only hide others
+                    fb = self.floor_box or (lo[:2], hi[:2])
+                    tris = _clip(tris, ((fb[0][0], fb[0][1], 0), (fb[1][0], fb[1][1], 0)))
+                    if len(tris):
+                        # only upward faces: a floor slab becomes its top plane (its sides, cut
+                        # at the view's edge, made it read as a thick block), walls keep the
+                        # faces that look up or sideways
                         n = np.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
-                        tris = tris[n[:, 2] > -1e-9 * np.linalg.norm(n, axis=1)]
+                        norm = np.linalg.norm(n, axis=1)
+                        tris = tris[n[:, 2] > -1e-9 * norm]
+                        n, norm = n[n[:, 2] > -1e-9 * norm], norm[n[:, 2] > -1e-9 * norm]
+                        flat = n[:, 2] > 0.999 * norm
+                        if flat.any():  # the floor: the lowest horizontal top face
+                            ft = tris[flat]
+                            zf = float(ft[:, :, 2].min())
+                            if floor_z is None or zf < floor_z:
+                                floor_z = zf
+                                floor_xy = (ft[:, :, :2].reshape(-1, 2).min(axis=0),
+                                            ft[:, :, :2].reshape(-1, 2).max(axis=0))
                 elif len(tris):
                     # back faces of the (closed, outward-wound) robot meshes are hidden by their
                     # front faces anyway; dropping them halves matplotlib's polygon count
@@ -239,18 +339,19 @@ class Renderer:
                 # edges in the face colour close the anti-aliasing seams between triangles
                 coll = Poly3DCollection(np.concatenate(polys), facecolors=fc, edgecolors=fc, linewidths=0.3, zorder=z)
                 ax.add_collection3d(coll)
+            if z == 1 and floor_z is not None:
+                grid = Line3DCollection(self._grid(floor_z + 1e-3, floor_xy), colors=[(0.55, 0.55, 0.55, 0.6)],
+                                        linewidths=0.6, zorder=1.2)
+                ax.add_collection3d(grid)
         if trail is not None and len(trail) > 1:
             inside = np.all((trail >= lo[:2]) & (trail <= hi[:2]), axis=1)
             pts = np.where(inside[:, None], trail, np.nan)  # gaps where the path leaves the view
-            ax.plot(pts[:, 0], pts[:, 1], np.full(len(pts), 1e-3), color="tab:red", lw=1.5, zorder=1.5)  # over the floor, under the robot
-        ax.set_xlim(lo[0], hi[0])
-        ax.set_ylim(lo[1], hi[1])
-        ax.set_zlim(lo[2], hi[2])
-        ax.set_box_aspect(hi - lo, zoom=1.35)
-        ax.view_init(elev=self.elev, azim=self.azim)
+            z_trail = (floor_z or 0.0) + 2e-3
+            ax.plot(pts[:, 0], pts[:, 1], np.full(len(pts), z_trail), color="tab:red", lw=1.5, zorder=1.5)  # over the floor, under the robot
+        self._axes_setup()
         ax.set_axis_off()
         if title:
-            ax.text2D(0.02, 0.96, title, transform=ax.transAxes, fontsize=12)
+            ax.text2D(0.02, 0.96, title, transform=self.fig.transFigure, fontsize=12)
         self.canvas.draw()
         return np.asarray(self.canvas.buffer_rgba())[:, :, :3].copy()
 
@@ -288,10 +389,10 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
         _save_png(image, out)
         return str(out)
     picked = list(range(0, len(rows), every))
-    renderer.fit([rows[k] for k in picked[:: max(1, len(picked) // 50)]] + [rows[picked[-1]]])
     trail = None
     if drawing.planar_joints and all(j in rows[0] for j in drawing.planar_joints[:2]):
         trail = np.array([[r[drawing.planar_joints[0]], r[drawing.planar_joints[1]]] for r in rows])
+    renderer.fit([rows[k] for k in picked[:: max(1, len(picked) // 50)]] + [rows[picked[-1]]], trail)
 
     def frame(k):
         if view == "follow":

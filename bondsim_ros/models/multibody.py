@@ -487,7 +487,9 @@ def _slider_crank(kind, vector, spatial=None, **over) -> Model:
               ("jB", [kind] * n("B"), ("rod", "B"), ("piston", "B"), None),
               ("jP", [kind] * n("P"), ("piston", "P"), None, None)]
     sig = _mechanism(model, bodies, joints, vector, p["k"], p["c"])
-    model.add(Recorder("rec", ["gamma", "omega", "x_piston", "v_piston"]))
+    # theta_rod: the rod's own angle, for the render joint columns (add_slider_joint_columns)
+    model.add(Recorder("rec", ["gamma", "omega", "x_piston", "v_piston", "theta_rod"]))
+    model.connect(sig["rod"]["theta"], "rec.theta_rod")
     model.connect(sig["crank"]["theta"], "rec.gamma")
     model.connect(sig["crank"]["w"], "rec.omega")
     model.connect(sig["piston"]["x"], "rec.x_piston")
@@ -551,35 +553,71 @@ def plot_slider(result, out_png):
                                    ("v_piston", "piston velocity [m/s]")], "slider crank")
 
 
+# --------------------------------------------------------------------------------------
+# Joint columns for ``bondsim-ros render`` (urdf/multibody/Pendulum.xml, SliderCrank.xml)
+# --------------------------------------------------------------------------------------
+PENDULUM_JOINTS = ("pivot_joint",)
+SLIDER_JOINTS = ("crank_joint", "rod_joint", "piston_joint")
+
+
+def _append(result, names, cols):
+    from bondsim_ros.bondgraph.simulation import SimulationResult
+
+    return SimulationResult(names=list(result.names) + list(names), data=np.column_stack([result.data] + list(cols)),
+                            stats=result.stats, timings=result.timings, model_name=result.model_name)
+
+
+def add_pendulum_joint_columns(result):
+    """pivot_joint = theta (every variant records the bar angle from the downward vertical, which
+    is the XML joint's angle: the bar hangs along the joint frame's -y)."""
+    return _append(result, PENDULUM_JOINTS, [result["theta"]])
+
+
+def add_slider_joint_columns(result):
+    """crank_joint = gamma, rod_joint = theta2 - gamma (the rod relative to the crank: the XML is a
+    tree ground -> crank -> rod), piston_joint = x_piston, each from the variant's own states.
+
+    The minimal model has no rod angle: theta2 = asin(-r sin(gamma)/l) from its gamma, the same
+    closed form its x_piston comes from. Cartesian variants record the rod body's angle
+    (theta_rod), so a joint drift shows as a gap between the rod's end and the piston.
+    """
+    gamma = result["gamma"]
+    if "theta_rod" in result:
+        theta2 = result["theta_rod"]
+    else:
+        theta2 = slider_kinematics(gamma)["theta2"]
+    return _append(result, SLIDER_JOINTS, [gamma, theta2 - gamma, result["x_piston"]])
+
+
 _PD = dict(t_end=3.0, dt_out=0.01)
 _SD = dict(t_end=2.0, dt_out=0.002)
 ENTRIES = [
     ModelEntry("pendulum_minimal", pendulum_minimal, "seed 003 pendulum, minimal coordinate (reference)",
-               plot_pendulum, _PD),
-    ModelEntry("pendulum_zcp", pendulum_zcp, "seed 003 pendulum, dependent inertias (ZCP)", plot_pendulum, _PD),
+               plot_pendulum, _PD, add_pendulum_joint_columns),
+    ModelEntry("pendulum_zcp", pendulum_zcp, "seed 003 pendulum, dependent inertias (ZCP)", plot_pendulum, _PD, add_pendulum_joint_columns),
     ModelEntry("pendulum_lagrange", pendulum_lagrange, "seed 003 pendulum, Sf(0) multipliers, vector bonds",
-               plot_pendulum, _PD),
+               plot_pendulum, _PD, add_pendulum_joint_columns),
     ModelEntry("pendulum_lagrange_scalar", pendulum_lagrange_scalar,
-               "seed 003 pendulum, Sf(0) multipliers, scalar bonds", plot_pendulum, _PD),
+               "seed 003 pendulum, Sf(0) multipliers, scalar bonds", plot_pendulum, _PD, add_pendulum_joint_columns),
     ModelEntry("pendulum_parasitic", pendulum_parasitic, "seed 003 pendulum, parasitic C/R pivot, vector bonds",
-               plot_pendulum, _PD),
+               plot_pendulum, _PD, add_pendulum_joint_columns),
     ModelEntry("pendulum_parasitic_scalar", pendulum_parasitic_scalar,
-               "seed 003 pendulum, parasitic C/R pivot, scalar bonds", plot_pendulum, _PD),
+               "seed 003 pendulum, parasitic C/R pivot, scalar bonds", plot_pendulum, _PD, add_pendulum_joint_columns),
     ModelEntry("slider_crank_minimal", slider_crank_minimal, "seed 003 slider crank, minimal coordinate (reference)",
-               plot_slider, _SD),
+               plot_slider, _SD, add_slider_joint_columns),
     ModelEntry("slider_crank_lagrange", slider_crank_lagrange, "seed 003 slider crank, Sf(0) joints, vector bonds",
-               plot_slider, _SD),
+               plot_slider, _SD, add_slider_joint_columns),
     ModelEntry("slider_crank_lagrange_scalar", slider_crank_lagrange_scalar,
-               "seed 003 slider crank, Sf(0) joints, scalar bonds", plot_slider, _SD),
+               "seed 003 slider crank, Sf(0) joints, scalar bonds", plot_slider, _SD, add_slider_joint_columns),
     ModelEntry("slider_crank_parasitic", slider_crank_parasitic,
-               "seed 003 slider crank, parasitic C/R joints, vector bonds", plot_slider, _SD),
+               "seed 003 slider crank, parasitic C/R joints, vector bonds", plot_slider, _SD, add_slider_joint_columns),
     ModelEntry("slider_crank_parasitic_scalar", slider_crank_parasitic_scalar,
-               "seed 003 slider crank, parasitic C/R joints, scalar bonds", plot_slider, _SD),
+               "seed 003 slider crank, parasitic C/R joints, scalar bonds", plot_slider, _SD, add_slider_joint_columns),
     ModelEntry("slider_crank_hyperstatic_parasitic", slider_crank_hyperstatic_parasitic,
-               "seed 003 hyperstatic slider crank in 3-D (3 revolute + prismatic), parasitic C/R", plot_slider, _SD),
+               "seed 003 hyperstatic slider crank in 3-D (3 revolute + prismatic), parasitic C/R", plot_slider, _SD, add_slider_joint_columns),
     ModelEntry("slider_crank_hyperstatic_lagrange", slider_crank_hyperstatic_lagrange,
                "seed 003 hyperstatic slider crank with Sf(0): fails on load, naming the redundant constraints",
-               plot_slider, _SD),
+               plot_slider, _SD, add_slider_joint_columns),
     ModelEntry("slider_crank_isostatic3d_lagrange", slider_crank_isostatic3d_lagrange,
-               "seed 003 isostatic slider crank in 3-D (Table 3 joints), Sf(0)", plot_slider, _SD),
+               "seed 003 isostatic slider crank in 3-D (Table 3 joints), Sf(0)", plot_slider, _SD, add_slider_joint_columns),
 ]

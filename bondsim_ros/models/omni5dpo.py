@@ -194,6 +194,9 @@ def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0)) -> Model
     step = "Piecewise((1.0, t >= t_step), (0.0, True))"
     cols = ["x", "y", "phi", "vx", "vy", "wz", "vx_ref", "vy_ref", "wz_ref"]
     cols += [f"{k}{i}" for k in ("w", "w_ref", "w_lim", "i", "u", "wm") for i in (1, 2, 3)]
+    # wheel axle angles, named like the joints of urdf/omni5dpo (``bondsim-ros render --joints``);
+    # the same sign as w_i: positive about the radially outward axle (robotino.wheel_speed_law)
+    cols += [f"wheel{i}_axle" for i in (1, 2, 3)]
     model.add(Recorder("rec", cols))
     model.add(Input("ref_vx", f"vx_cmd + v_step*{step}"), Input("ref_vy", "vy_cmd"),
               Input("ref_wz", f"wz_cmd + w_step*{step}"))
@@ -220,6 +223,7 @@ def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0)) -> Model
         model.connect(f"ik{i}.out", drive.omega_ref, f"rec.w_ref{i}")
         model.connect(drive.omega_ref_limited, f"rec.w_lim{i}")
         model.connect(wheel.omega, f"rec.w{i}")
+        model.connect(wheel.theta, f"rec.wheel{i}_axle")
         model.connect(drive.current, f"rec.i{i}")
         model.connect(drive.voltage, f"rec.u{i}")
         model.connect(drive.omega_motor, f"rec.wm{i}")

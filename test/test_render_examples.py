@@ -1,0 +1,205 @@
+"""Mechanism XML of seeds 002 (5DPO omni robot) and 003 (pendulum, slider crank): conversion,
+simulate CSV columns named like the XML joints, kinematic agreement with the models, and the
+renderer's framing and orientation."""
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bondsim_ros.mechanism import to_urdf
+from bondsim_ros.mechanism.render import read_joint_csv
+
+yourdfpy = pytest.importorskip("yourdfpy")
+
+ROOT = Path(__file__).resolve().parents[1]
+OMNI = ROOT / "urdf" / "omni5dpo" / "Omni5DPO_project.xml"
+PENDULUM = ROOT / "urdf" / "multibody" / "Pendulum.xml"
+SLIDER = ROOT / "urdf" / "multibody" / "SliderCrank.xml"
+ARM = ROOT / "urdf" / "arm3dof" / "Arm3DOF.xml"
+JOINTS = {
+    "omni": ["base_x", "base_y", "base_phi", "wheel1_axle", "wheel2_axle", "wheel3_axle"],
+    "pendulum": ["pivot_joint"],
+    "slider": ["crank_joint", "rod_joint", "piston_joint"],
+}
+PIVOT_HEIGHT, SLIDER_HEIGHT = 1.2, 0.45  # world z of the model plane's origin in the two XML files
+
+
+@pytest.fixture(scope="module")
+def urdfs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("urdf")
+    files = {}
+    for key, xml in (("omni", OMNI), ("pendulum", PENDULUM), ("slider", SLIDER)):
+        result = to_urdf(xml, out / f"{key}.urdf", keep_virtual=True)
+        files[key] = result.robots[0]["urdf"]
+    return files
+
+
+def _load(path):
+    return yourdfpy.URDF.load(str(path))
+
+
+def _simulate(tmp_path, name, *extra):
+    from bondsim_ros.cli import main
+
+    csv = tmp_path / f"{name}.csv"
+    assert main(["simulate", name, "--csv", str(csv), "--quiet", *extra]) == 0
+    header, data = read_joint_csv(csv)
+    return {h: data[:, k] for k, h in enumerate(header)}
+
+
+def _at(robot, cfg, frame):
+    robot.update_cfg(cfg)
+    return robot.get_transform(frame)
+
+
+@pytest.mark.parametrize("key", ["omni", "pendulum", "slider"])
+def test_xml_converts_and_loads(urdfs, key):
+    robot = _load(urdfs[key])
+    assert robot.actuated_joint_names == JOINTS[key]
+
+
+@pytest.mark.skipif(shutil.which("check_urdf") is None, reason="check_urdf (liburdfdom-tools) not installed")
+def test_check_urdf_accepts_examples(urdfs):
+    for path in urdfs.values():
+        proc = subprocess.run(["check_urdf", path], capture_output=True, text=True)
+        assert proc.returncode == 0 and "Successfully Parsed XML" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_omni5dpo_mass_and_yaw_inertia(urdfs):
+    """Table II: 26.2 kg; section IV-B: identified I_zz = 1.1 kg m^2 (about the centre, all links)."""
+    robot = _load(urdfs["omni"])
+    mass = izz = 0.0
+    for name, link in robot.link_map.items():
+        if link.inertial is None:
+            continue
+        t = robot.get_transform(name) @ link.inertial.origin
+        inertia = t[:3, :3] @ link.inertial.inertia @ t[:3, :3].T
+        mass += link.inertial.mass
+        izz += inertia[2, 2] + link.inertial.mass * (t[0, 3] ** 2 + t[1, 3] ** 2)
+    assert mass == pytest.approx(26.2, rel=1e-6)
+    assert izz == pytest.approx(1.1, rel=2e-3)
+
+
+def test_omni5dpo_columns_pose_and_wheel_sign(urdfs, tmp_path):
+    """CSV base pose drives the URDF's base; the axle angles turn the way the ideal omni wheel
+    rolls: hub velocity along the wheel frame's y = -r_w * axle rate (model and XML agree)."""
+    cols = _simulate(tmp_path, "omni5dpo", "--t-end", "0.8", "--param", "v_step=0.6", "--param", "t_step=0.1")
+    for name in ["t", "x", "y", "phi"] + JOINTS["omni"][3:]:
+        assert name in cols, f"omni5dpo CSV lacks column {name}"
+    robot = _load(urdfs["omni"])
+    t = cols["t"]
+    k = len(t) - 2  # late in the run: moving and turning
+    assert abs(cols["wz"][k]) > 0.5 and math.hypot(cols["vx"][k], cols["vy"][k]) > 0.1
+
+    def cfg(i):
+        return {"base_x": cols["x"][i], "base_y": cols["y"][i], "base_phi": cols["phi"][i],
+                **{f"wheel{w}_axle": cols[f"wheel{w}_axle"][i] for w in (1, 2, 3)}}
+
+    base = _at(robot, cfg(k), "base_link")
+    assert base[:2, 3] == pytest.approx([cols["x"][k], cols["y"][k]], abs=1e-9)
+    assert math.atan2(base[1, 0], base[0, 0]) == pytest.approx(math.remainder(cols["phi"][k], 2 * math.pi), abs=1e-9)
+    dt = t[k + 1] - t[k - 1]
+    for w in (1, 2, 3):
+        frame = f"wheel{w}_link"
+        before, now, after = (_at(robot, cfg(i), frame) for i in (k - 1, k, k + 1))
+        v_hub = (after[:3, 3] - before[:3, 3]) / dt
+        rate = (cols[f"wheel{w}_axle"][k + 1] - cols[f"wheel{w}_axle"][k - 1]) / dt
+        assert abs(rate) > 0.1
+        # rolling direction: horizontal, normal to the axle (the link's own y turns with the axle)
+        rolling = np.cross([0.0, 0.0, 1.0], now[:3, 0])
+        assert v_hub @ rolling == pytest.approx(-0.0513 * rate, rel=1e-3, abs=1e-5), f"wheel {w}"
+        assert now[2, 3] == pytest.approx(0.0513, abs=1e-9)  # axle at the wheel radius: wheels on the floor
+
+
+@pytest.mark.parametrize("variant", ["pendulum_minimal", "pendulum_lagrange"])
+def test_pendulum_tip_matches_model(urdfs, tmp_path, variant):
+    cols = _simulate(tmp_path, variant, "--t-end", "0.5")
+    assert "pivot_joint" in cols
+    robot = _load(urdfs["pendulum"])
+    L = 1.0
+    if variant == "pendulum_minimal":  # the model's bar end from its angle
+        ex, ey = L * np.sin(cols["theta"]), -L * np.cos(cols["theta"])
+    else:  # from the bar's centre of mass (x, y) and angle, independent of the pivot column
+        ex, ey = cols["x"] + L / 2 * np.sin(cols["theta"]), cols["y"] - L / 2 * np.cos(cols["theta"])
+    for k in (0, len(cols["t"]) // 2, len(cols["t"]) - 1):
+        tip = _at(robot, {"pivot_joint": cols["pivot_joint"][k]}, "probe_tip")[:3, 3]
+        # model plane (x right, y up) stood up in the world: model y is world z
+        assert tip == pytest.approx([ex[k], 0.0, PIVOT_HEIGHT + ey[k]], abs=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["slider_crank_minimal", "slider_crank_lagrange"])
+def test_slider_crank_loop_closes(urdfs, tmp_path, variant):
+    """The tree's rod end lands on the piston pin at every row (loop closure by joint values)."""
+    cols = _simulate(tmp_path, variant, "--t-end", "1.0")
+    for name in JOINTS["slider"]:
+        assert name in cols, f"{variant} CSV lacks column {name}"
+    robot = _load(urdfs["slider"])
+    gaps = []
+    for k in range(0, len(cols["t"]), 25):
+        cfg = {j: cols[j][k] for j in JOINTS["slider"]}
+        end = _at(robot, cfg, "probe_rod_end")[:3, 3]
+        pin = _at(robot, cfg, "probe_piston_pin")[:3, 3]
+        crank_pin = _at(robot, cfg, "rod_link")[:3, 3]
+        g = cols["gamma"][k]
+        assert crank_pin == pytest.approx([0.2 * math.cos(g), 0.0, SLIDER_HEIGHT + 0.2 * math.sin(g)], abs=1e-9)
+        assert pin[0] == pytest.approx(cols["x_piston"][k], abs=1e-12)
+        gaps.append(np.linalg.norm(end - pin))
+    # the crank swings through bottom dead centre in 1 s: the rows cover a real motion
+    assert np.ptp(cols["gamma"]) > 1.0
+    assert max(gaps) < 1e-4, f"{variant}: rod end misses the piston pin by {max(gaps):.2e} m"
+
+
+def _foreground(png):
+    from PIL import Image
+
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    return img, img.sum(axis=2) < 3 * 245  # background is white
+
+
+def _span(mask):
+    ys, xs = np.nonzero(mask)
+    return (xs.max() - xs.min() + 1) / mask.shape[1], (ys.max() - ys.min() + 1) / mask.shape[0]
+
+
+def test_render_frames_small_mechanism(tmp_path):
+    """The 0.35 m arm spans most of the frame (it spanned ~15 % of the width before framing)."""
+    from bondsim_ros.mechanism.render import render
+
+    csv = tmp_path / "arm.csv"
+    csv.write_text("t,q1,q2,q3\n0,-1.3,1.0,0.3\n")
+    out = render(ARM, tmp_path / "arm.png", joints_csv=csv, size=(480, 360), progress=False)
+    _, fg = _foreground(out)
+    wx, wy = _span(fg[40:])  # below the title
+    assert max(wx, wy) > 0.6 and wx < 0.98, (wx, wy)
+
+
+def test_render_pendulum_hangs_down(tmp_path):
+    from bondsim_ros.mechanism.render import render
+
+    csv = tmp_path / "p.csv"
+    csv.write_text("t,pivot_joint\n0,0.3\n")
+    out = render(PENDULUM, tmp_path / "p.png", joints_csv=csv, size=(360, 480), progress=False)
+    img, fg = _foreground(out)
+    red = (img[:, :, 0] > 180) & (img[:, :, 1] < 80) & (img[:, :, 2] < 80)  # the tip ball
+    bar = (img[:, :, 2] > img[:, :, 0] + 40) & (img[:, :, 2] > 100)  # steel-blue bar
+    assert red.sum() > 30 and bar.sum() > 100
+    red_row = np.nonzero(red)[0].mean()
+    bar_top = np.nonzero(bar)[0].min()
+    assert red_row > bar_top + 0.3 * img.shape[0], "tip not below the pivot: the picture is upside down"
+    assert max(_span(fg[40:])) > 0.6
+
+
+def test_cli_renders_slider_crank_csv(tmp_path):
+    """The documented pipeline: simulate a 003 variant, render one CSV row of it."""
+    from bondsim_ros.cli import main
+
+    csv = tmp_path / "s.csv"
+    assert main(["simulate", "slider_crank_lagrange", "--t-end", "0.3", "--csv", str(csv), "--quiet"]) == 0
+    out = tmp_path / "s.png"
+    assert main(["render", str(SLIDER), "--joints", str(csv), "--row", "50", "--size", "400x300", "-q",
+                 "-o", str(out)]) == 0
+    _, fg = _foreground(out)
+    assert max(_span(fg[40:])) > 0.6
