@@ -14,12 +14,13 @@ No ROS here.
 """
 from .core import Component, ControlPort, Model, ModelError, PowerPort
 from .elements import C, GY, I, R, TF, EffortJunction, FlowJunction, Se, Sf
+from .library import DCMotor
 from .signals import PID, Derivative, Function, Gain, Input, Integrator, Node, Recorder, Sum
 
 __all__ = [
     "Component", "Model", "ModelError", "PowerPort", "ControlPort",
     "I", "C", "R", "TF", "GY", "Se", "Sf", "EffortJunction", "FlowJunction",
-    "Input", "Sum", "Gain", "Function", "Integrator", "Derivative", "PID", "Node", "Recorder",
+    "Input", "Sum", "Gain", "Function", "Integrator", "Derivative", "PID", "Node", "Recorder", "DCMotor",
     "compile_model", "simulate", "Simulation", "SimulationResult",
 ]
 

@@ -47,6 +47,7 @@ _EXTRA_MODULES = [
     "bondsim_ros.models.multibody",  # seed 003: pendulum and slider-crank variants
     "bondsim_ros.models.arm3dof",  # seed 004: 3-DOF planar arm
     "bondsim_ros.models.omni5dpo",  # seed 002: 5DPO omnidirectional robot
+    "bondsim_ros.models.dualarm",  # seed 001: dual-arm mobile manipulator
 ]
 
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from bondsim_ros.bondgraph import (
-    GY, TF, C, EffortJunction, FlowJunction, I, Integrator, Model, R, Recorder, Se, Sf,
+    TF, C, DCMotor, EffortJunction, FlowJunction, I, Integrator, Model, R, Recorder, Se, Sf,
 )
 
 
@@ -89,25 +89,15 @@ def dc_motor(V=24.0, Ra=1.2, La=0.0012, K=0.03, Jm=1.2e-6, bm=2e-6, N=16.0, JL=4
     TF convention of the paper: f1 = k f2, so with k = N the rotor turns N times faster.
     """
     model = Model("dc_motor", "DC motor with gear and inertial load, voltage step")
-    elec = model.add(EffortJunction("armature", output=True))
-    rotor = model.add(EffortJunction("rotor", output=True))
     load = model.add(EffortJunction("load", output=True))
-    model.add(Se("V", V), R("Ra", Ra), I("La", La), GY("K", K))
-    model.add(I("Jm", Jm), R("bm", bm), TF("gear", N), I("JL", JL), R("bL", bL))
-    model.bond("V", elec)
-    model.bond(elec, "Ra")
-    model.bond(elec, "La")
-    model.bond(elec, "K.p1")
-    model.bond("K.p2", rotor)
-    model.bond(rotor, "Jm")
-    model.bond(rotor, "bm")
-    model.bond(rotor, "gear.p1")
-    model.bond("gear.p2", load)
+    model.add(Se("V", V), DCMotor("motor", Ra=Ra, La=La, K=K, J=Jm, b=bm, ratio=N), I("JL", JL), R("bL", bL))
+    model.bond("V", "motor.supply")
+    model.bond("motor.shaft", load)
     model.bond(load, "JL")
     model.bond(load, "bL")
     model.add(Recorder("rec", ["current", "omega_motor", "omega_load"]))
-    model.connect(elec.out, "rec.current")
-    model.connect(rotor.out, "rec.omega_motor")
+    model.connect("motor.current", "rec.current")
+    model.connect("motor.omega_motor", "rec.omega_motor")
     model.connect(load.out, "rec.omega_load")
     return model
 

@@ -5,7 +5,7 @@ Structure (paper figure in brackets)::
     Robotino
     ├── Chassis            [25]  translation (I_X, I_Y), rotation (I_phi), pose integrators
     │   ├── transform1..3  [19]  wheel frame <-> world, TFs modulated by phi_i = phi + alpha_i
-    │   └── drive1..3      [28]  PID -> Se(u) -> armature (R, L) -> GY(k_m) -> rotor (J, b) -> TF(-N)
+    │   └── drive1..3      [28]  PID -> Se(u) -> DCMotor: armature (R, L) -> GY(k_m) -> rotor (J, b) -> TF(-N)
     ├── wheel1..3          [21-24] axle inertia, RotLin TF(-1/R_w), contact roller with
     │                              rolling arm r_roll = r_max - R_w (1 - cos theta_ib)  [eqs. 10-13]
     ├── ground             [30]  zero-velocity flow sources at each contact point (x, y)
@@ -31,8 +31,8 @@ import numpy as np
 import yaml
 
 from bondsim_ros.bondgraph import (
-    GY, PID, TF, Component, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model, R, Recorder,
-    Se, Sf, Sum,
+    PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model,
+    Recorder, Se, Sf, Sum,
 )
 
 from bondsim_ros.paths import share_file
@@ -160,33 +160,20 @@ class Drive(Component):
         self.add(PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=_p(p, "controller.kd", 0.0),
                      tf=_p(p, "controller.derivative_filter_time", 0.002), umin=-vmax, umax=vmax))
         self.add(Se("voltage_source", "u", inputs=["u"]))
-        arm = self.add(EffortJunction("armature", output=True))
-        rotor = self.add(EffortJunction("rotor", output=True))
-        self.add(R("Ra", _law(p, "motor.armature_resistance")), I("La", _law(p, "motor.armature_inductance")))
-        self.add(GY("emf", _law(p, "motor.torque_constant")))
-        self.add(I("Jm", _law(p, "motor.rotor_inertia")))
         bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
-        if isinstance(fc, str) or fc > 0:
-            # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
-            self.add(R("friction", effort=f"{bv!r}*f + {fc!r}*tanh(f)".replace("'", "")))
-        else:
-            self.add(R("friction", bv))
-        self.add(TF("gear", -n))
-        self.bond("voltage_source", arm)
-        self.bond(arm, "Ra")
-        self.bond(arm, "La")
-        self.bond(arm, "emf.p1")
-        self.bond("emf.p2", rotor)
-        self.bond(rotor, "Jm")
-        self.bond(rotor, "friction")
-        self.bond(rotor, "gear.p1")
-        self.bond("gear.p2", self.shaft)
+        # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
+        friction = f"{bv!r}*f + {fc!r}*tanh(f)".replace("'", "") if isinstance(fc, str) or fc > 0 else None
+        self.add(DCMotor("motor", Ra=_law(p, "motor.armature_resistance"), La=_law(p, "motor.armature_inductance"),
+                         K=_law(p, "motor.torque_constant"), J=_law(p, "motor.rotor_inertia"), b=bv, ratio=-n,
+                         friction=friction))
+        self.bond("voltage_source", "motor.supply")
+        self.bond("motor.shaft", self.shaft)
         self.connect(self.omega_ref, "ref_scale.in_")
         self.connect("ref_scale.out", "error.in1")
-        self.connect(rotor.out, "error.in2", self.omega_motor)
+        self.connect("motor.omega_motor", "error.in2", self.omega_motor)
         self.connect("error.out", "pid.in_")
         self.connect("pid.out", "voltage_source.u", self.voltage)
-        self.connect(arm.out, self.current)
+        self.connect("motor.current", self.current)
 
 
 class Wheel(Component):

@@ -1,0 +1,856 @@
+"""Seed 001 (Qian & Rahmani, "Bond Graph Modeling and Simulation of a Dual-Arm Mobile
+Manipulator", LAGIS / Ecole Centrale de Lille): an 18-DOF nonholonomic mobile manipulator as a
+Newton-Euler bond graph, driven open loop by an independent inverse-dynamics computation.
+
+The robot (paper section II, Table I; section V: 18 DOFs without neck, eyes and hands) is the
+mechanism XML ``urdf/dualarm/robots/DualArm.xml`` (+ ``Arm.xml`` attached twice): a
+differential-drive platform with two driven wheels and two passive casters, a 2-DOF waist and two
+7-DOF arms in modified Denavit-Hartenberg form. The bond graph is built *from that XML* (frames,
+joint axes, masses and inertias of the loaded mechanism), so the URDF that Pinocchio reads and
+the bond graph describe the same robot; the dynamics algorithms are independent.
+
+Bond graph (paper section IV, Figs. 9-17):
+
+* ``Link`` - one rigid body in its own frame (eqs. 6-14): 1-junctions of the body-frame angular
+  velocity and of the centre-of-mass velocity with I elements J_xx, J_yy, J_zz and m, m, m; the
+  Eulerian junction structure as two rings of modulated gyrators (EJS-T: ratio J_k w_k between
+  the w junctions; EJS-F: ratio m w_k between the v junctions), gravity m g_i as Se on the v
+  junctions, g_i (gravity in the link frame) integrated from g' = g x w (the paper's
+  integrator block for the orientation, section IV.D). Joint points P are 0-junctions
+  v_P = v_c + w x r (eqs. 7-8) with constant TFs.
+* ``Joint`` - the MTF of eq. (6): parent-frame point velocities are rotated into the child
+  frame by ^iR_{i-1} = (R0 Rot(axis, q))^T (one TF per non-zero entry, modulated by q), and the
+  joint's relative rate enters the axis channel through a 0-junction (eq. 5, Fig. 11): its
+  common effort is the joint torque of eq. (4).
+* ``JointDrive`` - Fig. 9, the engine's ``DCMotor`` under a voltage law: voltage source, R_a,
+  L_a, GY (k_t), rotor I_a and viscous B_m, gear TF k_r. The shaft is rigid (the paper's C = 1/K is left out, see docs/examples/001.md).
+* Platform: the chassis is a ``Link`` whose out-of-plane channels (v_z, w_x, w_y) and the
+  lateral velocity of the axle midpoint (the nonholonomic constraint, eq. 1) are Sf(0) (their
+  efforts are the floor reaction and the lateral constraint force lambda); each wheel is a
+  ``Link`` on a ``Joint`` and a ``Rolling`` constraint v_x - r w_y - r theta' = 0 (Sf(0), its
+  effort the longitudinal contact force). The paper's stiff C/R floor (section IV.D) is
+  replaced by these ideal constraints.
+
+Inputs: the motor voltages U(t) of the inverse motor model, from the joint torques of
+Pinocchio's RNEA on the URDF of the same XML (planar root joint; the base generalized forces are
+mapped to the two wheel torques and lambda), along the reference trajectories of section V.
+Each U(t) is a Chebyshev series in t (fitted on Chebyshev nodes; the fit error is measured and
+reported), so the model is an ordinary bond graph with Se(U(t)) sources, run open loop as in
+the paper.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bondsim_ros.bondgraph import (
+    GY, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Integrator, Model, Recorder, Se,
+    Sf,
+)
+from bondsim_ros.plotting import save_figure
+
+from . import ModelEntry
+
+ROOT = Path(__file__).resolve().parents[2]
+XML_DIR = ROOT / "urdf" / "dualarm"
+PROJECT_XML = XML_DIR / "DualArm_project.xml"
+ROBOT_XML = XML_DIR / "robots" / "DualArm.xml"
+
+G = 9.81
+T_END = 2.0  # our choice: the t^2 references of section V reach 3.6 rad on q_r7 at 2 s
+WHEEL_RADIUS = 0.08  # must match the XML (checked in build_chain)
+WHEEL_TRACK = 0.44
+
+# Section V: platform v_d = 0.1 t, w_d = 0.05 t; joints q_d = c t^2 with these c.
+V_RATE, W_RATE = 0.1, 0.05
+JOINT_COEF = {"w_q1": 0.1, "w_q2": 0.2,
+              **{f"r_q{k}": 0.1 * (k + 2) for k in range(1, 8)},
+              **{f"l_q{k}": -0.1 * (k + 2) for k in range(1, 8)}}
+ARM_JOINTS = tuple(JOINT_COEF)  # waist + right + left, the paper's order
+WHEELS = ("wheel_l", "wheel_r")
+ACTUATED = WHEELS + ARM_JOINTS  # the 18 motors
+
+# DC motors and gears (paper Fig. 9 names; values: plausible, chosen here - docs/examples/001.md).
+# (R_a [ohm], L_a [H], k_t = k_e [N m/A], I_a [kg m^2], B_m [N m s/rad], k_r [-])
+MOTORS = {
+    "wheel": (0.6, 2.0e-4, 0.06, 1.5e-5, 2.0e-6, 30.0),
+    "waist": (0.5, 2.0e-4, 0.07, 2.0e-5, 2.0e-6, 160.0),
+    "shoulder": (1.0, 3.0e-4, 0.05, 1.0e-5, 1.0e-6, 120.0),  # q1, q2
+    "arm": (1.2, 3.0e-4, 0.04, 6.0e-6, 1.0e-6, 100.0),  # q3, q4
+    "wrist": (2.0, 4.0e-4, 0.03, 3.0e-6, 5.0e-7, 80.0),  # q5..q7
+}
+
+
+def motor_of(joint: str) -> tuple:
+    if joint in WHEELS:
+        return MOTORS["wheel"]
+    if joint.startswith("w_"):
+        return MOTORS["waist"]
+    k = int(joint[-1])
+    return MOTORS["shoulder" if k <= 2 else "arm" if k <= 4 else "wrist"]
+
+
+CHEB_DEGREE = 40  # Chebyshev degree of the voltage laws (fit error reported by fit_report())
+
+
+# --------------------------------------------------------------------------------------
+# The robot as rigid bodies, read from the mechanism XML
+# --------------------------------------------------------------------------------------
+@dataclass
+class Body:
+    name: str  # the joint name (the chassis: "base")
+    parent: str | None
+    rot0: np.ndarray  # parent body frame -> joint frame at q = 0 (3x3)
+    pos0: np.ndarray  # joint origin in the parent body frame
+    axis: int  # 0, 1, 2: joint axis x, y, z of the joint frame
+    mass: float
+    com: np.ndarray  # in the body frame
+    inertia: np.ndarray  # principal inertias (diagonal of the tensor about the com, body frame)
+    children: list
+
+
+def _clean(a: np.ndarray) -> np.ndarray:
+    """Round the 1e-17 residues of cos(90 deg) so constant TFs of zero are not drawn."""
+    a = np.where(np.abs(a) < 1e-12, 0.0, a)
+    return np.where(np.abs(np.abs(a) - 1.0) < 1e-12, np.sign(a), a)
+
+
+@functools.lru_cache(maxsize=4)
+def build_chain(xml: str = str(ROBOT_XML)) -> dict:
+    """Bodies of the robot from the XML, keyed by joint name, in document order (dict order).
+
+    Fixed edges (the arm attachments, probes) are folded into the next joint's transform; the
+    links they carry must be massless. Each body's inertia tensor must be diagonal in its frame
+    (the XML is built so: one massive shape per link, on one axis).
+    """
+    from bondsim_ros.mechanism import load_mechanism
+    from bondsim_ros.mechanism.geometry import link_inertial
+
+    mech = load_mechanism(xml)
+    unit = mech.robots[0]
+    if not unit.planar:
+        raise ValueError(f"{xml}: the robot must start with the virtual planar base base_x, base_y, base_phi")
+    edges = unit.edges[3:]
+    root = unit.edges[2].child
+    owner = {root: ("base", np.eye(4))}  # link -> (body, transform body -> link)
+    bodies = {}
+
+    def inertial(link):
+        p = link_inertial(unit.links[link])
+        return (0.0, np.zeros(3), np.zeros((3, 3))) if p is None else p
+
+    m, c, J = inertial(root)
+    bodies["base"] = Body("base", None, np.eye(3), np.zeros(3), 2, m, c, J, [])
+    for e in edges:
+        if e.parent not in owner:
+            raise ValueError(f"{xml}: joint {e.name} hangs from unknown link {e.parent}")
+        body, t_bp = owner[e.parent]
+        t = t_bp @ e.origin
+        if e.kind == "fixed":
+            mm, _, _ = inertial(e.child)
+            if mm:
+                raise ValueError(f"{xml}: link {e.child} is fixed to body {body} and has a mass; "
+                                 f"put its mass on the body's own link")
+            owner[e.child] = (body, t)
+            continue
+        if e.kind != "revolute":
+            raise ValueError(f"{xml}: joint {e.name}: only revolute joints are modelled, got {e.kind}")
+        axis = [k for k in range(3) if abs(e.axis[k]) == 1.0]
+        if len(axis) != 1 or e.axis[axis[0]] != 1.0:
+            raise ValueError(f"{xml}: joint {e.name}: axis must be +x, +y or +z of its frame, got {e.axis}")
+        m, c, J = inertial(e.child)
+        bodies[e.name] = Body(e.name, body, _clean(t[:3, :3]), t[:3, 3].copy(), axis[0], m, c, J, [])
+        bodies[body].children.append(e.name)
+        owner[e.child] = (e.name, np.eye(4))
+    for b in bodies.values():
+        off = b.inertia - np.diag(np.diag(b.inertia))
+        if np.abs(off).max() > 1e-9 * max(np.abs(b.inertia).max(), 1e-12):
+            raise ValueError(f"{xml}: body {b.name}: inertia tensor not diagonal in its frame: {b.inertia.tolist()}")
+        b.inertia = np.diag(b.inertia).copy()
+        if b.mass <= 0:
+            raise ValueError(f"{xml}: body {b.name} has no mass")
+    missing = set(ACTUATED) - set(bodies)
+    if missing or len(bodies) != 1 + len(ACTUATED):
+        raise ValueError(f"{xml}: expected joints {', '.join(ACTUATED)}; missing {sorted(missing)}, "
+                         f"found {[b for b in bodies if b != 'base']}")
+    for w, side in zip(WHEELS, (1, -1)):
+        p = bodies[w].pos0
+        if not np.allclose(p, (0.0, side * WHEEL_TRACK / 2, WHEEL_RADIUS), atol=1e-12) or bodies[w].axis != 1:
+            raise ValueError(f"{xml}: wheel {w} must turn about y at (0, {side * WHEEL_TRACK / 2}, {WHEEL_RADIUS}), "
+                             f"is at {p.tolist()} about axis {bodies[w].axis}")
+    return bodies
+
+
+def _rot(axis: int, q):
+    c, s = math.cos(q), math.sin(q)
+    if axis == 0:
+        return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
+    if axis == 1:
+        return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+
+
+# --------------------------------------------------------------------------------------
+# Reference trajectories (section V)
+# --------------------------------------------------------------------------------------
+def platform_reference(t):
+    """x, y, phi of the axle midpoint and v, w, v', w' for v_d = 0.1 t, w_d = 0.05 t.
+
+    phi = 0.025 t^2 and, since v/w = 2 m, x = 2 sin(phi), y = 2 (1 - cos(phi)) in closed form.
+    """
+    t = np.asarray(t, float)
+    phi = 0.5 * W_RATE * t**2
+    rad = V_RATE / W_RATE
+    return dict(x=rad * np.sin(phi), y=rad * (1 - np.cos(phi)), phi=phi, v=V_RATE * t, w=W_RATE * t,
+                dv=V_RATE + 0 * t, dw=W_RATE + 0 * t)
+
+
+def joint_reference(t):
+    """q, q', q'' of the 18 actuated joints (dicts by name); wheels from v, w by rolling."""
+    t = np.asarray(t, float)
+    q, qd, qdd = {}, {}, {}
+    for n, c in JOINT_COEF.items():
+        q[n], qd[n], qdd[n] = c * t**2, 2 * c * t, 2 * c + 0 * t
+    half = WHEEL_TRACK / 2
+    for n, s in (("wheel_l", -1), ("wheel_r", 1)):  # wheel centre speed v -+ w b/2
+        k = (V_RATE + s * W_RATE * half) / WHEEL_RADIUS
+        q[n], qd[n], qdd[n] = 0.5 * k * t**2, k * t, k + 0 * t
+    return q, qd, qdd
+
+
+# --------------------------------------------------------------------------------------
+# Inverse dynamics 1: Pinocchio RNEA on the URDF of the same XML
+# --------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=2)
+def pinocchio_model(xml: str = str(ROBOT_XML)):
+    """(model, data, urdf path): URDF from the XML, root joint JointModelPlanar (x, y, yaw)."""
+    import tempfile
+
+    import pinocchio as pin
+
+    from bondsim_ros.mechanism import to_urdf
+
+    out = Path(tempfile.mkdtemp(prefix="dualarm_urdf_")) / "DualArm.urdf"
+    to_urdf(xml, out)
+    model = pin.buildModelFromUrdf(str(out), pin.JointModelPlanar())
+    return model, model.createData(), out
+
+
+def _pin_vectors(model, base, q, qd, qdd):
+    """Pinocchio q, v, a from base = (x, y, phi, vx, vy, w, ax, ay, dw) (body-frame velocities
+    and their time derivatives) and joint dicts. Unlimited revolute joints are 'continuous' in
+    the URDF, so Pinocchio stores them as (cos, sin)."""
+    import pinocchio as pin
+
+    qv, v, a = pin.neutral(model), np.zeros(model.nv), np.zeros(model.nv)
+    x, y, phi, vx, vy, w, ax, ay, dw = base
+    jid = model.getJointId("root_joint")
+    iq, iv = model.idx_qs[jid], model.idx_vs[jid]
+    qv[iq:iq + 4] = (x, y, math.cos(phi), math.sin(phi))
+    v[iv:iv + 3] = (vx, vy, w)
+    a[iv:iv + 3] = (ax, ay, dw)
+    for n in ACTUATED:
+        j = model.getJointId(n)
+        iq, iv = model.idx_qs[j], model.idx_vs[j]
+        if model.nqs[j] == 2:
+            qv[iq:iq + 2] = (math.cos(q[n]), math.sin(q[n]))
+        else:
+            qv[iq] = q[n]
+        v[iv], a[iv] = qd[n], qdd[n]
+    return qv, v, a
+
+
+def pinocchio_rnea(base, q, qd, qdd, xml: str = str(ROBOT_XML)) -> dict:
+    """Generalized forces of RNEA by name: base 'Fx', 'Fy', 'Mz' (body frame) and each joint."""
+    import pinocchio as pin
+
+    model, data, _ = pinocchio_model(xml)
+    qv, v, a = _pin_vectors(model, base, q, qd, qdd)
+    tau = pin.rnea(model, data, qv, v, a)
+    iv = model.idx_vs[model.getJointId("root_joint")]
+    out = dict(Fx=tau[iv], Fy=tau[iv + 1], Mz=tau[iv + 2])
+    for n in ACTUATED:
+        out[n] = tau[model.idx_vs[model.getJointId(n)]]
+    return out
+
+
+def wheel_mapping(gen: dict) -> dict:
+    """Base generalized forces and wheel RNEA terms -> wheel torques, contact forces, lambda.
+
+    Constraints (Pinocchio velocity coordinates, body frame): rolling of wheel L/R
+    v_x -+ (b/2) w - r theta'_{L/R} = 0, no lateral slip v_y = 0 (eq. 1). RNEA = S tau + A^T mu
+    with mu = (F_L, F_R, lambda) the contact forces on the wheels: F_L + F_R = Fx,
+    (b/2)(F_R - F_L) = Mz, lambda = Fy, and tau_{L/R} = RNEA_{L/R} + r F_{L/R}.
+    """
+    half, r = WHEEL_TRACK / 2, WHEEL_RADIUS
+    diff = gen["Mz"] / half  # F_R - F_L
+    f_r, f_l = 0.5 * (gen["Fx"] + diff), 0.5 * (gen["Fx"] - diff)
+    return dict(wheel_l=gen["wheel_l"] + r * f_l, wheel_r=gen["wheel_r"] + r * f_r, F_l=f_l, F_r=f_r,
+                lam=gen["Fy"])
+
+
+def reference_base(t: float) -> tuple:
+    p = platform_reference(t)
+    return (float(p["x"]), float(p["y"]), float(p["phi"]), float(p["v"]), 0.0, float(p["w"]), float(p["dv"]), 0.0,
+            float(p["dw"]))
+
+
+def joint_torques(t) -> dict:
+    """Actuator torques (18 joints) and platform contact forces along the reference, by name,
+    each an array over ``t``: Pinocchio RNEA + wheel mapping (the paper's open-loop 'exact
+    mathematical model', section V)."""
+    t = np.atleast_1d(np.asarray(t, float))
+    q, qd, qdd = joint_reference(t)
+    rows = []
+    for k, tk in enumerate(t):
+        pick = lambda d: {n: float(d[n][k]) for n in d}  # noqa: E731
+        gen = pinocchio_rnea(reference_base(tk), pick(q), pick(qd), pick(qdd))
+        rows.append({**gen, **wheel_mapping(gen)})
+    return {n: np.array([r[n] for r in rows]) for n in rows[0]}
+
+
+# --------------------------------------------------------------------------------------
+# Inverse dynamics 2: recursive Newton-Euler in body frames (paper eqs. 6-11), numpy
+# --------------------------------------------------------------------------------------
+def newton_euler(base, q, qd, qdd, bodies=None) -> dict:
+    """Generalized forces in Pinocchio's convention (Fx, Fy, Mz of the planar base in its
+    frame, joint torques), written from the paper's body-frame relations, independent of
+    Pinocchio: forward pass eqs. (6)-(8) for velocities and accelerations, backward pass
+    eqs. (9)-(11) for forces; gravity enters as a base acceleration +g."""
+    bodies = bodies or build_chain()
+    _, _, _, vx, vy, w, ax, ay, dw = base
+    kin = {}
+    for n, b in bodies.items():
+        if b.parent is None:
+            om, al = np.array([0.0, 0.0, w]), np.array([0.0, 0.0, dw])
+            # classical acceleration of the origin in the rotating body frame, plus gravity
+            acc = np.array([ax - w * vy, ay + w * vx, G])
+            kin[n] = (np.eye(3), om, al, acc)
+            continue
+        _, omp, alp, accp = kin[b.parent]
+        Rm = b.rot0 @ _rot(b.axis, q[n])
+        e = np.zeros(3)
+        e[b.axis] = 1.0
+        om_rel = Rm.T @ omp
+        om = om_rel + e * qd[n]
+        al = Rm.T @ alp + e * qdd[n] + np.cross(om_rel, e * qd[n])
+        acc = Rm.T @ (accp + np.cross(alp, b.pos0) + np.cross(omp, np.cross(omp, b.pos0)))
+        kin[n] = (Rm, om, al, acc)
+    force, moment = {}, {}
+    for n in reversed(list(bodies)):
+        b = bodies[n]
+        Rm, om, al, acc = kin[n]
+        ac = acc + np.cross(al, b.com) + np.cross(om, np.cross(om, b.com))
+        F = b.mass * ac
+        Jw = b.inertia * om
+        N = b.inertia * al + np.cross(om, Jw)  # eq. (11), EJS-T: w x J w
+        f, nn = F.copy(), N + np.cross(b.com, F)
+        for c in b.children:
+            Rc = kin[c][0]
+            fc = Rc @ force[c]
+            f += fc
+            nn += Rc @ moment[c] + np.cross(bodies[c].pos0, fc)
+        force[n], moment[n] = f, nn
+    out = dict(Fx=force["base"][0], Fy=force["base"][1], Mz=moment["base"][2])
+    for n, b in bodies.items():
+        if b.parent is not None:
+            out[n] = moment[n][b.axis]
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Inverse motor model -> voltage laws (Chebyshev series in t)
+# --------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=4)
+def voltage_series(t_end: float = T_END, degree: int = CHEB_DEGREE) -> dict:
+    """Per motor: Chebyshev coefficients (in s = 2 t / t_end - 1) of U(t), i(t) and the joint
+    torque tau(t), from the inverse motor model of Fig. 9 with a rigid shaft:
+    tau_m = tau / k_r + I_a w_m' + B_m w_m,  i = tau_m / k_t,  U = R_a i + L_a i' + k_t w_m,
+    with w_m = k_r q'. Returns {joint: dict(U=..., i=..., tau=...)} and 'nodes_error'."""
+    from numpy.polynomial import chebyshev as C
+
+    n = 2 * degree + 1
+    s = np.cos(np.pi * (np.arange(n) + 0.5) / n)  # Chebyshev nodes in (-1, 1)
+    t = 0.5 * t_end * (s + 1)
+    tau = joint_torques(t)
+    _, qd, qdd = joint_reference(t)
+    out = {}
+    for j in ACTUATED:
+        Ra, La, kt, Ia, Bm, kr = motor_of(j)
+        wm, dwm = kr * qd[j], kr * qdd[j]
+        i = (tau[j] / kr + Ia * dwm + Bm * wm) / kt
+        ci = C.chebfit(s, i, degree)
+        di = C.chebder(ci) * (2.0 / t_end)  # d/dt = (2 / t_end) d/ds
+        U = Ra * C.chebval(s, ci) + La * C.chebval(s, di) + kt * wm
+        out[j] = dict(U=C.chebfit(s, U, degree), i=ci, tau=C.chebfit(s, tau[j], degree))
+    for k in ("lam", "F_l", "F_r"):
+        out[k] = dict(tau=C.chebfit(s, tau[k], degree))
+    return out
+
+
+def series_value(coef, t, t_end: float = T_END):
+    from numpy.polynomial import chebyshev as C
+
+    return C.chebval(2.0 * np.asarray(t, float) / t_end - 1.0, coef)
+
+
+def _cheb_law(coef) -> str:
+    """sum c_k T_k(s) with T_k(s) = cos(k th), th = acos(s): stable for any degree."""
+    terms = [repr(float(coef[0]))] + [f"{float(c)!r}*cos({k}*th)" for k, c in enumerate(coef) if k > 0]
+    return " + ".join(terms).replace("+ -", "- ")
+
+
+# --------------------------------------------------------------------------------------
+# Bond-graph components
+# --------------------------------------------------------------------------------------
+def _f(x) -> str:
+    return repr(float(x))
+
+
+AXES = "xyz"
+CHANNELS = ("wx", "wy", "wz", "vx", "vy", "vz")
+
+
+class Link(Component):
+    """Rigid body i in its own frame (paper eqs. 6-14, Fig. 16).
+
+    ports: {port name: (point in the body frame, channels)}; a port's bonds are the point's
+    velocity channels in the order given (from "wx wy wz vx vy vz"), power out of the link.
+    g0: gravity in the body frame at t = 0 (None: constant (0, 0, -g), a body that only yaws).
+    Controls: w_x..w_z (body rates) and v_x..v_z (centre-of-mass velocity) as outputs.
+    """
+
+    def __init__(self, name, mass, inertia, com, ports, g0=None):
+        controls = {f"{k}_{a}": "out" for k in ("w", "v") for a in AXES}
+        super().__init__(name, ports={p: "out" for p in ports}, controls=controls)
+        self.mass, self.inertia, self.com, self.port_spec, self.g0 = mass, inertia, com, ports, g0
+
+    def build(self):
+        m, Jd = self.mass, self.inertia
+        jw = [self.add(EffortJunction(f"w{a}", output=True)) for a in AXES]
+        jv = [self.add(EffortJunction(f"v{a}", output=True)) for a in AXES]
+        for k, a in enumerate(AXES):
+            self.add(I(f"J{a}", float(Jd[k])), I(f"m{a}", float(m)))
+            self.bond(jw[k], f"J{a}")
+            self.bond(jv[k], f"m{a}")
+            self.connect(jw[k].out, self.port(f"w_{a}"))
+            self.connect(jv[k].out, self.port(f"v_{a}"))
+        # EJS-T (eq. 13): GY_k with ratio h_k = J_k w_k from w_{k+1} to w_{k+2}
+        # EJS-F (eq. 14): GY_k with ratio m w_k from v_{k+2} to v_{k+1}
+        for k, a in enumerate(AXES):
+            k1, k2 = (k + 1) % 3, (k + 2) % 3
+            self.add(GY(f"ejsT_{a}", f"{_f(Jd[k])}*w", inputs=["w"]), GY(f"ejsF_{a}", f"{_f(m)}*w", inputs=["w"]))
+            self.bond(jw[k1], f"ejsT_{a}.p1")
+            self.bond(f"ejsT_{a}.p2", jw[k2])
+            self.bond(jv[k2], f"ejsF_{a}.p1")
+            self.bond(f"ejsF_{a}.p2", jv[k1])
+            self.connect(jw[k].out, f"ejsT_{a}.w", f"ejsF_{a}.w")
+        # gravity m g_i (eq. 9): g_i' = g_i x w_i keeps g_i in the body frame
+        if self.g0 is None:
+            self.add(Se("weight", -m * G))
+            self.bond("weight", jv[2])
+        else:
+            for k, a in enumerate(AXES):
+                self.add(Integrator(f"g{a}", float(self.g0[k])))
+                self.add(Se(f"weight_{a}", f"{_f(m)}*g", inputs=["g"]))
+                self.bond(f"weight_{a}", jv[k])
+                self.connect(f"g{a}.out", f"weight_{a}.g")
+            for k, a in enumerate(AXES):
+                k1, k2 = (k + 1) % 3, (k + 2) % 3
+                self.add(Function(f"dg{a}", "g1*w2 - g2*w1", inputs=["g1", "w1", "g2", "w2"]))
+                self.connect(f"g{AXES[k1]}.out", f"dg{a}.g1")
+                self.connect(f"g{AXES[k2]}.out", f"dg{a}.g2")
+                self.connect(jw[k1].out, f"dg{a}.w1")
+                self.connect(jw[k2].out, f"dg{a}.w2")
+                self.connect(f"dg{a}.out", f"g{a}.in_")
+        # joint points: v_P = v_c + w x r, r = P - c (eqs. 7-8); a 1-junction shares v_P
+        needed = {}
+        for pt, chans in self.port_spec.values():
+            key = tuple(np.round(np.asarray(pt, float), 12))
+            needed.setdefault(key, set()).update(AXES.index(ch[1]) for ch in chans if ch[0] == "v")
+        users = {}
+        for pt, _ in self.port_spec.values():
+            key = tuple(np.round(np.asarray(pt, float), 12))
+            users[key] = users.get(key, 0) + 1
+        points = {key: self._point(f"p{k}", np.array(key) - self.com, axes, jw, jv, shared=users[key] > 1)
+                  for k, (key, axes) in enumerate(needed.items())}
+        for port, (pt, chans) in self.port_spec.items():
+            pj = points[tuple(np.round(np.asarray(pt, float), 12))]
+            for ch in chans:
+                src = jw[AXES.index(ch[1])] if ch[0] == "w" else pj[AXES.index(ch[1])]
+                self.bond(src, self.ports[port])
+
+    def _point(self, pre, r, axes, jw, jv, shared):
+        if not np.any(np.abs(r) > 1e-15):
+            return jv
+        # (w x r)_x = w_y r_z - w_z r_y, ... ; TF k on the 0-junction subtracts k w
+        lever = {0: ((1, r[2]), (2, -r[1])), 1: ((2, r[0]), (0, -r[2])), 2: ((0, r[1]), (1, -r[0]))}
+        out = {}
+        for k in sorted(axes):
+            a = AXES[k]
+            z = self.add(FlowJunction(f"{pre}_{a}0"))
+            self.bond(jv[k], z)
+            for j, coef in lever[k]:
+                if coef == 0.0:
+                    continue
+                tf = f"{pre}_{a}_tw{AXES[j]}"
+                self.add(TF(tf, -float(coef)))
+                self.bond(z, f"{tf}.p1")
+                self.bond(f"{tf}.p2", jw[j])
+            if shared:  # several ports use v_P: a 1-junction gives each the same flow
+                one = self.add(EffortJunction(f"{pre}_{a}"))
+                self.bond(z, one)
+                out[k] = one
+            else:
+                out[k] = z
+        return out
+
+
+def rotation_law(rot0: np.ndarray, axis: int):
+    """Entries of M(q) = (R0 Rot(axis, q))^T as law strings in q (None where zero)."""
+    import sympy as sp
+
+    q = sp.Symbol("q")
+    c, s = sp.cos(q), sp.sin(q)
+    Rq = {0: sp.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]]), 1: sp.Matrix([[c, 0, s], [0, 1, 0], [-s, 0, c]]),
+          2: sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])}[axis]
+    R0 = sp.Matrix(3, 3, [sp.Integer(int(v)) if float(v).is_integer() else sp.Float(float(v)) for v in rot0.ravel()])
+    M = (R0 * Rq).T
+    laws = [[None] * 3 for _ in range(3)]
+    for i in range(3):
+        for j in range(3):
+            e = sp.expand(M[i, j])
+            if e != 0:
+                laws[i][j] = e
+    return laws
+
+
+class Joint(Component):
+    """Revolute joint i between parent point a (parent frame) and child origin b (child frame).
+
+    Velocities: child = M(q) parent, M = (^{i-1}R_i)^T = (R0 Rot(axis, q))^T, both for w and v
+    (eq. 6; the point velocity already carries w x r, eq. 8); efforts go back as M^T.
+    The joint rate enters the axis channel of w through a 0-junction (eq. 5): its common
+    effort is the joint torque (eq. 4). Port ``drive`` takes the actuator (power in);
+    ``spin`` (optional) shares the joint rate (the wheels' rolling constraint).
+    Control ``q``: the joint angle (integrator of the rate).
+    """
+
+    def __init__(self, name, rot0, axis, spin=False):
+        ports = {"a": "in", "b": "in", "drive": "in"}
+        if spin:
+            ports["spin"] = "out"
+        super().__init__(name, ports=ports, controls={"q": "out", "qd": "out"})
+        self.rot0, self.axis, self.has_spin = np.asarray(rot0, float), int(axis), spin
+
+    def build(self):
+        laws = rotation_law(self.rot0, self.axis)
+        qd = self.add(EffortJunction("rate", output=True))
+        self.add(Integrator("angle", 0.0))
+        self.connect(qd.out, "angle.in_", self.qd)
+        self.connect("angle.out", self.q)
+        A = [self.add(EffortJunction(f"a_{c}")) for c in CHANNELS]
+        B = [self.add(FlowJunction(f"b_{c}")) for c in CHANNELS]
+        for k in range(6):
+            self.bond(self.a, A[k])
+            self.bond(self.b, B[k])
+        for blk in (0, 3):  # w block, v block
+            for i in range(3):
+                for j in range(3):
+                    law = laws[i][j]
+                    if law is None:
+                        continue
+                    name = f"M{CHANNELS[blk + i]}_{CHANNELS[blk + j]}"
+                    if law.free_symbols:
+                        self.add(TF(name, str(law), inputs=["q"]))
+                        self.connect("angle.out", f"{name}.q")
+                    else:
+                        self.add(TF(name, float(law)))
+                    self.bond(B[blk + i], f"{name}.p1")
+                    self.bond(f"{name}.p2", A[blk + j])
+        self.bond(B[self.axis], qd)  # child w_axis = (M w_parent)_axis + q'
+        self.bond(self.drive, qd)
+        if self.has_spin:
+            self.bond(qd, self.ports["spin"])
+
+
+class JointDrive(Component):
+    """Paper Fig. 9 driven by a voltage law: Se(U(t)) -> DCMotor (R_a, L_a, GY(k_t), I_a, B_m,
+    TF(k_r)) -> 0(tau) -> shaft.
+
+    The 0-junction after the gear has the joint torque as its common effort (output ``tau``);
+    i0: initial current (consistent with the initial load torque)."""
+
+    def __init__(self, name, params, voltage_law, i0):
+        super().__init__(name, ports={"shaft": "out"}, controls={"th": "in", "current": "out", "tau": "out",
+                                                                   "voltage": "out"})
+        self.params, self.voltage_law, self.i0 = params, voltage_law, i0
+
+    def build(self):
+        Ra, La, kt, Ia, Bm, kr = self.params
+        tau = self.add(FlowJunction("tau", output=True))
+        self.add(Se("U", "u", inputs=["u"]), DCMotor("motor", Ra=Ra, La=La, K=kt, J=Ia, b=Bm, ratio=kr, i0=self.i0))
+        self.add(Function("volt", self.voltage_law, inputs=["th"]))
+        self.connect(self.th, "volt.th")
+        self.connect("volt.out", "U.u", self.voltage)
+        self.bond("U", "motor.supply")
+        self.bond("motor.shaft", tau)  # w_m = k_r q', tau = k_r tau_m
+        self.bond(tau, self.shaft)
+        self.connect("motor.current", self.current)
+        self.connect(tau.out, self.tau)
+
+
+class Rolling(Component):
+    """Rolling without slip of a wheel (Fig. 10): v_x(hub) - r w_y(chassis) - r theta' = 0 as
+    Sf(0) on a 0-junction; its effort (output ``force``) is the longitudinal contact force."""
+
+    def __init__(self, name, radius):
+        super().__init__(name, ports={"hub": "in", "spin": "in"}, controls={"force": "out"})
+        self.radius = radius
+
+    def build(self):
+        s = self.add(FlowJunction("slip", output=True))
+        jwy, jsp = self.add(EffortJunction("chassis_wy")), self.add(EffortJunction("spin_rate"))
+        self.add(Sf("no_slip", 0.0), TF("r_wy", self.radius), TF("r_spin", self.radius))
+        self.bond(self.hub, s)  # channel 1: v_x of the wheel centre
+        self.bond(self.hub, jwy)  # channel 2: w_y of the chassis
+        self.bond(self.spin, jsp)
+        self.bond("no_slip", s)
+        self.bond(s, "r_wy.p1")
+        self.bond("r_wy.p2", jwy)
+        self.bond(s, "r_spin.p1")
+        self.bond("r_spin.p2", jsp)
+        self.connect(s.out, self.force)
+
+
+class Support(Component):
+    """The floor and the nonholonomic constraint at the axle midpoint: Sf(0) on the channels
+    given (w_x, w_y, v_y, v_z of the chassis origin). Output ``lam``: effort of the v_y one,
+    the lateral constraint force (eq. 1-2's multiplier)."""
+
+    def __init__(self, name, channels):
+        super().__init__(name, ports={"p": "in"}, controls={"lam": "out"})
+        self.channels = channels
+
+    def build(self):
+        for ch in self.channels:
+            j = self.add(FlowJunction(f"c_{ch}", output=True))
+            self.add(Sf(f"sf_{ch}", 0.0))
+            self.bond(self.p, j)
+            self.bond(f"sf_{ch}", j)
+        self.connect("c_vy.out", self.lam)
+
+
+# --------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------
+def initial_gravity(bodies) -> dict:
+    """Gravity in each body frame at q = 0 (the chassis is level)."""
+    rot = {}
+    g = {}
+    for n, b in bodies.items():
+        rot[n] = np.eye(3) if b.parent is None else rot[b.parent] @ b.rot0
+        g[n] = rot[n].T @ np.array([0.0, 0.0, -G])
+    return g
+
+
+def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Model:
+    """The 18-DOF bond graph driven by the inverse-motor-model voltages.
+
+    joints: subset of the arm/waist joints to keep (the others' bodies are dropped with their
+    subtrees; for tests of the structure only - the voltages are those of the full robot).
+    Run-time parameters gain_<joint> (default 1) scale each motor's voltage (a wrong input,
+    to show that the tracking check can fail, without a rebuild).
+    """
+    bodies = build_chain()
+    keep = set(ARM_JOINTS if joints is None else joints) | set(WHEELS) | {"base"}
+    bodies = {n: b for n, b in bodies.items() if n in keep and (b.parent is None or b.parent in keep)}
+    g0 = initial_gravity(bodies)
+    series = voltage_series(t_end, degree)
+    model = Model("dualarm", "seed 001: dual-arm mobile manipulator, Newton-Euler bond graph, open-loop voltages")
+    model.add(Function("cheb", f"acos(clip({_f(2.0 / t_end)}*t - 1.0, -1.0, 1.0))", inputs=()))
+    six = list(CHANNELS)
+    cols = ["x", "y", "phi", "slip", "lam", "F_l", "F_r"]
+    for n, b in bodies.items():
+        ports = {}
+        if b.parent is not None:
+            ports["prox"] = (np.zeros(3), six)
+        for c in b.children:
+            if c in bodies:
+                ports[f"to_{c}"] = (bodies[c].pos0, six)
+        if b.parent is None:
+            ports["support"] = (np.zeros(3), ["wx", "wy", "vy", "vz"])
+            for w in WHEELS:
+                ports[f"roll_{w}"] = (bodies[w].pos0, ["vx", "wy"])
+        model.add(Link(f"L_{n}", b.mass, b.inertia, b.com, ports, g0=None if b.parent is None else g0[n]))
+    for n, b in bodies.items():
+        if b.parent is None:
+            continue
+        wheel = n in WHEELS
+        model.add(Joint(f"J_{n}", b.rot0, b.axis, spin=wheel))
+        model.bond(f"L_{b.parent}.to_{n}", f"J_{n}.a")
+        model.bond(f"L_{n}.prox", f"J_{n}.b")
+        # run-time gain on the voltage (1: the inverse motor model); a parameter, so a wrong
+        # input can be tried without rebuilding the model
+        model.parameter(f"gain_{n}", 1.0)
+        i0 = float(series_value(series[n]["i"], 0.0, t_end))
+        model.add(JointDrive(f"M_{n}", motor_of(n), f"gain_{n}*({_cheb_law(series[n]['U'])})", i0))
+        model.connect("cheb.out", f"M_{n}.th")
+        model.bond(f"M_{n}.shaft", f"J_{n}.drive")
+        if wheel:
+            model.add(Rolling(f"roll_{n}", WHEEL_RADIUS))
+            model.bond(f"L_base.roll_{n}", f"roll_{n}.hub")
+            model.bond(f"J_{n}.spin", f"roll_{n}.spin")
+        cols += [n, f"tau_{n}", f"i_{n}", f"U_{n}"]
+    model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
+    model.bond("L_base.support", "floor.p")
+    # pose of the axle midpoint O: v_O = v_c + w x (O - c); x' = v_Ox cos phi - v_Oy sin phi, ...
+    c = bodies["base"].com
+    model.add(Integrator("PHI", 0.0), Integrator("X", 0.0), Integrator("Y", 0.0))
+    vox = f"(vx + {_f(-c[2])}*wy - {_f(-c[1])}*wz)"
+    voy = f"(vy + {_f(-c[0])}*wz - {_f(-c[2])}*wx)"
+    model.add(Function("xdot", f"{vox}*cos(phi) - {voy}*sin(phi)", inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
+              Function("ydot", f"{vox}*sin(phi) + {voy}*cos(phi)", inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
+              Function("slip", "yd*cos(phi) - xd*sin(phi)", inputs=["xd", "yd", "phi"]))
+    for fn in ("xdot", "ydot"):
+        for k in ("vx", "vy", "wx", "wy", "wz"):
+            model.connect(f"L_base.{k[0]}_{k[1]}", f"{fn}.{k}")
+        model.connect("PHI.out", f"{fn}.phi")
+    model.connect("L_base.w_z", "PHI.in_")
+    model.connect("xdot.out", "X.in_", "slip.xd")
+    model.connect("ydot.out", "Y.in_", "slip.yd")
+    model.connect("PHI.out", "slip.phi")
+    model.add(Recorder("rec", cols))
+    model.connect("X.out", "rec.x")
+    model.connect("Y.out", "rec.y")
+    model.connect("PHI.out", "rec.phi")
+    model.connect("slip.out", "rec.slip")
+    # the Sf(0) efforts are what the robot exerts on the constraint: record the force on the
+    # robot (Pinocchio's multiplier convention, wheel_mapping)
+    for src, col in (("floor.lam", "lam"), ("roll_wheel_l.force", "F_l"), ("roll_wheel_r.force", "F_r")):
+        model.add(Gain(f"sign_{col}", -1.0))
+        model.connect(src, f"sign_{col}.in_")
+        model.connect(f"sign_{col}.out", f"rec.{col}")
+    for n in bodies:
+        if n == "base":
+            continue
+        model.connect(f"J_{n}.q", f"rec.{n}")
+        model.connect(f"M_{n}.tau", f"rec.tau_{n}")
+        model.connect(f"M_{n}.current", f"rec.i_{n}")
+        model.connect(f"M_{n}.voltage", f"rec.U_{n}")
+    return model
+
+
+# --------------------------------------------------------------------------------------
+# Derived columns, plots, registry entry
+# --------------------------------------------------------------------------------------
+def add_columns(result):
+    """References and errors: {joint}_ref, x_ref, y_ref, phi_ref, tau_{joint}_ref (Pinocchio
+    RNEA + wheel mapping at each output time), lam_ref, and the largest tracking errors."""
+    from bondsim_ros.bondgraph.simulation import SimulationResult
+
+    t = result.t
+    q, _, _ = joint_reference(t)
+    p = platform_reference(t)
+    tau = joint_torques(t)
+    names, cols = [], []
+    present = [j for j in ACTUATED if j in result]
+    for j in present:
+        names.append(f"{j}_ref")
+        cols.append(q[j])
+    for k in ("x", "y", "phi"):
+        names.append(f"{k}_ref")
+        cols.append(p[k])
+    for j in present:
+        names.append(f"tau_{j}_ref")
+        cols.append(tau[j])
+    names += ["lam_ref", "F_l_ref", "F_r_ref", "err_joint", "err_pose"]
+    err_joint = np.max([np.abs(result[j] - q[j]) for j in present], axis=0)
+    err_pose = np.hypot(result["x"] - p["x"], result["y"] - p["y"])
+    cols += [tau["lam"], tau["F_l"], tau["F_r"], err_joint, err_pose]
+    return SimulationResult(names=list(result.names) + names, data=np.hstack([result.data, np.column_stack(cols)]),
+                            stats=result.stats, timings=result.timings, model_name=result.model_name)
+
+
+def plot_dualarm(result, out_png):
+    """Fig. 19 (a)-(h) of the paper as one 4 x 2 figure, and a second figure with the tracking
+    errors, the lateral-slip residual and the constraint force against Pinocchio."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if "err_joint" not in result:
+        result = add_columns(result)
+    stem, suffix = str(out_png).rsplit(".", 1) if "." in str(out_png) else (str(out_png), "png")
+    suffix = "." + suffix
+    t = result.t
+    written = []
+    fig, axes = plt.subplots(4, 2, figsize=(12, 13), sharex=True)
+    groups = [("(a) joint angles of waist", ["w_q1", "w_q2"]),
+              ("(b) joint angles of right arm", [f"r_q{k}" for k in range(1, 8)]),
+              ("(c) joint angles of left arm", [f"l_q{k}" for k in range(1, 8)])]
+    for ax, (title, js) in zip([axes[0, 0], axes[0, 1], axes[1, 0]], groups):
+        for j in js:
+            ax.plot(t, result[j], lw=1.4, label=j)
+            ax.plot(t, result[f"{j}_ref"], "k:", lw=0.9)
+        ax.set_title(title + " (dotted: reference)", fontsize=10)
+        ax.set_ylabel("rad")
+        ax.legend(fontsize=7, ncol=2)
+    ax = axes[1, 1]
+    for k, unit in (("x", "m"), ("y", "m"), ("phi", "rad")):
+        ax.plot(t, result[k], lw=1.4, label=f"{k} [{unit}]")
+        ax.plot(t, result[f"{k}_ref"], "k:", lw=0.9)
+    ax.set_title("(d) posture of mobile platform (dotted: reference)", fontsize=10)
+    ax.legend(fontsize=7)
+    tgroups = [("(e) joint torques of wheels", list(WHEELS)), ("(f) joint torques of waist", ["w_q1", "w_q2"]),
+               ("(g) joint torques of right arm", [f"r_q{k}" for k in range(1, 8)]),
+               ("(h) joint torques of left arm", [f"l_q{k}" for k in range(1, 8)])]
+    # torques from t > 0: at t = 0 the efforts that depend on y' come from the solver's initial
+    # y', which is not consistent for the index-2 unknowns (docs/examples/001.md)
+    k = t > 0
+    for ax, (title, js) in zip([axes[2, 0], axes[2, 1], axes[3, 0], axes[3, 1]], tgroups):
+        for j in js:
+            ax.plot(t[k], result[f"tau_{j}"][k], lw=1.4, label=j)
+            ax.plot(t, result[f"tau_{j}_ref"], "k:", lw=0.9)
+        ax.set_title(title + " (bond graph; dotted: Pinocchio)", fontsize=10)
+        ax.set_ylabel("N m")
+        ax.legend(fontsize=7, ncol=2)
+    for ax in axes.ravel():
+        ax.grid(alpha=0.3)
+    for ax in axes[3]:
+        ax.set_xlabel("t [s]")
+    written.append(save_figure(fig, f"{stem}{suffix}"))
+
+    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
+    axes[0].semilogy(t[1:], np.maximum(result["err_joint"][1:], 1e-16), label="max over 18 joints |q - q_ref| [rad]")
+    axes[0].semilogy(t[1:], np.maximum(result["err_pose"][1:], 1e-16), label="|(x, y) - (x, y)_ref| [m]")
+    axes[0].set_title("open-loop tracking error of the bond graph driven by the Pinocchio torques", fontsize=10)
+    axes[0].legend(fontsize=8)
+    axes[1].plot(t, result["slip"], lw=1.2)
+    axes[1].set_title("lateral-slip residual y' cos(phi) - x' sin(phi) [m/s] (eq. 1)", fontsize=10)
+    axes[2].plot(t[k], result["lam"][k], lw=1.4, label="lambda, bond graph (Sf(0) effort)")
+    axes[2].plot(t, result["lam_ref"], "k:", lw=1, label="lambda, Pinocchio")
+    axes[2].plot(t[k], result["F_l"][k], lw=1.2, label="F_l")
+    axes[2].plot(t[k], result["F_r"][k], lw=1.2, label="F_r")
+    axes[2].plot(t, result["F_l_ref"], "k:", lw=1)
+    axes[2].plot(t, result["F_r_ref"], "k:", lw=1)
+    axes[2].set_title("constraint forces [N]: lateral lambda, longitudinal wheel contact forces", fontsize=10)
+    axes[2].legend(fontsize=8)
+    axes[2].set_xlabel("t [s]")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    written.append(save_figure(fig, f"{stem}_errors{suffix}"))
+    return written
+
+
+ENTRIES = [
+    ModelEntry("dualarm", dualarm,
+               "seed 001: dual-arm mobile manipulator (18 DOF), Newton-Euler bond graph driven open loop by "
+               "inverse-motor-model voltages from Pinocchio RNEA, section V references",
+               plot=plot_dualarm, defaults=dict(t_end=T_END, dt_out=0.01), postprocess=add_columns),
+]
