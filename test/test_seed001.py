@@ -3,7 +3,7 @@ yourdfpy, Pinocchio), a body-frame Newton-Euler inverse dynamics against Pinocch
 wheel/lambda mapping against Pinocchio's constrained dynamics, and the 18-DOF bond graph driven
 open loop by the inverse-motor-model voltages: tracking, no lateral slip, torques, render.
 
-The bond graph takes about 6 min to build cold (sympy elimination + numba); afterwards it is
+The bond graph takes about 3.6 min to build cold (sympy elimination + numba); afterwards it is
 loaded from the engine's cache (~2 s), so this file runs in well under a minute once built.
 """
 import csv
