@@ -37,6 +37,12 @@ class SimulationResult:
     def __contains__(self, name: str) -> bool:
         return name in self.names
 
+    def with_columns(self, names, columns) -> "SimulationResult":
+        """A copy with derived columns appended (``columns``: one 1-D array per name)."""
+        return SimulationResult(names=list(self.names) + list(names),
+                                data=np.column_stack([self.data] + list(columns)),
+                                stats=self.stats, timings=self.timings, model_name=self.model_name)
+
     def to_csv(self, path) -> None:
         with open(path, "w", newline="") as fh:
             w = csv.writer(fh)

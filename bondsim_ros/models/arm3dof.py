@@ -31,7 +31,7 @@ inverse-dynamics torques of the trajectory, written as expressions of t.
 """
 from __future__ import annotations
 
-from bondsim_ros.plotting import save_figure
+from bondsim_ros.plotting import figure_path, save_figure
 
 import math
 
@@ -317,8 +317,6 @@ def arm3dof(torques=None) -> Model:
 # --------------------------------------------------------------------------------------
 def add_columns(result):
     """Joint angles q1..q3, their reference, gripper point and the largest joint gap [m]."""
-    from bondsim_ros.bondgraph.simulation import SimulationResult
-
     th = [result[f"th{i}"] for i in (1, 2, 3)]
     q = [th[0], th[1] - th[0], th[2] - th[1]]
     q_ref, _, _ = joint_trajectory(result.t)
@@ -336,9 +334,7 @@ def add_columns(result):
         d = LENGTHS[i] - COM[i]
         prev = (x + d * np.cos(th[i]), y + d * np.sin(th[i]))
     names = list(JOINT_NAMES) + [f"{n}_ref" for n in JOINT_NAMES] + ["gripper_x", "gripper_y", "joint_gap"]
-    cols = np.column_stack(q + list(q_ref) + [gx, gy, gap])
-    return SimulationResult(names=list(result.names) + names, data=np.hstack([result.data, cols]),
-                            stats=result.stats, timings=result.timings, model_name=result.model_name)
+    return result.with_columns(names, q + list(q_ref) + [gx, gy, gap])
 
 
 def plot_arm3dof(result, out_png):
@@ -350,8 +346,6 @@ def plot_arm3dof(result, out_png):
 
     if "gripper_x" not in result:
         result = add_columns(result)
-    stem, suffix = str(out_png).rsplit(".", 1) if "." in str(out_png) else (str(out_png), "png")
-    suffix = "." + suffix
     t = result.t
     written = []
 
@@ -364,7 +358,7 @@ def plot_arm3dof(result, out_png):
     ax.set_title("joint angles; dotted: trapezoidal reference")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    written.append(save_figure(fig, f"{stem}_joints{suffix}"))
+    written.append(save_figure(fig, figure_path(out_png, "joints")))
 
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for i in (1, 2, 3):
@@ -374,7 +368,7 @@ def plot_arm3dof(result, out_png):
     ax.set_title("inverse-dynamics torques driving the forward model")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    written.append(save_figure(fig, f"{stem}_torques{suffix}"))
+    written.append(save_figure(fig, figure_path(out_png, "torques")))
 
     fig, ax = plt.subplots(figsize=(5.5, 5.5))
     k_every = max(1, len(t) // 10)
@@ -396,7 +390,7 @@ def plot_arm3dof(result, out_png):
     ax.set_title("gripper path and arm poses")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    written.append(save_figure(fig, f"{stem}_path{suffix}"))
+    written.append(save_figure(fig, figure_path(out_png, "path")))
     return written
 
 

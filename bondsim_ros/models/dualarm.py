@@ -51,7 +51,7 @@ from bondsim_ros.bondgraph import (
     GY, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Integrator, Model, Recorder, Se,
     Sf,
 )
-from bondsim_ros.plotting import save_figure
+from bondsim_ros.plotting import figure_path, save_figure
 
 from . import ModelEntry
 
@@ -751,8 +751,6 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
 def add_columns(result):
     """References and errors: {joint}_ref, x_ref, y_ref, phi_ref, tau_{joint}_ref (Pinocchio
     RNEA + wheel mapping at each output time), lam_ref, and the largest tracking errors."""
-    from bondsim_ros.bondgraph.simulation import SimulationResult
-
     t = result.t
     q, _, _ = joint_reference(t)
     p = platform_reference(t)
@@ -772,8 +770,7 @@ def add_columns(result):
     err_joint = np.max([np.abs(result[j] - q[j]) for j in present], axis=0)
     err_pose = np.hypot(result["x"] - p["x"], result["y"] - p["y"])
     cols += [tau["lam"], tau["F_l"], tau["F_r"], err_joint, err_pose]
-    return SimulationResult(names=list(result.names) + names, data=np.hstack([result.data, np.column_stack(cols)]),
-                            stats=result.stats, timings=result.timings, model_name=result.model_name)
+    return result.with_columns(names, cols)
 
 
 def plot_dualarm(result, out_png):
@@ -786,8 +783,6 @@ def plot_dualarm(result, out_png):
 
     if "err_joint" not in result:
         result = add_columns(result)
-    stem, suffix = str(out_png).rsplit(".", 1) if "." in str(out_png) else (str(out_png), "png")
-    suffix = "." + suffix
     t = result.t
     written = []
     fig, axes = plt.subplots(4, 2, figsize=(12, 13), sharex=True)
@@ -824,7 +819,7 @@ def plot_dualarm(result, out_png):
         ax.grid(alpha=0.3)
     for ax in axes[3]:
         ax.set_xlabel("t [s]")
-    written.append(save_figure(fig, f"{stem}{suffix}"))
+    written.append(save_figure(fig, figure_path(out_png)))
 
     fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
     axes[0].semilogy(t[1:], np.maximum(result["err_joint"][1:], 1e-16), label="max over 18 joints |q - q_ref| [rad]")
@@ -844,7 +839,7 @@ def plot_dualarm(result, out_png):
     axes[2].set_xlabel("t [s]")
     for ax in axes:
         ax.grid(alpha=0.3)
-    written.append(save_figure(fig, f"{stem}_errors{suffix}"))
+    written.append(save_figure(fig, figure_path(out_png, "errors")))
     return written
 
 

@@ -560,17 +560,10 @@ PENDULUM_JOINTS = ("pivot_joint",)
 SLIDER_JOINTS = ("crank_joint", "rod_joint", "piston_joint")
 
 
-def _append(result, names, cols):
-    from bondsim_ros.bondgraph.simulation import SimulationResult
-
-    return SimulationResult(names=list(result.names) + list(names), data=np.column_stack([result.data] + list(cols)),
-                            stats=result.stats, timings=result.timings, model_name=result.model_name)
-
-
 def add_pendulum_joint_columns(result):
     """pivot_joint = theta (every variant records the bar angle from the downward vertical, which
     is the XML joint's angle: the bar hangs along the joint frame's -y)."""
-    return _append(result, PENDULUM_JOINTS, [result["theta"]])
+    return result.with_columns(PENDULUM_JOINTS, [result["theta"]])
 
 
 def add_slider_joint_columns(result):
@@ -586,7 +579,7 @@ def add_slider_joint_columns(result):
         theta2 = result["theta_rod"]
     else:
         theta2 = slider_kinematics(gamma)["theta2"]
-    return _append(result, SLIDER_JOINTS, [gamma, theta2 - gamma, result["x_piston"]])
+    return result.with_columns(SLIDER_JOINTS, [gamma, theta2 - gamma, result["x_piston"]])
 
 
 _PD = dict(t_end=3.0, dt_out=0.01)

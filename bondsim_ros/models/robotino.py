@@ -21,7 +21,7 @@ condition since the frame rotation R_i is orthogonal.
 """
 from __future__ import annotations
 
-from bondsim_ros.plotting import save_figure
+from bondsim_ros.plotting import figure_path, save_figure
 
 import math
 import os
@@ -162,7 +162,7 @@ class Drive(Component):
         self.add(Se("voltage_source", "u", inputs=["u"]))
         bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
         # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
-        friction = f"{bv!r}*f + {fc!r}*tanh(f)".replace("'", "") if isinstance(fc, str) or fc > 0 else None
+        friction = f"{bv}*f + {fc}*tanh(f)" if isinstance(fc, str) or fc > 0 else None  # str(float) == repr
         self.add(DCMotor("motor", Ra=_law(p, "motor.armature_resistance"), La=_law(p, "motor.armature_inductance"),
                          K=_law(p, "motor.torque_constant"), J=_law(p, "motor.rotor_inertia"), b=bv, ratio=-n,
                          friction=friction))
@@ -420,9 +420,7 @@ def add_roller_columns(result):
         for j in range(N_ROLLERS):
             names.append(f"wheel{i}_roller{j + 1}")
             extra.append(ang[:, j])
-    result.data = np.column_stack([result.data] + extra)
-    result.names = result.names + names
-    return result
+    return result.with_columns(names, extra)
 
 
 def plot_robotino(result, out_png) -> list:
@@ -432,8 +430,6 @@ def plot_robotino(result, out_png) -> list:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out = Path(out_png)
-    stem, suffix = out.with_suffix(""), out.suffix or ".png"
     written = []
     t = result.t
     fig, ax = plt.subplots(figsize=(6, 6))
@@ -446,7 +442,7 @@ def plot_robotino(result, out_png) -> list:
     ax.set_title("Path of the Robotino (cf. seed 000 Fig. 29)")
     ax.legend(loc="upper right")
     ax.grid(alpha=0.3)
-    written.append(save_figure(fig, out))
+    written.append(save_figure(fig, out_png))
     if "x_ref" in result:
         # as Fig. 34: after the start-up transient (the robot starts at rest, the path at 0.6 m/s)
         late = t >= min(2.0, t[-1] / 2)
@@ -461,7 +457,7 @@ def plot_robotino(result, out_png) -> list:
                    ha="right", va="top", fontsize=8, color="0.4")
         axes[-1].set_xlabel("t [s]")
         axes[0].set_title("Tracking errors after the start-up transient (cf. seed 000 Fig. 34)")
-        written.append(save_figure(fig, f"{stem}_errors{suffix}"))
+        written.append(save_figure(fig, figure_path(out_png, "errors")))
     for key, label, unit in (("w", "wheel speed", "rad/s"), ("i", "motor current", "A")):
         fig, ax = plt.subplots(figsize=(8, 3.6))
         for i in (1, 2, 3):
@@ -472,7 +468,7 @@ def plot_robotino(result, out_png) -> list:
         ax.set_ylabel(f"{label} [{unit}]")
         ax.legend(loc="upper right", fontsize=8)
         ax.grid(alpha=0.3)
-        written.append(save_figure(fig, f"{stem}_{'wheels' if key == 'w' else 'currents'}{suffix}"))
+        written.append(save_figure(fig, figure_path(out_png, "wheels" if key == "w" else "currents")))
     return written
 
 
