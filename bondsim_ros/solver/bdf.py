@@ -43,6 +43,16 @@ class DAEProblem:
         return len(self.indptr) - 1
 
 
+def _step_from_derivative(y, yp, diff, atol, rtol) -> float:
+    """A first step that moves the differential unknowns by about half their tolerance:
+    0.5 / RMS(y'/(atol + rtol |y|)); inf when nothing moves."""
+    if not diff.any():
+        return math.inf
+    scale = atol + rtol * np.abs(y)
+    ypn = np.sqrt(np.mean((yp[diff] / scale[diff]) ** 2))
+    return 0.5 / ypn if ypn > 0 else math.inf
+
+
 class BDFSolver:
     """Variable-step, variable-order (1-5) BDF for F(t, y, y') = 0, in the fixed-leading-
     coefficient form of SciPy's ``BDF`` (difference array D, Shampine & Reichelt 1997),
@@ -205,14 +215,10 @@ class BDFSolver:
         else:
             y, yp = y0.copy(), (np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy())
         self.y, self.yp = y, yp
-        scale = self.atol + self.rtol * np.abs(y)
         if self.h0 is not None:
             h = float(self.h0)
         else:
-            ypn = np.sqrt(np.mean((yp[self.diff] / scale[self.diff]) ** 2)) if self.diff.any() else 0.0
-            h = 0.5 / ypn if ypn > 0 else 1e-2
-            h = min(h, 1e-2, self.hmax)
-            h = max(h, 1e-8)
+            h = max(min(_step_from_derivative(y, yp, self.diff, self.atol, self.rtol), 1e-2, self.hmax), 1e-8)
         self.D[:] = 0.0
         self.D[0] = y
         self.D[1] = yp * h
@@ -235,11 +241,9 @@ class BDFSolver:
                 self.y, self.yp = self.consistent(self.t, self.y, self.yp)
             except InconsistentInitialValues:
                 pass  # keep the old values: the corrector still converges, only more slowly
-            scale = self.atol + self.rtol * np.abs(self.y)
-            if self.diff.any():
-                ypn = np.sqrt(np.mean((self.yp[self.diff] / scale[self.diff]) ** 2))
-                if ypn > 0:
-                    h_new = max(min(h_new, 0.5 / ypn), 1e-10)
+            h_est = _step_from_derivative(self.y, self.yp, self.diff, self.atol, self.rtol)
+            if math.isfinite(h_est):
+                h_new = max(min(h_new, h_est), 1e-10)
         self.D[:] = 0.0
         self.D[0] = self.y
         self.D[1] = self.yp * h_new
