@@ -18,15 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bondsim_ros.msgutil import stamp_ns, yaw
+
 from .core import FitError, LogData
-
-
-def _stamp(header) -> int:
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
-
-
-def _yaw(q) -> float:
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
 
 
 def read_topics(bag, topics) -> dict:
@@ -49,7 +43,7 @@ def read_topics(bag, topics) -> dict:
             conns = [c for c in reader.connections if c.topic in topics]
             for conn, logged, raw in reader.messages(connections=conns):
                 msg = store.deserialize_cdr(raw, conn.msgtype)
-                t = _stamp(msg.header) if hasattr(msg, "header") else logged
+                t = stamp_ns(msg.header.stamp) if hasattr(msg, "header") else logged
                 out.setdefault(conn.topic, (conn.msgtype, []))[1].append((t, msg))
     except FitError:
         raise
@@ -102,7 +96,7 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
         if len(od) < 2:
             raise FitError(f"{bag}: fewer than two {odom} messages")
         ot = (np.array([s for s, _ in od], dtype=np.int64) - t_ns[0]) * 1e-9
-        pose = np.array([(m.pose.pose.position.x, m.pose.pose.position.y, _yaw(m.pose.pose.orientation))
+        pose = np.array([(m.pose.pose.position.x, m.pose.pose.position.y, yaw(m.pose.pose.orientation))
                          for _, m in od])
         pose[:, 2] = np.unwrap(pose[:, 2])
         x, y, phi = (np.interp(t, ot, pose[:, k]) for k in range(3))

@@ -8,6 +8,7 @@ what the user sees is what went over the wire.
 """
 from __future__ import annotations
 
+from bondsim_ros.msgutil import stamp_ns, yaw
 from bondsim_ros.plotting import save_figure
 
 import math
@@ -20,14 +21,6 @@ import numpy as np
 # topics the bag holds (fnmatch patterns; /probes/* picks up every probe the mechanism has)
 DEMO_TOPICS = ["/joint_states", "/tf", "/tf_static", "/odom", "/robot_description", "/reference_pose",
                "/probes/*", "/probe_error/*", "/probe_error_untimed/*", "/motor_states", "/diagnostics"]
-
-
-def _stamp_ns(header) -> int:
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
-
-
-def _yaw(q) -> float:
-    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y ** 2 + q.z ** 2))
 
 
 def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None,
@@ -80,23 +73,23 @@ def bag_to_series(bag_dir: Path, rtf: float = 1.0) -> dict:
     odom = msgs.get("/odom", [])
     if not odom:
         raise RuntimeError(f"{bag_dir}: no /odom messages recorded")
-    t0 = _stamp_ns(odom[0][1].header)
+    t0 = stamp_ns(odom[0][1].header.stamp)
 
     def t_of(header):
-        return (_stamp_ns(header) - t0) * 1e-9 * rtf
+        return (stamp_ns(header.stamp) - t0) * 1e-9 * rtf
 
     out = {"odom_t": np.array([t_of(m.header) for _, m in odom]),
            "x": np.array([m.pose.pose.position.x for _, m in odom]),
            "y": np.array([m.pose.pose.position.y for _, m in odom]),
-           "phi": np.unwrap([_yaw(m.pose.pose.orientation) for _, m in odom])}
-    ref = {_stamp_ns(m.header): m for _, m in msgs.get("/reference_pose", [])}
-    keep = [k for k, (_, m) in enumerate(odom) if _stamp_ns(m.header) in ref]  # pair by equal stamps
+           "phi": np.unwrap([yaw(m.pose.pose.orientation) for _, m in odom])}
+    ref = {stamp_ns(m.header.stamp): m for _, m in msgs.get("/reference_pose", [])}
+    keep = [k for k, (_, m) in enumerate(odom) if stamp_ns(m.header.stamp) in ref]  # pair by equal stamps
     if keep:
-        r = [ref[_stamp_ns(odom[k][1].header)] for k in keep]
+        r = [ref[stamp_ns(odom[k][1].header.stamp)] for k in keep]
         out["ref_t"] = out["odom_t"][keep]
         out["x_ref"] = np.array([m.pose.position.x for m in r])
         out["y_ref"] = np.array([m.pose.position.y for m in r])
-        out["phi_ref"] = np.unwrap([_yaw(m.pose.orientation) for m in r])
+        out["phi_ref"] = np.unwrap([yaw(m.pose.orientation) for m in r])
         out["ref_idx"] = np.array(keep)
     js = msgs.get("/joint_states", [])
     out["joint_names"] = list(js[0][1].name) if js else []

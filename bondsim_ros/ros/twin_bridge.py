@@ -19,6 +19,8 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
+from bondsim_ros.msgutil import stamp_ns, yaw
+
 from ._env import declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters
 
@@ -35,14 +37,6 @@ PARAMS = {
     "twin_joint_states": ("/twin/joint_states", "the twin's joint states"),
     "twin_wheel_joints": (["wheel1_axle", "wheel2_axle", "wheel3_axle"], "the twin's wheel joint names"),
 }
-
-
-def _ns(stamp) -> int:
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
-
-
-def _yaw(q) -> float:
-    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y ** 2 + q.z ** 2))
 
 
 class TimedSeries:
@@ -100,18 +94,18 @@ class TwinBridge(Node):
 
     def _on_twin_odom(self, msg: Odometry):
         p = msg.pose.pose
-        self.twin_pose.add(_ns(msg.header.stamp), (p.position.x, p.position.y, _yaw(p.orientation)))
+        self.twin_pose.add(stamp_ns(msg.header.stamp), (p.position.x, p.position.y, yaw(p.orientation)))
         self._flush()
 
     def _on_twin_joints(self, msg: JointState):
         idx = {n: k for k, n in enumerate(msg.name)}
         if all(n in idx for n in self.p["twin_wheel_joints"]) and len(msg.velocity) == len(msg.name):
-            self.twin_wheels.add(_ns(msg.header.stamp), tuple(msg.velocity[idx[n]] for n in self.p["twin_wheel_joints"]))
+            self.twin_wheels.add(stamp_ns(msg.header.stamp), tuple(msg.velocity[idx[n]] for n in self.p["twin_wheel_joints"]))
             self._flush()
 
     def _on_robot_odom(self, msg: Odometry):
         p = msg.pose.pose
-        x, y, phi = p.position.x, p.position.y, _yaw(p.orientation)
+        x, y, phi = p.position.x, p.position.y, yaw(p.orientation)
         if self.origin is None:
             self.origin = (x, y, phi)
         # robot pose relative to where it was when the twin started
@@ -139,9 +133,9 @@ class TwinBridge(Node):
         clocks, so a robot sample usually arrives before the twin sample that follows it)."""
         for queue, series, emit in ((self.pending_pose, self.twin_pose, self._emit_pose),
                                     (self.pending_wheels, self.twin_wheels, self._emit_wheels)):
-            while queue and series.t and _ns(queue[0][0].stamp) <= series.t[-1]:
+            while queue and series.t and stamp_ns(queue[0][0].stamp) <= series.t[-1]:
                 header, robot = queue.popleft()
-                twin = series.at(_ns(header.stamp))
+                twin = series.at(stamp_ns(header.stamp))
                 if twin is not None:  # None: robot sample older than the twin's history
                     emit(header, twin, robot)
 
