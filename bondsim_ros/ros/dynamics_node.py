@@ -156,6 +156,10 @@ class DynamicsNode(Node):
                 errors.append(f"{key}: must be a positive number, got {v!r}")
         if p["cmd_vel_type"] not in ("auto", "twist", "stamped"):
             errors.append(f"cmd_vel_type: auto | twist | stamped, got {p['cmd_vel_type']!r}")
+        try:
+            self.resolve_topic_name(p["cmd_vel_topic"])
+        except Exception as exc:  # noqa: BLE001 - rclpy's name validation: say which parameter
+            errors.append(f"cmd_vel_topic: {p['cmd_vel_topic']!r} is not a valid topic name ({exc})")
         if p["reference"] == "waypoints" and (len(p["waypoints"]) < 3 or len(p["waypoints"]) % 3):
             errors.append("waypoints: give x, y, phi triples")
         if p["robot_config"] and not Path(p["robot_config"]).is_file():
