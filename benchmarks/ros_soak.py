@@ -123,13 +123,15 @@ def main(argv=None) -> int:
         if joints["last"] is None:
             joints["last"] = now
         paused = pauses and pauses[-1][0] - 0.1 <= joints["last"] <= pauses[-1][1] + 0.5  # the node is silent then
-        if joints["last"] is not None and measuring and not paused:
-            joints["max_gap"] = max(joints["max_gap"], now - joints["last"])
+        if measuring and not paused and now - joints["last"] > joints["max_gap"]:
+            joints["max_gap"] = now - joints["last"]
+            joints["gap_phase"] = (joints["last"] - start) % 20  # where in the 20 s cycle it began
         joints["last"] = now
         joints["n"] += 1
 
     node.create_subscription(JointState, "/joint_states", on_joints, 100)
     measuring = False
+    start = math.nan
     pauses = []  # (wall time of pause true, of pause false)
 
     def spin(seconds):
@@ -161,8 +163,8 @@ def main(argv=None) -> int:
     deaths, sent, hostile_sent, services = 0, 0, 0, 0
     rss_samples = [(0.0, rss_start)]
     wall = args.sim_seconds / args.rtf
-    measuring = True
     start = time.monotonic()
+    measuring = True
     done_events = set()
     last_sample = start
     while (now := time.monotonic()) - start < wall:
@@ -238,6 +240,7 @@ def main(argv=None) -> int:
         "frames": int(m.group(2)) if m else None, "overruns": int(m.group(3)) if m else None,
         "max_lag_ms": float(m.group(4)) if m else None, "solver_failures": int(m.group(5)) if m else None,
         "joint_states_received": joints["n"], "max_joint_state_gap_ms": round(joints["max_gap"] * 1e3, 1),
+        "max_gap_began_at_cycle_s": round(joints.get("gap_phase", math.nan), 2),
         "commands_sent": sent, "hostile_commands": hostile_sent, "service_calls": services,
         "machine": f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "logs": str(log_dir),

@@ -92,6 +92,15 @@ class RobotinoTwin:
     # -- commands --------------------------------------------------------------------
     def set_command(self, vx: float, vy: float, wz: float) -> tuple:
         """Apply a body-frame twist; returns the command actually applied (clamped to limits)."""
+        applied = self.limit_command(vx, vy, wz)
+        if applied != self.command:
+            self.sim.set_params(dict(zip(("vx_cmd", "vy_cmd", "wz_cmd"), applied)), restart=True)
+            self.command = applied
+        return applied
+
+    def limit_command(self, vx: float, vy: float, wz: float) -> tuple:
+        """The command ``set_command`` would apply (clamped to the limits), without applying
+        it; CommandError if it would be refused."""
         if self.reference != "twist":
             raise CommandError("this twin follows the rose reference; build it with reference='twist' for cmd_vel")
         vals = (float(vx), float(vy), float(wz))
@@ -101,11 +110,7 @@ class RobotinoTwin:
             raise CommandError(f"command absurdly large (> {self.limits.huge:g}): {vals}")
         lin = math.hypot(vals[0], vals[1])
         scale = min(1.0, self.limits.max_linear / lin) if lin > 0 else 1.0
-        applied = (vals[0] * scale, vals[1] * scale, max(-self.limits.max_angular, min(self.limits.max_angular, vals[2])))
-        if applied != self.command:
-            self.sim.set_params(dict(zip(("vx_cmd", "vy_cmd", "wz_cmd"), applied)), restart=True)
-            self.command = applied
-        return applied
+        return (vals[0] * scale, vals[1] * scale, max(-self.limits.max_angular, min(self.limits.max_angular, vals[2])))
 
     # -- time --------------------------------------------------------------------------
     def step_to(self, t: float) -> TwinState:

@@ -120,6 +120,7 @@ class DynamicsNode(Node):
         self.history = collections.OrderedDict()  # stamp (ns) -> pose, for time-aligned probe checks
 
         self._cmd_sub = None
+        self._next_cmd = None  # the newest accepted cmd_vel, applied at the next frame
         self._last_cmd_wall = None
         if p["reference"] == "cmd_vel":
             self._setup_cmd_vel()
@@ -222,15 +223,16 @@ class DynamicsNode(Node):
         self._cmd_kind = kind
 
     def _on_cmd(self, twist):
+        """Check and clamp the command now; apply it at the next frame. Applied here or there,
+        the model restarts at the same instant (its last output), so only the newest command
+        of a frame matters: a 1 kHz burst costs one restart per frame, not one per message."""
         vals = (twist.linear.x, twist.linear.y, twist.angular.z)
         try:
-            applied = self.twin.set_command(*vals)
+            applied = self.twin.limit_command(*vals)
         except CommandError as exc:
             self.get_logger().warning(f"rejected cmd_vel: {exc}", throttle_duration_sec=1.0)
             return
-        except Exception as exc:  # noqa: BLE001 - the restart for the new inputs failed: survive it
-            self._solver_failed(exc, "applying cmd_vel")
-            return
+        self._next_cmd = applied
         if any(abs(a - v) > 1e-12 for a, v in zip(applied, vals)):
             self.get_logger().warning(f"cmd_vel {vals} clamped to {applied}", throttle_duration_sec=1.0)
         self._last_cmd_wall = time.monotonic()
@@ -327,6 +329,9 @@ class DynamicsNode(Node):
         tic = time.perf_counter()
         target = self.sim_time_now() + self.period * self.p["real_time_factor"]  # the next frame's instant
         try:
+            if self._next_cmd is not None:
+                cmd, self._next_cmd = self._next_cmd, None
+                self.twin.set_command(*cmd)
             if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
                 if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
                     self._last_cmd_wall = None
