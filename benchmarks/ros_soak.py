@@ -231,12 +231,13 @@ def main(argv=None) -> int:
     tracebacks = sum(t.count("Traceback") for t in logs)
     t_rss, v_rss = np.array(rss_samples).T
     half = t_rss >= t_rss[-1] / 2
-    slope = float(np.polyfit(t_rss[half], v_rss[half], 1)[0]) * 3600 if half.sum() >= 3 else math.nan
+    # growth over the second half, per simulated hour (the first half includes allocator warm-up)
+    slope = float(np.polyfit(t_rss[half], v_rss[half], 1)[0]) * 3600 / args.rtf if half.sum() >= 3 else math.nan
     res = {
         "sim_seconds": args.sim_seconds, "rtf": args.rtf, "wall_s": round(time.monotonic() - start, 1),
         "node_deaths": deaths, "tracebacks": tracebacks, "exit_status_on_sigint": rc,
         "rss_mb_start": round(rss_start, 1), "rss_mb_end": round(rss_end, 1),
-        "rss_mb_max": round(float(v_rss.max()), 1), "rss_mb_per_wall_hour_second_half": round(slope, 1),
+        "rss_mb_max": round(float(v_rss.max()), 1), "rss_mb_per_sim_hour_second_half": round(slope, 2),
         "frames": int(m.group(2)) if m else None, "overruns": int(m.group(3)) if m else None,
         "max_lag_ms": float(m.group(4)) if m else None, "solver_failures": int(m.group(5)) if m else None,
         "joint_states_received": joints["n"], "max_joint_state_gap_ms": round(joints["max_gap"] * 1e3, 1),

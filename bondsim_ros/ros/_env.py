@@ -22,6 +22,31 @@ def init_rclpy(**kwargs) -> None:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO, **kwargs)
 
 
+class sigterm_interrupts:
+    """While building nodes (seconds: the model is compiled), SIGTERM raises KeyboardInterrupt
+    as Ctrl-C does, so both end the process through the same clean-up."""
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self.old = None
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+        return False
+
+
 def spin_until_signal(executor, context=None, duration: float | None = None, on_tick=None,
                       tick: float = 0.2) -> str:
     """Spin ``executor`` until SIGINT or SIGTERM (or ``duration`` seconds, or the context
@@ -68,7 +93,8 @@ def run_node(node_class, args=None) -> None:
     init_rclpy(args=args, context=context)
     node = None
     try:
-        node = node_class(context=context)
+        with sigterm_interrupts():
+            node = node_class(context=context)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         try:

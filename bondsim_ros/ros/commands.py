@@ -81,7 +81,7 @@ def cmd_up(args) -> int:
 
     from bondsim_ros.cli import CLIError
 
-    from ._env import ensure_local_discovery, init_rclpy, spin_until_signal
+    from ._env import ensure_local_discovery, init_rclpy, sigterm_interrupts, spin_until_signal
     from .graph import load_ros_params, start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
@@ -99,8 +99,9 @@ def cmd_up(args) -> int:
     graph = None
     try:
         try:
-            graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace, context=context,
-                                state_publisher=None if args.no_state_publisher else state)
+            with sigterm_interrupts():
+                graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace, context=context,
+                                    state_publisher=None if args.no_state_publisher else state)
         except _graph_errors() as exc:
             raise CLIError(str(exc)) from None
         print(f"bondsim-ros up: {', '.join(graph.nodes)} running (Ctrl-C to stop)", file=sys.stderr)

@@ -29,7 +29,7 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
     ``domain_id``: the ROS domain of the run (None: ROS_DOMAIN_ID, else 0)."""
     import rclpy
 
-    from ._env import ensure_local_discovery
+    from ._env import ensure_local_discovery, init_rclpy
     from .bag import BagRecorder
     from .graph import start_graph
 
@@ -37,7 +37,8 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
     dyn = {**dyn, "reference": "rose", "real_time_factor": float(rtf)}
     ensure_local_discovery()
     context = rclpy.Context()
-    rclpy.init(context=context, **({} if domain_id is None else {"domain_id": int(domain_id)}))
+    # Ctrl-C: KeyboardInterrupt out of the spin loop, then the graph is destroyed before the context
+    init_rclpy(context=context, **({} if domain_id is None else {"domain_id": int(domain_id)}))
     graph = None
     try:
         graph = start_graph(dyn, probe, state_publisher=state, context=context)
