@@ -182,6 +182,36 @@ def test_cmd_vel_auto_takes_twist_then_twist_stamped():
         tw.close()
 
 
+def test_cmd_vel_auto_with_both_types_published_keeps_the_one_it_has():
+    """Two other processes, one per type: only one type can be received; the node must not
+    flip between them or fail."""
+    tw = Twin(reference="cmd_vel")
+    others = [_other_process_publisher(Twist)]
+    twist_pub, ex1 = others[0][3], others[0][2]
+    try:
+        assert tw.spin_until(lambda: (twist_pub.publish(_twist(Twist, 0.3)),
+                                      tw.node.twin.command == pytest.approx((0.3, 0.0, 0.0)))[1], 10.0, also=ex1)
+        others.append(_other_process_publisher(TwistStamped))
+        stamped_pub, ex2 = others[1][3], others[1][2]
+        end = time.monotonic() + 2.5  # the node looks at the publishers once a second
+        while time.monotonic() < end:
+            stamped_pub.publish(_twist(TwistStamped, 0.9))
+            twist_pub.publish(_twist(Twist, 0.35))
+            tw.spin(0.05, also=ex1)
+            ex2.spin_once(timeout_sec=0)
+        assert tw.node._cmd_kind == "twist"
+        assert tw.node.twin.command == pytest.approx((0.35, 0.0, 0.0))
+        n = len(tw.joints)
+        tw.spin(0.3)
+        assert len(tw.joints) > n
+    finally:
+        for ctx, node, ex, _ in others:
+            ex.shutdown()
+            node.destroy_node()
+            rclpy.try_shutdown(context=ctx)
+        tw.close()
+
+
 def test_cmd_vel_auto_with_a_twist_publisher_in_the_same_process():
     """One DDS participant per process holds one type per topic: `up --bridge` publishes Twist
     to the twin from the same process. Neither side may raise; the commands arrive."""
