@@ -57,4 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the imported module's main: the commands raise bondsim_ros.cli.CLIError, which
+    # under `python -m` is not this __main__ module's class (it escaped as a traceback)
+    from bondsim_ros.cli import main as _main
+
+    sys.exit(_main())

@@ -81,9 +81,26 @@ class RobotinoTwin:
         if self.reference == "twist":
             self.set_command(*self.command)
 
+    def recover(self) -> str:
+        """After a failed ``step_to``: restart the integration from the last state returned
+        (the solver keeps it; the failed stretch after it is dropped), so the twin holds its
+        pose and goes on. Returns what was done."""
+        solver = self.sim.solver
+        solver.set_params(solver.p, restart=True)
+        return f"restarted from the last state at t={self.t:.3f} s"
+
     # -- commands --------------------------------------------------------------------
     def set_command(self, vx: float, vy: float, wz: float) -> tuple:
         """Apply a body-frame twist; returns the command actually applied (clamped to limits)."""
+        applied = self.limit_command(vx, vy, wz)
+        if applied != self.command:
+            self.sim.set_params(dict(zip(("vx_cmd", "vy_cmd", "wz_cmd"), applied)), restart=True)
+            self.command = applied
+        return applied
+
+    def limit_command(self, vx: float, vy: float, wz: float) -> tuple:
+        """The command ``set_command`` would apply (clamped to the limits), without applying
+        it; CommandError if it would be refused."""
         if self.reference != "twist":
             raise CommandError("this twin follows the rose reference; build it with reference='twist' for cmd_vel")
         vals = (float(vx), float(vy), float(wz))
@@ -93,18 +110,27 @@ class RobotinoTwin:
             raise CommandError(f"command absurdly large (> {self.limits.huge:g}): {vals}")
         lin = math.hypot(vals[0], vals[1])
         scale = min(1.0, self.limits.max_linear / lin) if lin > 0 else 1.0
-        applied = (vals[0] * scale, vals[1] * scale, max(-self.limits.max_angular, min(self.limits.max_angular, vals[2])))
-        if applied != self.command:
-            self.sim.set_params(dict(zip(("vx_cmd", "vy_cmd", "wz_cmd"), applied)), restart=True)
-            self.command = applied
-        return applied
+        return (vals[0] * scale, vals[1] * scale, max(-self.limits.max_angular, min(self.limits.max_angular, vals[2])))
 
     # -- time --------------------------------------------------------------------------
     def step_to(self, t: float) -> TwinState:
-        """Advance the model to time ``t`` (> current time) and return the state there."""
-        if t <= self.t:
+        """Advance the model to time ``t`` and return the state there; any ``t`` at or before
+        the last output time returns the last state.
+
+        The solver ends a step (to within a few ulps) at ``t``: the state returned is a
+        converged step point, not an interpolation between steps. A command that arrives next
+        restarts the integration from this state, and an interpolated state violates the
+        wheels' rolling constraints by up to 1e-2 (interpolation across order-5 steps of the
+        index-2 momenta), which the restart cannot repair: the first step then has to jump and
+        the step size underflows (issue 15: random in-limit commands at 100 Hz, ~15 s)."""
+        if not t > self.t:
             return self.state()
-        row = self.sim.advance([t])[0]
+        solver = self.sim.solver
+        land = t + 64 * np.finfo(float).eps * max(1.0, abs(t))  # > hmin: never a sub-hmin last step
+        Y, YP = solver.advance([t], tstop=land)
+        y, yp = Y[0], YP[0]
+        row = np.concatenate([[t], self.sim.outputs_at(t, y, yp)])
+        self.sim.t, self.sim.last_y, self.sim.last_yp = t, y.copy(), yp.copy()
         dt = t - self.t
         c = self._col
         for i in (1, 2, 3):

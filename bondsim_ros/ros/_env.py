@@ -4,27 +4,110 @@ The pip environment and CI run ROS 2 on machines whose network is not ours to fl
 multicast; a user who sets the variable (a real robot on the LAN) keeps full control.
 """
 import os
+import time
 
 
 def ensure_local_discovery() -> None:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # Jazzy, Kilted
 
 
-def run_node(node_class, args=None) -> None:
-    """A node executable's whole life: init, spin until Ctrl-C or shutdown, clean up."""
+def init_rclpy(**kwargs) -> None:
+    """rclpy.init without rclpy's own SIGINT/SIGTERM handlers: those shut the context down
+    under a spinning executor, whose next timer then publishes through a dead context
+    (``RCLError: publisher's context is invalid``). ``spin_until_signal`` stops spinning first
+    and shuts down after."""
     import rclpy
-    from rclpy.executors import ExternalShutdownException
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO, **kwargs)
+
+
+class sigterm_interrupts:
+    """While building nodes (seconds: the model is compiled), SIGTERM raises KeyboardInterrupt
+    as Ctrl-C does, so both end the process through the same clean-up."""
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self.old = None
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGTERM, self._raise)
+        return self
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+        return False
+
+
+def spin_until_signal(executor, context=None, duration: float | None = None, on_tick=None,
+                      tick: float = 0.2) -> str:
+    """Spin ``executor`` until SIGINT or SIGTERM (or ``duration`` seconds, or the context
+    shutting down); returns why it stopped: "SIGINT", "SIGTERM", "duration" or "shutdown".
+
+    spin_once in a loop, not executor.spin(): rclpy's EventsExecutor.spin() neither runs our
+    timers nor returns on Ctrl-C (issue 15). Signals only set a flag, so no callback is cut in
+    half and none runs after the loop."""
+    import signal
+    import threading
+
+    stop = []
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handlers[sig] = signal.signal(sig, lambda signum, _frame: stop.append(signal.Signals(signum).name))
+    end = None if duration is None else time.monotonic() + duration
+    next_tick = time.monotonic()
+    try:
+        while not stop:
+            if context is not None and not context.ok():
+                return "shutdown"
+            now = time.monotonic()
+            if end is not None and now >= end:
+                return "duration"
+            executor.spin_once(timeout_sec=0.05 if end is None else min(0.05, end - now))
+            if on_tick and time.monotonic() >= next_tick:
+                on_tick()
+                next_tick += tick
+        return stop[0]
+    finally:
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
+
+
+def run_node(node_class, args=None) -> None:
+    """A node executable's whole life: init, spin until Ctrl-C, SIGTERM (launch's way of
+    stopping it) or shutdown, then destroy the node before the context goes."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     ensure_local_discovery()
-    rclpy.init(args=args)
-    node = node_class()
+    context = rclpy.Context()
+    init_rclpy(args=args, context=context)
+    node = None
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
+        with sigterm_interrupts():
+            node = node_class(context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        try:
+            spin_until_signal(executor, context)
+        except ExternalShutdownException:
+            pass
+        executor.shutdown()
+    except KeyboardInterrupt:  # Ctrl-C while the node was still being built
         pass
     finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
 
 
 def declare_parameters(node, params: dict) -> dict:

@@ -33,57 +33,102 @@ def _config_file(name: str) -> Path:
     return share_file("config", name)
 
 
+def _positive(value, flag: str, what: str = "a positive number"):
+    """A finite value > 0 or a CLIError naming the flag (argparse's float() admits 0, -1, nan, inf)."""
+    import math
+
+    from bondsim_ros.cli import CLIError
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise CLIError(f"{flag} must be {what}, got {value:g}")
+    return value
+
+
 def _node_params(args):
+    import yaml
+
+    from bondsim_ros.cli import CLIError
+
     from .graph import load_ros_params
 
-    params = load_ros_params(args.params or _config_file("dynamics.yaml"))
+    path = args.params or _config_file("dynamics.yaml")
+    try:
+        params = load_ros_params(path)
+    except (OSError, ValueError, AttributeError, yaml.YAMLError) as exc:  # AttributeError: not a mapping
+        raise CLIError(f"--params {path}: not a readable ROS parameter file: {exc}") from None
     dyn = dict(params.get("dynamics_node", {}))
     probe = dict(params.get("probe_node", {}))
     state = dict(params.get("state_publisher", {}))
     if getattr(args, "reference", None):
         dyn["reference"] = args.reference
-    if getattr(args, "rate", None):
-        dyn["publish_rate"] = args.rate
-    if getattr(args, "rtf", None):
-        dyn["real_time_factor"] = args.rtf
+    if getattr(args, "rate", None) is not None:
+        dyn["publish_rate"] = _positive(args.rate, "--rate", "a positive rate in Hz")
+    if getattr(args, "rtf", None) is not None:
+        dyn["real_time_factor"] = _positive(args.rtf, "--rtf", "a positive real-time factor")
     return dyn, probe, state
+
+
+def _graph_errors():
+    """Exceptions that mean a bad parameter (value, type, name), not a bug: the nodes' own
+    ValueErrors name the parameter; rclpy's name the parameter or topic."""
+    from rclpy.exceptions import NameValidationException, ParameterException
+
+    return (ValueError, TypeError, ParameterException, NameValidationException)
 
 
 def cmd_up(args) -> int:
     import rclpy
 
-    from ._env import ensure_local_discovery
+    from bondsim_ros.cli import CLIError
+
+    from ._env import ensure_local_discovery, init_rclpy, sigterm_interrupts, spin_until_signal
     from .graph import load_ros_params, start_graph
 
+    _positive(args.duration, "--duration", "a positive number of seconds")
     dyn, probe, state = _node_params(args)
-    bridge = load_ros_params(_config_file("robotino_bridge.yaml")).get("twin_bridge", {}) if args.bridge else None
+    bridge = None
+    if args.bridge:
+        path = _config_file("robotino_bridge.yaml")
+        try:
+            bridge = load_ros_params(path).get("twin_bridge", {})
+        except Exception as exc:  # noqa: BLE001 - any reading error: name the file
+            raise CLIError(f"{path}: {exc}") from None
     ensure_local_discovery()
-    rclpy.init()
-    graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace,
-                        state_publisher=None if args.no_state_publisher else state)
-    print(f"bondsim-ros up: {', '.join(graph.nodes)} running (Ctrl-C to stop)", file=sys.stderr)
+    context = rclpy.Context()
+    init_rclpy(context=context)
+    graph = None
     try:
-        if args.duration is not None:
-            graph.spin_for(args.duration)
-        else:
-            graph.executor.spin()
-    except KeyboardInterrupt:
-        pass
-    finally:
+        try:
+            with sigterm_interrupts():
+                graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace, context=context,
+                                    state_publisher=None if args.no_state_publisher else state)
+        except _graph_errors() as exc:
+            raise CLIError(str(exc)) from None
+        print(f"bondsim-ros up: {', '.join(graph.nodes)} running (Ctrl-C to stop)", file=sys.stderr)
+        why = spin_until_signal(graph.executor, context, duration=args.duration)
         dn = graph.nodes["dynamics_node"]
-        print(f"bondsim-ros up: {dn.frames} frames, {dn.overruns} overruns, max lag {dn.max_lag * 1e3:.1f} ms",
-              file=sys.stderr)
-        graph.shutdown()
-        rclpy.try_shutdown()
+        print(f"bondsim-ros up: stopped ({why}): {dn.frames} frames, {dn.overruns} overruns, "
+              f"max lag {dn.max_lag * 1e3:.1f} ms, {dn.solver_failures} solver failures", file=sys.stderr)
+    finally:
+        if graph is not None:
+            graph.shutdown()
+        rclpy.try_shutdown(context=context)
     return 0
 
 
 def cmd_demo(args) -> int:
+    from bondsim_ros.cli import CLIError
+
     from .demo import run_demo
 
+    _positive(args.duration, "--duration", "a positive, finite number of simulated seconds")
+    _positive(args.rtf, "--rtf", "a positive real-time factor")
     out = Path(args.out)
-    summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
-                       quiet=args.quiet)
+    try:
+        summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
+                           quiet=args.quiet)
+    except FileExistsError as exc:
+        raise CLIError(str(exc)) from None
     if not args.quiet:
         for line in summary:
             print(f"[demo] {line}", file=sys.stderr)

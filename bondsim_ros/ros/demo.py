@@ -29,7 +29,7 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
     ``domain_id``: the ROS domain of the run (None: ROS_DOMAIN_ID, else 0)."""
     import rclpy
 
-    from ._env import ensure_local_discovery
+    from ._env import ensure_local_discovery, init_rclpy
     from .bag import BagRecorder
     from .graph import start_graph
 
@@ -37,7 +37,8 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
     dyn = {**dyn, "reference": "rose", "real_time_factor": float(rtf)}
     ensure_local_discovery()
     context = rclpy.Context()
-    rclpy.init(context=context, **({} if domain_id is None else {"domain_id": int(domain_id)}))
+    # Ctrl-C: KeyboardInterrupt out of the spin loop, then the graph is destroyed before the context
+    init_rclpy(context=context, **({} if domain_id is None else {"domain_id": int(domain_id)}))
     graph = None
     try:
         graph = start_graph(dyn, probe, state_publisher=state, context=context)
@@ -201,8 +202,6 @@ def private_domain() -> int:
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
              quiet: bool = False, domain_id: int | None = None) -> list:
     """Record, plot, render; returns summary lines."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
     from .commands import _node_params
 
     if not (duration > 0 and math.isfinite(duration)):
@@ -210,18 +209,32 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
     if not (rtf > 0 and math.isfinite(rtf)):
         raise ValueError(f"--rtf must be positive, got {rtf}")
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise FileExistsError(f"--out {out_dir}: exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    bag_dir = out_dir / "bag"
-    if bag_dir.exists():
-        if not (bag_dir / "metadata.yaml").exists():
-            raise FileExistsError(f"{bag_dir} exists and is not a bag from an earlier demo: not overwriting it")
-        shutil.rmtree(bag_dir)
+    bag_dir = new_bag_dir(out_dir)
 
     class _Args:
         params = reference = rate = None
         rtf = None
 
     params = _node_params(_Args())
+    return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params)
+
+
+def new_bag_dir(out_dir: Path) -> Path:
+    """``OUT/bag``, or ``OUT/bag-2``, ``-3``, ... if taken: a recording already there (the user's
+    own, or an earlier demo's) is never overwritten or deleted."""
+    bag_dir, k = out_dir / "bag", 1
+    while bag_dir.exists() or bag_dir.is_symlink():
+        k += 1
+        bag_dir = out_dir / f"bag-{k}"
+    return bag_dir
+
+
+def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params) -> list:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     with Progress(TextColumn("[bold]demo[/] {task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
                   TimeRemainingColumn(), disable=quiet, transient=False) as bar:
         task = bar.add_task("simulating", total=duration, info="")
@@ -231,7 +244,11 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
                        info=f"t = {t_sim:5.1f} s, {dn.frames} frames, {dn.overruns} overruns")
 
         domain_id = private_domain() if domain_id is None else domain_id
-        stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id)
+        try:
+            stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id)
+        except BaseException:
+            shutil.rmtree(bag_dir, ignore_errors=True)  # this run's own, unfinished recording only
+            raise
         bar.update(task, completed=duration)
     series = bag_to_series(bag_dir, rtf=rtf)
     plots = plot_series(series, out_dir)

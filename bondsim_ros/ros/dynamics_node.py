@@ -120,6 +120,7 @@ class DynamicsNode(Node):
         self.history = collections.OrderedDict()  # stamp (ns) -> pose, for time-aligned probe checks
 
         self._cmd_sub = None
+        self._next_cmd = None  # the newest accepted cmd_vel, applied at the next frame
         self._last_cmd_wall = None
         if p["reference"] == "cmd_vel":
             self._setup_cmd_vel()
@@ -131,6 +132,10 @@ class DynamicsNode(Node):
         self.overruns = 0
         self.max_lag = 0.0
         self.frames = 0
+        self.solver_failures = 0
+        self._failures_in_row = 0
+        self.last_failure = None  # text of the last model failure (also on /diagnostics for 5 s)
+        self._last_failure_wall = -math.inf
         self._wall_base = time.monotonic()
         self._sim_base = 0.0
         self._pending = None
@@ -152,6 +157,10 @@ class DynamicsNode(Node):
                 errors.append(f"{key}: must be a positive number, got {v!r}")
         if p["cmd_vel_type"] not in ("auto", "twist", "stamped"):
             errors.append(f"cmd_vel_type: auto | twist | stamped, got {p['cmd_vel_type']!r}")
+        try:
+            self.resolve_topic_name(p["cmd_vel_topic"])
+        except Exception as exc:  # noqa: BLE001 - rclpy's name validation: say which parameter
+            errors.append(f"cmd_vel_topic: {p['cmd_vel_topic']!r} is not a valid topic name ({exc})")
         if p["reference"] == "waypoints" and (len(p["waypoints"]) < 3 or len(p["waypoints"]) % 3):
             errors.append("waypoints: give x, y, phi triples")
         if p["robot_config"] and not Path(p["robot_config"]).is_file():
@@ -161,44 +170,69 @@ class DynamicsNode(Node):
 
     # -- cmd_vel ---------------------------------------------------------------------------
     def _setup_cmd_vel(self):
+        """``auto``: subscribe with the type of the publishers actually present, and only once
+        one is: a topic has one type per DDS participant (all nodes of a process), so a
+        subscription of the other type would make an in-process publisher fail (``up
+        --bridge``), and switching types while the old subscription is still held by the
+        executor raises RCLError "incompatible type"."""
+        self._cmd_kind = None
         kind = self.p["cmd_vel_type"]
         if kind == "auto":
-            kind = self._detect_cmd_type() or "stamped"
-            self._auto_timer = self.create_timer(1.0, self._recheck_cmd_type)
-        self._subscribe_cmd(kind)
-
-    def _detect_cmd_type(self):
-        topic = self.resolve_topic_name(self.p["cmd_vel_topic"])
-        for info in self.get_publishers_info_by_topic(topic):
-            if info.topic_type.endswith("TwistStamped"):
-                return "stamped"
-            if info.topic_type.endswith("Twist"):
-                return "twist"
-        return None
-
-    def _recheck_cmd_type(self):
-        kind = self._detect_cmd_type()
-        if kind and kind != self._cmd_kind:
-            self.get_logger().info(f"cmd_vel publisher uses {kind}: resubscribing")
-            self.destroy_subscription(self._cmd_sub)
+            self._auto_timer = self.create_timer(0.2, self._recheck_cmd_type)
+            self._recheck_cmd_type()
+        else:
             self._subscribe_cmd(kind)
 
+    def _publisher_kinds(self) -> set:
+        topic = self.resolve_topic_name(self.p["cmd_vel_topic"])
+        kinds = set()
+        for info in self.get_publishers_info_by_topic(topic):
+            if info.topic_type in ("geometry_msgs/msg/TwistStamped", "geometry_msgs/msg/Twist"):
+                kinds.add("stamped" if info.topic_type.endswith("TwistStamped") else "twist")
+        return kinds
+
+    def _recheck_cmd_type(self):
+        """Follow the publishers' type; with publishers of both types, keep the current one
+        (only one can be received) and say so. Never raises: a failed switch is retried."""
+        try:
+            kinds = self._publisher_kinds()
+            if not kinds or self._cmd_kind in kinds:
+                if len(kinds) == 2:
+                    self.get_logger().warning(
+                        f"{self.p['cmd_vel_topic']} has Twist and TwistStamped publishers; only {self._cmd_kind} "
+                        f"is received (one type per topic and process)", throttle_duration_sec=10.0)
+                return
+            kind = "stamped" if "stamped" in kinds else "twist"
+            if self._cmd_sub is not None:
+                self.get_logger().info(f"cmd_vel publisher uses {kind}: resubscribing")
+                self.destroy_subscription(self._cmd_sub)
+                self._cmd_sub, self._cmd_kind = None, None
+            self._subscribe_cmd(kind)
+            self._auto_timer.timer_period_ns = 1_000_000_000  # found: look again once a second
+        except Exception as exc:  # noqa: BLE001 - e.g. the old subscription not yet released
+            self.get_logger().warning(f"cmd_vel: cannot subscribe yet ({exc}); retrying",
+                                      throttle_duration_sec=5.0)
+
     def _subscribe_cmd(self, kind):
-        self._cmd_kind = kind
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         if kind == "stamped":
             self._cmd_sub = self.create_subscription(TwistStamped, self.p["cmd_vel_topic"],
                                                      lambda m: self._on_cmd(m.twist), qos)
         else:
             self._cmd_sub = self.create_subscription(Twist, self.p["cmd_vel_topic"], self._on_cmd, qos)
+        self._cmd_kind = kind
 
     def _on_cmd(self, twist):
+        """Check and clamp the command now; apply it at the next frame. Applied here or there,
+        the model restarts at the same instant (its last output), so only the newest command
+        of a frame matters: a 1 kHz burst costs one restart per frame, not one per message."""
         vals = (twist.linear.x, twist.linear.y, twist.angular.z)
         try:
-            applied = self.twin.set_command(*vals)
+            applied = self.twin.limit_command(*vals)
         except CommandError as exc:
             self.get_logger().warning(f"rejected cmd_vel: {exc}", throttle_duration_sec=1.0)
             return
+        self._next_cmd = applied
         if any(abs(a - v) > 1e-12 for a, v in zip(applied, vals)):
             self.get_logger().warning(f"cmd_vel {vals} clamped to {applied}", throttle_duration_sec=1.0)
         self._last_cmd_wall = time.monotonic()
@@ -239,12 +273,16 @@ class DynamicsNode(Node):
         """Back to the initial state, with simulated time 0 at this wall-clock instant."""
         self.twin.reset()
         self.history.clear()
-        self._pending = None
+        self._pending = self.twin.state()  # the next frame shows the reset state: resets never stop /joint_states
         self._wall_base, self._sim_base = time.monotonic(), 0.0
 
     def _on_reset(self, request, response):
-        self.restart()
-        response.success, response.message = True, "twin reset to its initial state"
+        try:
+            self.restart()
+            response.success, response.message = True, "twin reset to its initial state"
+        except Exception as exc:  # noqa: BLE001 - a service call must never take the node down
+            self._solver_failed(exc, "reset")
+            response.success, response.message = False, f"reset failed: {type(exc).__name__}: {exc}"
         return response
 
     def _on_pause(self, request, response):
@@ -264,7 +302,7 @@ class DynamicsNode(Node):
 
         Publishing first keeps the solver's varying cost out of the publication times (low
         jitter); the price is that a new command acts from the next frame (30 ms)."""
-        if self.paused:
+        if self.paused or not self.context.ok():  # a tick racing the shutdown publishes nothing
             return
         self.publish_pending()
         self.compute_next()
@@ -289,15 +327,23 @@ class DynamicsNode(Node):
         if self.paused:
             return
         tic = time.perf_counter()
-        if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
-            if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
-                self.twin.set_command(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
-                self._last_cmd_wall = None
-                self.get_logger().info("cmd_vel timeout: stopping")
-        if self.follower is not None:
-            self.twin.set_command(*self.follower.command(self.twin.state().pose))
         target = self.sim_time_now() + self.period * self.p["real_time_factor"]  # the next frame's instant
-        self._pending = self.twin.step_to(target)
+        try:
+            if self._next_cmd is not None:
+                cmd, self._next_cmd = self._next_cmd, None
+                self.twin.set_command(*cmd)
+            if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
+                if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
+                    self._last_cmd_wall = None
+                    self.get_logger().info("cmd_vel timeout: stopping")
+                    self.twin.set_command(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
+            if self.follower is not None:
+                self.twin.set_command(*self.follower.command(self.twin.state().pose))
+            self._pending = self.twin.step_to(target)
+            self._failures_in_row = 0
+        except Exception as exc:  # noqa: BLE001 - a model failure must not end the node (issue 15)
+            self._solver_failed(exc, f"stepping to t={target:.3f} s")
+            self._pending = self.twin.state()  # hold the last state: /joint_states goes on
         took = time.perf_counter() - tic
         lag = max(0.0, self.sim_time_now() - target) / self.p["real_time_factor"]
         self.max_lag = max(self.max_lag, lag)
@@ -313,6 +359,31 @@ class DynamicsNode(Node):
             self.publish_diagnostics(self._pending)
             self._worst = 0.0
 
+    def _solver_failed(self, exc, doing: str):
+        """Report a failure of the model on /diagnostics (ERROR) and the log, then restart the
+        integration from the last good state; a second failure in a row resets the twin."""
+        self.solver_failures += 1
+        self._failures_in_row += 1
+        try:
+            if self._failures_in_row <= 1:
+                action = self.twin.recover()
+            else:
+                self.twin.reset()
+                self._wall_base, self._sim_base = time.monotonic(), 0.0
+                self.history.clear()
+                action = "reset to the initial state (the restart from the last state failed too)"
+        except Exception as exc2:  # noqa: BLE001
+            self.twin.reset()
+            self._wall_base, self._sim_base = time.monotonic(), 0.0
+            action = f"reset to the initial state (recovery failed: {type(exc2).__name__}: {exc2})"
+        self.last_failure = f"{type(exc).__name__} while {doing}: {exc}; twin {action}"
+        self._last_failure_wall = time.monotonic()
+        self.get_logger().error(self.last_failure, throttle_duration_sec=1.0)
+        try:
+            self.publish_diagnostics(self.twin.state())
+        except Exception:  # noqa: BLE001 - reporting must not fail the recovery
+            pass
+
     def publish_diagnostics(self, state):
         """Motor currents and voltages, and whether the node keeps up, on /diagnostics (1 Hz)."""
         arr = DiagnosticArray()
@@ -326,10 +397,13 @@ class DynamicsNode(Node):
                          KeyValue(key="wheel speed [rad/s]", value=f"{state.wheel_speeds[k]:.4f}")]
             arr.status.append(st)
         behind = self.overruns > 0
-        st = DiagnosticStatus(level=DiagnosticStatus.WARN if behind else DiagnosticStatus.OK,
-                              name=f"{pre}robotino/solver", hardware_id=f"{pre}robotino_twin",
-                              message=f"{self.overruns} overruns" if behind else "keeping up")
-        st.values = [KeyValue(key="worst frame cost [ms]", value=f"{self._worst * 1e3:.3f}"),
+        failed = self.last_failure is not None and time.monotonic() - self._last_failure_wall < 5.0
+        level = DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN if behind else DiagnosticStatus.OK
+        message = self.last_failure if failed else f"{self.overruns} overruns" if behind else "keeping up"
+        st = DiagnosticStatus(level=level, name=f"{pre}robotino/solver", hardware_id=f"{pre}robotino_twin",
+                              message=message)
+        st.values = [KeyValue(key="solver failures", value=str(self.solver_failures)),
+                     KeyValue(key="worst frame cost [ms]", value=f"{self._worst * 1e3:.3f}"),
                      KeyValue(key="max lag [ms]", value=f"{self.max_lag * 1e3:.3f}"),
                      KeyValue(key="sim time [s]", value=f"{state.t:.3f}")]
         arr.status.append(st)

@@ -252,9 +252,13 @@ class BDFSolver:
         self.ist[:] = (1, 0, 0, -1, 0)
 
     def advance(self, t_out, progress=None, tstop=math.inf, chunk=100):
+        """Outputs at the ascending times ``t_out``, each ≥ the last output time: the
+        integrator may already be past some of them (it stepped beyond the last output), and
+        those are answered from the interpolating polynomial of the last step, which spans the
+        last output time. ``tstop``: no step goes beyond it."""
         t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
-        if t_out.size and t_out[0] < self.st[0] - 1e-12 * max(1, abs(self.st[0])):
-            raise ValueError(f"output time {t_out[0]} is before the current time {self.st[0]}")
+        if t_out.size and t_out[0] < self.t - 1e-12 * max(1, abs(self.t)):
+            raise ValueError(f"output time {t_out[0]} is before the last output time {self.t}")
         Y = np.zeros((len(t_out), self.n))
         YP = np.zeros((len(t_out), self.n))
         start = 0

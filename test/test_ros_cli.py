@@ -1,0 +1,87 @@
+"""`bondsim-ros up` and `demo` answer bad input by name with exit status 2, no traceback, and
+never delete what the run did not create (issue 15)."""
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+
+from bondsim_ros.cli import main  # noqa: E402
+
+
+def _run(capfd, *argv):
+    rc = main(list(argv))
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err + out
+    return rc, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["up", "--rate", "0"], "--rate must be a positive rate in Hz, got 0"),
+    (["up", "--rate", "-3"], "--rate must be a positive rate in Hz, got -3"),
+    (["up", "--rtf", "0"], "--rtf must be a positive real-time factor, got 0"),
+    (["up", "--rtf", "inf"], "--rtf must be a positive real-time factor, got inf"),
+    (["up", "--duration", "-1"], "--duration must be a positive number of seconds, got -1"),
+    (["up", "--duration", "nan"], "--duration must be a positive number of seconds, got nan"),
+    (["demo", "--duration", "0"], "--duration must be a positive, finite number of simulated seconds, got 0"),
+    (["demo", "--duration", "nan"], "--duration must be a positive, finite number of simulated seconds, got nan"),
+    (["demo", "--duration", "inf"], "--duration must be a positive, finite number of simulated seconds, got inf"),
+    (["demo", "--rtf", "0"], "--rtf must be a positive real-time factor, got 0"),
+])
+def test_bad_numbers_are_refused_by_name(capfd, argv, message):
+    rc, err = _run(capfd, *argv)
+    assert rc == 2
+    assert f"bondsim-ros {argv[0]}: error: {message}" in err
+
+
+@pytest.mark.parametrize("body, message", [
+    ("publish_rate: -5.0", "publish_rate: must be a positive number, got -5.0"),
+    ("publish_rate: fast", "Trying to set parameter 'publish_rate' to 'fast'"),
+    ("no_such_parameter: 1", "unknown parameter 'no_such_parameter'"),
+    ("reference: cmd_vel\n    cmd_vel_topic: 'bad topic'", "cmd_vel_topic: 'bad topic' is not a valid topic name"),
+    ("reference: teleport", "reference: rose | cmd_vel | waypoints, got 'teleport'"),
+])
+def test_up_bad_parameters_in_the_params_file(tmp_path, capfd, body, message):
+    f = tmp_path / "dyn.yaml"
+    f.write_text(f"dynamics_node:\n  ros__parameters:\n    {body}\n")
+    rc, err = _run(capfd, "up", "--params", str(f), "--duration", "0.2")
+    assert rc == 2, err
+    assert message in err
+
+
+@pytest.mark.parametrize("text", ["dynamics_node: [1\n", "dynamics_node:\n  publish_rate: 3\n", None])
+def test_up_unreadable_params_file_is_named(tmp_path, capfd, text):
+    f = tmp_path / "dyn.yaml"
+    if text is not None:
+        f.write_text(text)
+    rc, err = _run(capfd, "up", "--params", str(f), "--duration", "0.2")
+    assert rc == 2
+    assert f"--params {f}" in err or f"{f}: section" in err
+
+
+def test_up_bad_namespace(capfd):
+    rc, err = _run(capfd, "up", "--namespace", "9robots", "--duration", "0.2")
+    assert rc == 2 and "namespace" in err
+
+
+def test_demo_never_deletes_an_existing_recording(tmp_path, capfd):
+    """A user's own bag in OUT/bag (with metadata.yaml) was deleted with everything in it."""
+    out = tmp_path / "out"
+    mine = out / "bag"
+    mine.mkdir(parents=True)
+    (mine / "metadata.yaml").write_text("rosbag2_bagfile_information: {}\n")
+    (mine / "my_recording_0.mcap").write_bytes(b"precious")
+    rc, err = _run(capfd, "demo", "--duration", "1", "--out", str(out), "--no-video", "--quiet")
+    assert rc == 0, err
+    assert (mine / "my_recording_0.mcap").read_bytes() == b"precious"
+    assert (mine / "metadata.yaml").read_text() == "rosbag2_bagfile_information: {}\n"
+    assert sorted(p.name for p in mine.iterdir()) == ["metadata.yaml", "my_recording_0.mcap"]
+    new = out / "bag-2"
+    assert (new / "metadata.yaml").is_file() and list(new.glob("*.mcap"))
+    assert (out / "joints.csv").is_file()
+
+
+def test_demo_out_that_is_a_file_is_refused(tmp_path, capfd):
+    f = tmp_path / "out"
+    f.write_text("mine")
+    rc, err = _run(capfd, "demo", "--duration", "1", "--out", str(f), "--no-video", "--quiet")
+    assert rc == 2 and f"--out {f}: exists and is not a folder" in err
+    assert f.read_text() == "mine"

@@ -1,0 +1,304 @@
+"""The running graph survives what users and the OS do to it (issue 15, "The ROS graph"):
+Ctrl-C and SIGTERM, a cmd_vel publisher of either type, quickly changing commands, a solver
+failure, a storm of resets. Real rclpy throughout; the processes are real processes."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import Twist, TwistStamped  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from bondsim_ros.ros.dynamics_node import DynamicsNode  # noqa: E402
+from bondsim_ros.ros.graph import make_executor  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+class Listener:
+    """A node of its own context (a separate DDS participant, as another process would be)."""
+
+    def __init__(self):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("robust_listener", context=self.context)
+        self.executor = make_executor(self.context)
+        self.executor.add_node(self.node)
+        self.joints = []
+        self.node.create_subscription(JointState, "/joint_states",
+                                      lambda m: self.joints.append((time.monotonic(), m)), 100)
+
+    def spin(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def wait_for_joints(self, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not self.joints:
+            self.executor.spin_once(timeout_sec=0.05)
+        return bool(self.joints)
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def _stop_and_check(proc, sig, err_path, listener, what):
+    """Joint states are flowing; ``sig`` ends the process at once, cleanly."""
+    try:
+        assert listener.wait_for_joints(90.0), f"{what}: no /joint_states in 90 s:\n{err_path.read_text()[-3000:]}"
+        n = len(listener.joints)
+        listener.spin(1.0)
+        assert len(listener.joints) > n + 10, f"{what}: /joint_states stopped"
+        tic = time.monotonic()
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=10.0)
+        took = time.monotonic() - tic
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = err_path.read_text()
+    assert rc == 0, f"{what}: exit status {rc} after {sig.name}:\n{err[-3000:]}"
+    assert "Traceback" not in err and "RCLError" not in err, err[-3000:]
+    assert took < 5.0, f"{what}: took {took:.1f} s to stop"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_up_without_duration_publishes_until_signalled(tmp_path, sig):
+    """The README's `bondsim-ros up`: ran no timer, ignored Ctrl-C (issue 15)."""
+    err = tmp_path / "stderr.txt"
+    listener = Listener()
+    try:
+        with open(err, "w") as ferr:
+            proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up"], env=_env(),
+                                    stdout=subprocess.DEVNULL, stderr=ferr, cwd=tmp_path)
+        _stop_and_check(proc, sig, err, listener, "bondsim-ros up")
+        assert "stopped (" + sig.name + ")" in err.read_text()
+    finally:
+        listener.close()
+
+
+def test_dynamics_node_console_script_stops_cleanly_on_sigterm(tmp_path):
+    """launch stops nodes with SIGINT, then SIGTERM; a timer firing after the context was shut
+    down used to end in `RCLError: publisher's context is invalid`."""
+    exe = Path(sys.executable).with_name("dynamics_node")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "bondsim_ros.ros.dynamics_node"]
+    err = tmp_path / "stderr.txt"
+    listener = Listener()
+    try:
+        with open(err, "w") as ferr:
+            proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=ferr, cwd=tmp_path)
+        _stop_and_check(proc, signal.SIGTERM, err, listener, "dynamics_node")
+    finally:
+        listener.close()
+
+
+# -- in-process: the node on the EventsExecutor, as `up` runs it -------------------------------
+class Twin:
+    def __init__(self, **overrides):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = DynamicsNode(overrides=overrides, context=self.context)
+        self.executor = make_executor(self.context)
+        self.executor.add_node(self.node)
+        self.aux = rclpy.create_node("robust_aux", context=self.context)
+        self.executor.add_node(self.aux)
+        self.joints, self.diag = [], []
+        self.aux.create_subscription(JointState, "/joint_states", lambda m: self.joints.append(time.monotonic()), 100)
+        self.aux.create_subscription(DiagnosticArray, "/diagnostics", lambda m: self.diag.append(m), 100)
+
+    def spin(self, seconds, also=None):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.005)
+            if also is not None:
+                also.spin_once(timeout_sec=0)
+
+    def spin_until(self, predicate, timeout, also=None):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not predicate():
+            self.spin(0.02, also)
+        return predicate()
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.aux.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def _other_process_publisher(kind):
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node("teleop", context=ctx)
+    ex = make_executor(ctx)
+    ex.add_node(node)
+    return ctx, node, ex, node.create_publisher(kind, "/cmd_vel", 10)
+
+
+def _twist(kind, vx):
+    m = kind()
+    (m.linear if kind is Twist else m.twist.linear).x = vx
+    return m
+
+
+def test_cmd_vel_auto_takes_twist_then_twist_stamped():
+    """teleop's plain Twist used to kill the node (re-subscription: RCLError incompatible type)."""
+    tw = Twin(reference="cmd_vel")  # cmd_vel_type: auto
+    try:
+        for kind, vx in ((Twist, 0.3), (TwistStamped, 0.2)):
+            ctx, node, ex, pub = _other_process_publisher(kind)
+            try:
+                def applied():
+                    pub.publish(_twist(kind, vx))
+                    return tw.node.twin.command == pytest.approx((vx, 0.0, 0.0))
+                assert tw.spin_until(applied, 10.0, also=ex), f"{kind.__name__} command never applied"
+                assert tw.node._cmd_kind == ("twist" if kind is Twist else "stamped")
+            finally:
+                ex.shutdown()
+                node.destroy_node()
+                rclpy.try_shutdown(context=ctx)
+        n = len(tw.joints)
+        tw.spin(0.5)
+        assert len(tw.joints) > n + 5, "node stopped publishing"
+    finally:
+        tw.close()
+
+
+def test_cmd_vel_auto_with_both_types_published_keeps_the_one_it_has():
+    """Two other processes, one per type: only one type can be received; the node must not
+    flip between them or fail."""
+    tw = Twin(reference="cmd_vel")
+    others = [_other_process_publisher(Twist)]
+    twist_pub, ex1 = others[0][3], others[0][2]
+    try:
+        assert tw.spin_until(lambda: (twist_pub.publish(_twist(Twist, 0.3)),
+                                      tw.node.twin.command == pytest.approx((0.3, 0.0, 0.0)))[1], 10.0, also=ex1)
+        others.append(_other_process_publisher(TwistStamped))
+        stamped_pub, ex2 = others[1][3], others[1][2]
+        end = time.monotonic() + 2.5  # the node looks at the publishers once a second
+        while time.monotonic() < end:
+            stamped_pub.publish(_twist(TwistStamped, 0.9))
+            twist_pub.publish(_twist(Twist, 0.35))
+            tw.spin(0.05, also=ex1)
+            ex2.spin_once(timeout_sec=0)
+        assert tw.node._cmd_kind == "twist"
+        assert tw.node.twin.command == pytest.approx((0.35, 0.0, 0.0))
+        n = len(tw.joints)
+        tw.spin(0.3)
+        assert len(tw.joints) > n
+    finally:
+        for ctx, node, ex, _ in others:
+            ex.shutdown()
+            node.destroy_node()
+            rclpy.try_shutdown(context=ctx)
+        tw.close()
+
+
+def test_cmd_vel_auto_with_a_twist_publisher_in_the_same_process():
+    """One DDS participant per process holds one type per topic: `up --bridge` publishes Twist
+    to the twin from the same process. Neither side may raise; the commands arrive."""
+    tw = Twin(reference="cmd_vel")
+    try:
+        tw.spin(0.3)
+        pub = tw.aux.create_publisher(Twist, "/cmd_vel", 10)  # raised incompatible type before
+        assert tw.spin_until(lambda: (pub.publish(_twist(Twist, 0.25)),
+                                      tw.node.twin.command == pytest.approx((0.25, 0.0, 0.0)))[1], 10.0)
+    finally:
+        tw.close()
+
+
+def test_random_in_limit_commands_at_100_hz_keep_the_node_publishing():
+    """Issue 15: random in-limit TwistStamped at 100 Hz ended in StepSizeUnderflow after ~15 s.
+    Here 6 s of wall time at a real-time factor of 3 (18 simulated seconds)."""
+    tw = Twin(reference="cmd_vel", cmd_vel_type="stamped", real_time_factor=3.0)
+    rng = np.random.default_rng(7)
+    try:
+        pub = tw.aux.create_publisher(TwistStamped, "/cmd_vel", 10)
+        tw.spin(0.3)
+        tw.joints.clear()
+        end = time.monotonic() + 6.0
+        while time.monotonic() < end:
+            m = TwistStamped()
+            m.twist.linear.x, m.twist.linear.y, m.twist.angular.z = (rng.uniform(-1, 1, 3) * [0.7, 0.7, 3.0]).tolist()
+            pub.publish(m)
+            tw.spin(0.01)
+        sim_t = tw.node.twin.t
+    finally:
+        tw.close()
+    gaps = np.diff(tw.joints)
+    print(f"{len(tw.joints)} joint states, largest gap {gaps.max() * 1e3:.0f} ms, simulated {sim_t:.1f} s, "
+          f"{tw.node.overruns} overruns, {tw.node.solver_failures} solver failures")
+    assert tw.node.solver_failures == 0, tw.node.last_failure
+    assert sim_t > 12.0
+    assert len(tw.joints) > 0.5 * 6.0 * 33 and gaps.max() < 1.0
+
+
+def test_a_solver_failure_is_reported_on_diagnostics_and_survived():
+    from bondsim_ros.solver import StepSizeUnderflow
+
+    tw = Twin(reference="rose")
+    try:
+        tw.spin(0.5)
+        real = tw.node.twin.step_to
+        calls = []
+
+        def failing_once(t):
+            if not calls:
+                calls.append(t)
+                raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h=1e-14 (injected)")
+            return real(t)
+
+        tw.node.twin.step_to = failing_once
+        assert tw.spin_until(lambda: calls, 5.0)
+        n = len(tw.joints)
+        t_fail = tw.node.twin.t
+        tw.spin(1.5)
+        errors = [s for a in tw.diag for s in a.status if s.level == DiagnosticStatus.ERROR]
+        assert errors, "no ERROR on /diagnostics"
+        assert "StepSizeUnderflow" in errors[0].message and "injected" in errors[0].message
+        assert errors[0].name.endswith("robotino/solver")
+        assert len(tw.joints) > n + 20, "joint states did not resume"
+        assert tw.node.twin.t > t_fail + 1.0, "the twin is not moving on"
+        assert tw.node.solver_failures == 1
+    finally:
+        tw.close()
+
+
+def test_a_reset_storm_does_not_stop_joint_states():
+    tw = Twin(reference="rose")
+    try:
+        client = tw.aux.create_client(Trigger, "/dynamics_node/reset")
+        assert tw.spin_until(client.service_is_ready, 5.0)
+        tw.spin(0.3)
+        start = time.monotonic()
+        tw.joints.clear()
+        futures = []
+        while time.monotonic() - start < 2.0:  # 200 Hz
+            futures.append(client.call_async(Trigger.Request()))
+            tw.spin(0.005)
+        tw.spin(0.1)
+        done = [f.result() for f in futures if f.done()]
+    finally:
+        tw.close()
+    assert len(done) > 100 and all(r.success for r in done)
+    stamps = np.array(tw.joints)
+    assert len(stamps) > 0.8 * 2.0 * 33, f"{len(stamps)} joint states in 2 s of resets"
+    assert np.diff(stamps).max() < 0.2
