@@ -71,7 +71,8 @@ PARAMS = {
     "waypoints": ([0.0], "flat list x1, y1, phi1, x2, y2, phi2, ... for reference=waypoints"),
     "odom_frame": ("odom", "odometry frame id"),
     "base_frame": ("base_footprint", "robot base frame id"),
-    "frame_prefix": ("", "prefix for frame ids and joint names (several robots)"),
+    "frame_prefix": ("", "prefix for frame ids (several robots); joint names stay the URDF's, as "
+                         "robot_state_publisher looks them up"),
     "mechanism": ("", "mechanism XML whose base-fixed probes are compared (empty: the packaged Robotino)"),
     "robot_config": ("", "Robotino parameter YAML, e.g. calibrated by `bondsim-ros fit --config-out` "
                          "(empty: the packaged config/robotino.yaml)"),
@@ -99,7 +100,9 @@ class DynamicsNode(Node):
             wp = np.asarray(p["waypoints"], dtype=float).reshape(-1, 3)
             self.follower = WaypointFollower(wp, limits.max_linear, limits.max_angular)
         pre = p["frame_prefix"]
-        self.joint_names = [pre + n for n in self.twin.joint_names]
+        # joint names unprefixed: robot_state_publisher matches them against the URDF and
+        # applies its own frame_prefix to frame ids only
+        self.joint_names = list(self.twin.joint_names)
         self.odom_frame, self.base_frame = pre + p["odom_frame"], pre + p["base_frame"]
 
         self.pub_joints = self.create_publisher(JointState, "joint_states", 10)
