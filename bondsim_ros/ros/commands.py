@@ -13,6 +13,9 @@ def register(sub) -> None:
     up.add_argument("--rtf", type=float, help="real-time factor")
     up.add_argument("--namespace", default="", help="namespace for all nodes (several robots)")
     up.add_argument("--bridge", action="store_true", help="also start twin_bridge (config/robotino_bridge.yaml)")
+    up.add_argument("--discovery", metavar="RANGE", default=None,
+                    help="ROS discovery range: localhost | subnet | off | system_default (default: "
+                         "$ROS_AUTOMATIC_DISCOVERY_RANGE, else subnet with --bridge to see the robot, else localhost)")
     up.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     up.add_argument("--no-state-publisher", action="store_true",
                     help="do not start state_publisher (a robot_state_publisher runs elsewhere)")
@@ -52,16 +55,24 @@ def _node_params(args):
 def cmd_up(args) -> int:
     import rclpy
 
-    from ._env import ensure_local_discovery
+    import os
+
+    from bondsim_ros.cli import CLIError
+
+    from ._env import choose_discovery_range
     from .graph import load_ros_params, start_graph
 
     dyn, probe, state = _node_params(args)
     bridge = load_ros_params(_config_file("robotino_bridge.yaml")).get("twin_bridge", {}) if args.bridge else None
-    ensure_local_discovery()
+    try:
+        os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = choose_discovery_range(args.discovery, args.bridge)
+    except ValueError as exc:
+        raise CLIError(f"--discovery: {exc}") from None
     rclpy.init()
     graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace,
                         state_publisher=None if args.no_state_publisher else state)
-    print(f"bondsim-ros up: {', '.join(graph.nodes)} running (Ctrl-C to stop)", file=sys.stderr)
+    print(f"bondsim-ros up: {', '.join(graph.nodes)} running, discovery range "
+          f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
     try:
         if args.duration is not None:
             graph.spin_for(args.duration)
