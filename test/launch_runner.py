@@ -36,7 +36,8 @@ def watch(seconds: float, joint_topic: str, out: dict, done) -> None:
     try:
         settled = None
         while time.monotonic() < end:
-            if settled is None and joint_topic in joint_names:
+            if settled is None and joint_topic in joint_names and any(
+                    n == "dynamics_node" for n, _ in node.get_node_names_and_namespaces()):
                 settled = time.monotonic() + 1.0
             if settled is not None and time.monotonic() > settled:
                 break

@@ -47,7 +47,8 @@ THIRD_PARTY_PUBLISHES = {"robot_state_publisher": ["robot_description", "/tf", "
 STAND_IN = """#!{python}
 import json, os, signal, sys, time
 args = sys.argv[1:]
-rec = {{"package": {package!r}, "executable": {executable!r}, "argv": args, "params_files": {{}}}}
+rec = {{"package": {package!r}, "executable": {executable!r}, "argv": args, "params_files": {{}},
+       "discovery_range": os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")}}
 for i, a in enumerate(args[:-1]):
     if a == "--params-file":
         with open(args[i + 1]) as f:
@@ -237,7 +238,7 @@ def _assert_rviz_topics_published(seen, records, rviz_config):
 def _assert_dynamics_params_from_file(seen, fqn):
     file_params = yaml.safe_load((ROOT / "config" / "dynamics.yaml").read_text())
     section = next(v["ros__parameters"] for k, v in file_params.items() if k.split("/")[-1] == "dynamics_node")
-    assert fqn in seen["parameters"], f"{fqn} not running (nodes: {seen['nodes']})"
+    assert fqn in seen["parameters"], f"{fqn} not running (nodes: {seen['nodes']}):\n{seen['log'][-3000:]}"
     node = seen["parameters"][fqn]
     overridden = {"reference", "cmd_vel_type", "frame_prefix", "real_time_factor"}  # set by the launch file itself
     for key, value in section.items():
@@ -286,7 +287,33 @@ def test_twin_launch(prefix, tmp_path):
     _assert_dynamics_params_from_file(seen, "/twin/dynamics_node")
     assert seen["parameters"]["/twin/dynamics_node"]["frame_prefix"] == "twin/"
     assert "/twin_bridge" in seen["nodes"]
+    # the test run's explicit LOCALHOST (conftest) wins over the launch file's SUBNET default
+    assert rsp["discovery_range"] == os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
     _assert_no_node_died(seen, "robotino_twin.launch.py")
+
+
+def test_twin_launch_discovers_over_the_subnet_by_default(monkeypatch):
+    """A driver on the robot's computer is only visible with ROS's default range, SUBNET: the
+    twin launch file selects it unless ROS_AUTOMATIC_DISCOVERY_RANGE is set (not run here:
+    the test's nodes stay on this machine)."""
+    from launch import LaunchContext
+    from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+    import ament_index_python.packages as ament
+
+    monkeypatch.setattr(ament, "get_package_share_directory", lambda name: str(ROOT))
+    description = PythonLaunchDescriptionSource(str(ROOT / "launch" / "robotino_twin.launch.py")).get_launch_description(
+        LaunchContext())
+    arg = next(e for e in description.entities if isinstance(e, DeclareLaunchArgument) and e.name == "discovery_range")
+    setter = [e for e in description.entities if isinstance(e, SetEnvironmentVariable)]
+    assert setter and "".join(s.perform(LaunchContext()) for s in setter[0].name) == "ROS_AUTOMATIC_DISCOVERY_RANGE"
+    for env, expected in ((None, "SUBNET"), ("LOCALHOST", "LOCALHOST")):
+        if env is None:
+            monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
+        else:
+            monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", env)
+        assert "".join(s.perform(LaunchContext()) for s in arg.default_value) == expected
 
 
 def test_nav2_launch(prefix, tmp_path):
