@@ -64,7 +64,7 @@ PARAMS = {
     "publish_rate": (33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)"),
     "real_time_factor": (1.0, "simulated seconds per wall-clock second"),
     "cmd_vel_topic": ("cmd_vel", "velocity command topic"),
-    "cmd_vel_type": ("auto", "auto | twist | stamped (Nav2 Jazzy+ publishes TwistStamped)"),
+    "cmd_vel_type": ("auto", "auto | twist | stamped (Nav2: Twist on Jazzy, TwistStamped on Kilted)"),
     "cmd_vel_timeout": (0.5, "seconds without a command before the twin is brought to rest"),
     "max_linear_velocity": (1.0, "clamp for |(vx, vy)| [m/s]"),
     "max_angular_velocity": (3.0, "clamp for |wz| [rad/s]"),
