@@ -17,6 +17,8 @@ def register(sub) -> None:
                     help="ROS discovery range: localhost | subnet | off | system_default (default: "
                          "$ROS_AUTOMATIC_DISCOVERY_RANGE, else subnet with --bridge to see the robot, else localhost)")
     up.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    up.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
+                    help="serve the twin live to Foxglove over WebSocket (default port 8765; needs foxglove-sdk)")
     up.add_argument("--no-state-publisher", action="store_true",
                     help="do not start state_publisher (a robot_state_publisher runs elsewhere)")
     up.set_defaults(func=cmd_up)
@@ -26,6 +28,8 @@ def register(sub) -> None:
     demo.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
     demo.add_argument("--rtf", type=float, default=1.0, help="real-time factor (default 1: as the real robot)")
     demo.add_argument("--no-video", action="store_true", help="skip the rendered video")
+    demo.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
+                      help="also serve the run live to Foxglove over WebSocket (default port 8765)")
     demo.add_argument("--quiet", "-q", action="store_true")
     demo.set_defaults(func=cmd_demo)
 
@@ -69,8 +73,16 @@ def cmd_up(args) -> int:
     except ValueError as exc:
         raise CLIError(f"--discovery: {exc}") from None
     rclpy.init()
+    _check_foxglove(args.foxglove)
     graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace,
                         state_publisher=None if args.no_state_publisher else state)
+    if args.foxglove is not None:
+        from .foxglove_live import FoxgloveLive
+
+        kw = {"namespace": args.namespace} if args.namespace else {}
+        graph.nodes["foxglove_live"] = FoxgloveLive(port=args.foxglove, **kw)
+        graph.executor.add_node(graph.nodes["foxglove_live"])
+        print(f"bondsim-ros up: Foxglove at ws://localhost:{graph.nodes['foxglove_live'].port}", file=sys.stderr)
     print(f"bondsim-ros up: {', '.join(graph.nodes)} running, discovery range "
           f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
     try:
@@ -89,12 +101,27 @@ def cmd_up(args) -> int:
     return 0
 
 
+def _check_foxglove(port) -> None:
+    """--foxglove's port and library, checked before anything starts (usage errors: exit 2)."""
+    if port is None:
+        return
+    from bondsim_ros.cli import CLIError
+
+    if not 0 <= port <= 65535:
+        raise CLIError(f"--foxglove: port {port} is not in 0..65535")
+    try:
+        import foxglove  # noqa: F401
+    except ImportError:
+        raise CLIError("--foxglove needs foxglove-sdk: pip install foxglove-sdk") from None
+
+
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
+    _check_foxglove(args.foxglove)
     out = Path(args.out)
     summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
-                       quiet=args.quiet)
+                       quiet=args.quiet, foxglove_port=args.foxglove)
     if not args.quiet:
         for line in summary:
             print(f"[demo] {line}", file=sys.stderr)
