@@ -140,3 +140,10 @@ def test_discovery_range_for_up(flag, bridge, env, expected):
 def test_bad_discovery_range_is_a_usage_error():
     with pytest.raises(ValueError, match="discovery range 'lan'"):
         choose_discovery_range("lan", True, {})
+
+
+def test_up_with_a_bad_discovery_range_exits_2(capsys):
+    from bondsim_ros.cli import main
+
+    assert main(["up", "--bridge", "--discovery", "lan", "--duration", "1"]) == 2
+    assert "--discovery: discovery range 'lan'" in capsys.readouterr().err

@@ -128,3 +128,35 @@ def test_up_foxglove_bad_port_is_a_usage_error(capsys):
 
     assert main(["up", "--foxglove", "70000", "--duration", "1"]) == 2
     assert "--foxglove: port 70000" in capsys.readouterr().err
+
+
+def test_up_foxglove_serves_the_running_graph(tmp_path):
+    """The command as a user runs it: `bondsim-ros up --foxglove PORT`."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    with socket.socket() as s:  # a free port
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--foxglove", str(port), "--duration", "40"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        end = time.monotonic() + 30
+        while time.monotonic() < end and proc.poll() is None:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stdout.read()
+        got = asyncio.run(_client(port, seconds=2.0))
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert got["frames"].get("/joint_states", 0) > 20 and got["frames"].get("/tf", 0) > 20, got["frames"]
+    assert f"Foxglove at ws://localhost:{port}" in out
