@@ -160,3 +160,29 @@ def test_up_foxglove_serves_the_running_graph(tmp_path):
         out, _ = proc.communicate(timeout=30)
     assert got["frames"].get("/joint_states", 0) > 20 and got["frames"].get("/tf", 0) > 20, got["frames"]
     assert f"Foxglove at ws://localhost:{port}" in out
+
+
+def test_demo_record_serves_foxglove_while_recording(tmp_path):
+    """`bondsim-ros demo --foxglove`: the recording run serves the same channels."""
+    import socket
+    import time
+
+    from bondsim_ros.ros.demo import record
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(record(8.0, tmp_path / "bag", foxglove_port=port)),
+                              daemon=True)
+    runner.start()
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    got = asyncio.run(_client(port, seconds=2.0))
+    runner.join(timeout=60)
+    assert result.get("frames", 0) > 0, "the recording did not finish"
+    assert got["frames"].get("/joint_states", 0) > 20 and got["frames"].get("/probes/base_center", 0) > 20
