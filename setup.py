@@ -22,17 +22,15 @@ def tree(folder):
     return sorted(entries.items())
 
 
-ROS_WHEELS = [
-    # ROS 2 Kilted from PyPI, for the pip environment only; a ROS install brings its own.
-    "ros-kilted-rclpy",
-    "ros-kilted-rmw-fastrtps-cpp",
-    "ros-kilted-std-msgs",
-    "ros-kilted-std-srvs",
-    "ros-kilted-sensor-msgs",
-    "ros-kilted-geometry-msgs",
-    "ros-kilted-nav-msgs",
-    "ros-kilted-visualization-msgs",
-    "ros-kilted-diagnostic-msgs",
+# ROS 2 distros with wheels on PyPI (ros-<distro>-*); the first is the default. The `ros` extra
+# is for the pip environment only (a ROS install brings its own): ROS_DISTRO=jazzy selects the
+# Jazzy wheels (tools/setup.sh does so for `ROS_DISTRO=jazzy bash tools/setup.sh`); any other
+# value, or none, the default.
+ROS_DISTROS = ("kilted", "jazzy")
+ROS_DISTRO = os.environ.get("ROS_DISTRO", "") if os.environ.get("ROS_DISTRO", "") in ROS_DISTROS else ROS_DISTROS[0]
+ROS_PACKAGES = ["rclpy", "rmw-fastrtps-cpp", "std-msgs", "std-srvs", "sensor-msgs", "geometry-msgs", "nav-msgs",
+                "visualization-msgs", "diagnostic-msgs"]
+ROS_WHEELS = [f"ros-{ROS_DISTRO}-{name}" for name in ROS_PACKAGES] + [
     "rosbags>=0.10",  # rosbag2 MCAP writing/reading for the demo (rosbag2 itself is not on PyPI)
 ]
 
@@ -64,8 +62,11 @@ setup(
         "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4", "defusedxml>=0.7", "imageio-ffmpeg>=0.4",
                       "xacro>=2"],
         # mcap: decode the demo bag independently; pin (Pinocchio): the seed 004 RNEA cross-check
-        "test": ["pytest>=7", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3"],
+        # websockets: the test's Foxglove client
+        "test": ["pytest>=7", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3", "websockets>=12"],
         "bench": ["scikit-sundae>=1.0"],
+        # `bondsim-ros up/demo --foxglove`: the twin live in Foxglove (WebSocket server)
+        "foxglove": ["foxglove-sdk>=0.30"],
     },
     zip_safe=False,
     maintainer="bondsim_ros maintainers",

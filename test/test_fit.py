@@ -231,7 +231,8 @@ def test_config_out_refuses_command_parameters(tmp_path, capsys):
 
 
 def _robot_bag(tmp_path, truth):
-    """A rosbag2 MCAP drive log as the rto_node driver would record it, from a robot whose
+    """A rosbag2 MCAP drive log as the rto_node driver (started with namespace:=robotinobase1)
+    would record it, from a robot whose
     ``truth`` differs from the configuration: cmd_vel (Twist, no stamp) at 50 Hz, joint_states
     at 100 Hz under the driver's joint names (config/robotino_bridge.yaml) with the opposite
     wheel sign, odom at 100 Hz starting from a pose away from the origin."""
@@ -292,6 +293,10 @@ def _robot_bag(tmp_path, truth):
     return path, t, cmd, sim
 
 
+NS_TOPICS = ["--cmd-vel", "/robotinobase1/cmd_vel", "--joint-states", "/robotinobase1/joint_states",
+             "--odom", "/robotinobase1/odom"]  # the bag's driver ran in namespace robotinobase1
+
+
 def test_bag2csv_then_fit_calibrates_from_a_driver_bag(tmp_path, capsys):
     """From a driver's bag to a calibrated parameter: bag2csv holds each command until the next,
     maps the driver's wheel joints and sign onto w1..w3 and puts odometry in the start frame;
@@ -299,7 +304,8 @@ def test_bag2csv_then_fit_calibrates_from_a_driver_bag(tmp_path, capsys):
     truth = {"chassis_mass": 14.0}
     bag, t, cmd, sim = _robot_bag(tmp_path, truth)
     csv_path = tmp_path / "log.csv"
-    assert main(["bag2csv", str(bag), "-o", str(csv_path), "--wheel-sign", "-1"]) == 0, capsys.readouterr().err
+    assert main(["bag2csv", str(bag), "-o", str(csv_path), "--wheel-sign", "-1", *NS_TOPICS]) == 0, \
+        capsys.readouterr().err
     log = read_csv(csv_path)
     assert log.names == ["t", "vx_cmd", "vy_cmd", "wz_cmd", "w1", "w2", "w3", "x", "y", "phi"]
     np.testing.assert_allclose(log.column("t"), t, atol=1e-9)
@@ -317,9 +323,9 @@ def test_bag2csv_then_fit_calibrates_from_a_driver_bag(tmp_path, capsys):
 
 def test_bag2csv_names_what_is_missing(tmp_path, capsys):
     bag, *_ = _robot_bag(tmp_path, {"chassis_mass": 11.0})
-    assert main(["bag2csv", str(bag), "-o", str(tmp_path / "a.csv"), "--cmd-vel", "/cmd_vel"]) == 2
+    assert main(["bag2csv", str(bag), "-o", str(tmp_path / "a.csv"), *NS_TOPICS, "--cmd-vel", "/cmd_vel"]) == 2
     assert "/cmd_vel not in the bag" in capsys.readouterr().err
-    assert main(["bag2csv", str(bag), "-o", str(tmp_path / "b.csv"), "--wheel-joints", "a,b,c"]) == 2
+    assert main(["bag2csv", str(bag), "-o", str(tmp_path / "b.csv"), *NS_TOPICS, "--wheel-joints", "a,b,c"]) == 2
     assert "not all of ['a', 'b', 'c']" in capsys.readouterr().err
     assert main(["bag2csv", str(tmp_path / "nope"), "-o", str(tmp_path / "c.csv")]) == 2
     assert "no such bag" in capsys.readouterr().err

@@ -160,7 +160,10 @@ def test_twin_bridge_follows_a_robot_driven_by_the_same_commands(context):
     common = {"reference": "cmd_vel", "cmd_vel_type": "twist", "cmd_vel_timeout": 1.0, "probes": [""]}
     robot = DynamicsNode(name="robot_driver", overrides=common, namespace="robotinobase1", context=context)
     twin = DynamicsNode(overrides=common, namespace="twin", context=context)
-    bridge = TwinBridge(overrides={"robot_wheel_joints": ["wheel1_axle", "wheel2_axle", "wheel3_axle"]},
+    # the stand-in is a twin in /robotinobase1: its topics, joint names and axle convention
+    bridge = TwinBridge(overrides={"robot_cmd_vel": "/robotinobase1/cmd_vel", "robot_odom": "/robotinobase1/odom",
+                                   "robot_joint_states": "/robotinobase1/joint_states", "robot_wheel_sign": 1.0,
+                                   "robot_wheel_joints": ["wheel1_axle", "wheel2_axle", "wheel3_axle"]},
                         context=context)
     operator = rclpy.create_node("operator", context=context)
     cmd = operator.create_publisher(Twist, "/robotinobase1/cmd_vel", 10)

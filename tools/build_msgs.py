@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Generate the ROS 2 interface packages that PyPI's Kilted wheels lack (tf2_msgs) into a venv.
+"""Generate the ROS 2 interface packages that PyPI's ROS wheels lack into a venv: tf2_msgs (the
+nodes publish /tf) and composition_interfaces (launch_ros imports it).
 
-    python tools/build_msgs.py --venv .venv
+    python tools/build_msgs.py --venv .venv [--distro kilted|jazzy]
 
-Idempotent: does nothing when ``tf2_msgs`` already imports in the venv, or when a ROS install
-provides it (AMENT_PREFIX_PATH). Otherwise it installs the rosidl generator wheels, points the
+The distro (default: $ROS_DISTRO if it is one of DISTROS, else kilted) picks the generator
+wheels (ros-<distro>-*); it must be the distro of the venv's rclpy.
+Idempotent: does nothing for a package that already imports in the venv, or that a ROS install
+provides (AMENT_PREFIX_PATH). Otherwise it installs the rosidl generator wheels, points the
 include folders that the message wheels' CMake exports hard-code from their build host
 (/opt/python/cp311-cp311/...) at this venv's Python and numpy, and runs CMake on a tiny
-package (msg/TFMessage.msg from tools/msgs/tf2_msgs), installing into the venv: the Python
+package (the interface files in tools/msgs/<package>), installing into the venv: the Python
 package into site-packages, the type-support libraries into <venv>/lib, which the wheels'
 bootstrapper already puts on LD_LIBRARY_PATH.
 """
@@ -24,10 +27,20 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PACKAGES = {"tf2_msgs": {"msgs": ["TFMessage.msg"], "deps": ["geometry_msgs"]}}
-GENERATORS = ["ros-kilted-rosidl-default-generators", "ros-kilted-ament-cmake", "ros-kilted-ament-cmake-python",
-              "ros-kilted-ament-package", "catkin-pkg", "ros-kilted-rosidl-core-generators",
-              "ros-kilted-ament-cmake-include-directories", "ros-kilted-ament-cmake-ros-core"]
+PACKAGES = {"tf2_msgs": {"module": "tf2_msgs.msg", "deps": ["geometry_msgs"]},
+            "composition_interfaces": {"module": "composition_interfaces.srv", "deps": ["rcl_interfaces"]}}
+DISTROS = ("kilted", "jazzy")  # ROS 2 distros with wheels on PyPI; the first is the default
+# ament_cmake_ros's core part is its own package from Kilted on; Jazzy has the whole one
+GENERATORS = {d: [f"ros-{d}-rosidl-default-generators", f"ros-{d}-ament-cmake", f"ros-{d}-ament-cmake-python",
+                  f"ros-{d}-ament-package", "catkin-pkg", f"ros-{d}-rosidl-core-generators",
+                  f"ros-{d}-ament-cmake-include-directories",
+                  f"ros-{d}-ament-cmake-ros-core" if d != "jazzy" else f"ros-{d}-ament-cmake-ros"]
+              for d in DISTROS}
+
+
+def default_distro() -> str:
+    env = os.environ.get("ROS_DISTRO", "")
+    return env if env in DISTROS else DISTROS[0]
 BUILD_HOST = "/opt/python/cp311-cp311"
 
 
@@ -40,7 +53,7 @@ def venv_python(venv: Path) -> Path:
 
 
 def importable(py: Path, module: str) -> bool:
-    r = subprocess.run([str(py), "-c", f"import {module}.msg"], capture_output=True, text=True)
+    r = subprocess.run([str(py), "-c", f"import {module}"], capture_output=True, text=True)
     return r.returncode == 0
 
 
@@ -80,7 +93,7 @@ def patch_build_host_paths(venv: Path, py: Path) -> int:
 MISSING = re.compile(r'Could not find a package configuration file provided\s+by\s+"([A-Za-z0-9_]+)"')
 
 
-def build_package(name: str, spec: dict, venv: Path, py: Path, log: Path) -> None:
+def build_package(name: str, spec: dict, venv: Path, py: Path, log: Path, distro: str) -> None:
     """Configure, build, install; a CMake package the wheels lack is pip-installed and retried."""
     for _ in range(20):
         start = log.stat().st_size if log.exists() else 0
@@ -92,7 +105,7 @@ def build_package(name: str, spec: dict, venv: Path, py: Path, log: Path) -> Non
             missing = MISSING.search(text)
             if not missing:
                 raise SystemExit(f"[build_msgs] {exc}; see {log}") from None
-            wheel = "ros-kilted-" + missing.group(1).replace("_", "-")
+            wheel = f"ros-{distro}-" + missing.group(1).replace("_", "-")
             say(f"CMake needs {missing.group(1)}: pip install {wheel}")
             r = subprocess.run([str(py), "-m", "pip", "install", "-q", wheel], capture_output=True, text=True)
             if r.returncode != 0:
@@ -107,7 +120,8 @@ def _build_once(name: str, spec: dict, venv: Path, py: Path, log: Path) -> None:
         pkg = Path(tmp) / name
         shutil.copytree(src, pkg)
         deps = " ".join(spec["deps"])
-        msgs = " ".join(f'"msg/{m}"' for m in spec["msgs"])
+        msgs = " ".join(f'"{f.parent.name}/{f.name}"' for f in sorted(pkg.glob("*/*"))
+                        if f.suffix in (".msg", ".srv", ".action"))
         finds = "\n".join(f"find_package({d} REQUIRED)" for d in spec["deps"])
         (pkg / "CMakeLists.txt").write_text(f"""cmake_minimum_required(VERSION 3.8)
 project({name})
@@ -146,26 +160,29 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--venv", default=str(HERE.parent / ".venv"))
     ap.add_argument("--force", action="store_true", help="rebuild even if importable")
+    ap.add_argument("--distro", choices=DISTROS, default=default_distro(),
+                    help="ROS 2 distro of the venv's wheels (default: $ROS_DISTRO, else %(default)s)")
     args = ap.parse_args(argv)
     venv = Path(args.venv).resolve()
     py = venv_python(venv)
     if not py.exists():
         raise SystemExit(f"[build_msgs] no venv at {venv}")
-    todo = [n for n in PACKAGES if args.force or not (importable(py, n) or on_ros_install(n))]
+    todo = [n for n, spec in PACKAGES.items()
+            if args.force or not (importable(py, spec["module"]) or on_ros_install(n))]
     if not todo:
         return 0
     if shutil.which("cmake") is None or shutil.which("g++") is None:
         raise SystemExit("[build_msgs] cmake and g++ are needed (apt-get install cmake g++)")
     tic = time.monotonic()
-    say(f"generating {', '.join(todo)} into {venv}")
-    subprocess.run([str(py), "-m", "pip", "install", "-q", *GENERATORS], check=True)
+    say(f"generating {', '.join(todo)} into {venv} (ROS 2 {args.distro})")
+    subprocess.run([str(py), "-m", "pip", "install", "-q", *GENERATORS[args.distro]], check=True)
     patched = patch_build_host_paths(venv, py)
     if patched:
         say(f"pointed {patched} CMake export files at this venv's Python and numpy headers")
     log = venv / "build_msgs.log"
     for name in todo:
-        build_package(name, PACKAGES[name], venv, py, log)
-        if not importable(py, name):
+        build_package(name, PACKAGES[name], venv, py, log, args.distro)
+        if not importable(py, PACKAGES[name]["module"]):
             raise SystemExit(f"[build_msgs] {name} built but does not import; see {log}")
         say(f"{name} ready ({time.monotonic() - tic:.1f} s)")
     return 0

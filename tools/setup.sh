@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # One-shot, idempotent setup on a fresh Debian 12 / Python 3.11 machine:
-#   system packages (check_urdf, graphviz), a venv in .venv with bondsim_ros and its extras
-#   (ROS 2 Kilted wheels from PyPI included), and the locally generated tf2_msgs.
+#   system packages (check_urdf, graphviz), a venv with bondsim_ros and its extras (ROS 2
+#   wheels from PyPI included), and the locally generated tf2_msgs and composition_interfaces.
+#     bash tools/setup.sh                      ROS 2 Kilted (the newest) in .venv
+#     ROS_DISTRO=jazzy bash tools/setup.sh     ROS 2 Jazzy in .venv-jazzy
+# When ../shared/wheels exists beside the checkout (development and CI machines), its launch
+# and launch_ros wheels are installed too, so the tests run the launch files for real.
 # Re-running it is cheap: each step is skipped when its stamp says it is up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-VENV="${BONDSIM_VENV:-$ROOT/.venv}"
+DISTRO="${ROS_DISTRO:-kilted}"
+case "$DISTRO" in
+  kilted) DEFAULT_VENV="$ROOT/.venv" ;;
+  jazzy) DEFAULT_VENV="$ROOT/.venv-jazzy" ;;
+  *) echo "[setup] ROS_DISTRO=$DISTRO: PyPI has ROS 2 wheels for kilted and jazzy only" >&2; exit 2 ;;
+esac
+export ROS_DISTRO="$DISTRO"  # setup.py's `ros` extra and build_msgs.py pick ros-$DISTRO-* wheels
+VENV="${BONDSIM_VENV:-$DEFAULT_VENV}"
 PY="${PYTHON:-python3}"
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*" >&2; }
 
@@ -37,16 +48,30 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 stamp="$VENV/.bondsim_setup_stamp"
-want=$(cat setup.py setup.cfg | sha256sum | cut -c1-16)
+want=$( (cat setup.py setup.cfg; echo "$DISTRO") | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  log "installing bondsim_ros[ros,mechanism,test,bench] (editable)"
+  log "installing bondsim_ros[ros,mechanism,test,bench,foxglove] (editable, ROS 2 $DISTRO)"
   "$VENV/bin/python" -m pip install -q --upgrade pip wheel setuptools
-  "$VENV/bin/python" -m pip install -q -e ".[ros,mechanism,test,bench]"
+  "$VENV/bin/python" -m pip install -q -e ".[ros,mechanism,test,bench,foxglove]"
   echo "$want" > "$stamp"
 fi
 
-# --- messages the PyPI wheels do not ship (tf2_msgs), generated locally ----------------------
+# --- launch and launch_ros (not on PyPI), only where ../shared/wheels provides them ----------
+WHEELS="$ROOT/../shared/wheels"
+if compgen -G "$WHEELS/*.whl" >/dev/null; then
+  wstamp="$VENV/.bondsim_wheels_stamp"
+  wwant=$(ls -l "$WHEELS"/*.whl | sha256sum | cut -c1-16)
+  if [ ! -f "$wstamp" ] || [ "$(cat "$wstamp")" != "$wwant" ]; then
+    log "installing launch wheels from $WHEELS"
+    # --no-deps: their ament_index_python dependency is the ros-*-ament-index-python wheel here
+    "$VENV/bin/python" -m pip install -q --no-deps "$WHEELS"/*.whl
+    "$VENV/bin/python" -m pip install -q osrf-pycommon lark-parser  # lark-parser: what rosidl_parser uses too
+    echo "$wwant" > "$wstamp"
+  fi
+fi
+
+# --- interfaces the PyPI wheels do not ship (tf2_msgs, composition_interfaces), generated ----
 if [ -f tools/build_msgs.py ]; then
-  "$VENV/bin/python" tools/build_msgs.py --venv "$VENV"
+  "$VENV/bin/python" tools/build_msgs.py --venv "$VENV" --distro "$DISTRO"
 fi
 log "ready: $VENV"

@@ -13,7 +13,12 @@ def register(sub) -> None:
     up.add_argument("--rtf", type=float, help="real-time factor")
     up.add_argument("--namespace", default="", help="namespace for all nodes (several robots)")
     up.add_argument("--bridge", action="store_true", help="also start twin_bridge (config/robotino_bridge.yaml)")
+    up.add_argument("--discovery", metavar="RANGE", default=None,
+                    help="ROS discovery range: localhost | subnet | off | system_default (default: "
+                         "$ROS_AUTOMATIC_DISCOVERY_RANGE, else subnet with --bridge to see the robot, else localhost)")
     up.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    up.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
+                    help="serve the twin live to Foxglove over WebSocket (default port 8765; needs foxglove-sdk)")
     up.add_argument("--no-state-publisher", action="store_true",
                     help="do not start state_publisher (a robot_state_publisher runs elsewhere)")
     up.set_defaults(func=cmd_up)
@@ -23,6 +28,8 @@ def register(sub) -> None:
     demo.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
     demo.add_argument("--rtf", type=float, default=1.0, help="real-time factor (default 1: as the real robot)")
     demo.add_argument("--no-video", action="store_true", help="skip the rendered video")
+    demo.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
+                      help="also serve the run live to Foxglove over WebSocket (default port 8765)")
     demo.add_argument("--quiet", "-q", action="store_true")
     demo.set_defaults(func=cmd_demo)
 
@@ -79,9 +86,11 @@ def _graph_errors():
 def cmd_up(args) -> int:
     import rclpy
 
+    import os
+
     from bondsim_ros.cli import CLIError
 
-    from ._env import ensure_local_discovery, init_rclpy, sigterm_interrupts, spin_until_signal
+    from ._env import choose_discovery_range, init_rclpy, sigterm_interrupts, spin_until_signal
     from .graph import load_ros_params, start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
@@ -93,7 +102,11 @@ def cmd_up(args) -> int:
             bridge = load_ros_params(path).get("twin_bridge", {})
         except Exception as exc:  # noqa: BLE001 - any reading error: name the file
             raise CLIError(f"{path}: {exc}") from None
-    ensure_local_discovery()
+    try:
+        os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = choose_discovery_range(args.discovery, args.bridge)
+    except ValueError as exc:
+        raise CLIError(f"--discovery: {exc}") from None
+    _check_foxglove(args.foxglove)
     context = rclpy.Context()
     init_rclpy(context=context)
     graph = None
@@ -104,7 +117,15 @@ def cmd_up(args) -> int:
                                     state_publisher=None if args.no_state_publisher else state)
         except _graph_errors() as exc:
             raise CLIError(str(exc)) from None
-        print(f"bondsim-ros up: {', '.join(graph.nodes)} running (Ctrl-C to stop)", file=sys.stderr)
+        if args.foxglove is not None:
+            from .foxglove_live import FoxgloveLive
+
+            kw = {"namespace": args.namespace} if args.namespace else {}
+            graph.nodes["foxglove_live"] = FoxgloveLive(port=args.foxglove, context=context, **kw)
+            graph.executor.add_node(graph.nodes["foxglove_live"])
+            print(f"bondsim-ros up: Foxglove at ws://localhost:{graph.nodes['foxglove_live'].port}", file=sys.stderr)
+        print(f"bondsim-ros up: {', '.join(graph.nodes)} running, discovery range "
+              f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
         why = spin_until_signal(graph.executor, context, duration=args.duration)
         dn = graph.nodes["dynamics_node"]
         print(f"bondsim-ros up: stopped ({why}): {dn.frames} frames, {dn.overruns} overruns, "
@@ -116,6 +137,20 @@ def cmd_up(args) -> int:
     return 0
 
 
+def _check_foxglove(port) -> None:
+    """--foxglove's port and library, checked before anything starts (usage errors: exit 2)."""
+    if port is None:
+        return
+    from bondsim_ros.cli import CLIError
+
+    if not 0 <= port <= 65535:
+        raise CLIError(f"--foxglove: port {port} is not in 0..65535")
+    try:
+        import foxglove  # noqa: F401
+    except ImportError:
+        raise CLIError("--foxglove needs foxglove-sdk: pip install foxglove-sdk") from None
+
+
 def cmd_demo(args) -> int:
     from bondsim_ros.cli import CLIError
 
@@ -123,10 +158,11 @@ def cmd_demo(args) -> int:
 
     _positive(args.duration, "--duration", "a positive, finite number of simulated seconds")
     _positive(args.rtf, "--rtf", "a positive real-time factor")
+    _check_foxglove(args.foxglove)
     out = Path(args.out)
     try:
         summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
-                           quiet=args.quiet)
+                           quiet=args.quiet, foxglove_port=args.foxglove)
     except FileExistsError as exc:
         raise CLIError(str(exc)) from None
     if not args.quiet:

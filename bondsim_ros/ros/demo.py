@@ -24,9 +24,10 @@ DEMO_TOPICS = ["/joint_states", "/tf", "/tf_static", "/odom", "/robot_descriptio
 
 
 def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None,
-           domain_id: int | None = None) -> dict:
+           domain_id: int | None = None, foxglove_port: int | None = None) -> dict:
     """Run the graph for ``duration`` simulated seconds and record it; returns run statistics.
-    ``domain_id``: the ROS domain of the run (None: ROS_DOMAIN_ID, else 0)."""
+    ``domain_id``: the ROS domain of the run (None: ROS_DOMAIN_ID, else 0); ``foxglove_port``:
+    also serve the run live to Foxglove (foxglove_live.py)."""
     import rclpy
 
     from ._env import ensure_local_discovery, init_rclpy
@@ -45,6 +46,11 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
         recorder = BagRecorder(bag_dir, DEMO_TOPICS, context=context)
         graph.executor.add_node(recorder)
         graph.nodes["bag_recorder"] = recorder
+        if foxglove_port is not None:
+            from .foxglove_live import FoxgloveLive
+
+            graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, context=context)
+            graph.executor.add_node(graph.nodes["foxglove_live"])
         dn = graph.nodes["dynamics_node"]
         # wait until the recorder subscribed to every publishing topic, then start from t = 0
         need = {"/joint_states", "/tf", "/tf_static", "/odom", "/robot_description", "/probes/base_center",
@@ -200,7 +206,7 @@ def private_domain() -> int:
 
 
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
-             quiet: bool = False, domain_id: int | None = None) -> list:
+             quiet: bool = False, domain_id: int | None = None, foxglove_port: int | None = None) -> list:
     """Record, plot, render; returns summary lines."""
     from .commands import _node_params
 
@@ -219,7 +225,7 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
         rtf = None
 
     params = _node_params(_Args())
-    return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params)
+    return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port)
 
 
 def new_bag_dir(out_dir: Path) -> Path:
@@ -232,7 +238,7 @@ def new_bag_dir(out_dir: Path) -> Path:
     return bag_dir
 
 
-def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params) -> list:
+def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port=None) -> list:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("[bold]demo[/] {task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
@@ -245,7 +251,8 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
 
         domain_id = private_domain() if domain_id is None else domain_id
         try:
-            stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id)
+            stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id,
+                           foxglove_port=foxglove_port)
         except BaseException:
             shutil.rmtree(bag_dir, ignore_errors=True)  # this run's own, unfinished recording only
             raise

@@ -64,14 +64,15 @@ PARAMS = {
     "publish_rate": (33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)"),
     "real_time_factor": (1.0, "simulated seconds per wall-clock second"),
     "cmd_vel_topic": ("cmd_vel", "velocity command topic"),
-    "cmd_vel_type": ("auto", "auto | twist | stamped (Nav2 Jazzy+ publishes TwistStamped)"),
+    "cmd_vel_type": ("auto", "auto | twist | stamped (Nav2: Twist on Jazzy, TwistStamped on Kilted)"),
     "cmd_vel_timeout": (0.5, "seconds without a command before the twin is brought to rest"),
     "max_linear_velocity": (1.0, "clamp for |(vx, vy)| [m/s]"),
     "max_angular_velocity": (3.0, "clamp for |wz| [rad/s]"),
     "waypoints": ([0.0], "flat list x1, y1, phi1, x2, y2, phi2, ... for reference=waypoints"),
     "odom_frame": ("odom", "odometry frame id"),
     "base_frame": ("base_footprint", "robot base frame id"),
-    "frame_prefix": ("", "prefix for frame ids and joint names (several robots)"),
+    "frame_prefix": ("", "prefix for frame ids (several robots); joint names stay the URDF's, as "
+                         "robot_state_publisher looks them up"),
     "mechanism": ("", "mechanism XML whose base-fixed probes are compared (empty: the packaged Robotino)"),
     "robot_config": ("", "Robotino parameter YAML, e.g. calibrated by `bondsim-ros fit --config-out` "
                          "(empty: the packaged config/robotino.yaml)"),
@@ -99,7 +100,9 @@ class DynamicsNode(Node):
             wp = np.asarray(p["waypoints"], dtype=float).reshape(-1, 3)
             self.follower = WaypointFollower(wp, limits.max_linear, limits.max_angular)
         pre = p["frame_prefix"]
-        self.joint_names = [pre + n for n in self.twin.joint_names]
+        # joint names unprefixed: robot_state_publisher matches them against the URDF and
+        # applies its own frame_prefix to frame ids only
+        self.joint_names = list(self.twin.joint_names)
         self.odom_frame, self.base_frame = pre + p["odom_frame"], pre + p["base_frame"]
 
         self.pub_joints = self.create_publisher(JointState, "joint_states", 10)

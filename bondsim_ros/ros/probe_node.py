@@ -28,7 +28,7 @@ PARAMS = {
     "mechanism": ("", "mechanism XML (project or robot root); default: the packaged Robotino"),
     "odom_frame": ("odom", "frame the probe points are expressed in"),
     "base_frame": ("base_footprint", "robot base frame (child of odom in /tf)"),
-    "frame_prefix": ("", "prefix of joint names and frames (several robots)"),
+    "frame_prefix": ("", "prefix of frame ids (several robots); joint names are the URDF's"),
     "use_tf2": ("auto", "auto | true | false: look probe frames up with tf2 (auto: where tf2_ros is installed)"),
 }
 TF2_WAIT = 0.5  # s a joint state waits for its transforms in the tf2 buffer
@@ -39,7 +39,7 @@ class ProbeNode(Node):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
         p = declare_parameters(self, PARAMS)
         self.p = p
-        self.kin = ProbeKinematics.from_file(p["mechanism"] or None, prefix=p["frame_prefix"])
+        self.kin = ProbeKinematics.from_file(p["mechanism"] or None)  # joint names as published: unprefixed
         self.odom_frame = p["frame_prefix"] + p["odom_frame"]
         self.base_frame = p["frame_prefix"] + p["base_frame"]
         self.pubs = {name: self.create_publisher(PointStamped, f"probes/{name}", 10) for name in self.kin.probe_names}

@@ -1,9 +1,14 @@
 """state_publisher: robot_state_publisher's job for the pip environment.
 
 On a ROS install the launch files start robot_state_publisher; it is not on PyPI, so
-``bondsim-ros up`` and ``bondsim-ros demo`` start this node instead. Same contract: latched
-``/robot_description`` (std_msgs/String), fixed joints once on latched ``/tf_static``, moving
+``bondsim-ros up`` and ``bondsim-ros demo`` start this node instead. Same contract (read from
+ros/robot_state_publisher's src/robot_state_publisher.cpp, jazzy/rolling): latched
+``robot_description`` (std_msgs/String), fixed joints once on latched ``/tf_static``, moving
 joints on ``/tf`` for every /joint_states message, stamped with that message's stamp.
+``frame_prefix`` goes in front of the frame ids of the published transforms only; joint names
+in /joint_states are looked up as the URDF spells them, names the URDF lacks are ignored, and
+a message whose name and position arrays differ in length is ignored as a whole. (Unlike
+robot_state_publisher this node publishes every joint state: no publish_frequency throttle.)
 """
 from __future__ import annotations
 
@@ -63,9 +68,11 @@ class StatePublisher(Node):
         return out
 
     def _on_joints(self, msg: JointState):
-        n = len(self.prefix)
-        positions = {name[n:] if self.prefix and name.startswith(self.prefix) else name: q
-                     for name, q in zip(msg.name, msg.position)}
+        if len(msg.name) != len(msg.position):
+            self.get_logger().error("ignored a JointState message whose name and position arrays differ in length",
+                                    throttle_duration_sec=5.0)
+            return
+        positions = dict(zip(msg.name, msg.position))  # URDF names; unknown ones match no joint
         transforms = [self._tf(msg.header.stamp, *t) for t in self.chain.moving_transforms(positions)]
         if transforms:
             self.pub_tf.publish(self.TFMessage(transforms=transforms))

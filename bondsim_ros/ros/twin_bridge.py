@@ -1,9 +1,14 @@
 """twin_bridge: run the twin beside a real Robotino and publish how far they drift apart.
 
-Listens to the real driver's topics (names in config/robotino_bridge.yaml; the defaults match
-robocup-logistics/ros2-robotino's rto_node: cmd_vel, odom, joint_states in a per-robot
-namespace), forwards every velocity command to the twin's cmd_vel, and compares the robot's
-odometry and wheel speeds with the twin's at the same stamps:
+Listens to the real driver's topics (names in config/robotino_bridge.yaml), forwards every
+velocity command to the twin's cmd_vel, and compares the robot's odometry and wheel speeds with
+the twin's at the same stamps. The defaults follow robocup-logistics/ros2-robotino (read from
+its rto_node sources and rto_description URDF): launch argument `namespace` empty by default,
+so /cmd_vel (geometry_msgs/Twist), /odom, /joint_states; joint_states names wheel2_joint,
+wheel0_joint, wheel1_joint with velocity = motor rpm / 16 * 2 pi / 60 [rad/s]; its wheel0..2
+sit where the twin's wheel1..3 do (60, 180, -60 degrees) but turn about axis -1 0 0 where the
+twin's axles turn about 1 0 0, hence robot_wheel_sign -1.
+
 
     ~/pose_deviation   geometry_msgs/Vector3Stamped   (dx, dy, dphi) twin - robot, robot's odom frame
     ~/wheel_deviation  sensor_msgs/JointState          velocity = twin - robot wheel speed [rad/s]
@@ -25,13 +30,14 @@ from ._env import declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters
 
 PARAMS = {
-    "robot_cmd_vel": ("/robotinobase1/cmd_vel", "the real driver's velocity command topic"),
+    "robot_cmd_vel": ("/cmd_vel", "the real driver's velocity command topic (ros2-robotino: <namespace>/cmd_vel)"),
     "robot_cmd_vel_stamped": (False, "true if the driver's cmd_vel is TwistStamped"),
-    "robot_odom": ("/robotinobase1/odom", "the real driver's odometry"),
-    "robot_joint_states": ("/robotinobase1/joint_states", "the real driver's wheel joint states"),
+    "robot_odom": ("/odom", "the real driver's odometry"),
+    "robot_joint_states": ("/joint_states", "the real driver's wheel joint states"),
     "robot_wheel_joints": (["wheel0_joint", "wheel1_joint", "wheel2_joint"],
                            "the driver's wheel joint names, in the order of the twin's wheel1..3"),
-    "robot_wheel_sign": (1.0, "multiply the driver's wheel speeds by this to match the twin's axle convention"),
+    "robot_wheel_sign": (-1.0, "multiply the driver's wheel speeds by this to match the twin's axle convention "
+                               "(ros2-robotino's wheels turn about -1 0 0, the twin's about 1 0 0)"),
     "twin_cmd_vel": ("/twin/cmd_vel", "the twin's velocity command topic (its dynamics_node in cmd_vel mode)"),
     "twin_odom": ("/twin/odom", "the twin's odometry"),
     "twin_joint_states": ("/twin/joint_states", "the twin's joint states"),

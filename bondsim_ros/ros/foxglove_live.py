@@ -1,0 +1,178 @@
+"""The running twin, live in Foxglove: a node that serves the graph's topics over Foxglove's
+WebSocket protocol (foxglove-sdk), for users without RViz.
+
+    bondsim-ros up --foxglove [PORT]      (default 8765)  ->  Foxglove: Open connection,
+                                                               ws://localhost:8765
+
+Channels (Foxglove's own schemas, so its panels understand them without ROS):
+
+    /joint_states        foxglove.JointStates
+    /tf, /tf_static      foxglove.FrameTransforms     (3-D panel: the robot's links move)
+    /odom                foxglove.Odometry
+    /probes/NAME         foxglove.PoseInFrame
+    /robot_description   JSON {"data": URDF}          (schema name std_msgs/msg/String)
+
+The URDF is also the server parameter ``/robot_description``. Its mesh files are served as
+assets: relative mesh paths of the packaged URDF are rewritten to
+``package://bondsim_ros/urdf/...``, which Foxglove fetches from this server. Latched data
+(URDF, static transforms) is sent again every second: the WebSocket protocol has no latching.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from geometry_msgs.msg import PointStamped
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+DEFAULT_PORT = 8765
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+MESH = re.compile(r'filename="(?![a-z]+://)(?!/)([^"]+)"')
+
+
+def _stamp(header_stamp):
+    from foxglove.messages import Timestamp
+
+    return Timestamp(sec=header_stamp.sec, nsec=header_stamp.nanosec)
+
+
+def _ns(header_stamp) -> int:
+    return header_stamp.sec * 1_000_000_000 + header_stamp.nanosec
+
+
+def _urdf_root() -> Path:
+    from bondsim_ros.paths import share_file
+
+    return Path(share_file("urdf", "robotino.urdf")).parent
+
+
+class FoxgloveLive(Node):
+    def __init__(self, port: int = DEFAULT_PORT, host: str = "127.0.0.1", probes=("base_center",),
+                 name="foxglove_live", **kwargs):
+        try:
+            import foxglove
+        except ImportError as exc:
+            raise ImportError("--foxglove needs foxglove-sdk: pip install foxglove-sdk "
+                              "(or the package's [foxglove] extra)") from exc
+        from foxglove.channels import FrameTransformsChannel, JointStatesChannel, OdometryChannel, PoseInFrameChannel
+
+        super().__init__(name, **kwargs)
+        self.description = ""
+        self.static = None
+        self.sent = {}  # channel topic -> messages logged (for the log line and tests)
+        self.fg = foxglove.Context()  # own context: several servers in one process stay apart
+        self.ch_joints = JointStatesChannel("/joint_states", context=self.fg)
+        self.ch_tf = FrameTransformsChannel("/tf", context=self.fg)
+        self.ch_tf_static = FrameTransformsChannel("/tf_static", context=self.fg)
+        self.ch_odom = OdometryChannel("/odom", context=self.fg)
+        self.ch_probes = {n: PoseInFrameChannel(f"/probes/{n}", context=self.fg) for n in probes if n}
+        self.ch_description = foxglove.Channel(
+            "/robot_description", context=self.fg, message_encoding="json",
+            schema=foxglove.Schema(name="std_msgs/msg/String", encoding="jsonschema",
+                                   data=b'{"type":"object","properties":{"data":{"type":"string"}}}'))
+        live = self
+
+        class Listener(foxglove.ServerListener):
+            def on_get_parameters(self, client, param_names, request_id=None):
+                if live.description and (not param_names or "/robot_description" in param_names):
+                    return [foxglove.Parameter("/robot_description", value=live.description)]
+                return []
+
+        self.server = foxglove.start_server(name="bondsim_ros twin", host=host, port=port, context=self.fg,
+                                           capabilities=[foxglove.Capability.Parameters],
+                                           server_listener=Listener(), asset_handler=self._asset)
+        self.port = self.server.port
+        self.create_subscription(JointState, "joint_states", self._on_joints, 50)
+        self.create_subscription(Odometry, "odom", self._on_odom, 50)
+        from .dynamics_node import tf_message
+
+        tf = tf_message()
+        self.create_subscription(tf, "/tf", lambda m: self._on_tf(m, self.ch_tf), 100)
+        self.create_subscription(tf, "/tf_static", self._on_tf_static, LATCHED)
+        self.create_subscription(String, "robot_description", self._on_description, LATCHED)
+        for n in self.ch_probes:
+            self.create_subscription(PointStamped, f"probes/{n}", lambda m, n=n: self._on_probe(n, m), 50)
+        self.create_timer(1.0, self._resend_latched)
+        self.get_logger().info(f"Foxglove: ws://{host}:{self.port}")
+
+    # -- assets: mesh files of the packaged URDF ----------------------------------------------
+    def _asset(self, uri: str) -> bytes | None:
+        prefix = "package://bondsim_ros/urdf/"
+        if not uri.startswith(prefix):
+            return None
+        root = _urdf_root().resolve()
+        path = (root / uri[len(prefix):]).resolve()
+        if root not in path.parents or not path.is_file():  # nothing outside the URDF folder
+            return None
+        return path.read_bytes()
+
+    # -- ROS -> Foxglove ----------------------------------------------------------------------
+    def _log(self, channel, msg, log_time=None):
+        channel.log(msg, log_time=log_time)
+        self.sent[channel.topic()] = self.sent.get(channel.topic(), 0) + 1
+
+    def _on_joints(self, msg: JointState):
+        from foxglove.messages import JointState as FJ, JointStates
+
+        n = len(msg.name)
+        pos, vel, eff = (list(a) + [0.0] * n for a in (msg.position, msg.velocity, msg.effort))
+        joints = [FJ(name=msg.name[k], position=pos[k], velocity=vel[k], effort=eff[k]) for k in range(n)]
+        self._log(self.ch_joints, JointStates(timestamp=_stamp(msg.header.stamp), joints=joints), _ns(msg.header.stamp))
+
+    def _on_odom(self, msg: Odometry):
+        from foxglove.messages import Odometry as FOdom, Pose, Quaternion, Vector3
+
+        p, q, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
+        out = FOdom(timestamp=_stamp(msg.header.stamp), frame_id=msg.header.frame_id, body_frame_id=msg.child_frame_id,
+                    pose=Pose(position=Vector3(x=p.x, y=p.y, z=p.z), orientation=Quaternion(x=q.x, y=q.y, z=q.z, w=q.w)),
+                    linear_velocity=Vector3(x=t.linear.x, y=t.linear.y, z=t.linear.z),
+                    angular_velocity=Vector3(x=t.angular.x, y=t.angular.y, z=t.angular.z))
+        self._log(self.ch_odom, out, _ns(msg.header.stamp))
+
+    def _transforms(self, msg):
+        from foxglove.messages import FrameTransform, FrameTransforms, Quaternion, Vector3
+
+        out = []
+        for t in msg.transforms:
+            tr, r = t.transform.translation, t.transform.rotation
+            out.append(FrameTransform(timestamp=_stamp(t.header.stamp), parent_frame_id=t.header.frame_id,
+                                      child_frame_id=t.child_frame_id, translation=Vector3(x=tr.x, y=tr.y, z=tr.z),
+                                      rotation=Quaternion(x=r.x, y=r.y, z=r.z, w=r.w)))
+        return FrameTransforms(transforms=out)
+
+    def _on_tf(self, msg, channel):
+        if msg.transforms:
+            self._log(channel, self._transforms(msg), _ns(msg.transforms[0].header.stamp))
+
+    def _on_tf_static(self, msg):
+        self.static = msg
+        self._on_tf(msg, self.ch_tf_static)
+
+    def _on_description(self, msg: String):
+        # relative mesh paths of the packaged URDF -> package:// URIs this server answers
+        self.description = MESH.sub(lambda m: f'filename="package://bondsim_ros/urdf/{m.group(1)}"', msg.data)
+        self._log(self.ch_description, {"data": self.description})
+        self.server.publish_parameter_values([__import__("foxglove").Parameter("/robot_description",
+                                                                              value=self.description)])
+
+    def _on_probe(self, name, msg: PointStamped):
+        from foxglove.messages import Pose, PoseInFrame, Quaternion, Vector3
+
+        pt = msg.point
+        out = PoseInFrame(timestamp=_stamp(msg.header.stamp), frame_id=msg.header.frame_id,
+                          pose=Pose(position=Vector3(x=pt.x, y=pt.y, z=pt.z), orientation=Quaternion(w=1.0)))
+        self._log(self.ch_probes[name], out, _ns(msg.header.stamp))
+
+    def _resend_latched(self):
+        if self.description:
+            self._log(self.ch_description, {"data": self.description})
+        if self.static is not None:
+            self._on_tf(self.static, self.ch_tf_static)
+
+    def destroy_node(self):
+        self.server.stop()
+        return super().destroy_node()

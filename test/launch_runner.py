@@ -1,0 +1,108 @@
+"""Run one launch file with the real launch.LaunchService (what `ros2 launch` runs), watch the
+ROS graph it brings up from an rclpy node, then shut it down; writes what it saw as JSON.
+
+    python launch_runner.py LAUNCH_FILE OUT_JSON MAX_SECONDS JOINT_STATES_TOPIC [name:=value ...]
+
+It watches until JOINT_STATES_TOPIC has delivered messages (the real nodes are up: model
+build and numba loading take seconds, more on a loaded machine) plus a second, at most
+MAX_SECONDS.
+
+Used by test_launch.py in a subprocess: LaunchService installs signal handlers, which only
+the main thread of a process may do.
+"""
+import asyncio
+import json
+import sys
+import threading
+import time
+
+
+def watch(seconds: float, joint_topic: str, out: dict, done) -> None:
+    import rclpy
+    from rcl_interfaces.srv import GetParameters, ListParameters
+    from rclpy.parameter import parameter_value_to_python
+    from sensor_msgs.msg import JointState
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node("launch_test_watcher", context=ctx)
+    joint_names = {}
+    subscribed = set()
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    end = time.monotonic() + seconds
+    try:
+        settled = None
+        while time.monotonic() < end:
+            if settled is None and joint_topic in joint_names and any(
+                    n == "dynamics_node" for n, _ in node.get_node_names_and_namespaces()):
+                settled = time.monotonic() + 1.0
+            if settled is not None and time.monotonic() > settled:
+                break
+            for topic, types in node.get_topic_names_and_types():
+                if topic.endswith("joint_states") and "sensor_msgs/msg/JointState" in types and topic not in subscribed:
+                    subscribed.add(topic)
+                    node.create_subscription(JointState, topic,
+                                             lambda m, t=topic: joint_names.__setitem__(t, list(m.name)), 10)
+            executor.spin_once(timeout_sec=0.1)
+        out["joint_names"] = joint_names
+        out["published_topics"] = sorted(t for t, _ in node.get_topic_names_and_types()
+                                         if node.count_publishers(t) > 0)
+        out["nodes"] = sorted(f"{ns.rstrip('/')}/{n}" for n, ns in node.get_node_names_and_namespaces())
+        params = {}
+        for fqn in out["nodes"]:
+            if "dynamics_node" not in fqn:
+                continue
+            lister = node.create_client(ListParameters, f"{fqn}/list_parameters")
+            getter = node.create_client(GetParameters, f"{fqn}/get_parameters")
+            if not (lister.wait_for_service(timeout_sec=5.0) and getter.wait_for_service(timeout_sec=5.0)):
+                continue
+            fut = lister.call_async(ListParameters.Request())
+            executor.spin_until_future_complete(fut, timeout_sec=5.0)
+            names = list(fut.result().result.names) if fut.result() else []
+            fut = getter.call_async(GetParameters.Request(names=names))
+            executor.spin_until_future_complete(fut, timeout_sec=5.0)
+            if fut.result():
+                params[fqn] = {n: parameter_value_to_python(v) for n, v in zip(names, fut.result().values)}
+        out["parameters"] = params
+    except Exception as exc:  # reported, not swallowed: the test asserts on it
+        out["watch_error"] = repr(exc)
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+        done()
+
+
+def main() -> int:
+    from launch import LaunchDescription, LaunchService
+    from launch.actions import IncludeLaunchDescription
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+    path, out_path, seconds, joint_topic = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+    args = dict(a.split(":=", 1) for a in sys.argv[5:])
+    ls = LaunchService(noninteractive=True)
+    ls.include_launch_description(LaunchDescription([
+        IncludeLaunchDescription(PythonLaunchDescriptionSource(path), launch_arguments=args.items())]))
+    out = {}
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+
+    def stop():
+        coro = ls.shutdown()  # a coroutine when the service runs in this loop
+        if coro is not None:
+            loop.create_task(coro)
+
+    watcher = threading.Thread(target=watch, args=(seconds, joint_topic, out, lambda: loop.call_soon_threadsafe(stop)),
+                               daemon=True)
+    watcher.start()
+    out["return_code"] = loop.run_until_complete(ls.run_async())
+    watcher.join(timeout=30)
+    with open(out_path, "w") as f:
+        json.dump(out, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

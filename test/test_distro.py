@@ -1,0 +1,83 @@
+"""ROS 2 Jazzy or Kilted from PyPI: ROS_DISTRO picks the wheels of setup.py's `ros` extra and of
+tools/build_msgs.py's generators; the venv this test runs in holds the ones of its distro
+(`bash tools/setup.sh` -> Kilted in .venv, `ROS_DISTRO=jazzy bash tools/setup.sh` -> Jazzy in
+.venv-jazzy)."""
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# setup.py's keyword arguments without building anything: setuptools.setup replaced by a recorder
+PROBE = """
+import json, sys, setuptools
+setuptools.setup = lambda **kw: print(json.dumps(kw["extras_require"]["ros"]))
+sys.argv = ["setup.py"]
+exec(compile(open("setup.py").read(), "setup.py", "exec"))
+"""
+
+
+def _ros_extra(distro):
+    env = {k: v for k, v in os.environ.items() if k != "ROS_DISTRO"}
+    if distro is not None:
+        env["ROS_DISTRO"] = distro
+    r = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _build_msgs():
+    spec = importlib.util.spec_from_file_location("build_msgs", ROOT / "tools" / "build_msgs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("distro,expected", [(None, "kilted"), ("kilted", "kilted"), ("jazzy", "jazzy"),
+                                             ("humble", "kilted")])
+def test_ros_distro_selects_the_wheels(distro, expected):
+    wheels = [w for w in _ros_extra(distro) if w.startswith("ros-")]
+    assert wheels and all(w.startswith(f"ros-{expected}-") for w in wheels), wheels
+    assert f"ros-{expected}-rclpy" in wheels
+
+
+def test_build_msgs_generators_follow_the_distro(monkeypatch):
+    bm = _build_msgs()
+    assert bm.DISTROS[0] == "kilted"
+    for distro in bm.DISTROS:
+        assert all(g.startswith(f"ros-{distro}-") or not g.startswith("ros-") for g in bm.GENERATORS[distro])
+    # ament_cmake_ros's core package exists from Kilted on; Jazzy has only the whole one
+    assert "ros-jazzy-ament-cmake-ros" in bm.GENERATORS["jazzy"]
+    assert "ros-kilted-ament-cmake-ros-core" in bm.GENERATORS["kilted"]
+    monkeypatch.setenv("ROS_DISTRO", "jazzy")
+    assert bm.default_distro() == "jazzy"
+    monkeypatch.setenv("ROS_DISTRO", "rolling")
+    assert bm.default_distro() == "kilted"
+
+
+def _venv_distro():
+    found = {d.metadata["Name"].lower().split("-")[1] for d in importlib.metadata.distributions()
+             if (d.metadata["Name"] or "").lower().startswith("ros-") and
+             (d.metadata["Name"] or "").lower().endswith("-rclpy") and d.metadata["Name"].count("-") == 2}
+    return found
+
+
+def test_this_venv_holds_the_wheels_of_its_distro():
+    """The names resolve on PyPI: every wheel of the `ros` extra for this venv's distro is installed."""
+    pytest.importorskip("rclpy", reason="no ROS wheels in this environment")
+    distros = _venv_distro()
+    if not distros:
+        pytest.skip("rclpy does not come from PyPI's ros-<distro>-rclpy here (a ROS install)")
+    assert len(distros) == 1, f"wheels of several distros in one venv: {distros}"
+    distro = distros.pop()
+    for wheel in _ros_extra(distro):
+        name = wheel.split(">")[0].split("=")[0]
+        assert importlib.metadata.version(name), f"{name} missing in the {distro} venv"
+    import rclpy  # noqa: F401 -- and the rclpy that imports is that distro's
+
+    assert importlib.metadata.version(f"ros-{distro}-rclpy").split(".")[0] == {"jazzy": "7", "kilted": "9"}[distro]

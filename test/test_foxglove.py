@@ -1,0 +1,188 @@
+"""`--foxglove`: the twin served live over Foxglove's WebSocket protocol. The test is a client
+speaking that protocol (subprotocol foxglove.sdk.v1, which foxglove-sdk 0.30 serves; formerly
+foxglove.websocket.v1 — the same messages: serverInfo/advertise as JSON,
+subscribe, binary MessageData frames, fetchAsset, getParameters) against the graph of
+`bondsim-ros up` with the Foxglove node."""
+import asyncio
+import json
+import struct
+import threading
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+pytest.importorskip("foxglove", reason="foxglove-sdk not installed (the [foxglove] extra)")
+websockets = pytest.importorskip("websockets", reason="websockets not installed (the [test] extra)")
+
+from bondsim_ros.ros.graph import start_graph  # noqa: E402
+
+CHANNELS = {"/joint_states", "/tf", "/tf_static", "/odom", "/probes/base_center", "/robot_description"}
+
+
+async def _client(port, seconds=3.0):
+    got = {"frames": {}, "first": {}}
+    async with websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1", "foxglove.websocket.v1"],
+                                  max_size=None) as ws:
+        assert ws.subprotocol in ("foxglove.sdk.v1", "foxglove.websocket.v1")
+        channels = {}
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 20.0
+        while not CHANNELS <= {c["topic"] for c in channels.values()} and loop.time() < end:
+            msg = json.loads(await asyncio.wait_for(ws.recv(), timeout=20.0))
+            if msg["op"] == "serverInfo":
+                got["server_info"] = msg
+            elif msg["op"] == "advertise":
+                channels.update({c["id"]: c for c in msg["channels"]})
+        got["channels"] = {c["topic"]: c for c in channels.values()}
+        subs = {k: cid for k, cid in enumerate(channels, start=1)}
+        await ws.send(json.dumps({"op": "subscribe", "subscriptions": [{"id": k, "channelId": c}
+                                                                       for k, c in subs.items()]}))
+        await ws.send(json.dumps({"op": "getParameters", "parameterNames": ["/robot_description"], "id": "p1"}))
+        end = loop.time() + seconds
+        asset_asked = False
+        while loop.time() < end:
+            try:
+                frame = await asyncio.wait_for(ws.recv(), timeout=max(0.05, end - loop.time()))
+            except asyncio.TimeoutError:
+                break
+            if isinstance(frame, str):
+                msg = json.loads(frame)
+                if msg["op"] == "parameterValues":
+                    got["parameters"] = msg["parameters"]
+                continue
+            if frame[0] == 0x01:  # MessageData: sub id (u32), receive time (u64), payload
+                sub, _t = struct.unpack_from("<IQ", frame, 1)
+                topic = channels[subs[sub]]["topic"]
+                got["frames"][topic] = got["frames"].get(topic, 0) + 1
+                got["first"].setdefault(topic, bytes(frame[13:]))
+                if topic == "/robot_description" and not asset_asked:
+                    urdf = json.loads(frame[13:])["data"]
+                    uri = urdf.split('filename="', 1)[1].split('"', 1)[0]
+                    got["asset_uri"] = uri
+                    await ws.send(json.dumps({"op": "fetchAsset", "uri": uri, "requestId": 7}))
+                    asset_asked = True
+            elif frame[0] == 0x04:  # FetchAssetResponse: request id (u32), status (u8), error length (u32)
+                request, status, err_len = struct.unpack_from("<IBI", frame, 1)
+                got["asset"] = (request, status, bytes(frame[10 + err_len:]))
+    return got
+
+
+def test_foxglove_client_receives_every_channel(tmp_path):
+    from bondsim_ros.ros.foxglove_live import FoxgloveLive
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    graph = start_graph({"reference": "rose"}, {}, state_publisher={}, context=ctx)
+    live = FoxgloveLive(port=0, context=ctx)  # port 0: a free one
+    graph.nodes["foxglove_live"] = live
+    graph.executor.add_node(live)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            graph.executor.spin_once(timeout_sec=0.02)
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        got = asyncio.run(_client(live.port))
+    finally:
+        stop.set()
+        spinner.join(timeout=5)
+        graph.shutdown()
+        rclpy.try_shutdown(context=ctx)
+    assert set(got["channels"]) >= CHANNELS
+    assert got["channels"]["/joint_states"]["schemaName"] == "foxglove.JointStates"
+    assert got["channels"]["/tf"]["schemaName"] == "foxglove.FrameTransforms"
+    for topic in CHANNELS:
+        assert got["frames"].get(topic, 0) > 0, f"no {topic} messages (got {got['frames']})"
+    assert got["frames"]["/joint_states"] > 30, "joint states at the twin's rate (33 Hz) for 3 s"
+    assert b"wheel1_axle" in got["first"]["/joint_states"]
+    assert b"base_footprint" in got["first"]["/tf"] or b"base_footprint" in got["first"]["/odom"]
+    urdf = json.loads(got["first"]["/robot_description"])["data"]
+    assert urdf.lstrip().startswith("<") and "<robot" in urdf
+    # the 3-D panel fetches the meshes from this server
+    assert got["asset_uri"].startswith("package://bondsim_ros/urdf/")
+    request, status, data = got["asset"]
+    assert request == 7 and status == 0 and len(data) > 84, "mesh asset not served"
+    assert got["parameters"][0]["name"] == "/robot_description" and "<robot" in got["parameters"][0]["value"]
+
+
+def test_foxglove_assets_stay_inside_the_urdf_folder():
+    from bondsim_ros.ros.foxglove_live import FoxgloveLive
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    live = FoxgloveLive(port=0, context=ctx)
+    try:
+        assert live._asset("package://bondsim_ros/urdf/../../../etc/passwd") is None
+        assert live._asset("file:///etc/passwd") is None
+        assert live._asset("package://bondsim_ros/urdf/robotino.urdf").startswith(b"<")
+    finally:
+        live.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+
+
+def test_up_foxglove_bad_port_is_a_usage_error(capsys):
+    from bondsim_ros.cli import main
+
+    assert main(["up", "--foxglove", "70000", "--duration", "1"]) == 2
+    assert "--foxglove: port 70000" in capsys.readouterr().err
+
+
+def test_up_foxglove_serves_the_running_graph(tmp_path):
+    """The command as a user runs it: `bondsim-ros up --foxglove PORT`."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    with socket.socket() as s:  # a free port
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--foxglove", str(port), "--duration", "40"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        end = time.monotonic() + 30
+        while time.monotonic() < end and proc.poll() is None:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stdout.read()
+        got = asyncio.run(_client(port, seconds=2.0))
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert got["frames"].get("/joint_states", 0) > 20 and got["frames"].get("/tf", 0) > 20, got["frames"]
+    assert f"Foxglove at ws://localhost:{port}" in out
+
+
+def test_demo_record_serves_foxglove_while_recording(tmp_path):
+    """`bondsim-ros demo --foxglove`: the recording run serves the same channels."""
+    import socket
+    import time
+
+    from bondsim_ros.ros.demo import record
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(record(8.0, tmp_path / "bag", foxglove_port=port)),
+                              daemon=True)
+    runner.start()
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    got = asyncio.run(_client(port, seconds=2.0))
+    runner.join(timeout=60)
+    assert result.get("frames", 0) > 0, "the recording did not finish"
+    assert got["frames"].get("/joint_states", 0) > 20 and got["frames"].get("/probes/base_center", 0) > 20

@@ -1,0 +1,352 @@
+"""Each launch file run for real: launch.LaunchService (the engine of `ros2 launch`), the real
+bondsim_ros nodes, and stand-ins for the third-party executables (robot_state_publisher, rviz2,
+tf2_ros, the Nav2 servers) under an AMENT_PREFIX_PATH prefix. A stand-in records the arguments
+and parameter files it was started with; the test then checks what the real program would
+get: a URDF check_urdf accepts, parameters rcl parses as set, joint names it can find.
+
+nav2_bringup's navigation_launch.py (included by robotino_nav2.launch.py) is replaced by a
+stand-in that starts what the real one starts (jazzy 1.3.13 / kilted 1.4.2: the ten servers of
+its `lifecycle_nodes` with the params_file, and lifecycle_manager_navigation managing them) —
+without RewrittenYaml, which with the default empty namespace passes the file through.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+pytest.importorskip("launch_ros", reason="launch/launch_ros wheels not installed (tools/setup.sh with ../shared/wheels)")
+from rcl_params import rcl_parameters  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+MAX_SECONDS = 90.0  # the runner stops as soon as the joint states flow
+
+NAV2_SERVERS = [("nav2_controller", "controller_server", "controller_server"),
+                ("nav2_smoother", "smoother_server", "smoother_server"),
+                ("nav2_planner", "planner_server", "planner_server"),
+                ("nav2_route", "route_server", "route_server"),
+                ("nav2_behaviors", "behavior_server", "behavior_server"),
+                ("nav2_velocity_smoother", "velocity_smoother", "velocity_smoother"),
+                ("nav2_collision_monitor", "collision_monitor", "collision_monitor"),
+                ("nav2_bt_navigator", "bt_navigator", "bt_navigator"),
+                ("nav2_waypoint_follower", "waypoint_follower", "waypoint_follower"),
+                ("opennav_docking", "opennav_docking", "docking_server")]
+STAND_INS = [("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2"),
+             ("tf2_ros", "static_transform_publisher"), ("nav2_map_server", "map_server"),
+             ("nav2_lifecycle_manager", "lifecycle_manager")] + [(p, e) for p, e, _ in NAV2_SERVERS]
+# what the stand-ins' real programs publish (robot_state_publisher: robot_description latched, tf, tf_static)
+THIRD_PARTY_PUBLISHES = {"robot_state_publisher": ["robot_description", "/tf", "/tf_static"]}
+
+STAND_IN = """#!{python}
+import json, os, signal, sys, time
+args = sys.argv[1:]
+rec = {{"package": {package!r}, "executable": {executable!r}, "argv": args, "params_files": {{}},
+       "discovery_range": os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")}}
+for i, a in enumerate(args[:-1]):
+    if a == "--params-file":
+        with open(args[i + 1]) as f:
+            rec["params_files"][args[i + 1]] = f.read()
+with open(os.path.join(os.environ["STAND_IN_RECORDS"], f"{package}__{executable}__{{os.getpid()}}.json"), "w") as f:
+    json.dump(rec, f)
+signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+while True:
+    time.sleep(1)
+"""
+
+NAVIGATION_LAUNCH = '''
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+SERVERS = {servers!r}
+
+
+def generate_launch_description():
+    params_file = LaunchConfiguration("params_file")
+    use_sim_time = LaunchConfiguration("use_sim_time")
+    remappings = [("/tf", "tf"), ("/tf_static", "tf_static")]
+    cmd_vel_nav = {{"controller_server", "behavior_server", "velocity_smoother"}}
+    return LaunchDescription(
+        [DeclareLaunchArgument("params_file"), DeclareLaunchArgument("use_sim_time", default_value="false"),
+         DeclareLaunchArgument("autostart", default_value="true")]
+        + [Node(package=p, executable=e, name=n, parameters=[params_file, {{"use_sim_time": use_sim_time}}],
+                remappings=remappings + ([("cmd_vel", "cmd_vel_nav")] if n in cmd_vel_nav else []))
+           for p, e, n in SERVERS]
+        + [Node(package="nav2_lifecycle_manager", executable="lifecycle_manager", name="lifecycle_manager_navigation",
+                parameters=[{{"autostart": True, "node_names": [n for _, _, n in SERVERS]}}])])
+'''
+
+RVIZ_LAUNCH = '''
+import os
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    view = os.path.join(get_package_share_directory("nav2_bringup"), "rviz", "nav2_default_view.rviz")
+    return LaunchDescription([Node(package="rviz2", executable="rviz2", arguments=["-d", view])])
+'''
+
+
+def _package(prefix: Path, name: str) -> Path:
+    (prefix / "share" / "ament_index" / "resource_index" / "packages").mkdir(parents=True, exist_ok=True)
+    (prefix / "share" / "ament_index" / "resource_index" / "packages" / name).write_text("")
+    share = prefix / "share" / name
+    share.mkdir(parents=True, exist_ok=True)
+    if not (share / "package.xml").exists():
+        (share / "package.xml").write_text(f'<package format="3"><name>{name}</name><version>0.0.0</version>'
+                                           f'<description>stand-in</description><maintainer email="a@b.c">t'
+                                           f'</maintainer><license>none</license></package>')
+    return share
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory):
+    """An install prefix: bondsim_ros (this tree's launch/config/urdf, real node executables),
+    the stand-ins, and a stand-in nav2_bringup share."""
+    pre = tmp_path_factory.mktemp("prefix")
+    share = _package(pre, "bondsim_ros")
+    for folder in ("launch", "config", "urdf"):
+        (share / folder).symlink_to(ROOT / folder)
+    (share / "package.xml").unlink()
+    (share / "package.xml").symlink_to(ROOT / "package.xml")
+    lib = pre / "lib" / "bondsim_ros"
+    lib.mkdir(parents=True)
+    for exe in ("dynamics_node", "probe_node", "twin_bridge", "state_publisher"):
+        (lib / exe).write_text(f"#!{sys.executable}\nfrom bondsim_ros.ros.{exe} import main\nmain()\n")
+        (lib / exe).chmod(0o755)
+    for package, exe in STAND_INS:
+        _package(pre, package)
+        (pre / "lib" / package).mkdir(parents=True, exist_ok=True)
+        script = pre / "lib" / package / exe
+        script.write_text(STAND_IN.format(python=sys.executable, package=package, executable=exe))
+        script.chmod(0o755)
+    nav2 = _package(pre, "nav2_bringup")
+    (nav2 / "launch").mkdir()
+    (nav2 / "launch" / "navigation_launch.py").write_text(NAVIGATION_LAUNCH.format(servers=NAV2_SERVERS))
+    (nav2 / "launch" / "rviz_launch.py").write_text(RVIZ_LAUNCH)
+    (nav2 / "rviz").mkdir()
+    (nav2 / "rviz" / "nav2_default_view.rviz").write_text("Panels: []\n")
+    return pre
+
+
+def run_launch(prefix: Path, tmp: Path, launch_file: str, joint_topic: str, *args: str) -> tuple[dict, list]:
+    records = tmp / "records"
+    records.mkdir()
+    env = dict(os.environ)
+    env["AMENT_PREFIX_PATH"] = os.pathsep.join([str(prefix)] + [p for p in env.get("AMENT_PREFIX_PATH", "").split(
+        os.pathsep) if p])
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # xacro, as on a ROS install
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["STAND_IN_RECORDS"] = str(records)
+    # data between processes over UDP on localhost: Fast DDS's shared-memory transport fails to
+    # lock its port files on shared machines (open_and_lock_file failed) and then drops samples
+    env.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+    out = tmp / "seen.json"
+    proc = subprocess.Popen([sys.executable, str(HERE / "launch_runner.py"),
+                             str(prefix / "share" / "bondsim_ros" / "launch" / launch_file), str(out),
+                             str(MAX_SECONDS), joint_topic, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        log, _ = proc.communicate(timeout=MAX_SECONDS + 60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        log, _ = proc.communicate()
+        pytest.fail(f"{launch_file}: the launch did not shut down:\n{log[-4000:]}")
+    assert out.exists(), f"{launch_file}: the launch did not run:\n{log[-4000:]}"
+    seen = json.loads(out.read_text())
+    assert "watch_error" not in seen, seen["watch_error"]
+    seen["log"] = log
+    return seen, [json.loads(p.read_text()) for p in sorted(records.glob("*.json"))]
+
+
+def _assert_no_node_died(seen, launch_file):
+    """Checked last, after what the nodes were given: no node of ours died, nothing logged an error."""
+    log = seen["log"]
+    assert "[ERROR]" not in log and "Traceback" not in log, f"{launch_file}:\n{log[-4000:]}"
+
+
+def _one(records, package, executable):
+    found = [r for r in records if r["package"] == package and r["executable"] == executable]
+    assert len(found) == 1, f"{package}/{executable} started {len(found)} times"
+    return found[0]
+
+
+def _params_file(record) -> Path:
+    """The stand-in's parameter files, written out again (launch deletes its temporary ones)."""
+    assert record["params_files"], f"{record['executable']} got no --params-file"
+    return list(record["params_files"].items())
+
+
+def _rcl(record, tmp, node, namespace=""):
+    paths = []
+    for k, (_, text) in enumerate(_params_file(record)):
+        p = tmp / f"{record['executable']}_{k}.yaml"
+        p.write_text(text)
+        paths.append(p)
+    return rcl_parameters(paths, node, namespace)
+
+
+def _check_urdf(text: str, tmp: Path) -> set:
+    exe = shutil.which("check_urdf")
+    if exe is None:
+        pytest.skip("check_urdf missing (apt-get install liburdfdom-tools)")
+    f = tmp / "robot_description.urdf"
+    f.write_text(text)
+    r = subprocess.run([exe, str(f)], capture_output=True, text=True)
+    assert r.returncode == 0 and "Successfully Parsed" in r.stdout, r.stdout + r.stderr
+    return {j.get("name") for j in ET.fromstring(text).iter("joint")}
+
+
+def _rviz_topics(path: Path) -> list:
+    out = []
+
+    def walk(displays):
+        for d in displays or []:
+            topic = d.get("Topic") or d.get("Description Topic")
+            if isinstance(topic, dict) and d.get("Enabled", True):
+                out.append(topic["Value"])
+            walk(d.get("Displays"))
+    walk(yaml.safe_load(path.read_text())["Visualization Manager"]["Displays"])
+    return out
+
+
+def _assert_rviz_topics_published(seen, records, rviz_config):
+    published = set(seen["published_topics"])
+    for r in records:
+        ns = ""
+        if "--ros-args" in r["argv"]:
+            a = r["argv"]
+            ns = next((a[i + 1].split(":=", 1)[1] for i in range(len(a) - 1)
+                       if a[i] == "-r" and a[i + 1].startswith("__ns:=")), "")
+        for t in THIRD_PARTY_PUBLISHES.get(r["package"], []):
+            published.add(t if t.startswith("/") else f"{ns.rstrip('/')}/{t}")
+    for topic in _rviz_topics(rviz_config):
+        assert topic in published, f"{rviz_config.name} shows {topic}, which no node of the launch publishes"
+
+
+def _assert_dynamics_params_from_file(seen, fqn):
+    file_params = yaml.safe_load((ROOT / "config" / "dynamics.yaml").read_text())
+    section = next(v["ros__parameters"] for k, v in file_params.items() if k.split("/")[-1] == "dynamics_node")
+    assert fqn in seen["parameters"], f"{fqn} not running (nodes: {seen['nodes']}):\n{seen['log'][-3000:]}"
+    node = seen["parameters"][fqn]
+    overridden = {"reference", "cmd_vel_type", "frame_prefix", "real_time_factor"}  # set by the launch file itself
+    for key, value in section.items():
+        if key in overridden:
+            continue
+        got = node[key]
+        assert (got == pytest.approx(value) if isinstance(value, (float, list)) else got == value), \
+            f"config/dynamics.yaml sets {key}={value!r}, {fqn} has {got!r}"
+
+
+def test_rviz_launch(prefix, tmp_path):
+    seen, records = run_launch(prefix, tmp_path, "robotino_rviz.launch.py", "/joint_states")
+    rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
+    values, unset = _rcl(rsp, tmp_path, "robot_state_publisher")
+    assert not unset
+    urdf_joints = _check_urdf(values["robot_description"], tmp_path)
+    names = seen["joint_names"].get("/joint_states")
+    assert names, f"no /joint_states (topics: {seen['published_topics']})"
+    assert set(names) <= urdf_joints, f"joints robot_state_publisher cannot find: {sorted(set(names) - urdf_joints)}"
+    rviz = _one(records, "rviz2", "rviz2")
+    config = Path(rviz["argv"][rviz["argv"].index("-d") + 1])
+    assert config.is_file()
+    _assert_rviz_topics_published(seen, records, config)
+    _assert_dynamics_params_from_file(seen, "/dynamics_node")
+    assert "/probe_node" in seen["nodes"]
+    _assert_no_node_died(seen, "robotino_rviz.launch.py")
+
+
+def test_rviz_launch_without_rviz(prefix, tmp_path):
+    _, records = run_launch(prefix, tmp_path, "robotino_rviz.launch.py", "/joint_states", "rviz:=false")
+    assert not [r for r in records if r["package"] == "rviz2"]
+    assert _one(records, "robot_state_publisher", "robot_state_publisher")
+
+
+def test_twin_launch(prefix, tmp_path):
+    seen, records = run_launch(prefix, tmp_path, "robotino_twin.launch.py", "/twin/joint_states")
+    rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
+    assert "__ns:=/twin" in rsp["argv"]
+    values, unset = _rcl(rsp, tmp_path, "robot_state_publisher", "/twin")
+    assert not unset and values["frame_prefix"] == "twin/"
+    urdf_joints = _check_urdf(values["robot_description"], tmp_path)
+    names = seen["joint_names"].get("/twin/joint_states")
+    assert names, f"no /twin/joint_states (topics: {seen['published_topics']})"
+    assert set(names) <= urdf_joints, f"joints robot_state_publisher cannot find: {sorted(set(names) - urdf_joints)}"
+    # config/dynamics.yaml reaches the namespaced node (its key must match /twin/dynamics_node)
+    _assert_dynamics_params_from_file(seen, "/twin/dynamics_node")
+    assert seen["parameters"]["/twin/dynamics_node"]["frame_prefix"] == "twin/"
+    assert "/twin_bridge" in seen["nodes"]
+    # the test run's explicit LOCALHOST (conftest) wins over the launch file's SUBNET default
+    assert rsp["discovery_range"] == os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    _assert_no_node_died(seen, "robotino_twin.launch.py")
+
+
+def test_twin_launch_discovers_over_the_subnet_by_default(monkeypatch):
+    """A driver on the robot's computer is only visible with ROS's default range, SUBNET: the
+    twin launch file selects it unless ROS_AUTOMATIC_DISCOVERY_RANGE is set (not run here:
+    the test's nodes stay on this machine)."""
+    from launch import LaunchContext
+    from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+    from launch.launch_description_sources import PythonLaunchDescriptionSource
+
+    import ament_index_python.packages as ament
+
+    monkeypatch.setattr(ament, "get_package_share_directory", lambda name: str(ROOT))
+    description = PythonLaunchDescriptionSource(str(ROOT / "launch" / "robotino_twin.launch.py")).get_launch_description(
+        LaunchContext())
+    arg = next(e for e in description.entities if isinstance(e, DeclareLaunchArgument) and e.name == "discovery_range")
+    setter = [e for e in description.entities if isinstance(e, SetEnvironmentVariable)]
+    assert setter and "".join(s.perform(LaunchContext()) for s in setter[0].name) == "ROS_AUTOMATIC_DISCOVERY_RANGE"
+    for env, expected in ((None, "SUBNET"), ("LOCALHOST", "LOCALHOST")):
+        if env is None:
+            monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
+        else:
+            monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", env)
+        assert "".join(s.perform(LaunchContext()) for s in arg.default_value) == expected
+
+
+def test_nav2_launch(prefix, tmp_path):
+    seen, records = run_launch(prefix, tmp_path, "robotino_nav2.launch.py", "/joint_states", "rviz:=false")
+    rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
+    values, _ = _rcl(rsp, tmp_path, "robot_state_publisher")
+    urdf_joints = _check_urdf(values["robot_description"], tmp_path)
+    assert set(seen["joint_names"]["/joint_states"]) <= urdf_joints
+    static = _one(records, "tf2_ros", "static_transform_publisher")["argv"]
+    assert static[static.index("--frame-id") + 1] == "map" and static[static.index("--child-frame-id") + 1] == "odom"
+    map_server = _one(records, "nav2_map_server", "map_server")
+    values, unset = _rcl(map_server, tmp_path, "map_server")
+    map_yaml = Path(values["yaml_filename"])
+    assert map_yaml.is_file() and (map_yaml.parent / yaml.safe_load(map_yaml.read_text())["image"]).is_file()
+    managers = [r for r in records if r["executable"] == "lifecycle_manager"]
+    managed = {}
+    for m in managers:
+        name = next(a.split(":=", 1)[1] for a in m["argv"] if a.startswith("__node:="))
+        vals, _ = _rcl(m, tmp_path, name)
+        assert vals["autostart"] is True
+        managed[name] = vals["node_names"]
+    assert managed["lifecycle_manager_map"] == ["map_server"]
+    for package, exe, node in NAV2_SERVERS:
+        rec = _one(records, package, exe)
+        vals, unset = _rcl(rec, tmp_path, node)
+        assert not unset, f"{node}: parameters rcl parses as unset: {sorted(unset)}"
+        assert vals, f"{node}: no parameters reach it from nav2_params.yaml"
+        assert node in managed["lifecycle_manager_navigation"]
+    # the costmaps live in the controller and planner servers' processes, from the same file
+    for rec, ns in ((_one(records, "nav2_controller", "controller_server"), "/local_costmap"),
+                    (_one(records, "nav2_planner", "planner_server"), "/global_costmap")):
+        vals, unset = _rcl(rec, tmp_path, ns.strip("/"), ns)
+        assert not unset and vals["robot_base_frame"] == "base_footprint"
+    dyn = seen["parameters"]["/dynamics_node"]
+    assert dyn["reference"] == "cmd_vel"
+    _assert_no_node_died(seen, "robotino_nav2.launch.py")
