@@ -57,4 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m bondsim_ros.cli`: run the imported module's main, whose CLIError is the class
+    # the sub-commands raise (this file's own __main__ copy defines a second, unrelated one)
+    from bondsim_ros.cli import main as _main
+
+    sys.exit(_main())

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .core import Component, Model
+from .core import Component, Model, ModelError, locate
 
 CODEGEN_VERSION = "3"  # 2: pivots kernel; 3: large kernels in chunks
 _ENGINE_FILES = ("core.py", "elements.py", "signals.py", "equations.py", "reduce.py", "codegen.py")
@@ -42,7 +42,9 @@ def cache_dir() -> Path:
 # --------------------------------------------------------------------------------------
 # Fingerprint
 # --------------------------------------------------------------------------------------
-_SKIP = {"parent", "children", "ports", "bonds", "connections", "_built", "_count", "description"}
+# not part of the equations: a comment added to a model file must not invalidate its code
+_SKIP = {"parent", "children", "ports", "bonds", "connections", "_built", "_count", "description",
+         "source_location", "law_locations"}
 _engine_hash_cache: list = []
 
 
@@ -327,8 +329,11 @@ def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: boo
         from .reduce import reduce_dae
 
         log(f"model {model.name!r}: building equations")
-        raw = build_dae(model)
-        red = reduce_dae(raw, eliminate=eliminate)
+        try:
+            raw = build_dae(model)
+            red = reduce_dae(raw, eliminate=eliminate)
+        except ModelError as exc:  # add the model-file line of the component it names
+            raise locate(model, exc) from None
         log(f"model {model.name!r}: {len(raw.equations)} equations -> {len(red.equations)} after elimination; "
             f"{len(red.jac_rows)} Jacobian non-zeros; generating code")
         indptr, indices = _csc(red.jac_rows, red.jac_cols, len(red.variables))

@@ -24,36 +24,13 @@ import math
 import sympy as sp
 
 from .core import Component, ControlPort, ModelError, PowerPort
-
-class clip(sp.Function):
-    """clip(u, lo, hi) = min(max(u, lo), hi), kept unevaluated: sympy's Min/Max re-derive their
-    argument order on every rebuild, which made code generation of saturated models slow."""
-
-    nargs = 3
-
-    def fdiff(self, argindex=1):
-        u, lo, hi = self.args
-        inside = sp.And(u > lo, u < hi)
-        if argindex == 1:
-            return sp.Piecewise((1, inside), (0, True))
-        if argindex == 2:
-            return sp.Piecewise((1, u <= lo), (0, True))
-        return sp.Piecewise((1, u >= hi), (0, True))
-
-
-# Functions a constitutive-law string may use; anything else is an error, not a silent Symbol.
-_FUNCS = {
-    name: getattr(sp, name)
-    for name in (
-        "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "log",
-        "sqrt", "Abs", "sign", "Min", "Max", "Piecewise", "Mod", "floor", "ceiling", "Heaviside",
-    )
-}
-_FUNCS.update({"clip": clip, "abs": sp.Abs, "min": sp.Min, "max": sp.Max, "pi": sp.pi, "E": sp.E, "mod": sp.Mod})
-
+from .laws import LawError, clip, parse_law
 
 def parse_expression(value, names: dict, where: str):
-    """Turn a number, sympy expression or string into a sympy expression over ``names``."""
+    """Turn a number, sympy expression or law text into a sympy expression over ``names``.
+
+    Text goes through the whitelist parser of ``laws`` (never ``eval``): a shared model file
+    must not be able to run code."""
     if isinstance(value, sp.Basic):
         return value
     if isinstance(value, bool):
@@ -64,20 +41,14 @@ def parse_expression(value, names: dict, where: str):
         return sp.Float(value) if isinstance(value, float) else sp.Integer(value)
     if not isinstance(value, str):
         raise ModelError(where, f"expected a number or expression, got {type(value).__name__}")
-    ns = dict(_FUNCS)
-    ns.update(names)
     try:
-        expr = sp.sympify(value, locals=ns, rational=False)
-    except (sp.SympifyError, SyntaxError, TypeError) as exc:
-        raise ModelError(where, f"cannot read expression {value!r}: {exc}") from None
-    unknown = sorted(str(s) for s in expr.free_symbols if s not in names.values())
-    if unknown:
-        known = ", ".join(sorted(k for k in names)) or "none"
-        raise ModelError(where, f"expression {value!r} uses unknown name(s) {', '.join(unknown)} (known: {known})")
-    bad_funcs = [f for f in expr.atoms(sp.Function) if isinstance(f, sp.core.function.AppliedUndef)]
-    if bad_funcs:
-        raise ModelError(where, f"expression {value!r} calls unknown function {bad_funcs[0].func}")
-    return sp.sympify(expr)
+        return parse_law(value, names)
+    except LawError as exc:
+        raise ModelError(where, f"law {_short(value)!r} refused: {exc}") from None
+
+
+def _short(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 class Element(Component):
@@ -94,11 +65,21 @@ class Element(Component):
     def add(self, *components):
         raise ModelError(self.path, "an elementary component has no document")
 
+    # the keyword (and YAML key) a law's description comes from, where the two differ
+    _LAW_KEYS = {"gain": "k", "function": "expr"}
+
+    def law_where(self, what: str) -> str:
+        """``path (what)``, after the model-file line of that law (or of the element)."""
+        locs = getattr(self, "law_locations", None) or {}
+        word = what.split()[0]
+        loc = locs.get(self._LAW_KEYS.get(word, word)) or self.source_location
+        return f"{loc}: {self.path} ({what})" if loc else f"{self.path} ({what})"
+
     def law(self, value, ctx, local: dict | None = None, what: str = "law"):
         names = ctx.names_for(self)
         if local:
             names.update(local)
-        return parse_expression(value, names, f"{self.path} ({what})")
+        return parse_expression(value, names, self.law_where(what))
 
     def equations(self, ctx) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .core import Component, ControlPort, Model, ModelError, PowerPort
+from .core import Component, ControlPort, Model, ModelError, PowerPort, at
 from .elements import Element, Junction
 
 T = sp.Symbol("t", real=True)
@@ -134,7 +134,7 @@ def _bond_dims(model: Model):
                 other = bond.target if end == "source" else bond.source
                 if port.owner is comp:
                     if other.owner is comp:
-                        raise ModelError(comp.path, f"a bond joins two document ports ({port.name}, {other.name}); "
+                        raise ModelError(at(bond, comp.path), f"a bond joins two document ports ({port.name}, {other.name}); "
                                                     f"put a junction between them")
                     inner[id(port)].append((bond, end))
                 else:
@@ -163,8 +163,8 @@ def _bond_dims(model: Model):
         ends = [p for p in (bond.source, bond.target) if p.owner is not doc]
         ds = [dim(p) for p in ends]
         if len(ds) == 2 and ds[0] != ds[1]:
-            raise ModelError(doc.path, f"dimension mismatch: bond {bond.source.path} -> {bond.target.path} "
-                                       f"joins ports of dimension {ds[0]} and {ds[1]}")
+            raise ModelError(at(bond, doc.path), f"dimension mismatch: bond {bond.source.path} -> {bond.target.path} "
+                                                 f"joins ports of dimension {ds[0]} and {ds[1]}")
         return ds[0]
 
     return comps, inner, outer, dim, bond_dim
@@ -197,8 +197,9 @@ def _resolve_bonds(model: Model):
                 slot_cursor[key] += d if not port.owner.elementary else 1
                 ends.append((port, start))
             if d > 1 and any(p.owner.elementary for p, _ in ends):
-                raise ModelError(comp.path, f"dimension mismatch: bond {bond.source.path} -> {bond.target.path} "
-                                            f"joins an elementary port (dimension 1) to one of dimension {d}")
+                raise ModelError(at(bond, comp.path), f"dimension mismatch: bond {bond.source.path} -> "
+                                                      f"{bond.target.path} joins an elementary port (dimension 1) "
+                                                      f"to one of dimension {d}")
             for i in range(d):
                 a = terminal(ends[0][0], comp, ends[0][1] + i)
                 b = terminal(ends[1][0], comp, ends[1][1] + i)
@@ -290,7 +291,7 @@ def _resolve_signals(comps, model):
             incoming[id(conn.target)].append(conn)
     for key, conns in incoming.items():
         if len(conns) > 1:
-            raise ModelError(conns[0].target.path, f"input driven by {len(conns)} signal lines (use one)")
+            raise ModelError(at(conns[1], conns[0].target.path), f"input driven by {len(conns)} signal lines (use one)")
 
     source: dict[int, ControlPort] = {}
     for comp in comps:

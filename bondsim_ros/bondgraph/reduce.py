@@ -148,7 +148,8 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
             raise ModelError(names[i].split(":")[0], f"redundant equation ({names[i]}): it reduces to 0 = 0; "
                                                      f"the model over-constrains this part (hyperstatic)")
         if eq.is_number:
-            raise ModelError(names[i].split(":")[0], f"inconsistent equation ({names[i]}): reduces to {eq} = 0")
+            raise ModelError(names[i].split(":")[0], f"inconsistent equation ({names[i]}): reduces to {eq} = 0 "
+                                                     f"(two sources or constraints fix the same effort or flow)")
         rem_eqs.append(eq)
         rem_names.append(names[i])
 
@@ -232,7 +233,10 @@ def _structural_report(eqs, eq_names, variables, var_names, deriv):
             parts.append("unknowns no equation determines: " + ", ".join(unmatched_var[:8]))
         if unmatched_eq:
             parts.append("equations with nothing left to determine (over-constrained): " + "; ".join(unmatched_eq[:8]))
-        raise ModelError("structure", "structurally singular model: " + " | ".join(parts))
+        # where: the first component involved (its file line is added by codegen.locate)
+        first = unmatched_eq[0].split(":")[0] if unmatched_eq else unmatched_var[0].rpartition(".")[0]
+        first = first.split(">")[0].split("#")[0]
+        raise ModelError(first, "structurally singular model: " + " | ".join(parts))
 
 
 __all__ = ["ReducedDAE", "reduce_dae", "T"]

@@ -54,11 +54,13 @@ def _construct_mapping(loader, node, deep=False):
     loader.flatten_mapping(node)
     out = _LineDict()
     out.line = node.start_mark.line + 1
+    out.key_lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if key in out:
             raise ModelError("", f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
         out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
     return out
 
 
@@ -99,6 +101,10 @@ class _Reader:
                 self.fail(cspec if isinstance(cspec, dict) else spec, child_path, "needs a mapping with a 'type'")
             try:
                 child = self.make(str(name), cspec, stack)
+                # positions for the errors found later (build, reduction, run-time checks)
+                child.source_location = f"{self.path}:{cspec.line}"
+                if child.elementary:
+                    child.law_locations = {k: f"{self.path}:{ln}" for k, ln in cspec.key_lines.items()}
                 comp.add(child)
             except ModelError as exc:
                 if exc.where.startswith(self.path):
@@ -109,17 +115,20 @@ class _Reader:
             if not isinstance(ends, list) or len(ends) != 2:
                 self.fail(bond if hasattr(bond, "line") else spec, comp.path, f"a bond is [from, to], got {bond!r}")
             try:
-                comp.bond(self.end(comp, ends[0]), self.end(comp, ends[1]))
+                made = comp.bond(self.end(comp, ends[0]), self.end(comp, ends[1]))
             except ModelError as exc:
                 self.fail(bond, comp.path, str(exc))
+            made.source_location = self.where(bond if hasattr(bond, "line") else spec)
         for line in spec.get("signals") or []:
             if not isinstance(line, list) or len(line) < 2:
                 self.fail(line if hasattr(line, "line") else spec, comp.path,
                           f"a signal line is [source, target, ...], got {line!r}")
             try:
-                comp.connect(self.end(comp, line[0]), *[self.end(comp, x) for x in line[1:]])
+                made = comp.connect(self.end(comp, line[0]), *[self.end(comp, x) for x in line[1:]])
             except ModelError as exc:
                 self.fail(line, comp.path, str(exc))
+            for conn in made:
+                conn.source_location = self.where(line)
 
     @staticmethod
     def end(comp: Component, text):
@@ -199,6 +208,7 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     reader = _Reader(filename, data)
     reader.pending = []
     model = Model(str(data["model"]), data.get("description", ""))
+    model.source_location = f"{filename}:{data.key_lines.get('model', data.line)}"
     for name, value in (data.get("parameters") or {}).items():
         doc = ""
         if isinstance(value, dict):
