@@ -79,7 +79,16 @@ class Element(Component):
         names = ctx.names_for(self)
         if local:
             names.update(local)
-        return parse_expression(value, names, self.law_where(what))
+        expr = parse_expression(value, names, self.law_where(what))
+        ctx.used(self, expr, what)
+        return expr
+
+    def require_slope(self, ctx, law, var, kind, what):
+        """A law affine in its own variable with a parameter slope (``effort: "k*q"``) needs
+        that slope's sign as the linear element needs its value's."""
+        slope = sp.diff(law, var)
+        if sp.diff(slope, var) == 0:
+            ctx.require(self, slope, kind, f"{what} slope d/d{var.name.rsplit('.', 1)[-1]}")
 
     def equations(self, ctx) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -118,9 +127,13 @@ class I(OnePort):
         p, dp = ctx.state(self, "p", p0)
         ctx.equation(self, dp - e, "momentum law p' = e")
         if self.inertia is not None:
-            ctx.equation(self, f - p / self.law(self.inertia, ctx, what="inertia"), "f = p/I")
+            inertia = self.law(self.inertia, ctx, what="inertia")
+            ctx.require(self, inertia, "positive", "inertia")
+            ctx.equation(self, f - p / inertia, "f = p/I")
         else:
-            ctx.equation(self, f - self.law(self.flow_law, ctx, {"p": p}, "flow law"), "f = Phi(p)")
+            law = self.law(self.flow_law, ctx, {"p": p}, "flow law")
+            self.require_slope(ctx, law, p, "positive", "flow law")
+            ctx.equation(self, f - law, "f = Phi(p)")
 
 
 class C(OnePort):
@@ -141,9 +154,13 @@ class C(OnePort):
         q, dq = ctx.state(self, "q", self.q0)
         ctx.equation(self, dq - f, "displacement law q' = f")
         if self.capacitance is not None:
-            ctx.equation(self, e - q / self.law(self.capacitance, ctx, what="capacitance"), "e = q/C")
+            capacitance = self.law(self.capacitance, ctx, what="capacitance")
+            ctx.require(self, capacitance, "positive", "capacitance")
+            ctx.equation(self, e - q / capacitance, "e = q/C")
         else:
-            ctx.equation(self, e - self.law(self.effort_law, ctx, {"q": q}, "effort law"), "e = Phi(q)")
+            law = self.law(self.effort_law, ctx, {"q": q}, "effort law")
+            self.require_slope(ctx, law, q, "positive", "effort law")
+            ctx.equation(self, e - law, "e = Phi(q)")
 
 
 class R(OnePort):
@@ -163,11 +180,17 @@ class R(OnePort):
     def equations(self, ctx):
         e, f = ctx.e(self.p), ctx.f(self.p)
         if self.resistance is not None:
-            ctx.equation(self, e - self.law(self.resistance, ctx, what="resistance") * f, "e = R f")
+            resistance = self.law(self.resistance, ctx, what="resistance")
+            ctx.require(self, resistance, "nonnegative", "resistance")
+            ctx.equation(self, e - resistance * f, "e = R f")
         elif self.effort_law is not None:
-            ctx.equation(self, e - self.law(self.effort_law, ctx, {"f": f}, "effort law"), "e = Phi(f)")
+            law = self.law(self.effort_law, ctx, {"f": f}, "effort law")
+            self.require_slope(ctx, law, f, "nonnegative", "effort law")
+            ctx.equation(self, e - law, "e = Phi(f)")
         else:
-            ctx.equation(self, f - self.law(self.flow_law, ctx, {"e": e}, "flow law"), "f = Phi(e)")
+            law = self.law(self.flow_law, ctx, {"e": e}, "flow law")
+            self.require_slope(ctx, law, e, "nonnegative", "flow law")
+            ctx.equation(self, f - law, "f = Phi(e)")
 
 
 class Se(OnePort):

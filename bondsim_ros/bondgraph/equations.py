@@ -38,6 +38,10 @@ class RawDAE:
     parameter_symbols: dict  # name -> symbol
     recorded: dict  # column name -> expression
     bond_names: dict = field(default_factory=dict)  # symbol -> name
+    # (expression in parameters, description, "positive" | "nonnegative" | "nonzero"): the sign
+    # an element's law needs of a run-time parameter value (an inertia given as a parameter)
+    param_checks: list = field(default_factory=list)
+    param_uses: dict = field(default_factory=dict)  # parameter name -> ["r (resistance)", ...]
 
 
 @dataclass
@@ -66,6 +70,8 @@ class _Context:
         self.signal_vars: dict = {}
         self.recorded: dict = {}
         self.param_symbols = {name: sp.Symbol(f"param:{name}", real=True) for name in model.parameters}
+        self.param_checks: list = []
+        self.param_uses: dict = defaultdict(list)
 
     # port variables --------------------------------------------------------------------
     def e(self, port: PowerPort):
@@ -108,6 +114,28 @@ class _Context:
         if column in self.recorded:
             raise ModelError(element.path, f"column {column!r} is already recorded elsewhere")
         self.recorded[column] = expr
+
+    def used(self, element: Element, expr, what: str) -> None:
+        """Remember which element laws a parameter enters (named in run-time refusals)."""
+        for name, sym in self.param_symbols.items():
+            if sym in expr.free_symbols:
+                entry = f"{element.path} ({what})"
+                if entry not in self.param_uses[name]:
+                    self.param_uses[name].append(entry)
+
+    def require(self, element: Element, expr, kind: str, what: str) -> None:
+        """``expr`` (an element's coefficient) must be positive / non-negative: checked now when
+        it is a number, before every run (and each set_param) when it is made of parameters."""
+        expr = sp.sympify(expr)
+        free = expr.free_symbols
+        word = "positive" if kind == "positive" else "non-negative"
+        if not free:
+            value = float(expr)
+            if not (value > 0 if kind == "positive" else value >= 0):
+                raise ModelError(element.law_where(what), f"{what} must be {word}, got {value:g}")
+        elif free <= set(self.param_symbols.values()):
+            self.param_checks.append((expr, f"{element.path} ({what} = {str(expr).replace('param:', '')}) "
+                                            f"must be {word}", kind))
 
     def names_for(self, element: Element) -> dict:
         names = {"t": T}
@@ -353,4 +381,6 @@ def build_dae(model: Model) -> RawDAE:
         parameter_symbols=ctx.param_symbols,
         recorded=ctx.recorded,
         bond_names=bond_names,
+        param_checks=ctx.param_checks,
+        param_uses=dict(ctx.param_uses),
     )
