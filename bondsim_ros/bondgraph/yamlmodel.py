@@ -73,6 +73,12 @@ def _construct_sequence(loader, node, deep=False):
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
+# Size limits of a model file (a shared file must not exhaust the machine): its bytes, and the
+# components it may create once definitions are instantiated (a definition used 10 times in a
+# definition used 10 times ... fans out exponentially).
+MAX_MODEL_BYTES = 10_000_000
+MAX_COMPONENTS = 20_000
+
 _INPUT_SHAPES = {"Constant": Input.constant, "Step": Input.step, "Ramp": Input.ramp, "Sine": Input.sine}
 _DOC_KEYS = {"type", "ports", "controls", "components", "bonds", "signals", "description"}
 
@@ -82,6 +88,9 @@ class _Reader:
         self.path = path
         self.data = data
         self.definitions = data.get("definitions") or {}
+        if not isinstance(self.definitions, dict):
+            self.fail(data, "definitions", "must be a mapping name -> component spec")
+        self.count = 0
 
     def where(self, node, comp_path=""):
         line = getattr(node, "line", 0)
@@ -140,6 +149,12 @@ class _Reader:
 
     def make(self, name: str, spec, stack) -> Component:
         kind = spec["type"]
+        if not isinstance(kind, str):
+            raise ModelError(name, f"'type' must be a name, got {kind!r}")
+        self.count += 1
+        if self.count > MAX_COMPONENTS:
+            raise ModelError(name, f"the model has more than {MAX_COMPONENTS} components (definitions instantiated "
+                                   f"inside definitions multiply): refused")
         kwargs = {k: v for k, v in spec.items() if k != "type"}
         if kind in self.definitions:
             if kind in stack:
@@ -184,9 +199,17 @@ def load_model(path) -> Model:
     """Read a model file (YAML) into a :class:`Model`."""
     path = Path(path)
     try:
-        text = path.read_text()
+        size = path.stat().st_size
+        if size > MAX_MODEL_BYTES:
+            raise ModelError(str(path), f"model file is {size} bytes (limit {MAX_MODEL_BYTES})")
+        data = path.read_bytes()
     except OSError as exc:
-        raise ModelError(str(path), f"cannot read model file: {exc.strerror}") from None
+        raise ModelError(str(path), f"cannot read model file: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ModelError(f"{path}:{line}", f"model file is not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
     return loads_model(text, str(path))
 
 

@@ -178,6 +178,11 @@ class BDFSolver:
         res = self.problem.residual
         for it in range(maxiter):
             res(t0, y, yp, self.p, r)
+            if not np.all(np.isfinite(r)):
+                # a law that divides by zero or overflows at t0: name the equation, not numpy's SVD
+                bad = int(np.argmin(np.isfinite(r)))
+                raise InconsistentInitialValues(f"{self._eq(bad)} is not finite at t={t0:g} "
+                                                f"(residual {r[bad]}): a law divides by zero or overflows there")
             Fy = self._dense_G(t0, y, yp, 0.0)
             Fyp = self._dense_G(t0, y, yp, 1.0) - Fy
             alg_rows = np.where(~np.any(Fyp != 0, axis=1))[0]
@@ -191,7 +196,13 @@ class BDFSolver:
             A_hid = np.hstack([np.zeros((len(alg_rows), (~diff).sum())), Fy[alg_rows]])
             rhs = np.concatenate([-r, -(Fy[alg_rows] @ yp + Ft[alg_rows])])
             A = np.vstack([A_top, A_hid])
-            sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+            if not (np.all(np.isfinite(A)) and np.all(np.isfinite(rhs))):
+                raise InconsistentInitialValues(f"the Jacobian or the time derivative of the equations is not "
+                                                f"finite at t={t0:g}: a law divides by zero or overflows there")
+            try:
+                sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+            except np.linalg.LinAlgError as exc:
+                raise InconsistentInitialValues(f"no consistent initial values at t={t0:g}: {exc}") from None
             y[~diff] += sol[: (~diff).sum()]
             yp += sol[(~diff).sum():]
             res(t0, y, yp, self.p, r)
