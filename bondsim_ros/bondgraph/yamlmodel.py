@@ -100,10 +100,19 @@ class _Reader:
     def fail(self, node, comp_path, message):
         raise ModelError(self.where(node, comp_path), message)
 
+    def section(self, spec, key, comp_path, kind):
+        """``spec[key]`` checked to be a mapping (``kind`` dict) or a list; absent or empty: empty."""
+        value = spec.get(key)
+        if value is None:
+            return kind()
+        if not isinstance(value, kind):
+            shape = "a mapping" if kind is dict else "a list"
+            self.fail(value if hasattr(value, "line") else spec, comp_path,
+                      f"'{key}' must be {shape}, got {type(value).__name__} {value!r}"[:300])
+        return value
+
     def fill(self, comp: Component, spec, stack=()):
-        comps = spec.get("components") or {}
-        if not isinstance(comps, dict):
-            self.fail(spec, comp.path, "'components' must be a mapping name -> spec")
+        comps = self.section(spec, "components", comp.path, dict)
         for name, cspec in comps.items():
             child_path = f"{comp.path}.{name}" if comp.parent is not None else str(name)
             if not isinstance(cspec, dict) or "type" not in cspec:
@@ -119,7 +128,7 @@ class _Reader:
                 if exc.where.startswith(self.path):
                     raise
                 self.fail(cspec, child_path, exc.message)
-        for bond in spec.get("bonds") or []:
+        for bond in self.section(spec, "bonds", comp.path, list):
             ends = [bond.get("from"), bond.get("to")] if isinstance(bond, dict) else bond
             if not isinstance(ends, list) or len(ends) != 2:
                 self.fail(bond if hasattr(bond, "line") else spec, comp.path, f"a bond is [from, to], got {bond!r}")
@@ -128,7 +137,7 @@ class _Reader:
             except ModelError as exc:
                 self.fail(bond, comp.path, str(exc))
             made.source_location = self.where(bond if hasattr(bond, "line") else spec)
-        for line in spec.get("signals") or []:
+        for line in self.section(spec, "signals", comp.path, list):
             if not isinstance(line, list) or len(line) < 2:
                 self.fail(line if hasattr(line, "line") else spec, comp.path,
                           f"a signal line is [source, target, ...], got {line!r}")
@@ -177,22 +186,28 @@ class _Reader:
             raise ModelError(name, f"{kind}: {msg}") from None
 
     def document(self, name, spec, stack) -> Component:
+        if not isinstance(spec, dict):
+            raise ModelError(name, f"a component definition is a mapping, got {spec!r}"[:300])
         extra = set(spec) - _DOC_KEYS
         if extra:
-            self.fail(spec, name, f"unexpected key(s) in a component: {', '.join(sorted(extra))}")
-        comp = Component(name, ports=_ports(spec.get("ports")), controls=spec.get("controls") or {})
-        comp.description = spec.get("description", "")
+            self.fail(spec, name, f"unexpected key(s) in a component: {', '.join(sorted(map(str, extra)))}")
+        ports, controls = {}, {}
+        for pname, value in self.section(spec, "ports", name, dict).items():
+            if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+                value = tuple(value)
+            elif not isinstance(value, str):
+                self.fail(spec["ports"], name, f"port {pname!r}: give in, out or [in|out, domain], got {value!r}")
+            ports[pname] = value
+        for cname, value in self.section(spec, "controls", name, dict).items():
+            if not isinstance(value, str):
+                self.fail(spec["controls"], name, f"control port {cname!r}: give in or out, got {value!r}")
+            controls[cname] = value
+        comp = Component(name, ports=ports, controls=controls)
+        comp.description = str(spec.get("description") or "")
         comp._yaml_spec = (self, spec, stack)
         comp._built = True
         self.pending.append(comp)
         return comp
-
-
-def _ports(spec):
-    out = {}
-    for name, value in (spec or {}).items():
-        out[name] = tuple(value) if isinstance(value, list) else value
-    return out
 
 
 def load_model(path) -> Model:
@@ -230,16 +245,24 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
                                                     f"(allowed: {', '.join(sorted(allowed))})")
     reader = _Reader(filename, data)
     reader.pending = []
-    model = Model(str(data["model"]), data.get("description", ""))
-    model.source_location = f"{filename}:{data.key_lines.get('model', data.line)}"
-    for name, value in (data.get("parameters") or {}).items():
+    top = f"{filename}:{data.key_lines.get('model', data.line)}"
+    try:
+        model = Model(str(data["model"]), str(data.get("description") or ""))
+    except ModelError as exc:
+        raise ModelError(top, exc.message) from None
+    model.source_location = top
+    params = reader.section(data, "parameters", "parameters", dict)
+    for name, value in params.items():
         doc = ""
         if isinstance(value, dict):
             doc, value = value.get("doc", ""), value.get("value")
+        line = params.key_lines.get(name, params.line)
         try:
-            model.parameter(str(name), value, doc)
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise ValueError(f"a parameter value is a number, got {value!r}")
+            model.parameter(str(name), value, str(doc))
         except (TypeError, ValueError) as exc:
-            raise ModelError(reader.where(data.get("parameters"), "parameters"), f"{name}: {exc}") from None
+            raise ModelError(f"{filename}:{line}: parameters", f"{name}: {exc}") from None
     reader.fill(model, data)
     while reader.pending:  # documents of sub-components, breadth first
         comp = reader.pending.pop(0)
