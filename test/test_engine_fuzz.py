@@ -148,3 +148,42 @@ def test_mutated_model_is_simulated_or_refused_cleanly(tmp_path, capsys, name, t
         assert out.exists()
     else:
         assert err.startswith("bondsim-ros simulate: error: ") and not out.exists(), err
+
+
+LAW_TOKENS = ["q", "t", "k", "1", "0", "2.5", "1e308", "10", "+", "-", "*", "/", "**", "%", "^", "(", ")", ",",
+              "<", ">=", "==", "&", "|", "~", "not", "and", "sin(", "exp(", "sqrt(", "Piecewise((", "clip(", "max(",
+              "True", "pi", "E", ".", "[", "]", "'", "lambda", ":", "__import__", "open(", "x", "=", "if", "else",
+              "for", "in", "{", "}", "\\", "@", "//", "1j", "0x1f"]
+
+
+def test_random_law_text_is_read_or_refused_cleanly():
+    """Random token strings through the law parser: a sympy expression or a LawError, never
+    another exception; each in bounded time (the whole run is bounded by the alarm)."""
+    import sympy as sp
+
+    from bondsim_ros.bondgraph.laws import LawError, parse_law
+
+    rng = random.Random(SEED)
+    names = {n: sp.Symbol(n, real=True) for n in ("q", "t", "k")}
+    outcomes = {"ok": 0, "refused": 0}
+
+    def fire(signum, frame):
+        raise CaseTimeout("law parser took longer than 60 s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(60)
+    try:
+        for _ in range(CASES * 100):
+            text = " ".join(rng.choice(LAW_TOKENS) for _ in range(rng.randint(1, 12)))
+            try:
+                expr = parse_law(text, names)
+            except LawError:
+                outcomes["refused"] += 1
+                continue
+            assert isinstance(expr, sp.Expr), (text, expr)
+            assert expr.free_symbols <= set(names.values()), text
+            outcomes["ok"] += 1
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert outcomes["ok"] > 0 and outcomes["refused"] > 0, outcomes

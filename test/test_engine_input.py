@@ -454,3 +454,56 @@ def test_packaged_test_models_simulate(tmp_path, capsys):
     t = data["t"][off_step]
     exact = np.where(t < 0.1, 0.0, 10.0 * (1 - np.exp(-(t - 0.1) / 1.0)))
     assert np.max(np.abs(data["uc"][off_step] - exact)) < 1e-3
+
+
+# ---------------------------------------------------------------- size limits of a model file
+def test_yaml_aliases_that_expand_a_billion_times_are_refused(tmp_path, capsys):
+    text = 'model: lol\ndescription: &l0 ["a", "a", "a", "a", "a", "a", "a", "a", "a", "a"]\nparameters:\n'
+    for i in range(1, 9):
+        text += f"  p{i}: {{value: 1.0, doc: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]}\n"
+    path = tmp_path / "lol.yaml"
+    path.write_text(text + "components: {}\n")
+    rc, err = run(simulate_args(path), capsys, seconds=60)
+    assert rc == 2 and "lol.yaml: the model file expands to more than 1000000 values" in err, err
+
+
+def test_definitions_fanning_out_exponentially_are_refused(tmp_path, capsys):
+    text = ("model: fan\ndefinitions:\n"
+            "  D0: {components: {m: {type: I, inertia: 1.0}, j: {type: EffortJunction}}, bonds: [[j, m]]}\n")
+    for i in range(1, 9):  # 10^8 inertias
+        text += f"  D{i}:\n    components: {{" + ", ".join(f"c{k}: {{type: D{i - 1}}}" for k in range(10)) + "}\n"
+    path = tmp_path / "fan.yaml"
+    path.write_text(text + "components: {top: {type: D8}}\n")
+    rc, err = run(simulate_args(path), capsys, seconds=60)
+    assert rc == 2 and "the model has more than 20000 components" in err and "fan.yaml:" in err, err
+
+
+@pytest.mark.parametrize("component, expected", [
+    ("{type: Node, n: 100000000}", "n must be a whole number of outputs from 1 to 1000"),
+    ("{type: Sum, signs: '" + "+" * 5000 + "'}", "5000 inputs (limit 1000)"),
+    ("{type: Se, effort: t, inputs: [t]}", "input name 't' is reserved"),
+    ("{type: Function, expr: sin, inputs: [sin]}", "input name 'sin' is reserved"),
+    ("{type: Se, effort: 1, inputs: u}", "inputs must be a list of names"),
+    ("{type: Step, t0: [1, 2]}", "Step: t0 must be a number or an expression"),
+])
+def test_block_shapes_out_of_range_are_refused(tmp_path, capsys, component, expected):
+    path = write(tmp_path, "blk.yaml", f"""
+        model: blk
+        components:
+          b: {component}
+        """)
+    rc, err = run(simulate_args(path), capsys, seconds=60)
+    assert rc == 2 and "blk.yaml:3: b" in err and expected in err, err
+
+
+def test_a_parameter_may_not_take_a_name_the_laws_reserve(tmp_path, capsys):
+    path = write(tmp_path, "res.yaml", """
+        model: res
+        parameters: {pi: 3.0}
+        components:
+          F: {type: Se, effort: pi}
+          mass: {type: I, inertia: 1.0}
+        bonds: [[F, mass]]
+        """)
+    rc, err = run(simulate_args(path), capsys)
+    assert rc == 2 and "res.yaml:2: parameters: pi:" in err and "reserved" in err, err

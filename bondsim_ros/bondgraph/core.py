@@ -68,6 +68,16 @@ def locate(model, exc: "ModelError") -> "ModelError":
     return ModelError(at(model, exc.where or model.name), exc.message) if loc else exc
 
 
+def _reserved() -> frozenset:
+    from .laws import CONSTANTS, FUNCTIONS
+
+    return frozenset({"t", "True", "False"} | set(CONSTANTS) | set(FUNCTIONS))
+
+
+# names a law gives a meaning of its own: not available for parameters or control inputs
+RESERVED_NAMES = _reserved()
+
+
 def check_name(name: str, where: str) -> str:
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ModelError(where, f"invalid name {name!r}: use letters, digits and '_', not starting with a digit")
@@ -343,6 +353,8 @@ class Model(Component):
     def parameter(self, name: str, value: float, doc: str = "") -> sp.Symbol:
         """A named run-time parameter (changeable between solver steps without rebuilding)."""
         check_name(name, self.path)
+        if name in RESERVED_NAMES:
+            raise ModelError(self.path, f"parameter name {name!r} is reserved in laws (time t, a constant or a function)")
         if name in self.parameters:
             raise ModelError(self.path, f"duplicate parameter {name!r}")
         value = float(value)

@@ -23,7 +23,7 @@ import math
 
 import sympy as sp
 
-from .core import Component, ControlPort, ModelError, PowerPort
+from .core import RESERVED_NAMES, Component, ControlPort, ModelError, PowerPort
 from .laws import LawError, clip, parse_law
 
 def parse_expression(value, names: dict, where: str):
@@ -56,10 +56,15 @@ class Element(Component):
 
     elementary = True
     symbol = "?"
+    reserved_inputs = RESERVED_NAMES  # input names are law names
 
     def __init__(self, name: str, inputs=(), **kw):
         super().__init__(name, **kw)
+        if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)):
+            raise ModelError(self.path, f"inputs must be a list of names, got {type(inputs).__name__}")
         for inp in inputs:
+            if inp in self.reserved_inputs:
+                raise ModelError(self.path, f"input name {inp!r} is reserved in laws (time t, a constant or a function)")
             self.add_control_port(inp, "in")
 
     def add(self, *components):
@@ -78,6 +83,10 @@ class Element(Component):
     def law(self, value, ctx, local: dict | None = None, what: str = "law"):
         names = ctx.names_for(self)
         if local:
+            clash = sorted(set(local) & set(names))
+            if clash:
+                raise ModelError(self.law_where(what), f"{clash[0]!r} (an input or parameter) has the name of the "
+                                                       f"law's own variable")
             names.update(local)
         expr = parse_expression(value, names, self.law_where(what))
         ctx.used(self, expr, what)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import warnings
 
 import sympy as sp
 
@@ -254,7 +255,9 @@ def parse_law(text: str, names: dict):
         raise LawError(f"law is {len(text)} characters long (limit {MAX_LAW_CHARS})")
     text = text.strip()
     try:
-        tree = ast.parse(text, mode="eval")
+        with warnings.catch_warnings():  # "invalid escape sequence" and the like: refused below
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise LawError(f"syntax error: {exc.msg}") from None
     except (RecursionError, MemoryError):  # the parser's own stack: "1+1+...+1" 30000 times

@@ -217,6 +217,7 @@ class Recorder(Block):
     """BondSim's display: each input becomes a named output column (``columns=["x", "x_ref"]``)."""
 
     symbol = "rec"
+    reserved_inputs = frozenset({"t"})  # columns are no law names; "t" is the time column
 
     def __init__(self, name, columns):
         if isinstance(columns, str):

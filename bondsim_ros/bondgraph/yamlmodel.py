@@ -78,6 +78,23 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _constr
 # definition used 10 times ... fans out exponentially).
 MAX_MODEL_BYTES = 10_000_000
 MAX_COMPONENTS = 20_000
+# YAML aliases share one node many times ("billion laughs"): the tree the reader walks (and an
+# error message prints) is bounded by its size with every alias expanded
+MAX_YAML_NODES = 1_000_000
+
+
+def _check_expanded_size(data, filename):
+    count, stack = 0, [data]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > MAX_YAML_NODES:
+            raise ModelError(filename, f"the model file expands to more than {MAX_YAML_NODES} values "
+                                       f"(YAML aliases repeat their anchor's content): refused")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 _INPUT_SHAPES = {"Constant": Input.constant, "Step": Input.step, "Ramp": Input.ramp, "Sine": Input.sine}
 _DOC_KEYS = {"type", "ports", "controls", "components", "bonds", "signals", "description"}
@@ -236,6 +253,7 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
         raise ModelError(f"{filename}:{line}", f"YAML syntax error: {exc.problem}") from None
     except ModelError as exc:
         raise ModelError(filename, str(exc)) from None
+    _check_expanded_size(data, filename)
     if not isinstance(data, dict) or "model" not in data:
         raise ModelError(filename, "a model file is a mapping with at least 'model: NAME' and 'components'")
     allowed = {"model", "description", "parameters", "definitions", "components", "bonds", "signals"}
