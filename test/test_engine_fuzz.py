@@ -29,7 +29,7 @@ CASE_SECONDS = 120  # a first numba compile of a new structure takes a few secon
 ODD_VALUES = [
     0, -1, 1, 2.5, -1e-300, 1e308, 1e400, float("nan"), "nan", "inf", "", "x", None, True, [], {}, [1, 2],
     {"type": "I"}, "1/0", "q**10**10", "__import__('os').getcwd()", "t", "k", "in_", "out", "self.p",
-    "Piecewise((1, t < 0.01), (0, True))", "sin(", "1e999", "a.b.c", 10 ** 20, "-k", "p/0", "☃",
+    "Piecewise((1, t < 0.01), (0, True))", "sin(", "1e999", "a.b.c", 10 ** 20, "-k", "p/0", "☃", "sqrt(-1)", "log(0)",
 ]
 TYPES = ["I", "C", "R", "Se", "Sf", "TF", "GY", "EffortJunction", "FlowJunction", "0", "1", "Input", "Sum",
          "Gain", "Function", "Integrator", "Derivative", "PID", "Node", "Recorder", "Step", "Ramp", "Sine",

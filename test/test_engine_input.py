@@ -138,6 +138,8 @@ def test_a_parameter_value_in_a_model_file_is_a_number_not_code(tmp_path, capsys
     ("1/0", "divides by zero"),
     ("q/(t - t)", "divides by zero"),
     ("1e999*q", "not finite"),
+    ("sqrt(-1)*q", "is not real"),
+    ("log(-2) + q", "is not real"),
     ("x + q", "unknown name(s) x"),
     ("__class__", "name '__class__'"),
     ("q if t > 1 else 0", "Piecewise"),

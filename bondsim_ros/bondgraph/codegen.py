@@ -388,7 +388,14 @@ def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: boo
         _atomic_write(src_path, generate_source(red, key))
         _atomic_write(meta_path, json.dumps(meta))
     log(f"model {model.name!r}: compiling kernels (numba; cached after the first run)")
-    module = _load_module(src_path, key)
+    try:
+        module = _load_module(src_path, key)
+    except Exception as exc:  # numba refusing a law the checks let through: name it, keep no broken cache
+        sys.modules.pop(f"bondsim_generated_{key}", None)
+        for stale in (src_path, meta_path):
+            stale.unlink(missing_ok=True)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(model.name, f"the generated code does not compile ({type(exc).__name__}: {first})") from None
     params = np.array([model.parameters[n] for n in meta["param_names"]], dtype=float)
     return CompiledModel(
         name=meta["name"], key=key, var_names=meta["var_names"], eq_names=meta["eq_names"],

@@ -280,6 +280,8 @@ def parse_law(text: str, names: dict):
         raise LawError("is a condition, not a value (use Piecewise((value, condition), ...))")
     if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
         raise LawError("divides by zero or is not finite")
+    if expr.has(sp.I):
+        raise LawError("is not real (a square root, power or log of a negative number)")
     for num in expr.atoms(sp.Number):
         if not math.isfinite(float(num)):
             raise LawError(f"number {_short(str(num), 30)} is too large")
