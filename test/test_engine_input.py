@@ -509,3 +509,18 @@ def test_a_parameter_may_not_take_a_name_the_laws_reserve(tmp_path, capsys):
         """)
     rc, err = run(simulate_args(path), capsys)
     assert rc == 2 and "res.yaml:2: parameters: pi:" in err and "reserved" in err, err
+
+
+def test_a_failed_plot_keeps_the_users_old_csv(tmp_path, capsys, monkeypatch):
+    from bondsim_ros.bondgraph import commands
+
+    def full_disk(result, out_png):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(commands, "plot_result", full_disk)
+    out = tmp_path / "out.csv"
+    out.write_text("the user's own data\n")
+    rc, err = run(simulate_args(MODELS / "rc_step.yaml", "--csv", out, "--plot", tmp_path / "out.png"), capsys)
+    assert rc == 2 and "--plot" in err and "No space left on device" in err, err
+    assert out.read_text() == "the user's own data\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]

@@ -103,17 +103,18 @@ def _check_run_options(t_end, dt_out, args):
         raise CLIError(f"--hmax must be positive, got {args.hmax:g}")
 
 
-def _write_csv(result, out: Path) -> None:
-    """Write next to the target, then rename: a failed write (disk full) leaves nothing behind."""
+def _write_csv(result, out: Path) -> Path:
+    """Write next to the target (renamed into place once the plots are written too): a failed
+    write (disk full) or a failed plot leaves neither a partial file nor a replaced one."""
     from bondsim_ros.cli import CLIError
 
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
         result.to_csv(tmp)
-        os.replace(tmp, out)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise CLIError(f"--csv {out}: cannot write: {exc.strerror or exc}") from None
+    return tmp
 
 
 def _warn_not_finite(result) -> None:
@@ -162,19 +163,24 @@ def cmd_simulate(args) -> int:
     if entry is not None and entry.postprocess is not None:
         result = entry.postprocess(result)
     _warn_not_finite(result)
-    if csv_out is not None:
-        _write_csv(result, csv_out)
+    csv_tmp = _write_csv(result, csv_out) if csv_out is not None else None
     written = []
-    if args.plot:
-        try:
+    try:
+        if args.plot:
             if entry is not None and entry.plot is not None:
                 written = entry.plot(result, args.plot)
             else:
                 written = plot_result(result, args.plot)
+    except (OSError, ValueError) as exc:
+        if csv_tmp is not None:  # nothing half-done: the run's CSV goes with its failed plot
+            csv_tmp.unlink(missing_ok=True)
+        raise CLIError(f"--plot {args.plot}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+    if csv_tmp is not None:
+        try:
+            os.replace(csv_tmp, csv_out)
         except OSError as exc:
-            if csv_out is not None:  # nothing half-done: the run's CSV goes with its failed plot
-                csv_out.unlink(missing_ok=True)
-            raise CLIError(f"--plot {args.plot}: cannot write: {exc.strerror or exc}") from None
+            csv_tmp.unlink(missing_ok=True)
+            raise CLIError(f"--csv {csv_out}: cannot write: {exc.strerror or exc}") from None
     if not args.quiet:
         s = result.stats
         print(f"[bondsim] {compiled.name}: t = 0..{t_end:g} s, {len(result.t)} output rows, "
