@@ -2,7 +2,6 @@
 every refusal names what and where (file:line, component, law, parameter), exit status 2, no
 traceback, no output file left behind."""
 import errno
-import os
 import re
 import signal
 import textwrap
@@ -524,3 +523,16 @@ def test_a_failed_plot_keeps_the_users_old_csv(tmp_path, capsys, monkeypatch):
     assert rc == 2 and "--plot" in err and "No space left on device" in err, err
     assert out.read_text() == "the user's own data\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_fit_reads_laws_with_the_same_parser(tmp_path, capsys):
+    marker = tmp_path / "PWNED"
+    text = (MODELS / "rc_step.yaml").read_text().replace(
+        "effort: u,", f"effort: \"u + 0*sin(__import__('os').system('touch {marker}'))\",")
+    model = tmp_path / "fx.yaml"
+    model.write_text(text)
+    data = tmp_path / "d.csv"
+    data.write_text("t,uc\n0,0\n0.1,0.1\n0.2,0.2\n0.3,0.3\n")
+    rc, err = run(["fit", model, data, "--params", "R", "--outputs", "uc", "-q"], capsys)
+    assert rc == 2 and not marker.exists()
+    assert "fx.yaml:10: V (effort): law" in err and "refused: attribute access" in err, err
