@@ -53,6 +53,29 @@ def _step_from_derivative(y, yp, diff, atol, rtol) -> float:
     return 0.5 / ypn if ypn > 0 else math.inf
 
 
+def _left_null_space(M) -> np.ndarray:
+    """Columns spanning {w : w^T M = 0}: the unit vectors of M's zero rows, plus (from an SVD of
+    the other rows) the combinations of rows that cancel each other. A matrix whose non-zero
+    rows are independent, the usual case, costs no more than before."""
+    n = M.shape[0]
+    zero = ~np.any(M != 0, axis=1)
+    W = np.eye(n)[:, zero]
+    rows = np.flatnonzero(~zero)
+    if rows.size == 0:
+        return W
+    sub = M[rows]
+    if not np.all(np.isfinite(sub)):
+        return W
+    U, S, _ = np.linalg.svd(sub, full_matrices=True)
+    tol = max(sub.shape) * np.finfo(float).eps * (S[0] if S.size else 0.0)
+    rank = int(np.sum(S > tol))
+    if rank == rows.size:
+        return W
+    extra = np.zeros((n, rows.size - rank))
+    extra[rows] = U[:, rank:]
+    return np.hstack([W, extra])
+
+
 class BDFSolver:
     """Variable-step, variable-order (1-5) BDF for F(t, y, y') = 0, in the fixed-leading-
     coefficient form of SciPy's ``BDF`` (difference array D, Shampine & Reichelt 1997),
@@ -178,20 +201,35 @@ class BDFSolver:
         res = self.problem.residual
         for it in range(maxiter):
             res(t0, y, yp, self.p, r)
+            if not np.all(np.isfinite(r)):
+                # a law that divides by zero or overflows at t0: name the equation, not numpy's SVD
+                bad = int(np.argmin(np.isfinite(r)))
+                raise InconsistentInitialValues(f"{self._eq(bad)} is not finite at t={t0:g} "
+                                                f"(residual {r[bad]}): a law divides by zero or overflows there")
             Fy = self._dense_G(t0, y, yp, 0.0)
             Fyp = self._dense_G(t0, y, yp, 1.0) - Fy
-            alg_rows = np.where(~np.any(Fyp != 0, axis=1))[0]
-            # hidden constraints: rows without y' must also hold to first order, Fy yp + Ft = 0
+            # hidden constraints: every combination w of the equations free of y' (w^T Fyp = 0)
+            # must also hold to first order, w^T (Fy yp + Ft) = 0. Rows without y' are such
+            # combinations, but so is a constraint that contains a derivative of a state
+            # together with that state's own equation (seed 001: a velocity constraint on a
+            # flow eliminated as q'); without them the multipliers were a minimum-norm guess.
+            W = _left_null_space(Fyp)
             eps = 1e-5 * max(1.0, abs(t0))
             r_plus, r_minus = np.zeros(n), np.zeros(n)
             res(t0 + eps, y, yp, self.p, r_plus)
             res(t0 - eps, y, yp, self.p, r_minus)
             Ft = (r_plus - r_minus) / (2 * eps)  # central difference: O(eps^2)
             A_top = np.hstack([Fy[:, ~diff], Fyp])
-            A_hid = np.hstack([np.zeros((len(alg_rows), (~diff).sum())), Fy[alg_rows]])
-            rhs = np.concatenate([-r, -(Fy[alg_rows] @ yp + Ft[alg_rows])])
+            A_hid = np.hstack([np.zeros((W.shape[1], (~diff).sum())), W.T @ Fy])
+            rhs = np.concatenate([-r, -(W.T @ (Fy @ yp + Ft))])
             A = np.vstack([A_top, A_hid])
-            sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+            if not (np.all(np.isfinite(A)) and np.all(np.isfinite(rhs))):
+                raise InconsistentInitialValues(f"the Jacobian or the time derivative of the equations is not "
+                                                f"finite at t={t0:g}: a law divides by zero or overflows there")
+            try:
+                sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+            except np.linalg.LinAlgError as exc:
+                raise InconsistentInitialValues(f"no consistent initial values at t={t0:g}: {exc}") from None
             y[~diff] += sol[: (~diff).sum()]
             yp += sol[(~diff).sum():]
             res(t0, y, yp, self.p, r)
