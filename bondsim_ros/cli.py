@@ -57,4 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m bondsim_ros.cli`: run the imported module's main, so that the CLIError the
+    # commands raise (bondsim_ros.cli.CLIError) is the class caught here, not a __main__ copy
+    from bondsim_ros.cli import main as _main
+
+    sys.exit(_main())

@@ -28,6 +28,8 @@ ELEV, AZIM = 15.0, -60.0
 FILL = 0.7  # share of the frame's width (or height) the mechanism spans in the auto/robot/scene views
 FOLLOW_FILL = 1.4  # follow view: the 2 m floor window overfills the width, so the frame's edges cut it
 BASE_COLUMNS = {"x": 0, "y": 1, "phi": 2}  # CSV base pose -> the planar virtual joints
+DEFAULT_RGBA = (0.7, 0.7, 0.7, 1.0)  # shapes of a mechanism without any <render> element
+MAX_SIDE = 8192  # largest image width or height [px]
 
 
 class RenderError(Exception):
@@ -55,18 +57,20 @@ def _from_xml(path, search_path) -> Drawing:
 
     mech = load_mechanism(path, search_path)
     items = []
+    # <render> is optional: a mechanism that colours nothing is drawn whole, in grey
+    any_color = any(shape.color is not None for link in mech.links().values() for shape in link.shapes)
     for unit in mech.units:
         static = unit.kind == "object" and mech.kind == "project"
         for link in unit.links.values():
             for shape in link.shapes:
-                if shape.color is None:
+                if shape.color is None and any_color:
                     continue
                 mesh = shape_mesh(shape, sections=20)
                 if not static:  # short edges keep matplotlib's per-triangle depth sort right
                     v, f = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=0.03, max_iter=6)
                     mesh = trimesh.Trimesh(v, f, process=False)
                 v = (shape.origin[:3, :3] @ mesh.vertices.T).T + shape.origin[:3, 3]
-                items.append(Item(link.name, v, np.asarray(mesh.faces), np.array(shape.color), static))
+                items.append(Item(link.name, v, np.asarray(mesh.faces), np.array(shape.color or DEFAULT_RGBA), static))
     planar = list(mech.robots[0].planar) if mech.robots and mech.robots[0].planar else []
     return Drawing(items, lambda q: forward_kinematics(mech, q), planar, [])
 
@@ -74,8 +78,11 @@ def _from_xml(path, search_path) -> Drawing:
 def _from_urdf(path) -> Drawing:
     import yourdfpy
 
-    robot = yourdfpy.URDF.load(str(path))
-    scene = robot.scene
+    try:
+        robot = yourdfpy.URDF.load(str(path))
+        scene = robot.scene
+    except Exception as exc:  # noqa: BLE001 - lxml, yourdfpy and trimesh raise many types for a bad URDF
+        raise RenderError(f"{path}: cannot read the URDF ({type(exc).__name__}: {exc})") from None
     items = []
     for node in scene.graph.nodes_geometry:
         t, name = scene.graph[node]
@@ -99,20 +106,31 @@ def _from_urdf(path) -> Drawing:
 
 def read_joint_csv(path) -> tuple[list, np.ndarray]:
     try:
-        with open(path, newline="") as fh:
+        with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
     except OSError as exc:
         raise RenderError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise RenderError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except csv.Error as exc:
+        raise RenderError(f"{path}: not a CSV file ({exc})") from None
     if len(rows) < 2:
         raise RenderError(f"{path}: needs a header and at least one row")
     header = [h.strip() for h in rows[0]]
-    try:
-        data = np.array([[float(v) for v in r] for r in rows[1:] if r], float)
-    except ValueError as exc:
-        raise RenderError(f"{path}: {exc}") from None
-    if data.shape[1] != len(header):
-        raise RenderError(f"{path}: rows have {data.shape[1]} values, the header {len(header)}")
-    return header, data
+    body = [(i, r) for i, r in enumerate(rows[1:], start=2) if r]
+    for i, r in body:
+        if len(r) != len(header):
+            raise RenderError(f"{path}:{i}: {len(r)} values, the header has {len(header)}")
+        for h, v in zip(header, r):
+            try:
+                x = float(v)
+            except ValueError:
+                raise RenderError(f"{path}:{i}: column {h!r}: {v!r} is not a number") from None
+            if not np.isfinite(x):
+                raise RenderError(f"{path}:{i}: column {h!r}: {v!r} is not a finite number")
+    if not body:
+        raise RenderError(f"{path}: needs a header and at least one row")
+    return header, np.array([[float(v) for v in r] for _, r in body], float)
 
 
 def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names: set) -> list:
@@ -204,7 +222,9 @@ class Renderer:
             static, moving = self.world_triangles(q)
             if self.view == "scene" or not moving:
                 moving = moving + static
-            pts.append(np.concatenate([tris.reshape(-1, 3) for tris, _ in moving]))
+            pts += [tris.reshape(-1, 3) for tris, _ in moving]
+        if not pts:  # nothing to draw: frame the origin (an empty picture, not an error)
+            pts = [np.array([[-0.5, -0.5, 0.0], [0.5, 0.5, 0.5]])]
         pts = np.concatenate(pts)
         if trail is not None and len(trail):
             pts = np.concatenate([pts, np.column_stack([trail, np.zeros(len(trail))])])
@@ -367,6 +387,8 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     if quiet is not None:
         progress = not quiet
     file, out = Path(file), Path(out)
+    if not (len(size) == 2 and all(isinstance(v, int) and 1 <= v <= MAX_SIDE for v in size)):
+        raise RenderError(f"image size {size[0]}x{size[1]}: width and height must be 1..{MAX_SIDE} pixels")
     suffix = out.suffix.lower()
     if suffix not in (".png", ".mp4", ".gif"):
         raise RenderError(f"output must be .png, .mp4 or .gif, got {out.name}")
@@ -414,7 +436,10 @@ def _joint_names(drawing, file, search_path) -> set:
 def _save_png(image, out):
     from PIL import Image
 
-    Image.fromarray(image).save(out)
+    from bondsim_ros.outfiles import atomic_path
+
+    with atomic_path(out) as tmp:
+        Image.fromarray(image).save(tmp)
 
 
 def _progress(total, enabled):

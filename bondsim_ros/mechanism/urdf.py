@@ -104,8 +104,14 @@ def graph_fk(graph: Graph, joint_values: dict | None = None) -> dict:
 
 
 # -- text output ------------------------------------------------------------------------------
+class NotFinite(ValueError):
+    """A number to be written is inf or NaN (caught per link/joint and reported with its name)."""
+
+
 def fmt(v: float) -> str:
     v = float(v)
+    if not math.isfinite(v):
+        raise NotFinite(v)
     if abs(v) < 1e-12:
         return "0"
     s = f"{v:.10g}"
@@ -138,6 +144,37 @@ class MeshStore:
         return self.by_hash[digest]
 
 
+def xacro_escape(text: str) -> str:
+    """``text`` as xacro reads it back literally: xacro expands ``${...}`` and ``$(...)`` in every
+    attribute, and reads a run of ``$`` before ``{`` or ``(`` as one ``$`` less (its escape, ``$$``).
+    Its lexer has no token for ``$$`` before anything else, so such a run is written as ``${'$'}``s."""
+    def one(m):
+        run, after = m.group(1), m.group(2)
+        if after:
+            return "$" + run + after
+        return run if len(run) == 1 else "${'$'}" * len(run)
+
+    return re.sub(r"(\$+)([{(]?)", one, text)
+
+
+def xml_comment(text: str) -> str:
+    """``text`` made safe inside an XML comment: no '--', no trailing '-', printable characters only."""
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    while "--" in text:
+        text = text.replace("--", "-_")
+    return text + " " if text.endswith("-") else text
+
+
+MESH_URI_BAD = set(" \t\r\n\"'<>\\$`")
+
+
+def check_mesh_uri(uri: str) -> None:
+    bad = sorted({c for c in uri if c in MESH_URI_BAD or not c.isprintable()})
+    if bad:
+        raise MechanismError(f"--mesh-uri {uri!r}: characters {''.join(bad)!r} are not allowed in a mesh URI "
+                             f"(percent-encode them, e.g. %20 for a space)")
+
+
 class URDFWriter:
     def __init__(self, meshes: MeshStore, *, xacro: bool = False, mesh_uri: str = "", source: str = ""):
         self.meshes = meshes
@@ -145,11 +182,15 @@ class URDFWriter:
         self.mesh_uri = mesh_uri
         self.source = source
 
+    def text(self, t: str) -> str:
+        """An attribute value from the user's text, quoted (and escaped for xacro)."""
+        return quoteattr(xacro_escape(t) if self.xacro else t)
+
     def name(self, n: str) -> str:
-        return quoteattr(("${prefix}" + n) if self.xacro else n)
+        return quoteattr(("${prefix}" + xacro_escape(n)) if self.xacro else n)
 
     def mesh_ref(self, rel: str) -> str:
-        return quoteattr(("${mesh_uri}" if self.xacro else self.mesh_uri) + rel)
+        return quoteattr(("${mesh_uri}" + xacro_escape(rel)) if self.xacro else self.mesh_uri + rel)
 
     def origin(self, t: np.ndarray, indent: str) -> str:
         xyz, rpy = frames.xyz_rpy(t)
@@ -173,6 +214,13 @@ class URDFWriter:
         return f"{indent}<geometry>\n{indent}  {g}\n{indent}</geometry>\n", origin
 
     def link(self, link: Link) -> str:
+        try:
+            return self._link(link)
+        except NotFinite:
+            raise MechanismError(f"link '{link.name}': a mass, inertia or pose is not finite "
+                                 f"(numbers too large for floating point)", link.file, link.line) from None
+
+    def _link(self, link: Link) -> str:
         if not link.shapes:
             return f"  <link name={self.name(link.name)}/>\n"
         out = [f"  <link name={self.name(link.name)}>\n"]
@@ -194,15 +242,15 @@ class URDFWriter:
                 continue
             geom, origin = self.geometry(shape, "      ")
             material = shape.color_name or "rgba_" + "_".join(f"{round(c * 255):d}" for c in shape.color)
-            out.append(f"    <visual name={quoteattr(shape.id)}>\n")
+            out.append(f"    <visual name={self.text(shape.id)}>\n")
             out.append(self.origin(origin, "      "))
             out.append(geom)
-            out.append(f'      <material name={quoteattr(material)}>\n        <color rgba="{fmts(shape.color)}"/>\n'
+            out.append(f'      <material name={self.text(material)}>\n        <color rgba="{fmts(shape.color)}"/>\n'
                        f"      </material>\n")
             out.append("    </visual>\n")
         for shape in link.shapes:
             geom, origin = self.geometry(shape, "      ")
-            out.append(f"    <collision name={quoteattr(shape.id)}>\n")
+            out.append(f"    <collision name={self.text(shape.id)}>\n")
             out.append(self.origin(origin, "      "))
             out.append(geom)
             out.append("    </collision>\n")
@@ -210,6 +258,13 @@ class URDFWriter:
         return "".join(out)
 
     def joint(self, e: Edge) -> str:
+        try:
+            return self._joint(e)
+        except NotFinite:
+            raise MechanismError(f"joint '{e.name}': its pose, axis or limits are not finite "
+                                 f"(numbers too large for floating point)") from None
+
+    def _joint(self, e: Edge) -> str:
         kind = e.kind
         if kind == "revolute" and e.lower is None and e.upper is None:
             kind = "continuous"
@@ -231,17 +286,17 @@ class URDFWriter:
 
     def document(self, graph: Graph) -> str:
         body = "".join(self.link(lk) for lk in graph.links) + "".join(self.joint(e) for e in graph.edges)
-        head = (f'<?xml version="1.0"?>\n<!-- Generated by `bondsim-ros xml2urdf` from {self.source}; '
+        head = (f'<?xml version="1.0"?>\n<!-- Generated by `bondsim-ros xml2urdf` from {xml_comment(self.source)}; '
                 f"do not edit, regenerate. -->\n")
         if not self.xacro:
             return head + f"<robot name={quoteattr(graph.name)}>\n{body}</robot>\n"
         macro = re.sub(r"[^A-Za-z0-9_]", "_", graph.name)
         body = "".join("  " + line if line.strip() else line for line in body.splitlines(True))
-        return (head + f'<robot name={quoteattr(graph.name)} xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
+        return (head + f'<robot name={self.text(graph.name)} xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
                 '  <!-- prefix: prepended to every link and joint name (several robots in one tree);\n'
                 '       mesh_uri: prepended to mesh paths, which are relative to this file\'s folder -->\n'
                 '  <xacro:arg name="prefix" default=""/>\n'
-                f'  <xacro:arg name="mesh_uri" default={quoteattr(self.mesh_uri)}/>\n'
+                f'  <xacro:arg name="mesh_uri" default={self.text(self.mesh_uri)}/>\n'
                 f'  <xacro:macro name="{macro}" params="prefix:=\'\' mesh_uri:={self.mesh_uri or chr(39) * 2}">\n'
                 f"{body}  </xacro:macro>\n"
                 f'  <xacro:{macro} prefix="$(arg prefix)" mesh_uri="$(arg mesh_uri)"/>\n</robot>\n')
@@ -296,6 +351,7 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     DIR/STEM/meshes/*.stl, referenced relative to DIR (or as MESH_URI + 'STEM/meshes/...').
     Nothing is written unless the whole conversion succeeds.
     """
+    check_mesh_uri(mesh_uri)
     mech = load_mechanism(path, search_path)
     out = Path(out)
     folder, stem = output_names(out)
@@ -336,6 +392,12 @@ def write_atomically(payload: dict) -> list:
     """Write every file into a temporary folder first, then move each into place."""
     if not payload:
         return []
+    for path in payload:
+        if path.is_dir():
+            raise MechanismError(f"cannot write {path}: it is a directory")
+        for folder in path.parents:
+            if folder.exists() and not folder.is_dir():
+                raise MechanismError(f"cannot write {path}: {folder} is not a folder")
     root = Path(os.path.commonpath([str(p.parent.resolve()) for p in payload]))
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".xml2urdf-", dir=root))
