@@ -20,7 +20,12 @@ import numpy as np
 
 from bondsim_ros.msgutil import stamp_ns, yaw
 
-from .core import FitError, LogData
+from .core import MAX_VALUE, FitError, LogData
+
+
+def _usable(values) -> bool:
+    """Finite and within what ``fit`` reads (read_csv refuses larger magnitudes)."""
+    return all(math.isfinite(v) and abs(v) <= MAX_VALUE for v in values)
 
 
 TOPIC_TYPES = {  # what each topic of a drive log must carry
@@ -107,12 +112,13 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
             w = [wheel_sign * float(vel[names.index(n)]) for n in wheel_joints]
         except (ValueError, IndexError):  # a message without those joints or their velocities
             w = [math.nan] * 3
-        if all(math.isfinite(v) for v in w):
+        if _usable(w):
             rows.append((m[clock], w))
         else:
             bad += 1
     if bad:
-        notes.append(f"{joint_states}: dropped {bad} of {len(js)} messages without finite wheel velocities")
+        notes.append(f"{joint_states}: dropped {bad} of {len(js)} messages without finite wheel velocities "
+                     f"(within +-{MAX_VALUE:g})")
     rows.sort(key=lambda r: r[0])
     stamps = np.array([t for t, _ in rows], dtype=np.int64)
     keep = np.concatenate([[True], np.diff(stamps) > 0]) if len(rows) else np.array([], bool)
@@ -128,10 +134,10 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
         tw = m[2].twist if hasattr(m[2], "twist") else m[2]  # TwistStamped or Twist
         v = (float(tw.linear.x), float(tw.linear.y), float(tw.angular.z))
         cmds.append((m[clock], v))
-    finite = [c for c in cmds if all(math.isfinite(x) for x in c[1])]
+    finite = [c for c in cmds if _usable(c[1])]
     if len(finite) < len(cmds):
         notes.append(f"{cmd_vel}: dropped {len(cmds) - len(finite)} of {len(cmds)} commands with inf/NaN "
-                     f"values (the robot's driver ignores them)")
+                     f"values or beyond +-{MAX_VALUE:g}")
     cmd_t = np.array([t for t, _ in finite], dtype=np.int64)
     cmd_v = np.zeros((len(finite) + 1, 3))
     if finite:
@@ -147,9 +153,10 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
         od = data.get(odom, (None, []))[1]
         poses = [(m[clock], (m[2].pose.pose.position.x, m[2].pose.pose.position.y, yaw(m[2].pose.pose.orientation)))
                  for m in od]
-        good = sorted((p for p in poses if all(math.isfinite(v) for v in p[1])), key=lambda p: p[0])
+        good = sorted((p for p in poses if _usable(p[1])), key=lambda p: p[0])
         if len(good) < len(poses):
-            notes.append(f"{odom}: dropped {len(poses) - len(good)} of {len(poses)} poses with inf/NaN values")
+            notes.append(f"{odom}: dropped {len(poses) - len(good)} of {len(poses)} poses with inf/NaN values "
+                         f"or beyond +-{MAX_VALUE:g}")
         if len({s for s, _ in good}) < 2:
             raise FitError(f"{bag}: fewer than two {odom} messages with finite poses at distinct times")
         ot = (np.array([s for s, _ in good], dtype=np.int64) - t_ns[0]) * 1e-9

@@ -323,7 +323,9 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
     r0 = fun(x0 / scale)
     if not np.all(np.isfinite(r0)):
         raise FitError("the model output is not finite at the initial parameters")
-    if not math.isfinite(float(r0 @ r0)):
+    with np.errstate(over="ignore"):  # the overflow is the finding, reported below
+        ss0 = float(r0 @ r0)
+    if not math.isfinite(ss0):
         raise FitError("the sum of squared residuals overflows at the initial parameters (largest residual "
                        f"{float(np.max(np.abs(r0))):.3g}); rescale the data or give --weight")
     sol = least_squares(fun, x0 / scale, jac="2-point", bounds=(lo / scale, hi / scale), diff_step=diff_step,
