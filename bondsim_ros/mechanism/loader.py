@@ -39,6 +39,7 @@ MAX_JOINTS = 5000  # URDF joints of the whole mechanism
 MAX_SHAPES = 20000  # placed geometry instances of the whole mechanism (after assembly expansion)
 MAX_POINTS = 2000  # <point>s of one body of revolution
 MAX_NUMBER = 1e9  # magnitude of any number attribute (lengths, angles, masses, limits)
+MAX_NAME = 200  # characters of a name, id, prefix or reference (file names are built from them)
 
 # element -> (required attributes, optional attributes)
 ATTRIBUTES = {
@@ -160,6 +161,8 @@ class FileContext:
 
     def register(self, node: Node) -> str:
         ident = node.attrs["id"]
+        if len(ident) > MAX_NAME:
+            raise node.error(f"id of {len(ident)} characters, above the limit of {MAX_NAME} (MAX_NAME)")
         if ident in self.ids:
             first = self.ids[ident]
             raise node.error(f"duplicate id '{ident}' (first used on line {first.line} by <{first.tag}>)")
@@ -208,6 +211,8 @@ class Loader:
 
     def find(self, ref: Node, chain: list) -> Path:
         name = ref.attrs["name"]
+        if len(name) > MAX_NAME or len(ref.attrs.get("prefix", "")) > MAX_NAME:
+            raise ref.error(f"reference name or prefix above the limit of {MAX_NAME} characters (MAX_NAME)")
         if (not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
                 or os.path.isabs(name)):
             raise ref.error(f"bad reference name {name!r}: a plain file name without folders, '..' or an "
@@ -226,7 +231,11 @@ class Loader:
                 continue
             seen.append(folder)
             candidate = folder / f"{name}.xml"
-            if candidate.is_file():
+            try:
+                found = candidate.is_file()
+            except OSError:  # e.g. a name the file system cannot hold
+                found = False
+            if found:
                 if not _inside(candidate, self.roots):
                     raise ref.error(f"{candidate} resolves to {os.path.realpath(candidate)}, outside the "
                                     f"project's folders ({', '.join(map(str, self.roots[:1]))} and "
@@ -640,6 +649,8 @@ def _name(node: Node, attr: str) -> str:
     value = node.attrs[attr]
     if not value or any(c.isspace() for c in value):
         raise node.error(f"bad {attr} {value!r} (a name must be non-empty and contain no white space)")
+    if len(value) > MAX_NAME:
+        raise node.error(f"{attr} of {len(value)} characters, above the limit of {MAX_NAME} (MAX_NAME)")
     return value
 
 

@@ -122,6 +122,15 @@ def fmts(values) -> str:
     return " ".join(fmt(v) for v in values)
 
 
+def file_stem(text: str, limit: int = 120) -> str:
+    """A file-name-safe stem from names and ids: other characters become '_', and a long one is
+    cut and made unique by a hash (file systems take 255 bytes per name)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+    if len(safe) <= limit:
+        return safe
+    return safe[: limit - 13] + "_" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 class MeshStore:
     """Generated and copied meshes, deduplicated by content, named after file and element id."""
 
@@ -134,10 +143,10 @@ class MeshStore:
         digest = hashlib.sha256(data).hexdigest()
         if digest in self.by_hash:
             return self.by_hash[digest]
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", stem) + ".stl"
+        name = file_stem(stem) + ".stl"
         k = 2
         while name in self.files:
-            name = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', stem)}_{k}.stl"
+            name = f"{file_stem(stem)}_{k}.stl"
             k += 1
         self.files[name] = data
         self.by_hash[digest] = f"{self.rel_dir}/{name}"
@@ -364,9 +373,9 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     units = mech.robots if in_project else mech.units
     for k, unit in enumerate(units):
         graph = robot_graph(unit, keep_virtual=keep_virtual, in_project=in_project, warnings=result.warnings)
-        target = out if len(units) == 1 else folder / f"{stem}_{unit.prefix}{unit.name}{suffix}"
+        target = out if len(units) == 1 else folder / f"{file_stem(f'{stem}_{unit.prefix}{unit.name}')}{suffix}"
         if target in documents:
-            target = folder / f"{stem}_{unit.prefix}{unit.name}_{k + 1}{suffix}"
+            target = folder / f"{file_stem(f'{stem}_{unit.prefix}{unit.name}')}_{k + 1}{suffix}"
         documents[target] = URDFWriter(meshes, xacro=xacro, mesh_uri=mesh_uri, source=source).document(graph)
         result.robots.append(dict(name=unit.name, prefix=unit.prefix, urdf=str(target), root=graph.root,
                                   initial_pose=graph.initial_pose, dropped=graph.dropped))
