@@ -1,5 +1,5 @@
 """Fuzzing the mechanism XML path (issue 15): random mutations of the packaged mechanism files
-(urdf/**/*.xml) go through xml2urdf in-process. Every case must end in a written URDF that
+(urdf/**/*.xml) go through xml2urdf in-process (and, for a sample, render). Every case must end in a written URDF that
 check_urdf accepts (checked for a sample, through xacro for the xacro ones) or a MechanismError
 -- never another exception, never a hang.
 
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from bondsim_ros.mechanism import MechanismError, to_urdf
+from bondsim_ros.mechanism.render import RenderError, render
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "urdf").glob("**/*.xml"))
@@ -166,6 +167,18 @@ def test_fuzz_mechanism_xml_to_urdf(tmp_path):
             outcomes["ok"] += 1
             if CHECK_URDF and outcomes["ok"] % 2 == 1:  # a sample: check_urdf takes a while per file
                 check_output(result.files, xacro_mode, work)
+            if outcomes["ok"] % 3 == 1:  # and render's loader and framing, small
+                signal.alarm(CASE_SECONDS)
+                try:
+                    render(entry, work / "r.png", size=(64, 48), progress=False)
+                except (MechanismError, RenderError):
+                    pass
+                except CaseTimeout:
+                    pytest.fail(f"{label}: render: no result within {CASE_SECONDS} s")
+                except Exception as exc:  # noqa: BLE001
+                    pytest.fail(f"{label}: render: {type(exc).__name__}: {exc}")
+                finally:
+                    signal.alarm(0)
             shutil.rmtree(work)
     finally:
         signal.signal(signal.SIGALRM, old)

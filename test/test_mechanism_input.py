@@ -333,3 +333,10 @@ def test_render_output_that_is_a_directory_is_refused(tmp_path, capsys):
     src.write_text(robot())
     (tmp_path / "r.png").mkdir()
     refused(capsys, ["render", str(src), "-o", str(tmp_path / "r.png"), "-q"], "-o", "is a directory")
+
+
+def test_render_large_object_alone(tmp_path):
+    """The packaged 6.4 m ground drawn on its own (found by fuzzing: subdivision ran out of rounds)."""
+    ground = Path(__file__).resolve().parents[1] / "urdf" / "robotino" / "objects" / "Ground.xml"
+    assert main(["render", str(ground), "-o", str(tmp_path / "g.png"), "--size", "80x60", "-q"]) == 0
+    assert (tmp_path / "g.png").stat().st_size > 0

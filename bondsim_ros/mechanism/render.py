@@ -67,7 +67,10 @@ def _from_xml(path, search_path) -> Drawing:
                     continue
                 mesh = shape_mesh(shape, sections=20)
                 if not static:  # short edges keep matplotlib's per-triangle depth sort right
-                    v, f = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=0.03, max_iter=6)
+                    # 3 cm, or 1/48 of a large shape's longest edge: six halvings (1/64) always
+                    # reach it (a 6 m floor drawn alone exceeded subdivide_to_size's max_iter)
+                    edge = max(0.03, float(np.max(mesh.edges_unique_length, initial=0.0)) / 48)
+                    v, f = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=edge, max_iter=6)
                     mesh = trimesh.Trimesh(v, f, process=False)
                 v = (shape.origin[:3, :3] @ mesh.vertices.T).T + shape.origin[:3, 3]
                 items.append(Item(link.name, v, np.asarray(mesh.faces), np.array(shape.color or DEFAULT_RGBA), static))
