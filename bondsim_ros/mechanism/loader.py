@@ -193,10 +193,21 @@ class Loader:
         self.joint_names: dict[str, Node] = {}  # all joint names of the mechanism, for uniqueness
         self.roots: list[Path] = []  # real paths of the folders references and parts may resolve into
         self.n_links = self.n_edges = self.n_shapes = 0
+        self.found: dict[tuple, Path] = {}
+        self.realpaths: dict[str, str] = {}
+        self.unit_links: dict = {"world": None}  # over the units loaded so far, for _check_unique
+        self.unit_joints: dict = {}
 
     # -- files -------------------------------------------------------------------------
+    def real(self, path) -> str:
+        """os.path.realpath, remembered: a large mechanism resolves the same few files often."""
+        key = str(path)
+        if key not in self.realpaths:
+            self.realpaths[key] = os.path.realpath(key)
+        return self.realpaths[key]
+
     def read(self, path: Path) -> Node:
-        key = os.path.realpath(path)
+        key = self.real(path)
         if key not in self.cache:
             try:
                 size = os.stat(path).st_size
@@ -210,6 +221,13 @@ class Loader:
         return self.cache[key]
 
     def find(self, ref: Node, chain: list) -> Path:
+        # the same file is referenced many times in a large mechanism: search once per place
+        key = (ref.file, ref.attrs["name"], chain[0] if chain else None)
+        if key not in self.found:
+            self.found[key] = self._find(ref, chain)
+        return self.found[key]
+
+    def _find(self, ref: Node, chain: list) -> Path:
         name = ref.attrs["name"]
         if len(name) > MAX_NAME or len(ref.attrs.get("prefix", "")) > MAX_NAME:
             raise ref.error(f"reference name or prefix above the limit of {MAX_NAME} characters (MAX_NAME)")
@@ -269,30 +287,23 @@ class Loader:
                 if sub.tag != child.tag:
                     raise child.error(f"{target.name} holds a <{sub.tag}> root, not a <{child.tag}>")
                 self._check_cycle(child, target, chain)
-                unit = self._unit(sub, target, child.attrs.get("prefix", ""), base, chain + [os.path.realpath(target)])
+                unit = self._unit(sub, target, child.attrs.get("prefix", ""), base, chain + [self.real(target)])
                 unit.line = child.line
-                self._check_unique(mech, unit, child)
+                self._check_unique(unit, child)
                 mech.units.append(unit)
         else:
             unit = self._unit(root, path, "", np.eye(4), chain)
-            self._check_unique(mech, unit, root)
+            self._check_unique(unit, root)
             mech.units.append(unit)
         return mech
 
-    @staticmethod
-    def _check_unique(mech: Mechanism, unit: Unit, ref: Node) -> None:
+    def _check_unique(self, unit: Unit, ref: Node) -> None:
         """Link and joint names are unique over the whole mechanism: the scene URDF holds every
         object, and robots share one tf tree. 'world' and ROOT_base are the converter's own."""
         if f"{unit.root_link}_base" in unit.edge_names:
             raise ref.error(f"joint name '{unit.root_link}_base' is reserved (the converter's fixed joint to the "
                             f"root link)")
-        links = {"world": None}
-        joints = {}
-        for other in mech.units:
-            for name in other.links:
-                links[name] = other
-            for name in list(other.edge_names) + [f"{other.root_link}_base"]:
-                joints[name] = other
+        links, joints = self.unit_links, self.unit_joints  # name -> unit (None: the converter's)
         where = lambda other: ("the converter's world frame" if other is None else  # noqa: E731
                                f"also made by the reference on line {other.line}")
         for name in unit.links:
@@ -303,6 +314,8 @@ class Loader:
             if name in joints:
                 raise ref.error(f"duplicate joint name '{name}' ({where(joints[name])}; give each reference "
                                 f"a distinct prefix)")
+        links.update(dict.fromkeys(unit.links, unit))
+        joints.update(dict.fromkeys(list(unit.edge_names) + [f"{unit.root_link}_base"], unit))
 
     def _part_file(self, node: Node, ctx: FileContext) -> str:
         """The part's mesh file: relative to the XML file, inside the project's folders, an STL."""
@@ -332,7 +345,7 @@ class Loader:
         return str(file)
 
     def _check_cycle(self, ref: Node, target: Path, chain: list) -> None:
-        key = os.path.realpath(target)
+        key = self.real(target)
         if key in chain:
             names = " -> ".join(Path(c).name for c in chain[chain.index(key):] + [key])
             raise ref.error(f"reference cycle: {names}")
@@ -640,7 +653,7 @@ class Loader:
         root_link = sub.prefix + _name(root, "name")
         self._add_link(unit, Link(root_link, file=str(target), line=root.line), ref)
         self._add_edge(unit, Edge(f"{root_link}_base", "fixed", link_name, root_link, base, role="attach"), ref)
-        self._body(root, root.children, root_link, unit, sub, chain + [os.path.realpath(target)], at_root=True,
+        self._body(root, root.children, root_link, unit, sub, chain + [self.real(target)], at_root=True,
                    depth=depth)
 
 
