@@ -190,3 +190,16 @@ def test_overflowing_sums_are_not_convergence(motor_model, tmp_path, capsys):
     refused(capsys, ["fit", str(motor_model), str(data), *FIT, "--weight", "current=1e100", "--json", str(out)],
             "overflows at the initial parameters")
     assert not out.exists()
+
+
+def test_outputs_over_the_inputs_are_refused(tmp_path, capsys):
+    data = _data(tmp_path / "d.csv", [[0.0, 24.0, 0.0], [0.1, 24.0, 1.0]])
+    before = data.read_bytes()
+    refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--csv", str(data)], "--csv and DATA.csv name the same file")
+    assert data.read_bytes() == before
+    bag = write_bag(tmp_path / "b", [], [(T0 + k, T0 + k, (1, 2, 3)) for k in range(3)])
+    mcap = next(bag.glob("*.mcap"))
+    size = mcap.stat().st_size
+    refused(capsys, ["bag2csv", str(mcap), "-o", str(mcap), "--no-odom"], "is the bag itself")
+    assert mcap.stat().st_size == size
+    refused(capsys, bag2csv(bag, tmp_path / "o.csv", "--wheel-sign", "nan"), "--wheel-sign nan")

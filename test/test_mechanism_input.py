@@ -340,3 +340,11 @@ def test_render_large_object_alone(tmp_path):
     ground = Path(__file__).resolve().parents[1] / "urdf" / "robotino" / "objects" / "Ground.xml"
     assert main(["render", str(ground), "-o", str(tmp_path / "g.png"), "--size", "80x60", "-q"]) == 0
     assert (tmp_path / "g.png").stat().st_size > 0
+
+
+def test_output_over_the_input_is_refused(tmp_path, capsys):
+    src = tmp_path / "R.xml"
+    src.write_text(robot())
+    before = src.read_bytes()
+    refused(capsys, ["xml2urdf", str(src), "-o", str(src)], "refusing to write", "one of the input files")
+    assert src.read_bytes() == before

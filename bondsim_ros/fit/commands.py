@@ -113,7 +113,7 @@ def cmd_fit(args) -> int:
     given = [(opt, path) for opt, path in outputs if path]
     for opt, path in given:  # before the (slow) work: nothing computed for nothing
         check_output(path, opt)
-    resolved = [(opt, str(Path(path).resolve())) for opt, path in given]
+    resolved = [("DATA.csv", str(Path(args.data).resolve()))] + [(opt, str(Path(path).resolve())) for opt, path in given]
     for i, (opt, path) in enumerate(resolved):
         for opt2, path2 in resolved[:i]:
             if path == path2:
@@ -188,6 +188,10 @@ def cmd_bag2csv(args) -> int:
     from .core import FitError
 
     check_output(args.output, "-o")
+    if Path(args.output).resolve() == Path(args.bag).resolve():
+        raise CLIError(f"-o {args.output} is the bag itself")
+    if args.wheel_sign is not None and not (math.isfinite(args.wheel_sign) and args.wheel_sign != 0):
+        raise CLIError(f"--wheel-sign {args.wheel_sign}: give a finite, non-zero factor (usually 1 or -1)")
     cfg_path = args.bridge_config or share_file("config", "robotino_bridge.yaml")
     try:
         with open(cfg_path, encoding="utf-8") as fh:

@@ -393,8 +393,24 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     payload = {p: text.encode() for p, text in documents.items()}
     for name, data in meshes.files.items():
         payload[folder / stem / "meshes" / name] = data
+    # never overwrite what the conversion reads (-o FILE.xml, meshes over a part)
+    sources = {os.path.realpath(mech.file)} | {os.path.realpath(f) for f in _source_files(mech)}
+    for target in payload:
+        if os.path.realpath(target) in sources:
+            raise MechanismError(f"refusing to write {target}: it is one of the input files")
     result.files = write_atomically(payload)
     return result
+
+
+def _source_files(mech: Mechanism) -> set:
+    files = set()
+    for unit in mech.units:
+        files.add(unit.file)
+        for link in unit.links.values():
+            if link.file:
+                files.add(link.file)
+            files.update(s.part_file for s in link.shapes if s.part_file)
+    return files
 
 
 def write_atomically(payload: dict) -> list:
