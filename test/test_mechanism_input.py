@@ -348,3 +348,19 @@ def test_output_over_the_input_is_refused(tmp_path, capsys):
     before = src.read_bytes()
     refused(capsys, ["xml2urdf", str(src), "-o", str(src)], "refusing to write", "one of the input files")
     assert src.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["1R", "-x", "\u00c4rm", "_"])
+def test_xacro_macro_name_is_an_xml_name(tmp_path, name):
+    """The macro is called as an element <xacro:NAME>: a robot named '1R' gave unparsable xacro."""
+    xacro = pytest.importorskip("xacro")
+    src = tmp_path / "R.xml"
+    src.write_text(robot(name=name))
+    out = tmp_path / "r.urdf.xacro"
+    to_urdf(src, out, xacro=True)
+    doc = xacro.process_file(str(out)).toxml()
+    assert f'<robot name="{name}">' in doc
+    if CHECK_URDF:
+        urdf = tmp_path / "r.urdf"
+        urdf.write_text(doc)
+        check_urdf(urdf)

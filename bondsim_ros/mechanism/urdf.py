@@ -300,6 +300,8 @@ class URDFWriter:
         if not self.xacro:
             return head + f"<robot name={quoteattr(graph.name)}>\n{body}</robot>\n"
         macro = re.sub(r"[^A-Za-z0-9_]", "_", graph.name)
+        if not macro[:1].isalpha():  # the macro call is an element name: it must start with a letter
+            macro = "m_" + macro
         body = "".join("  " + line if line.strip() else line for line in body.splitlines(True))
         return (head + f'<robot name={self.text(graph.name)} xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
                 '  <!-- prefix: prepended to every link and joint name (several robots in one tree);\n'
