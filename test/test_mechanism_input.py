@@ -364,3 +364,9 @@ def test_xacro_macro_name_is_an_xml_name(tmp_path, name):
         urdf = tmp_path / "r.urdf"
         urdf.write_text(doc)
         check_urdf(urdf)
+
+
+def test_prefix_with_white_space_is_refused(tmp_path, capsys):
+    src = _project(tmp_path, ['<object name="Box" prefix="a_"/>', '<object name="Box" prefix="b c"/>'])
+    refused(capsys, ["xml2urdf", str(src), "-o", str(tmp_path / "o" / "p.urdf")], "P.xml:3: <object>:",
+            "bad prefix 'b c'", nothing=tmp_path / "o")

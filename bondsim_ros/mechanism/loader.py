@@ -221,6 +221,9 @@ class Loader:
         return self.cache[key]
 
     def find(self, ref: Node, chain: list) -> Path:
+        prefix = ref.attrs.get("prefix", "")
+        if len(prefix) > MAX_NAME or any(c.isspace() for c in prefix):
+            raise ref.error(f"bad prefix {prefix[:40]!r} (no white space, at most {MAX_NAME} characters)")
         # the same file is referenced many times in a large mechanism: search once per place
         key = (ref.file, ref.attrs["name"], chain[0] if chain else None)
         if key not in self.found:
@@ -229,8 +232,8 @@ class Loader:
 
     def _find(self, ref: Node, chain: list) -> Path:
         name = ref.attrs["name"]
-        if len(name) > MAX_NAME or len(ref.attrs.get("prefix", "")) > MAX_NAME:
-            raise ref.error(f"reference name or prefix above the limit of {MAX_NAME} characters (MAX_NAME)")
+        if len(name) > MAX_NAME:
+            raise ref.error(f"reference name above the limit of {MAX_NAME} characters (MAX_NAME)")
         if (not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
                 or os.path.isabs(name)):
             raise ref.error(f"bad reference name {name!r}: a plain file name without folders, '..' or an "
