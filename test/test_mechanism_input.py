@@ -182,14 +182,18 @@ def test_deep_assembly_chain_is_refused(tmp_path):
     _quick_refusal(src, f"nested more than {mech_loader.MAX_ASSEMBLY_DEPTH} deep (size limit MAX_ASSEMBLY_DEPTH)")
 
 
-def test_deeply_nested_joints_are_refused(tmp_path):
-    n = 3000
+@pytest.mark.parametrize("n,fragment,line", [
+    (300, f"joints and attached objects are nested more than {mech_loader.MAX_DEPTH} deep (size limit MAX_DEPTH)",
+     mech_loader.MAX_DEPTH + 2),
+    (3000, "elements nested more than 1000 deep (size limit MAX_XML_DEPTH)", 1000),  # the issue's case
+])
+def test_deeply_nested_joints_are_refused(tmp_path, n, fragment, line):
     opening = "".join(f'<joint name="j{k}"><drive type="revolute_z"/><link id="l{k}" name="l{k}"/>\n'
                       for k in range(n))
     src = tmp_path / "Snake.xml"
     src.write_text(f'<robot id="r" name="R">\n{opening}{"</joint>" * n}\n</robot>\n')
-    exc = _quick_refusal(src, f"nested more than {mech_loader.MAX_DEPTH} deep (size limit MAX_DEPTH)")
-    assert exc.line == mech_loader.MAX_DEPTH + 2 and exc.element == "joint"
+    exc = _quick_refusal(src, fragment)
+    assert exc.line == line
 
 
 def test_fan_out_through_object_references_is_refused(tmp_path):
@@ -370,3 +374,14 @@ def test_prefix_with_white_space_is_refused(tmp_path, capsys):
     src = _project(tmp_path, ['<object name="Box" prefix="a_"/>', '<object name="Box" prefix="b c"/>'])
     refused(capsys, ["xml2urdf", str(src), "-o", str(tmp_path / "o" / "p.urdf")], "P.xml:3: <object>:",
             "bad prefix 'b c'", nothing=tmp_path / "o")
+
+
+@pytest.mark.parametrize("body,fragment", [
+    ("<a/>" * 250_000, "more than 200000 elements in one file (size limit MAX_ELEMENTS)"),
+    ("<a>" * 5000 + "</a>" * 5000, "nested more than 1000 deep (size limit MAX_XML_DEPTH)"),
+])
+def test_many_or_deep_elements_are_refused_while_parsing(tmp_path, body, fragment):
+    """Within the byte limit, elements cost memory: a million <a/> would take gigabytes as nodes."""
+    src = tmp_path / "Many.xml"
+    src.write_text(f'<robot id="r" name="R">{body}</robot>')
+    _quick_refusal(src, fragment)
