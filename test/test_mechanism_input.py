@@ -385,3 +385,15 @@ def test_many_or_deep_elements_are_refused_while_parsing(tmp_path, body, fragmen
     src = tmp_path / "Many.xml"
     src.write_text(f'<robot id="r" name="R">{body}</robot>')
     _quick_refusal(src, fragment)
+
+
+def test_render_refuses_over_its_triangle_limit(tmp_path, capsys, monkeypatch):
+    from bondsim_ros.mechanism import render as render_mod
+
+    monkeypatch.setattr(render_mod, "MAX_TRIANGLES", 100)  # the limit's path, on a small file
+    src = tmp_path / "R.xml"
+    src.write_text(robot().replace('    <render ref', '    <sphere id="s" radius="1"/><render ref="s" color="blue"/>\n'
+                                                 '    <render ref'))
+    out = tmp_path / "r.png"
+    refused(capsys, ["render", str(src), "-o", str(out), "-q"], "more than 100 triangles to draw",
+            "MAX_TRIANGLES", nothing=out)

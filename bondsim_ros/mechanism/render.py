@@ -30,6 +30,8 @@ FOLLOW_FILL = 1.4  # follow view: the 2 m floor window overfills the width, so t
 BASE_COLUMNS = {"x": 0, "y": 1, "phi": 2}  # CSV base pose -> the planar virtual joints
 DEFAULT_RGBA = (0.7, 0.7, 0.7, 1.0)  # shapes of a mechanism without any <render> element
 MAX_SIDE = 8192  # largest image width or height [px]
+MAX_TRIANGLES = 1_000_000  # drawn triangles of a mechanism (matplotlib draws each as a polygon)
+SUBDIVIDE_BUDGET = 400_000  # triangles the depth-sort subdivision may add up to; beyond it shapes stay coarse
 
 
 class RenderError(Exception):
@@ -59,6 +61,7 @@ def _from_xml(path, search_path) -> Drawing:
     items = []
     # <render> is optional: a mechanism that colours nothing is drawn whole, in grey
     any_color = any(shape.color is not None for link in mech.links().values() for shape in link.shapes)
+    total = 0
     for unit in mech.units:
         static = unit.kind == "object" and mech.kind == "project"
         for link in unit.links.values():
@@ -69,9 +72,17 @@ def _from_xml(path, search_path) -> Drawing:
                 if not static:  # short edges keep matplotlib's per-triangle depth sort right
                     # 3 cm, or 1/48 of a large shape's longest edge: six halvings (1/64) always
                     # reach it (a 6 m floor drawn alone exceeded subdivide_to_size's max_iter)
-                    edge = max(0.03, float(np.max(mesh.edges_unique_length, initial=0.0)) / 48)
-                    v, f = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=edge, max_iter=6)
-                    mesh = trimesh.Trimesh(v, f, process=False)
+                    longest = float(np.max(mesh.edges_unique_length, initial=0.0))
+                    edge = max(0.03, longest / 48)
+                    rounds = int(np.ceil(np.log2(max(longest / edge, 1.0))))
+                    if total + len(mesh.faces) * 4 ** rounds <= SUBDIVIDE_BUDGET:  # each round: 4x
+                        v, f = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=edge,
+                                                                max_iter=6)
+                        mesh = trimesh.Trimesh(v, f, process=False)
+                total += len(mesh.faces)
+                if total > MAX_TRIANGLES:
+                    raise RenderError(f"{path}: more than {MAX_TRIANGLES} triangles to draw (render limit "
+                                      f"MAX_TRIANGLES); draw a part of the mechanism")
                 v = (shape.origin[:3, :3] @ mesh.vertices.T).T + shape.origin[:3, 3]
                 items.append(Item(link.name, v, np.asarray(mesh.faces), np.array(shape.color or DEFAULT_RGBA), static))
     planar = list(mech.robots[0].planar) if mech.robots and mech.robots[0].planar else []
