@@ -27,7 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "urdf").glob("**/*.xml"))
 CASES = int(os.environ.get("BONDSIM_FUZZ_CASES", "25"))
 SEED = int(os.environ.get("BONDSIM_FUZZ_SEED", "15"))
-CASE_SECONDS = 60  # per case; a valid packaged file converts in about 1 s
+# per case: CPU time (a hang spins; the machine's load does not count) and, as a backstop,
+# wall time. A packaged file converts in about 1 s and renders in 1-2 s.
+CASE_CPU_SECONDS = 30
+CASE_WALL_SECONDS = 600
 CHECK_URDF = shutil.which("check_urdf")
 
 VALUES = ["", " ", "0", "-1", "1e308", "-1e308", "1e-320", "nan", "inf", "-inf", "1e200 1e200 0", "0 0 0", "x",
@@ -49,6 +52,16 @@ class CaseTimeout(Exception):
 
 def _on_alarm(signum, frame):
     raise CaseTimeout()
+
+
+def _arm():
+    signal.setitimer(signal.ITIMER_PROF, CASE_CPU_SECONDS)
+    signal.alarm(CASE_WALL_SECONDS)
+
+
+def _disarm():
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    signal.alarm(0)
 
 
 def mutate_tree(root: ET.Element, rng: random.Random) -> str:
@@ -128,7 +141,7 @@ def test_fuzz_mechanism_xml_to_urdf(tmp_path):
     assert SOURCES, "no packaged mechanism XML found"
     master = random.Random(SEED)
     outcomes = {"ok": 0, "refused": 0}
-    old = signal.signal(signal.SIGALRM, _on_alarm)
+    old = signal.signal(signal.SIGALRM, _on_alarm), signal.signal(signal.SIGPROF, _on_alarm)
     try:
         for case in range(CASES):
             seed = master.randrange(2**32)
@@ -152,7 +165,7 @@ def test_fuzz_mechanism_xml_to_urdf(tmp_path):
             xacro_mode = rng.random() < 0.3
             out = work / "out" / ("x.urdf.xacro" if xacro_mode else "x.urdf")
             label = f"case {case} (BONDSIM_FUZZ_SEED={SEED}, case seed {seed}): {entry.name} after {'; '.join(done)}"
-            signal.alarm(CASE_SECONDS)
+            _arm()
             try:
                 result = to_urdf(entry, out, xacro=xacro_mode)
             except MechanismError as exc:
@@ -161,28 +174,29 @@ def test_fuzz_mechanism_xml_to_urdf(tmp_path):
                 outcomes["refused"] += 1
                 continue
             except CaseTimeout:
-                pytest.fail(f"{label}: no result within {CASE_SECONDS} s")
+                pytest.fail(f"{label}: no result within {CASE_CPU_SECONDS} s of CPU time")
             except Exception as exc:  # noqa: BLE001 - the finding: anything but a MechanismError
                 pytest.fail(f"{label}: {type(exc).__name__}: {exc}")
             finally:
-                signal.alarm(0)
+                _disarm()
             outcomes["ok"] += 1
             if CHECK_URDF:
                 check_output(result.files, xacro_mode, work)
             if outcomes["ok"] % 3 == 1:  # and render's loader and framing, small
-                signal.alarm(CASE_SECONDS)
+                _arm()
                 try:
                     render(entry, work / "r.png", size=(64, 48), progress=False)
                 except (MechanismError, RenderError):
                     pass
                 except CaseTimeout:
-                    pytest.fail(f"{label}: render: no result within {CASE_SECONDS} s")
+                    pytest.fail(f"{label}: render: no result within {CASE_CPU_SECONDS} s of CPU time")
                 except Exception as exc:  # noqa: BLE001
                     pytest.fail(f"{label}: render: {type(exc).__name__}: {exc}")
                 finally:
-                    signal.alarm(0)
+                    _disarm()
             shutil.rmtree(work)
     finally:
-        signal.signal(signal.SIGALRM, old)
+        signal.signal(signal.SIGALRM, old[0])
+        signal.signal(signal.SIGPROF, old[1])
     assert sum(outcomes.values()) == CASES
     print(f"fuzz: {outcomes}")
