@@ -203,3 +203,19 @@ def test_outputs_over_the_inputs_are_refused(tmp_path, capsys):
     refused(capsys, ["bag2csv", str(mcap), "-o", str(mcap), "--no-odom"], "is the bag itself")
     assert mcap.stat().st_size == size
     refused(capsys, bag2csv(bag, tmp_path / "o.csv", "--wheel-sign", "nan"), "--wheel-sign nan")
+
+
+def test_unwritable_output_folder_is_refused(tmp_path, capsys):
+    import os
+
+    data = _data(tmp_path / "d.csv", [[0.0, 24.0, 0.0], [0.1, 24.0, 1.0]])
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    if os.access(ro, os.W_OK):  # root ignores the mode; /proc/sys refuses writes even to root
+        ro = Path("/proc/sys")
+    if os.access(ro, os.W_OK):
+        pytest.skip("no unwritable folder available")
+    target = ro / "fit.json"
+    refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--json", str(target)], f"the folder {ro} is not writable")
+    assert not target.exists()
