@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import frames
-from .geometry import shape_mesh
+from .geometry import geometry_key, shape_mesh
 from .loader import load_mechanism
 from .model import forward_kinematics
 
@@ -62,13 +62,17 @@ def _from_xml(path, search_path) -> Drawing:
     # <render> is optional: a mechanism that colours nothing is drawn whole, in grey
     any_color = any(shape.color is not None for link in mech.links().values() for shape in link.shapes)
     total = 0
+    meshes = {}  # geometry_key -> mesh: instances of one element share it (read only below)
     for unit in mech.units:
         static = unit.kind == "object" and mech.kind == "project"
         for link in unit.links.values():
             for shape in link.shapes:
                 if shape.color is None and any_color:
                     continue
-                mesh = shape_mesh(shape, sections=20)
+                key = geometry_key(shape)
+                if key not in meshes:
+                    meshes[key] = shape_mesh(shape, sections=20)
+                mesh = meshes[key]
                 if not static:  # short edges keep matplotlib's per-triangle depth sort right
                     # 3 cm, or 1/48 of a large shape's longest edge: six halvings (1/64) always
                     # reach it (a 6 m floor drawn alone exceeded subdivide_to_size's max_iter)

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import frames
 from .errors import MechanismError
-from .geometry import link_inertial, shape_mesh, stl_bytes
+from .geometry import geometry_key, link_inertial, mesh_stl
 from .loader import load_mechanism
 from .model import Edge, Link, Mechanism, Unit
 
@@ -138,6 +138,15 @@ class MeshStore:
         self.rel_dir = rel_dir  # relative to the URDF folder, with '/'
         self.files: dict[str, bytes] = {}  # file name -> bytes
         self.by_hash: dict[str, str] = {}
+        self.by_geometry: dict[tuple, str] = {}  # geometry_key -> path: instances are not re-read or re-hashed
+
+    def add_shape(self, shape) -> str:
+        """The mesh file of a cone, revolution or part shape (generated or copied), once per geometry."""
+        key = geometry_key(shape)
+        if key not in self.by_geometry:
+            data = Path(shape.part_file).read_bytes() if shape.kind == "part" else mesh_stl(key)
+            self.by_geometry[key] = self.add(f"{shape.source_stem}_{shape.id}", data)
+        return self.by_geometry[key]
 
     def add(self, stem: str, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
@@ -215,10 +224,10 @@ class URDFWriter:
         elif shape.kind == "sphere":
             g = f'<sphere radius="{fmt(shape.size[0])}"/>'
         elif shape.kind == "part":
-            rel = self.meshes.add(f"{shape.source_stem}_{shape.id}", Path(shape.part_file).read_bytes())
+            rel = self.meshes.add_shape(shape)
             g = f'<mesh filename={self.mesh_ref(rel)} scale="{fmts(shape.scale)}"/>'
         else:  # cone, revolution: generated in SI, no scale
-            rel = self.meshes.add(f"{shape.source_stem}_{shape.id}", stl_bytes(shape_mesh(shape)))
+            rel = self.meshes.add_shape(shape)
             g = f"<mesh filename={self.mesh_ref(rel)}/>"
         return f"{indent}<geometry>\n{indent}  {g}\n{indent}</geometry>\n", origin
 
@@ -337,12 +346,8 @@ def markers(graph: Graph, meshes: MeshStore, mesh_uri: str) -> list:
             elif shape.kind == "sphere":
                 item.update(type="sphere", scale=[2 * shape.size[0]] * 3)
             else:
-                if shape.kind == "part":
-                    rel = meshes.add(f"{shape.source_stem}_{shape.id}", Path(shape.part_file).read_bytes())
-                    scale = list(shape.scale)
-                else:
-                    rel = meshes.add(f"{shape.source_stem}_{shape.id}", stl_bytes(shape_mesh(shape)))
-                    scale = [1.0, 1.0, 1.0]
+                rel = meshes.add_shape(shape)
+                scale = list(shape.scale) if shape.kind == "part" else [1.0, 1.0, 1.0]
                 item.update(type="mesh", scale=scale, mesh=rel, mesh_resource=mesh_uri + rel)
             out.append(item)
     return out
