@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import struct
 
 import numpy as np
@@ -76,11 +77,15 @@ def shape_mass_properties(shape: Shape):
 def geometry_key(shape: Shape) -> tuple:
     """What a shape's mesh depends on (not its placement): instances of one element share it."""
     pts = None if shape.points is None else np.asarray(shape.points, float).tobytes()
-    return (shape.kind, tuple(shape.size), pts, shape.part_file, tuple(shape.scale))
+    stamp = None
+    if shape.part_file:  # a part edited between two conversions in one process is read again
+        st = os.stat(shape.part_file)
+        stamp = (st.st_mtime_ns, st.st_size)
+    return (shape.kind, tuple(shape.size), pts, shape.part_file, tuple(shape.scale), stamp)
 
 
 def _shape_of(key: tuple) -> Shape:
-    kind, size, pts, part_file, scale = key
+    kind, size, pts, part_file, scale, _ = key
     points = None if pts is None else np.frombuffer(pts, float).reshape(-1, 2)
     return Shape("", kind, size=size, points=points, part_file=part_file, scale=scale)
 
