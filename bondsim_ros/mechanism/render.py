@@ -468,7 +468,11 @@ def _progress(total, enabled):
 
 
 def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
+    """Write the frames to ``out`` (.mp4, falling back to .gif; .gif), each file under a
+    temporary name first, so an interrupted render leaves no partial video."""
     from PIL import Image
+
+    from bondsim_ros.outfiles import atomic_path
 
     with _progress(total, progress) as bar:
         task = bar.add_task("frames", total=total)
@@ -485,13 +489,14 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
 
                 first = next(frames_seq)
                 h, w = first.shape[:2]
-                writer = imageio_ffmpeg.write_frames(str(out), (w, h), fps=fps, codec="libx264", pix_fmt_out="yuv420p",
-                                                     macro_block_size=8, quality=7)
-                writer.send(None)
-                writer.send(np.ascontiguousarray(first))
-                for f in frames_seq:
-                    writer.send(np.ascontiguousarray(f))
-                writer.close()
+                with atomic_path(out) as tmp:
+                    writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264",
+                                                         pix_fmt_out="yuv420p", macro_block_size=8, quality=7)
+                    writer.send(None)
+                    writer.send(np.ascontiguousarray(first))
+                    for f in frames_seq:
+                        writer.send(np.ascontiguousarray(f))
+                    writer.close()
                 return str(out)
             except (ImportError, RuntimeError, OSError) as exc:
                 gif = out.with_suffix(".gif")
@@ -501,5 +506,7 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
                 images = ([first] if "first" in locals() else []) + rest
                 frames_seq = iter(images)
         images = [Image.fromarray(f) for f in frames_seq]
-        images[0].save(out, save_all=True, append_images=images[1:], duration=max(1, round(1000 / fps)), loop=0)
+        with atomic_path(out) as tmp:
+            images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
+                           duration=max(1, round(1000 / fps)), loop=0)
     return str(out)
