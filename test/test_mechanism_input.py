@@ -397,3 +397,29 @@ def test_render_refuses_over_its_triangle_limit(tmp_path, capsys, monkeypatch):
     out = tmp_path / "r.png"
     refused(capsys, ["render", str(src), "-o", str(out), "-q"], "more than 100 triangles to draw",
             "MAX_TRIANGLES", nothing=out)
+
+
+@pytest.mark.parametrize("suffix", [".gif", ".mp4", ".png"])
+def test_render_failing_midway_leaves_no_file(tmp_path, monkeypatch, suffix):
+    """Interrupted while drawing (here: the second frame fails): no partial video or image, and no
+    temporary file, is left in the output folder."""
+    from bondsim_ros.mechanism import render as render_mod
+
+    src = tmp_path / "R.xml"
+    src.write_text(robot())
+    csv_path = tmp_path / "j.csv"
+    csv_path.write_text("t,j1\n0,0\n0.1,0.5\n0.2,1\n")
+    real_draw, calls = render_mod.Renderer.draw, []
+
+    def draw(self, *a, **k):
+        calls.append(1)
+        if len(calls) == 2 or suffix == ".png":
+            raise KeyboardInterrupt
+        return real_draw(self, *a, **k)
+
+    monkeypatch.setattr(render_mod.Renderer, "draw", draw)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        render_mod.render(src, outdir / f"r{suffix}", joints_csv=csv_path, size=(80, 60), quiet=True)
+    assert list(outdir.iterdir()) == []

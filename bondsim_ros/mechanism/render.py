@@ -492,11 +492,13 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
                 with atomic_path(out) as tmp:
                     writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264",
                                                          pix_fmt_out="yuv420p", macro_block_size=8, quality=7)
-                    writer.send(None)
-                    writer.send(np.ascontiguousarray(first))
-                    for f in frames_seq:
-                        writer.send(np.ascontiguousarray(f))
-                    writer.close()
+                    try:
+                        writer.send(None)
+                        writer.send(np.ascontiguousarray(first))
+                        for f in frames_seq:
+                            writer.send(np.ascontiguousarray(f))
+                    finally:  # ffmpeg done with the file before it is renamed or removed
+                        writer.close()
                 return str(out)
             except (ImportError, RuntimeError, OSError) as exc:
                 gif = out.with_suffix(".gif")
