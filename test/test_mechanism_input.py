@@ -423,3 +423,28 @@ def test_render_failing_midway_leaves_no_file(tmp_path, monkeypatch, suffix):
     with pytest.raises(KeyboardInterrupt):
         render_mod.render(src, outdir / f"r{suffix}", joints_csv=csv_path, size=(80, 60), quiet=True)
     assert list(outdir.iterdir()) == []
+
+
+def test_render_urdf_reads_no_mesh_outside_its_folder(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    secret = elsewhere / "secret.stl"
+    secret.write_bytes((Path(__file__).parent / "data" / "mechanism" / "parts" / "tetra.stl").read_bytes())
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    urdf = folder / "e.urdf"
+    urdf.write_text(f'<robot name="e"><link name="a">\n'
+                    f'<visual><geometry><mesh filename="{secret}"/></geometry></visual>\n'
+                    f'<visual><geometry><mesh filename="../elsewhere/secret.stl"/></geometry></visual>\n'
+                    f'<visual><geometry><box size="1 1 1"/></geometry></visual>\n</link></robot>\n')
+    assert main(["render", str(urdf), "-o", str(tmp_path / "e.png"), "--size", "80x60", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("skipped (not a file of at most") == 2 and "secret.stl" in err
+
+
+def test_render_urdf_with_entities_is_refused(tmp_path, capsys):
+    urdf = tmp_path / "x.urdf"
+    urdf.write_text('<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/hostname">]>\n<robot name="&x;"><link name="a"/></robot>\n')
+    out = tmp_path / "x.png"
+    refused(capsys, ["render", str(urdf), "-o", str(out), "-q"], "x.urdf:1:", "DTDs and entities are not allowed",
+            nothing=out)

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import frames
 from .geometry import geometry_key, shape_mesh
-from .loader import load_mechanism
+from .loader import MAX_FILE_BYTES, MAX_PART_BYTES, load_mechanism
 from .model import forward_kinematics
 
 LIGHT = np.array([0.35, -0.45, 1.0]) / np.linalg.norm([0.35, -0.45, 1.0])
@@ -93,11 +93,46 @@ def _from_xml(path, search_path) -> Drawing:
     return Drawing(items, lambda q: forward_kinematics(mech, q), planar, [])
 
 
-def _from_urdf(path) -> Drawing:
+def _confined_mesh_handler(path):
+    """yourdfpy's file name resolution, kept to regular files of at most MAX_PART_BYTES inside the
+    URDF's folder: a shared URDF must not make render read /dev/zero or a file elsewhere."""
+    import os
+    from functools import partial
+
     import yourdfpy
 
+    folder = Path(os.path.realpath(Path(path).parent))
+    magic = partial(yourdfpy.filename_handler_magic, dir=str(Path(path).parent))
+
+    def handler(fname):
+        found = magic(fname=fname)
+        real = Path(os.path.realpath(found))
+        if (os.path.isfile(real) and (folder == real or folder in real.parents)
+                and real.stat().st_size <= MAX_PART_BYTES):
+            return str(real)
+        print(f"render: mesh {fname!r} skipped (not a file of at most {MAX_PART_BYTES} bytes inside {folder})",
+              file=sys.stderr)
+        return str(folder / ".skipped-by-bondsim" / Path(fname).name)  # no such file: yourdfpy skips it
+
+    return handler
+
+
+def _from_urdf(path) -> Drawing:
+    import os
+
+    import yourdfpy
+
+    from .xmlreader import parse_xml
+
     try:
-        robot = yourdfpy.URDF.load(str(path))
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise RenderError(f"{path}: cannot read the URDF ({exc.strerror})") from None
+    if size > MAX_FILE_BYTES:
+        raise RenderError(f"{path}: {size} bytes, above the limit of {MAX_FILE_BYTES} bytes")
+    parse_xml(Path(path).read_bytes(), str(path))  # DTDs, entities, size: refused before lxml reads it
+    try:
+        robot = yourdfpy.URDF.load(str(path), filename_handler=_confined_mesh_handler(path))
         scene = robot.scene
     except Exception as exc:  # noqa: BLE001 - lxml, yourdfpy and trimesh raise many types for a bad URDF
         raise RenderError(f"{path}: cannot read the URDF ({type(exc).__name__}: {exc})") from None
