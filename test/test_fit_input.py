@@ -114,7 +114,8 @@ def test_output_that_is_a_directory_leaves_nothing(tmp_path, capsys):
 def test_topic_of_the_wrong_type_is_named(tmp_path, capsys):
     bag = write_bag(tmp_path / "b", [], [(T0 + k, T0 + k, None) for k in range(3)], js_type="geometry_msgs/msg/Twist")
     out = tmp_path / "log.csv"
-    refused(capsys, bag2csv(bag, out), f"topic {JS} carries geometry_msgs/msg/Twist, expected sensor_msgs/msg/JointState")
+    refused(capsys, bag2csv(bag, out),
+            f"topic {JS} carries geometry_msgs/msg/Twist, expected sensor_msgs/msg/JointState")
     assert not out.exists()
 
 

@@ -38,8 +38,9 @@ VALUES = ["", " ", "0", "-1", "1e308", "-1e308", "1e-320", "nan", "inf", "-inf",
           "/etc/hostname", "../robots/Robotino", "a--b", "true", "maybe", "revolute_q", "spherical", "fixed",
           "prismatic_x", "mm", "km", "red", "0.5 0.5 0.5 2", "\u00e9\u202e", "a" * 3000, "\t", "-0", "1e9",
           "1e10", "360", "-90 90", "x y", "z"]
+# valid-looking values, so that mutated files also reach the writer
 PLAUSIBLE = ["0.1", "2", "-3.5", "45", "1e-3", "z", "y", "0 1 0", "1 1 1", "0.2 0.3 0.4", "false", "revolute_x",
-             "prismatic_z", "spherical", "fixed", "cm", "silver", "q1", "_", "1R", "r/"]  # valid-looking: reach the writer
+             "prismatic_z", "spherical", "fixed", "cm", "silver", "q1", "_", "1R", "r/"]
 TAGS = ["joint", "drive", "link", "cuboid", "cylinder", "sphere", "cone", "revolution", "point", "part", "assembly",
         "use", "render", "probe", "object", "robot", "base", "translation", "rotation", "project", "bogus"]
 ATTRS = ["id", "name", "ref", "type", "lower", "upper", "velocity", "effort", "virtual", "axis", "angle", "x", "y", "z",

@@ -444,7 +444,8 @@ def test_render_urdf_reads_no_mesh_outside_its_folder(tmp_path, capsys):
 
 def test_render_urdf_with_entities_is_refused(tmp_path, capsys):
     urdf = tmp_path / "x.urdf"
-    urdf.write_text('<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/hostname">]>\n<robot name="&x;"><link name="a"/></robot>\n')
+    urdf.write_text('<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/hostname">]>\n'
+                    '<robot name="&x;"><link name="a"/></robot>\n')
     out = tmp_path / "x.png"
     refused(capsys, ["render", str(urdf), "-o", str(out), "-q"], "x.urdf:1:", "DTDs and entities are not allowed",
             nothing=out)

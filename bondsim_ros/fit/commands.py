@@ -113,7 +113,7 @@ def cmd_fit(args) -> int:
     given = [(opt, path) for opt, path in outputs if path]
     for opt, path in given:  # before the (slow) work: nothing computed for nothing
         check_output(path, opt)
-    resolved = [("DATA.csv", str(Path(args.data).resolve()))] + [(opt, str(Path(path).resolve())) for opt, path in given]
+    resolved = [(opt, str(Path(path).resolve())) for opt, path in [("DATA.csv", args.data)] + given]
     for i, (opt, path) in enumerate(resolved):
         for opt2, path2 in resolved[:i]:
             if path == path2:
