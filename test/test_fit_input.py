@@ -220,3 +220,25 @@ def test_unwritable_output_folder_is_refused(tmp_path, capsys):
     target = ro / "fit.json"
     refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--json", str(target)], f"the folder {ro} is not writable")
     assert not target.exists()
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    ("robot_wheel_joints: 5", "robot_wheel_joints is 5, expected a list of joint names"),
+    ("robot_wheel_sign: abc", "robot_wheel_sign is 'abc', expected a finite, non-zero number"),
+    ("robot_cmd_vel: [1, 2]", "robot_cmd_vel is [1, 2], expected a topic name"),
+    ("robot_odom: 3", "robot_odom is 3, expected a topic name"),
+])
+def test_bad_bridge_config_values_are_named(tmp_path, capsys, bad, fragment):
+    import yaml
+
+    from bondsim_ros.paths import share_file
+
+    doc = yaml.safe_load(share_file("config", "robotino_bridge.yaml").read_text())
+    key, value = bad.split(": ")
+    doc["twin_bridge"]["ros__parameters"][key] = yaml.safe_load(value)
+    cfg = tmp_path / "bridge.yaml"
+    cfg.write_text(yaml.safe_dump(doc))
+    bag = write_bag(tmp_path / "b", [], [(T0 + k, T0 + k, (1, 2, 3)) for k in range(3)])
+    out = tmp_path / "o.csv"
+    refused(capsys, ["bag2csv", str(bag), "-o", str(out), "--bridge-config", str(cfg)], "bridge.yaml: ", fragment)
+    assert not out.exists()

@@ -198,13 +198,35 @@ def cmd_bag2csv(args) -> int:
             cfg = yaml.safe_load(fh)["twin_bridge"]["ros__parameters"]
     except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise CLIError(f"{cfg_path}: not a twin bridge parameter file ({exc})") from None
-    wheels = _split(args.wheel_joints) if args.wheel_joints else cfg.get("robot_wheel_joints")
-    odom = None if args.no_odom else (args.odom or cfg.get("robot_odom"))
+    if not isinstance(cfg, dict):
+        raise CLIError(f"{cfg_path}: not a twin bridge parameter file (twin_bridge.ros__parameters is not a mapping)")
+
+    def setting(value, key, check, want):
+        """A command-line value, else the bridge file's ``key``, checked by ``check``."""
+        if value is None:
+            value = cfg.get(key)
+            if not check(value):
+                raise CLIError(f"{cfg_path}: {key} is {value!r}, expected {want} (or give it on the command line)")
+        return value
+
+    def topic(v):
+        return isinstance(v, str) and v.strip() != ""
+
+    def sign(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v != 0
+
+    wheels = setting(_split(args.wheel_joints) if args.wheel_joints else None, "robot_wheel_joints",
+                     lambda v: isinstance(v, list) and all(topic(w) for w in v), "a list of joint names")
+    cmd_vel = setting(args.cmd_vel, "robot_cmd_vel", topic, "a topic name")
+    joint_states = setting(args.joint_states, "robot_joint_states", topic, "a topic name")
+    odom = None if args.no_odom else (args.odom or cfg.get("robot_odom"))  # none configured: no odometry
+    if odom is not None and not topic(odom):
+        raise CLIError(f"{cfg_path}: robot_odom is {odom!r}, expected a topic name (or give --odom/--no-odom)")
+    wheel_sign = args.wheel_sign if args.wheel_sign is not None else cfg.get("robot_wheel_sign", 1.0)
+    if not sign(wheel_sign):  # --wheel-sign was checked above: this is the file's
+        raise CLIError(f"{cfg_path}: robot_wheel_sign is {wheel_sign!r}, expected a finite, non-zero number")
     try:
-        log = bag_to_log(args.bag, args.cmd_vel or cfg.get("robot_cmd_vel"),
-                         args.joint_states or cfg.get("robot_joint_states"), wheels,
-                         args.wheel_sign if args.wheel_sign is not None else float(cfg.get("robot_wheel_sign", 1.0)),
-                         odom=odom)
+        log = bag_to_log(args.bag, cmd_vel, joint_states, wheels, float(wheel_sign), odom=odom)
         write_log(log, args.output)
     except FitError as exc:
         raise CLIError(str(exc)) from None
