@@ -242,3 +242,23 @@ def test_bad_bridge_config_values_are_named(tmp_path, capsys, bad, fragment):
     out = tmp_path / "o.csv"
     refused(capsys, ["bag2csv", str(bag), "-o", str(out), "--bridge-config", str(cfg)], "bridge.yaml: ", fragment)
     assert not out.exists()
+
+
+def test_outputs_are_written_whole_and_nothing_else(motor_model, tmp_path, capsys):
+    """--json, --csv and --plot land under their names, complete, with no temporary file left."""
+    import json
+
+    from PIL import Image
+
+    t = np.linspace(0, 0.05, 11)
+    data = _data(tmp_path / "d.csv", [[tk, 24.0, 10.0 * (1 - math.exp(-tk / 0.001))] for tk in t])
+    out = tmp_path / "out"
+    out.mkdir()
+    rc = main(["fit", str(motor_model), str(data), *FIT, "--max-evals", "3", "--json", str(out / "f.json"),
+               "--csv", str(out / "f.csv"), "--plot", str(out / "f.png")])
+    assert rc in (0, 1), capsys.readouterr().err  # 3 evaluations may stop short of convergence
+    assert sorted(p.name for p in out.iterdir()) == ["f.csv", "f.json", "f.png"]
+    doc = json.loads((out / "f.json").read_text())  # strict JSON: null, not NaN, where undetermined
+    assert set(doc["parameters"]) == {"Ra"}
+    assert read_csv(out / "f.csv").names == ["t", "current", "current_fit"]
+    assert Image.open(out / "f.png").size[0] > 100
