@@ -262,3 +262,37 @@ def test_outputs_are_written_whole_and_nothing_else(motor_model, tmp_path, capsy
     assert set(doc["parameters"]) == {"Ra"}
     assert read_csv(out / "f.csv").names == ["t", "current", "current_fit"]
     assert Image.open(out / "f.png").size[0] > 100
+
+
+def test_fuzz_csv_readers(tmp_path):
+    """Random byte mutations of a valid log through fit's and render's CSV readers: a table or a
+    named error (FitError / RenderError), never another exception. Seeded, bounded."""
+    import os
+    import random
+
+    from bondsim_ros.fit import FitError
+    from bondsim_ros.mechanism.render import RenderError, read_joint_csv
+
+    rng = random.Random(int(os.environ.get("BONDSIM_FUZZ_SEED", "15")))
+    base = b"t,V,current,j1\n0,24,0,0.1\n0.1,24,1.5,0.2\n0.2,12,2.5,-0.3\n"
+    junk = [b",", b"\n", b"\r", b'"', b"\x00", b"\xff", b"nan", b"inf", b"1e400", b"-", b"\xef\xbb\xbf", b" ", b"e"]
+    path = tmp_path / "log.csv"
+    for case in range(int(os.environ.get("BONDSIM_FUZZ_CASES", "25")) * 20):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            k = rng.randrange(len(data) + 1)
+            op = rng.random()
+            if op < 0.4:
+                data[k:k] = rng.choice(junk)
+            elif op < 0.7 and data:
+                del data[k:k + rng.randint(1, 5)]
+            elif data:
+                data[min(k, len(data) - 1)] = rng.randrange(256)
+        path.write_bytes(bytes(data))
+        for reader, ok in ((read_csv, FitError), (read_joint_csv, RenderError)):
+            try:
+                reader(path)
+            except ok as exc:
+                assert str(exc), (case, bytes(data))
+            except Exception as exc:  # noqa: BLE001 - the finding
+                pytest.fail(f"case {case}: {reader.__name__}({bytes(data)!r}): {type(exc).__name__}: {exc}")
