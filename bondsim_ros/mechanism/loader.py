@@ -176,7 +176,7 @@ def project_folders(path) -> list:
     and the robots/ and objects/ folders beside P, which the documented search looks in."""
     p = Path(os.path.realpath(path))
     folder = p if p.is_dir() else p.parent
-    if folder.name in ("robots", "objects"):
+    if folder.name in ("robots", "objects") and folder.parent != folder.parent.parent:  # never the root /
         folder = folder.parent
     return [folder, folder.parent / "robots", folder.parent / "objects"]
 
