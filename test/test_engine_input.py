@@ -359,7 +359,7 @@ def test_output_paths_are_checked_before_the_run(tmp_path, capsys):
     for option, target, expected in [
         ("--csv", tmp_path / "missing" / "out.csv", "does not exist"),
         ("--csv", tmp_path, "is a directory"),
-        ("--csv", afile / "out.csv", "does not exist"),
+        ("--csv", afile / "out.csv", "is not a folder"),
         ("--plot", tmp_path / "missing" / "out.png", "does not exist"),
         ("--plot", tmp_path, "is a directory"),
     ]:

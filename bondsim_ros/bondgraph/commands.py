@@ -69,21 +69,11 @@ def _params(items):
 
 
 def check_output_path(path, option: str) -> Path:
-    """Refuse an output path that cannot be written, before any work is done: a missing
-    folder, a directory, a read-only file or folder."""
-    from bondsim_ros.cli import CLIError
+    """Refuse an output path that cannot be written, before any work is done (the commands'
+    one check: bondsim_ros.outfiles)."""
+    from bondsim_ros.outfiles import check_output
 
-    out = Path(path)
-    parent = out.parent if str(out.parent) else Path(".")
-    if out.is_dir():
-        raise CLIError(f"{option} {path}: is a directory, not a file")
-    if not parent.is_dir():
-        raise CLIError(f"{option} {path}: folder {parent} does not exist")
-    if out.exists() and not os.access(out, os.W_OK):
-        raise CLIError(f"{option} {path}: file is not writable")
-    if not out.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise CLIError(f"{option} {path}: folder {parent} is not writable")
-    return out
+    return check_output(path, option)
 
 
 def _check_run_options(t_end, dt_out, args):
