@@ -375,16 +375,17 @@ def worst_unknown(v, scale, mask):
 @njit(cache=True)
 def after_error_failure(err_n, err_m, order, n_fail):
     """Order and step factor after the n_fail-th error-test failure of a step (IDA's rule):
-    first from the error estimate within [0.25, 0.9], then a quarter; the order drops by one
-    when the order-(k-1) estimate is smaller, and to 1 from the third failure on."""
+    first 0.9 (2 err + 1e-4)^(-1/(k+1)) within [0.25, 0.9], then a quarter; the order drops by
+    one when the k-th difference is no larger than the (k+1)-th (IDA compares the terms
+    k err_(k-1) and (k+1) err_k), and to 1 from the third failure on."""
     if n_fail >= 3:
         return 1, ETA_MIN_EF
     new_order = order
-    if order > 1 and err_m <= err_n:
+    if order > 1 and order * err_m <= (order + 1) * err_n:
         new_order = order - 1
     if n_fail == 1:
         e = err_n if new_order == order else err_m
-        factor = SAFETY * (e + 1e-4) ** (-1.0 / (new_order + 1))
+        factor = SAFETY * (2.0 * e + 1e-4) ** (-1.0 / (new_order + 1))
         return new_order, min(SAFETY, max(ETA_MIN_EF, factor))
     return new_order, ETA_MIN_EF
 
