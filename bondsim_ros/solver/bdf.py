@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core as core
+from .kernels import JAC_SIG, RES_SIG, first_class
 
 
 class SolverError(RuntimeError):
@@ -125,6 +126,8 @@ class BDFSolver:
         self.sparse = linear_solver == "sparse"
         self.G = np.zeros(1 if self.sparse else n * n)
         self._setup_sparse(n, nnz)
+        self._res = first_class(problem.residual, RES_SIG)
+        self._jac = first_class(problem.jacobian, JAC_SIG)
 
     def _setup_sparse(self, n, nnz):
         """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the sparse LU."""
@@ -273,7 +276,7 @@ class BDFSolver:
             Yc = np.zeros((len(tt), self.n))
             YPc = np.zeros((len(tt), self.n))
             self.ist[4] = 0
-            status = core.advance(self.problem.residual, self.problem.jacobian, self.indptr, self.indices,
+            status = core.advance(self._res, self._jac, self.indptr, self.indices,
                                   self.diff, self.p, self.rtol, self.atol, self.hmax, tt, float(tstop), self.D,
                                   self.st, self.ist, Yc, YPc, self.max_steps, self.G, self.piv, self._stats,
                                   self.sparse, self.q, *self._lu)
