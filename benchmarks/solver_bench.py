@@ -10,7 +10,7 @@ For context only: IDA through scikit-sundae (the same numba kernels called back 
 and SciPy's BDF/Radau where the DAE is an ODE in disguise (dF/dy' invertible).
 
 Each solver runs a work-precision sweep over --rtols (atol = rtol/100). Times are medians of
---repeat runs after a warm-up (numba compile, C build excluded); only the integration over all
+--repeat runs after a warm-up, ours and C-IDA's alternating (numba compile, C build excluded); only the integration over all
 output times is timed (set-up and output columns are not, for any solver). Errors are against
 the closed form where the model has one, else against C-IDA at rtol 1e-11. The figure of merit
 is our time over C-IDA's *at equal error*: our time interpolated (log-log) along our own sweep
@@ -74,16 +74,6 @@ def cases(with_dualarm=False):
     return out
 
 
-def median_of(fn, repeat):
-    fn()  # warm-up
-    times, out = [], None
-    for _ in range(repeat):
-        tic = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - tic)
-    return float(np.median(times)), out
-
-
 def cpu_model() -> str:
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
@@ -145,31 +135,29 @@ def main(argv=None):
 
             return s, go
 
-        def ours_timed(rtol, atol):
-            times, sol = [], None
-            for k in range(args.repeat + 1):
+        def timed_pair(rtol, atol):
+            """Our runs and C-IDA's alternate, so that both see the same load on a shared machine."""
+            t_o, t_c, sol, csol = [], [], None, None
+            for k in range(args.repeat + 1):  # first round: warm-up
                 s, go = ours(rtol, atol)
                 tic = time.perf_counter()
                 sol = go()
+                el = time.perf_counter() - tic
+                tic = time.perf_counter()
+                csol = cida_run(rtol, atol)
+                el_c = time.perf_counter() - tic
                 if k:
-                    times.append(time.perf_counter() - tic)
-            return float(np.median(times)), (outputs(*sol), s.stats)
-
-        def cida_run(rtol, atol):
-            Y, YP, st = cida.run(t_out, y0, yp0, rtol, atol, hmax)
-            return Y, YP, st
-
-        def cida_timed(rtol, atol):
-            el, (Y, YP, st) = median_of(lambda: cida_run(rtol, atol), args.repeat)
-            return el, (outputs(Y, YP), st)
+                    t_o.append(el)
+                    t_c.append(el_c)
+            return (float(np.median(t_o)), (outputs(*sol), s.stats)), \
+                (float(np.median(t_c)), (outputs(csol[0], csol[1]), csol[2]))
 
         runs = {"ours": {}, "C-IDA": {}}
         if context and not args.no_context:
             runs.update(sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs))
         for rtol in rtols:
             atol = rtol * 1e-2
-            runs["ours"][rtol] = ours_timed(rtol, atol)
-            runs["C-IDA"][rtol] = cida_timed(rtol, atol)
+            runs["ours"][rtol], runs["C-IDA"][rtol] = timed_pair(rtol, atol)
         if ref_fn is not None:
             ref, ref_name = ref_fn(t_out), "closed form"
         else:
