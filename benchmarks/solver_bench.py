@@ -135,6 +135,9 @@ def main(argv=None):
 
             return s, go
 
+        def cida_run(rtol, atol):
+            return cida.run(t_out, y0, yp0, rtol, atol, hmax)
+
         def timed_pair(rtol, atol):
             """Our runs and C-IDA's alternate, so that both see the same load on a shared machine."""
             t_o, t_c, sol, csol = [], [], None, None
