@@ -19,7 +19,8 @@ from .kernels import JAC_T, RES_T, f8, f8a
 
 MAX_ORDER = 5
 NEWTON_MAXITER = 4
-MAX_FACTOR = 10.0  # largest step growth after a success
+MAX_FACTOR = 2.0  # largest step growth after a success (IDA's eta_max; 10 gave the Robotino 6.7k
+# rejected steps against 5.8k, for 5 % fewer Newton iterations)
 SAFETY = 0.9
 GROW_MIN = 2.0  # a step grows only by at least this factor after a success (IDA; 1.2 gave the
 # Robotino fewer steps but more Newton iterations, LUs and rejections: 95.7k / 12.5k / 7.5k)
