@@ -84,6 +84,12 @@ def main(argv=None):
     ap.add_argument("--no-sksundae", action="store_true", help="skip the scikit-sundae context run")
     args = ap.parse_args(argv)
 
+    from c_ida import MissingSundials, check_toolchain
+
+    try:
+        check_toolchain()
+    except MissingSundials as exc:
+        sys.exit(f"robotino_bench: {exc}")
     from bondsim_ros.bondgraph import compile_model
     from bondsim_ros.bondgraph.simulation import Simulation
     from bondsim_ros.models.robotino import robotino

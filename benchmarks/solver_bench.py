@@ -100,9 +100,12 @@ def main(argv=None):
     ap.add_argument("--only", default="", help="comma-separated substrings of case names to run")
     args = ap.parse_args(argv)
     rtols = [float(v) for v in args.rtols.split(",")]
-    from c_ida import CIDA, check_toolchain
+    from c_ida import CIDA, MissingSundials, check_toolchain
 
-    check_toolchain()
+    try:
+        check_toolchain()
+    except MissingSundials as exc:
+        sys.exit(f"solver_bench: {exc}")
     from bondsim_ros.bondgraph import compile_model
     from bondsim_ros.solver import BDFSolver
 
