@@ -55,6 +55,34 @@ def test_linear_ode_against_matrix_exponential(linear_solver):
     assert s.stats["max_order"] >= 4  # a smooth problem climbs to high order
 
 
+@pytest.mark.parametrize("max_order", [1, 2, 3])
+def test_max_order_caps_the_order_and_keeps_the_accuracy(max_order):
+    s = BDFSolver(linear_problem(), rtol=1e-7, atol=1e-10, max_order=max_order)
+    y0 = np.array([1.0, 0.0, 0.5])
+    s.init(0.0, y0)
+    t = np.linspace(0.05, 3.0, 60)
+    Y, _ = s.advance(t)
+    exact = np.array([scipy.linalg.expm(A * tk) @ y0 for tk in t])
+    assert s.stats["max_order"] == max_order
+    assert np.max(np.abs(Y - exact)) / np.max(np.abs(exact)) < 1e-4
+
+
+def test_max_order_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="max_order must be an integer from 1 to 5, not 6"):
+        BDFSolver(linear_problem(), max_order=6)
+
+
+def test_iteration_matrix_is_kept_across_small_step_changes():
+    """IDA's rule: G is re-factorised only when cj moves out of [0.6, 1.67] of the factorised
+    cj or Newton fails with an old G, not at every step-size change."""
+    s = BDFSolver(linear_problem(), rtol=1e-9, atol=1e-12)
+    s.init(0.0, [1.0, 0.0, 0.5])
+    s.advance(np.linspace(0.05, 6.0, 120))
+    st = s.stats
+    # a linear problem: G depends on cj only (re-factorising at every step change: 76 LUs, 376 steps)
+    assert st["lu_factorizations"] < 0.05 * st["steps"]
+
+
 def test_resuming_equals_one_run():
     one = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10)
     one.init(0.0, [1.0, 0.0, 0.5])

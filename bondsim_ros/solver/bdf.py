@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core as core
+from .kernels import JAC_SIG, RES_SIG, first_class
 
 
 class SolverError(RuntimeError):
@@ -118,6 +119,9 @@ class BDFSolver:
                  linear_solver="auto", max_steps=500000):
         if not (rtol > 0 and hmax > 0):
             raise ValueError("rtol and hmax must be positive")
+        if int(max_order) != max_order or not 1 <= max_order <= core.MAX_ORDER:
+            raise ValueError(f"max_order must be an integer from 1 to {core.MAX_ORDER}, not {max_order!r}")
+        self.max_order = int(max_order)
         self.problem = problem
         n = problem.n
         self.n = n
@@ -130,10 +134,10 @@ class BDFSolver:
         self.p = np.asarray(problem.params, dtype=float)
         self.indptr = np.asarray(problem.indptr, dtype=np.int64)
         self.indices = np.asarray(problem.indices, dtype=np.int64)
-        self._stats = np.zeros(8, dtype=np.int64)
+        self._stats = np.zeros(core.N_STATS, dtype=np.int64)
         self.D = np.zeros((core.MAX_ORDER + 3, n))
-        self.st = np.zeros(3)
-        self.ist = np.zeros(5, dtype=np.int64)
+        self.st = np.zeros(core.N_FLOAT_STATE)
+        self.ist = np.zeros(core.N_INT_STATE, dtype=np.int64)
         self.piv = np.zeros(n, dtype=np.int64)
         if linear_solver not in ("auto", "dense", "sparse"):
             raise ValueError(f"linear_solver must be 'auto', 'dense' or 'sparse', not {linear_solver!r}")
@@ -145,6 +149,8 @@ class BDFSolver:
         self.sparse = linear_solver == "sparse"
         self.G = np.zeros(1 if self.sparse else n * n)
         self._setup_sparse(n, nnz)
+        self._res = first_class(problem.residual, RES_SIG)
+        self._jac = first_class(problem.jacobian, JAC_SIG)
 
     def _setup_sparse(self, n, nnz):
         """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the sparse LU."""
@@ -182,7 +188,7 @@ class BDFSolver:
         s = self._stats
         return {"steps": int(s[0]), "rejected": int(s[1]), "newton_iters": int(s[2]), "jac_evals": int(s[3]),
                 "lu_factorizations": int(s[4]), "res_evals": int(s[5]), "newton_failures": int(s[6]),
-                "max_order": int(s[7])}
+                "max_order": int(s[7]), "error_test_failures": int(s[8])}
 
     def _dense_G(self, t, y, yp, cj):
         vals = np.zeros(len(self.indices))
@@ -260,8 +266,9 @@ class BDFSolver:
         self.D[:] = 0.0
         self.D[0] = y
         self.D[1] = yp * h
-        self.st[:] = (t0, h, 0.0)
-        self.ist[:] = (1, 0, 0, -1, 0)
+        self.st[:] = 0.0
+        self.st[core.S_T], self.st[core.S_H] = t0, h
+        self._restart_order()
         self.t = float(t0)
         return y, yp
 
@@ -287,7 +294,12 @@ class BDFSolver:
         self.D[1] = self.yp * h_new
         self.st[0] = self.t
         self.st[1] = h_new
-        self.ist[:] = (1, 0, 0, -1, 0)
+        self._restart_order()
+
+    def _restart_order(self):
+        """Order 1, no equal steps yet, iteration matrix to be formed."""
+        self.ist[:] = 0
+        self.ist[core.I_ORDER], self.ist[core.I_FAIL_VAR], self.ist[core.I_MAX_ORDER] = 1, -1, self.max_order
 
     def advance(self, t_out, progress=None, tstop=math.inf, chunk=100):
         """Outputs at the ascending times ``t_out``, each ≥ the last output time: the
@@ -306,7 +318,7 @@ class BDFSolver:
             Yc = np.zeros((len(tt), self.n))
             YPc = np.zeros((len(tt), self.n))
             self.ist[4] = 0
-            status = core.advance(self.problem.residual, self.problem.jacobian, self.indptr, self.indices,
+            status = core.advance(self._res, self._jac, self.indptr, self.indices,
                                   self.diff, self.p, self.rtol, self.atol, self.hmax, tt, float(tstop), self.D,
                                   self.st, self.ist, Yc, YPc, self.max_steps, self.G, self.piv, self._stats,
                                   self.sparse, self.q, *self._lu)
