@@ -387,7 +387,7 @@ def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: boo
         }
         _atomic_write(src_path, generate_source(red, key))
         _atomic_write(meta_path, json.dumps(meta))
-    log(f"model {model.name!r}: compiling kernels (numba; cached after the first run)")
+    log(f"model {model.name!r}: loading kernels (numba compiles them on first use; cached after that)")
     try:
         module = _load_module(src_path, key)
     except Exception as exc:  # numba refusing a law the checks let through: name it, keep no broken cache
