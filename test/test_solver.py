@@ -269,3 +269,26 @@ def test_newton_divergence_names_the_equation():
     s.init(0.0, [0.0, 1.0])
     with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*Newton iteration diverged; largest residual in circle"):
         s.advance([2.0])
+
+
+# ---- an input that switches exactly at the stop time -------------------------------------
+@residual_kernel
+def switch_res(t, y, yp, p, out):
+    out[0] = yp[0] + y[0] - (1e8 if t >= 1.0 else 0.0)  # a jump no step ending on t = 1 passes
+
+
+@jacobian_kernel
+def switch_jac(t, y, yp, p, cj, vals):
+    vals[0] = 1.0 + cj
+
+
+def test_stop_time_at_a_switch_of_the_input():
+    """simulate() stops the last step at t_end; a law that switches exactly there (seed 004's
+    torque profile ends at t_end) fails every step that ends on t_end, so the solver closes in
+    on it from below and must count an ulp short as arrived, not underflow."""
+    indptr, indices = dense_pattern(1)
+    s = BDFSolver(DAEProblem(switch_res, switch_jac, indptr, indices, np.ones(1, bool), np.zeros(1)),
+                  rtol=1e-8, atol=1e-10)
+    s.init(0.0, np.array([1.0]))
+    Y, _ = s.advance([0.5, 1.0], tstop=1.0)
+    assert abs(Y[1, 0] - math.exp(-1.0)) < 1e-7

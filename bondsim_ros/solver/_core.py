@@ -613,6 +613,10 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
         steps_here += 1
         n_equal += 1
         t = t_new
+        if t_stop - t < hmin:
+            # a step cut to t_stop can end an ulp short of it (t + (t_stop - t) rounds): the
+            # next step would be below hmin and underflow, so it has arrived
+            t = t_stop
         update_differences(D, order, d)
         if n_equal < order + 1:
             continue
