@@ -356,6 +356,7 @@ def arm3dof_trajectory() -> Model:
     model = Model("arm3dof_trajectory", "seed 004: 3-DOF planar arm, joint servos on DC motors tracking references")
     qa, _ = joint_endpoints()
     gains = servo_params(model, JOINT_NAMES, _J_LOAD, SERVO_MOTOR, SERVO_WN)
+    model.parameter("kff", 1.0, "weight of the servos' back-emf feedforward K k_r qd_ref (1: full, 0: none)")
     cols = [f"{k}{i}" for i in (1, 2, 3) for k in ("x", "y", "th")]
     cols += [f"{k}_{j}" for j in JOINT_NAMES for k in ("q", "q_ref", "T", "i", "u")]
     model.add(Recorder("rec", cols))
@@ -365,7 +366,7 @@ def arm3dof_trajectory() -> Model:
         model.add(PlanarLink(f"link{i}", MASSES[i - 1], INERTIAS[i - 1], LENGTHS[i - 1], COM[i - 1], pose,
                              distal=(i < 3)))
         model.add(RevoluteJoint(f"joint{i}", grounded=(i == 1), driven=True))
-        model.add(ServoDrive(f"drive{i}", SERVO_MOTOR, gains[j], SERVO_SUPPLY))
+        model.add(ServoDrive(f"drive{i}", SERVO_MOTOR, gains[j], SERVO_SUPPLY, feedforward="kff"))
         model.add(Input(f"ref_{j}", f"q_ref_{j}"), Input(f"rate_ref_{j}", f"qd_ref_{j}"))
         # joint angle: link angle relative to the previous link's
         model.add(Function(f"angle_{j}", "th - th_prev" if i > 1 else "th", inputs=["th", "th_prev"] if i > 1 else ["th"]))

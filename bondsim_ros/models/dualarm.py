@@ -806,6 +806,7 @@ def dualarm_command() -> Model:
                   "cmd_vel wheel-speed loops and joint servos")
     model.parameter("vx_cmd", 0.0, "platform forward velocity command [m/s] (axle midpoint, body frame)")
     model.parameter("wz_cmd", 0.0, "platform yaw rate command [rad/s]")
+    model.parameter("kff", 1.0, "weight of every drive's back-emf feedforward K k_r (rate reference) (1: full, 0: none)")
     six = list(CHANNELS)
     g0 = initial_gravity(bodies)
     cols = ["x", "y", "phi", "vx", "vy", "wz", "slip", "lam"]
@@ -850,7 +851,7 @@ def dualarm_command() -> Model:
             model.parameter(f"kd_{n}", kd, f"rate gain of motor {n} [V s/rad]")
         i0 = start["torque"][n] / (kr * kt)
         model.add(ServoDrive(f"M_{n}", motor_of(n), (f"kp_{n}", f"ki_{n}", 0.0 if wheel else f"kd_{n}"), SUPPLY,
-                             u_hold=Ra * i0, i0=i0))
+                             u_hold=Ra * i0, i0=i0, feedforward="kff"))
         model.connect(measured, f"M_{n}.q")
         model.connect(ref, f"M_{n}.q_ref")
         model.connect(ff, f"M_{n}.qd_ref")

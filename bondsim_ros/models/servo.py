@@ -39,14 +39,16 @@ class ServoDrive(Component):
     Port ``shaft`` (out): the gear output, whose flow is the joint rate.
     ``gains``: (kp, ki, kd) - numbers or run-time parameter names; ``u_max``: supply limit [V];
     ``u_hold``: constant voltage holding the start pose's static load (0: none); ``i0``: the
-    matching initial current.
+    matching initial current; ``feedforward``: a weight (number or run-time parameter name) on
+    the back-emf feedforward (None: 1).
     """
 
-    def __init__(self, name, motor, gains, u_max, u_hold=0.0, i0=None, tf=0.002):
+    def __init__(self, name, motor, gains, u_max, u_hold=0.0, i0=None, tf=0.002, feedforward=None):
         super().__init__(name, ports={"shaft": "out"},
                          controls={"q": "in", "q_ref": "in", "qd_ref": "in", "voltage": "out", "current": "out",
                                    "tau": "out"})
         self.motor, self.gains, self.u_max, self.u_hold, self.i0, self.tf = motor, gains, u_max, u_hold, i0, tf
+        self.feedforward = feedforward
 
     def build(self):
         Ra, La, K, J, b, ratio = self.motor
@@ -56,7 +58,8 @@ class ServoDrive(Component):
         # kb: back-calculation gain as a number, so that setting the gains to zero (no
         # controller) stays well defined
         self.add(PID("pid", kp=kp, ki=ki, kd=kd, tf=self.tf, umin=-umax, umax=umax, kb=50.0))
-        self.add(Function("supply", f"clip(u + {K * ratio!r}*qd + {float(self.u_hold)!r}, {-umax!r}, {umax!r})",
+        ff = f"{K * ratio!r}*qd" if self.feedforward is None else f"{self.feedforward}*{K * ratio!r}*qd"
+        self.add(Function("supply", f"clip(u + {ff} + {float(self.u_hold)!r}, {-umax!r}, {umax!r})",
                           inputs=["u", "qd"]))
         self.add(Se("source", "u", inputs=["u"]))
         self.add(DCMotor("motor", Ra=Ra, La=La, K=K, J=J, b=b, ratio=ratio, i0=self.i0))
