@@ -753,7 +753,7 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
 # Commanded robot: cmd_vel on the platform, joint servos on waist and arms (issue 13)
 # --------------------------------------------------------------------------------------
 SUPPLY = 48.0  # [V] our choice: above the largest back-emf of section V's fastest joint (q_r7)
-SERVO_WN = 25.0  # [rad/s] closed-loop double pole of each arm/waist joint's PD loop
+SERVO_WN = 40.0  # [rad/s] closed-loop double pole of each arm/waist joint's PD loop (docs/examples.md: why 40)
 WHEEL_WN = 20.0  # [rad/s] closed-loop double pole of each wheel's PI speed loop
 
 
