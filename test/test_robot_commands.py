@@ -48,7 +48,7 @@ def body_twist_from_pose(sim, rows):
     return np.cos(phi) * dx + np.sin(phi) * dy, -np.sin(phi) * dx + np.cos(phi) * dy, dphi
 
 
-def twist_error(sim, rows, params, command, t_check):
+def twist_error(sim, rows, command, t_check):
     """Largest relative error of the body twist at t_check against the command."""
     k = int(np.argmin(np.abs(rows[:, 0] - t_check)))
     measured = dict(zip(("vx", "vy", "wz"), (v[k] for v in body_twist_from_pose(sim, rows))))
@@ -111,7 +111,7 @@ def test_omni5dpo_twist_reaches_cmd_vel_within_2_percent(omni):
     assert set(params) == {"vx", "vy", "wz"} and all(params.values())
     command = {"vx": 0.3, "vy": 0.2, "wz": 0.5}
     sim, rows = omni_step(compiled, params, command)
-    errors = twist_error(sim, rows, params, command, t_check=1.1)
+    errors = twist_error(sim, rows, command, t_check=1.1)
     assert max(errors.values()) < 0.02, errors
     # at rest before the step: the default command is zero
     before = rows[:, 0] <= 0.1 + 1e-9
@@ -121,9 +121,9 @@ def test_omni5dpo_twist_reaches_cmd_vel_within_2_percent(omni):
     from bondsim_ros.models.omni5dpo import PAPER
 
     sim, rows = omni_step(compiled, params, command, extra={"kp": 0.0, "ki": 0.0})
-    assert min(twist_error(sim, rows, params, command, 1.1).values()) > 0.5
+    assert min(twist_error(sim, rows, command, 1.1).values()) > 0.5
     sim, rows = omni_step(compiled, params, command, extra={"kp": PAPER["kp"], "ki": PAPER["ki"]})
-    assert max(twist_error(sim, rows, params, command, 1.1).values()) > 0.1
+    assert max(twist_error(sim, rows, command, 1.1).values()) > 0.1
 
 
 # --------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_dualarm_cmd_vel_within_2_percent(dual):
     command = {"vx": 0.3, "wz": 0.5}
     sim = Simulation(compiled)
     rows = run_frames(sim, 1.2, lambda t: {twist[a]: v for a, v in command.items()} if t >= 0.1 else {})
-    errors = twist_error(sim, rows, twist, command, t_check=1.1)
+    errors = twist_error(sim, rows, command, t_check=1.1)
     assert max(errors.values()) < 0.02, errors
     # the wheel-speed loops do it: without their feedback (gains zero) the back-emf
     # feedforward alone leaves a larger error, and without it too the platform stays put
@@ -200,7 +200,7 @@ def test_dualarm_cmd_vel_within_2_percent(dual):
     for extra, worse in (({}, 5 * max(errors.values())), ({"kff": 0.0}, 0.9)):
         sim = Simulation(compiled, params={**off, **extra})
         rows = run_frames(sim, 1.2, lambda t: {twist[a]: v for a, v in command.items()} if t >= 0.1 else {})
-        assert max(twist_error(sim, rows, twist, command, t_check=1.1).values()) > worse
+        assert max(twist_error(sim, rows, command, t_check=1.1).values()) > worse
 
 
 def test_dualarm_follows_a_joint_trajectory_to_1_mrad(dual):

@@ -28,6 +28,10 @@ joint is two Sf(0) sources on the relative velocity of the joint points (like
 ``examples.pendulum``: their efforts are the joint reaction forces, index-2 multipliers) and a
 torque source Se(T_i) acting on link i and, reversed, on link i-1. The torques are the
 inverse-dynamics torques of the trajectory, written as expressions of t.
+
+``arm3dof_trajectory`` (``COMMAND_MODELS``, issue 13) replaces the torque sources by DC-motor
+drives with PID position servos (``servo.ServoDrive``) following run-time references, the
+interface of a JointTrajectory; the motors are our choice (docs/examples.md).
 """
 from __future__ import annotations
 
@@ -369,7 +373,10 @@ def arm3dof_trajectory() -> Model:
         model.add(ServoDrive(f"drive{i}", SERVO_MOTOR, gains[j], SERVO_SUPPLY, feedforward="kff"))
         model.add(Input(f"ref_{j}", f"q_ref_{j}"), Input(f"rate_ref_{j}", f"qd_ref_{j}"))
         # joint angle: link angle relative to the previous link's
-        model.add(Function(f"angle_{j}", "th - th_prev" if i > 1 else "th", inputs=["th", "th_prev"] if i > 1 else ["th"]))
+        if i > 1:
+            model.add(Function(f"angle_{j}", "th - th_prev", inputs=["th", "th_prev"]))
+        else:
+            model.add(Function(f"angle_{j}", "th", inputs=["th"]))
         model.connect(f"link{i}.th", f"angle_{j}.th")
         if i > 1:
             model.connect(f"link{i - 1}.th", f"angle_{j}.th_prev")

@@ -37,6 +37,11 @@ mapped to the two wheel torques and lambda), along the reference trajectories of
 Each U(t) is a Chebyshev series in t (fitted on Chebyshev nodes; the fit error is measured and
 reported), so the model is an ordinary bond graph with Se(U(t)) sources, run open loop as in
 the paper.
+
+``dualarm_command`` (``COMMAND_MODELS``, issue 13) is the same bond graph with every motor under
+feedback instead: PI wheel-speed loops following a body twist (cmd_vel) through the
+differential-drive kinematics, PID servos on the waist and arm joints following run-time
+references (JointTrajectory); gains and choices in docs/examples.md.
 """
 from __future__ import annotations
 
@@ -752,7 +757,7 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
 # --------------------------------------------------------------------------------------
 # Commanded robot: cmd_vel on the platform, joint servos on waist and arms (issue 13)
 # --------------------------------------------------------------------------------------
-SUPPLY = 48.0  # [V] our choice: above the largest back-emf of section V's fastest joint (q_r7)
+SUPPLY = 48.0  # [V] our choice, a common bus; section V's largest back-emf is 8.6 V (q_r7 at 2 s)
 SERVO_WN = 40.0  # [rad/s] closed-loop double pole of each arm/waist joint's PD loop (docs/examples.md: why 40)
 WHEEL_WN = 20.0  # [rad/s] closed-loop double pole of each wheel's PI speed loop
 
@@ -775,7 +780,8 @@ def start_loads(xml: str = str(ROBOT_XML)) -> dict:
     for w in WHEELS:
         load[w] += WHEEL_RADIUS**2 * (mass / 4 + iz / WHEEL_TRACK**2)
     gen = newton_euler((0.0,) * 9, zero, zero, zero)
-    torque = {**{n: float(gen[n]) for n in ARM_JOINTS}, **{w: float(v) for w, v in wheel_mapping(gen).items() if w in WHEELS}}
+    wheels = wheel_mapping(gen)
+    torque = {**{n: float(gen[n]) for n in ARM_JOINTS}, **{w: float(wheels[w]) for w in WHEELS}}
     return dict(load=load, torque=torque)
 
 
@@ -806,7 +812,8 @@ def dualarm_command() -> Model:
                   "cmd_vel wheel-speed loops and joint servos")
     model.parameter("vx_cmd", 0.0, "platform forward velocity command [m/s] (axle midpoint, body frame)")
     model.parameter("wz_cmd", 0.0, "platform yaw rate command [rad/s]")
-    model.parameter("kff", 1.0, "weight of every drive's back-emf feedforward K k_r (rate reference) (1: full, 0: none)")
+    model.parameter("kff", 1.0, "weight of every drive's back-emf feedforward K k_r times the rate reference "
+                    "(1: full, 0: none)")
     six = list(CHANNELS)
     g0 = initial_gravity(bodies)
     cols = ["x", "y", "phi", "vx", "vy", "wz", "slip", "lam"]

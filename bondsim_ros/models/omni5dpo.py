@@ -32,6 +32,9 @@ Modelling choices the paper leaves open (each is a run-time parameter, so ``fit`
   limited to the 24 V of section IV-A's voltage range, with back-calculation anti-windup.
 - No armature inductance, no rotor inertia and the wheel as a uniform disc: the paper gives
   neither value and its model (eqs. 2-3) has none of them on the motor side.
+
+``omni5dpo_twist`` (``COMMAND_MODELS``, issue 13) is the same robot driven by the run-time body
+twist alone (cmd_vel), with the speed PI retuned for it (``TWIST_GAINS``, docs/examples.md).
 """
 from __future__ import annotations
 
@@ -290,5 +293,6 @@ ENTRIES = [
                plot=plot_omni5dpo, defaults=dict(t_end=6.0, dt_out=0.01)),
 ]
 
-__all__ = ["omni5dpo", "omni5dpo_twist", "COMMAND_MODELS", "PAPER", "Drive5DPO", "OmniWheel", "plot_omni5dpo", "ENTRIES"]
+__all__ = ["omni5dpo", "omni5dpo_twist", "COMMAND_MODELS", "TWIST_GAINS", "PAPER", "Drive5DPO", "OmniWheel",
+           "plot_omni5dpo", "ENTRIES"]
 
