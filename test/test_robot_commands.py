@@ -220,3 +220,18 @@ def test_dualarm_follows_a_joint_trajectory_to_1_mrad(dual):
     assert max(abs(final[n] - g) for n, g in zip(names, goal)) > 10 * np.abs(errors).max()
     final = follow_trajectory(Simulation(compiled, params={**off, "kff": 0.0}), traj, np.zeros(len(names)), goal)
     assert max(abs(final[n] - g) for n, g in zip(names, goal)) > 0.2
+
+
+def test_dualarm_servo_loads_are_the_mass_matrix_diagonal():
+    """The gains rest on start_loads (newton_euler, no Pinocchio at build time): its joint
+    loads are the diagonal of Pinocchio's CRBA mass matrix at the start pose."""
+    pin = pytest.importorskip("pinocchio")
+    from bondsim_ros.models.dualarm import ARM_JOINTS, _pin_vectors, pinocchio_model, start_loads
+
+    model, data, _ = pinocchio_model()
+    zero = {n: 0.0 for n in ARM_JOINTS + ("wheel_l", "wheel_r")}
+    M = pin.crba(model, data, _pin_vectors(model, (0.0,) * 9, zero, zero, zero)[0])
+    loads = start_loads()["load"]
+    for n in ARM_JOINTS:
+        v = model.idx_vs[model.getJointId(n)]
+        assert loads[n] == pytest.approx(M[v, v], rel=1e-8), n

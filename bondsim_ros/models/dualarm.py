@@ -764,24 +764,24 @@ WHEEL_WN = 20.0  # [rad/s] closed-loop double pole of each wheel's PI speed loop
 
 @functools.lru_cache(maxsize=2)
 def start_loads(xml: str = str(ROBOT_XML)) -> dict:
-    """At the start pose (all q = 0, at rest): each motor's load inertia [kg m^2] (the joint's
-    diagonal entry of Pinocchio's CRBA mass matrix; for a wheel, the robot's mass and yaw inertia
-    seen through the rolling constraint, r^2 (M/4 + I_z/b^2) + the wheel's own) and the static
-    joint torque holding the robot against gravity (``newton_euler``, wheels by ``wheel_mapping``)."""
-    import pinocchio as pin
-
-    model, data, _ = pinocchio_model(xml)
+    """At the start pose (all q = 0, at rest): each motor's load inertia [kg m^2] and the static
+    joint torque holding the robot against gravity, both from ``newton_euler`` (no Pinocchio
+    needed to build the model). The load is the joint's diagonal entry of the mass matrix,
+    tau_j(q'' = e_j) - tau_j(0); for a wheel, the robot's mass M and yaw inertia I_z seen
+    through the rolling constraint, r^2 (M/4 + I_z/b^2), plus the wheel's own entry. The wheels'
+    static torques come through ``wheel_mapping``."""
+    bodies = build_chain(xml)
     zero = {n: 0.0 for n in ACTUATED}
-    qv, _, _ = _pin_vectors(model, (0.0,) * 9, zero, zero, zero)
-    M = pin.crba(model, data, qv)
-    iv = model.idx_vs[model.getJointId("root_joint")]
-    mass, iz = M[iv, iv], M[iv + 2, iv + 2]
-    load = {n: float(M[model.idx_vs[model.getJointId(n)], model.idx_vs[model.getJointId(n)]]) for n in ACTUATED}
+    rest = newton_euler((0.0,) * 9, zero, zero, zero, bodies)
+    load = {}
+    for n in ACTUATED:
+        load[n] = float(newton_euler((0.0,) * 9, zero, zero, {**zero, n: 1.0}, bodies)[n] - rest[n])
+    mass = newton_euler((0.0,) * 6 + (1.0, 0.0, 0.0), zero, zero, zero, bodies)["Fx"] - rest["Fx"]
+    iz = newton_euler((0.0,) * 8 + (1.0,), zero, zero, zero, bodies)["Mz"] - rest["Mz"]
     for w in WHEELS:
         load[w] += WHEEL_RADIUS**2 * (mass / 4 + iz / WHEEL_TRACK**2)
-    gen = newton_euler((0.0,) * 9, zero, zero, zero)
-    wheels = wheel_mapping(gen)
-    torque = {**{n: float(gen[n]) for n in ARM_JOINTS}, **{w: float(wheels[w]) for w in WHEELS}}
+    wheels = wheel_mapping(rest)
+    torque = {**{n: float(rest[n]) for n in ARM_JOINTS}, **{w: float(wheels[w]) for w in WHEELS}}
     return dict(load=load, torque=torque)
 
 
