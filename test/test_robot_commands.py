@@ -85,7 +85,7 @@ def follow_trajectory(sim, params, q0, goal, t0=0.1, duration=1.5, settle=1.0):
         return out
 
     rows = run_frames(sim, t0 + duration + settle, command)
-    return {n: column(sim, rows, f"q_{n}" if f"q_{n}" in sim.output_names else n)[-1] for n in names}
+    return {n: column(sim, rows, n)[-1] for n in names}  # joint angles are recorded under the joint names
 
 
 # --------------------------------------------------------------------------------------

@@ -362,7 +362,9 @@ def arm3dof_trajectory() -> Model:
     gains = servo_params(model, JOINT_NAMES, _J_LOAD, SERVO_MOTOR, SERVO_WN)
     model.parameter("kff", 1.0, "weight of the servos' back-emf feedforward K k_r qd_ref (1: full, 0: none)")
     cols = [f"{k}{i}" for i in (1, 2, 3) for k in ("x", "y", "th")]
-    cols += [f"{k}_{j}" for j in JOINT_NAMES for k in ("q", "q_ref", "T", "i", "u")]
+    # joint angles under the joint names (the twin's /joint_states), then reference, torque,
+    # current and voltage of each drive
+    cols += [c for j in JOINT_NAMES for c in (j, f"{j}_ref", f"tau_{j}", f"i_{j}", f"u_{j}")]
     model.add(Recorder("rec", cols))
     for i, (pose, j) in enumerate(zip(link_poses(qa), JOINT_NAMES), start=1):
         model.parameter(f"q_ref_{j}", float(qa[i - 1]), f"reference angle of joint {j} [rad]")
@@ -383,10 +385,10 @@ def arm3dof_trajectory() -> Model:
             model.bond(f"link{i - 1}.distal", f"joint{i}.a")
         model.bond(f"link{i}.proximal", f"joint{i}.b")
         model.bond(f"drive{i}.shaft", f"joint{i}.drive")
-        model.connect(f"angle_{j}.out", f"drive{i}.q", f"rec.q_{j}")
-        model.connect(f"ref_{j}.out", f"drive{i}.q_ref", f"rec.q_ref_{j}")
+        model.connect(f"angle_{j}.out", f"drive{i}.q", f"rec.{j}")
+        model.connect(f"ref_{j}.out", f"drive{i}.q_ref", f"rec.{j}_ref")
         model.connect(f"rate_ref_{j}.out", f"drive{i}.qd_ref")
-        model.connect(f"drive{i}.tau", f"rec.T_{j}")
+        model.connect(f"drive{i}.tau", f"rec.tau_{j}")
         model.connect(f"drive{i}.current", f"rec.i_{j}")
         model.connect(f"drive{i}.voltage", f"rec.u_{j}")
     for i in (1, 2, 3):

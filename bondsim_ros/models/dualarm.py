@@ -867,7 +867,8 @@ def dualarm_command() -> Model:
             model.add(Rolling(f"roll_{n}", WHEEL_RADIUS))
             model.bond(f"L_base.roll_{n}", f"roll_{n}.hub")
             model.bond(f"J_{n}.spin", f"roll_{n}.spin")
-        cols += [n, f"{n}_ref", f"tau_{n}", f"i_{n}", f"U_{n}"]
+        # a wheel's reference is its speed, a joint's its angle
+        cols += [n, f"{n}_rate", f"{n}_rate_ref" if wheel else f"{n}_ref", f"tau_{n}", f"i_{n}", f"U_{n}"]
     model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
     model.bond("L_base.support", "floor.p")
     _platform_pose(model, bodies["base"].com)
@@ -883,8 +884,9 @@ def dualarm_command() -> Model:
     for n in bodies:
         if n == "base":
             continue
-        model.connect(f"J_{n}.q" if n not in WHEELS else f"J_{n}.qd", f"rec.{n}")
-        model.connect(f"ref_{n}.out", f"rec.{n}_ref")
+        model.connect(f"J_{n}.q", f"rec.{n}")  # angle under the joint's name (the twin's /joint_states)
+        model.connect(f"J_{n}.qd", f"rec.{n}_rate")
+        model.connect(f"ref_{n}.out", f"rec.{n}_rate_ref" if n in WHEELS else f"rec.{n}_ref")
         model.connect(f"M_{n}.tau", f"rec.tau_{n}")
         model.connect(f"M_{n}.current", f"rec.i_{n}")
         model.connect(f"M_{n}.voltage", f"rec.U_{n}")
