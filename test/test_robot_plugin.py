@@ -1,0 +1,177 @@
+"""A new robot as a plug-in, as docs/adding-a-robot.md tells: a two-wheel differential-drive base
+from its own small mechanism XML and YAML model, in a temporary folder, registered through a
+dist-info's entry_points.txt on sys.path, run live; /cmd_vel and joint_trajectory reach the
+models that declare those commands."""
+import math
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+from geometry_msgs.msg import Twist  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from bondsim_ros.robots import available, load_robot  # noqa: E402
+from bondsim_ros.ros.graph import start_graph  # noqa: E402
+
+DIFFBOT_XML = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<robot id="r-diffbot" name="DiffBot">
+  <joint name="base_x">
+    <drive type="prismatic_x" virtual="true"/>
+    <link id="bx" name="base_x_link"/>
+    <joint name="base_y">
+      <drive type="prismatic_y" virtual="true"/>
+      <link id="by" name="base_y_link"/>
+      <joint name="base_phi">
+        <drive type="revolute_z" virtual="true"/>
+        <link id="chassis" name="base_link"/>
+        <cuboid id="body" name="body" lx="0.3" ly="0.25" lz="0.08" mass="2.0"/>
+        <assembly id="body_a"><use ref="body"><translation z="0.09"/></use></assembly>
+        <render ref="body_a" color="steelblue"/>
+        <probe name="nose"><translation x="0.15" z="0.09"/></probe>
+        <joint name="wheel_left">
+          <translation y="0.15" z="0.05"/>
+          <drive type="revolute_y"/>
+          <link id="wl" name="wheel_left_link"/>
+          <cylinder id="wheel_l" name="left wheel" radius="0.05" length="0.02" axis="y" mass="0.1"/>
+          <render ref="wheel_l" color="black"/>
+        </joint>
+        <joint name="wheel_right">
+          <translation y="-0.15" z="0.05"/>
+          <drive type="revolute_y"/>
+          <link id="wr" name="wheel_right_link"/>
+          <cylinder id="wheel_r" name="right wheel" radius="0.05" length="0.02" axis="y" mass="0.1"/>
+          <render ref="wheel_r" color="black"/>
+        </joint>
+      </joint>
+    </joint>
+  </joint>
+</robot>
+"""
+
+# wheel speeds -> unicycle kinematics; the twist variant takes (v, w) as run-time parameters
+DIFFBOT_YAML = """\
+model: diffbot
+parameters: {r: 0.05, b: 0.3, v_cmd: 0.0, w_cmd: 0.0}
+components:
+  wl: {type: Input, value: "WL"}
+  wr: {type: Input, value: "WR"}
+  th_l: {type: Integrator}
+  th_r: {type: Integrator}
+  yaw_rate: {type: Function, expr: "r*(u_r - u_l)/b", inputs: [u_l, u_r]}
+  phi: {type: Integrator}
+  vx: {type: Function, expr: "r*(u_l + u_r)/2*cos(p)", inputs: [u_l, u_r, p]}
+  vy: {type: Function, expr: "r*(u_l + u_r)/2*sin(p)", inputs: [u_l, u_r, p]}
+  X: {type: Integrator}
+  Y: {type: Integrator}
+  rec: {type: Recorder, columns: [theta_l, theta_r, x, y, yaw]}
+signals:
+  - [wl.out, th_l.in_, yaw_rate.u_l, vx.u_l, vy.u_l]
+  - [wr.out, th_r.in_, yaw_rate.u_r, vx.u_r, vy.u_r]
+  - [yaw_rate.out, phi.in_]
+  - [phi.out, vx.p, vy.p, rec.yaw]
+  - [vx.out, X.in_]
+  - [vy.out, Y.in_]
+  - [th_l.out, rec.theta_l]
+  - [th_r.out, rec.theta_r]
+  - [X.out, rec.x]
+  - [Y.out, rec.y]
+"""
+
+PLUGIN = '''\
+"""diffbot: a third-party robot plug-in for bondsim_ros."""
+from pathlib import Path
+
+from bondsim_ros.bondgraph.yamlmodel import loads_model
+from bondsim_ros.robots import model_robot
+
+HERE = Path(__file__).parent
+TEXT = (HERE / "diffbot.yaml").read_text()
+
+
+def builtin():  # the built-in reference: 2 and 3 rad/s
+    return loads_model(TEXT.replace('"WL"', "2.0").replace('"WR"', "3.0"), "diffbot.yaml")
+
+
+def twist():  # body twist (v, w) -> wheel speeds
+    return loads_model(TEXT.replace('"WL"', '"(v_cmd - w_cmd*b/2)/r"').replace('"WR"', '"(v_cmd + w_cmd*b/2)/r"'),
+                       "diffbot.yaml")
+
+
+def ROBOT():
+    return model_robot("diffbot", "two-wheel differential drive", builtin, HERE / "diffbot.xml",
+                       {"wheel_left": "theta_l", "wheel_right": "theta_r"}, base={"x": "x", "y": "y", "yaw": "yaw"},
+                       command_models={"twist": (twist, {"vx": "v_cmd", "vy": None, "wz": "w_cmd"})})
+'''
+
+
+@pytest.fixture
+def diffbot_installed(tmp_path, monkeypatch):
+    pkg = tmp_path / "diffbot_plugin"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(PLUGIN)
+    (pkg / "diffbot.xml").write_text(DIFFBOT_XML)
+    (pkg / "diffbot.yaml").write_text(DIFFBOT_YAML)
+    info = tmp_path / "diffbot_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: diffbot-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[bondsim_ros.robots]\ndiffbot = diffbot_plugin:ROBOT\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    sys.modules.pop("diffbot_plugin", None)
+
+
+def spin_graph(dyn, seconds, setup=None):
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    graph = start_graph({"publish_rate": 33.0, **dyn}, {}, state_publisher={}, context=context)
+    try:
+        node = rclpy.create_node("plugin_listener", context=context)
+        graph.executor.add_node(node)
+        graph.nodes["listener"] = node
+        joints = []
+        node.create_subscription(JointState, "/joint_states", joints.append, 1000)
+        assert graph.spin_until(lambda: len(joints) > 3, timeout=30.0), "no joint states"
+        out = setup(graph, node, joints) if setup else None
+        graph.spin_for(seconds)
+        return joints, graph.nodes["dynamics_node"], out
+    finally:
+        graph.shutdown()
+        rclpy.try_shutdown(context=context)
+
+
+def test_a_registered_plugin_runs_live(diffbot_installed):
+    assert "diffbot" in available()
+    robot = load_robot("diffbot")
+    assert robot.commands == ("twist",)
+    joints, dn, _ = spin_graph({"model": "diffbot"}, 1.0)
+    assert list(joints[-1].name) == ["wheel_left", "wheel_right"]
+    # the built-in reference: wheel angles 2 t and 3 t at the simulated instant
+    t = dn.sim_time_of_stamp(joints[-1].header.stamp.sec * 1_000_000_000 + joints[-1].header.stamp.nanosec)
+    assert joints[-1].position[0] == pytest.approx(2.0 * t, abs=1e-6)
+    assert joints[-1].position[1] == pytest.approx(3.0 * t, abs=1e-6)
+
+
+def test_cmd_vel_moves_the_plugin_base(diffbot_installed):
+    """/cmd_vel v = 0.3 m/s, w = 0.5 rad/s: after 1 s the body twist is the command (within 2 %)."""
+    def setup(graph, node, joints):
+        pub = node.create_publisher(Twist, "/cmd_vel", 10)
+        msg = Twist()
+        msg.linear.x, msg.angular.z = 0.3, 0.5
+        timer = node.create_timer(0.05, lambda: pub.publish(msg))
+        return timer
+
+    joints, dn, _ = spin_graph({"model": "diffbot", "reference": "cmd_vel"}, 2.0, setup)
+    assert dn.twin.twist == pytest.approx((0.3, 0.0, 0.5))
+    # wheel speeds from the published angles over the last frames: (v -+ w b/2) / r
+    a, b = joints[-10], joints[-1]
+    dt = dn.sim_time_of_stamp(b.header.stamp.sec * 10**9 + b.header.stamp.nanosec) - \
+        dn.sim_time_of_stamp(a.header.stamp.sec * 10**9 + a.header.stamp.nanosec)
+    wl, wr = ((b.position[k] - a.position[k]) / dt for k in (0, 1))
+    assert wl == pytest.approx((0.3 - 0.5 * 0.15) / 0.05, rel=0.02)
+    assert wr == pytest.approx((0.3 + 0.5 * 0.15) / 0.05, rel=0.02)
