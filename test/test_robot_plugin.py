@@ -83,6 +83,34 @@ signals:
   - [Y.out, rec.y]
 """
 
+# a block on a rail whose position follows its reference through a first-order tracking loop
+SLIDE_YAML = """\
+model: slidebot
+parameters: {q_ref: 0.0, qd_ref: 0.0, k: 20.0}
+components:
+  law: {type: Function, expr: "qd_ref + k*(q_ref - u)", inputs: [u]}
+  q: {type: Integrator}
+  rec: {type: Recorder, columns: [slide_q]}
+signals:
+  - [law.out, q.in_]
+  - [q.out, law.u, rec.slide_q]
+"""
+
+SLIDE_XML = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<robot id="r-slidebot" name="SlideBot">
+  <cuboid id="rail" name="rail" lx="1.0" ly="0.04" lz="0.02"/>
+  <render ref="rail" color="dimgray"/>
+  <joint name="slide">
+    <drive type="prismatic_x"/>
+    <link id="block_frame" name="block"/>
+    <cuboid id="block" name="block" lx="0.1" ly="0.1" lz="0.1" mass="1.0"/>
+    <render ref="block" color="steelblue"/>
+    <probe name="block_top"><translation z="0.05"/></probe>
+  </joint>
+</robot>
+"""
+
 PLUGIN = '''\
 """diffbot: a third-party robot plug-in for bondsim_ros."""
 from pathlib import Path
@@ -103,6 +131,15 @@ def twist():  # body twist (v, w) -> wheel speeds
                        "diffbot.yaml")
 
 
+def slide():
+    return loads_model((HERE / "slidebot.yaml").read_text(), "slidebot.yaml")
+
+
+def SLIDEBOT():
+    return model_robot("slidebot", "a block on a rail", slide, HERE / "slidebot.xml", {"slide": "slide_q"},
+                       command_models={"trajectory": (slide, {"slide": ("q_ref", "qd_ref")})})
+
+
 def ROBOT():
     return model_robot("diffbot", "two-wheel differential drive", builtin, HERE / "diffbot.xml",
                        {"wheel_left": "theta_l", "wheel_right": "theta_r"}, base={"x": "x", "y": "y", "yaw": "yaw"},
@@ -117,10 +154,13 @@ def diffbot_installed(tmp_path, monkeypatch):
     (pkg / "__init__.py").write_text(PLUGIN)
     (pkg / "diffbot.xml").write_text(DIFFBOT_XML)
     (pkg / "diffbot.yaml").write_text(DIFFBOT_YAML)
+    (pkg / "slidebot.xml").write_text(SLIDE_XML)
+    (pkg / "slidebot.yaml").write_text(SLIDE_YAML)
     info = tmp_path / "diffbot_plugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: diffbot-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[bondsim_ros.robots]\ndiffbot = diffbot_plugin:ROBOT\n")
+    (info / "entry_points.txt").write_text("[bondsim_ros.robots]\ndiffbot = diffbot_plugin:ROBOT\n"
+                                         "slidebot = diffbot_plugin:SLIDEBOT\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
     sys.modules.pop("diffbot_plugin", None)
@@ -175,3 +215,35 @@ def test_cmd_vel_moves_the_plugin_base(diffbot_installed):
     wl, wr = ((b.position[k] - a.position[k]) / dt for k in (0, 1))
     assert wl == pytest.approx((0.3 - 0.5 * 0.15) / 0.05, rel=0.02)
     assert wr == pytest.approx((0.3 + 0.5 * 0.15) / 0.05, rel=0.02)
+
+
+def test_joint_trajectory_brings_the_joint_to_its_goal(diffbot_installed):
+    """A JointTrajectory on joint_trajectory (0.1 m at 0.5 s, 0.2 m at 1 s): interpolated, tracked,
+    the goal held: within 1 mm (the joint is prismatic) 1 s after the trajectory ends, and on
+    the way the joint passes the first point."""
+    sent = {}
+
+    def setup(graph, node, joints):
+        pub = node.create_publisher(JointTrajectory, "/joint_trajectory", 10)
+        graph.spin_until(lambda: pub.get_subscription_count() > 0, timeout=5.0)
+        msg = JointTrajectory(joint_names=["slide"])
+        for t, q in ((0.5, 0.1), (1.0, 0.2)):
+            pt = JointTrajectoryPoint(positions=[q], velocities=[0.0])
+            pt.time_from_start.sec, pt.time_from_start.nanosec = int(t), int(round((t % 1) * 1e9))
+            msg.points.append(pt)
+        pub.publish(msg)
+        sent["n"] = len(joints)
+
+    joints, dn, _ = spin_graph({"model": "slidebot", "reference": "joint_trajectory"}, 2.6, setup)
+    after = joints[sent["n"]:]
+    ts = np.array([dn.sim_time_of_stamp(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec) for m in after])
+    q = np.array([m.position[0] for m in after])
+    assert q[0] == pytest.approx(0.0, abs=1e-9)  # held where it was until the trajectory came
+    moved = ts[q > 1e-6]
+    assert len(moved), "the joint never moved"
+    start = moved[0] - 0.04  # the trajectory starts at the frame that applied it
+    end = start + 1.0
+    late = ts >= end + 1.0
+    assert late.any(), f"ran only to {ts[-1]:.2f} s (trajectory ends at {end:.2f} s)"
+    assert np.max(np.abs(q[late] - 0.2)) <= 1e-3
+    assert np.max(q) <= 0.2 + 1e-3  # Hermite with zero end velocity: no overshoot of the goal
