@@ -56,6 +56,9 @@ def read_binding(path) -> dict:
             for j, col, jl in _map(value, path, "mechanism.joints"):
                 if not isinstance(col, yaml.ScalarNode):
                     raise RobotError(f"{path}:{jl}: mechanism.joints.{j}: give the output column's name")
+                first = next((ln for n, _, ln in out["joints"] if n == str(j)), None)
+                if first is not None:
+                    raise RobotError(f"{path}:{jl}: mechanism.joints: {j!r} bound twice (first at line {first})")
                 out["joints"].append((str(j), str(col.value), jl))
         elif key == "base":
             base = {}
@@ -67,6 +70,7 @@ def read_binding(path) -> dict:
                 raise RobotError(f"{path}:{value.start_mark.line + 1}: mechanism.base needs x, y and yaw "
                                  f"(missing: {', '.join(sorted({'x', 'y', 'yaw'} - set(base)))})")
             out["base"] = base
+            out["base_line"] = line
         else:
             raise RobotError(f"{path}:{line}: mechanism: unknown key {key!r} (file, joints, base)")
     if out["file"] is None:
@@ -111,7 +115,7 @@ def check_binding(path, spec: dict, columns: list) -> tuple[dict, dict | None]:
     base = None
     if spec["base"]:
         if not units[0].planar:
-            raise RobotError(f"{path}:{spec['line']}: mechanism.base: {xml.name} has no planar base (virtual X, Y, "
+            raise RobotError(f"{path}:{spec['base_line']}: mechanism.base: {xml.name} has no planar base (virtual X, Y, "
                              f"yaw joints)")
         for k, (col, line) in spec["base"].items():
             if col not in columns:
