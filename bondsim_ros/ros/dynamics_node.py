@@ -524,9 +524,9 @@ class DynamicsNode(Node):
 
     @staticmethod
     def _stamp_msg(ns: int):
-        from builtin_interfaces.msg import Time
+        from rclpy.time import Time
 
-        return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+        return Time(nanoseconds=ns).to_msg()
 
     def publish_rest(self, state, stamp, tf_batch: list):
         """/odom, motor states and the reference at ``stamp``; odom -> base appended to ``tf_batch``."""
