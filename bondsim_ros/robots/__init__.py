@@ -108,10 +108,12 @@ def model_robot(name: str, description: str, build: Callable, mechanism, joints:
             builder, params = command_models[command]
         else:
             raise RobotError(f"{name}: no {command} command (has: {', '.join(sorted(command_models)) or 'none'})")
+        # the other command too where the same model variant takes it (dual-arm: base and arms)
+        other = {k: p for k, (b, p) in command_models.items() if b is builder and k != command}
         binding = Binding(mechanism=Path(mechanism), joints=dict(joints), base=base, velocities=dict(velocities or {}),
                           efforts=dict(efforts or {}), derive=derive, source=name,
-                          twist=params if command == "twist" else None,
-                          trajectory=params if command == "trajectory" else None)
+                          twist=params if command == "twist" else other.get("twist"),
+                          trajectory=params if command == "trajectory" else other.get("trajectory"))
         return ModelTwin(name, builder(), binding, rtol=rtol, atol=atol, hmax=hmax, limits=limits, command=command,
                          log=log)
 

@@ -154,7 +154,7 @@ class DynamicsNode(Node):
         if p["reference"] == "cmd_vel":
             self._setup_cmd_vel()
         self._next_traj = None
-        if p["reference"] == "joint_trajectory":
+        if "trajectory" in self.twin.commands:  # also beside cmd_vel where the twin takes both
             from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
             self.create_subscription(JointTrajectoryMsg, p["joint_trajectory_topic"], self._on_trajectory, 10)

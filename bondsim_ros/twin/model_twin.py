@@ -60,11 +60,11 @@ class ModelTwin:
         self.compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
         self._Simulation, self._Result = Simulation, SimulationResult
         self._sim_args = dict(rtol=rtol, atol=atol, hmax=hmax)
-        kinds = {"builtin"} | ({"twist"} if binding.twist else set()) | ({"trajectory"} if binding.trajectory else set())
-        if command not in kinds:
-            raise ValueError(f"{name}: command {command!r} not available (has: {', '.join(sorted(kinds))})")
+        # a model variant may take both (the dual-arm platform: base twist and arm joints)
+        self.commands = frozenset(k for k in ("twist", "trajectory") if getattr(binding, k))
+        if command != "builtin" and command not in self.commands:
+            raise ValueError(f"{name}: command {command!r} not available (has: {', '.join(sorted(self.commands))})")
         self.command_kind = command
-        self.commands = frozenset() if command == "builtin" else frozenset({command})
         self.joint_names = list(binding.joints)
         self._names = ["t"] + list(self.compiled.output_names)
         self.kinematics = ProbeKinematics(load_mechanism(self.mechanism))
@@ -86,11 +86,11 @@ class ModelTwin:
         self.sim = self._Simulation(self.compiled, **self._sim_args)
         self.t = 0.0
         self._traj = None
-        if self.command_kind == "twist":
+        if "twist" in self.commands:
             self._apply_twist(self.twist, restart=False)
         solver = self.sim.solver
         self._set_row(0.0, self.sim.outputs_at(0.0, solver.y, solver.yp))
-        if self.command_kind == "trajectory":
+        if "trajectory" in self.commands:
             self._hold(self.state())
 
     def recover(self) -> str:
@@ -107,7 +107,7 @@ class ModelTwin:
 
     # -- commands --------------------------------------------------------------------------
     def limit_twist(self, vx, vy, wz) -> tuple:
-        if self.command_kind != "twist":
+        if "twist" not in self.commands:
             raise CommandError(f"{self.name} takes no twist command here (command: {self.command_kind})")
         vx, vy, wz = limit_twist(self.limits, vx, vy, wz)
         if self.binding.twist.get("vy") is None:
@@ -127,7 +127,7 @@ class ModelTwin:
         self.twist = tuple(cmd)
 
     def set_joint_trajectory(self, traj: JointTrajectory) -> None:
-        if self.command_kind != "trajectory":
+        if "trajectory" not in self.commands:
             raise CommandError(f"{self.name} takes no joint trajectory here (command: {self.command_kind})")
         unknown = [n for n in traj.joint_names if n not in self.binding.trajectory]
         if unknown:
@@ -206,6 +206,6 @@ class ModelTwin:
 
     def diagnostics(self, state: TwinState) -> list:
         values = {"sim time [s]": f"{state.t:.3f}", "command": self.command_kind}
-        if self.command_kind == "twist":
+        if "twist" in self.commands:
             values["twist (vx, vy, wz)"] = ", ".join(f"{v:.3f}" for v in self.twist)
         return [Diagnostic(f"{self.name}/model", OK, "running", values)]
