@@ -69,7 +69,7 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
         graph.spin_for(wall, on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
         stats = {"wall_s": time.monotonic() - tic, "frames": dn.frames, "overruns": dn.overruns,
                  "max_lag_ms": dn.max_lag * 1e3, "counts": dict(recorder.counts),
-                 "mechanism": None if dn.twin.name == "robotino" else str(dn.twin.mechanism)}
+                 "name": dn.twin.name, "mechanism": None if dn.twin.name == "robotino" else str(dn.twin.mechanism)}
         recorder.close()
         return stats
     finally:
@@ -294,7 +294,7 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
     if video:
         from bondsim_ros.mechanism.render import render
 
-        target = out_dir / "robotino.mp4"
+        target = out_dir / f"{stats['name']}.mp4"
         try:
             # every third 33 Hz frame at 11 fps: real-time playback, a third of the drawing work
             written = render(stats.get("mechanism"), target, joints_csv=csv, fps=11, every=3, size=(960, 720), view="follow",

@@ -85,8 +85,8 @@ PARAMS = {
     "frame_prefix": ("", "prefix for frame ids (several robots); joint names stay the URDF's, as "
                          "robot_state_publisher looks them up"),
     "mechanism": ("", "mechanism XML whose probes are compared (empty: the robot's own)"),
-    "robot_config": ("", "Robotino parameter YAML, e.g. calibrated by `bondsim-ros fit --config-out` "
-                         "(empty: the packaged config/robotino.yaml)"),
+    "robot_config": ("", "the robot plug-in's parameter YAML (Robotino: e.g. calibrated by `bondsim-ros fit "
+                         "--config-out`; empty: its packaged config/robotino.yaml)"),
     "probes": ([""], "probe names whose /probes/NAME points are compared with the model (empty: all)"),
     "rtol": (1e-6, "solver relative tolerance"),
     "hmax": (0.02, "largest solver step [s]"),
