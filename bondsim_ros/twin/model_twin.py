@@ -16,6 +16,8 @@ import numpy as np
 from .protocol import OK, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, limit_twist
 from .trajectory import TrajectorySampler
 
+TRAJECTORY_STEP = 0.01  # s: longest hold of a joint reference along a trajectory
+
 
 @dataclass
 class Binding:
@@ -168,16 +170,33 @@ class ModelTwin:
         integration there starts from a converged step point."""
         if not t > self.t:
             return self.state()
-        if self._traj is not None:  # references held over the frame, sampled at its end
-            self.sim.set_params(self._trajectory_params(t), restart=True)
+        if self._traj is None:
+            y, yp = self._advance(t)
+        else:
+            # along a trajectory the references change every TRAJECTORY_STEP at most, each held
+            # over its sub-step at its midpoint value: the motion does not depend on how long
+            # the frames are (a loaded machine makes them long); after the last point, once
+            t0 = self.sim.t
+            while True:
+                t1 = min(t, t0 + TRAJECTORY_STEP) if t0 < self._traj.end else t
+                self.sim.set_params(self._trajectory_params(0.5 * (t0 + t1)), restart=True)
+                y, yp = self._advance(t1)
+                t0 = t1
+                if t1 >= self._traj.end:
+                    self._traj = None  # the last point is set and held
+                if t1 >= t:
+                    break
+        self._set_row(t, self.sim.outputs_at(t, y, yp))
+        self.t = t
+        return self.state()
+
+    def _advance(self, t):
         solver = self.sim.solver
         land = t + 64 * np.finfo(float).eps * max(1.0, abs(t))
         Y, YP = solver.advance([t], tstop=land)
         y, yp = Y[0], YP[0]
         self.sim.t, self.sim.last_y, self.sim.last_yp = t, y.copy(), yp.copy()
-        self._set_row(t, self.sim.outputs_at(t, y, yp))
-        self.t = t
-        return self.state()
+        return y, yp
 
     def state(self) -> TwinState:
         r, b = self._row, self.binding
