@@ -207,3 +207,21 @@ def test_joint_trajectory_brings_each_arm_to_its_goal(model):
     assert ns_of(joints[-1].header.stamp) * 1e-9 > sent_at + 2.1
     worst = max(abs(last[j] - goal[j]) for j in driven)
     assert worst <= 1e-3, f"{model}: worst joint {worst:.2e} rad from its goal"
+
+
+def test_demo_records_another_model(tmp_path):
+    """`bondsim-ros demo --model arm3dof`: the bag holds its joint states (its URDF's joints), its
+    probe and probe errors at equal stamps, no odometry (a fixed base); joints.csv and joints.png."""
+    from bondsim_ros.cli import main
+    from bondsim_ros.ros.bag import read_bag
+
+    out = tmp_path / "demo"
+    assert main(["demo", "--model", "arm3dof", "--duration", "1.5", "--out", str(out), "--no-video", "-q"]) == 0
+    msgs = read_bag(out / "bag")
+    joints = msgs["/joint_states"]
+    assert len(joints) > 30 and list(joints[0][1].name) == ["q1", "q2", "q3"]
+    assert not msgs.get("/odom")
+    assert len(msgs["/probes/gripper"]) > 30
+    assert max(m.data for _, m in msgs["/probe_error/gripper"]) <= 1e-9
+    assert (out / "joints.png").is_file() and not (out / "path.png").exists()
+    assert (out / "joints.csv").read_text().splitlines()[0] == "t,q1,q2,q3"

@@ -131,15 +131,16 @@ def plot_series(s: dict, out_dir: Path) -> list:
     def save(fig, name):
         written.append(Path(save_figure(fig, out_dir / name)))
 
-    fig, ax = plt.subplots(figsize=(6, 6))
-    if "x_ref" in s and len(s["x"]):
-        ax.plot(s["x_ref"], s["y_ref"], "k--", lw=1, label="rose reference")
-    ax.plot(s["x"], s["y"], lw=1.6, label="twin (/odom)")
-    ax.set_aspect("equal")
-    ax.set(xlabel="X [m]", ylabel="Y [m]", title="Robotino twin: path from the recorded /odom")
-    ax.legend(loc="upper right")
-    ax.grid(alpha=0.3)
-    save(fig, "path.png")
+    if len(s["x"]):  # a mobile base
+        fig, ax = plt.subplots(figsize=(6, 6))
+        if "x_ref" in s:
+            ax.plot(s["x_ref"], s["y_ref"], "k--", lw=1, label="rose reference")
+        ax.plot(s["x"], s["y"], lw=1.6, label="twin (/odom)")
+        ax.set_aspect("equal")
+        ax.set(xlabel="X [m]", ylabel="Y [m]", title="Robotino twin: path from the recorded /odom")
+        ax.legend(loc="upper right")
+        ax.grid(alpha=0.3)
+        save(fig, "path.png")
 
     if "x_ref" in s:
         t = s["ref_t"]
@@ -156,7 +157,16 @@ def plot_series(s: dict, out_dir: Path) -> list:
         save(fig, "tracking_errors.png")
 
     names = s["joint_names"]
-    if names:
+    wheels = [f"wheel{i}_axle" for i in (1, 2, 3) if f"wheel{i}_axle" in names]
+    if names and not wheels:  # any other robot: its joints as published
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for k, n in enumerate(names):
+            ax.plot(s["joint_t"], s["joint_pos"][:, k], lw=1, label=n)
+        ax.set(xlabel="t [s]", ylabel="joint position [rad or m]", title="Joint states from the recorded topics")
+        ax.legend(loc="upper right", fontsize=7, ncol=max(1, len(names) // 10))
+        ax.grid(alpha=0.3)
+        save(fig, "joints.png")
+    if wheels:
         fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
         for i in (1, 2, 3):
             col = names.index(f"wheel{i}_axle") if f"wheel{i}_axle" in names else None
