@@ -144,7 +144,8 @@ def cmd_up(args) -> int:
             from .foxglove_live import FoxgloveLive
 
             kw = {"namespace": args.namespace} if args.namespace else {}
-            graph.nodes["foxglove_live"] = FoxgloveLive(port=args.foxglove, context=context, **kw)
+            graph.nodes["foxglove_live"] = FoxgloveLive(port=args.foxglove, context=context,
+                                                        probes=graph.nodes["dynamics_node"].probe_names, **kw)
             graph.executor.add_node(graph.nodes["foxglove_live"])
             print(f"bondsim-ros up: Foxglove at ws://localhost:{graph.nodes['foxglove_live'].port}", file=sys.stderr)
         print(f"bondsim-ros up: {', '.join(graph.nodes)} running, discovery range "

@@ -49,7 +49,8 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
         if foxglove_port is not None:
             from .foxglove_live import FoxgloveLive
 
-            graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, context=context)
+            graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, context=context,
+                                                        probes=graph.nodes["dynamics_node"].probe_names)
             graph.executor.add_node(graph.nodes["foxglove_live"])
         dn = graph.nodes["dynamics_node"]
         # wait until the recorder subscribed to every publishing topic, then start from t = 0
