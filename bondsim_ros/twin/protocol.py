@@ -77,6 +77,7 @@ class Twin(Protocol):
     mechanism: Path  # mechanism XML the joints and probes belong to
     commands: frozenset
     t: float
+    twist: tuple  # the body twist applied now (twist command)
 
     def state(self) -> TwinState: ...
 

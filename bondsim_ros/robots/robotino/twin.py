@@ -101,6 +101,11 @@ class RobotinoTwin:
     set_twist = set_command
     limit_twist = limit_command
 
+    @property
+    def twist(self) -> tuple:
+        """The body twist applied now (after the limits)."""
+        return self.command
+
     def set_joint_trajectory(self, trajectory) -> None:
         raise CommandError("the Robotino has no joint trajectory command (it takes cmd_vel)")
 
