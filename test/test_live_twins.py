@@ -95,9 +95,23 @@ def test_live_twin_matches_simulate(model, seconds, tol):
     # the column each joint is bound to (the YAML model's mechanism: section; seed plug-ins: same name)
     column = getattr(dn.twin, "binding", None).joints if hasattr(dn.twin, "binding") else {n: n for n in names}
     expected = np.column_stack([res[column[n]] for n in names])
-    worst = np.max(np.abs(published - expected))
-    print(f"{model}: {len(joints)} frames to t = {times[-1]:.2f} s, max |q - simulate| = {worst:.2e}")
-    assert worst <= tol
+    diff = np.abs(published - expected)
+    if model == "robotino":
+        # the rollers integrate the contact roller's speed frame by frame, an index-2 quantity that
+        # simulate's dense output interpolates between steps with errors up to ~1e-2 rad/s (docs/ros.md,
+        # Failures); the twin's values are step points. Measured: up to 1.8e-3 rad after 2 s; the axles
+        # and every other robot stay at the solver tolerance.
+        rollers = np.array(["roller" in n for n in names])
+        assert np.max(diff[:, rollers]) <= 5e-3
+        diff = diff[:, ~rollers]
+        names = [n for n in names if "roller" not in n]
+        published, expected = published[:, [k for k, r in enumerate(rollers) if not r]], \
+            expected[:, [k for k, r in enumerate(rollers) if not r]]
+    worst = np.max(diff)
+    k, j = np.unravel_index(np.argmax(diff), diff.shape)
+    print(f"{model}: {len(joints)} frames to t = {times[-1]:.2f} s, max |q - simulate| = {worst:.2e} "
+          f"({names[j]} at t = {times[k]:.3f} s)")
+    assert worst <= tol, f"{names[j]} at t = {times[k]:.3f} s: {published[k, j]!r} vs {expected[k, j]!r}"
     # /clock names the same instants
     assert [ns_of(c.clock) for c in clock][: len(joints)] == [ns_of(m.header.stamp) for m in joints][: len(clock)]
     assert errors and all(errors.values()), "no time-aligned probe errors received"
