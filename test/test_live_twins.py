@@ -78,7 +78,9 @@ def simulated(dn, times):
     ("robotino", 2.0, 1e-4),
     ("omni5dpo", 2.0, 1e-4),
     ("arm3dof", 2.0, 1e-4),
-    ("slider_crank_lagrange", 2.0, 5e-4),  # index-3 joints: step ends vs interpolation differ most
+    # Sf(0) joints hold velocities only: the positions drift with the step sequence, which the
+    # frames change (measured 1.3e-4 .. 3.7e-4 rad after 2 s)
+    ("slider_crank_lagrange", 2.0, 1e-3),
     ("dualarm", 2.0, 1e-4),
     (SLIDER_YAML, 2.0, 1e-5),
 ])
