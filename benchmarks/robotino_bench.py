@@ -2,10 +2,13 @@
 
 Prints, in one process on the same generated equations:
   - build time: cold (sympy + code generation + numba compile, empty caches) and cached;
-  - solve time of bondsim_ros's BDF, best of N after a warm-up;
-  - the same DAE through SUNDIALS IDA (scikit-sundae), residual and Jacobian being the same
-    numba kernels called back from IDA, at the same tolerances and hmax;
-  - ratios, steps, and the tracking errors / max difference between the two solutions.
+  - solve time of bondsim_ros's BDF, median of N after a warm-up;
+  - the same DAE through SUNDIALS IDA driven from C (benchmarks/c_ida.py: the reduced DAE
+    printed as C, Debian's libsundials-dev), same unknowns, consistent initial values,
+    tolerances and hmax: the reference; and, for context, IDA through scikit-sundae with the
+    numba kernels called back from Python;
+  - ratios, the work counters of both solvers (Newton iterations, Jacobian evaluations/LU
+    factorisations, rejected steps), the tracking errors and the pose difference.
 
 The paper's C++ BondSim: 0.51 s on a Ryzen 7 PRO 4750G (seed 000, section 4).
 
@@ -22,6 +25,8 @@ import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def cold_build_seconds() -> float:
@@ -76,14 +81,23 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-build measurement (slow)")
+    ap.add_argument("--no-sksundae", action="store_true", help="skip the scikit-sundae context run")
     args = ap.parse_args(argv)
 
+    from c_ida import MissingSundials, check_toolchain
+
+    try:
+        check_toolchain()
+    except MissingSundials as exc:
+        sys.exit(f"robotino_bench: {exc}")
     from bondsim_ros.bondgraph import compile_model
     from bondsim_ros.bondgraph.simulation import Simulation
     from bondsim_ros.models.robotino import robotino
 
     rtol, atol, hmax, t_end, dt = 1e-6, 1e-8, 0.02, 50.0, 0.02
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    from solver_bench import cpu_model
+
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}")
     cold = None if args.no_cold else cold_build_seconds()
     tic = time.perf_counter()
@@ -91,56 +105,67 @@ def main(argv=None):
     cached = time.perf_counter() - tic
     t_out = np.arange(1, int(round(t_end / dt)) + 1) * dt
 
-    best, sim = np.inf, None
-    for k in range(args.repeat + 1):  # first run: warm-up (numba dispatch, caches)
+    from c_ida import CIDA
+
+    y0 = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax).solver
+    yinit, ypinit = y0.y.copy(), y0.yp.copy()
+    cida = CIDA(robotino(), compiled)
+    ours_t, ida_t, sk_t = [], [], []
+    sim = cida_out = ida_sol = None
+    for k in range(args.repeat + 1):  # first round: warm-up (numba dispatch, caches)
         s = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax)
         tic = time.perf_counter()
         rows = s.advance(t_out)
         el = time.perf_counter() - tic
+        tic = time.perf_counter()
+        cida_out = cida.run(t_out, yinit, ypinit, rtol, atol, hmax)
+        el_c = time.perf_counter() - tic
         if k > 0:
-            best = min(best, el)
+            ours_t.append(el)
+            ida_t.append(el_c)
         sim = (s, rows)
+    if not args.no_sksundae:
+        tspan = np.concatenate([[0.0], t_out])
+        for k in range(min(args.repeat, 3) + 1):
+            el, ida_sol = run_ida(compiled, tspan, yinit, ypinit, rtol, atol, hmax)
+            if k > 0:
+                sk_t.append(el)
+    med, med_c = float(np.median(ours_t)), float(np.median(ida_t))
     s, rows = sim
     stats = s.solver.stats
     names = s.output_names
     col = {n: i for i, n in enumerate(names)}
     after = rows[:, 0] > 5.0
     errs = {k: float(np.max(np.abs(rows[after, col[k]] - rows[after, col[k + "_ref"]]))) for k in ("x", "y", "phi")}
-
-    y0 = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax).solver
-    yinit, ypinit = y0.y.copy(), y0.yp.copy()
-    ida_best, ida_sol = np.inf, None
-    tspan = np.concatenate([[0.0], t_out])
-    for k in range(args.repeat + 1):
-        el, sol = run_ida(compiled, tspan, yinit, ypinit, rtol, atol, hmax)
-        if k > 0:
-            ida_best = min(ida_best, el)
-        ida_sol = sol
-    ida_y = np.asarray(ida_sol.y)[1:]
-    diff = None
-    if ida_y.shape[0] == len(t_out):
-        idx = [col["x"], col["y"], col["phi"]]
-        out = np.zeros(len(compiled.output_names))
-        ida_rows = []
-        for k in range(len(t_out)):
-            compiled.outputs(t_out[k], ida_y[k], np.asarray(ida_sol.yp)[k + 1], compiled.params, out)
-            ida_rows.append(out[[i - 1 for i in idx]].copy())
-        diff = float(np.max(np.abs(np.array(ida_rows) - rows[:, idx])))
+    Yc, YPc, cst = cida_out
+    idx = [col["x"], col["y"], col["phi"]]
+    out = np.zeros(len(compiled.output_names))
+    ida_rows = []
+    for k in range(len(t_out)):
+        compiled.outputs(t_out[k], Yc[k], YPc[k], compiled.params, out)
+        ida_rows.append(out[[i - 1 for i in idx]].copy())
+    diff = float(np.max(np.abs(np.array(ida_rows) - rows[:, idx])))
 
     print()
-    print(f"{'':34s}{'bondsim_ros BDF':>18s}{'SUNDIALS IDA':>16s}")
-    print(f"{'solve time, best of ' + str(args.repeat) + ' [s]':34s}{best:18.4f}{ida_best:16.4f}")
-    print(f"{'residual evaluations':34s}{stats.get('res_evals', 0):18d}{int(ida_sol.nfev):16d}")
-    print(f"{'Jacobian evaluations':34s}{stats.get('jac_evals', 0):18d}{int(ida_sol.njev):16d}")
-    print(f"{'steps (rejected)':34s}{stats['steps']:>11d} ({stats['rejected']})")
-    print(f"ratio bondsim / IDA: {best / ida_best:.2f}   (target <= 1.0)")
-    print(f"paper's BondSim (C++, Ryzen 7 PRO 4750G): 0.51 s -> ratio {best / 0.51:.2f} (target: solve <= 0.25 s)")
+    print(f"{'':38s}{'bondsim_ros BDF':>16s}{'IDA from C':>12s}")
+    print(f"{'solve time, median of ' + str(args.repeat) + ' [s]':38s}{med:16.4f}{med_c:12.4f}")
+    print(f"{'steps':38s}{stats['steps']:16d}{cst['steps']:12d}")
+    print(f"{'rejected (error test + convergence)':38s}{stats['rejected']:16d}"
+          f"{cst['err_test_fails'] + cst['newton_conv_fails']:12d}")
+    print(f"{'Newton iterations':38s}{stats['newton_iters']:16d}{cst['newton_iters']:12d}")
+    print(f"{'Jacobian evaluations / LU':38s}{stats['jac_evals']:16d}{cst['lin_setups']:12d}")
+    print(f"{'residual evaluations':38s}{stats['res_evals']:16d}{cst['res_evals']:12d}")
+    print(f"ratio bondsim / C-IDA: {med / med_c:.2f}   (runs: ours {', '.join(f'{x:.3f}' for x in ours_t)}; "
+          f"C-IDA {', '.join(f'{x:.3f}' for x in ida_t)})")
+    if sk_t:
+        print(f"context: IDA through scikit-sundae (Python callbacks) {np.median(sk_t):.3f} s, "
+              f"ratio bondsim / it {med / np.median(sk_t):.2f}")
+    print(f"paper's BondSim (C++, Ryzen 7 PRO 4750G): 0.51 s -> ratio {med / 0.51:.2f}")
     print(f"build: cold {cold if cold is None else round(cold, 2)} s, cached {cached:.3f} s")
     print(f"tracking errors after 5 s: x {errs['x']:.2e} m, y {errs['y']:.2e} m, phi {errs['phi']:.2e} rad")
-    if diff is not None:
-        print(f"max |pose(bondsim) - pose(IDA)| over the run: {diff:.2e}")
+    print(f"max |pose(bondsim) - pose(C-IDA)| over the run: {diff:.2e}")
     print(f"solver stats: {stats}")
-
+    print(f"C-IDA counters: {cst}")
 
 if __name__ == "__main__":
     main()

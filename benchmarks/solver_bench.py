@@ -1,14 +1,25 @@
-"""The same DAEs through bondsim_ros's BDF, SciPy's BDF and Radau, and SUNDIALS IDA, in one process.
+"""bondsim_ros's BDF against SUNDIALS IDA driven from C, at equal error, in one process.
 
-Every solver gets the same generated numba kernels (residual, Jacobian) at the same
-tolerances; SciPy only where the DAE is an ODE in disguise (dF/dy' invertible), since its
-solvers take y' = f(t, y). Each solver runs a work-precision sweep over --rtols; the figure of
-merit is our wall time over IDA's *at equal error*, interpolated along our own sweep. Times
-are the best of --repeat runs after a warm-up (numba compile excluded). Errors are against the
-closed-form solution where the model has one, else against IDA at rtol 1e-11 (or, where IDA
-cannot reach that, this solver at rtol 1e-12, and the table says so).
+The reference is IDA 6.x (Debian's ``libsundials-dev``) called from a small C driver, with the
+model's reduced DAE printed as C by sympy and compiled by gcc (``benchmarks/c_ida.py``): no
+Python inside its integration, as a C user of IDA would run it. Both solvers get the same
+unknowns, the same consistent initial values (ours), the same rtol/atol, hmax and output
+times, and leave the algebraic unknowns out of the error test (``IDASetSuppressAlg``).
 
-    python benchmarks/solver_bench.py [--repeat 3] [--rtols 1e-4,1e-5,1e-6,1e-7,1e-8]
+For context only: IDA through scikit-sundae (the same numba kernels called back from Python)
+and SciPy's BDF/Radau where the DAE is an ODE in disguise (dF/dy' invertible).
+
+Each solver runs a work-precision sweep over --rtols (atol = rtol/100). Times are medians of
+--repeat runs after a warm-up, ours and C-IDA's alternating (numba compile, C build excluded); only the integration over all
+output times is timed (set-up and output columns are not, for any solver). Errors are against
+the closed form where the model has one, else against C-IDA at rtol 1e-11. The figure of merit
+is our time over C-IDA's *at equal error*: our time interpolated (log-log) along our own sweep
+at each C-IDA point's error; the summary gives the median over those points. Counters
+(Newton iterations, Jacobian evaluations/LU factorisations, rejected steps) are deterministic:
+they are the evidence that does not depend on the load of the machine.
+
+    apt-get install libsundials-dev     # benchmark only
+    nice -n -5 python benchmarks/solver_bench.py [--repeat 5] [--rtols 1e-4,...,1e-8] [--dualarm]
 """
 from __future__ import annotations
 
@@ -16,13 +27,18 @@ import argparse
 import math
 import os
 import platform
+import subprocess
+import sys
 import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-def cases():
+
+def cases(with_dualarm=False):
     from bondsim_ros.models import examples as ex
+    from bondsim_ros.models import multibody as mb
     from bondsim_ros.models.robotino import robotino
 
     def msd_ref(t):
@@ -38,161 +54,252 @@ def cases():
     def osc_ref(t):
         return {"spring.q": np.cos(t)}
 
-    return [
-        ("mass_spring_damper", ex.mass_spring_damper(), 10.0, 0.01, math.inf, msd_ref),
-        ("series_rlc", ex.series_rlc(), 1.0, 0.001, math.inf, rlc_ref),
-        ("dc_motor (index 2: rigid gear)", ex.dc_motor(), 0.5, 0.0005, math.inf, motor_ref),
-        ("lossless_oscillator, 20 periods", ex.lossless_oscillator(), 40 * math.pi, 0.05, math.inf, osc_ref),
-        ("pendulum (index 2)", ex.pendulum(), 10.0, 0.01, math.inf, None),
-        ("robotino, paper case", robotino(), 50.0, 0.02, 0.02, None),
+    def pend_ref(t):
+        th, om = mb.pendulum_reference(t)
+        return {"theta": th, "omega": om}
+
+    # (name, model builder, t_end, output step, hmax, closed form | columns | None, sksundae context);
+    # without a closed form the reference is C-IDA at rtol 1e-11 on the given columns (default:
+    # the recorded signals, else the differential unknowns)
+    out = [
+        ("mass-spring-damper", ex.mass_spring_damper, 10.0, 0.01, math.inf, msd_ref, True),
+        ("series RLC", ex.series_rlc, 1.0, 0.001, math.inf, rlc_ref, True),
+        ("DC motor, rigid gear (index 2)", ex.dc_motor, 0.5, 0.0005, math.inf, motor_ref, True),
+        ("lossless oscillator, 20 periods", ex.lossless_oscillator, 40 * math.pi, 0.05, math.inf, osc_ref, True),
+        ("pendulum, length constraint (index 2)", ex.pendulum, 10.0, 0.01, math.inf, None, True),
+        ("pendulum, seed 003 Lagrange Sf(0)", mb.pendulum_lagrange, 10.0, 0.01, math.inf, pend_ref, True),
+        ("Robotino, paper case (50 s)", robotino, 50.0, 0.02, 0.02, None, True),
     ]
+    if with_dualarm:
+        from bondsim_ros.models.dualarm import dualarm
+        # positions only: the no-slip residual ("slip") is zero and the multiplier "lam" is an
+        # index-2 unknown outside the error test; neither is a fair accuracy measure
+        positions = ["x", "y", "phi", "wheel_l", "wheel_r", "w_q1", "w_q2"] + \
+            [f"{arm}_q{k}" for arm in "rl" for k in range(1, 8)]
+        out.append(("dual-arm, seed 001 (2 s)", dualarm, 2.0, 0.01, math.inf, positions, False))
+    return out
 
 
-def best_of(fn, repeat):
-    fn()  # warm-up
-    best, out = math.inf, None
-    for _ in range(repeat):
-        tic = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - tic)
-    return best, out
+def cpu_model() -> str:
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5, help="timed runs per point (median)")
     ap.add_argument("--rtols", default="1e-4,1e-5,1e-6,1e-7,1e-8",
                     help="tolerances of the work-precision sweep (atol = rtol/100)")
+    ap.add_argument("--no-context", action="store_true", help="skip scikit-sundae and SciPy")
+    ap.add_argument("--dualarm", action="store_true", help="include the 18-DOF dual-arm model (slow cold build)")
+    ap.add_argument("--only", default="", help="comma-separated substrings of case names to run")
     args = ap.parse_args(argv)
     rtols = [float(v) for v in args.rtols.split(",")]
-    summary = []
-    from scipy.integrate import solve_ivp
-    from sksundae.ida import IDA
+    from c_ida import CIDA, MissingSundials, check_toolchain
 
+    try:
+        check_toolchain()
+    except MissingSundials as exc:
+        sys.exit(f"solver_bench: {exc}")
     from bondsim_ros.bondgraph import compile_model
-    from bondsim_ros.bondgraph.simulation import Simulation
+    from bondsim_ros.solver import BDFSolver
 
-    print(f"machine: {platform.machine()} ({platform.processor() or 'cpu'}), {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}; rtols {args.rtols}, atol = rtol/100")
-    for name, model, t_end, dt, hmax, ref_fn in cases():
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+          f"rtols {args.rtols}, atol = rtol/100; medians of {args.repeat}")
+    summary = []
+    only = [s.strip().lower() for s in args.only.split(",") if s.strip()]
+    for name, build, t_end, dt, hmax, ref_fn, context in cases(args.dualarm):
+        if only and not any(s in name.lower() for s in only):
+            continue
+        model = build()
         c = compile_model(model)
         n = c.n
+        cida = CIDA(model, c)
         t_out = np.arange(1, int(round(t_end / dt)) + 1) * dt
         p = c.params
-        sim0 = Simulation(c, rtol=1e-6, atol=1e-8, hmax=hmax)
-        y0, yp0 = sim0.solver.y.copy(), sim0.solver.yp.copy()
+        s0 = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8, hmax=hmax)
+        y0, yp0 = s0.init(0.0, c.y0)
+        y0, yp0 = y0.copy(), yp0.copy()
         names = ["t"] + c.output_names
         out_buf = np.zeros(len(c.output_names))
 
-        def outputs(t, Y, YP):
-            rows = np.zeros((len(t), len(c.output_names)))
-            for k in range(len(t)):
-                c.outputs(float(t[k]), np.ascontiguousarray(Y[k]), np.ascontiguousarray(YP[k]), p, out_buf)
+        def outputs(Y, YP):
+            rows = np.zeros((len(t_out), len(c.output_names)))
+            for k in range(len(t_out)):
+                c.outputs(float(t_out[k]), np.ascontiguousarray(Y[k]), np.ascontiguousarray(YP[k]), p, out_buf)
                 rows[k] = out_buf
             return rows
 
         def ours(rtol, atol):
-            s = Simulation(c, rtol=rtol, atol=atol, hmax=hmax)
-            return s.advance(t_out)[:, 1:]
+            s = BDFSolver(c.problem(), rtol=rtol, atol=atol, hmax=hmax)
+            s.init(0.0, y0, yp0, consistent=False)
 
-        yb, ypb = np.zeros(n), np.zeros(n)
-        vals = np.zeros(len(c.indices))
+            def go():
+                return s.advance(t_out)
 
-        def resfn(t, y, yp, res):
-            yb[:] = y
-            ypb[:] = yp
-            c.residual(t, yb, ypb, p, res)
+            return s, go
 
-        def jacfn(t, y, yp, res, cj, JJ):
-            yb[:] = y
-            ypb[:] = yp
-            c.jacobian(t, yb, ypb, p, cj, vals)
-            JJ[:, :] = 0.0
-            for j in range(n):
-                JJ[c.indices[c.indptr[j]:c.indptr[j + 1]], j] += vals[c.indptr[j]:c.indptr[j + 1]]
+        def cida_run(rtol, atol):
+            return cida.run(t_out, y0, yp0, rtol, atol, hmax)
 
-        alg = [i for i in range(n) if not c.differential[i]] or None
+        def timed_pair(rtol, atol):
+            """Our runs and C-IDA's alternate, so that both see the same load on a shared machine."""
+            t_o, t_c, sol, csol = [], [], None, None
+            for k in range(args.repeat + 1):  # first round: warm-up
+                s, go = ours(rtol, atol)
+                tic = time.perf_counter()
+                sol = go()
+                el = time.perf_counter() - tic
+                tic = time.perf_counter()
+                csol = cida_run(rtol, atol)
+                el_c = time.perf_counter() - tic
+                if k:
+                    t_o.append(el)
+                    t_c.append(el_c)
+            return (float(np.median(t_o)), (outputs(*sol), s.stats)), \
+                (float(np.median(t_c)), (outputs(csol[0], csol[1]), csol[2]))
 
-        def ida(rtol, atol):
-            # scikit-sundae does not expose IDASetSuppressAlg; an infinite-like atol on the algebraic
-            # variables takes them out of IDA's error test the same way (index 2 needs it)
-            atol_vec = np.where(np.asarray(c.differential, dtype=bool), atol, 1e30)
-            solver = IDA(resfn, rtol=rtol, atol=atol_vec, max_step=0.0 if math.isinf(hmax) else hmax,
-                         algebraic_idx=alg, jacfn=jacfn, max_num_steps=500000)
-            sol = solver.solve(np.concatenate([[0.0], t_out]), y0, yp0)
-            if not sol.success or np.asarray(sol.y).shape[0] != len(t_out) + 1:
-                raise RuntimeError(f"IDA failed: {sol.message}")
-            return outputs(t_out, np.asarray(sol.y)[1:], np.asarray(sol.yp)[1:])
-
-        # ODE form y' = M^-1 (-F(t, y, 0)) where M = dF/dy' is invertible everywhere it is used
-        def is_ode():
-            G0, G1 = np.zeros((n, n)), np.zeros((n, n))
-            for G, cj in ((G0, 0.0), (G1, 1.0)):
-                c.jacobian(0.0, y0.copy(), yp0.copy(), p, cj, vals)
-                for j in range(n):
-                    G[c.indices[c.indptr[j]:c.indptr[j + 1]], j] += vals[c.indptr[j]:c.indptr[j + 1]]
-            return np.linalg.matrix_rank(G1 - G0) == n
-
-        def rhs(t, y):
-            r0 = np.zeros(n)
-            yb[:] = y
-            ypb[:] = 0.0
-            c.residual(t, yb, ypb, p, r0)
-            G0, G1 = np.zeros((n, n)), np.zeros((n, n))
-            for G, cj in ((G0, 0.0), (G1, 1.0)):
-                c.jacobian(t, yb, ypb, p, cj, vals)
-                for j in range(n):
-                    G[c.indices[c.indptr[j]:c.indptr[j + 1]], j] += vals[c.indptr[j]:c.indptr[j + 1]]
-            return np.linalg.solve(G1 - G0, -r0)
-
-        def scipy_run(method, rtol, atol):
-            sol = solve_ivp(rhs, (0.0, t_end), y0, method=method, t_eval=t_out, rtol=rtol, atol=atol,
-                            max_step=hmax)
-            Y = sol.y.T
-            YP = np.array([rhs(tk, yk) for tk, yk in zip(t_out, Y)])
-            return outputs(t_out, Y, YP)
-
-        ode = is_ode()
-        runs = {"ours": {}, "IDA": {}, "BDF": {}, "Radau": {}}
+        runs = {"ours": {}, "C-IDA": {}}
+        if context and not args.no_context:
+            runs.update(sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs))
         for rtol in rtols:
             atol = rtol * 1e-2
-            runs["ours"][rtol] = best_of(lambda: ours(rtol, atol), args.repeat)
-            runs["IDA"][rtol] = best_of(lambda: ida(rtol, atol), args.repeat)
-            if ode:
-                runs["BDF"][rtol] = best_of(lambda: scipy_run("BDF", rtol, atol), 1)
-                runs["Radau"][rtol] = best_of(lambda: scipy_run("Radau", rtol, atol), 1)
-        if ref_fn is not None:
+            runs["ours"][rtol], runs["C-IDA"][rtol] = timed_pair(rtol, atol)
+        if callable(ref_fn):
             ref, ref_name = ref_fn(t_out), "closed form"
         else:
-            try:
-                tight, ref_name = ida(1e-11, 1e-13), "IDA at rtol 1e-11"
-            except RuntimeError:  # IDA's own limit at extreme tolerance on index 2: use ours, tighter still
-                tight, ref_name = ours(1e-12, 1e-14), "bondsim BDF at rtol 1e-12"
-            ref = {k: tight[:, names.index(k) - 1] for k in names[1:] if "." not in k}
+            Y, YP, _ = cida_run(1e-11, 1e-13)
+            tight, ref_name = outputs(Y, YP), "C-IDA at rtol 1e-11"
+            keys = ref_fn or [k for k in names[1:] if "." not in k] or \
+                [v for v, d in zip(c.var_names, c.differential) if d]
+            ref = {k: tight[:, names.index(k) - 1] for k in keys}
 
         def err(rows):
             return max(float(np.max(np.abs(rows[:, names.index(k) - 1] - v)) / max(np.max(np.abs(v)), 1e-12))
                        for k, v in ref.items())
 
-        print(f"\n{name}: n = {n}, reference: {ref_name}")
-        print(f"  {'rtol':>7s}" + "".join(f" {s + ' [s]':>11s} {'err':>8s}" for s in runs if runs[s]))
-        points = {s: [(err(r[1]), r[0]) for r in runs[s].values()] for s in runs}
+        print(f"\n{name}: n = {n}, {len(t_out)} outputs, hmax {hmax:g}, reference: {ref_name}")
+        cols = [s for s in runs if runs[s]]
+        print(f"  {'rtol':>7s}" + "".join(f" {s + ' [s]':>14s} {'err':>8s}" for s in cols))
         for rtol in rtols:
-            print(f"  {rtol:7.0e}" + "".join(f" {runs[s][rtol][0]:11.4f} {err(runs[s][rtol][1]):8.1e}"
-                                             for s in runs if runs[s]))
-        ratios = equal_error_ratios(points["ours"], points["IDA"])
-        summary.append((name, n, ratios))
-        print("  ours/IDA wall time at equal error: "
+            print(f"  {rtol:7.0e}" + "".join(f" {runs[s][rtol][0]:14.5f} {err(runs[s][rtol][1][0]):8.1e}"
+                                             if rtol in runs[s] else f" {'':14s} {'':8s}" for s in cols))
+        points = {s: [(err(r[1][0]), r[0]) for r in runs[s].values()] for s in runs}
+        ratios = equal_error_ratios(points["ours"], points["C-IDA"])
+        print("  ours / C-IDA time at equal error: "
               + (", ".join(f"{r:.2f} (err {e:.0e})" for e, r in ratios) if ratios else "no overlapping errors"))
-    print("\nsummary: ours/IDA wall time at equal error (median over IDA's tolerances where ours reaches that error)")
-    for name, n, ratios in summary:
+        print("  work per run     steps  rejected  Newton its  Jac evals  LU factorisations")
+        for rtol in rtols:
+            o = runs["ours"][rtol][1][1]
+            i = runs["C-IDA"][rtol][1][1]
+            print(f"  {rtol:7.0e} ours  {o['steps']:7d} {o['rejected']:9d} {o['newton_iters']:11d} "
+                  f"{o['jac_evals']:10d} {o['lu_factorizations']:18d}")
+            print(f"  {'':7s} C-IDA {i['steps']:7d} {i['err_test_fails'] + i['newton_conv_fails']:9d} "
+                  f"{i['newton_iters']:11d} {i['jac_evals']:10d} {i['lin_setups']:18d}"
+                  f"   (error-test fails {i['err_test_fails']}, convergence fails {i['newton_conv_fails']})")
+        mid = 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2]
+        summary.append((name, n, ratios, runs["ours"][mid][0] / runs["C-IDA"][mid][0],
+                        runs["ours"][mid][0], runs["C-IDA"][mid][0], mid))
+    print("\nsummary: ours / C-IDA wall time (median over C-IDA's tolerances where ours reaches that error; "
+          "and at equal rtol)")
+    for name, n, ratios, same_tol, t_o, t_i, mid in summary:
         med = f"{np.median([r for _, r in ratios]):.2f}" if ratios else "n/a"
-        print(f"  {name:40s} n={n:3d}  {med}")
-    print("errors: max over the compared columns of max|x - x_ref| / max|x_ref|")
+        print(f"  {name:40s} n={n:3d}  equal error {med:>5s}   rtol {mid:.0e}: {same_tol:.2f} "
+              f"({t_o * 1e3:.3f} ms / {t_i * 1e3:.3f} ms)")
+    print("errors: max over the compared columns of max|x - x_ref| / max|x_ref|; "
+          "C-IDA 'rejected' = error-test + convergence failures")
 
 
-def equal_error_ratios(ours, ida):
-    """For each IDA point (error, time), our time at the same error by log-log interpolation
+def sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs):
+    """Context rows: IDA through scikit-sundae (numba kernels called back from Python) and SciPy."""
+    from scipy.integrate import solve_ivp
+    from sksundae.ida import IDA
+
+    n, p = c.n, c.params
+    yb, ypb = np.zeros(n), np.zeros(n)
+    vals = np.zeros(len(c.indices))
+
+    def resfn(t, y, yp, res):
+        yb[:] = y
+        ypb[:] = yp
+        c.residual(t, yb, ypb, p, res)
+
+    def jacfn(t, y, yp, res, cj, JJ):
+        yb[:] = y
+        ypb[:] = yp
+        c.jacobian(t, yb, ypb, p, cj, vals)
+        JJ[:, :] = 0.0
+        for j in range(n):
+            JJ[c.indices[c.indptr[j]:c.indptr[j + 1]], j] += vals[c.indptr[j]:c.indptr[j + 1]]
+
+    alg = [i for i in range(n) if not c.differential[i]] or None
+
+    def ida(rtol, atol):
+        # scikit-sundae does not expose IDASetSuppressAlg: a huge atol on the algebraic unknowns
+        # takes them out of the error test the same way
+        atol_vec = np.where(np.asarray(c.differential, dtype=bool), atol, 1e30)
+        solver = IDA(resfn, rtol=rtol, atol=atol_vec, max_step=0.0 if math.isinf(hmax) else hmax,
+                     algebraic_idx=alg, jacfn=jacfn, max_num_steps=500000)
+        tic = time.perf_counter()
+        sol = solver.solve(np.concatenate([[0.0], t_out]), y0, yp0)
+        el = time.perf_counter() - tic
+        if not sol.success or np.asarray(sol.y).shape[0] != len(t_out) + 1:
+            raise RuntimeError(f"IDA failed: {sol.message}")
+        return el, np.asarray(sol.y)[1:], np.asarray(sol.yp)[1:]
+
+    def mats(t, y):
+        G0, G1 = np.zeros((n, n)), np.zeros((n, n))
+        yb[:] = y
+        ypb[:] = 0.0
+        for G, cj in ((G0, 0.0), (G1, 1.0)):
+            c.jacobian(t, yb, ypb, p, cj, vals)
+            for j in range(n):
+                G[c.indices[c.indptr[j]:c.indptr[j + 1]], j] += vals[c.indptr[j]:c.indptr[j + 1]]
+        return G0, G1
+
+    G0, G1 = mats(0.0, y0)
+    ode = np.linalg.matrix_rank(G1 - G0) == n
+
+    def rhs(t, y):  # y' = M^-1 (-F(t, y, 0)), M = dF/dy'
+        r0 = np.zeros(n)
+        yb[:] = y
+        ypb[:] = 0.0
+        c.residual(t, yb, ypb, p, r0)
+        G0, G1 = mats(t, y)
+        return np.linalg.solve(G1 - G0, -r0)
+
+    def scipy_run(method, rtol, atol):
+        tic = time.perf_counter()
+        sol = solve_ivp(rhs, (0.0, t_out[-1]), y0, method=method, t_eval=t_out, rtol=rtol, atol=atol,
+                        max_step=hmax)
+        el = time.perf_counter() - tic
+        Y = sol.y.T
+        return el, Y, np.array([rhs(tk, yk) for tk, yk in zip(t_out, Y)])
+
+    def med3(fn):
+        fn()
+        r = [fn() for _ in range(3)]
+        return float(np.median([x[0] for x in r])), (outputs(r[-1][1], r[-1][2]), {})
+
+    runs = {"IDA via sksundae": {}}
+    if ode:
+        runs["SciPy BDF"], runs["SciPy Radau"] = {}, {}
+    for rtol in rtols:
+        atol = rtol * 1e-2
+        runs["IDA via sksundae"][rtol] = med3(lambda: ida(rtol, atol))
+        if ode:
+            runs["SciPy BDF"][rtol] = med3(lambda: scipy_run("BDF", rtol, atol))
+            runs["SciPy Radau"][rtol] = med3(lambda: scipy_run("Radau", rtol, atol))
+    return runs
+
+
+def equal_error_ratios(ours, ref):
+    """For each reference point (error, time), our time at the same error by log-log interpolation
     along our own work-precision line; points outside our error range are skipped."""
     pts = sorted((e, t) for e, t in ours if e > 0)
     if len(pts) < 2:
@@ -200,7 +307,7 @@ def equal_error_ratios(ours, ida):
     le = np.log([e for e, _ in pts])
     lt = np.log([t for _, t in pts])
     out = []
-    for e, t in sorted(ida):
+    for e, t in sorted(ref):
         if e <= 0 or not (le[0] <= np.log(e) <= le[-1]):
             continue
         out.append((e, float(np.exp(np.interp(np.log(e), le, lt))) / t))

@@ -55,6 +55,34 @@ def test_linear_ode_against_matrix_exponential(linear_solver):
     assert s.stats["max_order"] >= 4  # a smooth problem climbs to high order
 
 
+@pytest.mark.parametrize("max_order", [1, 2, 3])
+def test_max_order_caps_the_order_and_keeps_the_accuracy(max_order):
+    s = BDFSolver(linear_problem(), rtol=1e-7, atol=1e-10, max_order=max_order)
+    y0 = np.array([1.0, 0.0, 0.5])
+    s.init(0.0, y0)
+    t = np.linspace(0.05, 3.0, 60)
+    Y, _ = s.advance(t)
+    exact = np.array([scipy.linalg.expm(A * tk) @ y0 for tk in t])
+    assert s.stats["max_order"] == max_order
+    assert np.max(np.abs(Y - exact)) / np.max(np.abs(exact)) < 1e-4
+
+
+def test_max_order_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="max_order must be an integer from 1 to 5, not 6"):
+        BDFSolver(linear_problem(), max_order=6)
+
+
+def test_iteration_matrix_is_kept_across_small_step_changes():
+    """IDA's rule: G is re-factorised only when cj moves out of [0.6, 1.67] of the factorised
+    cj or Newton fails with an old G, not at every step-size change."""
+    s = BDFSolver(linear_problem(), rtol=1e-9, atol=1e-12)
+    s.init(0.0, [1.0, 0.0, 0.5])
+    s.advance(np.linspace(0.05, 6.0, 120))
+    st = s.stats
+    # a linear problem: G depends on cj only (re-factorising at every step change: 76 LUs, 376 steps)
+    assert st["lu_factorizations"] < 0.05 * st["steps"]
+
+
 def test_resuming_equals_one_run():
     one = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10)
     one.init(0.0, [1.0, 0.0, 0.5])
@@ -241,3 +269,26 @@ def test_newton_divergence_names_the_equation():
     s.init(0.0, [0.0, 1.0])
     with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*Newton iteration diverged; largest residual in circle"):
         s.advance([2.0])
+
+
+# ---- an input that switches exactly at the stop time -------------------------------------
+@residual_kernel
+def switch_res(t, y, yp, p, out):
+    out[0] = yp[0] + y[0] - (1e8 if t >= 1.0 else 0.0)  # a jump no step ending on t = 1 passes
+
+
+@jacobian_kernel
+def switch_jac(t, y, yp, p, cj, vals):
+    vals[0] = 1.0 + cj
+
+
+def test_stop_time_at_a_switch_of_the_input():
+    """simulate() stops the last step at t_end; a law that switches exactly there (seed 004's
+    torque profile ends at t_end) fails every step that ends on t_end, so the solver closes in
+    on it from below and must count an ulp short as arrived, not underflow."""
+    indptr, indices = dense_pattern(1)
+    s = BDFSolver(DAEProblem(switch_res, switch_jac, indptr, indices, np.ones(1, bool), np.zeros(1)),
+                  rtol=1e-8, atol=1e-10)
+    s.init(0.0, np.array([1.0]))
+    Y, _ = s.advance([0.5, 1.0], tstop=1.0)
+    assert abs(Y[1, 0] - math.exp(-1.0)) < 1e-7

@@ -4,7 +4,9 @@ from __future__ import annotations
 from bondsim_ros.plotting import save_figure
 
 import math
+import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -45,6 +47,11 @@ def _load(spec):
         raise CLIError(str(exc)) from None
 
 
+# Largest number of output rows `simulate` writes (t_end / dt_out): a typo such as
+# --dt-out 1e-12 would otherwise fill the memory before the first row is written.
+MAX_OUTPUT_ROWS = 1_000_000
+
+
 def _params(items):
     from bondsim_ros.cli import CLIError
 
@@ -52,12 +59,65 @@ def _params(items):
     for item in items:
         name, sep, value = item.partition("=")
         try:
-            if not sep:
+            if not sep or not name.strip():
                 raise ValueError
             out[name.strip()] = float(value)
         except ValueError:
             raise CLIError(f"--param expects NAME=NUMBER, got {item!r}") from None
+        if not math.isfinite(out[name.strip()]):
+            raise CLIError(f"--param {name.strip()}: the value must be a finite number, got {value.strip()!r}")
     return out
+
+
+def check_output_path(path, option: str) -> Path:
+    """Refuse an output path that cannot be written, before any work is done (the commands'
+    one check: bondsim_ros.outfiles)."""
+    from bondsim_ros.outfiles import check_output
+
+    return check_output(path, option)
+
+
+def _check_run_options(t_end, dt_out, args):
+    from bondsim_ros.cli import CLIError
+
+    if not (math.isfinite(t_end) and math.isfinite(dt_out) and t_end > 0 and dt_out > 0):
+        raise CLIError(f"--t-end and --dt-out must be positive finite numbers (got {t_end:g}, {dt_out:g})")
+    rows = t_end / dt_out
+    if rows > MAX_OUTPUT_ROWS:
+        raise CLIError(f"--t-end {t_end:g} / --dt-out {dt_out:g} gives {rows:.3g} output rows "
+                       f"(limit {MAX_OUTPUT_ROWS}): use a larger --dt-out")
+    if not 0 < args.rtol < 1:
+        raise CLIError(f"--rtol must be between 0 and 1 (exclusive), got {args.rtol:g}")
+    if not (math.isfinite(args.atol) and args.atol > 0):
+        raise CLIError(f"--atol must be a positive finite number, got {args.atol:g}")
+    if not args.hmax > 0:  # inf is the default: no limit
+        raise CLIError(f"--hmax must be positive, got {args.hmax:g}")
+
+
+def _write_csv(result, out: Path) -> Path:
+    """Write next to the target (renamed into place once the plots are written too): a failed
+    write (disk full) or a failed plot leaves neither a partial file nor a replaced one."""
+    from bondsim_ros.cli import CLIError
+
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        result.to_csv(tmp)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CLIError(f"--csv {out}: cannot write: {exc.strerror or exc}") from None
+    return tmp
+
+
+def _warn_not_finite(result) -> None:
+    """Name every output column holding NaN or inf (a law that overflowed, a division by zero
+    that the solver stepped over): the CSV is written, but the user is told."""
+    import numpy as np
+
+    bad = ~np.isfinite(result.data)
+    for j in np.nonzero(bad.any(axis=0))[0]:
+        first = int(np.argmax(bad[:, j]))
+        print(f"[bondsim] warning: column {result.names[j]!r} has {int(bad[:, j].sum())} non-finite value(s), "
+              f"the first at t = {result.data[first, 0]:g}", file=sys.stderr)
 
 
 def cmd_simulate(args) -> int:
@@ -73,14 +133,16 @@ def cmd_simulate(args) -> int:
     dt_out = args.dt_out if args.dt_out is not None else defaults.get("dt_out")
     if t_end is None or dt_out is None:
         raise CLIError("give --t-end and --dt-out (this model suggests no defaults)")
-    if not (t_end > 0 and dt_out > 0):
-        raise CLIError(f"--t-end and --dt-out must be positive (got {t_end}, {dt_out})")
-    if not (args.rtol > 0 and args.atol > 0 and args.hmax > 0):
-        raise CLIError("--rtol, --atol and --hmax must be positive")
+    _check_run_options(t_end, dt_out, args)
+    csv_out = check_output_path(args.csv, "--csv") if args.csv else None
+    if args.plot:
+        check_output_path(args.plot, "--plot")
+    params = _params(args.param)
     log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
     try:
+        tic = time.perf_counter()
         compiled = compile_model(model, use_cache=not args.no_cache, log=log)
-        params = _params(args.param)
+        t_build = time.perf_counter() - tic  # simulate() gets the compiled model: its own build time is 0
         for name in params:
             if name not in compiled.param_names:
                 raise CLIError(f"model {compiled.name!r} has no parameter {name!r} "
@@ -93,19 +155,31 @@ def cmd_simulate(args) -> int:
         raise CLIError(f"simulation failed: {exc}") from None
     if entry is not None and entry.postprocess is not None:
         result = entry.postprocess(result)
-    if args.csv:
-        result.to_csv(args.csv)
+    _warn_not_finite(result)
+    csv_tmp = _write_csv(result, csv_out) if csv_out is not None else None
     written = []
-    if args.plot:
-        if entry is not None and entry.plot is not None:
-            written = entry.plot(result, args.plot)
-        else:
-            written = plot_result(result, args.plot)
+    try:
+        if args.plot:
+            if entry is not None and entry.plot is not None:
+                written = entry.plot(result, args.plot)
+            else:
+                written = plot_result(result, args.plot)
+    except (OSError, ValueError) as exc:
+        if csv_tmp is not None:  # nothing half-done: the run's CSV goes with its failed plot
+            csv_tmp.unlink(missing_ok=True)
+        raise CLIError(f"--plot {args.plot}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+    if csv_tmp is not None:
+        try:
+            os.replace(csv_tmp, csv_out)
+        except OSError as exc:
+            csv_tmp.unlink(missing_ok=True)
+            raise CLIError(f"--csv {csv_out}: cannot write: {exc.strerror or exc}") from None
     if not args.quiet:
         s = result.stats
         print(f"[bondsim] {compiled.name}: t = 0..{t_end:g} s, {len(result.t)} output rows, "
               f"{s.get('steps', '?')} steps ({s.get('rejected', '?')} rejected), "
-              f"solve {result.timings['solve']:.3f} s, build {result.timings['build']:.2f} s", file=sys.stderr)
+              f"solve {result.timings['solve']:.3f} s, build {t_build:.2f} s"
+              f"{' (cached)' if compiled.from_cache else ''}", file=sys.stderr)
         for f in ([args.csv] if args.csv else []) + list(written):
             print(f"[bondsim] wrote {f}", file=sys.stderr)
     return 0
@@ -134,11 +208,14 @@ def cmd_draw(args) -> int:
     from bondsim_ros.bondgraph.draw import draw
     from bondsim_ros.cli import CLIError
 
+    check_output_path(args.output, "--output")
     model, _ = _load(args.model)
     try:
         out = draw(model, args.output, max_depth=args.depth)
     except (ValueError, RuntimeError) as exc:
         raise CLIError(str(exc)) from None
+    except OSError as exc:
+        raise CLIError(f"--output {args.output}: cannot write: {exc.strerror or exc}") from None
     print(f"wrote {out}", file=sys.stderr)
     return 0
 

@@ -34,6 +34,49 @@ class ModelError(ValueError):
         self.message = message
         super().__init__(f"{where}: {message}" if where else message)
 
+    @property
+    def located(self) -> bool:
+        """True when ``where`` already names a file and line (``model.yaml:12: ...``)."""
+        return bool(_LOCATION.search(self.where or ""))
+
+
+_LOCATION = re.compile(r":\d+(: |$)")
+
+
+def at(obj, where: str) -> str:
+    """``where`` prefixed with the model-file position of ``obj`` (component, bond, signal line)
+    when it was read from a file: ``model.yaml:12: loose.p``."""
+    loc = getattr(obj, "source_location", None)
+    return f"{loc}: {where}" if loc and where else (loc or where)
+
+
+def locate(model, exc: "ModelError") -> "ModelError":
+    """``exc`` with the file and line of the component it names, when the model was read from
+    a file and ``exc`` does not carry a position yet. ``where`` is a component path, a port
+    path (``loose.p``) or a law (``r (effort law)``): the longest component path it starts
+    with is the one meant."""
+    if exc.located:
+        return exc
+    comps = {c.path: c for c in model.walk()}
+    head = (exc.where or "").split(" ")[0]
+    while head:
+        comp = comps.get(head)
+        if comp is not None and getattr(comp, "source_location", None):
+            return ModelError(at(comp, exc.where), exc.message)
+        head = head.rpartition(".")[0]
+    loc = getattr(model, "source_location", None)
+    return ModelError(at(model, exc.where or model.name), exc.message) if loc else exc
+
+
+def _reserved() -> frozenset:
+    from .laws import CONSTANTS, FUNCTIONS
+
+    return frozenset({"t", "True", "False"} | set(CONSTANTS) | set(FUNCTIONS))
+
+
+# names a law gives a meaning of its own: not available for parameters or control inputs
+RESERVED_NAMES = _reserved()
+
 
 def check_name(name: str, where: str) -> str:
     if not isinstance(name, str) or not NAME_RE.match(name):
@@ -93,6 +136,7 @@ class Bond:
     target: PowerPort
     document: "Component"
     label: str | None = None
+    source_location: str | None = None  # "file:line" when read from a model file
 
 
 @dataclass
@@ -102,6 +146,7 @@ class Connection:
     source: ControlPort
     target: ControlPort
     document: "Component"
+    source_location: str | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -116,6 +161,7 @@ class Component:
     """
 
     elementary = False
+    source_location: str | None = None  # "file:line" of its entry when read from a model file
 
     def __init__(self, name: str, ports: dict | None = None, controls: dict | None = None, **params):
         self.name = check_name(name, "model")
@@ -307,6 +353,8 @@ class Model(Component):
     def parameter(self, name: str, value: float, doc: str = "") -> sp.Symbol:
         """A named run-time parameter (changeable between solver steps without rebuilding)."""
         check_name(name, self.path)
+        if name in RESERVED_NAMES:
+            raise ModelError(self.path, f"parameter name {name!r} is reserved in laws (time t, a constant or a function)")
         if name in self.parameters:
             raise ModelError(self.path, f"duplicate parameter {name!r}")
         value = float(value)

@@ -23,37 +23,14 @@ import math
 
 import sympy as sp
 
-from .core import Component, ControlPort, ModelError, PowerPort
-
-class clip(sp.Function):
-    """clip(u, lo, hi) = min(max(u, lo), hi), kept unevaluated: sympy's Min/Max re-derive their
-    argument order on every rebuild, which made code generation of saturated models slow."""
-
-    nargs = 3
-
-    def fdiff(self, argindex=1):
-        u, lo, hi = self.args
-        inside = sp.And(u > lo, u < hi)
-        if argindex == 1:
-            return sp.Piecewise((1, inside), (0, True))
-        if argindex == 2:
-            return sp.Piecewise((1, u <= lo), (0, True))
-        return sp.Piecewise((1, u >= hi), (0, True))
-
-
-# Functions a constitutive-law string may use; anything else is an error, not a silent Symbol.
-_FUNCS = {
-    name: getattr(sp, name)
-    for name in (
-        "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "log",
-        "sqrt", "Abs", "sign", "Min", "Max", "Piecewise", "Mod", "floor", "ceiling", "Heaviside",
-    )
-}
-_FUNCS.update({"clip": clip, "abs": sp.Abs, "min": sp.Min, "max": sp.Max, "pi": sp.pi, "E": sp.E, "mod": sp.Mod})
-
+from .core import RESERVED_NAMES, Component, ControlPort, ModelError, PowerPort
+from .laws import LawError, clip, parse_law
 
 def parse_expression(value, names: dict, where: str):
-    """Turn a number, sympy expression or string into a sympy expression over ``names``."""
+    """Turn a number, sympy expression or law text into a sympy expression over ``names``.
+
+    Text goes through the whitelist parser of ``laws`` (never ``eval``): a shared model file
+    must not be able to run code."""
     if isinstance(value, sp.Basic):
         return value
     if isinstance(value, bool):
@@ -64,20 +41,14 @@ def parse_expression(value, names: dict, where: str):
         return sp.Float(value) if isinstance(value, float) else sp.Integer(value)
     if not isinstance(value, str):
         raise ModelError(where, f"expected a number or expression, got {type(value).__name__}")
-    ns = dict(_FUNCS)
-    ns.update(names)
     try:
-        expr = sp.sympify(value, locals=ns, rational=False)
-    except (sp.SympifyError, SyntaxError, TypeError) as exc:
-        raise ModelError(where, f"cannot read expression {value!r}: {exc}") from None
-    unknown = sorted(str(s) for s in expr.free_symbols if s not in names.values())
-    if unknown:
-        known = ", ".join(sorted(k for k in names)) or "none"
-        raise ModelError(where, f"expression {value!r} uses unknown name(s) {', '.join(unknown)} (known: {known})")
-    bad_funcs = [f for f in expr.atoms(sp.Function) if isinstance(f, sp.core.function.AppliedUndef)]
-    if bad_funcs:
-        raise ModelError(where, f"expression {value!r} calls unknown function {bad_funcs[0].func}")
-    return sp.sympify(expr)
+        return parse_law(value, names)
+    except LawError as exc:
+        raise ModelError(where, f"law {_short(value)!r} refused: {exc}") from None
+
+
+def _short(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 class Element(Component):
@@ -85,20 +56,48 @@ class Element(Component):
 
     elementary = True
     symbol = "?"
+    reserved_inputs = RESERVED_NAMES  # input names are law names
 
     def __init__(self, name: str, inputs=(), **kw):
         super().__init__(name, **kw)
+        if isinstance(inputs, str) or not isinstance(inputs, (list, tuple)):
+            raise ModelError(self.path, f"inputs must be a list of names, got {type(inputs).__name__}")
         for inp in inputs:
+            if inp in self.reserved_inputs:
+                raise ModelError(self.path, f"input name {inp!r} is reserved in laws (time t, a constant or a function)")
             self.add_control_port(inp, "in")
 
     def add(self, *components):
         raise ModelError(self.path, "an elementary component has no document")
 
+    # the keyword (and YAML key) a law's description comes from, where the two differ
+    _LAW_KEYS = {"gain": "k", "function": "expr"}
+
+    def law_where(self, what: str) -> str:
+        """``path (what)``, after the model-file line of that law (or of the element)."""
+        locs = getattr(self, "law_locations", None) or {}
+        word = what.split()[0]
+        loc = locs.get(self._LAW_KEYS.get(word, word)) or self.source_location
+        return f"{loc}: {self.path} ({what})" if loc else f"{self.path} ({what})"
+
     def law(self, value, ctx, local: dict | None = None, what: str = "law"):
         names = ctx.names_for(self)
         if local:
+            clash = sorted(set(local) & set(names))
+            if clash:
+                raise ModelError(self.law_where(what), f"{clash[0]!r} (an input or parameter) has the name of the "
+                                                       f"law's own variable")
             names.update(local)
-        return parse_expression(value, names, f"{self.path} ({what})")
+        expr = parse_expression(value, names, self.law_where(what))
+        ctx.used(self, expr, what)
+        return expr
+
+    def require_slope(self, ctx, law, var, kind, what):
+        """A law affine in its own variable with a parameter slope (``effort: "k*q"``) needs
+        that slope's sign as the linear element needs its value's."""
+        slope = sp.diff(law, var)
+        if sp.diff(slope, var) == 0:
+            ctx.require(self, slope, kind, f"{what} slope d/d{var.name.rsplit('.', 1)[-1]}")
 
     def equations(self, ctx) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -137,9 +136,13 @@ class I(OnePort):
         p, dp = ctx.state(self, "p", p0)
         ctx.equation(self, dp - e, "momentum law p' = e")
         if self.inertia is not None:
-            ctx.equation(self, f - p / self.law(self.inertia, ctx, what="inertia"), "f = p/I")
+            inertia = self.law(self.inertia, ctx, what="inertia")
+            ctx.require(self, inertia, "positive", "inertia")
+            ctx.equation(self, f - p / inertia, "f = p/I")
         else:
-            ctx.equation(self, f - self.law(self.flow_law, ctx, {"p": p}, "flow law"), "f = Phi(p)")
+            law = self.law(self.flow_law, ctx, {"p": p}, "flow law")
+            self.require_slope(ctx, law, p, "positive", "flow law")
+            ctx.equation(self, f - law, "f = Phi(p)")
 
 
 class C(OnePort):
@@ -160,9 +163,13 @@ class C(OnePort):
         q, dq = ctx.state(self, "q", self.q0)
         ctx.equation(self, dq - f, "displacement law q' = f")
         if self.capacitance is not None:
-            ctx.equation(self, e - q / self.law(self.capacitance, ctx, what="capacitance"), "e = q/C")
+            capacitance = self.law(self.capacitance, ctx, what="capacitance")
+            ctx.require(self, capacitance, "positive", "capacitance")
+            ctx.equation(self, e - q / capacitance, "e = q/C")
         else:
-            ctx.equation(self, e - self.law(self.effort_law, ctx, {"q": q}, "effort law"), "e = Phi(q)")
+            law = self.law(self.effort_law, ctx, {"q": q}, "effort law")
+            self.require_slope(ctx, law, q, "positive", "effort law")
+            ctx.equation(self, e - law, "e = Phi(q)")
 
 
 class R(OnePort):
@@ -182,11 +189,17 @@ class R(OnePort):
     def equations(self, ctx):
         e, f = ctx.e(self.p), ctx.f(self.p)
         if self.resistance is not None:
-            ctx.equation(self, e - self.law(self.resistance, ctx, what="resistance") * f, "e = R f")
+            resistance = self.law(self.resistance, ctx, what="resistance")
+            ctx.require(self, resistance, "nonnegative", "resistance")
+            ctx.equation(self, e - resistance * f, "e = R f")
         elif self.effort_law is not None:
-            ctx.equation(self, e - self.law(self.effort_law, ctx, {"f": f}, "effort law"), "e = Phi(f)")
+            law = self.law(self.effort_law, ctx, {"f": f}, "effort law")
+            self.require_slope(ctx, law, f, "nonnegative", "effort law")
+            ctx.equation(self, e - law, "e = Phi(f)")
         else:
-            ctx.equation(self, f - self.law(self.flow_law, ctx, {"e": e}, "flow law"), "f = Phi(e)")
+            law = self.law(self.flow_law, ctx, {"e": e}, "flow law")
+            self.require_slope(ctx, law, e, "nonnegative", "flow law")
+            ctx.equation(self, f - law, "f = Phi(e)")
 
 
 class Se(OnePort):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .core import Component, ControlPort, Model, ModelError, PowerPort
+from .core import Component, ControlPort, Model, ModelError, PowerPort, at
 from .elements import Element, Junction
 
 T = sp.Symbol("t", real=True)
@@ -38,6 +38,10 @@ class RawDAE:
     parameter_symbols: dict  # name -> symbol
     recorded: dict  # column name -> expression
     bond_names: dict = field(default_factory=dict)  # symbol -> name
+    # (expression in parameters, description, "positive" | "nonnegative" | "nonzero"): the sign
+    # an element's law needs of a run-time parameter value (an inertia given as a parameter)
+    param_checks: list = field(default_factory=list)
+    param_uses: dict = field(default_factory=dict)  # parameter name -> ["r (resistance)", ...]
 
 
 @dataclass
@@ -66,6 +70,8 @@ class _Context:
         self.signal_vars: dict = {}
         self.recorded: dict = {}
         self.param_symbols = {name: sp.Symbol(f"param:{name}", real=True) for name in model.parameters}
+        self.param_checks: list = []
+        self.param_uses: dict = defaultdict(list)
 
     # port variables --------------------------------------------------------------------
     def e(self, port: PowerPort):
@@ -109,6 +115,28 @@ class _Context:
             raise ModelError(element.path, f"column {column!r} is already recorded elsewhere")
         self.recorded[column] = expr
 
+    def used(self, element: Element, expr, what: str) -> None:
+        """Remember which element laws a parameter enters (named in run-time refusals)."""
+        for name, sym in self.param_symbols.items():
+            if sym in expr.free_symbols:
+                entry = f"{element.path} ({what})"
+                if entry not in self.param_uses[name]:
+                    self.param_uses[name].append(entry)
+
+    def require(self, element: Element, expr, kind: str, what: str) -> None:
+        """``expr`` (an element's coefficient) must be positive / non-negative: checked now when
+        it is a number, before every run (and each set_param) when it is made of parameters."""
+        expr = sp.sympify(expr)
+        free = expr.free_symbols
+        word = "positive" if kind == "positive" else "non-negative"
+        if not free:
+            value = float(expr)
+            if not (value > 0 if kind == "positive" else value >= 0):
+                raise ModelError(element.law_where(what), f"{what} must be {word}, got {value:g}")
+        elif free <= set(self.param_symbols.values()):
+            self.param_checks.append((expr, f"{element.path} ({what} = {str(expr).replace('param:', '')}) "
+                                            f"must be {word}", kind))
+
     def names_for(self, element: Element) -> dict:
         names = {"t": T}
         for pname, sym in self.param_symbols.items():
@@ -134,7 +162,7 @@ def _bond_dims(model: Model):
                 other = bond.target if end == "source" else bond.source
                 if port.owner is comp:
                     if other.owner is comp:
-                        raise ModelError(comp.path, f"a bond joins two document ports ({port.name}, {other.name}); "
+                        raise ModelError(at(bond, comp.path), f"a bond joins two document ports ({port.name}, {other.name}); "
                                                     f"put a junction between them")
                     inner[id(port)].append((bond, end))
                 else:
@@ -163,8 +191,8 @@ def _bond_dims(model: Model):
         ends = [p for p in (bond.source, bond.target) if p.owner is not doc]
         ds = [dim(p) for p in ends]
         if len(ds) == 2 and ds[0] != ds[1]:
-            raise ModelError(doc.path, f"dimension mismatch: bond {bond.source.path} -> {bond.target.path} "
-                                       f"joins ports of dimension {ds[0]} and {ds[1]}")
+            raise ModelError(at(bond, doc.path), f"dimension mismatch: bond {bond.source.path} -> {bond.target.path} "
+                                                 f"joins ports of dimension {ds[0]} and {ds[1]}")
         return ds[0]
 
     return comps, inner, outer, dim, bond_dim
@@ -197,8 +225,9 @@ def _resolve_bonds(model: Model):
                 slot_cursor[key] += d if not port.owner.elementary else 1
                 ends.append((port, start))
             if d > 1 and any(p.owner.elementary for p, _ in ends):
-                raise ModelError(comp.path, f"dimension mismatch: bond {bond.source.path} -> {bond.target.path} "
-                                            f"joins an elementary port (dimension 1) to one of dimension {d}")
+                raise ModelError(at(bond, comp.path), f"dimension mismatch: bond {bond.source.path} -> "
+                                                      f"{bond.target.path} joins an elementary port (dimension 1) "
+                                                      f"to one of dimension {d}")
             for i in range(d):
                 a = terminal(ends[0][0], comp, ends[0][1] + i)
                 b = terminal(ends[1][0], comp, ends[1][1] + i)
@@ -290,7 +319,7 @@ def _resolve_signals(comps, model):
             incoming[id(conn.target)].append(conn)
     for key, conns in incoming.items():
         if len(conns) > 1:
-            raise ModelError(conns[0].target.path, f"input driven by {len(conns)} signal lines (use one)")
+            raise ModelError(at(conns[1], conns[0].target.path), f"input driven by {len(conns)} signal lines (use one)")
 
     source: dict[int, ControlPort] = {}
     for comp in comps:
@@ -352,4 +381,6 @@ def build_dae(model: Model) -> RawDAE:
         parameter_symbols=ctx.param_symbols,
         recorded=ctx.recorded,
         bond_names=bond_names,
+        param_checks=ctx.param_checks,
+        param_uses=dict(ctx.param_uses),
     )

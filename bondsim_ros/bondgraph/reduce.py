@@ -45,6 +45,10 @@ class ReducedDAE:
     jac_dy: list  # dF_i/dy_j expression per nonzero
     jac_dyp: list  # dF_i/dy'_j expression per nonzero
     pivots: list  # (expression in parameters, description): must stay non-zero at run time
+    # (expression in parameters, description, kind): signs the element laws need (equations.
+    # _Context.require) and derivative coefficients that must not vanish; checked like pivots
+    param_checks: list = None
+    param_uses: dict = None  # parameter name -> element laws it enters
 
 
 def _diff(expr, var):
@@ -148,7 +152,8 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
             raise ModelError(names[i].split(":")[0], f"redundant equation ({names[i]}): it reduces to 0 = 0; "
                                                      f"the model over-constrains this part (hyperstatic)")
         if eq.is_number:
-            raise ModelError(names[i].split(":")[0], f"inconsistent equation ({names[i]}): reduces to {eq} = 0")
+            raise ModelError(names[i].split(":")[0], f"inconsistent equation ({names[i]}): reduces to {eq} = 0 "
+                                                     f"(two sources or constraints fix the same effort or flow)")
         rem_eqs.append(eq)
         rem_names.append(names[i])
 
@@ -165,6 +170,16 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     appearing = set()
     for eq in rem_eqs:
         appearing |= eq.free_symbols & dsyms.keys()
+    # a derivative whose only coefficient is made of parameters: a value zeroing it turns the
+    # state algebraic (R = 0 in an R-C loop), which the solver cannot integrate: refuse it by name
+    checks = list(raw.param_checks)
+    for dsym, state in dsyms.items():
+        where = [i for i, eq in enumerate(rem_eqs) if dsym in eq.free_symbols]
+        if len(where) == 1:
+            coef = _diff(rem_eqs[where[0]], dsym)
+            if coef.free_symbols and coef.free_symbols <= param_syms:
+                checks.append((coef, f"{rem_names[where[0]]}: coefficient {str(coef).replace('param:', '')} "
+                                     f"of {raw.state_names[state]}' must not be zero", "nonzero"))
     differential = np.array([v in state_set and deriv[v] in appearing for v in variables], dtype=bool)
 
     # Sparse Jacobian G = dF/dy + cj dF/dy', column-major (CSC) order.
@@ -202,6 +217,8 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
         jac_dy=[entries[k][0] for k in keys],
         jac_dyp=[entries[k][1] for k in keys],
         pivots=pivots,
+        param_checks=checks,
+        param_uses=dict(raw.param_uses),
     )
 
 
@@ -232,7 +249,10 @@ def _structural_report(eqs, eq_names, variables, var_names, deriv):
             parts.append("unknowns no equation determines: " + ", ".join(unmatched_var[:8]))
         if unmatched_eq:
             parts.append("equations with nothing left to determine (over-constrained): " + "; ".join(unmatched_eq[:8]))
-        raise ModelError("structure", "structurally singular model: " + " | ".join(parts))
+        # where: the first component involved (its file line is added by codegen.locate)
+        first = unmatched_eq[0].split(":")[0] if unmatched_eq else unmatched_var[0].rpartition(".")[0]
+        first = first.split(">")[0].split("#")[0]
+        raise ModelError(first, "structurally singular model: " + " | ".join(parts))
 
 
 __all__ = ["ReducedDAE", "reduce_dae", "T"]

@@ -13,6 +13,10 @@ from .core import ModelError, check_name
 from .elements import Element, clip
 
 
+# Most ports a Sum, Node or Recorder may have (a model file asking for 10^8 is refused by name).
+MAX_BLOCK_PORTS = 1000
+
+
 class Block(Element):
     """A signal block: control ports only."""
 
@@ -22,6 +26,20 @@ class Block(Element):
         super().__init__(name, inputs=inputs)
         for out in outputs:
             self.add_control_port(out, "out")
+
+
+def _args(name, shape, **values) -> dict:
+    """The arguments of an input shape as law text: numbers as written, expressions (a
+    parameter name) in parentheses so that they stay one operand; the law parser checks them."""
+    out = {}
+    for key, v in values.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[key] = repr(v)
+        elif isinstance(v, str):
+            out[key] = f"({v})"
+        else:
+            raise ModelError(name, f"{shape}: {key} must be a number or an expression, got {v!r}")
+    return out
 
 
 class Input(Block):
@@ -39,15 +57,18 @@ class Input(Block):
 
     @classmethod
     def step(cls, name, t0=0.0, before=0.0, after=1.0):
-        return cls(name, f"Piecewise(({before!r}, t < {t0!r}), ({after!r}, True))")
+        a = _args(name, "Step", before=before, t0=t0, after=after)
+        return cls(name, f"Piecewise(({a['before']}, t < {a['t0']}), ({a['after']}, True))")
 
     @classmethod
     def ramp(cls, name, slope=1.0, t0=0.0, offset=0.0):
-        return cls(name, f"{offset!r} + Piecewise((0, t < {t0!r}), ({slope!r}*(t - {t0!r}), True))")
+        a = _args(name, "Ramp", slope=slope, t0=t0, offset=offset)
+        return cls(name, f"{a['offset']} + Piecewise((0, t < {a['t0']}), ({a['slope']}*(t - {a['t0']}), True))")
 
     @classmethod
     def sine(cls, name, amplitude=1.0, omega=1.0, phase=0.0, offset=0.0):
-        return cls(name, f"{offset!r} + {amplitude!r}*sin({omega!r}*t + {phase!r})")
+        a = _args(name, "Sine", amplitude=amplitude, omega=omega, phase=phase, offset=offset)
+        return cls(name, f"{a['offset']} + {a['amplitude']}*sin({a['omega']}*t + {a['phase']})")
 
     def equations(self, ctx):
         ctx.output(self.out, self.law(self.value, ctx, what="value"))
@@ -59,8 +80,10 @@ class Sum(Block):
     symbol = "Σ"
 
     def __init__(self, name, signs="++"):
-        if not signs or set(signs) - {"+", "-"}:
+        if not isinstance(signs, str) or not signs or set(signs) - {"+", "-"}:
             raise ModelError(name, f"signs must be a string of '+' and '-', got {signs!r}")
+        if len(signs) > MAX_BLOCK_PORTS:
+            raise ModelError(name, f"{len(signs)} inputs (limit {MAX_BLOCK_PORTS})")
         super().__init__(name, inputs=[f"in{i + 1}" for i in range(len(signs))])
         self.signs_text = signs
 
@@ -136,9 +159,12 @@ class PID(Block):
 
     def __init__(self, name, kp=1.0, ki=0.0, kd=0.0, tf=0.01, umin=None, umax=None, kb=None):
         super().__init__(name, inputs=["in_"])
-        if umin is not None and umax is not None and not umin < umax:
+        def number(x):
+            return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+        if number(umin) and number(umax) and not umin < umax:
             raise ModelError(name, f"PID limits need umin < umax, got {umin}, {umax}")
-        if kd and not tf > 0:
+        if kd and number(tf) and not tf > 0:
             raise ModelError(name, "PID derivative filter time tf must be positive")
         self.kp, self.ki, self.kd, self.tf = kp, ki, kd, tf
         self.umin, self.umax, self.kb = umin, umax, kb
@@ -176,6 +202,8 @@ class Node(Block):
     symbol = "•"
 
     def __init__(self, name, n=2):
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BLOCK_PORTS:
+            raise ModelError(name, f"n must be a whole number of outputs from 1 to {MAX_BLOCK_PORTS}, got {n!r}")
         super().__init__(name, inputs=["in_"], outputs=[f"out{i + 1}" for i in range(n)])
         self.n = n
 
@@ -189,10 +217,13 @@ class Recorder(Block):
     """BondSim's display: each input becomes a named output column (``columns=["x", "x_ref"]``)."""
 
     symbol = "rec"
+    reserved_inputs = frozenset({"t"})  # columns are no law names; "t" is the time column
 
     def __init__(self, name, columns):
         if isinstance(columns, str):
             columns = [columns]
+        if not isinstance(columns, (list, tuple)) or len(columns) > MAX_BLOCK_PORTS:
+            raise ModelError(name, f"columns must be a list of at most {MAX_BLOCK_PORTS} names, got {columns!r}"[:200])
         for c in columns:
             check_name(c, name)
         super().__init__(name, inputs=list(columns), outputs=())

@@ -44,11 +44,11 @@ class SimulationResult:
                                 stats=self.stats, timings=self.timings, model_name=self.model_name)
 
     def to_csv(self, path) -> None:
+        # %.17g round-trips every float64 exactly; one format call per row is ~10x faster than
+        # repr per value (0.35 s -> 0.03 s for the Robotino's 2501 x 60 table)
         with open(path, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(self.names)
-            for row in self.data:
-                w.writerow([repr(float(x)) for x in row])
+            csv.writer(fh).writerow(self.names)
+            np.savetxt(fh, self.data, fmt="%.17g", delimiter=",")
 
 
 class Simulation:
@@ -97,10 +97,11 @@ class Simulation:
         self.compiled.outputs(float(t), y, yp, self.problem.params, self._out)
         return self._out.copy()
 
-    def advance(self, t_out, progress=None):
-        """Integrate to the times ``t_out`` (ascending, > current t); returns rows of outputs."""
+    def advance(self, t_out, progress=None, tstop=math.inf):
+        """Integrate to the times ``t_out`` (ascending, > current t); returns rows of outputs.
+        ``tstop``: no solver step goes beyond it (the end of the interval a model is defined on)."""
         t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
-        Y, YP = self.solver.advance(t_out, progress=progress)
+        Y, YP = self.solver.advance(t_out, progress=progress, tstop=tstop)
         rows = np.empty((len(t_out), 1 + len(self.compiled.output_names)))
         rows[:, 0] = t_out
         for k in range(len(t_out)):
@@ -143,11 +144,13 @@ def simulate(model, t_end: float, dt_out: float, t0: float = 0.0, rtol=1e-6, ato
     first = np.concatenate([[t0], sim.outputs_at(t0, sim.solver.y, sim.solver.yp)])
     prog, cb = _progress_bar(t0, t_end, quiet)
     tic = time.perf_counter()
+    # the last step ends at t_end, not beyond: inputs given on [t0, t_end] (seed 001's voltage
+    # series) are not evaluated outside it, and the last row is a step point, not interpolated
     if prog:
         with prog:
-            rows = sim.advance(t_out, progress=cb)
+            rows = sim.advance(t_out, progress=cb, tstop=float(t_out[-1]))
     else:
-        rows = sim.advance(t_out)
+        rows = sim.advance(t_out, tstop=float(t_out[-1]))
     t_solve = time.perf_counter() - tic
     data = np.vstack([first, rows])
     return SimulationResult(names=sim.output_names, data=data, stats=dict(sim.solver.stats),

@@ -54,11 +54,13 @@ def _construct_mapping(loader, node, deep=False):
     loader.flatten_mapping(node)
     out = _LineDict()
     out.line = node.start_mark.line + 1
+    out.key_lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if key in out:
             raise ModelError("", f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
         out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
     return out
 
 
@@ -71,6 +73,29 @@ def _construct_sequence(loader, node, deep=False):
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
+# Size limits of a model file (a shared file must not exhaust the machine): its bytes, and the
+# components it may create once definitions are instantiated (a definition used 10 times in a
+# definition used 10 times ... fans out exponentially).
+MAX_MODEL_BYTES = 10_000_000
+MAX_COMPONENTS = 20_000
+# YAML aliases share one node many times ("billion laughs"): the tree the reader walks (and an
+# error message prints) is bounded by its size with every alias expanded
+MAX_YAML_NODES = 1_000_000
+
+
+def _check_expanded_size(data, filename):
+    count, stack = 0, [data]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > MAX_YAML_NODES:
+            raise ModelError(filename, f"the model file expands to more than {MAX_YAML_NODES} values "
+                                       f"(YAML aliases repeat their anchor's content): refused")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
 _INPUT_SHAPES = {"Constant": Input.constant, "Step": Input.step, "Ramp": Input.ramp, "Sine": Input.sine}
 _DOC_KEYS = {"type", "ports", "controls", "components", "bonds", "signals", "description"}
 
@@ -80,6 +105,9 @@ class _Reader:
         self.path = path
         self.data = data
         self.definitions = data.get("definitions") or {}
+        if not isinstance(self.definitions, dict):
+            self.fail(data, "definitions", "must be a mapping name -> component spec")
+        self.count = 0
 
     def where(self, node, comp_path=""):
         line = getattr(node, "line", 0)
@@ -89,37 +117,53 @@ class _Reader:
     def fail(self, node, comp_path, message):
         raise ModelError(self.where(node, comp_path), message)
 
+    def section(self, spec, key, comp_path, kind):
+        """``spec[key]`` checked to be a mapping (``kind`` dict) or a list; absent or empty: empty."""
+        value = spec.get(key)
+        if value is None:
+            return kind()
+        if not isinstance(value, kind):
+            shape = "a mapping" if kind is dict else "a list"
+            self.fail(value if hasattr(value, "line") else spec, comp_path,
+                      f"'{key}' must be {shape}, got {type(value).__name__} {value!r}"[:300])
+        return value
+
     def fill(self, comp: Component, spec, stack=()):
-        comps = spec.get("components") or {}
-        if not isinstance(comps, dict):
-            self.fail(spec, comp.path, "'components' must be a mapping name -> spec")
+        comps = self.section(spec, "components", comp.path, dict)
         for name, cspec in comps.items():
             child_path = f"{comp.path}.{name}" if comp.parent is not None else str(name)
             if not isinstance(cspec, dict) or "type" not in cspec:
                 self.fail(cspec if isinstance(cspec, dict) else spec, child_path, "needs a mapping with a 'type'")
             try:
                 child = self.make(str(name), cspec, stack)
+                # positions for the errors found later (build, reduction, run-time checks)
+                child.source_location = f"{self.path}:{cspec.line}"
+                if child.elementary:
+                    child.law_locations = {k: f"{self.path}:{ln}" for k, ln in cspec.key_lines.items()}
                 comp.add(child)
             except ModelError as exc:
                 if exc.where.startswith(self.path):
                     raise
                 self.fail(cspec, child_path, exc.message)
-        for bond in spec.get("bonds") or []:
+        for bond in self.section(spec, "bonds", comp.path, list):
             ends = [bond.get("from"), bond.get("to")] if isinstance(bond, dict) else bond
             if not isinstance(ends, list) or len(ends) != 2:
                 self.fail(bond if hasattr(bond, "line") else spec, comp.path, f"a bond is [from, to], got {bond!r}")
             try:
-                comp.bond(self.end(comp, ends[0]), self.end(comp, ends[1]))
+                made = comp.bond(self.end(comp, ends[0]), self.end(comp, ends[1]))
             except ModelError as exc:
                 self.fail(bond, comp.path, str(exc))
-        for line in spec.get("signals") or []:
+            made.source_location = self.where(bond if hasattr(bond, "line") else spec)
+        for line in self.section(spec, "signals", comp.path, list):
             if not isinstance(line, list) or len(line) < 2:
                 self.fail(line if hasattr(line, "line") else spec, comp.path,
                           f"a signal line is [source, target, ...], got {line!r}")
             try:
-                comp.connect(self.end(comp, line[0]), *[self.end(comp, x) for x in line[1:]])
+                made = comp.connect(self.end(comp, line[0]), *[self.end(comp, x) for x in line[1:]])
             except ModelError as exc:
                 self.fail(line, comp.path, str(exc))
+            for conn in made:
+                conn.source_location = self.where(line)
 
     @staticmethod
     def end(comp: Component, text):
@@ -131,6 +175,12 @@ class _Reader:
 
     def make(self, name: str, spec, stack) -> Component:
         kind = spec["type"]
+        if not isinstance(kind, str):
+            raise ModelError(name, f"'type' must be a name, got {kind!r}")
+        self.count += 1
+        if self.count > MAX_COMPONENTS:
+            raise ModelError(name, f"the model has more than {MAX_COMPONENTS} components (definitions instantiated "
+                                   f"inside definitions multiply): refused")
         kwargs = {k: v for k, v in spec.items() if k != "type"}
         if kind in self.definitions:
             if kind in stack:
@@ -153,31 +203,45 @@ class _Reader:
             raise ModelError(name, f"{kind}: {msg}") from None
 
     def document(self, name, spec, stack) -> Component:
+        if not isinstance(spec, dict):
+            raise ModelError(name, f"a component definition is a mapping, got {spec!r}"[:300])
         extra = set(spec) - _DOC_KEYS
         if extra:
-            self.fail(spec, name, f"unexpected key(s) in a component: {', '.join(sorted(extra))}")
-        comp = Component(name, ports=_ports(spec.get("ports")), controls=spec.get("controls") or {})
-        comp.description = spec.get("description", "")
+            self.fail(spec, name, f"unexpected key(s) in a component: {', '.join(sorted(map(str, extra)))}")
+        ports, controls = {}, {}
+        for pname, value in self.section(spec, "ports", name, dict).items():
+            if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+                value = tuple(value)
+            elif not isinstance(value, str):
+                self.fail(spec["ports"], name, f"port {pname!r}: give in, out or [in|out, domain], got {value!r}")
+            ports[pname] = value
+        for cname, value in self.section(spec, "controls", name, dict).items():
+            if not isinstance(value, str):
+                self.fail(spec["controls"], name, f"control port {cname!r}: give in or out, got {value!r}")
+            controls[cname] = value
+        comp = Component(name, ports=ports, controls=controls)
+        comp.description = str(spec.get("description") or "")
         comp._yaml_spec = (self, spec, stack)
         comp._built = True
         self.pending.append(comp)
         return comp
 
 
-def _ports(spec):
-    out = {}
-    for name, value in (spec or {}).items():
-        out[name] = tuple(value) if isinstance(value, list) else value
-    return out
-
-
 def load_model(path) -> Model:
     """Read a model file (YAML) into a :class:`Model`."""
     path = Path(path)
     try:
-        text = path.read_text()
+        size = path.stat().st_size
+        if size > MAX_MODEL_BYTES:
+            raise ModelError(str(path), f"model file is {size} bytes (limit {MAX_MODEL_BYTES})")
+        data = path.read_bytes()
     except OSError as exc:
-        raise ModelError(str(path), f"cannot read model file: {exc.strerror}") from None
+        raise ModelError(str(path), f"cannot read model file: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ModelError(f"{path}:{line}", f"model file is not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
     return loads_model(text, str(path))
 
 
@@ -189,6 +253,7 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
         raise ModelError(f"{filename}:{line}", f"YAML syntax error: {exc.problem}") from None
     except ModelError as exc:
         raise ModelError(filename, str(exc)) from None
+    _check_expanded_size(data, filename)
     if not isinstance(data, dict) or "model" not in data:
         raise ModelError(filename, "a model file is a mapping with at least 'model: NAME' and 'components'")
     # mechanism: the IPC binding to a mechanism XML, read by bondsim_ros.robots.yaml_binding
@@ -199,15 +264,24 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
                                                     f"(allowed: {', '.join(sorted(allowed))})")
     reader = _Reader(filename, data)
     reader.pending = []
-    model = Model(str(data["model"]), data.get("description", ""))
-    for name, value in (data.get("parameters") or {}).items():
+    top = f"{filename}:{data.key_lines.get('model', data.line)}"
+    try:
+        model = Model(str(data["model"]), str(data.get("description") or ""))
+    except ModelError as exc:
+        raise ModelError(top, exc.message) from None
+    model.source_location = top
+    params = reader.section(data, "parameters", "parameters", dict)
+    for name, value in params.items():
         doc = ""
         if isinstance(value, dict):
             doc, value = value.get("doc", ""), value.get("value")
+        line = params.key_lines.get(name, params.line)
         try:
-            model.parameter(str(name), value, doc)
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise ValueError(f"a parameter value is a number, got {value!r}")
+            model.parameter(str(name), value, str(doc))
         except (TypeError, ValueError) as exc:
-            raise ModelError(reader.where(data.get("parameters"), "parameters"), f"{name}: {exc}") from None
+            raise ModelError(f"{filename}:{line}: parameters", f"{name}: {exc}") from None
     reader.fill(model, data)
     while reader.pending:  # documents of sub-components, breadth first
         comp = reader.pending.pop(0)

@@ -20,12 +20,25 @@ import numpy as np
 
 from bondsim_ros.msgutil import stamp_ns, yaw
 
-from .core import FitError, LogData
+from .core import MAX_VALUE, FitError, LogData
 
 
-def read_topics(bag, topics) -> dict:
-    """{topic: (msgtype, [(time_ns, message)])}; time is the header stamp when there is one,
-    else the time the message was logged."""
+def _usable(values) -> bool:
+    """Finite and within what ``fit`` reads (read_csv refuses larger magnitudes)."""
+    return all(math.isfinite(v) and abs(v) <= MAX_VALUE for v in values)
+
+
+TOPIC_TYPES = {  # what each topic of a drive log must carry
+    "cmd_vel": ("geometry_msgs/msg/Twist", "geometry_msgs/msg/TwistStamped"),
+    "joint_states": ("sensor_msgs/msg/JointState",),
+    "odom": ("nav_msgs/msg/Odometry",),
+}
+
+
+def read_topics(bag, topics, types=None) -> dict:
+    """{topic: (msgtype, [(stamp_ns, logged_ns, message)])}: ``stamp_ns`` is the header stamp when
+    the message has one, else the time it was logged. ``types``: {topic: allowed message types},
+    checked before any message is decoded."""
     from rosbags.rosbag2 import Reader
     from rosbags.typesys import Stores, get_typestore
 
@@ -41,10 +54,14 @@ def read_topics(bag, topics) -> dict:
             if missing:
                 raise FitError(f"{bag}: topic(s) {', '.join(missing)} not in the bag (has: {', '.join(sorted(present))})")
             conns = [c for c in reader.connections if c.topic in topics]
+            for c in conns:
+                allowed = (types or {}).get(c.topic)
+                if allowed and c.msgtype not in allowed:
+                    raise FitError(f"{bag}: topic {c.topic} carries {c.msgtype}, expected {' or '.join(allowed)}")
             for conn, logged, raw in reader.messages(connections=conns):
                 msg = store.deserialize_cdr(raw, conn.msgtype)
                 t = stamp_ns(msg.header.stamp) if hasattr(msg, "header") else logged
-                out.setdefault(conn.topic, (conn.msgtype, []))[1].append((t, msg))
+                out.setdefault(conn.topic, (conn.msgtype, []))[1].append((t, logged, msg))
     except FitError:
         raise
     except Exception as exc:  # rosbags raises its own error types for unreadable bags
@@ -52,38 +69,79 @@ def read_topics(bag, topics) -> dict:
     return out
 
 
+def _distinct(stamps) -> int:
+    return len(set(stamps))
+
+
 def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: float = 1.0,
                odom: str | None = None) -> LogData:
-    """Columns: t, vx_cmd, vy_cmd, wz_cmd, w1..w3 and, with ``odom``, x, y, phi."""
+    """Columns: t, vx_cmd, vy_cmd, wz_cmd, w1..w3 and, with ``odom``, x, y, phi.
+
+    Messages with a non-finite command, wheel speed or pose are dropped (counted in the
+    returned log's ``notes``). When the joint states' header stamps do not advance (a driver
+    that leaves them at zero), every topic is put on the bag's log times instead."""
     wheel_joints = list(wheel_joints)
     if len(wheel_joints) != 3:
         raise FitError(f"give the three wheel joint names of the driver, got {wheel_joints}")
-    data = read_topics(bag, [cmd_vel, joint_states] + ([odom] if odom else []))
+    types = {cmd_vel: TOPIC_TYPES["cmd_vel"], joint_states: TOPIC_TYPES["joint_states"]}
+    if odom:
+        types[odom] = TOPIC_TYPES["odom"]
+    data = read_topics(bag, [cmd_vel, joint_states] + ([odom] if odom else []), types)
+    notes = []
     js = data.get(joint_states, (None, []))[1]
     if len(js) < 2:
         raise FitError(f"{bag}: fewer than two {joint_states} messages")
-    first = js[0][1]
+    clock = 0  # index of the time used: 0 header stamp, 1 log time
+    if _distinct(m[0] for m in js) < 2:
+        if _distinct(m[1] for m in js) < 2:
+            raise FitError(f"{bag}: all {len(js)} {joint_states} messages have the same header stamp and log "
+                           f"time: no time axis")
+        clock = 1
+        notes.append(f"{joint_states}: all {len(js)} header stamps are equal; using the bag's log times for "
+                     f"every topic")
+    first = js[0][2]
     try:
         idx = [list(first.name).index(n) for n in wheel_joints]
     except ValueError:
         raise FitError(f"{bag}: {joint_states} has joints {list(first.name)}, not all of {wheel_joints} "
                        f"(set the wheel joint names)") from None
-    js.sort(key=lambda tm: tm[0])
-    stamps = np.array([t for t, _ in js], dtype=np.int64)
-    keep = np.concatenate([[True], np.diff(stamps) > 0])  # repeated stamps add nothing
-    js = [m for m, k in zip(js, keep) if k]
+    rows, bad = [], 0
+    for m in js:
+        names, vel = list(m[2].name), m[2].velocity
+        try:
+            w = [wheel_sign * float(vel[names.index(n)]) for n in wheel_joints]
+        except (ValueError, IndexError):  # a message without those joints or their velocities
+            w = [math.nan] * 3
+        if _usable(w):
+            rows.append((m[clock], w))
+        else:
+            bad += 1
+    if bad:
+        notes.append(f"{joint_states}: dropped {bad} of {len(js)} messages without finite wheel velocities "
+                     f"(within +-{MAX_VALUE:g})")
+    rows.sort(key=lambda r: r[0])
+    stamps = np.array([t for t, _ in rows], dtype=np.int64)
+    keep = np.concatenate([[True], np.diff(stamps) > 0]) if len(rows) else np.array([], bool)
     t_ns = stamps[keep]
-    w = np.array([[wheel_sign * float(m.velocity[i]) for i in idx] for _, m in js])
-    if w.size == 0 or not np.all(np.isfinite(w)):
-        raise FitError(f"{bag}: {joint_states} carries no finite wheel velocities")
+    w = np.array([r[1] for r, k in zip(rows, keep) if k]).reshape(-1, 3)
+    if len(t_ns) < 2:
+        raise FitError(f"{bag}: fewer than two {joint_states} messages with finite wheel velocities at "
+                       f"distinct times")
 
     # commands held from the last message at or before each row (0 before the first one)
-    cmds = data.get(cmd_vel, (None, []))[1]
-    cmd_t = np.array([t for t, _ in cmds], dtype=np.int64)
-    cmd_v = np.zeros((len(cmds) + 1, 3))
-    for k, (_, m) in enumerate(cmds, start=1):
-        tw = m.twist if hasattr(m, "twist") else m  # TwistStamped or Twist
-        cmd_v[k] = (tw.linear.x, tw.linear.y, tw.angular.z)
+    cmds = []
+    for m in data.get(cmd_vel, (None, []))[1]:
+        tw = m[2].twist if hasattr(m[2], "twist") else m[2]  # TwistStamped or Twist
+        v = (float(tw.linear.x), float(tw.linear.y), float(tw.angular.z))
+        cmds.append((m[clock], v))
+    finite = [c for c in cmds if _usable(c[1])]
+    if len(finite) < len(cmds):
+        notes.append(f"{cmd_vel}: dropped {len(cmds) - len(finite)} of {len(cmds)} commands with inf/NaN "
+                     f"values or beyond +-{MAX_VALUE:g}")
+    cmd_t = np.array([t for t, _ in finite], dtype=np.int64)
+    cmd_v = np.zeros((len(finite) + 1, 3))
+    if finite:
+        cmd_v[1:] = [v for _, v in finite]
     order = np.argsort(cmd_t, kind="stable")
     cmd_t, cmd_v[1:] = cmd_t[order], cmd_v[1:][order]
     held = cmd_v[np.searchsorted(cmd_t, t_ns, side="right")]
@@ -93,11 +151,16 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     cols = [t, held[:, 0], held[:, 1], held[:, 2], w[:, 0], w[:, 1], w[:, 2]]
     if odom:
         od = data.get(odom, (None, []))[1]
-        if len(od) < 2:
-            raise FitError(f"{bag}: fewer than two {odom} messages")
-        ot = (np.array([s for s, _ in od], dtype=np.int64) - t_ns[0]) * 1e-9
-        pose = np.array([(m.pose.pose.position.x, m.pose.pose.position.y, yaw(m.pose.pose.orientation))
-                         for _, m in od])
+        poses = [(m[clock], (m[2].pose.pose.position.x, m[2].pose.pose.position.y, yaw(m[2].pose.pose.orientation)))
+                 for m in od]
+        good = sorted((p for p in poses if _usable(p[1])), key=lambda p: p[0])
+        if len(good) < len(poses):
+            notes.append(f"{odom}: dropped {len(poses) - len(good)} of {len(poses)} poses with inf/NaN values "
+                         f"or beyond +-{MAX_VALUE:g}")
+        if len({s for s, _ in good}) < 2:
+            raise FitError(f"{bag}: fewer than two {odom} messages with finite poses at distinct times")
+        ot = (np.array([s for s, _ in good], dtype=np.int64) - t_ns[0]) * 1e-9
+        pose = np.array([p for _, p in good], float)
         pose[:, 2] = np.unwrap(pose[:, 2])
         x, y, phi = (np.interp(t, ot, pose[:, k]) for k in range(3))
         # relative to the first row, in its frame: the model starts at (0, 0, 0)
@@ -105,17 +168,17 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
         dx, dy = x - x[0], y - y[0]
         names += ["x", "y", "phi"]
         cols += [c * dx + s * dy, -s * dx + c * dy, phi - phi[0]]
-    return LogData(names, np.column_stack(cols), str(bag))
+    return LogData(names, np.column_stack(cols), str(bag), notes)
 
 
 def write_log(log: LogData, path) -> Path:
+    from bondsim_ros.outfiles import atomic_path
+
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
+    with atomic_path(path) as tmp, open(tmp, "w") as fh:
         fh.write(",".join(log.names) + "\n")
         for row in log.data:
             fh.write(",".join(repr(float(v)) for v in row) + "\n")
-    tmp.replace(path)
     return path
 
 

@@ -7,6 +7,7 @@ from bondsim_ros.plotting import save_figure
 import json
 import math
 import sys
+from pathlib import Path
 
 
 def register(sub) -> None:
@@ -99,8 +100,24 @@ def cmd_fit(args) -> int:
 
     from .core import FitError, FitProblem, read_csv
 
+    from bondsim_ros.outfiles import check_output
+
     if not (args.rtol > 0 and args.atol > 0 and args.hmax > 0):
         raise CLIError("--rtol, --atol and --hmax must be positive")
+    if not (math.isfinite(args.rtol) and math.isfinite(args.atol) and args.rtol < 1):
+        raise CLIError("--rtol must be below 1 and --atol finite")
+    if args.max_evals is not None and args.max_evals < 1:
+        raise CLIError(f"--max-evals {args.max_evals}: give at least 1 model evaluation")
+    outputs = [(opt, getattr(args, attr)) for opt, attr in
+               (("--json", "json"), ("--config-out", "config_out"), ("--csv", "csv"), ("--plot", "plot"))]
+    given = [(opt, path) for opt, path in outputs if path]
+    for opt, path in given:  # before the (slow) work: nothing computed for nothing
+        check_output(path, opt)
+    resolved = [(opt, str(Path(path).resolve())) for opt, path in [("DATA.csv", args.data)] + given]
+    for i, (opt, path) in enumerate(resolved):
+        for opt2, path2 in resolved[:i]:
+            if path == path2:
+                raise CLIError(f"{opt} and {opt2} name the same file {path}")
     params = _split(args.params)
     guesses = _assignments(args.guess, "--guess")
     fixed = _assignments(args.param, "--param")
@@ -128,9 +145,12 @@ def cmd_fit(args) -> int:
     except (FitError, ModelError) as exc:
         raise CLIError(str(exc)) from None
     _report(result, problem, args.quiet)
+    from bondsim_ros.outfiles import atomic_path, write_text_atomic
+
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"model": compiled.name, "data": args.data, **result.as_dict()}, fh, indent=2)
+        doc = {"model": compiled.name, "data": args.data, **result.as_dict()}
+        # NaN/inf (a parameter the data do not determine) as null: the file stays strict JSON
+        write_text_atomic(args.json, json.dumps(_json_safe(doc), indent=2) + "\n")
     if args.config_out and not result.success:
         print(f"[bondsim] {args.config_out} not written: the fit did not converge", file=sys.stderr)
         args.config_out = None
@@ -138,15 +158,18 @@ def cmd_fit(args) -> int:
         notes = {n: f"fitted by bondsim-ros fit to {args.data}: 95% CI [{lo:.6g}, {hi:.6g}]"
                  for n, lo, hi in zip(result.names, result.ci_low, result.ci_high)}
         try:
-            entry.write_config(dict(zip(result.names, result.estimate)), args.config_out, notes)
+            with atomic_path(args.config_out) as tmp:
+                entry.write_config(dict(zip(result.names, result.estimate)), tmp, notes)
         except (ValueError, OSError) as exc:
             raise CLIError(f"--config-out: {exc}") from None
     if args.csv or args.plot:
         fitted = problem.simulate(result.estimate)
         if args.csv:
-            _write_csv(args.csv, problem, fitted)
+            with atomic_path(args.csv) as tmp:
+                _write_csv(tmp, problem, fitted)
         if args.plot:
-            plot_fit(problem, problem.simulate(result.initial), fitted, args.plot, result)
+            with atomic_path(args.plot) as tmp:
+                plot_fit(problem, problem.simulate(result.initial), fitted, tmp, result)
     if not args.quiet:
         for f in (args.json, args.config_out, args.csv, args.plot):
             if f:
@@ -158,31 +181,72 @@ def cmd_bag2csv(args) -> int:
     import yaml
 
     from bondsim_ros.cli import CLIError
+    from bondsim_ros.outfiles import check_output
     from bondsim_ros.paths import share_file
 
     from .bag import bag_to_log, write_log
     from .core import FitError
 
+    check_output(args.output, "-o")
+    if Path(args.output).resolve() == Path(args.bag).resolve():
+        raise CLIError(f"-o {args.output} is the bag itself")
+    if args.wheel_sign is not None and not (math.isfinite(args.wheel_sign) and args.wheel_sign != 0):
+        raise CLIError(f"--wheel-sign {args.wheel_sign}: give a finite, non-zero factor (usually 1 or -1)")
     cfg_path = args.bridge_config or share_file("config", "robotino_bridge.yaml")
     try:
-        cfg = yaml.safe_load(open(cfg_path))["twin_bridge"]["ros__parameters"]
-    except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+        with open(cfg_path, encoding="utf-8") as fh:
+            cfg = yaml.safe_load(fh)["twin_bridge"]["ros__parameters"]
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise CLIError(f"{cfg_path}: not a twin bridge parameter file ({exc})") from None
-    wheels = _split(args.wheel_joints) if args.wheel_joints else cfg.get("robot_wheel_joints")
-    odom = None if args.no_odom else (args.odom or cfg.get("robot_odom"))
+    if not isinstance(cfg, dict):
+        raise CLIError(f"{cfg_path}: not a twin bridge parameter file (twin_bridge.ros__parameters is not a mapping)")
+
+    def setting(value, key, check, want):
+        """A command-line value, else the bridge file's ``key``, checked by ``check``."""
+        if value is None:
+            value = cfg.get(key)
+            if not check(value):
+                raise CLIError(f"{cfg_path}: {key} is {value!r}, expected {want} (or give it on the command line)")
+        return value
+
+    def topic(v):
+        return isinstance(v, str) and v.strip() != ""
+
+    def sign(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v != 0
+
+    wheels = setting(_split(args.wheel_joints) if args.wheel_joints else None, "robot_wheel_joints",
+                     lambda v: isinstance(v, list) and all(topic(w) for w in v), "a list of joint names")
+    cmd_vel = setting(args.cmd_vel, "robot_cmd_vel", topic, "a topic name")
+    joint_states = setting(args.joint_states, "robot_joint_states", topic, "a topic name")
+    odom = None if args.no_odom else (args.odom or cfg.get("robot_odom"))  # none configured: no odometry
+    if odom is not None and not topic(odom):
+        raise CLIError(f"{cfg_path}: robot_odom is {odom!r}, expected a topic name (or give --odom/--no-odom)")
+    wheel_sign = args.wheel_sign if args.wheel_sign is not None else cfg.get("robot_wheel_sign", 1.0)
+    if not sign(wheel_sign):  # --wheel-sign was checked above: this is the file's
+        raise CLIError(f"{cfg_path}: robot_wheel_sign is {wheel_sign!r}, expected a finite, non-zero number")
     try:
-        log = bag_to_log(args.bag, args.cmd_vel or cfg.get("robot_cmd_vel"),
-                         args.joint_states or cfg.get("robot_joint_states"), wheels,
-                         args.wheel_sign if args.wheel_sign is not None else float(cfg.get("robot_wheel_sign", 1.0)),
-                         odom=odom)
+        log = bag_to_log(args.bag, cmd_vel, joint_states, wheels, float(wheel_sign), odom=odom)
         write_log(log, args.output)
     except FitError as exc:
         raise CLIError(str(exc)) from None
     except OSError as exc:
         raise CLIError(f"cannot write {args.output}: {exc}") from None
+    for note in log.notes:
+        print(f"warning: {note}", file=sys.stderr)
     print(f"{args.output}: {len(log.data)} rows over {log.data[-1, 0]:.3g} s, columns {', '.join(log.names)}",
           file=sys.stderr)
     return 0
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _run(problem, x0, bounds, args):

@@ -23,6 +23,9 @@ from pathlib import Path
 import numpy as np
 
 
+MAX_VALUE = 1e150  # data magnitude whose square still fits a float with room for the sums
+
+
 class FitError(ValueError):
     """A user-facing problem with the data, the parameter names or the fit itself."""
 
@@ -35,6 +38,7 @@ class LogData:
     names: list
     data: np.ndarray  # (rows, columns)
     source: str = ""
+    notes: list = field(default_factory=list)  # what the reader dropped or changed, for the user
 
     def column(self, name: str) -> np.ndarray:
         try:
@@ -48,8 +52,15 @@ def read_csv(path) -> LogData:
     path = Path(path)
     if not path.exists():
         raise FitError(f"{path}: no such file")
-    with open(path, newline="") as fh:
-        rows = list(csv.reader(fh))
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+    except UnicodeDecodeError as exc:
+        raise FitError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except csv.Error as exc:
+        raise FitError(f"{path}: not a CSV file ({exc})") from None
+    except OSError as exc:
+        raise FitError(f"{path}: cannot read ({exc.strerror})") from None
     rows = [r for r in rows if r and any(c.strip() for c in r)]
     if len(rows) < 2:
         raise FitError(f"{path}: needs a header row and at least one data row")
@@ -66,6 +77,9 @@ def read_csv(path) -> LogData:
                 data[i - 2, j] = float(cell)
             except ValueError:
                 raise FitError(f"{path}:{i}: column {names[j]!r}: {cell!r} is not a number") from None
+            if abs(data[i - 2, j]) > MAX_VALUE:
+                raise FitError(f"{path}:{i}: column {names[j]!r}: {cell!r} is beyond +-{MAX_VALUE:g} (its square "
+                               f"would overflow the least-squares sums); rescale the column")
     return LogData(names, data, str(path))
 
 
@@ -309,6 +323,11 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
     r0 = fun(x0 / scale)
     if not np.all(np.isfinite(r0)):
         raise FitError("the model output is not finite at the initial parameters")
+    with np.errstate(over="ignore"):  # the overflow is the finding, reported below
+        ss0 = float(r0 @ r0)
+    if not math.isfinite(ss0):
+        raise FitError("the sum of squared residuals overflows at the initial parameters (largest residual "
+                       f"{float(np.max(np.abs(r0))):.3g}); rescale the data or give --weight")
     sol = least_squares(fun, x0 / scale, jac="2-point", bounds=(lo / scale, hi / scale), diff_step=diff_step,
                         method="trf", max_nfev=max_nfev, xtol=1e-10, ftol=1e-10, gtol=1e-10)
     x = sol.x * scale
@@ -324,13 +343,21 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
         J[:, i] = (fun_x(xp) - sol.fun) / h
     cov, s2, dof, bad = covariance(J, sol.fun, names)
     se = np.sqrt(np.diag(cov))
+    success, message = bool(sol.success), str(sol.message)
+    determined = [i for i, n in enumerate(names) if n not in bad]
+    if not (np.all(np.isfinite(sol.fun)) and math.isfinite(s2) and np.all(np.isfinite(J))
+            and np.all(np.isfinite(x)) and np.all(np.isfinite(se[determined]))):
+        # an optimum whose residuals or covariance are inf/NaN is no estimate
+        success = False
+        message = ("the residuals, Jacobian or covariance at the end are not finite (overflow); rescale the "
+                   "data or give --weight")
     q = float(student_t.ppf(0.975, dof))
     resid = sol.fun.reshape(len(problem.t), -1, order="F") / problem.w
     rms = {col: float(np.sqrt(np.mean(resid[:, j] ** 2))) for j, (_, col) in enumerate(problem.output_map)}
     return FitResult(names=names, initial=x0, estimate=x, stderr=se, ci_low=x - q * se,
                      ci_high=x + q * se, cov=cov, sigma=math.sqrt(s2), rms_by_output=rms, cost=float(sol.cost),
-                     n_data=len(sol.fun), dof=dof, n_eval=problem.n_eval, success=bool(sol.success),
-                     message=str(sol.message), seconds=time.perf_counter() - tic, rank_deficient=bad)
+                     n_data=len(sol.fun), dof=dof, n_eval=problem.n_eval, success=success,
+                     message=message, seconds=time.perf_counter() - tic, rank_deficient=bad)
 
 
 __all__ = ["FitError", "FitProblem", "FitResult", "LogData", "read_csv", "fit", "covariance"]

@@ -43,14 +43,16 @@ def register(sub) -> None:
 
 def cmd_xml2urdf(args) -> int:
     from bondsim_ros.cli import CLIError
+    from bondsim_ros.outfiles import check_output
 
     from . import MechanismError, to_urdf
 
+    check_output(args.output, "-o", make_folder=True)
     try:
         result = to_urdf(args.file, args.output, xacro=args.xacro, keep_virtual=args.keep_virtual,
                          search_path=args.search_path, mesh_uri=args.mesh_uri)
     except MechanismError as exc:
-        raise CLIError(str(exc)) from None
+        raise CLIError(str(exc) if exc.file else exc.reason) from None
     except OSError as exc:
         raise CLIError(f"cannot write output: {exc}") from None
     if not args.quiet:
@@ -71,21 +73,27 @@ def cmd_xml2urdf(args) -> int:
 
 def cmd_render(args) -> int:
     from bondsim_ros.cli import CLIError
+    from bondsim_ros.outfiles import check_output
 
     from . import MechanismError
-    from .render import RenderError, render
+    from .render import MAX_SIDE, RenderError, render
 
     try:
         w, h = (int(v) for v in args.size.lower().split("x"))
     except ValueError:
         raise CLIError(f"--size expects WxH, got {args.size!r}") from None
+    if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
+        raise CLIError(f"--size {args.size}: width and height must be 1..{MAX_SIDE} pixels")
     if args.fps <= 0 or args.every <= 0:
         raise CLIError("--fps and --every must be positive")
+    check_output(args.output, "-o", make_folder=True)
     try:
         written = render(args.file, args.output, joints_csv=args.joints, fps=args.fps, every=args.every,
                          row=args.row, search_path=args.search_path, size=(w, h), view=args.view,
                          progress=not args.quiet)
     except (MechanismError, RenderError) as exc:
         raise CLIError(str(exc)) from None
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.output}: {exc}") from None
     print(written)
     return 0

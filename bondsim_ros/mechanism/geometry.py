@@ -1,6 +1,8 @@
 """Meshes and mass properties of shapes; a deterministic binary STL writer."""
 from __future__ import annotations
 
+import functools
+import os
 import struct
 
 import numpy as np
@@ -62,15 +64,48 @@ def shape_mass_properties(shape: Shape):
         inertia = np.eye(3) * (0.4 * m * shape.size[0] ** 2)
         com = np.zeros(3)
     else:
-        mesh = shape_mesh(shape)
-        if not mesh.is_volume or mesh.volume <= 0:
+        props = _unit_density_properties(geometry_key(shape))
+        if props is None:
             raise ValueError(f"{shape.file}:{shape.line}: <{shape.kind}> '{shape.id}' has a mass but its mesh "
                              f"encloses no volume")
-        mesh.density = m / mesh.volume
-        com = np.asarray(mesh.center_mass, float)
-        inertia = np.asarray(mesh.moment_inertia, float)
+        volume, com, inertia_1 = props
+        inertia = inertia_1 * (m / volume)  # the inertia tensor scales with the density
     rot, pos = shape.origin[:3, :3], shape.origin[:3, 3]
     return m, rot @ com + pos, rot @ inertia @ rot.T
+
+
+def geometry_key(shape: Shape) -> tuple:
+    """What a shape's mesh depends on (not its placement): instances of one element share it."""
+    pts = None if shape.points is None else np.asarray(shape.points, float).tobytes()
+    stamp = None
+    if shape.part_file:  # a part edited between two conversions in one process is read again
+        st = os.stat(shape.part_file)
+        stamp = (st.st_mtime_ns, st.st_size)
+    return (shape.kind, tuple(shape.size), pts, shape.part_file, tuple(shape.scale), stamp)
+
+
+def _shape_of(key: tuple) -> Shape:
+    kind, size, pts, part_file, scale, _ = key
+    points = None if pts is None else np.frombuffer(pts, float).reshape(-1, 2)
+    return Shape("", kind, size=size, points=points, part_file=part_file, scale=scale)
+
+
+# An assembly may place one element thousands of times: its mesh and mass properties are
+# computed once (they do not depend on where it is placed).
+@functools.lru_cache(maxsize=512)
+def _unit_density_properties(key: tuple):
+    """(volume, centre of mass, inertia at density 1) of a mesh shape, or None without a volume."""
+    mesh = shape_mesh(_shape_of(key))
+    if not mesh.is_volume or mesh.volume <= 0:
+        return None
+    mesh.density = 1.0
+    return float(mesh.volume), np.asarray(mesh.center_mass, float), np.asarray(mesh.moment_inertia, float)
+
+
+@functools.lru_cache(maxsize=512)
+def mesh_stl(key: tuple) -> bytes:
+    """Binary STL of a generated (cone, revolution) shape's mesh."""
+    return stl_bytes(shape_mesh(_shape_of(key)))
 
 
 def link_inertial(link: Link):

@@ -28,6 +28,19 @@ TRANSFORMS = ("translation", "rotation")
 BODY = GEOMETRY + ("assembly", "render", "probe")
 ROOTS = ("project", "robot", "object")
 
+# Size limits (docs/mechanism.md, "Limits"): a shared file must not be able to exhaust memory,
+# time or the interpreter's stack. Counted while expanding, before anything is allocated.
+MAX_FILE_BYTES = 8 << 20  # one mechanism XML file
+MAX_PART_BYTES = 64 << 20  # one <part> mesh file
+MAX_DEPTH = 100  # joints and attached objects nested in one another
+MAX_ASSEMBLY_DEPTH = 100  # assemblies nested through <use>
+MAX_LINKS = 5000  # links of the whole mechanism (probe frames and helper links included)
+MAX_JOINTS = 5000  # URDF joints of the whole mechanism
+MAX_SHAPES = 20000  # placed geometry instances of the whole mechanism (after assembly expansion)
+MAX_POINTS = 2000  # <point>s of one body of revolution
+MAX_NUMBER = 1e9  # magnitude of any number attribute (lengths, angles, masses, limits)
+MAX_NAME = 200  # characters of a name, id, prefix or reference (file names are built from them)
+
 # element -> (required attributes, optional attributes)
 ATTRIBUTES = {
     "root": ({"id", "name"}, {"length_unit"}),
@@ -75,6 +88,8 @@ def number(node: Node, attr: str, default=None, *, positive=False, nonnegative=F
         value = math.nan
     if not math.isfinite(value):
         raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a finite decimal number)")
+    if abs(value) > MAX_NUMBER:
+        raise node.error(f"bad number {raw!r} for attribute '{attr}' (magnitude above the limit {MAX_NUMBER:g})")
     if positive and value <= 0:
         raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a number > 0)")
     if nonnegative and value < 0:
@@ -92,6 +107,8 @@ def numbers(node: Node, attr: str, counts=(3,)) -> list:
     if len(values) not in counts or not all(math.isfinite(v) for v in values):
         want = " or ".join(str(c) for c in counts)
         raise node.error(f"bad number list {raw!r} for attribute '{attr}' (expected {want} numbers)")
+    if any(abs(v) > MAX_NUMBER for v in values):
+        raise node.error(f"bad number list {raw!r} for attribute '{attr}' (magnitude above the limit {MAX_NUMBER:g})")
     return values
 
 
@@ -104,10 +121,11 @@ def axis_vector(node: Node, attr: str = "axis", default: str | None = None) -> t
     if len(raw.split()) == 1:
         raise node.error(f"bad axis {raw!r} (expected x, y, z or three numbers 'ax ay az')")
     vec = np.array(numbers(node, attr, (3,)))
-    n = float(np.linalg.norm(vec))
+    big = float(np.max(np.abs(vec)))
+    n = float(np.linalg.norm(vec / big)) * big if big > 0 else 0.0  # scaled first: no overflow
     if n < 1e-12:
         raise node.error(f"bad axis {raw!r} (the vector must not be zero)")
-    return tuple(vec / n)
+    return tuple((vec / big) / (n / big))
 
 
 def color(node: Node) -> tuple:
@@ -143,6 +161,8 @@ class FileContext:
 
     def register(self, node: Node) -> str:
         ident = node.attrs["id"]
+        if len(ident) > MAX_NAME:
+            raise node.error(f"id of {len(ident)} characters, above the limit of {MAX_NAME} (MAX_NAME)")
         if ident in self.ids:
             first = self.ids[ident]
             raise node.error(f"duplicate id '{ident}' (first used on line {first.line} by <{first.tag}>)")
@@ -150,17 +170,50 @@ class FileContext:
         return ident
 
 
+def project_folders(path) -> list:
+    """Folders a mechanism may read from, for a FILE given by the user (or a --search-path DIR):
+    its folder P (or P's parent when P is a robots/ or objects/ folder: the project lies above),
+    and the robots/ and objects/ folders beside P, which the documented search looks in."""
+    p = Path(os.path.realpath(path))
+    folder = p if p.is_dir() else p.parent
+    if folder.name in ("robots", "objects") and folder.parent != folder.parent.parent:  # never the root /
+        folder = folder.parent
+    return [folder, folder.parent / "robots", folder.parent / "objects"]
+
+
+def _inside(path: Path, roots: list) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(real == r or r in real.parents for r in roots)
+
+
 class Loader:
     def __init__(self, search_path=()):
         self.search_path = [Path(p) for p in search_path]
         self.cache: dict[str, Node] = {}
         self.joint_names: dict[str, Node] = {}  # all joint names of the mechanism, for uniqueness
+        self.roots: list[Path] = []  # real paths of the folders references and parts may resolve into
+        self.n_links = self.n_edges = self.n_shapes = 0
+        self.found: dict[tuple, Path] = {}
+        self.realpaths: dict[str, str] = {}
+        self.unit_links: dict = {"world": None}  # over the units loaded so far, for _check_unique
+        self.unit_joints: dict = {}
 
     # -- files -------------------------------------------------------------------------
+    def real(self, path) -> str:
+        """os.path.realpath, remembered: a large mechanism resolves the same few files often."""
+        key = str(path)
+        if key not in self.realpaths:
+            self.realpaths[key] = os.path.realpath(key)
+        return self.realpaths[key]
+
     def read(self, path: Path) -> Node:
-        key = os.path.realpath(path)
+        key = self.real(path)
         if key not in self.cache:
             try:
+                size = os.stat(path).st_size
+                if size > MAX_FILE_BYTES:
+                    raise MechanismError(f"file is {size} bytes, above the limit of {MAX_FILE_BYTES} bytes "
+                                         f"for a mechanism XML file", str(path))
                 data = Path(path).read_bytes()
             except OSError as exc:
                 raise MechanismError(f"cannot read file: {exc.strerror}", str(path)) from None
@@ -168,7 +221,24 @@ class Loader:
         return self.cache[key]
 
     def find(self, ref: Node, chain: list) -> Path:
+        prefix = ref.attrs.get("prefix", "")
+        if len(prefix) > MAX_NAME or any(c.isspace() for c in prefix):
+            raise ref.error(f"bad prefix {prefix[:40]!r} (no white space, at most {MAX_NAME} characters)")
+        # the same file is referenced many times in a large mechanism: search once per place
+        key = (ref.file, ref.attrs["name"], chain[0] if chain else None)
+        if key not in self.found:
+            self.found[key] = self._find(ref, chain)
+        return self.found[key]
+
+    def _find(self, ref: Node, chain: list) -> Path:
         name = ref.attrs["name"]
+        if len(name) > MAX_NAME:
+            raise ref.error(f"reference name above the limit of {MAX_NAME} characters (MAX_NAME)")
+        if (not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name
+                or os.path.isabs(name)):
+            raise ref.error(f"bad reference name {name!r}: a plain file name without folders, '..' or an "
+                            f"absolute path (NAME.xml is looked up in the project's folders; add folders "
+                            f"with --search-path)")
         here = Path(ref.file).parent
         top = Path(chain[0]).parent if chain else here
         folders = [here, here / "robots", here / "objects", here.parent / "robots", here.parent / "objects"]
@@ -182,7 +252,15 @@ class Loader:
                 continue
             seen.append(folder)
             candidate = folder / f"{name}.xml"
-            if candidate.is_file():
+            try:
+                found = candidate.is_file()
+            except OSError:  # e.g. a name the file system cannot hold
+                found = False
+            if found:
+                if not _inside(candidate, self.roots):
+                    raise ref.error(f"{candidate} resolves to {os.path.realpath(candidate)}, outside the "
+                                    f"project's folders ({', '.join(map(str, self.roots[:1]))} and "
+                                    f"--search-path folders)")
                 return candidate
         looked = ", ".join(str(f) for f in seen)
         raise ref.error(f"cannot resolve {ref.tag} '{name}': no file {name}.xml (looked in: {looked}; "
@@ -191,6 +269,9 @@ class Loader:
     # -- entry ---------------------------------------------------------------------------
     def load(self, path) -> Mechanism:
         path = Path(path)
+        self.roots = []
+        for p in [path] + self.search_path:
+            self.roots += [Path(os.path.realpath(f)) for f in project_folders(p)]
         root = self.read(path)
         if root.tag not in ROOTS:
             raise root.error(f"unknown root element (expected one of {', '.join(ROOTS)})")
@@ -209,14 +290,65 @@ class Loader:
                 if sub.tag != child.tag:
                     raise child.error(f"{target.name} holds a <{sub.tag}> root, not a <{child.tag}>")
                 self._check_cycle(child, target, chain)
-                mech.units.append(self._unit(sub, target, child.attrs.get("prefix", ""), base,
-                                             chain + [os.path.realpath(target)]))
+                unit = self._unit(sub, target, child.attrs.get("prefix", ""), base, chain + [self.real(target)])
+                unit.line = child.line
+                self._check_unique(unit, child)
+                mech.units.append(unit)
         else:
-            mech.units.append(self._unit(root, path, "", np.eye(4), chain))
+            unit = self._unit(root, path, "", np.eye(4), chain)
+            self._check_unique(unit, root)
+            mech.units.append(unit)
         return mech
 
+    def _check_unique(self, unit: Unit, ref: Node) -> None:
+        """Link and joint names are unique over the whole mechanism: the scene URDF holds every
+        object, and robots share one tf tree. 'world' and ROOT_base are the converter's own."""
+        if f"{unit.root_link}_base" in unit.edge_names:
+            raise ref.error(f"joint name '{unit.root_link}_base' is reserved (the converter's fixed joint to the "
+                            f"root link)")
+        links, joints = self.unit_links, self.unit_joints  # name -> unit (None: the converter's)
+        where = lambda other: ("the converter's world frame" if other is None else  # noqa: E731
+                               f"also made by the reference on line {other.line}")
+        for name in unit.links:
+            if name in links:
+                raise ref.error(f"duplicate link name '{name}' ({where(links[name])}; give each reference "
+                                f"a distinct prefix)")
+        for name in list(unit.edge_names) + [f"{unit.root_link}_base"]:
+            if name in joints:
+                raise ref.error(f"duplicate joint name '{name}' ({where(joints[name])}; give each reference "
+                                f"a distinct prefix)")
+        links.update(dict.fromkeys(unit.links, unit))
+        joints.update(dict.fromkeys(list(unit.edge_names) + [f"{unit.root_link}_base"], unit))
+
+    def _part_file(self, node: Node, ctx: FileContext) -> str:
+        """The part's mesh file: relative to the XML file, inside the project's folders, an STL."""
+        raw = node.attrs["file"]
+        if os.path.isabs(raw) or raw.startswith("~"):
+            raise node.error(f"bad part file {raw!r}: give a path relative to the XML file's folder")
+        file = Path(ctx.file).parent / raw
+        if not file.is_file():
+            raise node.error(f"cannot resolve part file '{raw}' (no file {file})")
+        if not _inside(file, self.roots):
+            raise node.error(f"part file {raw!r} resolves to {os.path.realpath(file)}, outside the project's "
+                             f"folders ({', '.join(map(str, self.roots[:1]))} and --search-path folders)")
+        if file.suffix.lower() != ".stl":
+            raise node.error(f"part file {raw!r} is not an STL mesh (expected a .stl file)")
+        size = file.stat().st_size
+        if size > MAX_PART_BYTES:
+            raise node.error(f"part file {raw!r} is {size} bytes, above the limit of {MAX_PART_BYTES} bytes")
+        import trimesh
+
+        try:
+            mesh = trimesh.load_mesh(str(file), file_type="stl", force="mesh")
+            ok = len(mesh.faces) > 0 and bool(np.all(np.isfinite(mesh.vertices)))
+        except Exception:  # noqa: BLE001 - trimesh raises many types for a file that is not STL
+            ok = False
+        if not ok:
+            raise node.error(f"part file {raw!r} is not a readable STL mesh with finite vertices")
+        return str(file)
+
     def _check_cycle(self, ref: Node, target: Path, chain: list) -> None:
-        key = os.path.realpath(target)
+        key = self.real(target)
         if key in chain:
             names = " -> ".join(Path(c).name for c in chain[chain.index(key):] + [key])
             raise ref.error(f"reference cycle: {names}")
@@ -266,7 +398,7 @@ class Loader:
         check_attributes(root, "root")
         ctx = FileContext(str(path), self._unit_factor(root), prefix, Path(path).stem)
         ctx.register(root)
-        unit = Unit(root.tag, root.attrs["name"], prefix, str(path), prefix + root.attrs["name"], base)
+        unit = Unit(root.tag, _name(root, "name"), prefix, str(path), prefix + root.attrs["name"], base)
         self._add_link(unit, Link(unit.root_link, file=str(path), line=root.line), root)
         self._body(root, root.children, unit.root_link, unit, ctx, chain, at_root=True)
         if root.tag == "robot":
@@ -274,12 +406,18 @@ class Loader:
         return unit
 
     def _add_link(self, unit: Unit, link: Link, node: Node) -> None:
+        self.n_links += 1
+        if self.n_links > MAX_LINKS:
+            raise node.error(f"the mechanism has more than {MAX_LINKS} links (size limit MAX_LINKS)")
         if link.name in unit.links:
             raise node.error(f"duplicate link name '{link.name}' (names must be unique after prefixing)")
         unit.links[link.name] = link
 
     def _add_edge(self, unit: Unit, edge: Edge, node: Node) -> None:
-        if any(e.name == edge.name for e in unit.edges):
+        self.n_edges += 1
+        if self.n_edges > MAX_JOINTS:
+            raise node.error(f"the mechanism has more than {MAX_JOINTS} joints (size limit MAX_JOINTS)")
+        if edge.name in unit.edge_names:
             raise node.error(f"duplicate joint name '{edge.name}' (names must be unique after prefixing)")
         if edge.role == "joint":
             if edge.name in self.joint_names and self.joint_names[edge.name] is not node:
@@ -287,9 +425,10 @@ class Loader:
                                  f"(give each reference a distinct prefix)")
             self.joint_names[edge.name] = node
         unit.edges.append(edge)
+        unit.edge_names.add(edge.name)
 
     def _body(self, owner: Node, nodes: list, link_name: str, unit: Unit, ctx: FileContext, chain: list,
-              at_root: bool = False) -> None:
+              at_root: bool = False, depth: int = 0) -> None:
         """Geometry, assemblies, renders, probes, objects and joints belonging to one link."""
         items: dict[str, tuple] = {}  # id -> (node, payload) in document order
         renders = []
@@ -320,7 +459,7 @@ class Loader:
             elif tag == "probe":
                 check_attributes(node)
                 t = self._placement(node, ctx.unit)
-                name = node.attrs["name"]
+                name = _name(node, "name")
                 probe = Probe(name, f"{ctx.prefix}probe_{name}", link_name, t, ctx.prefix)
                 if any(p.frame == probe.frame for p in unit.probes):
                     raise node.error(f"duplicate probe name '{name}'")
@@ -330,16 +469,16 @@ class Loader:
                 unit.probes.append(probe)
             elif tag == "joint":
                 seen_joint = True
-                self._joint(node, link_name, unit, ctx, chain)
+                self._joint(node, link_name, unit, ctx, chain, depth + 1)
             elif tag == "object" and not at_root:
-                self._attach(node, link_name, unit, ctx, chain)
+                self._attach(node, link_name, unit, ctx, chain, depth + 1)
             elif tag in TRANSFORMS and not at_root:
                 raise node.error("transforms must come before the joint's <link>")
             else:
                 where = "the root" if at_root else "a joint after its <link>"
                 allowed = ", ".join(BODY + ("joint",) + (() if at_root else ("object",)))
                 raise node.error(f"unknown element in {where} (expected one of {allowed})")
-        unit.links[link_name].shapes.extend(self._place(items, renders))
+        unit.links[link_name].shapes.extend(self._place(items, renders, owner))
 
     def _geometry(self, node: Node, ctx: FileContext) -> Shape:
         u = ctx.unit
@@ -356,6 +495,8 @@ class Loader:
             shape.size = (number(node, "radius", positive=True) * u,)
         elif kind == "revolution":
             axis = axis_vector(node, default="z")
+            if len(node.children) > MAX_POINTS:
+                raise node.error(f"{len(node.children)} <point>s, above the limit of {MAX_POINTS} (MAX_POINTS)")
             pts = []
             for p in node.children:
                 if p.tag != "point":
@@ -369,10 +510,7 @@ class Loader:
                 raise node.error("the <point> profile encloses no volume (all r = 0 or all h equal)")
             shape.points = arr
         elif kind == "part":
-            file = Path(ctx.file).parent / node.attrs["file"]
-            if not file.is_file():
-                raise node.error(f"cannot resolve part file '{node.attrs['file']}' (no file {file})")
-            shape.part_file = str(file)
+            shape.part_file = self._part_file(node, ctx)
             scale = numbers(node, "scale", (1, 3)) if "scale" in node.attrs else [1.0]
             if any(s <= 0 for s in scale):
                 raise node.error(f"bad number {node.attrs['scale']!r} for attribute 'scale' (expected numbers > 0)")
@@ -384,7 +522,7 @@ class Loader:
         shape.origin = frames.z_to(axis)
         return shape
 
-    def _place(self, items: dict, renders: list) -> list:
+    def _place(self, items: dict, renders: list, owner: Node) -> list:
         """Expand assemblies into placed shape instances and attach render colours."""
         colors = {}
         for r in renders:
@@ -399,16 +537,12 @@ class Loader:
                     if ref not in items:
                         raise use.error(f"unresolved ref '{ref}' (no geometry or assembly with that id in this link)")
                     used.add(ref)
-        def check_cycles(ident, stack):
-            node, payload = items[ident]
-            if node.tag == "assembly":
-                for ref, _, use in payload:
-                    if ref in stack:
-                        raise use.error(f"reference cycle: {' -> '.join(stack[stack.index(ref):] + [ref])}")
-                    check_cycles(ref, stack + [ref])
-
-        for ident in items:
-            check_cycles(ident, [ident])
+        count = assembly_counts(items)  # also refuses cycles and too deep nesting
+        placed = sum(count[ident] for ident in items if ident not in used)
+        self.n_shapes += placed
+        if self.n_shapes > MAX_SHAPES:
+            raise owner.error(f"the mechanism places more than {MAX_SHAPES} geometry instances (this link "
+                              f"alone {placed}; size limit MAX_SHAPES)")
         out = []
 
         def expand(ident, t, path):
@@ -430,9 +564,10 @@ class Loader:
                 expand(ident, np.eye(4), [ident])
         return out
 
-    def _joint(self, node: Node, parent: str, unit: Unit, ctx: FileContext, chain: list) -> None:
+    def _joint(self, node: Node, parent: str, unit: Unit, ctx: FileContext, chain: list, depth: int) -> None:
+        _check_depth(node, depth)
         check_attributes(node)
-        name = ctx.prefix + node.attrs["name"]
+        name = ctx.prefix + _name(node, "name")
         pre, post = np.eye(4), np.eye(4)
         drive = link = None
         body_start = len(node.children)
@@ -469,7 +604,7 @@ class Loader:
         if link is None:
             raise node.error("missing <link id=... name=...> after the <drive>")
         ctx.register(link)
-        child_name = ctx.prefix + link.attrs["name"]
+        child_name = ctx.prefix + _name(link, "name")
         self._add_link(unit, Link(child_name, file=ctx.file, line=link.line), link)
 
         dtype = drive.attrs["type"]
@@ -504,9 +639,10 @@ class Loader:
             self._add_edge(unit, Edge(name, kind, parent, target, pre, frames.AXES[axis], role="joint", **limits), node)
         if target != child_name:
             self._add_edge(unit, Edge(f"{name}_offset", "fixed", target, child_name, post, role="offset"), node)
-        self._body(node, node.children[body_start:], child_name, unit, ctx, chain)
+        self._body(node, node.children[body_start:], child_name, unit, ctx, chain, depth=depth)
 
-    def _attach(self, ref: Node, link_name: str, unit: Unit, ctx: FileContext, chain: list) -> None:
+    def _attach(self, ref: Node, link_name: str, unit: Unit, ctx: FileContext, chain: list, depth: int) -> None:
+        _check_depth(ref, depth)
         check_attributes(ref, "reference")
         base = self._base(ref, ctx.unit)
         target = self.find(ref, chain)
@@ -517,10 +653,73 @@ class Loader:
         check_attributes(root, "root")
         sub = FileContext(str(target), self._unit_factor(root), ctx.prefix + ref.attrs.get("prefix", ""), target.stem)
         sub.register(root)
-        root_link = sub.prefix + root.attrs["name"]
+        root_link = sub.prefix + _name(root, "name")
         self._add_link(unit, Link(root_link, file=str(target), line=root.line), ref)
         self._add_edge(unit, Edge(f"{root_link}_base", "fixed", link_name, root_link, base, role="attach"), ref)
-        self._body(root, root.children, root_link, unit, sub, chain + [os.path.realpath(target)], at_root=True)
+        self._body(root, root.children, root_link, unit, sub, chain + [self.real(target)], at_root=True,
+                   depth=depth)
+
+
+def _name(node: Node, attr: str) -> str:
+    """A name that becomes (part of) a URDF link or joint name: not empty, no white space."""
+    value = node.attrs[attr]
+    if not value or any(c.isspace() for c in value):
+        raise node.error(f"bad {attr} {value!r} (a name must be non-empty and contain no white space)")
+    if len(value) > MAX_NAME:
+        raise node.error(f"{attr} of {len(value)} characters, above the limit of {MAX_NAME} (MAX_NAME)")
+    return value
+
+
+def _check_depth(node: Node, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise node.error(f"joints and attached objects are nested more than {MAX_DEPTH} deep "
+                         f"(size limit MAX_DEPTH)")
+
+
+def assembly_counts(items: dict) -> dict:
+    """Placed shape instances under each item (1 for geometry, the sum over <use>s for an
+    assembly), by an iterative depth-first walk: linear in the items and uses however much an
+    assembly fans out, no recursion. Refuses a cycle and nesting deeper than MAX_ASSEMBLY_DEPTH."""
+    count, depth, state = {}, {}, {}  # state: 1 on the walk's path, 2 done
+
+    def uses(ident):
+        node, payload = items[ident]
+        return iter(payload if node.tag == "assembly" else ())
+
+    for start in items:
+        if start in state:
+            continue
+        state[start] = 1
+        stack, path = [(start, uses(start))], [start]
+        while stack:
+            ident, it = stack[-1]
+            for ref, _, use in it:
+                if ref not in items:
+                    raise use.error(f"unresolved ref '{ref}' (no geometry or assembly with that id in this link)")
+                if state.get(ref) == 1:
+                    raise use.error(f"reference cycle: {' -> '.join(path[path.index(ref):] + [ref])}")
+                if ref not in state:
+                    state[ref] = 1
+                    stack.append((ref, uses(ref)))
+                    path.append(ref)
+                    break
+            else:
+                stack.pop()
+                path.pop()
+                state[ident] = 2
+                node, payload = items[ident]
+                if node.tag == "assembly":
+                    count[ident] = sum(count[ref] for ref, _, _ in payload)
+                    depth[ident] = 1 + max((depth[ref] for ref, _, _ in payload), default=0)
+                    if depth[ident] > MAX_ASSEMBLY_DEPTH:
+                        raise node.error(f"assemblies are nested more than {MAX_ASSEMBLY_DEPTH} deep "
+                                         f"(size limit MAX_ASSEMBLY_DEPTH)")
+                    if count[ident] > MAX_SHAPES:
+                        raise node.error(f"assembly '{ident}' places {count[ident]} geometry instances, above the "
+                                         f"limit of {MAX_SHAPES} (MAX_SHAPES)")
+                else:
+                    count[ident], depth[ident] = 1, 0
+    return count
 
 
 def planar_base(unit: Unit) -> tuple | None:

@@ -106,6 +106,8 @@ class Unit:
     edges: list = field(default_factory=list)
     probes: list = field(default_factory=list)
     planar: tuple | None = None  # names of the X, Y, yaw virtual edges forming a planar base
+    edge_names: set = field(default_factory=set)  # of ``edges``, for the uniqueness check
+    line: int = 0  # of the reference (project) or the root element that made this unit
 
     @property
     def joints(self) -> list:

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from . import frames
-from .geometry import shape_mesh
-from .loader import load_mechanism
+from .geometry import geometry_key, shape_mesh
+from .loader import MAX_FILE_BYTES, MAX_PART_BYTES, load_mechanism
 from .model import forward_kinematics
 
 LIGHT = np.array([0.35, -0.45, 1.0]) / np.linalg.norm([0.35, -0.45, 1.0])
@@ -28,6 +28,10 @@ ELEV, AZIM = 15.0, -60.0
 FILL = 0.7  # share of the frame's width (or height) the mechanism spans in the auto/robot/scene views
 FOLLOW_FILL = 1.4  # follow view: the 2 m floor window overfills the width, so the frame's edges cut it
 BASE_COLUMNS = {"x": 0, "y": 1, "phi": 2}  # CSV base pose -> the planar virtual joints
+DEFAULT_RGBA = (0.7, 0.7, 0.7, 1.0)  # shapes of a mechanism without any <render> element
+MAX_SIDE = 8192  # largest image width or height [px]
+MAX_TRIANGLES = 1_000_000  # drawn triangles of a mechanism (matplotlib draws each as a polygon)
+SUBDIVIDE_BUDGET = 400_000  # triangles the depth-sort subdivision may add up to; beyond it shapes stay coarse
 
 
 class RenderError(Exception):
@@ -55,27 +59,83 @@ def _from_xml(path, search_path) -> Drawing:
 
     mech = load_mechanism(path, search_path)
     items = []
+    # <render> is optional: a mechanism that colours nothing is drawn whole, in grey
+    any_color = any(shape.color is not None for link in mech.links().values() for shape in link.shapes)
+    total = 0
+    meshes = {}  # geometry_key -> mesh: instances of one element share it (read only below)
     for unit in mech.units:
         static = unit.kind == "object" and mech.kind == "project"
         for link in unit.links.values():
             for shape in link.shapes:
-                if shape.color is None:
+                if shape.color is None and any_color:
                     continue
-                mesh = shape_mesh(shape, sections=20)
+                key = geometry_key(shape)
+                if key not in meshes:
+                    meshes[key] = shape_mesh(shape, sections=20)
+                mesh = meshes[key]
                 if not static:  # short edges keep matplotlib's per-triangle depth sort right
-                    v, f = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=0.03, max_iter=6)
-                    mesh = trimesh.Trimesh(v, f, process=False)
+                    # 3 cm, or 1/48 of a large shape's longest edge: six halvings (1/64) always
+                    # reach it (a 6 m floor drawn alone exceeded subdivide_to_size's max_iter)
+                    longest = float(np.max(mesh.edges_unique_length, initial=0.0))
+                    edge = max(0.03, longest / 48)
+                    rounds = int(np.ceil(np.log2(max(longest / edge, 1.0))))
+                    if total + len(mesh.faces) * 4 ** rounds <= SUBDIVIDE_BUDGET:  # each round: 4x
+                        v, f = trimesh.remesh.subdivide_to_size(mesh.vertices, mesh.faces, max_edge=edge,
+                                                                max_iter=6)
+                        mesh = trimesh.Trimesh(v, f, process=False)
+                total += len(mesh.faces)
+                if total > MAX_TRIANGLES:
+                    raise RenderError(f"{path}: more than {MAX_TRIANGLES} triangles to draw (render limit "
+                                      f"MAX_TRIANGLES); draw a part of the mechanism")
                 v = (shape.origin[:3, :3] @ mesh.vertices.T).T + shape.origin[:3, 3]
-                items.append(Item(link.name, v, np.asarray(mesh.faces), np.array(shape.color), static))
+                items.append(Item(link.name, v, np.asarray(mesh.faces), np.array(shape.color or DEFAULT_RGBA), static))
     planar = list(mech.robots[0].planar) if mech.robots and mech.robots[0].planar else []
     return Drawing(items, lambda q: forward_kinematics(mech, q), planar, [])
 
 
-def _from_urdf(path) -> Drawing:
+def _confined_mesh_handler(path):
+    """yourdfpy's file name resolution, kept to regular files of at most MAX_PART_BYTES inside the
+    URDF's folder: a shared URDF must not make render read /dev/zero or a file elsewhere."""
+    import os
+    from functools import partial
+
     import yourdfpy
 
-    robot = yourdfpy.URDF.load(str(path))
-    scene = robot.scene
+    folder = Path(os.path.realpath(Path(path).parent))
+    magic = partial(yourdfpy.filename_handler_magic, dir=str(Path(path).parent))
+
+    def handler(fname):
+        found = magic(fname=fname)
+        real = Path(os.path.realpath(found))
+        if (os.path.isfile(real) and (folder == real or folder in real.parents)
+                and real.stat().st_size <= MAX_PART_BYTES):
+            return str(real)
+        print(f"render: mesh {fname!r} skipped (not a file of at most {MAX_PART_BYTES} bytes inside {folder})",
+              file=sys.stderr)
+        return str(folder / ".skipped-by-bondsim" / Path(fname).name)  # no such file: yourdfpy skips it
+
+    return handler
+
+
+def _from_urdf(path) -> Drawing:
+    import os
+
+    import yourdfpy
+
+    from .xmlreader import parse_xml
+
+    try:
+        size = os.stat(path).st_size
+    except OSError as exc:
+        raise RenderError(f"{path}: cannot read the URDF ({exc.strerror})") from None
+    if size > MAX_FILE_BYTES:
+        raise RenderError(f"{path}: {size} bytes, above the limit of {MAX_FILE_BYTES} bytes")
+    parse_xml(Path(path).read_bytes(), str(path))  # DTDs, entities, size: refused before lxml reads it
+    try:
+        robot = yourdfpy.URDF.load(str(path), filename_handler=_confined_mesh_handler(path))
+        scene = robot.scene
+    except Exception as exc:  # noqa: BLE001 - lxml, yourdfpy and trimesh raise many types for a bad URDF
+        raise RenderError(f"{path}: cannot read the URDF ({type(exc).__name__}: {exc})") from None
     items = []
     for node in scene.graph.nodes_geometry:
         t, name = scene.graph[node]
@@ -99,20 +159,31 @@ def _from_urdf(path) -> Drawing:
 
 def read_joint_csv(path) -> tuple[list, np.ndarray]:
     try:
-        with open(path, newline="") as fh:
+        with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
     except OSError as exc:
         raise RenderError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise RenderError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+    except csv.Error as exc:
+        raise RenderError(f"{path}: not a CSV file ({exc})") from None
     if len(rows) < 2:
         raise RenderError(f"{path}: needs a header and at least one row")
     header = [h.strip() for h in rows[0]]
-    try:
-        data = np.array([[float(v) for v in r] for r in rows[1:] if r], float)
-    except ValueError as exc:
-        raise RenderError(f"{path}: {exc}") from None
-    if data.shape[1] != len(header):
-        raise RenderError(f"{path}: rows have {data.shape[1]} values, the header {len(header)}")
-    return header, data
+    body = [(i, r) for i, r in enumerate(rows[1:], start=2) if r]
+    for i, r in body:
+        if len(r) != len(header):
+            raise RenderError(f"{path}:{i}: {len(r)} values, the header has {len(header)}")
+        for h, v in zip(header, r):
+            try:
+                x = float(v)
+            except ValueError:
+                raise RenderError(f"{path}:{i}: column {h!r}: {v!r} is not a number") from None
+            if not np.isfinite(x):
+                raise RenderError(f"{path}:{i}: column {h!r}: {v!r} is not a finite number")
+    if not body:
+        raise RenderError(f"{path}: needs a header and at least one row")
+    return header, np.array([[float(v) for v in r] for _, r in body], float)
 
 
 def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names: set) -> list:
@@ -204,7 +275,9 @@ class Renderer:
             static, moving = self.world_triangles(q)
             if self.view == "scene" or not moving:
                 moving = moving + static
-            pts.append(np.concatenate([tris.reshape(-1, 3) for tris, _ in moving]))
+            pts += [tris.reshape(-1, 3) for tris, _ in moving]
+        if not pts:  # nothing to draw: frame the origin (an empty picture, not an error)
+            pts = [np.array([[-0.5, -0.5, 0.0], [0.5, 0.5, 0.5]])]
         pts = np.concatenate(pts)
         if trail is not None and len(trail):
             pts = np.concatenate([pts, np.column_stack([trail, np.zeros(len(trail))])])
@@ -367,6 +440,8 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     if quiet is not None:
         progress = not quiet
     file, out = Path(file), Path(out)
+    if not (len(size) == 2 and all(isinstance(v, int) and 1 <= v <= MAX_SIDE for v in size)):
+        raise RenderError(f"image size {size[0]}x{size[1]}: width and height must be 1..{MAX_SIDE} pixels")
     suffix = out.suffix.lower()
     if suffix not in (".png", ".mp4", ".gif"):
         raise RenderError(f"output must be .png, .mp4 or .gif, got {out.name}")
@@ -414,7 +489,10 @@ def _joint_names(drawing, file, search_path) -> set:
 def _save_png(image, out):
     from PIL import Image
 
-    Image.fromarray(image).save(out)
+    from bondsim_ros.outfiles import atomic_path
+
+    with atomic_path(out) as tmp:
+        Image.fromarray(image).save(tmp)
 
 
 def _progress(total, enabled):
@@ -425,7 +503,11 @@ def _progress(total, enabled):
 
 
 def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
+    """Write the frames to ``out`` (.mp4, falling back to .gif; .gif), each file under a
+    temporary name first, so an interrupted render leaves no partial video."""
     from PIL import Image
+
+    from bondsim_ros.outfiles import atomic_path
 
     with _progress(total, progress) as bar:
         task = bar.add_task("frames", total=total)
@@ -442,13 +524,16 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
 
                 first = next(frames_seq)
                 h, w = first.shape[:2]
-                writer = imageio_ffmpeg.write_frames(str(out), (w, h), fps=fps, codec="libx264", pix_fmt_out="yuv420p",
-                                                     macro_block_size=8, quality=7)
-                writer.send(None)
-                writer.send(np.ascontiguousarray(first))
-                for f in frames_seq:
-                    writer.send(np.ascontiguousarray(f))
-                writer.close()
+                with atomic_path(out) as tmp:
+                    writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264",
+                                                         pix_fmt_out="yuv420p", macro_block_size=8, quality=7)
+                    try:
+                        writer.send(None)
+                        writer.send(np.ascontiguousarray(first))
+                        for f in frames_seq:
+                            writer.send(np.ascontiguousarray(f))
+                    finally:  # ffmpeg done with the file before it is renamed or removed
+                        writer.close()
                 return str(out)
             except (ImportError, RuntimeError, OSError) as exc:
                 gif = out.with_suffix(".gif")
@@ -458,5 +543,7 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
                 images = ([first] if "first" in locals() else []) + rest
                 frames_seq = iter(images)
         images = [Image.fromarray(f) for f in frames_seq]
-        images[0].save(out, save_all=True, append_images=images[1:], duration=max(1, round(1000 / fps)), loop=0)
+        with atomic_path(out) as tmp:
+            images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
+                           duration=max(1, round(1000 / fps)), loop=0)
     return str(out)

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import frames
 from .errors import MechanismError
-from .geometry import link_inertial, shape_mesh, stl_bytes
+from .geometry import geometry_key, link_inertial, mesh_stl
 from .loader import load_mechanism
 from .model import Edge, Link, Mechanism, Unit
 
@@ -104,8 +104,14 @@ def graph_fk(graph: Graph, joint_values: dict | None = None) -> dict:
 
 
 # -- text output ------------------------------------------------------------------------------
+class NotFinite(ValueError):
+    """A number to be written is inf or NaN (caught per link/joint and reported with its name)."""
+
+
 def fmt(v: float) -> str:
     v = float(v)
+    if not math.isfinite(v):
+        raise NotFinite(v)
     if abs(v) < 1e-12:
         return "0"
     s = f"{v:.10g}"
@@ -116,6 +122,15 @@ def fmts(values) -> str:
     return " ".join(fmt(v) for v in values)
 
 
+def file_stem(text: str, limit: int = 120) -> str:
+    """A file-name-safe stem from names and ids: other characters become '_', and a long one is
+    cut and made unique by a hash (file systems take 255 bytes per name)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+    if len(safe) <= limit:
+        return safe
+    return safe[: limit - 13] + "_" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 class MeshStore:
     """Generated and copied meshes, deduplicated by content, named after file and element id."""
 
@@ -123,19 +138,59 @@ class MeshStore:
         self.rel_dir = rel_dir  # relative to the URDF folder, with '/'
         self.files: dict[str, bytes] = {}  # file name -> bytes
         self.by_hash: dict[str, str] = {}
+        self.by_geometry: dict[tuple, str] = {}  # geometry_key -> path: instances are not re-read or re-hashed
+
+    def add_shape(self, shape) -> str:
+        """The mesh file of a cone, revolution or part shape (generated or copied), once per geometry."""
+        key = geometry_key(shape)
+        if key not in self.by_geometry:
+            data = Path(shape.part_file).read_bytes() if shape.kind == "part" else mesh_stl(key)
+            self.by_geometry[key] = self.add(f"{shape.source_stem}_{shape.id}", data)
+        return self.by_geometry[key]
 
     def add(self, stem: str, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
         if digest in self.by_hash:
             return self.by_hash[digest]
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", stem) + ".stl"
+        name = file_stem(stem) + ".stl"
         k = 2
         while name in self.files:
-            name = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', stem)}_{k}.stl"
+            name = f"{file_stem(stem)}_{k}.stl"
             k += 1
         self.files[name] = data
         self.by_hash[digest] = f"{self.rel_dir}/{name}"
         return self.by_hash[digest]
+
+
+def xacro_escape(text: str) -> str:
+    """``text`` as xacro reads it back literally: xacro expands ``${...}`` and ``$(...)`` in every
+    attribute, and reads a run of ``$`` before ``{`` or ``(`` as one ``$`` less (its escape, ``$$``).
+    Its lexer has no token for ``$$`` before anything else, so such a run is written as ``${'$'}``s."""
+    def one(m):
+        run, after = m.group(1), m.group(2)
+        if after:
+            return "$" + run + after
+        return run if len(run) == 1 else "${'$'}" * len(run)
+
+    return re.sub(r"(\$+)([{(]?)", one, text)
+
+
+def xml_comment(text: str) -> str:
+    """``text`` made safe inside an XML comment: no '--', no trailing '-', printable characters only."""
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    while "--" in text:
+        text = text.replace("--", "-_")
+    return text + " " if text.endswith("-") else text
+
+
+MESH_URI_BAD = set(" \t\r\n\"'<>\\$`")
+
+
+def check_mesh_uri(uri: str) -> None:
+    bad = sorted({c for c in uri if c in MESH_URI_BAD or not c.isprintable()})
+    if bad:
+        raise MechanismError(f"--mesh-uri {uri!r}: characters {''.join(bad)!r} are not allowed in a mesh URI "
+                             f"(percent-encode them, e.g. %20 for a space)")
 
 
 class URDFWriter:
@@ -145,11 +200,15 @@ class URDFWriter:
         self.mesh_uri = mesh_uri
         self.source = source
 
+    def text(self, t: str) -> str:
+        """An attribute value from the user's text, quoted (and escaped for xacro)."""
+        return quoteattr(xacro_escape(t) if self.xacro else t)
+
     def name(self, n: str) -> str:
-        return quoteattr(("${prefix}" + n) if self.xacro else n)
+        return quoteattr(("${prefix}" + xacro_escape(n)) if self.xacro else n)
 
     def mesh_ref(self, rel: str) -> str:
-        return quoteattr(("${mesh_uri}" if self.xacro else self.mesh_uri) + rel)
+        return quoteattr(("${mesh_uri}" + xacro_escape(rel)) if self.xacro else self.mesh_uri + rel)
 
     def origin(self, t: np.ndarray, indent: str) -> str:
         xyz, rpy = frames.xyz_rpy(t)
@@ -165,14 +224,21 @@ class URDFWriter:
         elif shape.kind == "sphere":
             g = f'<sphere radius="{fmt(shape.size[0])}"/>'
         elif shape.kind == "part":
-            rel = self.meshes.add(f"{shape.source_stem}_{shape.id}", Path(shape.part_file).read_bytes())
+            rel = self.meshes.add_shape(shape)
             g = f'<mesh filename={self.mesh_ref(rel)} scale="{fmts(shape.scale)}"/>'
         else:  # cone, revolution: generated in SI, no scale
-            rel = self.meshes.add(f"{shape.source_stem}_{shape.id}", stl_bytes(shape_mesh(shape)))
+            rel = self.meshes.add_shape(shape)
             g = f"<mesh filename={self.mesh_ref(rel)}/>"
         return f"{indent}<geometry>\n{indent}  {g}\n{indent}</geometry>\n", origin
 
     def link(self, link: Link) -> str:
+        try:
+            return self._link(link)
+        except NotFinite:
+            raise MechanismError(f"link '{link.name}': a mass, inertia or pose is not finite "
+                                 f"(numbers too large for floating point)", link.file, link.line) from None
+
+    def _link(self, link: Link) -> str:
         if not link.shapes:
             return f"  <link name={self.name(link.name)}/>\n"
         out = [f"  <link name={self.name(link.name)}>\n"]
@@ -194,15 +260,15 @@ class URDFWriter:
                 continue
             geom, origin = self.geometry(shape, "      ")
             material = shape.color_name or "rgba_" + "_".join(f"{round(c * 255):d}" for c in shape.color)
-            out.append(f"    <visual name={quoteattr(shape.id)}>\n")
+            out.append(f"    <visual name={self.text(shape.id)}>\n")
             out.append(self.origin(origin, "      "))
             out.append(geom)
-            out.append(f'      <material name={quoteattr(material)}>\n        <color rgba="{fmts(shape.color)}"/>\n'
+            out.append(f'      <material name={self.text(material)}>\n        <color rgba="{fmts(shape.color)}"/>\n'
                        f"      </material>\n")
             out.append("    </visual>\n")
         for shape in link.shapes:
             geom, origin = self.geometry(shape, "      ")
-            out.append(f"    <collision name={quoteattr(shape.id)}>\n")
+            out.append(f"    <collision name={self.text(shape.id)}>\n")
             out.append(self.origin(origin, "      "))
             out.append(geom)
             out.append("    </collision>\n")
@@ -210,6 +276,13 @@ class URDFWriter:
         return "".join(out)
 
     def joint(self, e: Edge) -> str:
+        try:
+            return self._joint(e)
+        except NotFinite:
+            raise MechanismError(f"joint '{e.name}': its pose, axis or limits are not finite "
+                                 f"(numbers too large for floating point)") from None
+
+    def _joint(self, e: Edge) -> str:
         kind = e.kind
         if kind == "revolute" and e.lower is None and e.upper is None:
             kind = "continuous"
@@ -231,17 +304,19 @@ class URDFWriter:
 
     def document(self, graph: Graph) -> str:
         body = "".join(self.link(lk) for lk in graph.links) + "".join(self.joint(e) for e in graph.edges)
-        head = (f'<?xml version="1.0"?>\n<!-- Generated by `bondsim-ros xml2urdf` from {self.source}; '
+        head = (f'<?xml version="1.0"?>\n<!-- Generated by `bondsim-ros xml2urdf` from {xml_comment(self.source)}; '
                 f"do not edit, regenerate. -->\n")
         if not self.xacro:
             return head + f"<robot name={quoteattr(graph.name)}>\n{body}</robot>\n"
         macro = re.sub(r"[^A-Za-z0-9_]", "_", graph.name)
+        if not macro[:1].isalpha():  # the macro call is an element name: it must start with a letter
+            macro = "m_" + macro
         body = "".join("  " + line if line.strip() else line for line in body.splitlines(True))
-        return (head + f'<robot name={quoteattr(graph.name)} xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
+        return (head + f'<robot name={self.text(graph.name)} xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
                 '  <!-- prefix: prepended to every link and joint name (several robots in one tree);\n'
                 '       mesh_uri: prepended to mesh paths, which are relative to this file\'s folder -->\n'
                 '  <xacro:arg name="prefix" default=""/>\n'
-                f'  <xacro:arg name="mesh_uri" default={quoteattr(self.mesh_uri)}/>\n'
+                f'  <xacro:arg name="mesh_uri" default={self.text(self.mesh_uri)}/>\n'
                 f'  <xacro:macro name="{macro}" params="prefix:=\'\' mesh_uri:={self.mesh_uri or chr(39) * 2}">\n'
                 f"{body}  </xacro:macro>\n"
                 f'  <xacro:{macro} prefix="$(arg prefix)" mesh_uri="$(arg mesh_uri)"/>\n</robot>\n')
@@ -271,12 +346,8 @@ def markers(graph: Graph, meshes: MeshStore, mesh_uri: str) -> list:
             elif shape.kind == "sphere":
                 item.update(type="sphere", scale=[2 * shape.size[0]] * 3)
             else:
-                if shape.kind == "part":
-                    rel = meshes.add(f"{shape.source_stem}_{shape.id}", Path(shape.part_file).read_bytes())
-                    scale = list(shape.scale)
-                else:
-                    rel = meshes.add(f"{shape.source_stem}_{shape.id}", stl_bytes(shape_mesh(shape)))
-                    scale = [1.0, 1.0, 1.0]
+                rel = meshes.add_shape(shape)
+                scale = list(shape.scale) if shape.kind == "part" else [1.0, 1.0, 1.0]
                 item.update(type="mesh", scale=scale, mesh=rel, mesh_resource=mesh_uri + rel)
             out.append(item)
     return out
@@ -296,6 +367,7 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     DIR/STEM/meshes/*.stl, referenced relative to DIR (or as MESH_URI + 'STEM/meshes/...').
     Nothing is written unless the whole conversion succeeds.
     """
+    check_mesh_uri(mesh_uri)
     mech = load_mechanism(path, search_path)
     out = Path(out)
     folder, stem = output_names(out)
@@ -308,9 +380,9 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     units = mech.robots if in_project else mech.units
     for k, unit in enumerate(units):
         graph = robot_graph(unit, keep_virtual=keep_virtual, in_project=in_project, warnings=result.warnings)
-        target = out if len(units) == 1 else folder / f"{stem}_{unit.prefix}{unit.name}{suffix}"
+        target = out if len(units) == 1 else folder / f"{file_stem(f'{stem}_{unit.prefix}{unit.name}')}{suffix}"
         if target in documents:
-            target = folder / f"{stem}_{unit.prefix}{unit.name}_{k + 1}{suffix}"
+            target = folder / f"{file_stem(f'{stem}_{unit.prefix}{unit.name}')}_{k + 1}{suffix}"
         documents[target] = URDFWriter(meshes, xacro=xacro, mesh_uri=mesh_uri, source=source).document(graph)
         result.robots.append(dict(name=unit.name, prefix=unit.prefix, urdf=str(target), root=graph.root,
                                   initial_pose=graph.initial_pose, dropped=graph.dropped))
@@ -328,14 +400,36 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     payload = {p: text.encode() for p, text in documents.items()}
     for name, data in meshes.files.items():
         payload[folder / stem / "meshes" / name] = data
+    # never overwrite what the conversion reads (-o FILE.xml, meshes over a part)
+    sources = {os.path.realpath(mech.file)} | {os.path.realpath(f) for f in _source_files(mech)}
+    for target in payload:
+        if os.path.realpath(target) in sources:
+            raise MechanismError(f"refusing to write {target}: it is one of the input files")
     result.files = write_atomically(payload)
     return result
+
+
+def _source_files(mech: Mechanism) -> set:
+    files = set()
+    for unit in mech.units:
+        files.add(unit.file)
+        for link in unit.links.values():
+            if link.file:
+                files.add(link.file)
+            files.update(s.part_file for s in link.shapes if s.part_file)
+    return files
 
 
 def write_atomically(payload: dict) -> list:
     """Write every file into a temporary folder first, then move each into place."""
     if not payload:
         return []
+    for path in payload:
+        if path.is_dir():
+            raise MechanismError(f"cannot write {path}: it is a directory")
+        for folder in path.parents:
+            if folder.exists() and not folder.is_dir():
+                raise MechanismError(f"cannot write {path}: {folder} is not a folder")
     root = Path(os.path.commonpath([str(p.parent.resolve()) for p in payload]))
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".xml2urdf-", dir=root))

@@ -15,6 +15,13 @@ from defusedxml.ElementTree import DefusedXMLParser
 
 from .errors import MechanismError
 
+MAX_ELEMENTS = 200_000  # elements of one file: a Node costs far more memory than its few bytes of XML
+MAX_XML_DEPTH = 1000  # element nesting of one file
+
+
+class _TooBig(Exception):
+    pass
+
 
 @dataclass
 class Node:
@@ -39,8 +46,14 @@ class _Builder:
         self.parser = None
         self.stack: list[Node] = []
         self.root: Node | None = None
+        self.count = 0
 
     def start(self, tag, attrs):
+        self.count += 1
+        if self.count > MAX_ELEMENTS:
+            raise _TooBig(f"more than {MAX_ELEMENTS} elements in one file (size limit MAX_ELEMENTS)")
+        if len(self.stack) >= MAX_XML_DEPTH:
+            raise _TooBig(f"elements nested more than {MAX_XML_DEPTH} deep (size limit MAX_XML_DEPTH)")
         node = Node(tag, dict(attrs), self.parser.parser.CurrentLineNumber, self.file)
         if self.stack:
             self.stack[-1].children.append(node)
@@ -72,6 +85,8 @@ def parse_xml(data: bytes, file: str) -> Node:
         line = parser.parser.CurrentLineNumber
         raise MechanismError(f"DTDs and entities are not allowed in mechanism XML ({type(exc).__name__})",
                              file, line) from None
+    except _TooBig as exc:
+        raise MechanismError(str(exc), file, parser.parser.CurrentLineNumber) from None
     except ParseError as exc:
         line = exc.position[0] if getattr(exc, "position", None) else None
         raise MechanismError(f"malformed XML: {exc}", file, line) from None

@@ -28,6 +28,10 @@ joint is two Sf(0) sources on the relative velocity of the joint points (like
 ``examples.pendulum``: their efforts are the joint reaction forces, index-2 multipliers) and a
 torque source Se(T_i) acting on link i and, reversed, on link i-1. The torques are the
 inverse-dynamics torques of the trajectory, written as expressions of t.
+
+``arm3dof_trajectory`` (``COMMAND_MODELS``, issue 13) replaces the torque sources by DC-motor
+drives with PID position servos (``servo.ServoDrive``) following run-time references, the
+interface of a JointTrajectory; the motors are our choice (docs/examples.md).
 """
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ import numpy as np
 import sympy as sp
 
 from bondsim_ros.bondgraph import (
-    TF, Component, EffortJunction, FlowJunction, I, Input, Integrator, Model, Recorder, Se, Sf,
+    TF, Component, EffortJunction, FlowJunction, Function, I, Input, Integrator, Model, Recorder, Se, Sf,
 )
 
 from . import ModelEntry
@@ -250,12 +254,15 @@ class RevoluteJoint(Component):
     x, y: Sf(0) on the relative velocity v_a - v_b (b enters through TF(-1)); the Sf efforts
     are the joint reaction forces. w: a 0-junction whose common effort is the torque T of
     Se(T); its flows give w_b - w_a to the source, so T acts on link i and -T on link i-1.
+    ``driven``: a port ``drive`` (a motor's gear output) takes the place of Se(T).
     """
 
-    def __init__(self, name, grounded=False):
+    def __init__(self, name, grounded=False, driven=False):
         ports = {"b": "in"} if grounded else {"a": "in", "b": "in"}
-        super().__init__(name, ports=ports, controls={"torque": "in"})
-        self.grounded = grounded
+        if driven:  # a drive's shaft bonds to port ``drive`` instead of the torque source
+            ports["drive"] = "in"
+        super().__init__(name, ports=ports, controls={} if driven else {"torque": "in"})
+        self.grounded, self.driven = grounded, driven
 
     def build(self):
         chans = []
@@ -265,9 +272,12 @@ class RevoluteJoint(Component):
             self.bond(f"fix_{axis}", j)
             chans.append(j)
         jw = self.add(FlowJunction("w"))
-        self.add(Se("T", "u", inputs=["u"]))  # drive torque from the control input
-        self.bond("T", jw)
-        self.connect(self.torque, "T.u")
+        if self.driven:
+            self.bond(self.drive, jw)
+        else:
+            self.add(Se("T", "u", inputs=["u"]))  # drive torque from the control input
+            self.bond("T", jw)
+            self.connect(self.torque, "T.u")
         chans.append(jw)
         for k, j in enumerate(chans):
             if not self.grounded:
@@ -310,6 +320,88 @@ def arm3dof(torques=None) -> Model:
         for k in ("x", "y", "th"):
             model.connect(f"link{i}.{k}", f"rec.{k}{i}")
     return model
+
+
+# --------------------------------------------------------------------------------------
+# Commanded arm: joint servos tracking run-time references (JointTrajectory, issue 13)
+# --------------------------------------------------------------------------------------
+# The paper gives no drives. Our choice: a small 24 V gear motor per joint (R_a, L_a, K, J_m,
+# B_m, gear k_r); with k_r = 50 the links' inertia is about the motor's, so one tuning serves
+# all three joints.
+SERVO_MOTOR = (2.0, 1.0e-3, 0.03, 2.0e-6, 1.0e-6, 50.0)
+SERVO_SUPPLY = 24.0  # [V]
+SERVO_WN = 25.0  # [rad/s] closed-loop double pole of each joint's PD loop
+# about the joint axis with the outer links stretched (the largest load each motor sees)
+_J_LOAD = (0.0481 + 0.0139 + 0.0229 + 0.18 * 0.075**2 + 0.13 * 0.2**2 + 0.17 * 0.3**2,
+           0.0139 + 0.0229 + 0.13 * 0.05**2 + 0.17 * 0.15**2, 0.0229 + 0.17 * 0.05**2)
+
+
+def servo_params(model: Model, joints, loads, motor, wn, prefix_doc="") -> dict:
+    """Declare kp_J, ki_J, kd_J (``servo.servo_gains``) for each joint; returns {joint: (kp, ki, kd)}."""
+    from .servo import servo_gains
+
+    motor_of = motor if callable(motor) else (lambda _j: motor)  # one motor for all, or per joint
+    out = {}
+    for j, load in zip(joints, loads):
+        Ra, _, K, Jm, _, kr = motor_of(j)
+        kp, ki, kd = servo_gains(Ra, K, kr, load, Jm, wn)
+        model.parameter(f"kp_{j}", kp, f"{prefix_doc}position gain of joint {j} [V/rad]")
+        model.parameter(f"ki_{j}", ki, f"{prefix_doc}integral gain of joint {j} [V/(rad s)]")
+        model.parameter(f"kd_{j}", kd, f"{prefix_doc}rate gain of joint {j} [V s/rad]")
+        out[j] = (f"kp_{j}", f"ki_{j}", f"kd_{j}")
+    return out
+
+
+def arm3dof_trajectory() -> Model:
+    """The arm with a DC-motor servo on each joint (``servo.ServoDrive``) tracking the run-time
+    references q_ref_qi, qd_ref_qi; at rest in A, references default to A."""
+    from .servo import ServoDrive
+
+    model = Model("arm3dof_trajectory", "seed 004: 3-DOF planar arm, joint servos on DC motors tracking references")
+    qa, _ = joint_endpoints()
+    gains = servo_params(model, JOINT_NAMES, _J_LOAD, SERVO_MOTOR, SERVO_WN)
+    model.parameter("kff", 1.0, "weight of the servos' back-emf feedforward K k_r qd_ref (1: full, 0: none)")
+    cols = [f"{k}{i}" for i in (1, 2, 3) for k in ("x", "y", "th")]
+    # joint angles under the joint names (the twin's /joint_states), then reference, torque,
+    # current and voltage of each drive
+    cols += [c for j in JOINT_NAMES for c in (j, f"{j}_ref", f"tau_{j}", f"i_{j}", f"u_{j}")]
+    model.add(Recorder("rec", cols))
+    for i, (pose, j) in enumerate(zip(link_poses(qa), JOINT_NAMES), start=1):
+        model.parameter(f"q_ref_{j}", float(qa[i - 1]), f"reference angle of joint {j} [rad]")
+        model.parameter(f"qd_ref_{j}", 0.0, f"reference rate of joint {j} [rad/s]")
+        model.add(PlanarLink(f"link{i}", MASSES[i - 1], INERTIAS[i - 1], LENGTHS[i - 1], COM[i - 1], pose,
+                             distal=(i < 3)))
+        model.add(RevoluteJoint(f"joint{i}", grounded=(i == 1), driven=True))
+        model.add(ServoDrive(f"drive{i}", SERVO_MOTOR, gains[j], SERVO_SUPPLY, feedforward="kff"))
+        model.add(Input(f"ref_{j}", f"q_ref_{j}"), Input(f"rate_ref_{j}", f"qd_ref_{j}"))
+        # joint angle: link angle relative to the previous link's
+        if i > 1:
+            model.add(Function(f"angle_{j}", "th - th_prev", inputs=["th", "th_prev"]))
+        else:
+            model.add(Function(f"angle_{j}", "th", inputs=["th"]))
+        model.connect(f"link{i}.th", f"angle_{j}.th")
+        if i > 1:
+            model.connect(f"link{i - 1}.th", f"angle_{j}.th_prev")
+            model.bond(f"link{i - 1}.distal", f"joint{i}.a")
+        model.bond(f"link{i}.proximal", f"joint{i}.b")
+        model.bond(f"drive{i}.shaft", f"joint{i}.drive")
+        model.connect(f"angle_{j}.out", f"drive{i}.q", f"rec.{j}")
+        model.connect(f"ref_{j}.out", f"drive{i}.q_ref", f"rec.{j}_ref")
+        model.connect(f"rate_ref_{j}.out", f"drive{i}.qd_ref")
+        model.connect(f"drive{i}.tau", f"rec.tau_{j}")
+        model.connect(f"drive{i}.current", f"rec.i_{j}")
+        model.connect(f"drive{i}.voltage", f"rec.u_{j}")
+    for i in (1, 2, 3):
+        for k in ("x", "y", "th"):
+            model.connect(f"link{i}.{k}", f"rec.{k}{i}")
+    return model
+
+
+# Command interfaces for a live twin (issue 13): kind -> (builder, parameter names).
+# "trajectory": per joint of urdf/arm3dof/Arm3DOF.xml, (angle reference, rate reference).
+COMMAND_MODELS = {
+    "trajectory": (arm3dof_trajectory, {j: (f"q_ref_{j}", f"qd_ref_{j}") for j in JOINT_NAMES}),
+}
 
 
 # --------------------------------------------------------------------------------------

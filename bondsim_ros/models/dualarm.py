@@ -37,6 +37,11 @@ mapped to the two wheel torques and lambda), along the reference trajectories of
 Each U(t) is a Chebyshev series in t (fitted on Chebyshev nodes; the fit error is measured and
 reported), so the model is an ordinary bond graph with Se(U(t)) sources, run open loop as in
 the paper.
+
+``dualarm_command`` (``COMMAND_MODELS``, issue 13) is the same bond graph with every motor under
+feedback instead: PI wheel-speed loops following a body twist (cmd_vel) through the
+differential-drive kinematics, PID servos on the waist and arm joints following run-time
+references (JointTrajectory); gains and choices in docs/examples.md.
 """
 from __future__ import annotations
 
@@ -48,8 +53,8 @@ from pathlib import Path
 import numpy as np
 
 from bondsim_ros.bondgraph import (
-    GY, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Integrator, Model, Recorder, Se,
-    Sf,
+    GY, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model, Recorder,
+    Se, Sf,
 )
 from bondsim_ros.plotting import figure_path, save_figure
 
@@ -658,6 +663,25 @@ def initial_gravity(bodies) -> dict:
     return g
 
 
+def _platform_pose(model, c):
+    """Pose integrators X, Y, PHI of the axle midpoint O and the lateral-slip residual ``slip``:
+    v_O = v_c + w x (O - c); x' = v_Ox cos phi - v_Oy sin phi, y' = v_Ox sin phi + v_Oy cos phi."""
+    model.add(Integrator("PHI", 0.0), Integrator("X", 0.0), Integrator("Y", 0.0))
+    vox = f"(vx + {_f(-c[2])}*wy - {_f(-c[1])}*wz)"
+    voy = f"(vy + {_f(-c[0])}*wz - {_f(-c[2])}*wx)"
+    model.add(Function("xdot", f"{vox}*cos(phi) - {voy}*sin(phi)", inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
+              Function("ydot", f"{vox}*sin(phi) + {voy}*cos(phi)", inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
+              Function("slip", "yd*cos(phi) - xd*sin(phi)", inputs=["xd", "yd", "phi"]))
+    for fn in ("xdot", "ydot"):
+        for k in ("vx", "vy", "wx", "wy", "wz"):
+            model.connect(f"L_base.{k[0]}_{k[1]}", f"{fn}.{k}")
+        model.connect("PHI.out", f"{fn}.phi")
+    model.connect("L_base.w_z", "PHI.in_")
+    model.connect("xdot.out", "X.in_", "slip.xd")
+    model.connect("ydot.out", "Y.in_", "slip.yd")
+    model.connect("PHI.out", "slip.phi")
+
+
 def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Model:
     """The 18-DOF bond graph driven by the inverse-motor-model voltages.
 
@@ -708,22 +732,7 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
         cols += [n, f"tau_{n}", f"i_{n}", f"U_{n}"]
     model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
     model.bond("L_base.support", "floor.p")
-    # pose of the axle midpoint O: v_O = v_c + w x (O - c); x' = v_Ox cos phi - v_Oy sin phi, ...
-    c = bodies["base"].com
-    model.add(Integrator("PHI", 0.0), Integrator("X", 0.0), Integrator("Y", 0.0))
-    vox = f"(vx + {_f(-c[2])}*wy - {_f(-c[1])}*wz)"
-    voy = f"(vy + {_f(-c[0])}*wz - {_f(-c[2])}*wx)"
-    model.add(Function("xdot", f"{vox}*cos(phi) - {voy}*sin(phi)", inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
-              Function("ydot", f"{vox}*sin(phi) + {voy}*cos(phi)", inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
-              Function("slip", "yd*cos(phi) - xd*sin(phi)", inputs=["xd", "yd", "phi"]))
-    for fn in ("xdot", "ydot"):
-        for k in ("vx", "vy", "wx", "wy", "wz"):
-            model.connect(f"L_base.{k[0]}_{k[1]}", f"{fn}.{k}")
-        model.connect("PHI.out", f"{fn}.phi")
-    model.connect("L_base.w_z", "PHI.in_")
-    model.connect("xdot.out", "X.in_", "slip.xd")
-    model.connect("ydot.out", "Y.in_", "slip.yd")
-    model.connect("PHI.out", "slip.phi")
+    _platform_pose(model, bodies["base"].com)
     model.add(Recorder("rec", cols))
     model.connect("X.out", "rec.x")
     model.connect("Y.out", "rec.y")
@@ -743,6 +752,154 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
         model.connect(f"M_{n}.current", f"rec.i_{n}")
         model.connect(f"M_{n}.voltage", f"rec.U_{n}")
     return model
+
+
+# --------------------------------------------------------------------------------------
+# Commanded robot: cmd_vel on the platform, joint servos on waist and arms (issue 13)
+# --------------------------------------------------------------------------------------
+SUPPLY = 48.0  # [V] our choice, a common bus; section V's largest back-emf is 8.6 V (q_r7 at 2 s)
+SERVO_WN = 40.0  # [rad/s] closed-loop double pole of each arm/waist joint's PD loop (docs/examples.md: why 40)
+WHEEL_WN = 20.0  # [rad/s] closed-loop double pole of each wheel's PI speed loop
+
+
+@functools.lru_cache(maxsize=2)
+def start_loads(xml: str = str(ROBOT_XML)) -> dict:
+    """At the start pose (all q = 0, at rest): each motor's load inertia [kg m^2] and the static
+    joint torque holding the robot against gravity, both from ``newton_euler`` (no Pinocchio
+    needed to build the model). The load is the joint's diagonal entry of the mass matrix,
+    tau_j(q'' = e_j) - tau_j(0); for a wheel, the robot's mass M and yaw inertia I_z seen
+    through the rolling constraint, r^2 (M/4 + I_z/b^2), plus the wheel's own entry. The wheels'
+    static torques come through ``wheel_mapping``."""
+    bodies = build_chain(xml)
+    zero = {n: 0.0 for n in ACTUATED}
+    rest = newton_euler((0.0,) * 9, zero, zero, zero, bodies)
+    load = {}
+    for n in ACTUATED:
+        load[n] = float(newton_euler((0.0,) * 9, zero, zero, {**zero, n: 1.0}, bodies)[n] - rest[n])
+    mass = newton_euler((0.0,) * 6 + (1.0, 0.0, 0.0), zero, zero, zero, bodies)["Fx"] - rest["Fx"]
+    iz = newton_euler((0.0,) * 8 + (1.0,), zero, zero, zero, bodies)["Mz"] - rest["Mz"]
+    for w in WHEELS:
+        load[w] += WHEEL_RADIUS**2 * (mass / 4 + iz / WHEEL_TRACK**2)
+    wheels = wheel_mapping(rest)
+    torque = {**{n: float(rest[n]) for n in ARM_JOINTS}, **{w: float(wheels[w]) for w in WHEELS}}
+    return dict(load=load, torque=torque)
+
+
+def wheel_speed_gains(Ra, K, ratio, J_load, J_motor, wn):
+    """kp [V s/rad], ki [V/rad] of a wheel's PI speed loop placing a double pole at -wn.
+
+    Voltage to wheel speed (rigid gear, no inductance): a w' + c w = u, a = J_eff R_a k_r / K,
+    c = K k_r; with u = kp e + ki int(e): a s^2 + (c + kp) s + ki = 0, so ki = a wn^2 and
+    kp = 2 a wn - c (>= 0: the back-emf already damps)."""
+    a = (J_motor + J_load / ratio**2) * Ra * ratio / K
+    return max(2.0 * a * wn - K * ratio, 0.0), a * wn**2
+
+
+def dualarm_command() -> Model:
+    """The 18-DOF bond graph with feedback on every motor: the wheels' PI speed loops follow
+    the body twist (vx_cmd [m/s], wz_cmd [rad/s]) through the differential-drive kinematics,
+    the waist and arm joints' servos (``servo.ServoDrive``) follow q_ref_J, qd_ref_J.
+
+    Starts at rest at q = 0 on a level floor: each motor starts with the current that holds the
+    static load and a constant voltage u_hold = R_a i0 keeps it (the gravity term at the start
+    pose, ``start_loads``); the PID integrals take up the load's change as the arms move.
+    """
+    from .servo import ServoDrive, servo_gains
+
+    bodies = build_chain()
+    start = start_loads()
+    model = Model("dualarm_command", "seed 001: dual-arm mobile manipulator, Newton-Euler bond graph, "
+                  "cmd_vel wheel-speed loops and joint servos")
+    model.parameter("vx_cmd", 0.0, "platform forward velocity command [m/s] (axle midpoint, body frame)")
+    model.parameter("wz_cmd", 0.0, "platform yaw rate command [rad/s]")
+    model.parameter("kff", 1.0, "weight of every drive's back-emf feedforward K k_r times the rate reference "
+                    "(1: full, 0: none)")
+    six = list(CHANNELS)
+    g0 = initial_gravity(bodies)
+    cols = ["x", "y", "phi", "vx", "vy", "wz", "slip", "lam"]
+    for n, b in bodies.items():
+        ports = {}
+        if b.parent is not None:
+            ports["prox"] = (np.zeros(3), six)
+        for c in b.children:
+            ports[f"to_{c}"] = (bodies[c].pos0, six)
+        if b.parent is None:
+            ports["support"] = (np.zeros(3), ["wx", "wy", "vy", "vz"])
+            for w in WHEELS:
+                ports[f"roll_{w}"] = (bodies[w].pos0, ["vx", "wy"])
+        model.add(Link(f"L_{n}", b.mass, b.inertia, b.com, ports,
+                       g0=None if b.parent is None else g0[n]))
+    half = WHEEL_TRACK / 2
+    for n, b in bodies.items():
+        if b.parent is None:
+            continue
+        wheel = n in WHEELS
+        Ra, La, kt, Ia, Bm, kr = motor_of(n)
+        model.add(Joint(f"J_{n}", b.rot0, b.axis, spin=wheel))
+        model.bond(f"L_{b.parent}.to_{n}", f"J_{n}.a")
+        model.bond(f"L_{n}.prox", f"J_{n}.b")
+        load = start["load"][n]
+        if wheel:
+            kp, ki = wheel_speed_gains(Ra, kt, kr, load, Ia, WHEEL_WN)
+            kd = 0.0
+            # wheel centre speed v -+ w b/2 = r theta' (left: -, right: +), as joint_reference
+            sign = "-" if n == "wheel_l" else "+"
+            model.add(Input(f"ref_{n}", f"(vx_cmd {sign} {_f(half)}*wz_cmd)/{_f(WHEEL_RADIUS)}"))
+            measured, ref, ff = f"J_{n}.qd", f"ref_{n}.out", f"ref_{n}.out"  # speed loop, back-emf of the ref
+        else:
+            kp, ki, kd = servo_gains(Ra, kt, kr, load, Ia, SERVO_WN)
+            model.parameter(f"q_ref_{n}", 0.0, f"reference angle of joint {n} [rad]")
+            model.parameter(f"qd_ref_{n}", 0.0, f"reference rate of joint {n} [rad/s]")
+            model.add(Input(f"ref_{n}", f"q_ref_{n}"), Input(f"rate_ref_{n}", f"qd_ref_{n}"))
+            measured, ref, ff = f"J_{n}.q", f"ref_{n}.out", f"rate_ref_{n}.out"
+        model.parameter(f"kp_{n}", kp, f"proportional gain of motor {n} [V/rad or V s/rad]")
+        model.parameter(f"ki_{n}", ki, f"integral gain of motor {n}")
+        if not wheel:
+            model.parameter(f"kd_{n}", kd, f"rate gain of motor {n} [V s/rad]")
+        i0 = start["torque"][n] / (kr * kt)
+        model.add(ServoDrive(f"M_{n}", motor_of(n), (f"kp_{n}", f"ki_{n}", 0.0 if wheel else f"kd_{n}"), SUPPLY,
+                             u_hold=Ra * i0, i0=i0, feedforward="kff"))
+        model.connect(measured, f"M_{n}.q")
+        model.connect(ref, f"M_{n}.q_ref")
+        model.connect(ff, f"M_{n}.qd_ref")
+        model.bond(f"M_{n}.shaft", f"J_{n}.drive")
+        if wheel:
+            model.add(Rolling(f"roll_{n}", WHEEL_RADIUS))
+            model.bond(f"L_base.roll_{n}", f"roll_{n}.hub")
+            model.bond(f"J_{n}.spin", f"roll_{n}.spin")
+        # a wheel's reference is its speed, a joint's its angle
+        cols += [n, f"{n}_rate", f"{n}_rate_ref" if wheel else f"{n}_ref", f"tau_{n}", f"i_{n}", f"U_{n}"]
+    model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
+    model.bond("L_base.support", "floor.p")
+    _platform_pose(model, bodies["base"].com)
+    # body-frame velocity of the axle midpoint (what cmd_vel commands)
+    model.add(Function("body_vx", "xd*cos(phi) + yd*sin(phi)", inputs=["xd", "yd", "phi"]))
+    model.connect("xdot.out", "body_vx.xd")
+    model.connect("ydot.out", "body_vx.yd")
+    model.connect("PHI.out", "body_vx.phi")
+    model.add(Recorder("rec", cols))
+    for src, col in (("X.out", "x"), ("Y.out", "y"), ("PHI.out", "phi"), ("body_vx.out", "vx"), ("slip.out", "vy"),
+                     ("L_base.w_z", "wz"), ("slip.out", "slip"), ("floor.lam", "lam")):
+        model.connect(src, f"rec.{col}")
+    for n in bodies:
+        if n == "base":
+            continue
+        model.connect(f"J_{n}.q", f"rec.{n}")  # angle under the joint's name (the twin's /joint_states)
+        model.connect(f"J_{n}.qd", f"rec.{n}_rate")
+        model.connect(f"ref_{n}.out", f"rec.{n}_rate_ref" if n in WHEELS else f"rec.{n}_ref")
+        model.connect(f"M_{n}.tau", f"rec.tau_{n}")
+        model.connect(f"M_{n}.current", f"rec.i_{n}")
+        model.connect(f"M_{n}.voltage", f"rec.U_{n}")
+    return model
+
+
+# Command interfaces for a live twin (issue 13). One builder has both: the platform's twist and
+# the waist/arm joints' references are all run-time parameters of dualarm_command, so both kinds
+# map to the same builder (one build of this large model serves both).
+COMMAND_MODELS = {
+    "twist": (dualarm_command, {"vx": "vx_cmd", "vy": None, "wz": "wz_cmd"}),
+    "trajectory": (dualarm_command, {j: (f"q_ref_{j}", f"qd_ref_{j}") for j in ARM_JOINTS}),
+}
 
 
 # --------------------------------------------------------------------------------------

@@ -32,6 +32,9 @@ Modelling choices the paper leaves open (each is a run-time parameter, so ``fit`
   limited to the 24 V of section IV-A's voltage range, with back-calculation anti-windup.
 - No armature inductance, no rotor inertia and the wheel as a uniform disc: the paper gives
   neither value and its model (eqs. 2-3) has none of them on the motor side.
+
+``omni5dpo_twist`` (``COMMAND_MODELS``, issue 13) is the same robot driven by the run-time body
+twist alone (cmd_vel), with the speed PI retuned for it (``TWIST_GAINS``, docs/examples.md).
 """
 from __future__ import annotations
 
@@ -139,7 +142,7 @@ class OmniWheel(Component):
         self.connect("angle.out", self.theta)
 
 
-def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0)) -> Model:
+def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0), kp=PAPER["kp"], ki=PAPER["ki"]) -> Model:
     """The 5DPO robot; reference body twist = (vx_cmd, vy_cmd, wz_cmd) + steps at ``t_step``.
 
     The default is the paper's identification experiment (section IV-B, Fig. 4): a pure angular
@@ -150,8 +153,8 @@ def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0)) -> Model
     model = Model("omni5dpo", "5DPO three-wheel omnidirectional robot (seed 002)")
     prm = {
         "Izz": (P["Izz"], "yaw inertia [kg m^2] (section IV-B, identified)"),
-        "kp": (P["kp"], "PI proportional gain on motor speed [V s/rad] (eq. 6)"),
-        "ki": (P["ki"], "PI integral gain [V/rad] (eq. 6)"),
+        "kp": (kp, "PI proportional gain on motor speed [V s/rad] (eq. 6)"),
+        "ki": (ki, "PI integral gain [V/rad] (eq. 6)"),
         "Bv": (P["Bv"], "viscous friction of the motor set [N m s/rad] (section IV-A)"),
         "Fc": (P["Fc"], "Coulomb friction of the motor set [N m] (section IV-A)"),
         "omega_s": (0.05, "speed scale of the smooth Coulomb law [rad/s] (choice here)"),
@@ -236,6 +239,25 @@ def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0)) -> Model
     return model
 
 
+def omni5dpo_twist() -> Model:
+    """The 5DPO robot driven only by the run-time body twist (vx_cmd, vy_cmd, wz_cmd): no step.
+
+    The twist goes through the wheel inverse kinematics to the three drives' wheel-speed
+    references; the paper's slew limit and PI speed loops (section IV-B, V) follow them, with
+    the loop retuned (TWIST_GAINS): the paper's identified kp, ki leave a wheel-speed error that
+    its integral removes with a time constant kp/ki = 1.5 s (the back-emf, friction and dead band
+    need ~2.7 V at 0.3 m/s), too slow for cmd_vel; kp = 0.3 V s/rad, ki = 3 V/rad settle a
+    0.3 m/s step to 0.1 % in 0.5 s within the 24 V supply."""
+    return omni5dpo(v_step=0.0, w_step=0.0, kp=TWIST_GAINS[0], ki=TWIST_GAINS[1])
+
+
+TWIST_GAINS = (0.3, 3.0)  # (kp [V s/rad], ki [V/rad]) of the motor-speed PI for cmd_vel
+
+
+# Command interfaces for a live twin (issue 13): kind -> (builder, parameter names).
+COMMAND_MODELS = {"twist": (omni5dpo_twist, {"vx": "vx_cmd", "vy": "vy_cmd", "wz": "wz_cmd"})}
+
+
 def plot_omni5dpo(result, out_png) -> list:
     """Body twist vs. reference, wheel speeds (reference, slew-limited, actual), motor voltages."""
     import matplotlib
@@ -271,5 +293,6 @@ ENTRIES = [
                plot=plot_omni5dpo, defaults=dict(t_end=6.0, dt_out=0.01)),
 ]
 
-__all__ = ["omni5dpo", "PAPER", "Drive5DPO", "OmniWheel", "plot_omni5dpo", "ENTRIES"]
+__all__ = ["omni5dpo", "omni5dpo_twist", "COMMAND_MODELS", "TWIST_GAINS", "PAPER", "Drive5DPO", "OmniWheel",
+           "plot_omni5dpo", "ENTRIES"]
 

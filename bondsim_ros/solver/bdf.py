@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core as core
+from .kernels import JAC_SIG, RES_SIG, first_class
 
 
 class SolverError(RuntimeError):
@@ -53,6 +54,29 @@ def _step_from_derivative(y, yp, diff, atol, rtol) -> float:
     return 0.5 / ypn if ypn > 0 else math.inf
 
 
+def _left_null_space(M) -> np.ndarray:
+    """Columns spanning {w : w^T M = 0}: the unit vectors of M's zero rows, plus (from an SVD of
+    the other rows) the combinations of rows that cancel each other. A matrix whose non-zero
+    rows are independent, the usual case, costs no more than before."""
+    n = M.shape[0]
+    zero = ~np.any(M != 0, axis=1)
+    W = np.eye(n)[:, zero]
+    rows = np.flatnonzero(~zero)
+    if rows.size == 0:
+        return W
+    sub = M[rows]
+    if not np.all(np.isfinite(sub)):
+        return W
+    U, S, _ = np.linalg.svd(sub, full_matrices=True)
+    tol = max(sub.shape) * np.finfo(float).eps * (S[0] if S.size else 0.0)
+    rank = int(np.sum(S > tol))
+    if rank == rows.size:
+        return W
+    extra = np.zeros((n, rows.size - rank))
+    extra[rows] = U[:, rank:]
+    return np.hstack([W, extra])
+
+
 class BDFSolver:
     """Variable-step, variable-order (1-5) BDF for F(t, y, y') = 0, in the fixed-leading-
     coefficient form of SciPy's ``BDF`` (difference array D, Shampine & Reichelt 1997),
@@ -95,6 +119,9 @@ class BDFSolver:
                  linear_solver="auto", max_steps=500000):
         if not (rtol > 0 and hmax > 0):
             raise ValueError("rtol and hmax must be positive")
+        if int(max_order) != max_order or not 1 <= max_order <= core.MAX_ORDER:
+            raise ValueError(f"max_order must be an integer from 1 to {core.MAX_ORDER}, not {max_order!r}")
+        self.max_order = int(max_order)
         self.problem = problem
         n = problem.n
         self.n = n
@@ -107,10 +134,10 @@ class BDFSolver:
         self.p = np.asarray(problem.params, dtype=float)
         self.indptr = np.asarray(problem.indptr, dtype=np.int64)
         self.indices = np.asarray(problem.indices, dtype=np.int64)
-        self._stats = np.zeros(8, dtype=np.int64)
+        self._stats = np.zeros(core.N_STATS, dtype=np.int64)
         self.D = np.zeros((core.MAX_ORDER + 3, n))
-        self.st = np.zeros(3)
-        self.ist = np.zeros(5, dtype=np.int64)
+        self.st = np.zeros(core.N_FLOAT_STATE)
+        self.ist = np.zeros(core.N_INT_STATE, dtype=np.int64)
         self.piv = np.zeros(n, dtype=np.int64)
         if linear_solver not in ("auto", "dense", "sparse"):
             raise ValueError(f"linear_solver must be 'auto', 'dense' or 'sparse', not {linear_solver!r}")
@@ -122,6 +149,8 @@ class BDFSolver:
         self.sparse = linear_solver == "sparse"
         self.G = np.zeros(1 if self.sparse else n * n)
         self._setup_sparse(n, nnz)
+        self._res = first_class(problem.residual, RES_SIG)
+        self._jac = first_class(problem.jacobian, JAC_SIG)
 
     def _setup_sparse(self, n, nnz):
         """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the sparse LU."""
@@ -159,7 +188,7 @@ class BDFSolver:
         s = self._stats
         return {"steps": int(s[0]), "rejected": int(s[1]), "newton_iters": int(s[2]), "jac_evals": int(s[3]),
                 "lu_factorizations": int(s[4]), "res_evals": int(s[5]), "newton_failures": int(s[6]),
-                "max_order": int(s[7])}
+                "max_order": int(s[7]), "error_test_failures": int(s[8])}
 
     def _dense_G(self, t, y, yp, cj):
         vals = np.zeros(len(self.indices))
@@ -178,20 +207,35 @@ class BDFSolver:
         res = self.problem.residual
         for it in range(maxiter):
             res(t0, y, yp, self.p, r)
+            if not np.all(np.isfinite(r)):
+                # a law that divides by zero or overflows at t0: name the equation, not numpy's SVD
+                bad = int(np.argmin(np.isfinite(r)))
+                raise InconsistentInitialValues(f"{self._eq(bad)} is not finite at t={t0:g} "
+                                                f"(residual {r[bad]}): a law divides by zero or overflows there")
             Fy = self._dense_G(t0, y, yp, 0.0)
             Fyp = self._dense_G(t0, y, yp, 1.0) - Fy
-            alg_rows = np.where(~np.any(Fyp != 0, axis=1))[0]
-            # hidden constraints: rows without y' must also hold to first order, Fy yp + Ft = 0
+            # hidden constraints: every combination w of the equations free of y' (w^T Fyp = 0)
+            # must also hold to first order, w^T (Fy yp + Ft) = 0. Rows without y' are such
+            # combinations, but so is a constraint that contains a derivative of a state
+            # together with that state's own equation (seed 001: a velocity constraint on a
+            # flow eliminated as q'); without them the multipliers were a minimum-norm guess.
+            W = _left_null_space(Fyp)
             eps = 1e-5 * max(1.0, abs(t0))
             r_plus, r_minus = np.zeros(n), np.zeros(n)
             res(t0 + eps, y, yp, self.p, r_plus)
             res(t0 - eps, y, yp, self.p, r_minus)
             Ft = (r_plus - r_minus) / (2 * eps)  # central difference: O(eps^2)
             A_top = np.hstack([Fy[:, ~diff], Fyp])
-            A_hid = np.hstack([np.zeros((len(alg_rows), (~diff).sum())), Fy[alg_rows]])
-            rhs = np.concatenate([-r, -(Fy[alg_rows] @ yp + Ft[alg_rows])])
+            A_hid = np.hstack([np.zeros((W.shape[1], (~diff).sum())), W.T @ Fy])
+            rhs = np.concatenate([-r, -(W.T @ (Fy @ yp + Ft))])
             A = np.vstack([A_top, A_hid])
-            sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+            if not (np.all(np.isfinite(A)) and np.all(np.isfinite(rhs))):
+                raise InconsistentInitialValues(f"the Jacobian or the time derivative of the equations is not "
+                                                f"finite at t={t0:g}: a law divides by zero or overflows there")
+            try:
+                sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+            except np.linalg.LinAlgError as exc:
+                raise InconsistentInitialValues(f"no consistent initial values at t={t0:g}: {exc}") from None
             y[~diff] += sol[: (~diff).sum()]
             yp += sol[(~diff).sum():]
             res(t0, y, yp, self.p, r)
@@ -222,8 +266,9 @@ class BDFSolver:
         self.D[:] = 0.0
         self.D[0] = y
         self.D[1] = yp * h
-        self.st[:] = (t0, h, 0.0)
-        self.ist[:] = (1, 0, 0, -1, 0)
+        self.st[:] = 0.0
+        self.st[core.S_T], self.st[core.S_H] = t0, h
+        self._restart_order()
         self.t = float(t0)
         return y, yp
 
@@ -249,7 +294,12 @@ class BDFSolver:
         self.D[1] = self.yp * h_new
         self.st[0] = self.t
         self.st[1] = h_new
-        self.ist[:] = (1, 0, 0, -1, 0)
+        self._restart_order()
+
+    def _restart_order(self):
+        """Order 1, no equal steps yet, iteration matrix to be formed."""
+        self.ist[:] = 0
+        self.ist[core.I_ORDER], self.ist[core.I_FAIL_VAR], self.ist[core.I_MAX_ORDER] = 1, -1, self.max_order
 
     def advance(self, t_out, progress=None, tstop=math.inf, chunk=100):
         """Outputs at the ascending times ``t_out``, each ≥ the last output time: the
@@ -268,7 +318,7 @@ class BDFSolver:
             Yc = np.zeros((len(tt), self.n))
             YPc = np.zeros((len(tt), self.n))
             self.ist[4] = 0
-            status = core.advance(self.problem.residual, self.problem.jacobian, self.indptr, self.indices,
+            status = core.advance(self._res, self._jac, self.indptr, self.indices,
                                   self.diff, self.p, self.rtol, self.atol, self.hmax, tt, float(tstop), self.D,
                                   self.st, self.ist, Yc, YPc, self.max_steps, self.G, self.piv, self._stats,
                                   self.sparse, self.q, *self._lu)

@@ -1,0 +1,80 @@
+"""Joint position servo on a DC-motor drive: the feedback loop that lets an arm follow a
+``trajectory_msgs/JointTrajectory`` (issue 13), in the same shape as the Robotino's wheel-speed
+loops: a PID whose output is the motor's supply voltage.
+
+    q_ref, qd_ref (run-time parameters) ──► Σ(q_ref − q) ──► PID ─┐
+                     qd_ref ─► K k_r qd_ref (back-emf feedforward) ─┼─► clip(±u_max) ─► Se(u)
+                              u_hold (static load at the start pose) ┘      └─► DCMotor ─► shaft
+
+The feedforward terms only relieve the PID (the error stays small while the reference moves);
+the PID alone removes any steady error (its integral), so the goal is reached without them too.
+"""
+from __future__ import annotations
+
+from bondsim_ros.bondgraph import PID, Component, DCMotor, FlowJunction, Function, Se, Sum
+
+
+def servo_gains(Ra, K, ratio, J_load, J_motor, wn, integral_slowness=10.0):
+    """kp [V/rad], kd [V s/rad], ki [V/(rad s)] placing the PD loop's poles at a double pole -wn.
+
+    Voltage to joint angle of a DC motor with a rigid gear (inductance neglected):
+    a q'' + c q' = u, a = J_eff R_a k_r / K, c = K k_r, J_eff = J_m + J_load / k_r^2.
+    With u = kp e + kd e' the error obeys a s^2 + (c + kd) s + kp = 0: kp = a wn^2,
+    kd = 2 a wn - c (the back-emf already damps; kd >= 0). The integral's zero ki/kp lies
+    ``integral_slowness`` times below wn, so it removes static loads (gravity, friction)
+    without spoiling the PD poles.
+    """
+    a = (J_motor + J_load / ratio**2) * Ra * ratio / K
+    kp = a * wn**2
+    kd = max(2.0 * a * wn - K * ratio, 0.0)
+    ki = kp * wn / integral_slowness
+    return kp, ki, kd
+
+
+class ServoDrive(Component):
+    """PID on the supply voltage of a DC motor, tracking a joint-angle reference.
+
+    Control inputs: ``q`` (measured joint angle), ``q_ref``, ``qd_ref`` (references).
+    Outputs: ``voltage``, ``current``, ``tau`` (joint torque at the gear output).
+    Port ``shaft`` (out): the gear output, whose flow is the joint rate.
+    ``gains``: (kp, ki, kd) - numbers or run-time parameter names; ``u_max``: supply limit [V];
+    ``u_hold``: constant voltage holding the start pose's static load (0: none); ``i0``: the
+    matching initial current; ``feedforward``: a weight (number or run-time parameter name) on
+    the back-emf feedforward (None: 1).
+    """
+
+    def __init__(self, name, motor, gains, u_max, u_hold=0.0, i0=None, tf=0.002, feedforward=None):
+        super().__init__(name, ports={"shaft": "out"},
+                         controls={"q": "in", "q_ref": "in", "qd_ref": "in", "voltage": "out", "current": "out",
+                                   "tau": "out"})
+        self.motor, self.gains, self.u_max, self.u_hold, self.i0, self.tf = motor, gains, u_max, u_hold, i0, tf
+        self.feedforward = feedforward
+
+    def build(self):
+        Ra, La, K, J, b, ratio = self.motor
+        kp, ki, kd = self.gains
+        umax = float(self.u_max)
+        self.add(Sum("error", "+-"))
+        # kb: back-calculation gain as a number, so that setting the gains to zero (no
+        # controller) stays well defined
+        self.add(PID("pid", kp=kp, ki=ki, kd=kd, tf=self.tf, umin=-umax, umax=umax, kb=50.0))
+        ff = f"{K * ratio!r}*qd" if self.feedforward is None else f"{self.feedforward}*{K * ratio!r}*qd"
+        self.add(Function("supply", f"clip(u + {ff} + {float(self.u_hold)!r}, {-umax!r}, {umax!r})",
+                          inputs=["u", "qd"]))
+        self.add(Se("source", "u", inputs=["u"]))
+        self.add(DCMotor("motor", Ra=Ra, La=La, K=K, J=J, b=b, ratio=ratio, i0=self.i0))
+        tau = self.add(FlowJunction("tau", output=True))
+        self.connect(self.q_ref, "error.in1")
+        self.connect(self.q, "error.in2")
+        self.connect("error.out", "pid.in_")
+        self.connect("pid.out", "supply.u")
+        self.connect(self.qd_ref, "supply.qd")
+        self.connect("supply.out", "source.u", self.voltage)
+        self.bond("source", "motor.supply")
+        self.bond("motor.shaft", tau)
+        self.bond(tau, self.shaft)
+        self.connect("motor.current", self.current)
+        self.connect(tau.out, self.tau)
+
+
+__all__ = ["ServoDrive", "servo_gains"]
