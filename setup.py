@@ -29,7 +29,7 @@ def tree(folder):
 ROS_DISTROS = ("kilted", "jazzy")
 ROS_DISTRO = os.environ.get("ROS_DISTRO", "") if os.environ.get("ROS_DISTRO", "") in ROS_DISTROS else ROS_DISTROS[0]
 ROS_PACKAGES = ["rclpy", "rmw-fastrtps-cpp", "std-msgs", "std-srvs", "sensor-msgs", "geometry-msgs", "nav-msgs",
-                "visualization-msgs", "diagnostic-msgs"]
+                "visualization-msgs", "diagnostic-msgs", "trajectory-msgs", "rosgraph-msgs"]
 ROS_WHEELS = [f"ros-{ROS_DISTRO}-{name}" for name in ROS_PACKAGES] + [
     "rosbags>=0.10",  # rosbag2 MCAP writing/reading for the demo (rosbag2 itself is not on PyPI)
 ]
@@ -75,6 +75,15 @@ setup(
     license="Apache-2.0",
     tests_require=["pytest"],
     entry_points={
+        # robots as plug-ins (bondsim_ros/robots): another package adds its own under this group
+        "bondsim_ros.robots": [
+            "robotino = bondsim_ros.robots.robotino:ROBOT",
+            "dualarm = bondsim_ros.robots.dualarm:ROBOT",
+            "arm3dof = bondsim_ros.robots.arm3dof:ROBOT",
+            "omni5dpo = bondsim_ros.robots.omni5dpo:ROBOT",
+            "slider_crank_lagrange = bondsim_ros.robots.multibody:SLIDER_CRANK_LAGRANGE",
+            "pendulum_lagrange = bondsim_ros.robots.multibody:PENDULUM_LAGRANGE",
+        ],
         "console_scripts": [
             "bondsim-ros = bondsim_ros.cli:main",
             "dynamics_node = bondsim_ros.ros.dynamics_node:main",

@@ -267,6 +267,21 @@ def test_rviz_launch(prefix, tmp_path):
     _assert_no_node_died(seen, "robotino_rviz.launch.py")
 
 
+def test_rviz_launch_with_another_model(prefix, tmp_path):
+    """model:=arm3dof: robot_state_publisher gets the URDF made from urdf/arm3dof/Arm3DOF.xml,
+    /joint_states carries its joints, probe_node reads the same mechanism."""
+    seen, records = run_launch(prefix, tmp_path, "robotino_rviz.launch.py", "/joint_states", "model:=arm3dof",
+                               "rviz:=false")
+    rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
+    values, unset = _rcl(rsp, tmp_path, "robot_state_publisher")
+    assert not unset
+    urdf_joints = _check_urdf(values["robot_description"], tmp_path)
+    assert seen["joint_names"].get("/joint_states") == ["q1", "q2", "q3"]
+    assert {"q1", "q2", "q3"} <= urdf_joints
+    assert seen["parameters"]["/dynamics_node"]["model"] == "arm3dof"
+    _assert_no_node_died(seen, "robotino_rviz.launch.py model:=arm3dof")
+
+
 def test_rviz_launch_without_rviz(prefix, tmp_path):
     _, records = run_launch(prefix, tmp_path, "robotino_rviz.launch.py", "/joint_states", "rviz:=false")
     assert not [r for r in records if r["package"] == "rviz2"]

@@ -37,7 +37,7 @@ def test_bad_numbers_are_refused_by_name(capfd, argv, message):
     ("publish_rate: fast", "Trying to set parameter 'publish_rate' to 'fast'"),
     ("no_such_parameter: 1", "unknown parameter 'no_such_parameter'"),
     ("reference: cmd_vel\n    cmd_vel_topic: 'bad topic'", "cmd_vel_topic: 'bad topic' is not a valid topic name"),
-    ("reference: teleport", "reference: rose | cmd_vel | waypoints, got 'teleport'"),
+    ("reference: teleport", "reference: rose | builtin | cmd_vel | waypoints | joint_trajectory, got 'teleport'"),
 ])
 def test_up_bad_parameters_in_the_params_file(tmp_path, capfd, body, message):
     f = tmp_path / "dyn.yaml"

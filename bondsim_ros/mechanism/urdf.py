@@ -445,3 +445,23 @@ def write_atomically(payload: dict) -> list:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [str(p) for p in payload]
+
+
+def robot_description(path, cache_dir=None) -> str:
+    """URDF text of the (first) robot of a mechanism XML, for /robot_description: converted once
+    into a cache folder (keyed by the file's path and modification time) whose meshes the URDF
+    references by file:// URI, so RViz and Foxglove find them."""
+    import hashlib
+    import os
+
+    path = Path(path).resolve()
+    key = hashlib.sha256(f"{path}:{path.stat().st_mtime_ns}".encode()).hexdigest()[:16]
+    base = Path(cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bondsim_ros" / "urdf")
+    folder = base / f"{path.stem}-{key}"
+    target = folder / f"{path.stem}.urdf"
+    if not target.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        result = to_urdf(path, target, mesh_uri=f"file://{folder}/")
+        if result.robots and Path(result.robots[0]["urdf"]) != target:
+            Path(result.robots[0]["urdf"]).replace(target)
+    return target.read_text()

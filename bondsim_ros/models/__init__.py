@@ -43,7 +43,7 @@ def _examples():
 
 # Optional model modules register more entries through a module-level ENTRIES list.
 _EXTRA_MODULES = [
-    "bondsim_ros.models.robotino",
+    "bondsim_ros.robots.robotino.model",  # the Robotino plug-in's model
     "bondsim_ros.models.multibody",  # seed 003: pendulum and slider-crank variants
     "bondsim_ros.models.arm3dof",  # seed 004: 3-DOF planar arm
     "bondsim_ros.models.omni5dpo",  # seed 002: 5DPO omnidirectional robot

@@ -8,7 +8,11 @@ from pathlib import Path
 def register(sub) -> None:
     up = sub.add_parser("up", help="start dynamics_node and probe_node in one process (no `launch` needed)")
     up.add_argument("--params", metavar="FILE", help="ROS parameter file (default: config/dynamics.yaml)")
-    up.add_argument("--reference", choices=["rose", "cmd_vel", "waypoints"], help="override the reference source")
+    up.add_argument("--model", default=None, metavar="NAME|FILE.yaml",
+                    help="robot to run: a registered robot (robotino, dualarm, arm3dof, omni5dpo, "
+                         "slider_crank_lagrange, ...) or a YAML model file with a mechanism: section")
+    up.add_argument("--reference", choices=["rose", "builtin", "cmd_vel", "waypoints", "joint_trajectory"],
+                    help="override the reference source")
     up.add_argument("--rate", type=float, help="publish rate [Hz]")
     up.add_argument("--rtf", type=float, help="real-time factor")
     up.add_argument("--namespace", default="", help="namespace for all nodes (several robots)")
@@ -24,6 +28,8 @@ def register(sub) -> None:
     up.set_defaults(func=cmd_up)
 
     demo = sub.add_parser("demo", help="the rose-path demo: node graph -> MCAP bag, plots and a video")
+    demo.add_argument("--model", default="robotino", metavar="NAME|FILE.yaml",
+                      help="robot to record (default robotino: the rose path)")
     demo.add_argument("--duration", type=float, default=60.0, help="simulated seconds (default 60)")
     demo.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
     demo.add_argument("--rtf", type=float, default=1.0, help="real-time factor (default 1: as the real robot)")
@@ -66,6 +72,8 @@ def _node_params(args):
     dyn = dict(params.get("dynamics_node", {}))
     probe = dict(params.get("probe_node", {}))
     state = dict(params.get("state_publisher", {}))
+    if getattr(args, "model", None):
+        dyn["model"] = _model_spec(args.model)
     if getattr(args, "reference", None):
         dyn["reference"] = args.reference
     if getattr(args, "rate", None) is not None:
@@ -73,6 +81,21 @@ def _node_params(args):
     if getattr(args, "rtf", None) is not None:
         dyn["real_time_factor"] = _positive(args.rtf, "--rtf", "a positive real-time factor")
     return dyn, probe, state
+
+
+def _model_spec(spec: str) -> str:
+    """A registered robot's name or a YAML model path (absolute), else a usage error naming both."""
+    from bondsim_ros.cli import CLIError
+    from bondsim_ros.robots import available
+
+    if spec.endswith((".yaml", ".yml")):
+        if not Path(spec).is_file():
+            raise CLIError(f"--model {spec}: no such model file")
+        return str(Path(spec).resolve())
+    if spec not in available():
+        raise CLIError(f"--model {spec!r}: not a registered robot ({', '.join(sorted(available()))}) "
+                       f"nor a .yaml model file")
+    return spec
 
 
 def _graph_errors():
@@ -121,7 +144,8 @@ def cmd_up(args) -> int:
             from .foxglove_live import FoxgloveLive
 
             kw = {"namespace": args.namespace} if args.namespace else {}
-            graph.nodes["foxglove_live"] = FoxgloveLive(port=args.foxglove, context=context, **kw)
+            graph.nodes["foxglove_live"] = FoxgloveLive(port=args.foxglove, context=context,
+                                                        probes=graph.nodes["dynamics_node"].probe_names, **kw)
             graph.executor.add_node(graph.nodes["foxglove_live"])
             print(f"bondsim-ros up: Foxglove at ws://localhost:{graph.nodes['foxglove_live'].port}", file=sys.stderr)
         print(f"bondsim-ros up: {', '.join(graph.nodes)} running, discovery range "
@@ -162,7 +186,7 @@ def cmd_demo(args) -> int:
     out = Path(args.out)
     try:
         summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
-                           quiet=args.quiet, foxglove_port=args.foxglove)
+                           quiet=args.quiet, foxglove_port=args.foxglove, model=_model_spec(args.model))
     except FileExistsError as exc:
         raise CLIError(str(exc)) from None
     if not args.quiet:

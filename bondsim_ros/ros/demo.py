@@ -49,12 +49,18 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
         if foxglove_port is not None:
             from .foxglove_live import FoxgloveLive
 
-            graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, context=context)
+            graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, context=context,
+                                                        probes=graph.nodes["dynamics_node"].probe_names)
             graph.executor.add_node(graph.nodes["foxglove_live"])
         dn = graph.nodes["dynamics_node"]
         # wait until the recorder subscribed to every publishing topic, then start from t = 0
-        need = {"/joint_states", "/tf", "/tf_static", "/odom", "/robot_description", "/probes/base_center",
-                "/probe_error/base_center", "/reference_pose"}
+        state = dn.twin.state()
+        need = {"/joint_states", "/tf_static", "/robot_description"}
+        need |= {f"/probes/{n}" for n in dn.probe_names} | {f"/probe_error/{n}" for n in dn.probe_names}
+        if state.pose is not None:
+            need |= {"/tf", "/odom"}
+        if state.reference is not None:
+            need.add("/reference_pose")
         if not graph.spin_until(lambda: need <= set(recorder.connections), timeout=10.0):
             missing = sorted(need - set(recorder.connections))
             raise RuntimeError(f"demo: topics never appeared: {', '.join(missing)}")
@@ -63,7 +69,8 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
         tic = time.monotonic()
         graph.spin_for(wall, on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
         stats = {"wall_s": time.monotonic() - tic, "frames": dn.frames, "overruns": dn.overruns,
-                 "max_lag_ms": dn.max_lag * 1e3, "counts": dict(recorder.counts)}
+                 "max_lag_ms": dn.max_lag * 1e3, "counts": dict(recorder.counts),
+                 "name": dn.twin.name, "mechanism": None if dn.twin.name == "robotino" else str(dn.twin.mechanism)}
         recorder.close()
         return stats
     finally:
@@ -78,9 +85,10 @@ def bag_to_series(bag_dir: Path, rtf: float = 1.0) -> dict:
 
     msgs = read_bag(bag_dir)
     odom = msgs.get("/odom", [])
-    if not odom:
-        raise RuntimeError(f"{bag_dir}: no /odom messages recorded")
-    t0 = stamp_ns(odom[0][1].header.stamp)
+    js = msgs.get("/joint_states", [])
+    if not odom and not js:
+        raise RuntimeError(f"{bag_dir}: no /odom or /joint_states messages recorded")
+    t0 = stamp_ns((odom or js)[0][1].header.stamp)  # a fixed-base robot has no /odom
 
     def t_of(header):
         return (stamp_ns(header.stamp) - t0) * 1e-9 * rtf
@@ -98,7 +106,6 @@ def bag_to_series(bag_dir: Path, rtf: float = 1.0) -> dict:
         out["y_ref"] = np.array([m.pose.position.y for m in r])
         out["phi_ref"] = np.unwrap([yaw(m.pose.orientation) for m in r])
         out["ref_idx"] = np.array(keep)
-    js = msgs.get("/joint_states", [])
     out["joint_names"] = list(js[0][1].name) if js else []
     out["joint_t"] = np.array([t_of(m.header) for _, m in js])
     out["joint_pos"] = np.array([m.position for _, m in js]) if js else np.zeros((0, 0))
@@ -125,15 +132,16 @@ def plot_series(s: dict, out_dir: Path) -> list:
     def save(fig, name):
         written.append(Path(save_figure(fig, out_dir / name)))
 
-    fig, ax = plt.subplots(figsize=(6, 6))
-    if "x_ref" in s:
-        ax.plot(s["x_ref"], s["y_ref"], "k--", lw=1, label="rose reference")
-    ax.plot(s["x"], s["y"], lw=1.6, label="twin (/odom)")
-    ax.set_aspect("equal")
-    ax.set(xlabel="X [m]", ylabel="Y [m]", title="Robotino twin: path from the recorded /odom")
-    ax.legend(loc="upper right")
-    ax.grid(alpha=0.3)
-    save(fig, "path.png")
+    if len(s["x"]):  # a mobile base
+        fig, ax = plt.subplots(figsize=(6, 6))
+        if "x_ref" in s:
+            ax.plot(s["x_ref"], s["y_ref"], "k--", lw=1, label="rose reference")
+        ax.plot(s["x"], s["y"], lw=1.6, label="twin (/odom)")
+        ax.set_aspect("equal")
+        ax.set(xlabel="X [m]", ylabel="Y [m]", title="Robotino twin: path from the recorded /odom")
+        ax.legend(loc="upper right")
+        ax.grid(alpha=0.3)
+        save(fig, "path.png")
 
     if "x_ref" in s:
         t = s["ref_t"]
@@ -150,7 +158,16 @@ def plot_series(s: dict, out_dir: Path) -> list:
         save(fig, "tracking_errors.png")
 
     names = s["joint_names"]
-    if names:
+    wheels = [f"wheel{i}_axle" for i in (1, 2, 3) if f"wheel{i}_axle" in names]
+    if names and not wheels:  # any other robot: its joints as published
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for k, n in enumerate(names):
+            ax.plot(s["joint_t"], s["joint_pos"][:, k], lw=1, label=n)
+        ax.set(xlabel="t [s]", ylabel="joint position [rad or m]", title="Joint states from the recorded topics")
+        ax.legend(loc="upper right", fontsize=7, ncol=max(1, len(names) // 10))
+        ax.grid(alpha=0.3)
+        save(fig, "joints.png")
+    if wheels:
         fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
         for i in (1, 2, 3):
             col = names.index(f"wheel{i}_axle") if f"wheel{i}_axle" in names else None
@@ -188,6 +205,11 @@ def plot_series(s: dict, out_dir: Path) -> list:
 def joints_csv(s: dict, path: Path) -> Path:
     """Joint trajectory in the CSV layout of ``bondsim-ros simulate`` (t, x, y, phi, joints...);
     joint states and odometry carry equal stamps, so the pose is looked up by time."""
+    if not len(s["odom_t"]):  # a fixed base: t and the joints
+        header = ",".join(["t"] + s["joint_names"])
+        np.savetxt(path, np.column_stack([s["joint_t"], s["joint_pos"]]), delimiter=",", header=header,
+                   comments="", fmt="%.9g")
+        return path
     k = np.searchsorted(s["odom_t"], s["joint_t"] - 1e-9).clip(0, len(s["odom_t"]) - 1)
     rows = np.column_stack([s["joint_t"], s["x"][k], s["y"][k], s["phi"][k], s["joint_pos"]])
     header = ",".join(["t", "x", "y", "phi"] + s["joint_names"])
@@ -206,7 +228,8 @@ def private_domain() -> int:
 
 
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
-             quiet: bool = False, domain_id: int | None = None, foxglove_port: int | None = None) -> list:
+             quiet: bool = False, domain_id: int | None = None, foxglove_port: int | None = None,
+             model: str = "robotino") -> list:
     """Record, plot, render; returns summary lines."""
     from .commands import _node_params
 
@@ -224,6 +247,7 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
         params = reference = rate = None
         rtf = None
 
+    _Args.model = model
     params = _node_params(_Args())
     return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port)
 
@@ -281,10 +305,10 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
     if video:
         from bondsim_ros.mechanism.render import render
 
-        target = out_dir / "robotino.mp4"
+        target = out_dir / f"{stats['name']}.mp4"
         try:
             # every third 33 Hz frame at 11 fps: real-time playback, a third of the drawing work
-            written = render(None, target, joints_csv=csv, fps=11, every=3, size=(960, 720), view="follow",
+            written = render(stats.get("mechanism"), target, joints_csv=csv, fps=11, every=3, size=(960, 720), view="follow",
                              quiet=quiet)
             lines.append(f"video: {written}")
         except Exception as exc:  # noqa: BLE001 - the bag and plots stand without the video

@@ -1,9 +1,12 @@
-"""dynamics_node: the Robotino bond-graph model in (scaled) real time on ROS 2.
+"""dynamics_node: any robot's bond-graph model (a Twin, bondsim_ros.twin.protocol) in (scaled)
+real time on ROS 2.
 
-Publishes /joint_states (non-virtual joints in mechanism-XML order), /odom with odom ->
-base_footprint on /tf (REP-105), motor currents and voltages; follows the rose path, /cmd_vel
-(Twist or TwistStamped) or a waypoint list; compares probe points returned by the probe node
-with its own positions at the same stamp (the paper's named pipe, without its one-frame lag).
+Publishes /joint_states (non-virtual joints in mechanism-XML order, URDF names), /clock, and for
+a mobile base /odom with odom -> base_footprint on /tf (REP-105); follows the model's built-in
+reference, /cmd_vel (Twist or TwistStamped), a waypoint list or trajectory_msgs/JointTrajectory;
+compares probe points returned by the probe node with its own at the same stamp (the paper's
+named pipe, without its one-frame lag). Every message is stamped with the simulated instant of
+the state it reports. Nothing here knows a robot: names, motors and gears are the twin's.
 """
 from __future__ import annotations
 
@@ -17,13 +20,14 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, PoseStamped, TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from bondsim_ros.models.twin import CommandError, Limits, RobotinoTwin
 from bondsim_ros.models.waypoints import WaypointFollower
+from bondsim_ros.twin.protocol import CommandError, JointTrajectory, Limits
 
 from ._env import declare_parameters, run_node
 
@@ -45,6 +49,9 @@ def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
 
     out = []
     for key, value in (overrides or {}).items():
+        if key == "use_sim_time":  # every node has it (rclpy declares it)
+            out.append(Parameter(key, value=bool(value)))
+            continue
         if key not in defaults:
             raise ValueError(f"unknown parameter {key!r}")
         default = defaults[key][0]
@@ -59,8 +66,12 @@ def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
 
 PARAMS = {
     # name: (default, description)
-    "model": ("robotino", "bond-graph model to run (built-in name)"),
-    "reference": ("rose", "reference source: rose | cmd_vel | waypoints"),
+    "model": ("robotino", "robot to run: a registered robot (bondsim_ros.robots entry point) or a YAML model "
+                          "file with a mechanism: section"),
+    "reference": ("rose", "reference source: rose or builtin (the model's own) | cmd_vel | waypoints | "
+                          "joint_trajectory"),
+    "joint_trajectory_topic": ("joint_trajectory", "trajectory_msgs/JointTrajectory topic (reference=joint_trajectory)"),
+    "publish_clock": (True, "publish /clock (rosgraph_msgs/Clock) with the simulated time"),
     "publish_rate": (33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)"),
     "real_time_factor": (1.0, "simulated seconds per wall-clock second"),
     "cmd_vel_topic": ("cmd_vel", "velocity command topic"),
@@ -73,13 +84,18 @@ PARAMS = {
     "base_frame": ("base_footprint", "robot base frame id"),
     "frame_prefix": ("", "prefix for frame ids (several robots); joint names stay the URDF's, as "
                          "robot_state_publisher looks them up"),
-    "mechanism": ("", "mechanism XML whose base-fixed probes are compared (empty: the packaged Robotino)"),
-    "robot_config": ("", "Robotino parameter YAML, e.g. calibrated by `bondsim-ros fit --config-out` "
-                         "(empty: the packaged config/robotino.yaml)"),
-    "probes": (["base_center"], "probe names whose /probes/NAME points are compared with the model"),
+    "mechanism": ("", "mechanism XML whose probes are compared (empty: the robot's own)"),
+    "robot_config": ("", "the robot plug-in's parameter YAML (Robotino: e.g. calibrated by `bondsim-ros fit "
+                         "--config-out`; empty: its packaged config/robotino.yaml)"),
+    "probes": ([""], "probe names whose /probes/NAME points are compared with the model (empty: all)"),
     "rtol": (1e-6, "solver relative tolerance"),
     "hmax": (0.02, "largest solver step [s]"),
 }
+
+
+# reference parameter -> the twin's command kind
+COMMAND_OF_REFERENCE = {"rose": "builtin", "builtin": "builtin", "cmd_vel": "twist", "waypoints": "twist",
+                        "joint_trajectory": "trajectory"}
 
 
 class DynamicsNode(Node):
@@ -88,13 +104,21 @@ class DynamicsNode(Node):
         p = declare_parameters(self, PARAMS)
         self._validate(p)
         self.p = p
-        mode = {"rose": "rose", "cmd_vel": "twist", "waypoints": "twist"}[p["reference"]]
+        command = COMMAND_OF_REFERENCE[p["reference"]]
         limits = Limits(max_linear=p["max_linear_velocity"], max_angular=p["max_angular_velocity"])
         tic = time.perf_counter()
-        self.twin = RobotinoTwin(reference=mode, rtol=p["rtol"], hmax=p["hmax"], limits=limits,
-                                 config=p["robot_config"] or None, log=lambda m: self.get_logger().info(m))
-        self.get_logger().info(f"model ready in {time.perf_counter() - tic:.2f} s "
+        from bondsim_ros.robots import RobotError, load_robot
+
+        try:
+            self.robot = load_robot(p["model"])
+            self.twin = self.robot.make_twin(command, rtol=p["rtol"], hmax=p["hmax"], limits=limits,
+                                             config=p["robot_config"] or None,
+                                             log=lambda m: self.get_logger().info(m))
+        except RobotError as exc:
+            raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None
+        self.get_logger().info(f"{self.twin.name} ready in {time.perf_counter() - tic:.2f} s "
                                f"({self.twin.compiled.n} unknowns, reference={p['reference']})")
+        self.use_sim_time = bool(self.get_parameter("use_sim_time").value)
         self.follower = None
         if p["reference"] == "waypoints":
             wp = np.asarray(p["waypoints"], dtype=float).reshape(-1, 3)
@@ -109,24 +133,31 @@ class DynamicsNode(Node):
         self.pub_odom = self.create_publisher(Odometry, "odom", 10)
         self.TFMessage = tf_message()
         self.pub_tf = self.create_publisher(self.TFMessage, "/tf", 100)
-        self.pub_motors = self.create_publisher(JointState, "motor_states", 10)
+        self.pub_motors = (self.create_publisher(JointState, "motor_states", 10)
+                           if hasattr(self.twin, "motor_states") else None)
+        self.pub_clock = self.create_publisher(Clock, "/clock", 10) if p["publish_clock"] else None
         self.pub_overrun = self.create_publisher(Float64, "~/frame_cost", 10)  # worst frame of the last second [s]
         self.pub_reference = self.create_publisher(PoseStamped, "reference_pose", 10)  # rose mode only
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.probe_err = {}
         self.probe_err_untimed = {}
-        self.probe_offset = self._probe_offsets([n for n in p["probes"] if n])
-        for name in self.probe_offset:
+        self.probe_names = self._probe_names([n for n in p["probes"] if n])
+        for name in self.probe_names:
             self.create_subscription(PointStamped, f"probes/{name}", lambda m, n=name: self._on_probe(n, m), 50)
             self.probe_err[name] = self.create_publisher(Float64, f"probe_error/{name}", 10)
             self.probe_err_untimed[name] = self.create_publisher(Float64, f"probe_error_untimed/{name}", 10)
-        self.history = collections.OrderedDict()  # stamp (ns) -> pose, for time-aligned probe checks
+        self.history = collections.OrderedDict()  # stamp (ns) -> state, for time-aligned probe checks
 
         self._cmd_sub = None
         self._next_cmd = None  # the newest accepted cmd_vel, applied at the next frame
         self._last_cmd_wall = None
         if p["reference"] == "cmd_vel":
             self._setup_cmd_vel()
+        self._next_traj = None
+        if "trajectory" in self.twin.commands:  # also beside cmd_vel where the twin takes both
+            from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
+
+            self.create_subscription(JointTrajectoryMsg, p["joint_trajectory_topic"], self._on_trajectory, 10)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
 
@@ -141,18 +172,22 @@ class DynamicsNode(Node):
         self._last_failure_wall = -math.inf
         self._wall_base = time.monotonic()
         self._sim_base = 0.0
+        self._set_stamp_base()
         self._pending = None
         self._worst = 0.0
         self.publish_times = collections.deque(maxlen=100000)  # for jitter statistics
-        self.timer = self.create_timer(self.period, self._tick) if own_timer else None
+        # the frame clock is the wall clock: with use_sim_time the node's ROS clock follows the
+        # /clock this very timer publishes
+        from rclpy.clock import Clock as RosClock, ClockType
+
+        wall = RosClock(clock_type=ClockType.STEADY_TIME)
+        self.timer = self.create_timer(self.period, self._tick, clock=wall) if own_timer else None
 
     # -- parameters ----------------------------------------------------------------------
     def _validate(self, p):
         errors = []
-        if p["model"] != "robotino":
-            errors.append(f"model: only 'robotino' is available, got {p['model']!r}")
-        if p["reference"] not in ("rose", "cmd_vel", "waypoints"):
-            errors.append(f"reference: rose | cmd_vel | waypoints, got {p['reference']!r}")
+        if p["reference"] not in COMMAND_OF_REFERENCE:
+            errors.append(f"reference: {' | '.join(COMMAND_OF_REFERENCE)}, got {p['reference']!r}")
         for key in ("publish_rate", "real_time_factor", "cmd_vel_timeout", "max_linear_velocity",
                     "max_angular_velocity", "rtol", "hmax"):
             v = p[key]
@@ -231,7 +266,7 @@ class DynamicsNode(Node):
         of a frame matters: a 1 kHz burst costs one restart per frame, not one per message."""
         vals = (twist.linear.x, twist.linear.y, twist.angular.z)
         try:
-            applied = self.twin.limit_command(*vals)
+            applied = self.twin.limit_twist(*vals)
         except CommandError as exc:
             self.get_logger().warning(f"rejected cmd_vel: {exc}", throttle_duration_sec=1.0)
             return
@@ -241,35 +276,57 @@ class DynamicsNode(Node):
         self._last_cmd_wall = time.monotonic()
 
     # -- probes ----------------------------------------------------------------------------
-    def _probe_offsets(self, names):
-        """Each compared probe's position in the base frame, from the same mechanism XML the
-        probe node reads (the model's own position of the probe is base pose x offset)."""
-        if not names:
-            return {}
+    def _probe_names(self, names):
+        """The compared probes (empty: all of the mechanism's), from the same mechanism XML the
+        probe node reads; the model's own probe position comes from its joints and base pose."""
         from bondsim_ros.mechanism.probes import ProbeKinematics
 
-        offsets = ProbeKinematics.from_file(self.p["mechanism"] or None).base_offsets()
-        unknown = [n for n in names if n not in offsets]
+        self.probe_kin = ProbeKinematics.from_file(self.p["mechanism"] or self.twin.mechanism)
+        available = self.probe_kin.probe_names
+        unknown = [n for n in names if n not in available]
         if unknown:
-            raise ValueError(f"invalid dynamics_node parameters: probes: {unknown} are not probes fixed to the base "
-                             f"of the mechanism (available: {sorted(offsets)})")
-        return {n: np.asarray(offsets[n], dtype=float) for n in names}
+            raise ValueError(f"invalid dynamics_node parameters: probes: {unknown} are not probes of the mechanism "
+                             f"(available: {sorted(available)})")
+        return names or list(available)
 
-    def _probe_world(self, name, pose):
-        x, y, phi = pose
-        o = self.probe_offset[name]
-        c, s = math.cos(phi), math.sin(phi)
-        return np.array([x + c * o[0] - s * o[1], y + s * o[0] + c * o[1], o[2]])
+    def _probe_world(self, name, state):
+        return self.probe_kin.probe_points(state.pose or (0.0, 0.0, 0.0), state.joint_map())[name]
 
     def _on_probe(self, name, msg: PointStamped):
         got = np.array([msg.point.x, msg.point.y, msg.point.z])
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        pose = self.history.get(stamp)
-        if pose is not None:  # time-aligned: same stamp as the joint state it came from
-            self.probe_err[name].publish(Float64(data=float(np.linalg.norm(got - self._probe_world(name, pose)))))
+        state = self.history.get(stamp)
+        if state is not None:  # time-aligned: same stamp as the joint state it came from
+            self.probe_err[name].publish(Float64(data=float(np.linalg.norm(got - self._probe_world(name, state)))))
         # untimed, like the paper's pipe: against the newest model state
-        latest = self.twin.state().pose
+        latest = self.twin.state()
         self.probe_err_untimed[name].publish(Float64(data=float(np.linalg.norm(got - self._probe_world(name, latest)))))
+
+    # -- joint trajectories ------------------------------------------------------------------
+    def _on_trajectory(self, msg):
+        """Check now, apply at the next frame (as cmd_vel). Point times are relative to the
+        header stamp (a zero stamp: now), as joint_trajectory_controller reads them."""
+        try:
+            n = len(msg.joint_names)
+            if n == 0 or not msg.points:
+                raise CommandError("trajectory without joint names or points")
+            times = np.array([pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9 for pt in msg.points])
+            pos = np.array([list(pt.positions) for pt in msg.points], dtype=float)
+            if pos.shape != (len(msg.points), n):
+                raise CommandError(f"every point needs {n} positions")
+            vel = None
+            if all(len(pt.velocities) == n for pt in msg.points):
+                vel = np.array([list(pt.velocities) for pt in msg.points], dtype=float)
+            ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            start = None if ns == 0 else self.sim_time_of_stamp(ns)
+            traj = JointTrajectory(list(msg.joint_names), times, pos, vel, start)
+            unknown = [j for j in traj.joint_names if j not in self.twin.joint_names]
+            if unknown:
+                raise CommandError(f"unknown joints {unknown}")
+        except (CommandError, ValueError, TypeError) as exc:
+            self.get_logger().warning(f"rejected joint trajectory: {exc}", throttle_duration_sec=1.0)
+            return
+        self._next_traj = traj
 
     # -- services --------------------------------------------------------------------------
     def restart(self):
@@ -278,6 +335,7 @@ class DynamicsNode(Node):
         self.history.clear()
         self._pending = self.twin.state()  # the next frame shows the reset state: resets never stop /joint_states
         self._wall_base, self._sim_base = time.monotonic(), 0.0
+        self._set_stamp_base()
 
     def _on_reset(self, request, response):
         try:
@@ -293,10 +351,31 @@ class DynamicsNode(Node):
             self._sim_base, self.paused = self.twin.t, True
         elif not request.data and self.paused:
             self._wall_base, self.paused = time.monotonic(), False
+            self._set_stamp_base()
         response.success, response.message = True, "paused" if self.paused else "running"
         return response
 
     # -- the frame loop --------------------------------------------------------------------
+    def _set_stamp_base(self):
+        """Stamps name the simulated instant of the state: with use_sim_time the simulated time
+        itself (as /clock says), else the ROS time when that instant maps to the wall clock,
+        start + t_sim / real_time_factor, fixed here (start, reset, resume) and never the time
+        of publication. Stamps keep increasing across resets and pauses."""
+        now = self.get_clock().now().nanoseconds if not self.use_sim_time else 0
+        last = getattr(self, "_last_stamp_ns", -1)
+        self._stamp_base_ns = max(now, last + 1)
+        self._stamp_sim_base = self._sim_base
+
+    def stamp_ns(self, t: float) -> int:
+        if self.use_sim_time:
+            return int(round(t * 1e9))
+        return self._stamp_base_ns + int(round((t - self._stamp_sim_base) / self.p["real_time_factor"] * 1e9))
+
+    def sim_time_of_stamp(self, ns: int) -> float:
+        if self.use_sim_time:
+            return ns * 1e-9
+        return self._stamp_sim_base + (ns - self._stamp_base_ns) * 1e-9 * self.p["real_time_factor"]
+
     def sim_time_now(self) -> float:
         return self._sim_base + (time.monotonic() - self._wall_base) * self.p["real_time_factor"]
 
@@ -334,14 +413,17 @@ class DynamicsNode(Node):
         try:
             if self._next_cmd is not None:
                 cmd, self._next_cmd = self._next_cmd, None
-                self.twin.set_command(*cmd)
+                self.twin.set_twist(*cmd)
+            if self._next_traj is not None:
+                traj, self._next_traj = self._next_traj, None
+                self.twin.set_joint_trajectory(traj)
             if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
                 if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
                     self._last_cmd_wall = None
                     self.get_logger().info("cmd_vel timeout: stopping")
-                    self.twin.set_command(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
+                    self.twin.set_twist(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
             if self.follower is not None:
-                self.twin.set_command(*self.follower.command(self.twin.state().pose))
+                self.twin.set_twist(*self.follower.command(self.twin.state().pose))
             self._pending = self.twin.step_to(target)
             self._failures_in_row = 0
         except Exception as exc:  # noqa: BLE001 - a model failure must not end the node (issue 15)
@@ -373,11 +455,13 @@ class DynamicsNode(Node):
             else:
                 self.twin.reset()
                 self._wall_base, self._sim_base = time.monotonic(), 0.0
+                self._set_stamp_base()
                 self.history.clear()
                 action = "reset to the initial state (the restart from the last state failed too)"
         except Exception as exc2:  # noqa: BLE001
             self.twin.reset()
             self._wall_base, self._sim_base = time.monotonic(), 0.0
+            self._set_stamp_base()
             action = f"reset to the initial state (recovery failed: {type(exc2).__name__}: {exc2})"
         self.last_failure = f"{type(exc).__name__} while {doing}: {exc}; twin {action}"
         self._last_failure_wall = time.monotonic()
@@ -388,23 +472,22 @@ class DynamicsNode(Node):
             pass
 
     def publish_diagnostics(self, state):
-        """Motor currents and voltages, and whether the node keeps up, on /diagnostics (1 Hz)."""
+        """The twin's own diagnostics and whether the node keeps up, on /diagnostics (1 Hz)."""
         arr = DiagnosticArray()
-        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.header.stamp = self._stamp_msg(self.stamp_ns(state.t))
         pre = self.p["frame_prefix"]
-        for k in range(3):
-            st = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{pre}robotino/motor{k + 1}",
-                                  message="ok", hardware_id=f"{pre}robotino_twin")
-            st.values = [KeyValue(key="current [A]", value=f"{state.currents[k]:.4f}"),
-                         KeyValue(key="voltage [V]", value=f"{state.voltages[k]:.3f}"),
-                         KeyValue(key="wheel speed [rad/s]", value=f"{state.wheel_speeds[k]:.4f}")]
+        hw = f"{pre}{self.twin.name}_twin"
+        levels = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN, "ERROR": DiagnosticStatus.ERROR}
+        for d in self.twin.diagnostics(state):
+            st = DiagnosticStatus(level=levels.get(d.level, DiagnosticStatus.WARN), name=pre + d.name,
+                                  message=d.message, hardware_id=hw)
+            st.values = [KeyValue(key=str(k), value=str(v)) for k, v in d.values.items()]
             arr.status.append(st)
         behind = self.overruns > 0
         failed = self.last_failure is not None and time.monotonic() - self._last_failure_wall < 5.0
         level = DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN if behind else DiagnosticStatus.OK
         message = self.last_failure if failed else f"{self.overruns} overruns" if behind else "keeping up"
-        st = DiagnosticStatus(level=level, name=f"{pre}robotino/solver", hardware_id=f"{pre}robotino_twin",
-                              message=message)
+        st = DiagnosticStatus(level=level, name=f"{pre}{self.twin.name}/solver", hardware_id=hw, message=message)
         st.values = [KeyValue(key="solver failures", value=str(self.solver_failures)),
                      KeyValue(key="worst frame cost [ms]", value=f"{self._worst * 1e3:.3f}"),
                      KeyValue(key="max lag [ms]", value=f"{self.max_lag * 1e3:.3f}"),
@@ -418,12 +501,15 @@ class DynamicsNode(Node):
         self.pub_tf.publish(self.TFMessage(transforms=tf_batch))
 
     def publish_joints(self, state):
-        """/joint_states, stamped with the ROS time of publication; returns that stamp. The
-        history maps the stamp back to the model state, so returned probe points are compared
-        at exactly the same instant."""
-        now = self.get_clock().now()
+        """/joint_states (and /clock), stamped with the simulated instant of ``state``; returns
+        that stamp. The history maps the stamp back to the model state, so returned probe
+        points are compared at exactly the same instant."""
+        ns = self.stamp_ns(state.t)
+        self._last_stamp_ns = ns
         self.publish_times.append(time.perf_counter())
-        stamp = now.to_msg()
+        stamp = self._stamp_msg(ns)
+        if self.pub_clock is not None:
+            self.pub_clock.publish(Clock(clock=self._stamp_msg(int(round(state.t * 1e9)))))
         js = JointState()
         js.header.stamp = stamp
         js.name = self.joint_names
@@ -431,13 +517,28 @@ class DynamicsNode(Node):
         js.velocity = state.velocity.tolist()
         js.effort = state.effort.tolist()
         self.pub_joints.publish(js)
-        self.history[now.nanoseconds] = state.pose
+        self.history[ns] = state
         while len(self.history) > 600:
             self.history.popitem(last=False)
         return stamp
 
+    @staticmethod
+    def _stamp_msg(ns: int):
+        from rclpy.time import Time
+
+        return Time(nanoseconds=ns).to_msg()
+
     def publish_rest(self, state, stamp, tf_batch: list):
         """/odom, motor states and the reference at ``stamp``; odom -> base appended to ``tf_batch``."""
+        if self.pub_motors is not None:
+            names, pos, vel, eff = self.twin.motor_states(state)
+            motors = JointState()
+            motors.header.stamp = stamp
+            motors.name = list(names)
+            motors.position, motors.velocity, motors.effort = (np.asarray(v, float).tolist() for v in (pos, vel, eff))
+            self.pub_motors.publish(motors)
+        if state.pose is None:  # a fixed base: no odometry
+            return
         x, y, phi = state.pose
         qz, qw = math.sin(phi / 2), math.cos(phi / 2)
         odom = Odometry()
@@ -446,7 +547,7 @@ class DynamicsNode(Node):
         odom.child_frame_id = self.base_frame
         odom.pose.pose.position.x, odom.pose.pose.position.y = x, y
         odom.pose.pose.orientation.z, odom.pose.pose.orientation.w = qz, qw
-        bvx, bvy, wz = state.twist_body
+        bvx, bvy, wz = state.twist_body or (0.0, 0.0, 0.0)
         odom.twist.twist.linear.x, odom.twist.twist.linear.y, odom.twist.twist.angular.z = bvx, bvy, wz
         cov = np.diag([1e-6, 1e-6, 1e6, 1e6, 1e6, 1e-6]).ravel().tolist()  # planar: z, roll, pitch unknown
         odom.pose.covariance = cov
@@ -459,13 +560,6 @@ class DynamicsNode(Node):
         tf.transform.translation.x, tf.transform.translation.y = x, y
         tf.transform.rotation.z, tf.transform.rotation.w = qz, qw
         tf_batch.append(tf)
-        motors = JointState()
-        motors.header.stamp = stamp
-        motors.name = ["motor1", "motor2", "motor3"]
-        motors.position = state.voltages.tolist()  # voltage [V] in position: JointState has three slots
-        motors.velocity = (-self.twin.gear * state.wheel_speeds).tolist()
-        motors.effort = state.currents.tolist()  # armature current [A]
-        self.pub_motors.publish(motors)
         if state.reference is not None:
             ref = PoseStamped()
             ref.header.stamp = stamp

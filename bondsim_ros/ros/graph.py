@@ -118,6 +118,16 @@ def start_fleet(n: int, dynamics: dict | None = None, context=None) -> Graph:
     return Graph(executor=executor, nodes=nodes, context=context)
 
 
+def robot_description_params(robot) -> dict:
+    """state_publisher parameters for ``robot``: its packaged URDF, else the URDF the mechanism
+    layer makes from its mechanism XML."""
+    if robot.urdf is not None:
+        return {"urdf": str(robot.urdf)}
+    from bondsim_ros.mechanism.urdf import robot_description
+
+    return {"robot_description": robot_description(robot.mechanism)}
+
+
 def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge: dict | None = None,
                 namespace: str = "", context=None, with_probe: bool = True,
                 state_publisher: dict | None = None) -> Graph:
@@ -133,12 +143,19 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
         kw["context"] = context
     executor = make_executor(context)
     nodes = {"dynamics_node": DynamicsNode(overrides=dynamics or {}, **kw)}
+    robot = nodes["dynamics_node"].robot
     if state_publisher is not None:
         from .state_publisher import StatePublisher
 
+        state_publisher = dict(state_publisher)
+        if not state_publisher.get("urdf") and not state_publisher.get("robot_description"):
+            state_publisher.update(robot_description_params(robot))
         nodes["state_publisher"] = StatePublisher(overrides=state_publisher, **kw)
     if with_probe:
-        nodes["probe_node"] = ProbeNode(overrides=probe or {}, **kw)
+        probe = dict(probe or {})
+        if not probe.get("mechanism"):  # the probes of the robot that runs
+            probe["mechanism"] = str(nodes["dynamics_node"].twin.mechanism)
+        nodes["probe_node"] = ProbeNode(overrides=probe, **kw)
     if bridge is not None:
         from .twin_bridge import TwinBridge
 

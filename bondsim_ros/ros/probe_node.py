@@ -40,7 +40,9 @@ class ProbeNode(Node):
         p = declare_parameters(self, PARAMS)
         self.p = p
         self.kin = ProbeKinematics.from_file(p["mechanism"] or None)  # joint names as published: unprefixed
-        self.odom_frame = p["frame_prefix"] + p["odom_frame"]
+        # a fixed-base mechanism (no planar base): probes in the URDF's root frame, no /tf wait
+        self.mobile = bool(self.kin.unit.planar)
+        self.odom_frame = p["frame_prefix"] + (p["odom_frame"] if self.mobile else self.kin.root)
         self.base_frame = p["frame_prefix"] + p["base_frame"]
         self.pubs = {name: self.create_publisher(PointStamped, f"probes/{name}", 10) for name in self.kin.probe_names}
         self.base_poses = collections.OrderedDict()  # stamp ns -> (x, y, phi)
@@ -78,6 +80,11 @@ class ProbeNode(Node):
 
     def _on_joints(self, msg: JointState):
         ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if not self.mobile:
+            joints = dict(zip(msg.name, msg.position))
+            for name, xyz in self.kin.probe_points((0.0, 0.0, 0.0), joints).items():
+                self._emit(name, msg.header.stamp, xyz)
+            return
         if self.tf2 is not None:
             self.pending[ns] = msg
             self._retry_tf2()

@@ -1,0 +1,15 @@
+"""Seed 001's dual-arm mobile manipulator (model: bondsim_ros.models.dualarm) bound to
+urdf/dualarm/DualArm_project.xml: 18 joints (two wheels, waist, two 7-DOF arms), planar base."""
+from __future__ import annotations
+
+
+def robot():
+    from bondsim_ros.models import dualarm as m
+
+    from .._seed import seed_robot
+
+    return seed_robot("dualarm", "seed 001 dual-arm mobile manipulator on its section V trajectories", m, m.dualarm,
+                      ("dualarm", "DualArm_project.xml"), mobile=True)
+
+
+ROBOT = robot

@@ -1,0 +1,21 @@
+"""Seed 003's pendulum and slider-crank variants (bondsim_ros.models.multibody) bound to
+urdf/multibody/Pendulum.xml and SliderCrank.xml; the joint columns come per row from the
+same postprocessors ``bondsim-ros simulate`` uses."""
+from __future__ import annotations
+
+
+def _variant(name, xml, derive_name):
+    from bondsim_ros.models import multibody as m
+
+    from .._seed import seed_robot
+
+    return seed_robot(name, f"seed 003 {name.replace('_', ' ')}", m, getattr(m, name), ("multibody", xml),
+                      mobile=False, derive=getattr(m, derive_name))
+
+
+def SLIDER_CRANK_LAGRANGE():  # noqa: N802 - entry point names the variant
+    return _variant("slider_crank_lagrange", "SliderCrank.xml", "add_slider_joint_columns")
+
+
+def PENDULUM_LAGRANGE():  # noqa: N802
+    return _variant("pendulum_lagrange", "Pendulum.xml", "add_pendulum_joint_columns")

@@ -1,0 +1,16 @@
+"""Seed 002's 5DPO omnidirectional robot (model: bondsim_ros.models.omni5dpo) bound to
+urdf/omni5dpo/Omni5DPO_project.xml: three wheel axles (speeds w1..w3), planar base."""
+from __future__ import annotations
+
+
+def robot():
+    from bondsim_ros.models import omni5dpo as m
+
+    from .._seed import seed_robot
+
+    return seed_robot("omni5dpo", "seed 002 5DPO omni robot, yaw-rate step", m, m.omni5dpo,
+                      ("omni5dpo", "Omni5DPO_project.xml"), mobile=True,
+                      velocities={f"wheel{i}_axle": f"w{i}" for i in (1, 2, 3)})
+
+
+ROBOT = robot

@@ -1,0 +1,26 @@
+"""The Festo Robotino (seed 000) as a plug-in: model and parameters (model.py, config/robotino.yaml),
+its twin binding (twin.py: the roller joints are integrated there), plots (model.py)."""
+from __future__ import annotations
+
+from bondsim_ros.paths import share_file
+
+from .. import Robot
+
+
+def _make_twin(command: str = "builtin", rtol=1e-6, atol=1e-8, hmax=0.02, limits=None, log=None, config=None):
+    from .. import RobotError
+    from .twin import RobotinoTwin
+
+    if command not in ("builtin", "twist"):
+        raise RobotError(f"robotino: no {command} command (has: twist)")
+    return RobotinoTwin(reference="twist" if command == "twist" else "rose", rtol=rtol, atol=atol, hmax=hmax,
+                        limits=limits, config=config, log=log)
+
+
+def robot() -> Robot:
+    return Robot("robotino", "Festo Robotino on the paper's rose path, or driven by /cmd_vel (seed 000)",
+                 share_file("urdf", "robotino", "Robotino_project.xml"), _make_twin, ("twist",),
+                 urdf=share_file("urdf", "robotino.urdf"), model="robotino")
+
+
+ROBOT = robot

@@ -1,0 +1,511 @@
+"""The Festo Robotino as a bond graph, built as seed 000 section 3 describes it.
+
+Structure (paper figure in brackets)::
+
+    Robotino
+    ├── Chassis            [25]  translation (I_X, I_Y), rotation (I_phi), pose integrators
+    │   ├── transform1..3  [19]  wheel frame <-> world, TFs modulated by phi_i = phi + alpha_i
+    │   └── drive1..3      [28]  PID -> Se(u) -> DCMotor: armature (R, L) -> GY(k_m) -> rotor (J, b) -> TF(-N)
+    ├── wheel1..3          [21-24] axle inertia, RotLin TF(-1/R_w), contact roller with
+    │                              rolling arm r_roll = r_max - R_w (1 - cos theta_ib)  [eqs. 10-13]
+    ├── ground             [30]  zero-velocity flow sources at each contact point (x, y)
+    └── reference          [29]  rose path, its velocities, phi_ref = integral of omega_ref [26-31]
+
+Wheel i sits at alpha_i = pi/3, pi, -pi/3 in the chassis frame at radius R; its axle x_i points
+outward. Rolling without slip: v_iy = -R_w omega_i [eq. 8]; side rolling: v_ix = r_roll
+omega_roll [eq. 14]. The no-slip conditions are the Sf(0) contacts: velocity-level constraints
+whose efforts (contact forces) are index-2 unknowns, solved by BDF as in BondSim.
+
+Constraints are imposed in the wheel frame; the paper uses the world axes, which is the same
+condition since the frame rotation R_i is orthogonal.
+"""
+from __future__ import annotations
+
+from bondsim_ros.plotting import figure_path, save_figure
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from bondsim_ros.bondgraph import (
+    PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model,
+    Recorder, Se, Sf, Sum,
+)
+
+from bondsim_ros.paths import share_file
+
+from bondsim_ros.models import ModelEntry
+
+ALPHA = (math.pi / 3, math.pi, -math.pi / 3)  # wheel directions in the chassis frame [eq. 4]
+N_ROLLERS = 6
+JOINT_NAMES = (["base_x", "base_y", "base_phi"]
+               + [n for i in (1, 2, 3) for n in [f"wheel{i}_axle"] + [f"wheel{i}_roller{j}" for j in range(1, 7)]])
+
+
+# --------------------------------------------------------------------------------------
+# Parameters
+# --------------------------------------------------------------------------------------
+def config_path() -> Path:
+    """config/robotino.yaml: from the source tree, the ROS share folder, or the pip prefix."""
+    return share_file("config", "robotino.yaml")
+
+
+def _value(node):
+    return node["value"] if isinstance(node, dict) and "value" in node else node
+
+
+def load_params(path=None, overrides: dict | None = None) -> dict:
+    """Flat SI parameter dict from the YAML (``section.key`` names), with optional overrides."""
+    path = Path(path or os.environ.get("BONDSIM_ROBOTINO_CONFIG") or config_path())
+    data = yaml.safe_load(path.read_text())
+    flat = {}
+    for section, entries in data.items():
+        if not isinstance(entries, dict):
+            continue
+        for key, node in entries.items():
+            val = _value(node)
+            if isinstance(val, dict):
+                for k2, v2 in val.items():
+                    flat[f"{section}.{key}.{k2}"] = _value(v2)
+            else:
+                flat[f"{section}.{key}"] = val
+    for k, v in (overrides or {}).items():
+        flat[k] = v
+    return flat
+
+
+def _p(params, key, default=None):
+    if key in params and params[key] is not None:
+        return float(params[key])
+    if default is None:
+        raise KeyError(f"robotino parameter {key!r} missing from config/robotino.yaml")
+    return float(default)
+
+
+# Physical constants the cmd_vel model exposes as run-time parameters (``model.parameter``), so
+# `bondsim-ros fit robotino_twist` can calibrate them from a real robot's logs and the twin can
+# take the calibrated values without a rebuild. Name -> config/robotino.yaml key.
+RUNTIME_PARAMS = {
+    "chassis_mass": "chassis.mass",
+    "chassis_inertia": "chassis.inertia_z",
+    "wheel_inertia": "wheel.inertia_axle",
+    "motor_R": "motor.armature_resistance",
+    "motor_L": "motor.armature_inductance",
+    "motor_K": "motor.torque_constant",
+    "motor_J": "motor.rotor_inertia",
+    "motor_B": "motor.viscous_friction",
+    "motor_Fc": "motor.coulomb_friction",
+    "pid_kp": "controller.kp",
+    "pid_ki": "controller.ki",
+}
+_RUNTIME_KEY = "__runtime__"  # prm entry: yaml key -> parameter name, for the keys made run-time
+
+
+def _law(params, key, default=None):
+    """An element value: the run-time parameter's name if ``key`` was made one, else the number."""
+    name = params.get(_RUNTIME_KEY, {}).get(key)
+    return name if name is not None else _p(params, key, default)
+
+
+# --------------------------------------------------------------------------------------
+# Components
+# --------------------------------------------------------------------------------------
+class Transform(Component):
+    """Wheel frame (x_i, y_i) <-> world (X, Y, phi) [Fig. 19, eqs. 5-6, 23].
+
+    0-junctions sum the transformed velocities, 1-junctions the transformed forces:
+    v_ix = cos(a) X' + sin(a) Y',  v_iy = -sin(a) X' + cos(a) Y' + R phi'.
+    """
+
+    def __init__(self, name, radius):
+        super().__init__(name, ports={"local": "in", "X": "out", "Y": "out", "W": "out"}, controls={"angle": "in"})
+        self.radius = radius
+
+    def build(self):
+        lx, ly = self.add(FlowJunction("vx")), self.add(FlowJunction("vy"))
+        wx, wy, ww = (self.add(EffortJunction(n)) for n in ("FX", "FY", "M"))
+        self.bond(self.local, lx)  # the local port is a 2-vector: x first, then y
+        self.bond(self.local, ly)
+        tfs = {"cx": ("cos(a)", lx, wx), "sx": ("sin(a)", lx, wy), "sy": ("-sin(a)", ly, wx), "cy": ("cos(a)", ly, wy)}
+        for name, (law, src, dst) in tfs.items():
+            self.add(TF(name, law, inputs=["a"]))
+            self.bond(src, f"{name}.p1")
+            self.bond(f"{name}.p2", dst)
+            self.connect(self.angle, f"{name}.a")
+        self.add(TF("arm", self.radius))  # moment of the y force about the centre
+        self.bond(ly, "arm.p1")
+        self.bond("arm.p2", ww)
+        self.bond(wx, self.X)
+        self.bond(wy, self.Y)
+        self.bond(ww, self.W)
+
+
+class Drive(Component):
+    """DC motor, planetary gear and belt, PID wheel-speed controller [Fig. 28, eq. 25]."""
+
+    def __init__(self, name, prm):
+        super().__init__(name, ports={"shaft": "out"},
+                         controls={"omega_ref": "in", "current": "out", "omega_motor": "out", "voltage": "out"})
+        self.prm = prm
+
+    def build(self):
+        p = self.prm
+        n = _p(p, "gear.ratio")
+        vmax = _p(p, "controller.voltage_limit", _p(p, "motor.supply_voltage", 24.0))
+        # reference scaled back through the gear: omega_m = -N omega_i  [section 3.4]
+        self.add(Gain("ref_scale", -n), Sum("error", "+-"))
+        self.add(PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=_p(p, "controller.kd", 0.0),
+                     tf=_p(p, "controller.derivative_filter_time", 0.002), umin=-vmax, umax=vmax))
+        self.add(Se("voltage_source", "u", inputs=["u"]))
+        bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
+        # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
+        friction = f"{bv}*f + {fc}*tanh(f)" if isinstance(fc, str) or fc > 0 else None  # str(float) == repr
+        self.add(DCMotor("motor", Ra=_law(p, "motor.armature_resistance"), La=_law(p, "motor.armature_inductance"),
+                         K=_law(p, "motor.torque_constant"), J=_law(p, "motor.rotor_inertia"), b=bv, ratio=-n,
+                         friction=friction))
+        self.bond("voltage_source", "motor.supply")
+        self.bond("motor.shaft", self.shaft)
+        self.connect(self.omega_ref, "ref_scale.in_")
+        self.connect("ref_scale.out", "error.in1")
+        self.connect("motor.omega_motor", "error.in2", self.omega_motor)
+        self.connect("error.out", "pid.in_")
+        self.connect("pid.out", "voltage_source.u", self.voltage)
+        self.connect("motor.current", self.current)
+
+
+class Wheel(Component):
+    """Omni wheel: axle rotation, rolling (RotLin) and side rolling of the contact roller [Figs. 21-24]."""
+
+    def __init__(self, name, prm):
+        super().__init__(name, ports={"axle": "in", "hub": "out", "ground": "in"},
+                         controls={"theta": "out", "omega": "out", "omega_roller": "out"})
+        self.prm = prm
+
+    def build(self):
+        p = self.prm
+        rw = _p(p, "wheel.radius")
+        rmax = _p(p, "wheel.roller_radius_max")
+        spin = self.add(EffortJunction("spin", output=True))
+        roller = self.add(EffortJunction("roller", output=True))
+        cx, cy = self.add(FlowJunction("contact_x")), self.add(FlowJunction("contact_y"))
+        self.add(I("inertia", _law(p, "wheel.inertia_axle")), I("roller_inertia", _p(p, "wheel.roller_inertia", 2e-6)))
+        self.add(TF("rotlin", -1.0 / rw))  # omega_i = -v_iy / R_w  [eqs. 8-9]
+        # rolling arm of the contact roller, switching every pi/3 [eqs. 10-13]
+        theta_b = "Piecewise((Mod(th, pi/3), Mod(th, pi/3) <= pi/6), (Mod(th, pi/3) - pi/3, True))"
+        self.add(TF("side_rolling", f"1/({rmax!r} - {rw!r}*(1 - cos({theta_b})))", inputs=["th"]))
+        self.add(Integrator("angle", 0.0))
+        self.bond(self.axle, spin)
+        self.bond(spin, "inertia")
+        self.bond(spin, "rotlin.p1")
+        self.bond("rotlin.p2", cy)
+        self.bond(roller, "roller_inertia")
+        self.bond(roller, "side_rolling.p1")
+        self.bond("side_rolling.p2", cx)
+        self.bond(self.ground, cx)  # ground is a 2-vector port: contact x, then y
+        self.bond(self.ground, cy)
+        self.bond(cx, self.hub)
+        self.bond(cy, self.hub)
+        self.connect(spin.out, "angle.in_", self.omega)
+        self.connect("angle.out", "side_rolling.th", self.theta)
+        self.connect(roller.out, self.omega_roller)
+
+
+class Ground(Component):
+    """Three contacts, each two zero-velocity flow sources [Fig. 30]."""
+
+    def __init__(self, name="ground"):
+        super().__init__(name, ports={f"contact{i}": "out" for i in (1, 2, 3)})
+
+    def build(self):
+        for i in (1, 2, 3):
+            for axis in ("x", "y"):
+                self.add(Sf(f"v{axis}{i}", 0.0))
+                self.bond(f"v{axis}{i}", self.ports[f"contact{i}"])
+
+
+class Chassis(Component):
+    """Chassis dynamics with the three drive units [Figs. 25-27]."""
+
+    def __init__(self, name, prm, start):
+        ports = {f"hub{i}": "in" for i in (1, 2, 3)}
+        ports.update({f"axle{i}": "out" for i in (1, 2, 3)})
+        controls = {f"w{i}_ref": "in" for i in (1, 2, 3)}
+        controls.update({k: "out" for k in ("x", "y", "phi", "vx", "vy", "wz")})
+        controls.update({f"{k}{i}": "out" for k in ("i", "u", "wm") for i in (1, 2, 3)})
+        super().__init__(name, ports=ports, controls=controls)
+        self.prm, self.start = prm, start
+
+    def build(self):
+        p = self.prm
+        m = _law(p, "chassis.mass")  # whole robot: wheels translate with the chassis
+        jx, jy, jw = (self.add(EffortJunction(n, output=True)) for n in ("X", "Y", "W"))
+        self.add(I("mass_x", m), I("mass_y", m), I("inertia_z", _law(p, "chassis.inertia_z")))
+        self.bond(jx, "mass_x")
+        self.bond(jy, "mass_y")
+        self.bond(jw, "inertia_z")
+        self.add(Integrator("pos_x", self.start[0]), Integrator("pos_y", self.start[1]),
+                 Integrator("heading", self.start[2]))
+        self.connect(jx.out, "pos_x.in_", self.vx)
+        self.connect(jy.out, "pos_y.in_", self.vy)
+        self.connect(jw.out, "heading.in_", self.wz)
+        self.connect("pos_x.out", self.x)
+        self.connect("pos_y.out", self.y)
+        self.connect("heading.out", self.phi)
+        radius = _p(p, "chassis.radius_to_wheel")
+        for i, alpha in zip((1, 2, 3), ALPHA):
+            tr = self.add(Transform(f"transform{i}", radius))
+            self.add(Function(f"phi{i}", f"phi + {alpha!r}", inputs=["phi"]))
+            self.connect("heading.out", f"phi{i}.phi")
+            self.connect(f"phi{i}.out", tr.angle)
+            self.bond(self.ports[f"hub{i}"], tr.local)
+            self.bond(tr.X, jx)
+            self.bond(tr.Y, jy)
+            self.bond(tr.W, jw)
+            drive = self.add(Drive(f"drive{i}", p))
+            self.bond(drive.shaft, self.ports[f"axle{i}"])
+            self.connect(self.ports[f"w{i}_ref"], drive.omega_ref)
+            self.connect(drive.current, self.ports[f"i{i}"])
+            self.connect(drive.voltage, self.ports[f"u{i}"])
+            self.connect(drive.omega_motor, self.ports[f"wm{i}"])
+
+
+def rose_functions(A=2.0, k=3.0, a=0.1, phi0=5 * math.pi / 6):
+    """Rose path [eqs. 26-30] as strings of t: X, Y, their rates, omega_ref; and phi_ref(0)."""
+    import sympy as sp
+
+    t = sp.Symbol("t", real=True)
+    vphi = a * t + phi0
+    X = A * sp.cos(k * vphi) * sp.cos(vphi)
+    Y = A * sp.cos(k * vphi) * sp.sin(vphi)
+    vx, vy = sp.diff(X, t), sp.diff(Y, t)
+    ax, ay = sp.diff(vx, t), sp.diff(vy, t)
+    omega = (vx * ay - vy * ax) / (vx**2 + vy**2)  # d/dt atan2(vy, vx)  [eq. 30]
+    phi_start = math.atan2(float(vy.subs(t, 0)), float(vx.subs(t, 0)))
+    return {"x": str(X), "y": str(Y), "vx": str(vx), "vy": str(vy), "w": str(omega)}, phi_start
+
+
+def wheel_speed_law(alpha, radius, rw, body_frame=False):
+    """Inverse kinematics [eq. 24]: omega_i = -(R wz - vX sin(phi_i) + vY cos(phi_i)) / R_w."""
+    if body_frame:  # (vx, vy) in the robot frame: phi drops out
+        return f"-({radius!r}*wz - vx*sin({alpha!r}) + vy*cos({alpha!r}))/{rw!r}"
+    return f"-({radius!r}*wz - vX*sin(phi + {alpha!r}) + vY*cos(phi + {alpha!r}))/{rw!r}"
+
+
+def robotino(params: dict | None = None, reference: str = "rose", start=None, config=None,
+             runtime=None) -> Model:
+    """Build the Robotino model. ``reference``: "rose" (the paper's case) or "twist" (cmd_vel).
+
+    In "twist" mode the body-frame command is the run-time parameters ``vx_cmd, vy_cmd, wz_cmd``
+    (m/s, rad/s), so a ROS node can change it between solver steps without rebuilding.
+    ``runtime``: names from :data:`RUNTIME_PARAMS` to make run-time parameters too (default: all
+    of them in "twist" mode, none in "rose" mode, which stays the paper's fixed case).
+    """
+    prm = load_params(config, params)
+    if reference not in ("rose", "twist"):
+        raise ValueError(f"reference must be 'rose' or 'twist', got {reference!r}")
+    if runtime is None:
+        runtime = list(RUNTIME_PARAMS) if reference == "twist" else []
+    unknown = [n for n in runtime if n not in RUNTIME_PARAMS]
+    if unknown:
+        raise ValueError(f"not a Robotino run-time parameter: {', '.join(unknown)} (choose from "
+                         f"{', '.join(RUNTIME_PARAMS)})")
+    model = Model("robotino" if reference == "rose" else "robotino_twist", "Festo Robotino, seed 000 section 3")
+    prm[_RUNTIME_KEY] = {}
+    for name in runtime:
+        key = RUNTIME_PARAMS[name]
+        model.parameter(name, _p(prm, key, 0.0 if "friction" in key else None),
+                        f"{key} [SI] from {Path(config).name if config else 'config/robotino.yaml'}")
+        prm[_RUNTIME_KEY][key] = name
+    radius, rw = _p(prm, "chassis.radius_to_wheel"), _p(prm, "wheel.radius")
+    if reference == "rose":
+        fns, phi_start = rose_functions(_p(prm, "reference.rose.A", 2.0), _p(prm, "reference.rose.k", 3.0),
+                                        _p(prm, "reference.rose.a", 0.1), _p(prm, "reference.rose.phi0", 5 * math.pi / 6))
+        start = start or (0.0, 0.0, phi_start)
+    else:
+        start = start or (0.0, 0.0, 0.0)
+    chassis = model.add(Chassis("chassis", prm, start))
+    model.add(Ground("ground"))
+    for i in (1, 2, 3):
+        model.add(Wheel(f"wheel{i}", prm))
+        model.bond(f"ground.contact{i}", f"wheel{i}.ground")
+        model.bond(f"wheel{i}.hub", f"chassis.hub{i}")
+        model.bond(f"chassis.axle{i}", f"wheel{i}.axle")
+
+    cols = ["x", "y", "phi", "vx", "vy", "wz"] + [f"{k}{i}{s}" for k, s in (("w", ""), ("w", "_ref"), ("i", ""), ("u", ""), ("wm", ""), ("wr", ""))
+                                                 for i in (1, 2, 3)]
+    cols += ["base_x", "base_y", "base_phi"] + [f"wheel{i}_axle" for i in (1, 2, 3)]
+    if reference == "rose":
+        cols += ["x_ref", "y_ref", "phi_ref"]
+    model.add(Recorder("rec", cols))
+    for k in ("x", "y", "phi"):
+        model.connect(chassis.ports[k], f"rec.{k}", f"rec.base_{k}")
+    for k in ("vx", "vy", "wz"):
+        model.connect(chassis.ports[k], f"rec.{k}")
+    for i in (1, 2, 3):
+        model.connect(f"wheel{i}.omega", f"rec.w{i}")
+        model.connect(f"wheel{i}.theta", f"rec.wheel{i}_axle")
+        model.connect(f"wheel{i}.omega_roller", f"rec.wr{i}")
+        for k in ("i", "u", "wm"):
+            model.connect(chassis.ports[f"{k}{i}"], f"rec.{k}{i}")
+
+    if reference == "rose":
+        # reference generator [Fig. 29c]: path, its velocity and the integrated heading [eq. 31]
+        for key in ("x", "y", "vx", "vy", "w"):
+            model.add(Input(f"ref_{key}", fns[key]))
+        model.add(Integrator("ref_phi", start[2]))
+        model.connect("ref_w.out", "ref_phi.in_")
+        kp, kphi = _p(prm, "controller.pose_gain", 10.0), _p(prm, "controller.heading_gain", 10.0)
+        # outer pose loop: world velocity command = feed-forward + kp * pose error
+        model.add(Function("cmd_vX", f"vr + {kp!r}*(xr - x)", inputs=["vr", "xr", "x"]),
+                  Function("cmd_vY", f"vr + {kp!r}*(yr - y)", inputs=["vr", "yr", "y"]),
+                  Function("cmd_wz", f"wr + {kphi!r}*(pr - p)", inputs=["wr", "pr", "p"]))
+        model.connect("ref_vx.out", "cmd_vX.vr")
+        model.connect("ref_x.out", "cmd_vX.xr", "rec.x_ref")
+        model.connect(chassis.x, "cmd_vX.x")
+        model.connect("ref_vy.out", "cmd_vY.vr")
+        model.connect("ref_y.out", "cmd_vY.yr", "rec.y_ref")
+        model.connect(chassis.y, "cmd_vY.y")
+        model.connect("ref_w.out", "cmd_wz.wr")
+        model.connect("ref_phi.out", "cmd_wz.pr", "rec.phi_ref")
+        model.connect(chassis.phi, "cmd_wz.p")
+        for i, alpha in zip((1, 2, 3), ALPHA):
+            model.add(Function(f"ik{i}", wheel_speed_law(alpha, radius, rw), inputs=["vX", "vY", "wz", "phi"]))
+            model.connect("cmd_vX.out", f"ik{i}.vX")
+            model.connect("cmd_vY.out", f"ik{i}.vY")
+            model.connect("cmd_wz.out", f"ik{i}.wz")
+            model.connect(chassis.phi, f"ik{i}.phi")
+    else:
+        model.parameter("vx_cmd", 0.0, "body-frame forward velocity command [m/s]")
+        model.parameter("vy_cmd", 0.0, "body-frame left velocity command [m/s]")
+        model.parameter("wz_cmd", 0.0, "yaw rate command [rad/s]")
+        for i, alpha in zip((1, 2, 3), ALPHA):
+            law = wheel_speed_law(alpha, radius, rw, body_frame=True)
+            law = law.replace("wz", "wz_cmd").replace("vx", "vx_cmd").replace("vy", "vy_cmd")
+            model.add(Input(f"ik{i}", law))
+    for i in (1, 2, 3):
+        model.connect(f"ik{i}.out", chassis.ports[f"w{i}_ref"], f"rec.w{i}_ref")
+    return model
+
+
+# --------------------------------------------------------------------------------------
+# Roller joints (post-processing) and plots
+# --------------------------------------------------------------------------------------
+def contact_roller(theta):
+    """Index 0..5 of the roller touching the ground at wheel angle theta (XML convention:
+    roller j sits at (j-1)*60 deg from the downward direction when the axle angle is 0)."""
+    k = np.floor(np.asarray(theta) / (math.pi / 3) + 0.5).astype(int)
+    return (-k) % N_ROLLERS
+
+
+def roller_angles(t, theta, omega_roller):
+    """Angle of each of the six rollers: the contact roller turns with omega_roller, the others coast
+    at their last angle (the paper's model has one contact roller per wheel)."""
+    t, theta, w = map(np.asarray, (t, theta, omega_roller))
+    out = np.zeros((len(t), N_ROLLERS))
+    idx = contact_roller(theta)
+    for k in range(1, len(t)):
+        out[k] = out[k - 1]
+        out[k, idx[k]] += 0.5 * (w[k] + w[k - 1]) * (t[k] - t[k - 1])
+    return out
+
+
+def add_roller_columns(result):
+    """Append wheel{i}_roller{j} joint columns to a SimulationResult (document order kept in names)."""
+    extra, names = [], []
+    for i in (1, 2, 3):
+        ang = roller_angles(result.t, result[f"wheel{i}_axle"], result[f"wr{i}"])
+        for j in range(N_ROLLERS):
+            names.append(f"wheel{i}_roller{j + 1}")
+            extra.append(ang[:, j])
+    return result.with_columns(names, extra)
+
+
+def plot_robotino(result, out_png) -> list:
+    """Fig. 29 (path vs rose), Fig. 34 (tracking errors), wheel speeds and motor currents."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    t = result.t
+    fig, ax = plt.subplots(figsize=(6, 6))
+    if "x_ref" in result:
+        ax.plot(result["x_ref"], result["y_ref"], "k--", lw=1, label="rose reference")
+    ax.plot(result["x"], result["y"], lw=1.6, label="Robotino centre C")
+    ax.set_aspect("equal")
+    ax.set_xlabel("X [m]")
+    ax.set_ylabel("Y [m]")
+    ax.set_title("Path of the Robotino (cf. seed 000 Fig. 29)")
+    ax.legend(loc="upper right")
+    ax.grid(alpha=0.3)
+    written.append(save_figure(fig, out_png))
+    if "x_ref" in result:
+        # as Fig. 34: after the start-up transient (the robot starts at rest, the path at 0.6 m/s)
+        late = t >= min(2.0, t[-1] / 2)
+        fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
+        for a, (k, unit) in zip(axes, (("x", "m"), ("y", "m"), ("phi", "rad"))):
+            err = result[k] - result[f"{k}_ref"]
+            a.plot(t[late], err[late], lw=1)
+            a.set_ylabel(f"{k} - {k}_ref [{unit}]")
+            a.grid(alpha=0.3)
+            a.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+            a.text(0.99, 0.95, f"start-up peak {np.max(np.abs(err)):.1e} {unit} (not shown)", transform=a.transAxes,
+                   ha="right", va="top", fontsize=8, color="0.4")
+        axes[-1].set_xlabel("t [s]")
+        axes[0].set_title("Tracking errors after the start-up transient (cf. seed 000 Fig. 34)")
+        written.append(save_figure(fig, figure_path(out_png, "errors")))
+    for key, label, unit in (("w", "wheel speed", "rad/s"), ("i", "motor current", "A")):
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        for i in (1, 2, 3):
+            ax.plot(t, result[f"{key}{i}"], lw=1, label=f"{label} {i}")
+            if key == "w":
+                ax.plot(t, result[f"w{i}_ref"], "k:", lw=0.8)
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel(f"{label} [{unit}]")
+        ax.legend(loc="upper right", fontsize=8)
+        ax.grid(alpha=0.3)
+        written.append(save_figure(fig, figure_path(out_png, "wheels" if key == "w" else "currents")))
+    return written
+
+
+def write_config(estimates: dict, out_path, notes: dict | None = None, source=None) -> Path:
+    """Write a copy of the Robotino parameter YAML (``source``, default the one in use) with the
+    fitted run-time parameters substituted, each noted with where its value came from. The twin
+    takes it as ``robot_config`` (dynamics_node) or ``BONDSIM_ROBOTINO_CONFIG``."""
+    not_physical = [n for n in estimates if n not in RUNTIME_PARAMS]
+    if not_physical:
+        raise ValueError(f"not Robotino configuration parameters: {', '.join(not_physical)} "
+                         f"(configurable: {', '.join(RUNTIME_PARAMS)})")
+    src = Path(source or os.environ.get("BONDSIM_ROBOTINO_CONFIG") or config_path())
+    data = yaml.safe_load(src.read_text())
+    for name, value in estimates.items():
+        section, key = RUNTIME_PARAMS[name].split(".")
+        data[section][key] = {"value": float(value), "note": (notes or {}).get(name, "fitted by bondsim-ros fit")}
+    out = Path(out_path)
+    text = (f"# Robotino parameters (SI): {src.name} with {', '.join(estimates)} fitted by bondsim-ros fit.\n"
+            + yaml.safe_dump(data, sort_keys=False, width=120))
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text)  # whole file or nothing
+    tmp.replace(out)
+    return out
+
+
+def _build_rose():
+    return robotino(reference="rose")
+
+
+def _build_twist():
+    return robotino(reference="twist")
+
+
+ENTRIES = [
+    ModelEntry("robotino", _build_rose, "Festo Robotino on the paper's rose path (seed 000)", plot=plot_robotino,
+               defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
+    ModelEntry("robotino_twist", _build_twist, "Festo Robotino driven by a body twist (vx_cmd, vy_cmd, wz_cmd)",
+               plot=plot_robotino, defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns,
+               write_config=write_config),
+]

@@ -1,0 +1,161 @@
+"""A YAML model file bound to a mechanism XML by its ``mechanism:`` section (no Python):
+
+    mechanism:
+      file: cart_pole.xml          # relative to the model file
+      joints: {cart: x_cart, pole: theta}   # mechanism joint: output column of the model
+      base: {x: X, y: Y, yaw: phi} # optional: planar base pose -> odom/TF
+
+Every error names the model file and the line of the offending entry.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from . import Robot, RobotError
+
+
+def _section(path: Path):
+    """The mechanism section as a yaml node tree (for line numbers), or None."""
+    try:
+        root = yaml.compose(path.read_text())
+    except OSError as exc:
+        raise RobotError(f"{path}: cannot read model file: {exc.strerror}") from None
+    except yaml.MarkedYAMLError as exc:
+        raise RobotError(f"{path}:{exc.problem_mark.line + 1 if exc.problem_mark else 0}: YAML syntax error: "
+                         f"{exc.problem}") from None
+    if not isinstance(root, yaml.MappingNode):
+        return None, root
+    for k, v in root.value:
+        if k.value == "mechanism":
+            return v, root
+    return None, root
+
+
+def _map(node, path, what):
+    if not isinstance(node, yaml.MappingNode):
+        raise RobotError(f"{path}:{node.start_mark.line + 1}: {what} must be a mapping")
+    return [(k.value, v, k.start_mark.line + 1) for k, v in node.value]
+
+
+def read_binding(path) -> dict:
+    """{file, joints: [(joint, column, line)], base: {x|y|yaw: (column, line)} or None, line}."""
+    path = Path(path)
+    node, root = _section(path)
+    if node is None:
+        raise RobotError(f"{path}: no mechanism: section (it binds the model to a mechanism XML: file, joints, "
+                         f"optional base)")
+    out = {"file": None, "joints": [], "base": None, "line": node.start_mark.line + 1}
+    for key, value, line in _map(node, path, "mechanism"):
+        if key == "file":
+            if not isinstance(value, yaml.ScalarNode) or not value.value:
+                raise RobotError(f"{path}:{line}: mechanism.file must be a file name")
+            out["file"] = ((path.parent / value.value).resolve(), line)
+        elif key == "joints":
+            for j, col, jl in _map(value, path, "mechanism.joints"):
+                if not isinstance(col, yaml.ScalarNode):
+                    raise RobotError(f"{path}:{jl}: mechanism.joints.{j}: give the output column's name")
+                first = next((ln for n, _, ln in out["joints"] if n == str(j)), None)
+                if first is not None:
+                    raise RobotError(f"{path}:{jl}: mechanism.joints: {j!r} bound twice (first at line {first})")
+                out["joints"].append((str(j), str(col.value), jl))
+        elif key == "base":
+            base = {}
+            for k, col, bl in _map(value, path, "mechanism.base"):
+                if k not in ("x", "y", "yaw"):
+                    raise RobotError(f"{path}:{bl}: mechanism.base: unknown key {k!r} (x, y, yaw)")
+                base[k] = (str(col.value), bl)
+            if set(base) != {"x", "y", "yaw"}:
+                raise RobotError(f"{path}:{value.start_mark.line + 1}: mechanism.base needs x, y and yaw "
+                                 f"(missing: {', '.join(sorted({'x', 'y', 'yaw'} - set(base)))})")
+            out["base"] = base
+            out["base_line"] = line
+        else:
+            raise RobotError(f"{path}:{line}: mechanism: unknown key {key!r} (file, joints, base)")
+    if out["file"] is None:
+        raise RobotError(f"{path}:{out['line']}: mechanism: needs file: (the mechanism XML, relative to the model)")
+    if not out["joints"]:
+        raise RobotError(f"{path}:{out['line']}: mechanism: needs joints: {{mechanism joint: output column}}")
+    return out
+
+
+def check_binding(path, spec: dict, columns: list) -> tuple[dict, dict | None]:
+    """Joints against the mechanism XML, columns against the model's; returns (joints, base) in
+    the mechanism's document order."""
+    from bondsim_ros.mechanism import MechanismError, load_mechanism
+
+    xml, xml_line = spec["file"]
+    try:
+        mech = load_mechanism(xml)
+    except MechanismError as exc:
+        raise RobotError(f"{path}:{xml_line}: mechanism file {xml}: {exc}") from None
+    except OSError as exc:
+        raise RobotError(f"{path}:{xml_line}: mechanism file {xml}: {exc.strerror}") from None
+    units = mech.robots or mech.units
+    alljoints = {j.name: j for j in units[0].joints}
+    seen = {}
+    for joint, col, line in spec["joints"]:
+        j = alljoints.get(joint)
+        if j is None:
+            moving = [n for n, i in alljoints.items() if not i.virtual and i.type != "fixed"]
+            raise RobotError(f"{path}:{line}: mechanism.joints: {xml.name} has no joint {joint!r} "
+                             f"(its joints: {', '.join(moving)})")
+        if j.virtual:
+            raise RobotError(f"{path}:{line}: mechanism.joints: {joint!r} is a virtual joint of {xml.name} "
+                             f"(the planar base goes under base: {{x:, y:, yaw:}})")
+        if j.type == "fixed":
+            raise RobotError(f"{path}:{line}: mechanism.joints: {joint!r} is a fixed joint of {xml.name}")
+        if joint in seen:
+            raise RobotError(f"{path}:{line}: mechanism.joints: {joint!r} bound twice (first at line {seen[joint]})")
+        seen[joint] = line
+        if col not in columns:
+            raise RobotError(f"{path}:{line}: mechanism.joints.{joint}: the model has no output column {col!r} "
+                             f"(columns: {', '.join(columns)})")
+    base = None
+    if spec["base"]:
+        if not units[0].planar:
+            raise RobotError(f"{path}:{spec['base_line']}: mechanism.base: {xml.name} has no planar base (virtual X, Y, "
+                             f"yaw joints)")
+        for k, (col, line) in spec["base"].items():
+            if col not in columns:
+                raise RobotError(f"{path}:{line}: mechanism.base.{k}: the model has no output column {col!r} "
+                                 f"(columns: {', '.join(columns)})")
+        base = {k: col for k, (col, _) in spec["base"].items()}
+    cols = {joint: col for joint, col, _ in spec["joints"]}
+    order = [n for n in alljoints if n in cols]  # document order, as /joint_states
+    return {n: cols[n] for n in order}, base
+
+
+def yaml_robot(path) -> Robot:
+    """A Robot from a model file with a mechanism: section; the model's built-in signals drive it."""
+    from bondsim_ros.bondgraph.core import ModelError
+    from bondsim_ros.bondgraph.yamlmodel import load_model
+
+    path = Path(path)
+    if not path.is_file():
+        raise RobotError(f"{path}: no such model file")
+    spec = read_binding(path)
+    try:
+        model = load_model(path)
+    except ModelError as exc:
+        raise RobotError(str(exc)) from None
+    name = path.stem
+    xml = spec["file"][0]
+    state = {}
+
+    def make_twin(command: str = "builtin", rtol=1e-6, atol=1e-8, hmax=0.02, limits=None, log=None, config=None):
+        from bondsim_ros.bondgraph.codegen import compile_model
+        from bondsim_ros.twin.model_twin import Binding, ModelTwin
+
+        if command != "builtin":
+            raise RobotError(f"{path}: a YAML model runs its own signals (no {command} command)")
+        if config:
+            raise RobotError(f"{path}: robot_config is a Robotino parameter file")
+        compiled = compile_model(model, log=log)
+        joints, base = check_binding(path, spec, ["t"] + list(compiled.output_names))
+        state["joints"] = joints
+        return ModelTwin(name, compiled, Binding(mechanism=xml, joints=joints, base=base, source=str(path)),
+                         rtol=rtol, atol=atol, hmax=hmax, limits=limits, log=log)
+
+    return Robot(name, f"{path.name} bound to {xml.name}", xml, make_twin, (), model=str(path))

@@ -1,0 +1,230 @@
+"""ModelTwin: any compiled bond-graph model bound to a mechanism XML, stepped in (scaled) real time.
+
+The binding is the paper's IPC block (seed 000 section 3.8): mechanism joint -> output column of
+the model, and optionally the planar base pose {x, y, yaw} -> columns. Probe points come back
+from the mechanism's own kinematics at the same state, so they can be compared at equal stamps.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .protocol import OK, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, limit_twist
+from .trajectory import TrajectorySampler
+
+TRAJECTORY_STEP = 0.01  # s: longest hold of a joint reference along a trajectory
+
+
+@dataclass
+class Binding:
+    """Mechanism joint -> model column; columns are the model's outputs (as in the CSV header of
+    ``bondsim-ros simulate``) or columns ``derive`` adds from one row (the model's postprocessor)."""
+
+    mechanism: Path
+    joints: dict  # URDF joint name -> column, mechanism document order
+    base: dict | None = None  # {"x": col, "y": col, "yaw": col}
+    velocities: dict = field(default_factory=dict)  # joint -> velocity column (optional, all or none)
+    efforts: dict = field(default_factory=dict)  # joint -> effort column (optional, all or none)
+    derive: Callable | None = None  # derive(result) -> result with more columns (SimulationResult API)
+    twist: dict | None = None  # {"vx": param, "vy": param or None, "wz": param}
+    trajectory: dict | None = None  # joint -> (q_ref param, qd_ref param)
+    source: str = ""  # where the binding was declared, for messages
+
+
+def mechanism_joints(path) -> list:
+    """Non-virtual, moving joints of the (first robot of the) mechanism XML, document order: the
+    joints robot_state_publisher and /joint_states carry."""
+    from bondsim_ros.mechanism import load_mechanism
+
+    mech = load_mechanism(path)
+    units = mech.robots or mech.units
+    return [j for j in units[0].joints if not j.virtual and j.type != "fixed"]
+
+
+class ModelTwin:
+    """Step a compiled model to given simulated times; joint states, base pose and probes out."""
+
+    def __init__(self, name: str, model, binding: Binding, rtol: float = 1e-6, atol: float = 1e-8,
+                 hmax: float = 0.02, limits: Limits | None = None, command: str = "builtin", log=None):
+        from bondsim_ros.bondgraph.codegen import CompiledModel, compile_model
+        from bondsim_ros.bondgraph.simulation import Simulation, SimulationResult
+        from bondsim_ros.mechanism.probes import ProbeKinematics
+        from bondsim_ros.mechanism import load_mechanism
+
+        self.name = name
+        self.binding = binding
+        self.mechanism = Path(binding.mechanism)
+        self.limits = limits or Limits()
+        self.compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
+        self._Simulation, self._Result = Simulation, SimulationResult
+        self._sim_args = dict(rtol=rtol, atol=atol, hmax=hmax)
+        # a model variant may take both (the dual-arm platform: base twist and arm joints)
+        self.commands = frozenset(k for k in ("twist", "trajectory") if getattr(binding, k))
+        if command != "builtin" and command not in self.commands:
+            raise ValueError(f"{name}: command {command!r} not available (has: {', '.join(sorted(self.commands))})")
+        self.command_kind = command
+        self.joint_names = list(binding.joints)
+        self._names = ["t"] + list(self.compiled.output_names)
+        self.kinematics = ProbeKinematics(load_mechanism(self.mechanism))
+        self.twist = (0.0, 0.0, 0.0)
+        self._traj = None
+        self.reset()
+        missing = [c for c in self._bound_columns() if c not in self._row_names]
+        if missing:
+            raise ValueError(f"{binding.source or name}: the model has no column(s) {', '.join(missing)} "
+                             f"(columns: {', '.join(self._row_names)})")
+
+    def _bound_columns(self):
+        b = self.binding
+        cols = list(b.joints.values()) + list(b.velocities.values()) + list(b.efforts.values())
+        return cols + (list(b.base.values()) if b.base else [])
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.sim = self._Simulation(self.compiled, **self._sim_args)
+        self.t = 0.0
+        self._traj = None
+        if "twist" in self.commands:
+            self._apply_twist(self.twist, restart=False)
+        solver = self.sim.solver
+        self._set_row(0.0, self.sim.outputs_at(0.0, solver.y, solver.yp))
+        if "trajectory" in self.commands:
+            self._hold(self.state())
+
+    def recover(self) -> str:
+        solver = self.sim.solver
+        solver.set_params(solver.p, restart=True)
+        return f"restarted from the last state at t={self.t:.3f} s"
+
+    def _set_row(self, t, outputs):
+        result = self._Result(names=self._names, data=np.concatenate([[t], outputs])[None, :])
+        if self.binding.derive is not None:
+            result = self.binding.derive(result)
+        self._row_names = list(result.names)
+        self._row = dict(zip(result.names, result.data[0]))
+
+    # -- commands --------------------------------------------------------------------------
+    def limit_twist(self, vx, vy, wz) -> tuple:
+        if "twist" not in self.commands:
+            raise CommandError(f"{self.name} takes no twist command here (command: {self.command_kind})")
+        vx, vy, wz = limit_twist(self.limits, vx, vy, wz)
+        if self.binding.twist.get("vy") is None:
+            vy = 0.0  # a differential drive cannot move sideways
+        return (vx, vy, wz)
+
+    def set_twist(self, vx, vy, wz) -> tuple:
+        applied = self.limit_twist(vx, vy, wz)
+        if applied != self.twist:
+            self._apply_twist(applied, restart=True)
+        return applied
+
+    def _apply_twist(self, cmd, restart):
+        p = self.binding.twist
+        values = {p[k]: v for k, v in zip(("vx", "vy", "wz"), cmd) if p.get(k)}
+        self.sim.set_params(values, restart=restart)
+        self.twist = tuple(cmd)
+
+    def set_joint_trajectory(self, traj: JointTrajectory) -> None:
+        if "trajectory" not in self.commands:
+            raise CommandError(f"{self.name} takes no joint trajectory here (command: {self.command_kind})")
+        unknown = [n for n in traj.joint_names if n not in self.binding.trajectory]
+        if unknown:
+            raise CommandError(f"trajectory names joints {unknown} that {self.name} does not drive "
+                               f"(driven: {sorted(self.binding.trajectory)})")
+        if len(traj.times) == 0:
+            raise CommandError("trajectory has no points")
+        start = self.t if traj.start is None else max(self.t, float(traj.start))
+        self._traj = TrajectorySampler(traj, start, self.state().joint_map())
+
+    def _hold(self, state):
+        """References = where the joints are: a trajectory-commanded model at rest until told."""
+        q = state.joint_map()
+        values = {}
+        for j, (qp, qdp) in self.binding.trajectory.items():
+            values[qp] = q.get(j, 0.0)
+            if qdp:
+                values[qdp] = 0.0
+        self.sim.set_params(values, restart=False)
+
+    def _trajectory_params(self, t):
+        q, qd = self._traj.sample(t)
+        values = {}
+        for k, j in enumerate(self._traj.names):
+            qp, qdp = self.binding.trajectory[j]
+            values[qp] = float(q[k])
+            if qdp:
+                values[qdp] = float(qd[k])
+        return values
+
+    def set_params(self, values: dict) -> None:
+        self.sim.set_params(values, restart=True)
+
+    # -- time ------------------------------------------------------------------------------
+    def step_to(self, t: float) -> TwinState:
+        """Advance to ``t``; any ``t`` at or before the last output returns the last state. The
+        solver ends a step at ``t`` (see RobotinoTwin.step_to): a command restarting the
+        integration there starts from a converged step point."""
+        if not t > self.t:
+            return self.state()
+        if self._traj is None:
+            y, yp = self._advance(t)
+        else:
+            # along a trajectory the references change every TRAJECTORY_STEP at most, each held
+            # over its sub-step at its midpoint value: the motion does not depend on how long
+            # the frames are (a loaded machine makes them long); after the last point, once
+            t0 = self.sim.t
+            while True:
+                t1 = min(t, t0 + TRAJECTORY_STEP) if t0 < self._traj.end else t
+                self.sim.set_params(self._trajectory_params(0.5 * (t0 + t1)), restart=True)
+                y, yp = self._advance(t1)
+                t0 = t1
+                if t1 >= self._traj.end:
+                    self._traj = None  # the last point is set and held
+                if t1 >= t:
+                    break
+        self._set_row(t, self.sim.outputs_at(t, y, yp))
+        self.t = t
+        return self.state()
+
+    def _advance(self, t):
+        solver = self.sim.solver
+        land = t + 64 * np.finfo(float).eps * max(1.0, abs(t))
+        Y, YP = solver.advance([t], tstop=land)
+        y, yp = Y[0], YP[0]
+        self.sim.t, self.sim.last_y, self.sim.last_yp = t, y.copy(), yp.copy()
+        return y, yp
+
+    def state(self) -> TwinState:
+        r, b = self._row, self.binding
+        pos = np.array([r[c] for c in b.joints.values()])
+        vel = np.array([r[b.velocities[j]] for j in b.joints]) if b.velocities else np.zeros(0)
+        eff = np.array([r[b.efforts[j]] for j in b.joints]) if b.efforts else np.zeros(0)
+        pose = twist_body = twist_world = None
+        if b.base:
+            pose = (float(r[b.base["x"]]), float(r[b.base["y"]]), float(r[b.base["yaw"]]))
+            if all(k in r for k in ("vx", "vy", "wz")):
+                vx, vy, wz = float(r["vx"]), float(r["vy"]), float(r["wz"])
+                c, s = math.cos(pose[2]), math.sin(pose[2])
+                twist_world = (vx, vy, wz)
+                twist_body = (c * vx + s * vy, -s * vx + c * vy, wz)
+        ref = None
+        if all(k in r for k in ("x_ref", "y_ref", "phi_ref")):
+            ref = (float(r["x_ref"]), float(r["y_ref"]), float(r["phi_ref"]))
+        return TwinState(t=self.t, joint_names=self.joint_names, position=pos, velocity=vel, effort=eff,
+                         pose=pose, twist_body=twist_body, twist_world=twist_world, reference=ref)
+
+    def column(self, name: str) -> float:
+        return float(self._row[name])
+
+    def probe_points(self, state: TwinState) -> dict:
+        return self.kinematics.probe_points(state.pose or (0.0, 0.0, 0.0), state.joint_map())
+
+    def diagnostics(self, state: TwinState) -> list:
+        values = {"sim time [s]": f"{state.t:.3f}", "command": self.command_kind}
+        if "twist" in self.commands:
+            values["twist (vx, vy, wz)"] = ", ".join(f"{v:.3f}" for v in self.twist)
+        return [Diagnostic(f"{self.name}/model", OK, "running", values)]

@@ -1,0 +1,116 @@
+"""The Twin protocol: what the ROS layer needs of a live model, and nothing else.
+
+A twin is the paper's IPC block seen from outside (seed 000 section 3.8): signals out (joint
+positions, velocities, efforts, a planar base pose), probe coordinates back (from the mechanism's
+kinematics at the same state), commands in. ``bondsim_ros.ros`` imports only this module (and
+the mechanism layer), so any object with these members runs in the generic dynamics node.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+OK, WARN, ERROR = "OK", "WARN", "ERROR"
+
+
+@dataclass
+class Limits:
+    max_linear: float = 1.0  # m/s (Robotino: about 10 km/h top speed; conservative default)
+    max_angular: float = 3.0  # rad/s
+    huge: float = 1e3  # commands above this are refused outright rather than clamped
+
+
+class CommandError(ValueError):
+    """A command that cannot be applied (not finite, absurdly large, a joint the twin lacks...)."""
+
+
+@dataclass
+class Diagnostic:
+    name: str
+    level: str  # OK | WARN | ERROR
+    message: str
+    values: dict = field(default_factory=dict)  # key -> value (formatted by the twin)
+
+
+@dataclass
+class TwinState:
+    """The state at simulated time ``t`` (s since the last reset)."""
+
+    t: float
+    joint_names: list  # URDF joint names, mechanism document order
+    position: np.ndarray
+    velocity: np.ndarray  # empty where the model gives no joint velocities
+    effort: np.ndarray  # empty where the model gives no joint efforts
+    pose: tuple | None = None  # planar base (x, y, yaw) of base_footprint in odom; None: fixed base
+    twist_body: tuple | None = None  # (vx, vy, wz) of the base in its own frame
+    twist_world: tuple | None = None
+    reference: tuple | None = None  # built-in reference pose (x, y, yaw), if the model has one
+    extra: dict = field(default_factory=dict)
+
+    def joint_map(self) -> dict:
+        return dict(zip(self.joint_names, (float(q) for q in self.position)))
+
+
+@dataclass
+class JointTrajectory:
+    """trajectory_msgs/JointTrajectory without ROS: ``times`` relative to ``start`` (simulated s;
+    None: start now), ``positions``/``velocities`` one row per point (velocities may be None)."""
+
+    joint_names: list
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray | None = None
+    start: float | None = None
+
+
+@runtime_checkable
+class Twin(Protocol):
+    """Members the dynamics node uses. ``commands`` holds "twist" and/or "trajectory" (empty:
+    the model follows its built-in reference)."""
+
+    name: str
+    joint_names: list
+    mechanism: Path  # mechanism XML the joints and probes belong to
+    commands: frozenset
+    t: float
+    twist: tuple  # the body twist applied now (twist command)
+
+    def state(self) -> TwinState: ...
+
+    def step_to(self, t: float) -> TwinState:
+        """Advance to ``t`` (any t >= the last output time; earlier or equal: the last state),
+        the solver ending a step at ``t``."""
+
+    def reset(self) -> None: ...
+
+    def recover(self) -> str:
+        """After a failed step: restart from the last good state; returns what was done."""
+
+    def limit_twist(self, vx: float, vy: float, wz: float) -> tuple: ...
+
+    def set_twist(self, vx: float, vy: float, wz: float) -> tuple: ...
+
+    def set_joint_trajectory(self, trajectory: JointTrajectory) -> None: ...
+
+    def set_params(self, values: dict) -> None: ...
+
+    def diagnostics(self, state: TwinState) -> list: ...
+
+    def probe_points(self, state: TwinState) -> dict: ...
+
+
+def limit_twist(limits: Limits, vx, vy, wz) -> tuple:
+    """A body twist clamped to ``limits`` (|(vx, vy)| scaled, wz clipped); CommandError if it is
+    not finite or absurdly large."""
+    vals = (float(vx), float(vy), float(wz))
+    if not all(math.isfinite(v) for v in vals):
+        raise CommandError(f"command not finite: {vals}")
+    if any(abs(v) > limits.huge for v in vals):
+        raise CommandError(f"command absurdly large (> {limits.huge:g}): {vals}")
+    lin = math.hypot(vals[0], vals[1])
+    scale = min(1.0, limits.max_linear / lin) if lin > 0 else 1.0
+    return (vals[0] * scale, vals[1] * scale, max(-limits.max_angular, min(limits.max_angular, vals[2])))
