@@ -18,3 +18,14 @@ def pytest_runtest_makereport(item, call):
     if os.environ.get("BONDSIM_NO_SKIP") == "1" and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI (BONDSIM_NO_SKIP=1): {report.longrepr}"
+
+
+@pytest.fixture
+def context():
+    """A private rclpy context for one test (tests that start nodes in-process)."""
+    import rclpy
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.try_shutdown(context=ctx)

@@ -23,14 +23,6 @@ def _urdf_joints():
     return {j.get("name"): j.get("type") for j in root.iter("joint")}
 
 
-@pytest.fixture
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 def _spin(executor, seconds, until=None):
     end = time.monotonic() + seconds
     while time.monotonic() < end and not (until and until()):

@@ -17,14 +17,6 @@ from bondsim_ros.ros.graph import make_executor, start_graph  # noqa: E402
 PUBLISH_RATE = 33.0
 
 
-@pytest.fixture
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 def _collect(node, msg_type, topic, qos=100):
     box = []
     node.create_subscription(msg_type, topic, lambda m: box.append(m), qos)
