@@ -87,6 +87,8 @@ def simulated(dn, times):
 def test_live_twin_matches_simulate(model, seconds, tol):
     joints, clock, errors, desc, dn = run_live(model, seconds)
     assert len(joints) > 10, f"only {len(joints)} joint states"
+    # /odom (and odom -> base_footprint) for the mobile bases only; none for fixed ones
+    assert (dn.pub_odom is not None) == (model in ("robotino", "omni5dpo", "dualarm"))
     names = urdf_joints(desc)
     assert list(joints[0].name) == names  # every non-virtual joint of the XML, document order
     times = np.array([ns_of(m.header.stamp) * 1e-9 for m in joints])  # use_sim_time: stamp = t_sim

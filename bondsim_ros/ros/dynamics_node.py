@@ -130,7 +130,8 @@ class DynamicsNode(Node):
         self.odom_frame, self.base_frame = pre + p["odom_frame"], pre + p["base_frame"]
 
         self.pub_joints = self.create_publisher(JointState, "joint_states", 10)
-        self.pub_odom = self.create_publisher(Odometry, "odom", 10)
+        # odometry only for a mobile base: a fixed one would advertise a topic that never speaks
+        self.pub_odom = self.create_publisher(Odometry, "odom", 10) if self.twin.state().pose is not None else None
         self.TFMessage = tf_message()
         self.pub_tf = self.create_publisher(self.TFMessage, "/tf", 100)
         self.pub_motors = (self.create_publisher(JointState, "motor_states", 10)
