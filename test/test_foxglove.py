@@ -37,7 +37,6 @@ async def _client(port, seconds=3.0):
         subs = {k: cid for k, cid in enumerate(channels, start=1)}
         await ws.send(json.dumps({"op": "subscribe", "subscriptions": [{"id": k, "channelId": c}
                                                                        for k, c in subs.items()]}))
-        await ws.send(json.dumps({"op": "getParameters", "parameterNames": ["/robot_description"], "id": "p1"}))
         end = loop.time() + seconds
         asset_asked = False
         while loop.time() < end:
@@ -60,6 +59,10 @@ async def _client(port, seconds=3.0):
                     uri = urdf.split('filename="', 1)[1].split('"', 1)[0]
                     got["asset_uri"] = uri
                     await ws.send(json.dumps({"op": "fetchAsset", "uri": uri, "requestId": 7}))
+                    # the server sets the parameter from the same URDF: ask once it has one (asked
+                    # before that, the answer is an empty list)
+                    await ws.send(json.dumps({"op": "getParameters", "parameterNames": ["/robot_description"],
+                                              "id": "p1"}))
                     asset_asked = True
             elif frame[0] == 0x04:  # FetchAssetResponse: request id (u32), status (u8), error length (u32)
                 request, status, err_len = struct.unpack_from("<IBI", frame, 1)
