@@ -13,7 +13,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64, String  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
-from bondsim_ros.ros.graph import start_graph  # noqa: E402
+from live_graph import live_graph  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDER_YAML = ROOT / "test" / "data" / "live" / "slider_msd.yaml"
@@ -26,14 +26,8 @@ def ns_of(stamp):
 def run_live(model, seconds, sim_time=True, rtf=1.0):
     """Start the graph for ``model``, restart it at t = 0 once the listener is connected, spin;
     returns (joint states, clock messages, probe errors, robot_description, graph node)."""
-    context = rclpy.Context()
-    rclpy.init(context=context)
     dyn = {"model": str(model), "real_time_factor": rtf, "publish_rate": 33.0, "use_sim_time": sim_time}
-    graph = start_graph(dyn, {}, state_publisher={}, context=context)
-    try:
-        listener = rclpy.create_node("live_listener", context=context)
-        graph.executor.add_node(listener)
-        graph.nodes["listener"] = listener
+    with live_graph(dyn, "live_listener", state_publisher={}) as (graph, listener):
         joints, clock, errors, desc = [], [], {}, []
         listener.create_subscription(JointState, "/joint_states", joints.append, 1000)
         listener.create_subscription(Clock, "/clock", clock.append, 1000)
@@ -50,9 +44,6 @@ def run_live(model, seconds, sim_time=True, rtf=1.0):
         clock.clear()
         graph.spin_for(seconds)
         return joints, clock, errors, desc[-1], dn
-    finally:
-        graph.shutdown()
-        rclpy.try_shutdown(context=context)
 
 
 def urdf_joints(text):
@@ -151,14 +142,8 @@ def test_cmd_vel_moves_each_mobile_base_at_the_commanded_body_velocity(model):
     from geometry_msgs.msg import Twist
     from nav_msgs.msg import Odometry
 
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    graph = start_graph({"model": model, "reference": "cmd_vel", "cmd_vel_type": "twist", "use_sim_time": True},
-                        {}, state_publisher=None, with_probe=False, context=context)
-    try:
-        node = rclpy.create_node("cmd_listener", context=context)
-        graph.executor.add_node(node)
-        graph.nodes["listener"] = node
+    with live_graph({"model": model, "reference": "cmd_vel", "cmd_vel_type": "twist", "use_sim_time": True},
+                    "cmd_listener", state_publisher=None, with_probe=False) as (graph, node):
         odom = []
         node.create_subscription(Odometry, "/odom", odom.append, 1000)
         pub = node.create_publisher(Twist, "/cmd_vel", 10)
@@ -171,9 +156,6 @@ def test_cmd_vel_moves_each_mobile_base_at_the_commanded_body_velocity(model):
         assert graph.spin_until(lambda: dn.twin.twist == pytest.approx((0.2, 0.0, 0.3)), timeout=30.0)
         t_cmd = dn.twin.t
         assert graph.spin_until(lambda: ns_of(odom[-1].header.stamp) * 1e-9 >= t_cmd + 1.6, timeout=120.0)
-    finally:
-        graph.shutdown()
-        rclpy.try_shutdown(context=context)
     t = np.array([ns_of(m.header.stamp) * 1e-9 for m in odom])
     x = np.array([m.pose.pose.position.x for m in odom])
     y = np.array([m.pose.pose.position.y for m in odom])
@@ -201,14 +183,8 @@ def test_joint_trajectory_brings_each_arm_to_its_goal(model):
     from bondsim_ros.robots import load_robot
 
     driven = list(load_robot(model).make_twin("trajectory").binding.trajectory)
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    graph = start_graph({"model": model, "reference": "joint_trajectory", "use_sim_time": True}, {},
-                        state_publisher=None, with_probe=False, context=context)
-    try:
-        node = rclpy.create_node("traj_listener", context=context)
-        graph.executor.add_node(node)
-        graph.nodes["listener"] = node
+    with live_graph({"model": model, "reference": "joint_trajectory", "use_sim_time": True}, "traj_listener",
+                    state_publisher=None, with_probe=False) as (graph, node):
         joints = []
         node.create_subscription(JointState, "/joint_states", joints.append, 1000)
         pub = node.create_publisher(JointTrajectory, "/joint_trajectory", 10)
@@ -222,9 +198,6 @@ def test_joint_trajectory_brings_each_arm_to_its_goal(model):
         pub.publish(msg)
         sent_at = ns_of(joints[-1].header.stamp) * 1e-9
         graph.spin_until(lambda: ns_of(joints[-1].header.stamp) * 1e-9 > sent_at + 2.2, timeout=120.0)
-    finally:
-        graph.shutdown()
-        rclpy.try_shutdown(context=context)
     last = dict(zip(joints[-1].name, joints[-1].position))
     assert ns_of(joints[-1].header.stamp) * 1e-9 > sent_at + 2.1
     worst = max(abs(last[j] - goal[j]) for j in driven)

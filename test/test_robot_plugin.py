@@ -16,7 +16,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from bondsim_ros.robots import available, load_robot  # noqa: E402
-from bondsim_ros.ros.graph import start_graph  # noqa: E402
+from live_graph import live_graph  # noqa: E402
 
 DIFFBOT_XML = """\
 <?xml version="1.0" encoding="UTF-8"?>
@@ -167,22 +167,13 @@ def diffbot_installed(tmp_path, monkeypatch):
 
 
 def spin_graph(dyn, seconds, setup=None):
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    graph = start_graph({"publish_rate": 33.0, **dyn}, {}, state_publisher={}, context=context)
-    try:
-        node = rclpy.create_node("plugin_listener", context=context)
-        graph.executor.add_node(node)
-        graph.nodes["listener"] = node
+    with live_graph({"publish_rate": 33.0, **dyn}, "plugin_listener", state_publisher={}) as (graph, node):
         joints = []
         node.create_subscription(JointState, "/joint_states", joints.append, 1000)
         assert graph.spin_until(lambda: len(joints) > 3, timeout=30.0), "no joint states"
         out = setup(graph, node, joints) if setup else None
         graph.spin_for(seconds)
         return joints, graph.nodes["dynamics_node"], out
-    finally:
-        graph.shutdown()
-        rclpy.try_shutdown(context=context)
 
 
 def test_a_registered_plugin_runs_live(diffbot_installed):
