@@ -90,6 +90,23 @@ class Simulation:
         self.solver.set_params(p, restart=restart)
         self.problem.params[:] = p
 
+    def step_to(self, t: float):
+        """Advance to ``t`` with the solver ending a step there (a few ulps past it, so never a
+        last step below hmin); returns (y, y') at ``t``. A live twin steps frame by frame this
+        way: the state is a converged step point, not an interpolation between steps, so a
+        command that restarts the integration from it starts on the constraints (an interpolated
+        state violates the Robotino's rolling constraints by up to 1e-2, and the restart then
+        underflows the step size: issue 15)."""
+        land = t + 64 * np.finfo(float).eps * max(1.0, abs(t))
+        Y, YP = self.solver.advance([t], tstop=land)
+        self.t, self.last_y, self.last_yp = t, Y[0].copy(), YP[0].copy()
+        return Y[0], YP[0]
+
+    def restart(self) -> None:
+        """Restart the integration from the last output state (after a failed step: the
+        failed stretch past it is dropped), parameters unchanged."""
+        self.solver.set_params(self.solver.p, restart=True)
+
     def param(self, name: str) -> float:
         return float(self.problem.params[self.compiled.param_index(name)])
 

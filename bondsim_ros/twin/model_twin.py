@@ -96,8 +96,7 @@ class ModelTwin:
             self._hold(self.state())
 
     def recover(self) -> str:
-        solver = self.sim.solver
-        solver.set_params(solver.p, restart=True)
+        self.sim.restart()
         return f"restarted from the last state at t={self.t:.3f} s"
 
     def _set_row(self, t, outputs):
@@ -166,12 +165,12 @@ class ModelTwin:
     # -- time ------------------------------------------------------------------------------
     def step_to(self, t: float) -> TwinState:
         """Advance to ``t``; any ``t`` at or before the last output returns the last state. The
-        solver ends a step at ``t`` (see RobotinoTwin.step_to): a command restarting the
+        solver ends a step at ``t`` (Simulation.step_to): a command restarting the
         integration there starts from a converged step point."""
         if not t > self.t:
             return self.state()
         if self._traj is None:
-            y, yp = self._advance(t)
+            y, yp = self.sim.step_to(t)
         else:
             # along a trajectory the references change every TRAJECTORY_STEP at most, each held
             # over its sub-step at its midpoint value: the motion does not depend on how long
@@ -180,7 +179,7 @@ class ModelTwin:
             while True:
                 t1 = min(t, t0 + TRAJECTORY_STEP) if t0 < self._traj.end else t
                 self.sim.set_params(self._trajectory_params(0.5 * (t0 + t1)), restart=True)
-                y, yp = self._advance(t1)
+                y, yp = self.sim.step_to(t1)
                 t0 = t1
                 if t1 >= self._traj.end:
                     self._traj = None  # the last point is set and held
@@ -189,14 +188,6 @@ class ModelTwin:
         self._set_row(t, self.sim.outputs_at(t, y, yp))
         self.t = t
         return self.state()
-
-    def _advance(self, t):
-        solver = self.sim.solver
-        land = t + 64 * np.finfo(float).eps * max(1.0, abs(t))
-        Y, YP = solver.advance([t], tstop=land)
-        y, yp = Y[0], YP[0]
-        self.sim.t, self.sim.last_y, self.sim.last_yp = t, y.copy(), yp.copy()
-        return y, yp
 
     def state(self) -> TwinState:
         r, b = self._row, self.binding

@@ -77,8 +77,7 @@ class RobotinoTwin:
         """After a failed ``step_to``: restart the integration from the last state returned
         (the solver keeps it; the failed stretch after it is dropped), so the twin holds its
         pose and goes on. Returns what was done."""
-        solver = self.sim.solver
-        solver.set_params(solver.p, restart=True)
+        self.sim.restart()
         return f"restarted from the last state at t={self.t:.3f} s"
 
     # -- commands --------------------------------------------------------------------
@@ -134,20 +133,13 @@ class RobotinoTwin:
         """Advance the model to time ``t`` and return the state there; any ``t`` at or before
         the last output time returns the last state.
 
-        The solver ends a step (to within a few ulps) at ``t``: the state returned is a
-        converged step point, not an interpolation between steps. A command that arrives next
-        restarts the integration from this state, and an interpolated state violates the
-        wheels' rolling constraints by up to 1e-2 (interpolation across order-5 steps of the
-        index-2 momenta), which the restart cannot repair: the first step then has to jump and
-        the step size underflows (issue 15: random in-limit commands at 100 Hz, ~15 s)."""
+        The solver ends a step at ``t`` (Simulation.step_to): the state returned is a converged
+        step point, which a command arriving next can restart from (interpolated states broke
+        the wheels' rolling constraints and underflowed the step size: issue 15)."""
         if not t > self.t:
             return self.state()
-        solver = self.sim.solver
-        land = t + 64 * np.finfo(float).eps * max(1.0, abs(t))  # > hmin: never a sub-hmin last step
-        Y, YP = solver.advance([t], tstop=land)
-        y, yp = Y[0], YP[0]
+        y, yp = self.sim.step_to(t)
         row = np.concatenate([[t], self.sim.outputs_at(t, y, yp)])
-        self.sim.t, self.sim.last_y, self.sim.last_yp = t, y.copy(), yp.copy()
         dt = t - self.t
         c = self._col
         for i in (1, 2, 3):
