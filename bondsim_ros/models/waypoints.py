@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from bondsim_ros.twin.protocol import body_twist
+
 
 class WaypointFollower:
     def __init__(self, waypoints, max_linear=0.5, max_angular=1.5, gain=1.5, heading_gain=2.0,
@@ -45,6 +47,5 @@ class WaypointFollower:
             if speed > self.max_linear:
                 vx_w, vy_w = vx_w * self.max_linear / speed, vy_w * self.max_linear / speed
             wz = max(-self.max_angular, min(self.max_angular, self.heading_gain * dphi))
-            c, s = math.cos(phi), math.sin(phi)
-            return (c * vx_w + s * vy_w, -s * vx_w + c * vy_w, wz)
+            return body_twist(phi, vx_w, vy_w, wz)
         return (0.0, 0.0, 0.0)

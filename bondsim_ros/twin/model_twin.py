@@ -6,14 +6,13 @@ from the mechanism's own kinematics at the same state, so they can be compared a
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from .protocol import OK, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, limit_twist
+from .protocol import OK, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, body_twist, limit_twist
 from .trajectory import TrajectorySampler
 
 TRAJECTORY_STEP = 0.01  # s: longest hold of a joint reference along a trajectory
@@ -198,10 +197,8 @@ class ModelTwin:
         if b.base:
             pose = (float(r[b.base["x"]]), float(r[b.base["y"]]), float(r[b.base["yaw"]]))
             if all(k in r for k in ("vx", "vy", "wz")):
-                vx, vy, wz = float(r["vx"]), float(r["vy"]), float(r["wz"])
-                c, s = math.cos(pose[2]), math.sin(pose[2])
-                twist_world = (vx, vy, wz)
-                twist_body = (c * vx + s * vy, -s * vx + c * vy, wz)
+                twist_world = (float(r["vx"]), float(r["vy"]), float(r["wz"]))
+                twist_body = body_twist(pose[2], *twist_world)
         ref = None
         if all(k in r for k in ("x_ref", "y_ref", "phi_ref")):
             ref = (float(r["x_ref"]), float(r["y_ref"]), float(r["phi_ref"]))

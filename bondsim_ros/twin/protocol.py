@@ -103,6 +103,12 @@ class Twin(Protocol):
     def probe_points(self, state: TwinState) -> dict: ...
 
 
+def body_twist(yaw: float, vx: float, vy: float, wz: float) -> tuple:
+    """A planar twist given in the odom (world) frame, in the base frame at heading ``yaw``."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    return (c * vx + s * vy, -s * vx + c * vy, wz)
+
+
 def limit_twist(limits: Limits, vx, vy, wz) -> tuple:
     """A body twist clamped to ``limits`` (|(vx, vy)| scaled, wz clipped); CommandError if it is
     not finite or absurdly large."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bondsim_ros.paths import share_file
-from bondsim_ros.twin.protocol import OK, CommandError, Diagnostic, Limits, TwinState, limit_twist
+from bondsim_ros.twin.protocol import OK, CommandError, Diagnostic, Limits, TwinState, body_twist, limit_twist
 
 from .model import N_ROLLERS, contact_roller, load_params, robotino
 
@@ -166,13 +166,12 @@ class RobotinoTwin:
                 eff.append(0.0)
         x, y, phi = row[c["x"]], row[c["y"]], row[c["phi"]]
         vx, vy, wz = row[c["vx"]], row[c["vy"]], row[c["wz"]]
-        cph, sph = math.cos(phi), math.sin(phi)
         ref = None
         if "x_ref" in c:
             ref = (row[c["x_ref"]], row[c["y_ref"]], row[c["phi_ref"]])
         return RobotinoState(
             t=self.t, pose=(x, y, phi), twist_world=(vx, vy, wz),
-            twist_body=(cph * vx + sph * vy, -sph * vx + cph * vy, wz),
+            twist_body=body_twist(phi, vx, vy, wz),
             joint_names=self.joint_names, position=np.array(pos), velocity=np.array(vel), effort=np.array(eff),
             currents=np.array([row[c[f"i{i}"]] for i in (1, 2, 3)]),
             voltages=np.array([row[c[f"u{i}"]] for i in (1, 2, 3)]),
