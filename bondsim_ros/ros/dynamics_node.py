@@ -19,6 +19,7 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PointStamped, PoseStamped, TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -249,16 +250,23 @@ class DynamicsNode(Node):
             self._subscribe_cmd(kind)
             self._auto_timer.timer_period_ns = 1_000_000_000  # found: look again once a second
         except Exception as exc:  # noqa: BLE001 - e.g. the old subscription not yet released
+            self._auto_timer.timer_period_ns = 200_000_000  # retry soon, not once a second
             self.get_logger().warning(f"cmd_vel: cannot subscribe yet ({exc}); retrying",
                                       throttle_duration_sec=5.0)
 
     def _subscribe_cmd(self, kind):
+        """No QoS-event handlers: each holds the reader alive until the executor lets go of it,
+        and a reader still alive keeps the topic's old type (CI once saw a switch refused for
+        10 s)."""
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        events = SubscriptionEventCallbacks(use_default_callbacks=False)
         if kind == "stamped":
             self._cmd_sub = self.create_subscription(TwistStamped, self.p["cmd_vel_topic"],
-                                                     lambda m: self._on_cmd(m.twist), qos)
+                                                     lambda m: self._on_cmd(m.twist), qos,
+                                                     event_callbacks=events)
         else:
-            self._cmd_sub = self.create_subscription(Twist, self.p["cmd_vel_topic"], self._on_cmd, qos)
+            self._cmd_sub = self.create_subscription(Twist, self.p["cmd_vel_topic"], self._on_cmd, qos,
+                                                     event_callbacks=events)
         self._cmd_kind = kind
 
     def _on_cmd(self, twist):
