@@ -302,3 +302,23 @@ def test_a_reset_storm_does_not_stop_joint_states():
     stamps = np.array(tw.joints)
     assert len(stamps) > 0.8 * 2.0 * 33, f"{len(stamps)} joint states in 2 s of resets"
     assert np.diff(stamps).max() < 0.2
+
+
+BOMB = ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
+        + "".join(f'<!ENTITY {chr(98 + i)} "' + f"&{chr(97 + i)};" * 10 + '">' for i in range(8))
+        + ']><robot name="&i;"><link name="base"/></robot>')
+
+
+@pytest.mark.parametrize("module, param, value, says", [
+    ("dynamics_node", "real_time_factor", "-1.0", "real_time_factor: must be a positive number"),
+    ("state_publisher", "robot_description", "<robot", "robot_description: not a URDF"),
+    ("state_publisher", "robot_description", BOMB, "EntitiesForbidden"),
+])
+def test_node_executable_refuses_bad_parameters_by_name(module, param, value, says):
+    """A node started with a bad parameter (launch file, YAML, command line) says which and
+    exits 2: it used to die with a traceback (and a URDF with entities reached lxml)."""
+    proc = subprocess.run([sys.executable, "-m", f"bondsim_ros.ros.{module}", "--ros-args", "-p",
+                           f"{param}:={value}"], env=_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"[{module}]" in proc.stderr

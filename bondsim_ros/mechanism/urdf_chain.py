@@ -40,9 +40,19 @@ class UrdfChain:
         import io
 
         import yourdfpy
+        from defusedxml import DefusedXmlException
+        from defusedxml.ElementTree import ParseError, fromstring
 
-        source = io.StringIO(urdf) if is_text else urdf
-        robot = yourdfpy.URDF.load(source, build_scene_graph=False, load_meshes=False,
+        where = "robot_description" if is_text else urdf
+        data = urdf.encode("utf-8") if is_text else open(urdf, "rb").read()
+        # defusedxml first: no entities or DTD from a parameter anyone may set, and a parse
+        # error named here (yourdfpy's fallback parser hides it behind a TypeError)
+        try:
+            if fromstring(data).tag != "robot":
+                raise ValueError(f"{where}: not a URDF (root element is not <robot>)")
+        except (ParseError, DefusedXmlException) as exc:
+            raise ValueError(f"{where}: not a URDF: {exc}") from None
+        robot = yourdfpy.URDF.load(io.BytesIO(data), build_scene_graph=False, load_meshes=False,
                                    build_collision_scene_graph=False, load_collision_meshes=False)
         self.root = robot.base_link
         self.joints = []

@@ -7,6 +7,7 @@ the robot's computer: ROS's own default range, SUBNET, which the twin launch fil
 """
 import os
 import time
+from pathlib import Path
 
 DISCOVERY_RANGES = ("OFF", "LOCALHOST", "SUBNET", "SYSTEM_DEFAULT")  # ROS_AUTOMATIC_DISCOVERY_RANGE, Jazzy+
 
@@ -107,9 +108,14 @@ def run_node(node_class, args=None) -> None:
     context = rclpy.Context()
     init_rclpy(args=args, context=context)
     node = None
+    refused = None
     try:
         with sigterm_interrupts():
-            node = node_class(context=context)
+            try:
+                node = node_class(context=context)
+            except ValueError as exc:  # bad parameters / robot_description: say what, no traceback
+                refused = exc
+                return
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         try:
@@ -123,6 +129,14 @@ def run_node(node_class, args=None) -> None:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
+        if refused is not None:
+            import rclpy.logging
+
+            import sys
+
+            name = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else node_class.__name__
+            rclpy.logging.get_logger(name).fatal(str(refused))
+            raise SystemExit(2)
 
 
 def declare_parameters(node, params: dict) -> dict:
