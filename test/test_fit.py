@@ -101,6 +101,18 @@ def test_interval_coverage_over_noise_realisations(motor):
     assert hits >= 33, f"truth inside the 95% interval in only {hits}/{runs} cases"
 
 
+def test_search_never_steps_onto_a_refused_value(motor):
+    """From Ra = 30 the first trust-region step went to Ra = -41.7, which the resistance law
+    refuses, and the fit stopped there; 0 is now an implied bound and the truth is found."""
+    _, compiled, t, volts, clean = motor
+    prob = FitProblem(compiled, _noisy_log(t, volts, clean, 3), ["Ra", "K"], ["current", "omega_load"],
+                      inputs=["V"], weights={"current": 5.0, "omega_load": 10.0})
+    res = fit(prob, x0=[30.0, 0.001])
+    assert res.success
+    for name, lo, hi in zip(res.names, res.ci_low, res.ci_high):
+        assert lo <= TRUTH[name] <= hi, name
+
+
 def test_bad_parameter_name_is_named(motor, tmp_path, capsys):
     path, _, t, volts, clean = motor
     data = tmp_path / "log.csv"

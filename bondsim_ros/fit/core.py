@@ -277,6 +277,33 @@ def covariance(J: np.ndarray, r: np.ndarray, names: list):
     return cov, s2, dof, sorted(set(bad))
 
 
+def _implied_bounds(problem: FitProblem, names, x0, lo, hi, explicit) -> None:
+    """Where the model refuses a parameter at 0 or beyond (an inertia, capacitance or resistance, a
+    pivot of the elimination), 0 is a bound on the side of the initial value: least_squares'
+    trust-region steps stay strictly inside bounds, so the search never steps onto a value the
+    model would refuse (it used to stop there, e.g. Ra = -41.7 from Ra = 30)."""
+    from bondsim_ros.bondgraph.core import ModelError
+
+    c = problem.compiled
+    p = c.problem().params.copy()
+    values = dict(problem.fixed)
+    values.update(zip(names, map(float, x0)))
+    values.update(zip([n for n, _ in problem.input_map], map(float, problem.u[0])))
+    for n, v in values.items():
+        p[c.param_index(n)] = v
+    for i, name in enumerate(names):
+        if name in explicit or x0[i] == 0.0:
+            continue
+        for probe in (0.0, -x0[i]):  # 0 for positive values and pivots, -x0 for non-negative ones
+            q = p.copy()
+            q[c.param_index(name)] = probe
+            try:
+                c.check_params(q)
+            except ModelError:
+                lo[i], hi[i] = (0.0, hi[i]) if x0[i] > 0 else (lo[i], 0.0)
+                break
+
+
 def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None, max_nfev=None,
         progress=None) -> FitResult:
     """Least-squares estimate of ``problem.params``; ``progress(n_eval, cost, theta)`` after each run."""
@@ -300,6 +327,7 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
             raise FitError(f"bounds of {name!r}: lower {a} must be below upper {b}")
         if not lo[i] <= x0[i] <= hi[i]:
             raise FitError(f"initial value {x0[i]:g} of {name!r} is outside its bounds [{a}, {b}]")
+    _implied_bounds(problem, names, x0, lo, hi, explicit=set(bounds or {}))
     # the optimiser works on z = x / scale (scale = |initial value|): finite-difference steps and
     # trust regions are then relative to each parameter's size, also for one that tends to 0
     scale = np.where(np.abs(x0) > 0, np.abs(x0), 1.0)
