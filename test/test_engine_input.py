@@ -585,3 +585,18 @@ def test_a_derivative_in_the_dynamics_starts_from_its_input_or_is_refused_by_nam
     rc, err = run(simulate_args(write(tmp_path, "bad.yaml", DERIVATIVE.format(u="1 + 2*t")), "--csv", out), capsys)
     assert rc == 2 and "d: x = in" in err, err
     assert not out.exists()
+
+
+def test_a_derivative_of_a_signal_minus_its_start_value_runs(tmp_path, capsys):
+    # docs/engine.md's way round the refusal above: differentiate u - u(t0)
+    import numpy as np
+
+    text = DERIVATIVE.format(u="1 + 2*t").replace(
+        "signals: [[u.out, d.in_],",
+        "signals: [[u.out, du0.in1], [u0.out, du0.in2], [du0.out, d.in_],").replace(
+        "      d: {type: Derivative}\n",
+        "      d: {type: Derivative}\n      u0: {type: Constant, value: 1.0}\n      du0: {type: Sum, signs: \"+-\"}\n")
+    out = tmp_path / "shifted.csv"
+    rc, err = run(simulate_args(write(tmp_path, "shifted.yaml", text), "--csv", out), capsys)
+    assert rc == 0, err
+    assert np.allclose(np.genfromtxt(out, delimiter=",", names=True)["du"], 2.0, atol=1e-6)
