@@ -12,7 +12,7 @@ import sys
 
 # Modules that contribute sub-commands, in the order they appear in --help.
 COMMAND_MODULES = [
-    "bondsim_ros.bondgraph.commands",  # simulate, draw, models
+    "bondsim_ros.model_commands",  # simulate, draw, models
     "bondsim_ros.mechanism.commands",  # xml2urdf, render
     "bondsim_ros.ros.commands",  # up, demo
     "bondsim_ros.fit.commands",  # fit

@@ -511,7 +511,7 @@ def test_a_parameter_may_not_take_a_name_the_laws_reserve(tmp_path, capsys):
 
 
 def test_a_failed_plot_keeps_the_users_old_csv(tmp_path, capsys, monkeypatch):
-    from bondsim_ros.bondgraph import commands
+    from bondsim_ros import model_commands as commands
 
     def full_disk(result, out_png):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -536,3 +536,67 @@ def test_fit_reads_laws_with_the_same_parser(tmp_path, capsys):
     rc, err = run(["fit", model, data, "--params", "R", "--outputs", "uc", "-q"], capsys)
     assert rc == 2 and not marker.exists()
     assert "fx.yaml:10: V (effort): law" in err and "refused: attribute access" in err, err
+
+
+# ---------------------------------------------------------------- Derivative's start
+def test_initial_from_equation_is_no_key_of_a_model_file(tmp_path, capsys):
+    # it was an engine keyword that did nothing (issue 13: documented-but-ignored options go)
+    path = write(tmp_path, "deriv.yaml", """
+        model: deriv
+        components:
+          u: {type: Sine, amplitude: 1.0}
+          d: {type: Derivative, initial_from_equation: true}
+          rec: {type: Recorder, columns: [du]}
+        signals: [[u.out, d.in_], [d.out, rec.du]]
+        """)
+    out = tmp_path / "out.csv"
+    rc, err = run(simulate_args(path, "--csv", out), capsys)
+    assert rc == 2 and "deriv.yaml:4: d: Derivative:" in err and "initial_from_equation" in err, err
+    assert not out.exists()
+
+
+DERIVATIVE = """
+    model: deriv
+    components:
+      u: {{type: Input, value: "{u}"}}
+      d: {{type: Derivative}}
+      v: {{type: EffortJunction}}
+      F: {{type: Se, inputs: [s], effort: "s"}}
+      m: {{type: I, inertia: 1.0}}
+      r: {{type: R, resistance: 1.0}}
+      rec: {{type: Recorder, columns: [du]}}
+    bonds: [[F, v], [v, m], [v, r]]
+    signals: [[u.out, d.in_], [d.out, F.s], [d.out, rec.du]]
+    """
+
+
+def test_a_derivative_in_the_dynamics_starts_from_its_input_or_is_refused_by_name(tmp_path, capsys):
+    import numpy as np
+
+    # input 0 at t0: runs, out = d/dt (2 t + sin 3t) = 2 + 3 cos 3t
+    out = tmp_path / "ok.csv"
+    rc, err = run(simulate_args(write(tmp_path, "ok.yaml", DERIVATIVE.format(u="2*t + sin(3*t)")), "--csv", out),
+                  capsys)
+    assert rc == 0, err
+    data = np.genfromtxt(out, delimiter=",", names=True)
+    assert np.allclose(data["du"], 2 + 3 * np.cos(3 * data["t"]), atol=1e-4)
+    # input 1 at t0: the hidden state starts at 0, so x = in cannot hold: refused before the run
+    out = tmp_path / "bad.csv"
+    rc, err = run(simulate_args(write(tmp_path, "bad.yaml", DERIVATIVE.format(u="1 + 2*t")), "--csv", out), capsys)
+    assert rc == 2 and "d: x = in" in err, err
+    assert not out.exists()
+
+
+def test_a_derivative_of_a_signal_minus_its_start_value_runs(tmp_path, capsys):
+    # docs/engine.md's way round the refusal above: differentiate u - u(t0)
+    import numpy as np
+
+    text = DERIVATIVE.format(u="1 + 2*t").replace(
+        "signals: [[u.out, d.in_],",
+        "signals: [[u.out, du0.in1], [u0.out, du0.in2], [du0.out, d.in_],").replace(
+        "      d: {type: Derivative}\n",
+        "      d: {type: Derivative}\n      u0: {type: Constant, value: 1.0}\n      du0: {type: Sum, signs: \"+-\"}\n")
+    out = tmp_path / "shifted.csv"
+    rc, err = run(simulate_args(write(tmp_path, "shifted.yaml", text), "--csv", out), capsys)
+    assert rc == 0, err
+    assert np.allclose(np.genfromtxt(out, delimiter=",", names=True)["du"], 2.0, atol=1e-6)

@@ -224,6 +224,14 @@ class Component:
             known = ", ".join(self.ports) or "none"
             raise ModelError(self.path, f"no port {name!r} (ports: {known})") from None
 
+    def bond_port(self, role: str) -> PowerPort:
+        """The port a bond drawn to this component by name ends on (``role``: "source" or
+        "target"): its one power port. A junction overrides this and grows a port per bond."""
+        power = [p for p in self.ports.values() if isinstance(p, PowerPort)]
+        if len(power) != 1:
+            raise ModelError(self.path, f"has {len(power)} power ports; name the port to bond")
+        return power[0]
+
     # -- document --------------------------------------------------------------------
     def build(self) -> None:
         """Fill the document. Reusable components override this; called once, lazily."""
@@ -254,14 +262,7 @@ class Component:
                 raise ModelError(self.path, f"bond {role}: no component {head!r} in this document")
             item = self.children[head].port(tail) if tail else self.children[head]
         if isinstance(item, Component):
-            from .elements import Junction  # local: elements imports core
-
-            if isinstance(item, Junction):
-                return item.new_port(role)
-            power = [p for p in item.ports.values() if isinstance(p, PowerPort)]
-            if len(power) != 1:
-                raise ModelError(item.path, f"has {len(power)} power ports; name the port to bond")
-            item = power[0]
+            item = item.bond_port(role)
         if not isinstance(item, PowerPort):
             raise ModelError(self.path, f"bond {role} must be a power port, got {item!r}")
         owner = item.owner

@@ -276,7 +276,7 @@ class Junction(Element):
         if output:
             self.add_control_port("out", "out")
 
-    def new_port(self, role: str) -> PowerPort:
+    def bond_port(self, role: str) -> PowerPort:
         self._count += 1
         # power enters the junction through a port that is a bond's target
         return self.add_power_port(f"b{self._count}", "in" if role == "target" else "out")

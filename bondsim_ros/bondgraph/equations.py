@@ -93,7 +93,7 @@ class _Context:
     def output(self, port: ControlPort, expr):
         self.equation(port.owner, self.output_symbol(port) - expr, f"signal {port.name}")
 
-    def state(self, element: Element, local: str, initial, initial_from_equation=False):
+    def state(self, element: Element, local: str, initial):
         name = f"{element.path}.{local}"
         sym = sp.Symbol(name, real=True)
         dsym = derivative_symbol(sym)

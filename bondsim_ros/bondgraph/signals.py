@@ -143,7 +143,9 @@ class Derivative(Block):
         super().__init__(name, inputs=["in_"])
 
     def equations(self, ctx):
-        x, dx = ctx.state(self, "x", 0.0, initial_from_equation=True)
+        # 0.0 is only a first guess: x' enters no residual row (only the output), so the solver
+        # treats x as algebraic and its consistent start solves x = in at t0
+        x, dx = ctx.state(self, "x", 0.0)
         ctx.equation(self, x - ctx.signal(self.in_), "x = in")
         ctx.output(self.out, dx)
 

@@ -94,7 +94,7 @@ def _bound(text):
 
 def cmd_fit(args) -> int:
     from bondsim_ros.bondgraph.codegen import compile_model
-    from bondsim_ros.bondgraph.commands import _load
+    from bondsim_ros.model_commands import _load
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.cli import CLIError
 

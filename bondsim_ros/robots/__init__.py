@@ -10,10 +10,13 @@ YAML model file with a ``mechanism:`` section (bondsim_ros.robots.yaml_binding).
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Callable
+
+# the plug-in types live in .plugin so that yaml_binding (imported by load_robot) need not import
+# this registry back
+from .plugin import Robot, RobotError
 
 GROUP = "bondsim_ros.robots"
 
@@ -27,30 +30,6 @@ BUILTIN = {
     "slider_crank_lagrange": "bondsim_ros.robots.multibody:SLIDER_CRANK_LAGRANGE",
     "pendulum_lagrange": "bondsim_ros.robots.multibody:PENDULUM_LAGRANGE",
 }
-
-
-class RobotError(ValueError):
-    """An unknown robot, or a plug-in / binding that does not fit (the message names what and where)."""
-
-
-@dataclass
-class Robot:
-    """A robot plug-in.
-
-    ``make_twin(command, rtol=, atol=, hmax=, limits=, log=, config=)`` returns a Twin
-    (bondsim_ros.twin.protocol); ``command`` is "builtin" (the model's own reference), "twist"
-    (/cmd_vel) or "trajectory" (joint_trajectory), one of ``commands`` or "builtin".
-    ``model`` is the name ``bondsim-ros simulate`` knows the built-in reference model by (or a
-    model file path)."""
-
-    name: str
-    description: str
-    mechanism: Path
-    make_twin: Callable
-    commands: tuple = ()
-    urdf: Path | None = None  # a packaged URDF (with meshes); None: generated from the mechanism
-    model: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def _resolve(value) -> Robot:

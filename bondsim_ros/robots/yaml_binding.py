@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from . import Robot, RobotError
+from .plugin import Robot, RobotError
 
 
 def _section(path: Path):

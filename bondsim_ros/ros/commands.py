@@ -1,6 +1,7 @@
 """``bondsim-ros up`` and ``bondsim-ros demo``: the ROS 2 graph without ``launch``."""
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -183,10 +184,13 @@ def cmd_demo(args) -> int:
     _positive(args.duration, "--duration", "a positive, finite number of simulated seconds")
     _positive(args.rtf, "--rtf", "a positive real-time factor")
     _check_foxglove(args.foxglove)
+    # the packaged parameter file with this --model; the demo has no --params/--reference/--rate,
+    # and its --rtf goes to run_demo
+    params = _node_params(argparse.Namespace(params=None, model=args.model, reference=None, rate=None, rtf=None))
     out = Path(args.out)
     try:
         summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
-                           quiet=args.quiet, foxglove_port=args.foxglove, model=_model_spec(args.model))
+                           quiet=args.quiet, foxglove_port=args.foxglove, params=params)
     except FileExistsError as exc:
         raise CLIError(str(exc)) from None
     if not args.quiet:

@@ -229,10 +229,10 @@ def private_domain() -> int:
 
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
              quiet: bool = False, domain_id: int | None = None, foxglove_port: int | None = None,
-             model: str = "robotino") -> list:
-    """Record, plot, render; returns summary lines."""
-    from .commands import _node_params
-
+             params: tuple | None = None) -> list:
+    """Record, plot, render; returns summary lines. ``params``: the (dynamics_node, probe_node,
+    state_publisher) parameters of the graph, as record() takes them (``bondsim-ros demo`` reads
+    config/dynamics.yaml and sets its --model); None: the nodes' defaults."""
     if not (duration > 0 and math.isfinite(duration)):
         raise ValueError(f"--duration must be a positive number of seconds, got {duration}")
     if not (rtf > 0 and math.isfinite(rtf)):
@@ -242,13 +242,6 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
         raise FileExistsError(f"--out {out_dir}: exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     bag_dir = new_bag_dir(out_dir)
-
-    class _Args:
-        params = reference = rate = None
-        rtf = None
-
-    _Args.model = model
-    params = _node_params(_Args())
     return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port)
 
 

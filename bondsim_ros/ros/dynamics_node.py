@@ -27,7 +27,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from bondsim_ros.models.waypoints import WaypointFollower
+from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import CommandError, JointTrajectory, Limits
 
 from ._env import declare_parameters, run_node

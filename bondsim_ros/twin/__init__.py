@@ -1,5 +1,6 @@
 """Live twins: the Twin protocol (protocol.py), the generic ModelTwin over any compiled model and
-its mechanism binding (model_twin.py), joint-trajectory interpolation (trajectory.py)."""
+its mechanism binding (model_twin.py), joint-trajectory interpolation (trajectory.py), the waypoint
+follower of a holonomic base (waypoints.py)."""
 from .protocol import (ERROR, OK, WARN, CommandError, Diagnostic, JointTrajectory, Limits, Twin, TwinState,
                        limit_twist)
 

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from bondsim_ros.twin.protocol import body_twist
+from .protocol import body_twist
 
 
 class WaypointFollower:

@@ -1,4 +1,7 @@
-"""``bondsim-ros simulate | draw | models``: the engine from the command line."""
+"""``bondsim-ros simulate | draw | models``: the engine from the command line.
+
+It lives above the engine, not in ``bondgraph/``: it resolves models by name (bondsim_ros.models),
+plots and raises CLIError, none of which the engine may know (README, "What is where")."""
 from __future__ import annotations
 
 from bondsim_ros.plotting import save_figure
