@@ -70,7 +70,7 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
         graph.spin_for(wall, on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
         stats = {"wall_s": time.monotonic() - tic, "frames": dn.frames, "overruns": dn.overruns,
                  "max_lag_ms": dn.max_lag * 1e3, "counts": dict(recorder.counts),
-                 "name": dn.twin.name, "mechanism": None if dn.twin.name == "robotino" else str(dn.twin.mechanism)}
+                 "name": dn.twin.name, "mechanism": str(dn.twin.mechanism)}
         recorder.close()
         return stats
     finally:
@@ -112,7 +112,7 @@ def bag_to_series(bag_dir: Path, rtf: float = 1.0) -> dict:
     out["joint_vel"] = np.array([m.velocity for _, m in js]) if js else np.zeros((0, 0))
     motors = msgs.get("/motor_states", [])
     out["motor_t"] = np.array([t_of(m.header) for _, m in motors])
-    out["currents"] = np.array([m.effort for _, m in motors]) if motors else np.zeros((0, 3))
+    out["currents"] = np.array([m.effort for _, m in motors]) if motors else np.zeros((0, 0))
     for kind in ("probe_error", "probe_error_untimed"):
         for topic, items in msgs.items():
             if topic.startswith(f"/{kind}/"):
@@ -138,7 +138,7 @@ def plot_series(s: dict, out_dir: Path) -> list:
             ax.plot(s["x_ref"], s["y_ref"], "k--", lw=1, label="rose reference")
         ax.plot(s["x"], s["y"], lw=1.6, label="twin (/odom)")
         ax.set_aspect("equal")
-        ax.set(xlabel="X [m]", ylabel="Y [m]", title="Robotino twin: path from the recorded /odom")
+        ax.set(xlabel="X [m]", ylabel="Y [m]", title="twin: path from the recorded /odom")
         ax.legend(loc="upper right")
         ax.grid(alpha=0.3)
         save(fig, "path.png")
