@@ -210,7 +210,8 @@ async def _fetch_every_mesh(port):
                 elif msg["op"] == "advertise" and channel is None:
                     channel = next((c["id"] for c in msg["channels"] if c["topic"] == "/robot_description"), None)
                     if channel is not None:
-                        await ws.send(json.dumps({"op": "subscribe", "subscriptions": [{"id": 1, "channelId": channel}]}))
+                        await ws.send(json.dumps({"op": "subscribe",
+                                                  "subscriptions": [{"id": 1, "channelId": channel}]}))
             elif frame[0] == 0x01:
                 urdf = json.loads(frame[13:])["data"]
         assert urdf, "no /robot_description"

@@ -391,7 +391,9 @@ def _probes_of(model: str) -> list:
     return ProbeKinematics.from_file(str(_mechanism_of(model))).probe_names
 
 
-@pytest.mark.parametrize("model,mobile", [("omni5dpo", True), ("arm3dof", False)])
+@pytest.mark.parametrize("model,mobile", [("omni5dpo", True), ("arm3dof", False),
+                                          (str(HERE / "data" / "live" / "slider_msd.yaml"), False)],
+                         ids=["omni5dpo", "arm3dof", "yaml-model"])
 def test_generic_rviz_launch_runs_the_model(prefix, tmp_path, model, mobile):
     """rviz.launch.py model:=NAME: robot_state_publisher gets that model's URDF, /joint_states names
     exactly its moving joints, probe_node reads its mechanism, and RViz is started with a view made
@@ -469,7 +471,8 @@ def test_generic_nav2_launch_runs_another_mobile_base(prefix, tmp_path):
     ("nav2.launch.py", ("model:=arm3dof",), "nav2.launch.py: model:=arm3dof has no planar base"),
     ("twin.launch.py", ("model:=arm3dof",), "twin.launch.py: model:=arm3dof has no planar base"),
     ("twin.launch.py", ("model:=omni5dpo",), "twin.launch.py: model:=omni5dpo needs bridge_config:=FILE"),
-    ("rviz.launch.py", ("model:=no_such_robot",), "rviz.launch.py: model:=no_such_robot: unknown robot 'no_such_robot': registered are"),
+    ("rviz.launch.py", ("model:=no_such_robot",),
+     "rviz.launch.py: model:=no_such_robot: unknown robot 'no_such_robot': registered are"),
 ])
 def test_generic_launch_refuses_a_model_that_does_not_fit(prefix, tmp_path, launch_file, args, expected):
     """A model the launch file cannot run: one error line naming the file, the model and what fits

@@ -60,6 +60,8 @@ def model_view(spec: str, launch_file: str = "") -> ModelView:
     from bondsim_ros.robots import RobotError, load_robot
 
     spec = str(spec).strip()
+    if spec.endswith((".yaml", ".yml")) and Path(spec).is_file():
+        spec = str(Path(spec).resolve())  # the nodes get a path that does not depend on their working folder
     try:
         robot = load_robot(spec)
         kin = ProbeKinematics.from_file(str(robot.mechanism))
@@ -80,8 +82,8 @@ def require_cmd_vel(view: ModelView, launch_file: str, why: str) -> None:
     """Refuse, before any node starts, a model that is not a mobile base taking /cmd_vel."""
     if view.mobile and view.takes_twist:
         return
-    what = ("has no planar base" if not view.mobile else
-            f"takes no /cmd_vel (its commands: {', '.join(view.robot.commands) or 'none, only its built-in reference'})")
+    commands = ", ".join(view.robot.commands) or "none, only its built-in reference"
+    what = "has no planar base" if not view.mobile else f"takes no /cmd_vel (its commands: {commands})"
     raise ModelLaunchError(f"{launch_file}: model:={view.spec} {what}; {why} needs a mobile base that takes "
                            f"/cmd_vel ({', '.join(cmd_vel_models()) or 'none registered'}). "
                            f"rviz.launch.py model:={view.spec} shows it without that.")
