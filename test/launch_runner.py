@@ -24,7 +24,7 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None) -> None
     from sensor_msgs.msg import JointState
 
     ctx = rclpy.Context()
-    rclpy.init(context=ctx)
+    rclpy.init(args=sys.argv[:1], context=ctx)  # the launch arguments (name:=value) are no remap rules
     node = rclpy.create_node("launch_test_watcher", context=ctx)
     joint_names = {}
     subscribed = set()
