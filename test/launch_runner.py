@@ -17,14 +17,14 @@ import threading
 import time
 
 
-def watch(seconds: float, joint_topic: str, out: dict, done) -> None:
+def watch(seconds: float, joint_topic: str, out: dict, done, ended=None) -> None:
     import rclpy
     from rcl_interfaces.srv import GetParameters, ListParameters
     from rclpy.parameter import parameter_value_to_python
     from sensor_msgs.msg import JointState
 
     ctx = rclpy.Context()
-    rclpy.init(context=ctx)
+    rclpy.init(args=sys.argv[:1], context=ctx)  # the launch arguments (name:=value) are no remap rules
     node = rclpy.create_node("launch_test_watcher", context=ctx)
     joint_names = {}
     subscribed = set()
@@ -35,7 +35,7 @@ def watch(seconds: float, joint_topic: str, out: dict, done) -> None:
     end = time.monotonic() + seconds
     try:
         settled = None
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (ended is not None and ended.is_set()):
             if settled is None and joint_topic in joint_names and any(
                     n == "dynamics_node" for n, _ in node.get_node_names_and_namespaces()):
                 settled = time.monotonic() + 1.0
@@ -53,7 +53,7 @@ def watch(seconds: float, joint_topic: str, out: dict, done) -> None:
         out["nodes"] = sorted(f"{ns.rstrip('/')}/{n}" for n, ns in node.get_node_names_and_namespaces())
         params = {}
         for fqn in out["nodes"]:
-            if "dynamics_node" not in fqn:
+            if fqn.rsplit("/", 1)[-1] not in ("dynamics_node", "probe_node", "twin_bridge"):  # ours
                 continue
             lister = node.create_client(ListParameters, f"{fqn}/list_parameters")
             getter = node.create_client(GetParameters, f"{fqn}/get_parameters")
@@ -94,10 +94,12 @@ def main() -> int:
         if coro is not None:
             loop.create_task(coro)
 
-    watcher = threading.Thread(target=watch, args=(seconds, joint_topic, out, lambda: loop.call_soon_threadsafe(stop)),
-                               daemon=True)
+    ended = threading.Event()  # the launch ended by itself (e.g. refused its arguments): stop watching
+    watcher = threading.Thread(target=watch, args=(seconds, joint_topic, out, lambda: loop.call_soon_threadsafe(stop),
+                                                   ended), daemon=True)
     watcher.start()
     out["return_code"] = loop.run_until_complete(ls.run_async())
+    ended.set()
     watcher.join(timeout=30)
     with open(out_path, "w") as f:
         json.dump(out, f)

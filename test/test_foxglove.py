@@ -189,3 +189,111 @@ def test_demo_record_serves_foxglove_while_recording(tmp_path):
     runner.join(timeout=60)
     assert result.get("frames", 0) > 0, "the recording did not finish"
     assert got["frames"].get("/joint_states", 0) > 20 and got["frames"].get("/probes/base_center", 0) > 20
+
+
+async def _fetch_every_mesh(port):
+    """A Foxglove client as its 3-D panel loads a URDF: the /robot_description message, then a
+    fetchAsset for every mesh URI in it; returns (URDF, {uri: (status, bytes or error)})."""
+    import re
+
+    async with websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1", "foxglove.websocket.v1"],
+                                  max_size=None) as ws:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 30.0
+        channel, urdf, capabilities = None, None, []
+        while urdf is None and loop.time() < end:
+            frame = await asyncio.wait_for(ws.recv(), timeout=30.0)
+            if isinstance(frame, str):
+                msg = json.loads(frame)
+                if msg["op"] == "serverInfo":
+                    capabilities = msg["capabilities"]
+                elif msg["op"] == "advertise" and channel is None:
+                    channel = next((c["id"] for c in msg["channels"] if c["topic"] == "/robot_description"), None)
+                    if channel is not None:
+                        await ws.send(json.dumps({"op": "subscribe",
+                                                  "subscriptions": [{"id": 1, "channelId": channel}]}))
+            elif frame[0] == 0x01:
+                urdf = json.loads(frame[13:])["data"]
+        assert urdf, "no /robot_description"
+        assert "assets" in capabilities, capabilities  # else Foxglove never asks the server
+        uris = sorted(set(re.findall(r'filename="([^"]+)"', urdf)))
+        for k, uri in enumerate(uris, start=100):
+            await ws.send(json.dumps({"op": "fetchAsset", "uri": uri, "requestId": k}))
+        answers = {}
+        while len(answers) < len(uris) and loop.time() < end + 30:
+            frame = await asyncio.wait_for(ws.recv(), timeout=30.0)
+            if isinstance(frame, bytes) and frame[0] == 0x04:
+                request, status, err_len = struct.unpack_from("<IBI", frame, 1)
+                answers[uris[request - 100]] = (status, bytes(frame[10 + err_len:]) if status == 0
+                                                else frame[10:10 + err_len].decode())
+    return urdf, answers
+
+
+def test_foxglove_serves_the_meshes_of_a_generated_urdf():
+    """omni5dpo's URDF is made by the mechanism layer, its meshes referenced by file:// URIs that a
+    Foxglove app in a browser or on another computer cannot open: the client gets package://
+    URIs instead and fetches each mesh from the server, byte for byte the generated STL."""
+    import re
+    from urllib.parse import unquote, urlparse
+
+    from bondsim_ros.mechanism.urdf import robot_description
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.ros.foxglove_live import FoxgloveLive
+
+    original = robot_description(load_robot("omni5dpo").mechanism)  # what state_publisher publishes
+    local = re.findall(r'filename="([^"]+)"', original)
+    assert local and all(u.startswith("file://") for u in local)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    graph = start_graph({"model": "omni5dpo", "reference": "builtin"}, {}, state_publisher={}, context=ctx)
+    live = FoxgloveLive(port=0, context=ctx, probes=graph.nodes["dynamics_node"].probe_names)
+    graph.nodes["foxglove_live"] = live
+    graph.executor.add_node(live)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            graph.executor.spin_once(timeout_sec=0.02)
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        urdf, answers = asyncio.run(_fetch_every_mesh(live.port))
+    finally:
+        stop.set()
+        spinner.join(timeout=5)
+        graph.shutdown()
+        rclpy.try_shutdown(context=ctx)
+    served = re.findall(r'filename="([^"]+)"', urdf)
+    assert len(served) == len(local) and all(u.startswith("package://") for u in served), served[:3]
+    for ref, uri in zip(local, served):  # same meshes, same order
+        status, data = answers[uri]
+        assert status == 0, f"{uri}: {data}"
+        expected = open(unquote(urlparse(ref).path), "rb").read()
+        assert data == expected, f"{uri}: {len(data)} bytes served, {len(expected)} in {ref}"
+        (n,) = struct.unpack_from("<I", data, 80)  # binary STL: header, count, 50 bytes a triangle
+        assert n > 0 and len(data) == 84 + 50 * n
+
+
+def test_foxglove_serves_only_what_the_urdf_references(tmp_path):
+    """A client cannot read other files through the generated-mesh URIs."""
+    from std_msgs.msg import String
+
+    from bondsim_ros.ros.foxglove_live import FoxgloveLive
+
+    mesh = tmp_path / "part.stl"
+    mesh.write_bytes(b"solid x\nendsolid x\n")
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    live = FoxgloveLive(port=0, context=ctx)
+    try:
+        live._on_description(String(data=f'<robot name="r"><link name="a"><visual><geometry>'
+                                         f'<mesh filename="{mesh.as_uri()}"/></geometry></visual></link></robot>'))
+        uri = live.description.split('filename="', 1)[1].split('"', 1)[0]
+        assert uri.startswith("package://bondsim_ros/files/") and live._asset(uri) == mesh.read_bytes()
+        assert live._asset("package://bondsim_ros/files/etc/passwd") is None
+        assert live._asset("package://bondsim_ros/files" + str(tmp_path / "other.stl")) is None
+        assert live._asset(uri.replace("part.stl", "../part.stl")) is None
+    finally:
+        live.destroy_node()
+        rclpy.try_shutdown(context=ctx)

@@ -235,12 +235,13 @@ def _assert_rviz_topics_published(seen, records, rviz_config):
         assert topic in published, f"{rviz_config.name} shows {topic}, which no node of the launch publishes"
 
 
-def _assert_dynamics_params_from_file(seen, fqn):
+def _assert_dynamics_params_from_file(seen, fqn, launched=()):
+    """``launched``: further keys the launch file sets itself (model:= of a generic launch file)."""
     file_params = yaml.safe_load((ROOT / "config" / "dynamics.yaml").read_text())
     section = next(v["ros__parameters"] for k, v in file_params.items() if k.split("/")[-1] == "dynamics_node")
     assert fqn in seen["parameters"], f"{fqn} not running (nodes: {seen['nodes']}):\n{seen['log'][-3000:]}"
     node = seen["parameters"][fqn]
-    overridden = {"reference", "cmd_vel_type", "frame_prefix", "real_time_factor"}  # set by the launch file itself
+    overridden = {"reference", "cmd_vel_type", "frame_prefix", "real_time_factor"} | set(launched)  # set by the launch
     for key, value in section.items():
         if key in overridden:
             continue
@@ -365,3 +366,122 @@ def test_nav2_launch(prefix, tmp_path):
     dyn = seen["parameters"]["/dynamics_node"]
     assert dyn["reference"] == "cmd_vel"
     _assert_no_node_died(seen, "robotino_nav2.launch.py")
+
+
+# -- the generic launch files with models other than the Robotino ------------------------------------
+def _urdf_joints_and_root(text: str) -> tuple[list, str]:
+    """The URDF's moving joints in document order, and its root link (the one no joint has as child)."""
+    root = ET.fromstring(text)
+    joints = [j.get("name") for j in root.iter("joint") if j.get("type") != "fixed"]
+    children = {j.find("child").get("link") for j in root.iter("joint")}
+    roots = [lk.get("name") for lk in root.iter("link") if lk.get("name") not in children]
+    assert len(roots) == 1, f"URDF roots: {roots}"
+    return joints, roots[0]
+
+
+def _mechanism_of(model: str) -> Path:
+    from bondsim_ros.robots import load_robot
+
+    return Path(load_robot(model).mechanism).resolve()
+
+
+def _probes_of(model: str) -> list:
+    from bondsim_ros.mechanism.probes import ProbeKinematics
+
+    return ProbeKinematics.from_file(str(_mechanism_of(model))).probe_names
+
+
+@pytest.mark.parametrize("model,mobile", [("omni5dpo", True), ("arm3dof", False),
+                                          (str(HERE / "data" / "live" / "slider_msd.yaml"), False)],
+                         ids=["omni5dpo", "arm3dof", "yaml-model"])
+def test_generic_rviz_launch_runs_the_model(prefix, tmp_path, model, mobile):
+    """rviz.launch.py model:=NAME: robot_state_publisher gets that model's URDF, /joint_states names
+    exactly its moving joints, probe_node reads its mechanism, and RViz is started with a view made
+    for it: fixed frame odom for a mobile base (dynamics_node's odom -> base_footprint), else the
+    URDF's root link; a display per probe, odometry only where /odom is published."""
+    seen, records = run_launch(prefix, tmp_path, "rviz.launch.py", "/joint_states", f"model:={model}")
+    rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
+    values, unset = _rcl(rsp, tmp_path, "robot_state_publisher")
+    assert not unset
+    _check_urdf(values["robot_description"], tmp_path)
+    joints, root = _urdf_joints_and_root(values["robot_description"])
+    assert seen["joint_names"].get("/joint_states") == joints, seen["log"][-3000:]
+    _assert_dynamics_params_from_file(seen, "/dynamics_node", launched={"model"})
+    assert seen["parameters"]["/dynamics_node"]["model"] == model
+    assert Path(seen["parameters"]["/probe_node"]["mechanism"]).resolve() == _mechanism_of(model)
+    rviz = _one(records, "rviz2", "rviz2")
+    config = Path(rviz["argv"][rviz["argv"].index("-d") + 1])
+    view = yaml.safe_load(config.read_text())["Visualization Manager"]
+    if mobile:
+        assert view["Global Options"]["Fixed Frame"] == seen["parameters"]["/dynamics_node"]["odom_frame"] == "odom"
+        assert root == "base_footprint" and "/odom" in seen["published_topics"]
+    else:
+        assert view["Global Options"]["Fixed Frame"] == root and "/odom" not in seen["published_topics"]
+    shown = _rviz_topics(config)
+    assert sorted(t for t in shown if t.startswith("/probes/")) == sorted(f"/probes/{n}" for n in _probes_of(model))
+    assert ("/odom" in shown) == mobile
+    _assert_rviz_topics_published(seen, records, config)
+    _assert_no_node_died(seen, f"rviz.launch.py model:={model}")
+
+
+def test_generic_twin_launch_runs_another_mobile_base(prefix, tmp_path):
+    """twin.launch.py model:=omni5dpo with the user's bridge file for their robot's driver."""
+    bridge = tmp_path / "omni_bridge.yaml"
+    bridge.write_text(yaml.safe_dump({"twin_bridge": {"ros__parameters": {
+        "robot_cmd_vel": "/omni/cmd_vel", "robot_odom": "/omni/odom", "robot_joint_states": "/omni/joint_states",
+        "robot_wheel_joints": ["m1", "m2", "m3"], "robot_wheel_sign": 1.0,
+        "twin_wheel_joints": ["wheel1_axle", "wheel2_axle", "wheel3_axle"]}}}))
+    seen, records = run_launch(prefix, tmp_path, "twin.launch.py", "/twin/joint_states", "model:=omni5dpo",
+                               f"bridge_config:={bridge}")
+    rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
+    assert "__ns:=/twin" in rsp["argv"]
+    values, unset = _rcl(rsp, tmp_path, "robot_state_publisher", "/twin")
+    assert not unset and values["frame_prefix"] == "twin/"
+    _check_urdf(values["robot_description"], tmp_path)
+    joints, _ = _urdf_joints_and_root(values["robot_description"])
+    assert seen["joint_names"].get("/twin/joint_states") == joints == ["wheel1_axle", "wheel2_axle", "wheel3_axle"]
+    _assert_dynamics_params_from_file(seen, "/twin/dynamics_node", launched={"model"})
+    dyn = seen["parameters"]["/twin/dynamics_node"]
+    assert (dyn["model"], dyn["reference"], dyn["frame_prefix"]) == ("omni5dpo", "cmd_vel", "twin/")
+    bridge_params = seen["parameters"]["/twin_bridge"]
+    assert bridge_params["robot_cmd_vel"] == "/omni/cmd_vel" and list(bridge_params["robot_wheel_joints"]) == [
+        "m1", "m2", "m3"]
+    assert "/twin/cmd_vel" in seen["published_topics"]  # the bridge forwards to the twin
+    _assert_no_node_died(seen, "twin.launch.py model:=omni5dpo")
+
+
+def test_generic_nav2_launch_runs_another_mobile_base(prefix, tmp_path):
+    seen, records = run_launch(prefix, tmp_path, "nav2.launch.py", "/joint_states", "model:=omni5dpo", "rviz:=false")
+    rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
+    values, _ = _rcl(rsp, tmp_path, "robot_state_publisher")
+    _check_urdf(values["robot_description"], tmp_path)
+    joints, root = _urdf_joints_and_root(values["robot_description"])
+    assert seen["joint_names"]["/joint_states"] == joints and root == "base_footprint"
+    dyn = seen["parameters"]["/dynamics_node"]
+    assert (dyn["model"], dyn["reference"], dyn["base_frame"]) == ("omni5dpo", "cmd_vel", "base_footprint")
+    for package, exe, node in NAV2_SERVERS:
+        vals, unset = _rcl(_one(records, package, exe), tmp_path, node)
+        assert vals and not unset, node
+    # the packaged Nav2 parameters carry the Robotino's footprint: the user is told
+    assert "footprint is the Robotino's" in seen["log"] and "params_file:=" in seen["log"]
+    _assert_no_node_died(seen, "nav2.launch.py model:=omni5dpo")
+
+
+@pytest.mark.parametrize("launch_file,args,expected", [
+    ("nav2.launch.py", ("model:=arm3dof",), "nav2.launch.py: model:=arm3dof has no planar base"),
+    ("twin.launch.py", ("model:=arm3dof",), "twin.launch.py: model:=arm3dof has no planar base"),
+    ("twin.launch.py", ("model:=omni5dpo",), "twin.launch.py: model:=omni5dpo needs bridge_config:=FILE"),
+    ("rviz.launch.py", ("model:=no_such_robot",),
+     "rviz.launch.py: model:=no_such_robot: unknown robot 'no_such_robot': registered are"),
+])
+def test_generic_launch_refuses_a_model_that_does_not_fit(prefix, tmp_path, launch_file, args, expected):
+    """A model the launch file cannot run: one error line naming the file, the model and what fits
+    instead, a failing exit status, no traceback, and no node started."""
+    seen, records = run_launch(prefix, tmp_path, launch_file, "/joint_states", *args)
+    assert seen["return_code"] != 0
+    assert expected in seen["log"], seen["log"][-3000:]
+    assert "Traceback" not in seen["log"], seen["log"][-3000:]
+    assert not records, f"started: {[r['executable'] for r in records]}"
+    assert not any(n.endswith(("dynamics_node", "probe_node", "twin_bridge")) for n in seen.get("nodes", []))
+    if "planar base" in expected:  # it names the models that fit
+        assert "omni5dpo" in seen["log"] and "robotino" in seen["log"]

@@ -13,14 +13,20 @@ Channels (Foxglove's own schemas, so its panels understand them without ROS):
     /robot_description   JSON {"data": URDF}          (schema name std_msgs/msg/String)
 
 The URDF is also the server parameter ``/robot_description``. Its mesh files are served as
-assets: relative mesh paths of the packaged URDF are rewritten to
-``package://bondsim_ros/urdf/...``, which Foxglove fetches from this server. Latched data
-(URDF, static transforms) is sent again every second: the WebSocket protocol has no latching.
+assets (Foxglove asks the server for ``package://`` URIs only, fetchAsset; a file:// URI it
+would read from the viewer's own disk, which a browser cannot and another computer does not
+have): relative mesh paths of the packaged URDF become ``package://bondsim_ros/urdf/...``; the
+file:// URIs (or absolute paths) of the URDFs the mechanism layer generates for every other
+model (~/.cache/bondsim_ros/urdf) become ``package://bondsim_ros/files/<absolute path>``;
+package:// URIs of installed ROS packages stay. The server answers exactly the meshes the URDF
+it serves references, plus files below the package's urdf/ folder. Latched data (URDF, static
+transforms) is sent again every second: the WebSocket protocol has no latching.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from geometry_msgs.msg import PointStamped
 from nav_msgs.msg import Odometry
@@ -31,7 +37,9 @@ from std_msgs.msg import String
 
 DEFAULT_PORT = 8765
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
-MESH = re.compile(r'filename="(?![a-z]+://)(?!/)([^"]+)"')
+MESH = re.compile(r'filename="([^"]+)"')
+PACKAGE_URDF = "package://bondsim_ros/urdf/"  # the package's urdf/ folder
+PACKAGE_FILES = "package://bondsim_ros/files"  # + the absolute path of a file the URDF references
 
 
 def _stamp(header_stamp):
@@ -62,6 +70,7 @@ class FoxgloveLive(Node):
 
         super().__init__(name, **kwargs)
         self.description = ""
+        self.assets = {}  # served URI -> local file: the meshes the served URDF references
         self.static = None
         self.sent = {}  # channel topic -> messages logged (for the log line and tests)
         self.fg = foxglove.Context()  # own context: several servers in one process stay apart
@@ -99,16 +108,43 @@ class FoxgloveLive(Node):
         self.create_timer(1.0, self._resend_latched)
         self.get_logger().info(f"Foxglove: ws://{host}:{self.port}")
 
-    # -- assets: mesh files of the packaged URDF ----------------------------------------------
+    # -- assets: the mesh files of the served URDF ---------------------------------------------
     def _asset(self, uri: str) -> bytes | None:
-        prefix = "package://bondsim_ros/urdf/"
-        if not uri.startswith(prefix):
+        """Called by the server's thread for a client's fetchAsset; None answers "not found"."""
+        path = self.assets.get(uri)
+        if path is None:
+            if not uri.startswith(PACKAGE_URDF):
+                return None
+            root = _urdf_root().resolve()
+            path = (root / unquote(uri[len(PACKAGE_URDF):])).resolve()
+            if root not in path.parents:  # nothing outside the URDF folder
+                return None
+        try:
+            return path.read_bytes() if path.is_file() else None
+        except OSError:
             return None
-        root = _urdf_root().resolve()
-        path = (root / uri[len(prefix):]).resolve()
-        if root not in path.parents or not path.is_file():  # nothing outside the URDF folder
-            return None
-        return path.read_bytes()
+
+    def _serve_mesh(self, ref: str, assets: dict) -> str:
+        """The URI Foxglove can fetch from this server for the mesh reference ``ref`` of the URDF
+        (recorded in ``assets``), or ``ref`` unchanged where neither can resolve it."""
+        parsed = urlparse(ref)
+        if parsed.scheme == "file" or (not parsed.scheme and ref.startswith("/")):
+            path = Path(unquote(parsed.path))
+            uri = PACKAGE_FILES + (parsed.path if parsed.scheme else ref)
+            assets[uri] = path
+            return uri
+        if parsed.scheme == "package":
+            if not ref.startswith(PACKAGE_URDF):  # another installed package's file: where ROS finds it
+                try:
+                    from ament_index_python.packages import get_package_share_directory
+
+                    assets[ref] = Path(get_package_share_directory(parsed.netloc)) / unquote(parsed.path).lstrip("/")
+                except Exception:  # noqa: BLE001 - not a ROS install or no such package: Foxglove says so
+                    pass
+            return ref
+        if not parsed.scheme:  # relative: the packaged URDF's meshes, below the urdf/ folder
+            return PACKAGE_URDF + ref
+        return ref  # http(s) and the like: Foxglove fetches those itself
 
     # -- ROS -> Foxglove ----------------------------------------------------------------------
     def _log(self, channel, msg, log_time=None):
@@ -153,8 +189,10 @@ class FoxgloveLive(Node):
         self._on_tf(msg, self.ch_tf_static)
 
     def _on_description(self, msg: String):
-        # relative mesh paths of the packaged URDF -> package:// URIs this server answers
-        self.description = MESH.sub(lambda m: f'filename="package://bondsim_ros/urdf/{m.group(1)}"', msg.data)
+        # mesh references -> package:// URIs this server answers
+        assets = {}
+        description = MESH.sub(lambda m: f'filename="{self._serve_mesh(m.group(1), assets)}"', msg.data)
+        self.assets, self.description = assets, description  # the asset thread sees one URDF's table
         self._log(self.ch_description, {"data": self.description})
         self.server.publish_parameter_values([__import__("foxglove").Parameter("/robot_description",
                                                                               value=self.description)])
