@@ -1,4 +1,8 @@
-"""Built-in models and model-file loading, by name or path.
+"""Built-in models and model-file loading, by name or path: the registry ``simulate`` uses.
+
+The worked examples live here (examples.py); the robot models in their plug-in folders
+(bondsim_ros/robots/<name>/model.py, listed in _EXTRA_MODULES), their figures in
+bondsim_ros/plotting/models.py.
 
 ``resolve_model("dc_motor")`` builds a built-in model; a path ending in .yaml/.yml is read as a
 declarative model file; a .py file must define ``build() -> Model``.

@@ -45,6 +45,7 @@ from bondsim_ros.bondgraph import Function, Input, Model, Recorder
 
 from bondsim_ros.models import ModelEntry
 from bondsim_ros.physics.bodies import PlanarBody, RevoluteJoint
+from bondsim_ros.physics.drives import ServoDrive, servo_gains
 
 # Table 1: a_{i-1} of joints 2, 3, 4 are the lengths of links 1, 2, 3.
 LENGTHS = (0.15, 0.10, 0.10)
@@ -204,6 +205,13 @@ def _link(i, pose) -> PlanarBody:
     return PlanarBody(f"link{i}", MASSES[i - 1], INERTIAS[i - 1], pose, points)
 
 
+def _record_links(model):
+    """Pose of each link's mass centre into the recorder columns x_i, y_i, th_i."""
+    for i in (1, 2, 3):
+        for k, port in (("x", "x"), ("y", "y"), ("th", "theta")):
+            model.connect(f"link{i}.{port}", f"rec.{k}{i}")
+
+
 def link_poses(q):
     """Mass-centre poses (x, y, th) of the three links at joint angles q."""
     poses, px, py, th = [], 0.0, 0.0, 0.0
@@ -231,9 +239,7 @@ def arm3dof(torques=None) -> Model:
         if i > 1:
             model.bond(f"link{i - 1}.distal", f"joint{i}.a")
         model.bond(f"link{i}.proximal", f"joint{i}.b")
-    for i in (1, 2, 3):
-        for k, port in (("x", "x"), ("y", "y"), ("th", "theta")):
-            model.connect(f"link{i}.{port}", f"rec.{k}{i}")
+    _record_links(model)
     return model
 
 
@@ -252,9 +258,8 @@ _J_LOAD = (0.0481 + 0.0139 + 0.0229 + 0.18 * 0.075**2 + 0.13 * 0.2**2 + 0.17 * 0
 
 
 def servo_params(model: Model, joints, loads, motor, wn, prefix_doc="") -> dict:
-    """Declare kp_J, ki_J, kd_J (``physics.drives.servo_gains``) for each joint; returns {joint: (kp, ki, kd)}."""
-    from bondsim_ros.physics.drives import servo_gains
-
+    """Declare kp_J, ki_J, kd_J (``physics.drives.servo_gains``) for each joint; returns
+    {joint: (kp, ki, kd)}."""
     motor_of = motor if callable(motor) else (lambda _j: motor)  # one motor for all, or per joint
     out = {}
     for j, load in zip(joints, loads):
@@ -268,10 +273,8 @@ def servo_params(model: Model, joints, loads, motor, wn, prefix_doc="") -> dict:
 
 
 def arm3dof_trajectory() -> Model:
-    """The arm with a DC-motor servo on each joint (``physics.drives.ServoDrive``) tracking the run-time
-    references q_ref_qi, qd_ref_qi; at rest in A, references default to A."""
-    from bondsim_ros.physics.drives import ServoDrive
-
+    """The arm with a DC-motor servo on each joint (``physics.drives.ServoDrive``) tracking the
+    run-time references q_ref_qi, qd_ref_qi; at rest in A, references default to A."""
     model = Model("arm3dof_trajectory", "seed 004: 3-DOF planar arm, joint servos on DC motors tracking references")
     qa, _ = joint_endpoints()
     gains = servo_params(model, JOINT_NAMES, _J_LOAD, SERVO_MOTOR, SERVO_WN)
@@ -305,9 +308,7 @@ def arm3dof_trajectory() -> Model:
         model.connect(f"drive{i}.tau", f"rec.tau_{j}")
         model.connect(f"drive{i}.current", f"rec.i_{j}")
         model.connect(f"drive{i}.voltage", f"rec.u_{j}")
-    for i in (1, 2, 3):
-        for k, port in (("x", "x"), ("y", "y"), ("th", "theta")):
-            model.connect(f"link{i}.{port}", f"rec.{k}{i}")
+    _record_links(model)
     return model
 
 

@@ -365,33 +365,27 @@ def add_slider_joint_columns(result):
 
 _PD = dict(t_end=3.0, dt_out=0.01)
 _SD = dict(t_end=2.0, dt_out=0.002)
+_VARIANTS = [
+    (pendulum_minimal, "seed 003 pendulum, minimal coordinate (reference)"),
+    (pendulum_zcp, "seed 003 pendulum, dependent inertias (ZCP)"),
+    (pendulum_lagrange, "seed 003 pendulum, Sf(0) multipliers, vector bonds"),
+    (pendulum_lagrange_scalar, "seed 003 pendulum, Sf(0) multipliers, scalar bonds"),
+    (pendulum_parasitic, "seed 003 pendulum, parasitic C/R pivot, vector bonds"),
+    (pendulum_parasitic_scalar, "seed 003 pendulum, parasitic C/R pivot, scalar bonds"),
+    (slider_crank_minimal, "seed 003 slider crank, minimal coordinate (reference)"),
+    (slider_crank_lagrange, "seed 003 slider crank, Sf(0) joints, vector bonds"),
+    (slider_crank_lagrange_scalar, "seed 003 slider crank, Sf(0) joints, scalar bonds"),
+    (slider_crank_parasitic, "seed 003 slider crank, parasitic C/R joints, vector bonds"),
+    (slider_crank_parasitic_scalar, "seed 003 slider crank, parasitic C/R joints, scalar bonds"),
+    (slider_crank_hyperstatic_parasitic,
+     "seed 003 hyperstatic slider crank in 3-D (3 revolute + prismatic), parasitic C/R"),
+    (slider_crank_hyperstatic_lagrange,
+     "seed 003 hyperstatic slider crank with Sf(0): fails on load, naming the redundant constraints"),
+    (slider_crank_isostatic3d_lagrange, "seed 003 isostatic slider crank in 3-D (Table 3 joints), Sf(0)"),
+]
 ENTRIES = [
-    ModelEntry("pendulum_minimal", pendulum_minimal, "seed 003 pendulum, minimal coordinate (reference)",
-               defaults=_PD, postprocess=add_pendulum_joint_columns),
-    ModelEntry("pendulum_zcp", pendulum_zcp, "seed 003 pendulum, dependent inertias (ZCP)", defaults=_PD, postprocess=add_pendulum_joint_columns),
-    ModelEntry("pendulum_lagrange", pendulum_lagrange, "seed 003 pendulum, Sf(0) multipliers, vector bonds",
-               defaults=_PD, postprocess=add_pendulum_joint_columns),
-    ModelEntry("pendulum_lagrange_scalar", pendulum_lagrange_scalar,
-               "seed 003 pendulum, Sf(0) multipliers, scalar bonds", defaults=_PD, postprocess=add_pendulum_joint_columns),
-    ModelEntry("pendulum_parasitic", pendulum_parasitic, "seed 003 pendulum, parasitic C/R pivot, vector bonds",
-               defaults=_PD, postprocess=add_pendulum_joint_columns),
-    ModelEntry("pendulum_parasitic_scalar", pendulum_parasitic_scalar,
-               "seed 003 pendulum, parasitic C/R pivot, scalar bonds", defaults=_PD, postprocess=add_pendulum_joint_columns),
-    ModelEntry("slider_crank_minimal", slider_crank_minimal, "seed 003 slider crank, minimal coordinate (reference)",
-               defaults=_SD, postprocess=add_slider_joint_columns),
-    ModelEntry("slider_crank_lagrange", slider_crank_lagrange, "seed 003 slider crank, Sf(0) joints, vector bonds",
-               defaults=_SD, postprocess=add_slider_joint_columns),
-    ModelEntry("slider_crank_lagrange_scalar", slider_crank_lagrange_scalar,
-               "seed 003 slider crank, Sf(0) joints, scalar bonds", defaults=_SD, postprocess=add_slider_joint_columns),
-    ModelEntry("slider_crank_parasitic", slider_crank_parasitic,
-               "seed 003 slider crank, parasitic C/R joints, vector bonds", defaults=_SD, postprocess=add_slider_joint_columns),
-    ModelEntry("slider_crank_parasitic_scalar", slider_crank_parasitic_scalar,
-               "seed 003 slider crank, parasitic C/R joints, scalar bonds", defaults=_SD, postprocess=add_slider_joint_columns),
-    ModelEntry("slider_crank_hyperstatic_parasitic", slider_crank_hyperstatic_parasitic,
-               "seed 003 hyperstatic slider crank in 3-D (3 revolute + prismatic), parasitic C/R", defaults=_SD, postprocess=add_slider_joint_columns),
-    ModelEntry("slider_crank_hyperstatic_lagrange", slider_crank_hyperstatic_lagrange,
-               "seed 003 hyperstatic slider crank with Sf(0): fails on load, naming the redundant constraints",
-               defaults=_SD, postprocess=add_slider_joint_columns),
-    ModelEntry("slider_crank_isostatic3d_lagrange", slider_crank_isostatic3d_lagrange,
-               "seed 003 isostatic slider crank in 3-D (Table 3 joints), Sf(0)", defaults=_SD, postprocess=add_slider_joint_columns),
+    ModelEntry(build.__name__, build, text, defaults=_PD, postprocess=add_pendulum_joint_columns)
+    if build.__name__.startswith("pendulum") else
+    ModelEntry(build.__name__, build, text, defaults=_SD, postprocess=add_slider_joint_columns)
+    for build, text in _VARIANTS
 ]

@@ -402,7 +402,8 @@ def _build_twist():
 
 
 ENTRIES = [
-    ModelEntry("robotino", _build_rose, "Festo Robotino on the paper's rose path (seed 000)", defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
+    ModelEntry("robotino", _build_rose, "Festo Robotino on the paper's rose path (seed 000)",
+               defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
     ModelEntry("robotino_twist", _build_twist, "Festo Robotino driven by a body twist (vx_cmd, vy_cmd, wz_cmd)",
                defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns,
                write_config=write_config),
