@@ -40,19 +40,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 def cases(with_dualarm=False):
     from bondsim_ros.models import examples as ex
+    from oracles.examples import dc_motor_analytic, mass_spring_damper_analytic, series_rlc_analytic
     from oracles.multibody import pendulum_reference
 
     from bondsim_ros.robots.multibody import model as mb
     from bondsim_ros.robots.robotino.model import robotino
 
     def msd_ref(t):
-        return {"spring.q": ex.mass_spring_damper_analytic(t)[0]}
+        return {"spring.q": mass_spring_damper_analytic(t)[0]}
 
     def rlc_ref(t):
-        return {"C.q": ex.series_rlc_analytic(t)[0]}
+        return {"C.q": series_rlc_analytic(t)[0]}
 
     def motor_ref(t):
-        i, w = ex.dc_motor_analytic(t)
+        i, w = dc_motor_analytic(t)
         return {"current": i, "omega_motor": w}
 
     def osc_ref(t):
