@@ -12,3 +12,8 @@ robot plug-ins (bondsim_ros/robots/<name>/model.py) build their bond graphs from
 It imports the engine (bondsim_ros.bondgraph) and nothing of the robots, the CLI or ROS.
 """
 G = 9.81  # gravity [m/s^2]; the seed papers do not state it
+
+
+def number(x) -> str:
+    """A number as it goes into an element law: repr of the float, so the law is exact."""
+    return repr(float(x))

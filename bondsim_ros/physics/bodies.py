@@ -16,11 +16,8 @@ import math
 
 from bondsim_ros.bondgraph import TF, C, Component, EffortJunction, FlowJunction, I, Integrator, R, Se, Sf
 
+from . import number as _f
 from .rotations import rotate_planar
-
-
-def _f(x) -> str:
-    return repr(float(x))
 
 
 # Names of a body's elements (without prefix): velocity junctions, inertias, pose integrators.

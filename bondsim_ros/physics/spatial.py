@@ -11,11 +11,8 @@ import numpy as np
 from bondsim_ros.bondgraph import GY, TF, Component, EffortJunction, FlowJunction, Function, I, Integrator, Se, Sf
 
 from . import G
+from . import number as _f
 from .rotations import rotation_law
-
-
-def _f(x) -> str:
-    return repr(float(x))
 
 
 AXES = "xyz"

@@ -57,6 +57,7 @@ from bondsim_ros.bondgraph import Function, Gain, Input, Integrator, Model, Reco
 from bondsim_ros.models import ModelEntry
 from bondsim_ros.paths import share_file
 from bondsim_ros.physics import G
+from bondsim_ros.physics import number as _f
 from bondsim_ros.physics.drives import ServoDrive, VoltageDrive, servo_gains, wheel_speed_gains
 from bondsim_ros.physics.rotations import rot, rotate_planar
 from bondsim_ros.physics.spatial import CHANNELS, Joint, Link, Rolling, Support
@@ -345,14 +346,7 @@ def _cheb_law(coef) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Bond-graph components
-# --------------------------------------------------------------------------------------
-def _f(x) -> str:
-    return repr(float(x))
-
-
-# --------------------------------------------------------------------------------------
-# The model
+# The model (components: bondsim_ros.physics.spatial and .drives)
 # --------------------------------------------------------------------------------------
 def initial_gravity(bodies) -> dict:
     """Gravity in each body frame at q = 0 (the chassis is level)."""

@@ -42,6 +42,7 @@ import numpy as np
 from bondsim_ros.bondgraph import TF, EffortJunction, Function, I, Integrator, Model, R, Recorder, Se
 from bondsim_ros.models import ModelEntry
 from bondsim_ros.physics import G  # gravity [m/s^2]; the paper does not state it
+from bondsim_ros.physics import number as _f
 from bondsim_ros.physics.bodies import PlanarBody, PlanarJoint, joint_channel, planar_body
 
 # Table 6 (pendulum). The text leaves bar length and mass blank; J = 0.083 kg m^2 is the
@@ -60,10 +61,9 @@ PENDULUM = dict(m=1.0, L=1.0, J=0.083, B=10.0, k=1e6, c=200.0, theta0=math.pi / 
 SLIDER = dict(r=0.2, l=0.6, m1=1.0, m2=1.0, m3=1.0, J3=0.01, k=1e7, c=200.0, gamma0=math.pi / 4)
 
 
-def _f(x) -> str:
-    return repr(float(x))
-
-
+# --------------------------------------------------------------------------------------
+# Mechanisms from the planar bodies and joints of bondsim_ros.physics.bodies
+# --------------------------------------------------------------------------------------
 def _mechanism(model, bodies, joints, vector, k, c):
     """Draw bodies and joints with vector bonds (components) or scalar bonds (flat).
 
