@@ -378,23 +378,12 @@ def _platform_pose(model, c):
     model.connect("PHI.out", "slip.phi")
 
 
-def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Model:
-    """The 18-DOF bond graph driven by the inverse-motor-model voltages.
-
-    joints: subset of the arm/waist joints to keep (the others' bodies are dropped with their
-    subtrees; for tests of the structure only - the voltages are those of the full robot).
-    Run-time parameters gain_<joint> (default 1) scale each motor's voltage (a wrong input,
-    to show that the tracking check can fail, without a rebuild).
-    """
-    bodies = build_chain()
-    keep = set(ARM_JOINTS if joints is None else joints) | set(WHEELS) | {"base"}
-    bodies = {n: b for n, b in bodies.items() if n in keep and (b.parent is None or b.parent in keep)}
+def _add_links(model, bodies):
+    """One Link per body: its joint points (prox: the joint to its parent, to_<child>: each
+    child's joint origin) with all six channels; the chassis also has the floor support and the
+    wheels' rolling points."""
     g0 = initial_gravity(bodies)
-    series = voltage_series(t_end, degree)
-    model = Model("dualarm", "seed 001: dual-arm mobile manipulator, Newton-Euler bond graph, open-loop voltages")
-    model.add(Function("cheb", f"acos(clip({_f(2.0 / t_end)}*t - 1.0, -1.0, 1.0))", inputs=()))
     six = list(CHANNELS)
-    cols = ["x", "y", "phi", "slip", "lam", "F_l", "F_r"]
     for n, b in bodies.items():
         ports = {}
         if b.parent is not None:
@@ -407,13 +396,49 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
             for w in WHEELS:
                 ports[f"roll_{w}"] = (bodies[w].pos0, ["vx", "wy"])
         model.add(Link(f"L_{n}", b.mass, b.inertia, b.com, ports, g0=None if b.parent is None else g0[n]))
+
+
+def _add_joint(model, n, b):
+    """Joint n between its parent's point and its body (a wheel's also shares its rate)."""
+    model.add(Joint(f"J_{n}", b.rot0, b.axis, spin=n in WHEELS))
+    model.bond(f"L_{b.parent}.to_{n}", f"J_{n}.a")
+    model.bond(f"L_{n}.prox", f"J_{n}.b")
+
+
+def _add_rolling(model, wheel):
+    model.add(Rolling(f"roll_{wheel}", WHEEL_RADIUS))
+    model.bond(f"L_base.roll_{wheel}", f"roll_{wheel}.hub")
+    model.bond(f"J_{wheel}.spin", f"roll_{wheel}.spin")
+
+
+def _add_floor(model, chassis_com):
+    """The floor and the nonholonomic constraint on the chassis, the platform pose integrators."""
+    model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
+    model.bond("L_base.support", "floor.p")
+    _platform_pose(model, chassis_com)
+
+
+def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Model:
+    """The 18-DOF bond graph driven by the inverse-motor-model voltages.
+
+    joints: subset of the arm/waist joints to keep (the others' bodies are dropped with their
+    subtrees; for tests of the structure only - the voltages are those of the full robot).
+    Run-time parameters gain_<joint> (default 1) scale each motor's voltage (a wrong input,
+    to show that the tracking check can fail, without a rebuild).
+    """
+    bodies = build_chain()
+    keep = set(ARM_JOINTS if joints is None else joints) | set(WHEELS) | {"base"}
+    bodies = {n: b for n, b in bodies.items() if n in keep and (b.parent is None or b.parent in keep)}
+    series = voltage_series(t_end, degree)
+    model = Model("dualarm", "seed 001: dual-arm mobile manipulator, Newton-Euler bond graph, open-loop voltages")
+    model.add(Function("cheb", f"acos(clip({_f(2.0 / t_end)}*t - 1.0, -1.0, 1.0))", inputs=()))
+    cols = ["x", "y", "phi", "slip", "lam", "F_l", "F_r"]
+    _add_links(model, bodies)
     for n, b in bodies.items():
         if b.parent is None:
             continue
         wheel = n in WHEELS
-        model.add(Joint(f"J_{n}", b.rot0, b.axis, spin=wheel))
-        model.bond(f"L_{b.parent}.to_{n}", f"J_{n}.a")
-        model.bond(f"L_{n}.prox", f"J_{n}.b")
+        _add_joint(model, n, b)
         # run-time gain on the voltage (1: the inverse motor model); a parameter, so a wrong
         # input can be tried without rebuilding the model
         model.parameter(f"gain_{n}", 1.0)
@@ -422,13 +447,9 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
         model.connect("cheb.out", f"M_{n}.th")
         model.bond(f"M_{n}.shaft", f"J_{n}.drive")
         if wheel:
-            model.add(Rolling(f"roll_{n}", WHEEL_RADIUS))
-            model.bond(f"L_base.roll_{n}", f"roll_{n}.hub")
-            model.bond(f"J_{n}.spin", f"roll_{n}.spin")
+            _add_rolling(model, n)
         cols += [n, f"tau_{n}", f"i_{n}", f"U_{n}"]
-    model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
-    model.bond("L_base.support", "floor.p")
-    _platform_pose(model, bodies["base"].com)
+    _add_floor(model, bodies["base"].com)
     model.add(Recorder("rec", cols))
     model.connect("X.out", "rec.x")
     model.connect("Y.out", "rec.y")
@@ -498,30 +519,15 @@ def dualarm_command() -> Model:
     model.parameter("wz_cmd", 0.0, "platform yaw rate command [rad/s]")
     model.parameter("kff", 1.0, "weight of every drive's back-emf feedforward K k_r times the rate reference "
                     "(1: full, 0: none)")
-    six = list(CHANNELS)
-    g0 = initial_gravity(bodies)
     cols = ["x", "y", "phi", "vx", "vy", "wz", "slip", "lam"]
-    for n, b in bodies.items():
-        ports = {}
-        if b.parent is not None:
-            ports["prox"] = (np.zeros(3), six)
-        for c in b.children:
-            ports[f"to_{c}"] = (bodies[c].pos0, six)
-        if b.parent is None:
-            ports["support"] = (np.zeros(3), ["wx", "wy", "vy", "vz"])
-            for w in WHEELS:
-                ports[f"roll_{w}"] = (bodies[w].pos0, ["vx", "wy"])
-        model.add(Link(f"L_{n}", b.mass, b.inertia, b.com, ports,
-                       g0=None if b.parent is None else g0[n]))
+    _add_links(model, bodies)
     half = WHEEL_TRACK / 2
     for n, b in bodies.items():
         if b.parent is None:
             continue
         wheel = n in WHEELS
         Ra, La, kt, Ia, Bm, kr = motor_of(n)
-        model.add(Joint(f"J_{n}", b.rot0, b.axis, spin=wheel))
-        model.bond(f"L_{b.parent}.to_{n}", f"J_{n}.a")
-        model.bond(f"L_{n}.prox", f"J_{n}.b")
+        _add_joint(model, n, b)
         load = start["load"][n]
         if wheel:
             kp, ki = wheel_speed_gains(Ra, kt, kr, load, Ia, WHEEL_WN)
@@ -548,14 +554,10 @@ def dualarm_command() -> Model:
         model.connect(ff, f"M_{n}.qd_ref")
         model.bond(f"M_{n}.shaft", f"J_{n}.drive")
         if wheel:
-            model.add(Rolling(f"roll_{n}", WHEEL_RADIUS))
-            model.bond(f"L_base.roll_{n}", f"roll_{n}.hub")
-            model.bond(f"J_{n}.spin", f"roll_{n}.spin")
+            _add_rolling(model, n)
         # a wheel's reference is its speed, a joint's its angle
         cols += [n, f"{n}_rate", f"{n}_rate_ref" if wheel else f"{n}_ref", f"tau_{n}", f"i_{n}", f"U_{n}"]
-    model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
-    model.bond("L_base.support", "floor.p")
-    _platform_pose(model, bodies["base"].com)
+    _add_floor(model, bodies["base"].com)
     # body-frame velocity of the axle midpoint (what cmd_vel commands)
     model.add(Function("body_vx", "xd*cos(phi) + yd*sin(phi)", inputs=["xd", "yd", "phi"]))
     model.connect("xdot.out", "body_vx.xd")
