@@ -592,8 +592,9 @@ COMMAND_MODELS = {
 # Derived columns, registry entry (the plots: bondsim_ros.plotting.models)
 # --------------------------------------------------------------------------------------
 def add_columns(result):
-    """References and errors: {joint}_ref, x_ref, y_ref, phi_ref, tau_{joint}_ref (Pinocchio
-    RNEA + wheel mapping at each output time), lam_ref, and the largest tracking errors."""
+    """References and errors: {joint}_ref, x_ref, y_ref, phi_ref, tau_{joint}_ref (the inverse
+    dynamics, ``joint_torques``, at each output time), lam_ref, F_l_ref, F_r_ref, and the
+    largest tracking errors."""
     t = result.t
     q, _, _ = joint_reference(t)
     p = platform_reference(t)
@@ -619,6 +620,6 @@ def add_columns(result):
 ENTRIES = [
     ModelEntry("dualarm", dualarm,
                "seed 001: dual-arm mobile manipulator (18 DOF), Newton-Euler bond graph driven open loop by "
-               "inverse-motor-model voltages from Pinocchio RNEA, section V references",
+               "inverse-motor-model voltages from its Newton-Euler inverse dynamics, section V references",
                defaults=dict(t_end=T_END, dt_out=0.01), postprocess=add_columns),
 ]
