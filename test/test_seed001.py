@@ -8,8 +8,10 @@ loaded from the engine's cache (~2 s), so this file runs in well under a minute 
 """
 import csv
 import math
+import os
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -138,6 +140,22 @@ def test_voltage_laws_reproduce_the_torques():
     for j in da.ACTUATED:
         err = np.abs(da.series_value(series[j]["tau"], t) - tau[j]).max()
         assert err <= 1e-9 * np.abs(tau[j]).max(), (j, err)
+
+
+def test_the_model_is_built_without_pinocchio():
+    """Pinocchio is a test dependency only (the oracle in test/oracles): building the dual-arm
+    model and its voltage laws, as ``bondsim-ros simulate dualarm`` does, must not import it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p]))
+    code = ("import sys; sys.modules['pinocchio'] = None  # any import of it fails\n"
+            "from bondsim_ros.models import registry\n"
+            "from bondsim_ros.robots.dualarm.model import ACTUATED\n"
+            "model = registry()['dualarm'].build()\n"
+            "print(all(f'gain_{j}' in model.parameters for j in ACTUATED))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
 
 
 # ---------------------------------------------------------------- bond-graph forward model
