@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from bondsim_ros.bondgraph import ModelError, compile_model, simulate
-from bondsim_ros.models import multibody as mb
+from bondsim_ros.robots.multibody import model as mb
 
 # (name, builder kwargs, method, bonds, structure, paper 20-sim time [Table 1] or "")
 ROWS = [

@@ -34,7 +34,7 @@ def cold_build_seconds() -> float:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, BONDSIM_CACHE_DIR=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"))
         code = ("import time; t=time.perf_counter();"
-                "from bondsim_ros.bondgraph import compile_model; from bondsim_ros.models.robotino import robotino;"
+                "from bondsim_ros.bondgraph import compile_model; from bondsim_ros.robots.robotino.model import robotino;"
                 "from bondsim_ros.solver import BDFSolver;"
                 "c=compile_model(robotino()); import numpy as np;"
                 "o=np.zeros(c.n); c.residual(0.0, c.y0, c.y0*0, c.params, o);"
@@ -92,7 +92,7 @@ def main(argv=None):
         sys.exit(f"robotino_bench: {exc}")
     from bondsim_ros.bondgraph import compile_model
     from bondsim_ros.bondgraph.simulation import Simulation
-    from bondsim_ros.models.robotino import robotino
+    from bondsim_ros.robots.robotino.model import robotino
 
     rtol, atol, hmax, t_end, dt = 1e-6, 1e-8, 0.02, 50.0, 0.02
     from solver_bench import cpu_model

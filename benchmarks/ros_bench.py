@@ -125,7 +125,7 @@ def listen(out: str, seconds: float, topics: list) -> None:
 
 def frame_cost(reference="rose", frames=600):
     """Wall time of one 30 ms frame: twin step + building the messages (no DDS)."""
-    from bondsim_ros.models.twin import RobotinoTwin
+    from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
     twin = RobotinoTwin(reference="rose" if reference == "rose" else "twist")
     dt = 1 / 33.0

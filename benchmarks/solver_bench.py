@@ -34,28 +34,33 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the closed-form references the tests use (test/oracles)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test"))
 
 
 def cases(with_dualarm=False):
     from bondsim_ros.models import examples as ex
-    from bondsim_ros.models import multibody as mb
-    from bondsim_ros.models.robotino import robotino
+    from oracles.examples import dc_motor_analytic, mass_spring_damper_analytic, series_rlc_analytic
+    from oracles.multibody import pendulum_reference
+
+    from bondsim_ros.robots.multibody import model as mb
+    from bondsim_ros.robots.robotino.model import robotino
 
     def msd_ref(t):
-        return {"spring.q": ex.mass_spring_damper_analytic(t)[0]}
+        return {"spring.q": mass_spring_damper_analytic(t)[0]}
 
     def rlc_ref(t):
-        return {"C.q": ex.series_rlc_analytic(t)[0]}
+        return {"C.q": series_rlc_analytic(t)[0]}
 
     def motor_ref(t):
-        i, w = ex.dc_motor_analytic(t)
+        i, w = dc_motor_analytic(t)
         return {"current": i, "omega_motor": w}
 
     def osc_ref(t):
         return {"spring.q": np.cos(t)}
 
     def pend_ref(t):
-        th, om = mb.pendulum_reference(t)
+        th, om = pendulum_reference(t)
         return {"theta": th, "omega": om}
 
     # (name, model builder, t_end, output step, hmax, closed form | columns | None, sksundae context);
@@ -71,7 +76,7 @@ def cases(with_dualarm=False):
         ("Robotino, paper case (50 s)", robotino, 50.0, 0.02, 0.02, None, True),
     ]
     if with_dualarm:
-        from bondsim_ros.models.dualarm import dualarm
+        from bondsim_ros.robots.dualarm.model import dualarm
         # positions only: the no-slip residual ("slip") is zero and the multiplier "lam" is an
         # index-2 unknown outside the error test; neither is a fair accuracy measure
         positions = ["x", "y", "phi", "wheel_l", "wheel_r", "w_q1", "w_q2"] + \

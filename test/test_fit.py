@@ -153,7 +153,7 @@ def test_omni5dpo_recovers_yaw_inertia_and_gains():
     """The paper's second identification (section IV-B): PI gains and I_zz from a pure-rotation
     excitation, here on synthetic data from the paper's values, starting from Table II's I_zz."""
     from bondsim_ros.bondgraph.codegen import compile_model
-    from bondsim_ros.models.omni5dpo import PAPER, omni5dpo
+    from bondsim_ros.robots.omni5dpo.model import PAPER, omni5dpo
 
     compiled = compile_model(omni5dpo(w_step=0.0))
     t = np.arange(0.0, 8.0001, 0.02)
@@ -206,8 +206,8 @@ def test_fit_calibrates_robotino_twin_from_a_log(tmp_path, capsys):
     95 % intervals the fit reports, and --config-out writes a parameter file the twin runs with."""
     import yaml
 
-    from bondsim_ros.models.robotino import load_params
-    from bondsim_ros.models.twin import RobotinoTwin
+    from bondsim_ros.robots.robotino.model import load_params
+    from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
     data, outs, sigma = _robotino_log(tmp_path)
     out, cfg = tmp_path / "fit.json", tmp_path / "robotino_calibrated.yaml"

@@ -144,7 +144,7 @@ def random_joints(mech, rng):
 # Robotino
 # ------------------------------------------------------------------------------------------
 def test_robotino_joints_match_dynamics_model():
-    from bondsim_ros.models.robotino import JOINT_NAMES
+    from bondsim_ros.robots.robotino.model import JOINT_NAMES
 
     mech = load_mechanism(ROBOT)
     assert [j.name for j in mech.joints] == list(JOINT_NAMES)
@@ -163,7 +163,7 @@ def test_robotino_joints_match_dynamics_model():
 
 
 def test_robotino_wheel_frames_follow_the_dynamics_conventions():
-    from bondsim_ros.models.robotino import ALPHA, contact_roller
+    from bondsim_ros.robots.robotino.model import ALPHA, contact_roller
 
     mech = load_mechanism(PROJECT)
     world = forward_kinematics(mech)

@@ -93,7 +93,7 @@ def follow_trajectory(sim, params, q0, goal, t0=0.1, duration=1.5, settle=1.0):
 # --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def omni():
-    from bondsim_ros.models.omni5dpo import COMMAND_MODELS
+    from bondsim_ros.robots.omni5dpo.model import COMMAND_MODELS
     from bondsim_ros.bondgraph import compile_model
 
     builder, params = COMMAND_MODELS["twist"]
@@ -118,7 +118,7 @@ def test_omni5dpo_twist_reaches_cmd_vel_within_2_percent(omni):
     assert max(np.abs(column(sim, rows, k)[before]).max() for k in ("x", "y", "phi")) < 1e-12
     # the wheel speed loops make it: without them (gains zero) the robot does not move,
     # and with the paper's identification gains it is still far from the command after 1 s
-    from bondsim_ros.models.omni5dpo import PAPER
+    from bondsim_ros.robots.omni5dpo.model import PAPER
 
     sim, rows = omni_step(compiled, params, command, extra={"kp": 0.0, "ki": 0.0})
     assert min(twist_error(sim, rows, command, 1.1).values()) > 0.5
@@ -132,7 +132,7 @@ def test_omni5dpo_twist_reaches_cmd_vel_within_2_percent(omni):
 @pytest.fixture(scope="module")
 def arm():
     from bondsim_ros.bondgraph import compile_model
-    from bondsim_ros.models.arm3dof import COMMAND_MODELS
+    from bondsim_ros.robots.arm3dof.model import COMMAND_MODELS
 
     builder, params = COMMAND_MODELS["trajectory"]
     return compile_model(builder()), params
@@ -144,7 +144,7 @@ def test_arm3dof_trajectory_params_name_the_urdf_joints(arm):
 
 
 def test_arm3dof_follows_a_joint_trajectory_to_1_mrad(arm):
-    from bondsim_ros.models.arm3dof import joint_endpoints
+    from bondsim_ros.robots.arm3dof.model import joint_endpoints
 
     compiled, params = arm
     q0 = joint_endpoints()[0]
@@ -172,7 +172,7 @@ def test_arm3dof_follows_a_joint_trajectory_to_1_mrad(arm):
 @pytest.fixture(scope="module")
 def dual():
     from bondsim_ros.bondgraph import compile_model
-    from bondsim_ros.models.dualarm import COMMAND_MODELS
+    from bondsim_ros.robots.dualarm.model import COMMAND_MODELS
 
     (b_twist, twist), (b_traj, traj) = COMMAND_MODELS["twist"], COMMAND_MODELS["trajectory"]
     assert b_twist is b_traj  # one build serves both command kinds
@@ -180,7 +180,7 @@ def dual():
 
 
 def test_dualarm_trajectory_params_name_the_urdf_joints(dual):
-    from bondsim_ros.models.dualarm import WHEELS
+    from bondsim_ros.robots.dualarm.model import WHEELS
 
     _, twist, traj = dual
     assert twist["vy"] is None and twist["vx"] and twist["wz"]
@@ -226,11 +226,13 @@ def test_dualarm_servo_loads_are_the_mass_matrix_diagonal():
     """The gains rest on start_loads (newton_euler, no Pinocchio at build time): its joint
     loads are the diagonal of Pinocchio's CRBA mass matrix at the start pose."""
     pin = pytest.importorskip("pinocchio")
-    from bondsim_ros.models.dualarm import ARM_JOINTS, _pin_vectors, pinocchio_model, start_loads
+    from oracles.dualarm_pinocchio import pin_vectors, pinocchio_model
+
+    from bondsim_ros.robots.dualarm.model import ARM_JOINTS, start_loads
 
     model, data, _ = pinocchio_model()
     zero = {n: 0.0 for n in ARM_JOINTS + ("wheel_l", "wheel_r")}
-    M = pin.crba(model, data, _pin_vectors(model, (0.0,) * 9, zero, zero, zero)[0])
+    M = pin.crba(model, data, pin_vectors(model, (0.0,) * 9, zero, zero, zero)[0])
     loads = start_loads()["load"]
     for n in ARM_JOINTS:
         v = model.idx_vs[model.getJointId(n)]

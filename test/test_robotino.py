@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from bondsim_ros.bondgraph import compile_model, simulate
-from bondsim_ros.models import robotino as rb
-from bondsim_ros.models.twin import wheel_speeds_for_twist
+from bondsim_ros.robots.robotino import model as rb
+from bondsim_ros.robots.robotino.twin import wheel_speeds_for_twist
 
 PARAMS = rb.load_params()
 

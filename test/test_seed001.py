@@ -8,8 +8,10 @@ loaded from the engine's cache (~2 s), so this file runs in well under a minute 
 """
 import csv
 import math
+import os
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -17,7 +19,8 @@ import pytest
 
 from bondsim_ros.bondgraph import simulate
 from bondsim_ros.mechanism import forward_kinematics, load_mechanism, to_urdf
-from bondsim_ros.models import dualarm as da
+from bondsim_ros.robots.dualarm import model as da
+from oracles.dualarm_pinocchio import pin_vectors, pinocchio_model, pinocchio_rnea, pinocchio_torques
 from bondsim_ros.models import registry
 
 RTOL, ATOL = 1e-8, 1e-10
@@ -78,7 +81,7 @@ def test_urdf_loads_everywhere(urdf_path):
     robot = yourdfpy.URDF.load(str(urdf_path))
     assert sorted(robot.actuated_joint_names) == sorted(da.ACTUATED)
     pin = pytest.importorskip("pinocchio")
-    model, _, _ = da.pinocchio_model()
+    model, _, _ = pinocchio_model()
     # planar root (3) + 18 joints; unlimited revolute joints are continuous: (cos, sin) each
     assert model.nv == 3 + 18 and model.nq == 4 + 2 * 18
     assert pin.computeTotalMass(model) == pytest.approx(80.0, abs=0.5)  # section II: ~80 kg
@@ -90,7 +93,7 @@ def test_newton_euler_equals_pinocchio_rnea():
     rng = np.random.default_rng(1)
     for _ in range(25):
         state = _random_state(rng)
-        want = da.pinocchio_rnea(*state)
+        want = pinocchio_rnea(*state)
         got = da.newton_euler(*state)
         scale = max(abs(v) for v in want.values())
         # the URDF stores 10 significant digits (rpy of 90 deg rotations, inertias): 3.5e-10
@@ -101,7 +104,7 @@ def test_wheel_mapping_solves_the_constrained_dynamics():
     """tau and (F_l, F_r, lambda) of wheel_mapping, put into M a = S tau + A^T mu - h and
     A a = -A' v, give back the reference accelerations and the same multipliers."""
     pin = pytest.importorskip("pinocchio")
-    model, data, _ = da.pinocchio_model()
+    model, data, _ = pinocchio_model()
     half, r = da.WHEEL_TRACK / 2, da.WHEEL_RADIUS
     iv = {n: model.idx_vs[model.getJointId(n)] for n in da.ACTUATED}
     ib = model.idx_vs[model.getJointId("root_joint")]
@@ -111,9 +114,9 @@ def test_wheel_mapping_solves_the_constrained_dynamics():
     A[2, ib + 1] = 1.0
     for t in (0.3, 1.1, 2.0):
         q, qd, qdd = (({n: float(v[n]) for n in v}) for v in da.joint_reference(t))
-        qv, v, a = da._pin_vectors(model, da.reference_base(t), q, qd, qdd)
+        qv, v, a = pin_vectors(model, da.reference_base(t), q, qd, qdd)
         assert np.abs(A @ v).max() < 1e-14  # the reference obeys rolling and no lateral slip
-        gen = da.pinocchio_rnea(da.reference_base(t), q, qd, qdd)
+        gen = pinocchio_rnea(da.reference_base(t), q, qd, qdd)
         mp = da.wheel_mapping(gen)
         tau = np.zeros(model.nv)
         for n in da.ARM_JOINTS:
@@ -139,6 +142,22 @@ def test_voltage_laws_reproduce_the_torques():
         assert err <= 1e-9 * np.abs(tau[j]).max(), (j, err)
 
 
+def test_the_model_is_built_without_pinocchio():
+    """Pinocchio is a test dependency only (the oracle in test/oracles): building the dual-arm
+    model and its voltage laws, as ``bondsim-ros simulate dualarm`` does, must not import it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p]))
+    code = ("import sys; sys.modules['pinocchio'] = None  # any import of it fails\n"
+            "from bondsim_ros.models import registry\n"
+            "from bondsim_ros.robots.dualarm.model import ACTUATED\n"
+            "model = registry()['dualarm'].build()\n"
+            "print(all(f'gain_{j}' in model.parameters for j in ACTUATED))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
+
+
 # ---------------------------------------------------------------- bond-graph forward model
 def test_forward_model_tracks_the_references(result):
     # measured 8.6e-8 rad and 2.8e-9 m at rtol 1e-8: open loop, so the error is the
@@ -152,19 +171,26 @@ def test_forward_model_tracks_the_references(result):
     assert result["phi"][-1] == pytest.approx(0.025 * da.T_END**2, abs=1e-6)
 
 
-def test_no_lateral_slip_and_the_constraint_force(result):
+@pytest.fixture(scope="module")
+def pinocchio_reference(result):
+    """Torques and constraint forces of Pinocchio's RNEA (test/oracles) at the output times."""
+    pytest.importorskip("pinocchio")
+    return pinocchio_torques(result.t)
+
+
+def test_no_lateral_slip_and_the_constraint_force(result, pinocchio_reference):
     # eq. (1) is a velocity-level Sf(0): it holds to the Newton tolerance (measured 3e-14)
     assert np.abs(result["slip"]).max() < 1e-10
     # t = 0 included: consistent() solves the hidden constraints, so the multipliers and
     # forces are right from the first sample (they were the solver's guess before)
     for k in ("lam", "F_l", "F_r"):
-        ref = result[f"{k}_ref"]
+        ref = pinocchio_reference[k]
         assert np.abs(result[k] - ref).max() < 1e-5 * np.abs(ref).max(), k
 
 
-def test_bond_graph_joint_torques_equal_pinocchio(result):
+def test_bond_graph_joint_torques_equal_pinocchio(result, pinocchio_reference):
     for j in da.ACTUATED:  # t = 0 included (consistent initial efforts)
-        ref = result[f"tau_{j}_ref"]
+        ref = pinocchio_reference[j]
         assert np.abs(result[f"tau_{j}"] - ref).max() < 1e-5 * np.abs(ref).max(), j
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bondsim_ros.bondgraph.simulation import simulate
-from bondsim_ros.models.omni5dpo import PAPER, omni5dpo
+from bondsim_ros.robots.omni5dpo.model import PAPER, omni5dpo
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from bondsim_ros.bondgraph import ModelError, simulate
-from bondsim_ros.models import multibody as mb
+from bondsim_ros.robots.multibody import model as mb
+from oracles.multibody import pendulum_reference, slider_crank_reference
 from bondsim_ros.models import registry
 
 TOL = dict(rtol=1e-8, atol=1e-10)
@@ -33,13 +34,13 @@ def run(name, **kw):
 @pytest.fixture(scope="module")
 def pend_ref():
     t = run("pendulum_minimal").t
-    return t, *mb.pendulum_reference(t)
+    return t, *pendulum_reference(t)
 
 
 @pytest.fixture(scope="module")
 def slider_ref():
     t = run("slider_crank_minimal").t
-    return t, *mb.slider_crank_reference(t)
+    return t, *slider_crank_reference(t)
 
 
 # ---------------------------------------------------------------------------------- pendulum

@@ -11,7 +11,7 @@ import sympy as sp
 
 from bondsim_ros.bondgraph import simulate
 from bondsim_ros.mechanism import forward_kinematics, load_mechanism, to_urdf
-from bondsim_ros.models import arm3dof as arm
+from bondsim_ros.robots.arm3dof import model as arm
 from bondsim_ros.models import registry
 
 XML = Path(__file__).resolve().parents[1] / "urdf" / "arm3dof" / "Arm3DOF.xml"

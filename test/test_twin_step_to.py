@@ -45,7 +45,7 @@ def test_solver_answers_an_output_time_it_has_already_stepped_past():
 
 @pytest.fixture(scope="module")
 def twin():
-    from bondsim_ros.models.twin import RobotinoTwin
+    from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
     return RobotinoTwin(reference="twist")
 

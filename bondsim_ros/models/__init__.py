@@ -1,4 +1,8 @@
-"""Built-in models and model-file loading, by name or path.
+"""Built-in models and model-file loading, by name or path: the registry ``simulate`` uses.
+
+The worked examples live here (examples.py); the robot models in their plug-in folders
+(bondsim_ros/robots/<name>/model.py, listed in _EXTRA_MODULES), their figures in
+bondsim_ros/plotting/models.py.
 
 ``resolve_model("dc_motor")`` builds a built-in model; a path ending in .yaml/.yml is read as a
 declarative model file; a .py file must define ``build() -> Model``.
@@ -17,7 +21,9 @@ class ModelEntry:
     name: str
     build: Callable
     description: str
-    plot: Callable | None = None  # plot(result, out_png) -> list of written files
+    # plot(result, out_png) -> list of written files; the registry fills it in from
+    # bondsim_ros.plotting.models (models do not plot)
+    plot: Callable | None = None
     defaults: dict = field(default_factory=dict)  # suggested simulate options (t_end, dt_out, hmax, rtol)
     postprocess: Callable | None = None  # postprocess(result) -> result with derived columns
     # write_config(estimates: dict, out_path, notes: dict): the model's parameter file with fitted
@@ -44,10 +50,10 @@ def _examples():
 # Optional model modules register more entries through a module-level ENTRIES list.
 _EXTRA_MODULES = [
     "bondsim_ros.robots.robotino.model",  # the Robotino plug-in's model
-    "bondsim_ros.models.multibody",  # seed 003: pendulum and slider-crank variants
-    "bondsim_ros.models.arm3dof",  # seed 004: 3-DOF planar arm
-    "bondsim_ros.models.omni5dpo",  # seed 002: 5DPO omnidirectional robot
-    "bondsim_ros.models.dualarm",  # seed 001: dual-arm mobile manipulator
+    "bondsim_ros.robots.multibody.model",  # seed 003: pendulum and slider-crank variants
+    "bondsim_ros.robots.arm3dof.model",  # seed 004: 3-DOF planar arm
+    "bondsim_ros.robots.omni5dpo.model",  # seed 002: 5DPO omnidirectional robot
+    "bondsim_ros.robots.dualarm.model",  # seed 001: dual-arm mobile manipulator
 ]
 
 
@@ -62,7 +68,23 @@ def registry() -> dict:
             raise
         for e in getattr(mod, "ENTRIES", []):
             entries[e.name] = e
+    for e in entries.values():
+        if e.plot is None:
+            e.plot = _plot_of(e.name)
     return entries
+
+
+def _plot_of(name: str):
+    """The figure of a built-in model (bondsim_ros.plotting.models), imported when drawn."""
+
+    def plot(result, out_png):
+        from bondsim_ros.plotting.models import model_plot
+
+        return model_plot(name)(result, out_png)
+
+    from bondsim_ros.plotting.models import PLOTS
+
+    return plot if name in PLOTS else None
 
 
 def resolve_model(spec: str):

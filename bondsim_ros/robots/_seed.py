@@ -1,5 +1,5 @@
-"""Bindings of the seed models (bondsim_ros/models/...) to their mechanism XML (urdf/...): every
-non-virtual joint of the XML, document order, to the model column of the same name (added per
+"""Bindings of the seed models (bondsim_ros/robots/<name>/model.py) to their mechanism XML
+(urdf/...): every non-virtual joint of the XML, document order, to the model column of the same name (added per
 row by the model's own postprocessor where the model records something else, e.g. absolute link
 angles), and the planar base pose of the mobile ones."""
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Seed 004's 3-DOF planar arm (model: bondsim_ros.models.arm3dof) bound to urdf/arm3dof/Arm3DOF.xml:
+"""Seed 004's 3-DOF planar arm (model.py) bound to urdf/arm3dof/Arm3DOF.xml:
 joints q1..q3 are relative angles, computed per row from the recorded link angles by the
 model's own postprocessor (add_columns), as ``bondsim-ros simulate arm3dof`` does."""
 from __future__ import annotations
 
 
 def robot():
-    from bondsim_ros.models import arm3dof as m
+    from . import model as m
 
     from .._seed import seed_robot
 

@@ -1,10 +1,10 @@
-"""Seed 001's dual-arm mobile manipulator (model: bondsim_ros.models.dualarm) bound to
+"""Seed 001's dual-arm mobile manipulator (model.py) bound to
 urdf/dualarm/DualArm_project.xml: 18 joints (two wheels, waist, two 7-DOF arms), planar base."""
 from __future__ import annotations
 
 
 def robot():
-    from bondsim_ros.models import dualarm as m
+    from . import model as m
 
     from .._seed import seed_robot
 

@@ -1,11 +1,11 @@
-"""Seed 003's pendulum and slider-crank variants (bondsim_ros.models.multibody) bound to
+"""Seed 003's pendulum and slider-crank variants (model.py) bound to
 urdf/multibody/Pendulum.xml and SliderCrank.xml; the joint columns come per row from the
 same postprocessors ``bondsim-ros simulate`` uses."""
 from __future__ import annotations
 
 
 def _variant(name, xml, derive_name):
-    from bondsim_ros.models import multibody as m
+    from . import model as m
 
     from .._seed import seed_robot
 

@@ -1,10 +1,10 @@
-"""Seed 002's 5DPO omnidirectional robot (model: bondsim_ros.models.omni5dpo) bound to
+"""Seed 002's 5DPO omnidirectional robot (model.py) bound to
 urdf/omni5dpo/Omni5DPO_project.xml: three wheel axles (speeds w1..w3), planar base."""
 from __future__ import annotations
 
 
 def robot():
-    from bondsim_ros.models import omni5dpo as m
+    from . import model as m
 
     from .._seed import seed_robot
 

@@ -1,5 +1,5 @@
-"""The Festo Robotino (seed 000) as a plug-in: model and parameters (model.py, config/robotino.yaml),
-its twin binding (twin.py: the roller joints are integrated there), plots (model.py)."""
+"""The Festo Robotino (seed 000) as a plug-in: model, parameters and reference (model.py,
+config/robotino.yaml), its twin binding (twin.py: the roller joints are integrated there)."""
 from __future__ import annotations
 
 from bondsim_ros.paths import share_file

@@ -5,6 +5,7 @@ Structure (paper figure in brackets)::
     Robotino
     ├── Chassis            [25]  translation (I_X, I_Y), rotation (I_phi), pose integrators
     │   ├── transform1..3  [19]  wheel frame <-> world, TFs modulated by phi_i = phi + alpha_i
+    │   │                        (chassis, transforms, eq. 24: the library bondsim_ros.physics.omni)
     │   └── drive1..3      [28]  PID -> Se(u) -> DCMotor: armature (R, L) -> GY(k_m) -> rotor (J, b) -> TF(-N)
     ├── wheel1..3          [21-24] axle inertia, RotLin TF(-1/R_w), contact roller with
     │                              rolling arm r_roll = r_max - R_w (1 - cos theta_ib)  [eqs. 10-13]
@@ -21,8 +22,6 @@ condition since the frame rotation R_i is orthogonal.
 """
 from __future__ import annotations
 
-from bondsim_ros.plotting import figure_path, save_figure
-
 import math
 import os
 from pathlib import Path
@@ -34,12 +33,10 @@ from bondsim_ros.bondgraph import (
     PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model,
     Recorder, Se, Sf, Sum,
 )
-
-from bondsim_ros.paths import share_file
-
 from bondsim_ros.models import ModelEntry
+from bondsim_ros.paths import share_file
+from bondsim_ros.physics.omni import ALPHA, omni_chassis, wheel_frame, wheel_speed_law
 
-ALPHA = (math.pi / 3, math.pi, -math.pi / 3)  # wheel directions in the chassis frame [eq. 4]
 N_ROLLERS = 6
 JOINT_NAMES = (["base_x", "base_y", "base_phi"]
                + [n for i in (1, 2, 3) for n in [f"wheel{i}_axle"] + [f"wheel{i}_roller{j}" for j in range(1, 7)]])
@@ -113,36 +110,6 @@ def _law(params, key, default=None):
 # --------------------------------------------------------------------------------------
 # Components
 # --------------------------------------------------------------------------------------
-class Transform(Component):
-    """Wheel frame (x_i, y_i) <-> world (X, Y, phi) [Fig. 19, eqs. 5-6, 23].
-
-    0-junctions sum the transformed velocities, 1-junctions the transformed forces:
-    v_ix = cos(a) X' + sin(a) Y',  v_iy = -sin(a) X' + cos(a) Y' + R phi'.
-    """
-
-    def __init__(self, name, radius):
-        super().__init__(name, ports={"local": "in", "X": "out", "Y": "out", "W": "out"}, controls={"angle": "in"})
-        self.radius = radius
-
-    def build(self):
-        lx, ly = self.add(FlowJunction("vx")), self.add(FlowJunction("vy"))
-        wx, wy, ww = (self.add(EffortJunction(n)) for n in ("FX", "FY", "M"))
-        self.bond(self.local, lx)  # the local port is a 2-vector: x first, then y
-        self.bond(self.local, ly)
-        tfs = {"cx": ("cos(a)", lx, wx), "sx": ("sin(a)", lx, wy), "sy": ("-sin(a)", ly, wx), "cy": ("cos(a)", ly, wy)}
-        for name, (law, src, dst) in tfs.items():
-            self.add(TF(name, law, inputs=["a"]))
-            self.bond(src, f"{name}.p1")
-            self.bond(f"{name}.p2", dst)
-            self.connect(self.angle, f"{name}.a")
-        self.add(TF("arm", self.radius))  # moment of the y force about the centre
-        self.bond(ly, "arm.p1")
-        self.bond("arm.p2", ww)
-        self.bond(wx, self.X)
-        self.bond(wy, self.Y)
-        self.bond(ww, self.W)
-
-
 class Drive(Component):
     """DC motor, planetary gear and belt, PID wheel-speed controller [Fig. 28, eq. 25]."""
 
@@ -240,30 +207,18 @@ class Chassis(Component):
 
     def build(self):
         p = self.prm
-        m = _law(p, "chassis.mass")  # whole robot: wheels translate with the chassis
-        jx, jy, jw = (self.add(EffortJunction(n, output=True)) for n in ("X", "Y", "W"))
-        self.add(I("mass_x", m), I("mass_y", m), I("inertia_z", _law(p, "chassis.inertia_z")))
-        self.bond(jx, "mass_x")
-        self.bond(jy, "mass_y")
-        self.bond(jw, "inertia_z")
-        self.add(Integrator("pos_x", self.start[0]), Integrator("pos_y", self.start[1]),
-                 Integrator("heading", self.start[2]))
-        self.connect(jx.out, "pos_x.in_", self.vx)
-        self.connect(jy.out, "pos_y.in_", self.vy)
-        self.connect(jw.out, "heading.in_", self.wz)
+        # the whole robot: wheels translate with the chassis
+        jx, jy, jw = omni_chassis(self, _law(p, "chassis.mass"), _law(p, "chassis.inertia_z"), self.start)
+        self.connect(jx.out, self.vx)
+        self.connect(jy.out, self.vy)
+        self.connect(jw.out, self.wz)
         self.connect("pos_x.out", self.x)
         self.connect("pos_y.out", self.y)
         self.connect("heading.out", self.phi)
         radius = _p(p, "chassis.radius_to_wheel")
         for i, alpha in zip((1, 2, 3), ALPHA):
-            tr = self.add(Transform(f"transform{i}", radius))
-            self.add(Function(f"phi{i}", f"phi + {alpha!r}", inputs=["phi"]))
-            self.connect("heading.out", f"phi{i}.phi")
-            self.connect(f"phi{i}.out", tr.angle)
+            tr = wheel_frame(self, i, alpha, radius, (jx, jy, jw))
             self.bond(self.ports[f"hub{i}"], tr.local)
-            self.bond(tr.X, jx)
-            self.bond(tr.Y, jy)
-            self.bond(tr.W, jw)
             drive = self.add(Drive(f"drive{i}", p))
             self.bond(drive.shaft, self.ports[f"axle{i}"])
             self.connect(self.ports[f"w{i}_ref"], drive.omega_ref)
@@ -285,13 +240,6 @@ def rose_functions(A=2.0, k=3.0, a=0.1, phi0=5 * math.pi / 6):
     omega = (vx * ay - vy * ax) / (vx**2 + vy**2)  # d/dt atan2(vy, vx)  [eq. 30]
     phi_start = math.atan2(float(vy.subs(t, 0)), float(vx.subs(t, 0)))
     return {"x": str(X), "y": str(Y), "vx": str(vx), "vy": str(vy), "w": str(omega)}, phi_start
-
-
-def wheel_speed_law(alpha, radius, rw, body_frame=False):
-    """Inverse kinematics [eq. 24]: omega_i = -(R wz - vX sin(phi_i) + vY cos(phi_i)) / R_w."""
-    if body_frame:  # (vx, vy) in the robot frame: phi drops out
-        return f"-({radius!r}*wz - vx*sin({alpha!r}) + vy*cos({alpha!r}))/{rw!r}"
-    return f"-({radius!r}*wz - vX*sin(phi + {alpha!r}) + vY*cos(phi + {alpha!r}))/{rw!r}"
 
 
 def robotino(params: dict | None = None, reference: str = "rose", start=None, config=None,
@@ -391,7 +339,7 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
 
 
 # --------------------------------------------------------------------------------------
-# Roller joints (post-processing) and plots
+# Roller joints (post-processing); the plots: bondsim_ros.plotting.models
 # --------------------------------------------------------------------------------------
 def contact_roller(theta):
     """Index 0..5 of the roller touching the ground at wheel angle theta (XML convention:
@@ -421,55 +369,6 @@ def add_roller_columns(result):
             names.append(f"wheel{i}_roller{j + 1}")
             extra.append(ang[:, j])
     return result.with_columns(names, extra)
-
-
-def plot_robotino(result, out_png) -> list:
-    """Fig. 29 (path vs rose), Fig. 34 (tracking errors), wheel speeds and motor currents."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
-    t = result.t
-    fig, ax = plt.subplots(figsize=(6, 6))
-    if "x_ref" in result:
-        ax.plot(result["x_ref"], result["y_ref"], "k--", lw=1, label="rose reference")
-    ax.plot(result["x"], result["y"], lw=1.6, label="Robotino centre C")
-    ax.set_aspect("equal")
-    ax.set_xlabel("X [m]")
-    ax.set_ylabel("Y [m]")
-    ax.set_title("Path of the Robotino (cf. seed 000 Fig. 29)")
-    ax.legend(loc="upper right")
-    ax.grid(alpha=0.3)
-    written.append(save_figure(fig, out_png))
-    if "x_ref" in result:
-        # as Fig. 34: after the start-up transient (the robot starts at rest, the path at 0.6 m/s)
-        late = t >= min(2.0, t[-1] / 2)
-        fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
-        for a, (k, unit) in zip(axes, (("x", "m"), ("y", "m"), ("phi", "rad"))):
-            err = result[k] - result[f"{k}_ref"]
-            a.plot(t[late], err[late], lw=1)
-            a.set_ylabel(f"{k} - {k}_ref [{unit}]")
-            a.grid(alpha=0.3)
-            a.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
-            a.text(0.99, 0.95, f"start-up peak {np.max(np.abs(err)):.1e} {unit} (not shown)", transform=a.transAxes,
-                   ha="right", va="top", fontsize=8, color="0.4")
-        axes[-1].set_xlabel("t [s]")
-        axes[0].set_title("Tracking errors after the start-up transient (cf. seed 000 Fig. 34)")
-        written.append(save_figure(fig, figure_path(out_png, "errors")))
-    for key, label, unit in (("w", "wheel speed", "rad/s"), ("i", "motor current", "A")):
-        fig, ax = plt.subplots(figsize=(8, 3.6))
-        for i in (1, 2, 3):
-            ax.plot(t, result[f"{key}{i}"], lw=1, label=f"{label} {i}")
-            if key == "w":
-                ax.plot(t, result[f"w{i}_ref"], "k:", lw=0.8)
-        ax.set_xlabel("t [s]")
-        ax.set_ylabel(f"{label} [{unit}]")
-        ax.legend(loc="upper right", fontsize=8)
-        ax.grid(alpha=0.3)
-        written.append(save_figure(fig, figure_path(out_png, "wheels" if key == "w" else "currents")))
-    return written
 
 
 def write_config(estimates: dict, out_path, notes: dict | None = None, source=None) -> Path:
@@ -503,9 +402,9 @@ def _build_twist():
 
 
 ENTRIES = [
-    ModelEntry("robotino", _build_rose, "Festo Robotino on the paper's rose path (seed 000)", plot=plot_robotino,
+    ModelEntry("robotino", _build_rose, "Festo Robotino on the paper's rose path (seed 000)",
                defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
     ModelEntry("robotino_twist", _build_twist, "Festo Robotino driven by a body twist (vx_cmd, vy_cmd, wz_cmd)",
-               plot=plot_robotino, defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns,
+               defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns,
                write_config=write_config),
 ]

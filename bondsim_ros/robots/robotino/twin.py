@@ -9,7 +9,6 @@ between frames with the trapezoidal rule on the contact roller's speed.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -183,7 +182,6 @@ class RobotinoTwin:
 
 def wheel_speeds_for_twist(vx, vy, wz, params) -> np.ndarray:
     """Kinematically expected wheel speeds for a body twist [eq. 24 in the robot frame]."""
-    from .model import ALPHA
+    from bondsim_ros.physics.omni import ALPHA, wheel_speeds
 
-    r, rw = float(params["chassis.radius_to_wheel"]), float(params["wheel.radius"])
-    return np.array([-(r * wz - vx * math.sin(a) + vy * math.cos(a)) / rw for a in ALPHA])
+    return wheel_speeds(vx, vy, wz, ALPHA, float(params["chassis.radius_to_wheel"]), float(params["wheel.radius"]))

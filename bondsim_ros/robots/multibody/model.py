@@ -35,19 +35,15 @@ theta2 of the vector A->B (sin theta2 = -r sin(gamma)/l).
 """
 from __future__ import annotations
 
-from bondsim_ros.plotting import save_figure
-
 import math
 
 import numpy as np
 
-from bondsim_ros.bondgraph import (
-    TF, C, Component, EffortJunction, FlowJunction, Function, I, Integrator, Model, R, Recorder, Se, Sf,
-)
-
-from . import ModelEntry
-
-G = 9.81  # gravity [m/s^2]; the paper does not state it
+from bondsim_ros.bondgraph import TF, EffortJunction, Function, I, Integrator, Model, R, Recorder, Se
+from bondsim_ros.models import ModelEntry
+from bondsim_ros.physics import G  # gravity [m/s^2]; the paper does not state it
+from bondsim_ros.physics import number as _f
+from bondsim_ros.physics.bodies import PlanarBody, PlanarJoint, joint_channel, planar_body
 
 # Table 6 (pendulum). The text leaves bar length and mass blank; J = 0.083 kg m^2 is the
 # inertia of a 1 kg, 1 m uniform bar about its centre (m L^2/12), so L = 1 m, m = 1 kg.
@@ -65,163 +61,9 @@ PENDULUM = dict(m=1.0, L=1.0, J=0.083, B=10.0, k=1e6, c=200.0, theta0=math.pi / 
 SLIDER = dict(r=0.2, l=0.6, m1=1.0, m2=1.0, m3=1.0, J3=0.01, k=1e7, c=200.0, gamma0=math.pi / 4)
 
 
-def _f(x) -> str:
-    return repr(float(x))
-
-
 # --------------------------------------------------------------------------------------
-# Generic planar pieces. A "channel" of a body point is one scalar velocity: ("x", a, b) or
-# ("y", a, b) for the point at body-frame offset (a, b) from the centre of mass, ("w",) for the
-# body rotation, and for the out-of-plane layer ("z", a, b), ("wx",), ("wy",).
+# Mechanisms from the planar bodies and joints of bondsim_ros.physics.bodies
 # --------------------------------------------------------------------------------------
-def _add_body(doc, pre, m, J, x0, y0, th0, points, gravity=True, out_of_plane=None, fixed_angle=False):
-    """Rigid planar body drawn into ``doc`` (a Model or a Component) with name prefix ``pre``.
-
-    Centre-of-mass velocities on 1-junctions (I elements m, m, J), pose by integrators. A point
-    velocity v_P = v_G + w x r (r = R(theta) (a, b)) is a 0-junction summing v_G and the
-    rotation through a TF modulated by theta: x: -r_y w, y: +r_x w. ``points`` maps a port
-    name to its channel list; returns {port: [junction, ...]} for the caller to bond, and the
-    names of the angle/velocity signals.
-    ``out_of_plane=(Jp,)`` adds vz, wx, wy (inertias m, Jp, Jp: in-plane isotropic, so
-    the world-frame tensor does not turn with theta) for the 3-D joint analysis.
-    """
-    jx = doc.add(EffortJunction(f"{pre}vx", output=True))
-    jy = doc.add(EffortJunction(f"{pre}vy", output=True))
-    jw = doc.add(EffortJunction(f"{pre}w", output=True))
-    doc.add(I(f"{pre}mx", m), I(f"{pre}my", m), I(f"{pre}J", J))
-    doc.bond(jx, f"{pre}mx")
-    doc.bond(jy, f"{pre}my")
-    doc.bond(jw, f"{pre}J")
-    if gravity:
-        doc.add(Se(f"{pre}weight", -m * G))
-        doc.bond(f"{pre}weight", jy)
-    doc.add(Integrator(f"{pre}X", x0), Integrator(f"{pre}Y", y0), Integrator(f"{pre}TH", th0))
-    doc.connect(jx.out, f"{pre}X.in_")
-    doc.connect(jy.out, f"{pre}Y.in_")
-    doc.connect(jw.out, f"{pre}TH.in_")
-    jz = jwx = jwy = None
-    if out_of_plane is not None:
-        jz = doc.add(EffortJunction(f"{pre}vz"))
-        jwx = doc.add(EffortJunction(f"{pre}wx"))
-        jwy = doc.add(EffortJunction(f"{pre}wy"))
-        doc.add(I(f"{pre}mz", m), I(f"{pre}Jx", out_of_plane[0]), I(f"{pre}Jy", out_of_plane[0]))
-        doc.bond(jz, f"{pre}mz")
-        doc.bond(jwx, f"{pre}Jx")
-        doc.bond(jwy, f"{pre}Jy")
-    ports = {}
-    for port, channels in points.items():
-        juncs = []
-        for ch in channels:
-            kind = ch[0]
-            if kind == "w":
-                juncs.append(jw)
-                continue
-            if kind in ("wx", "wy"):
-                juncs.append(jwx if kind == "wx" else jwy)
-                continue
-            a, b = ch[1], ch[2]
-            if fixed_angle:  # the body never turns: constant levers, no modulation needed
-                rx = _f(a * math.cos(th0) - b * math.sin(th0))
-                ry = _f(a * math.sin(th0) + b * math.cos(th0))
-            else:
-                rx = f"({_f(a)}*cos(th) - {_f(b)}*sin(th))"
-                ry = f"({_f(a)}*sin(th) + {_f(b)}*cos(th))"
-            pj = doc.add(FlowJunction(f"{pre}{port}_{kind}"))
-            if kind == "x":
-                doc.bond(jx, pj)
-                levers = [(f"{pre}{port}_tx", ry, jw)]  # v_Px = vx - r_y w
-            elif kind == "y":
-                doc.bond(jy, pj)
-                levers = [(f"{pre}{port}_ty", f"-{rx}", jw)]  # v_Py = vy + r_x w
-            else:  # z: v_Pz = vz + wx r_y - wy r_x
-                doc.bond(jz, pj)
-                levers = [(f"{pre}{port}_tzx", f"-{ry}", jwx), (f"{pre}{port}_tzy", rx, jwy)]
-            for name, law, jrot in levers:
-                if fixed_angle:
-                    doc.add(TF(name, float(law.replace("--", ""))))
-                else:
-                    doc.add(TF(name, law, inputs=["th"]))
-                    doc.connect(f"{pre}TH.out", f"{name}.th")
-                doc.bond(pj, f"{name}.p1")
-                doc.bond(f"{name}.p2", jrot)
-            juncs.append(pj)
-        ports[port] = juncs
-    return ports
-
-
-def _add_constraint(doc, pre, kind, k=None, c=None, damping=None):
-    """One scalar joint channel: the relative velocity on a 0-junction ``pre`` (the caller bonds
-    side a *into* it and side b through TF(-1), so its flows give v_a - v_b).
-
-    kind "lagrange": Sf(0), its effort is the multiplier; "parasitic": 1-junction with
-    C (1/k) and R (c); "free": R(damping) (a joint's own friction, Table 6's B), or nothing.
-    """
-    j = doc.add(FlowJunction(pre))
-    if kind == "lagrange":
-        doc.add(Sf(f"{pre}_sf", 0.0))
-        doc.bond(f"{pre}_sf", j)
-    elif kind == "parasitic":
-        kj = doc.add(EffortJunction(f"{pre}_rel"))
-        doc.add(C(f"{pre}_k", 1.0 / k), R(f"{pre}_c", c))
-        doc.bond(j, kj)
-        doc.bond(kj, f"{pre}_k")
-        doc.bond(kj, f"{pre}_c")
-    elif kind == "free":
-        if damping:
-            doc.add(R(f"{pre}_b", damping))
-            doc.bond(j, f"{pre}_b")
-        else:
-            raise ValueError("a free channel without damping is just an absent bond")
-    else:
-        raise ValueError(kind)
-    return j
-
-
-class Joint(Component):
-    """Vector-bond joint: ports ``a`` (and ``b``), one channel per scalar bond of the port.
-
-    ``kinds`` lists per channel "lagrange" / "parasitic" / "free" (see _add_constraint).
-    Body b enters through TF(-1), so each channel constrains v_a - v_b and applies +F to a
-    and -F to b (action and reaction).
-    """
-
-    def __init__(self, name, kinds, two_sided, k=None, c=None, damping=None):
-        ports = {"a": "in", "b": "in"} if two_sided else {"a": "in"}
-        super().__init__(name, ports=ports)
-        self.kinds, self.two_sided, self.k, self.c, self.damping = kinds, two_sided, k, c, damping
-
-    def build(self):
-        for i, kind in enumerate(self.kinds):
-            j = _add_constraint(self, f"ch{i}", kind, self.k, self.c, self.damping)
-            self.bond(self.a, j)
-            if self.two_sided:
-                self.add(TF(f"ch{i}_neg", -1.0))
-                self.bond(self.b, f"ch{i}_neg.p1")
-                self.bond(f"ch{i}_neg.p2", j)
-
-
-class Body(Component):
-    """Vector-bond rigid body: one output power port per joint point (dimension = channels)."""
-
-    def __init__(self, name, m, J, pose, points, **kw):
-        super().__init__(name, ports={p: "out" for p in points}, controls={"x": "out", "y": "out", "theta": "out",
-                                                                           "vx": "out", "vy": "out", "w": "out"})
-        self.args = (m, J, pose, points, kw)
-
-    def build(self):
-        m, J, (x0, y0, th0), points, kw = self.args
-        ports = _add_body(self, "", m, J, x0, y0, th0, points, **kw)
-        for port, juncs in ports.items():
-            for j in juncs:  # multi-bond: channels in the order of the points list
-                self.bond(j, self.ports[port])
-        self.connect("X.out", self.x)
-        self.connect("Y.out", self.y)
-        self.connect("TH.out", self.theta)
-        self.connect("vx.out", self.vx)
-        self.connect("vy.out", self.vy)
-        self.connect("w.out", self.w)
-
-
 def _mechanism(model, bodies, joints, vector, k, c):
     """Draw bodies and joints with vector bonds (components) or scalar bonds (flat).
 
@@ -232,24 +74,24 @@ def _mechanism(model, bodies, joints, vector, k, c):
     sig = {}
     if vector:
         for bname, (m, J, pose, points, kw) in bodies.items():
-            model.add(Body(bname, m, J, pose, points, **kw))
+            model.add(PlanarBody(bname, m, J, pose, points, gravity=G, **kw))
             sig[bname] = {s: f"{bname}.{s}" for s in ("x", "y", "theta", "vx", "vy", "w")}
         for jname, kinds, a, b, damping in joints:
-            model.add(Joint(jname, kinds, b is not None, k, c, damping))
+            model.add(PlanarJoint(jname, kinds, b is not None, k, c, damping))
             model.bond(f"{a[0]}.{a[1]}", f"{jname}.a")
             if b is not None:
                 model.bond(f"{b[0]}.{b[1]}", f"{jname}.b")
         return sig
     ports = {}
     for bname, (m, J, pose, points, kw) in bodies.items():
-        ports[bname] = _add_body(model, f"{bname}_", m, J, *pose, points, **kw)
+        ports[bname] = planar_body(model, f"{bname}_", m, J, pose, points, gravity=G, **kw)
         sig[bname] = {"x": f"{bname}_X.out", "y": f"{bname}_Y.out", "theta": f"{bname}_TH.out",
                       "vx": f"{bname}_vx.out", "vy": f"{bname}_vy.out", "w": f"{bname}_w.out"}
     for jname, kinds, a, b, damping in joints:
         ja = ports[a[0]][a[1]]
         jb = ports[b[0]][b[1]] if b is not None else None
         for i, kind in enumerate(kinds):
-            j = _add_constraint(model, f"{jname}_ch{i}", kind, k, c, damping)
+            j = joint_channel(model, f"{jname}_ch{i}", kind, k, c, damping)
             model.bond(ja[i], j)
             if jb is not None:
                 model.add(TF(f"{jname}_ch{i}_neg", -1.0))
@@ -346,21 +188,6 @@ def pendulum_parasitic_scalar(**over):
     return _pendulum_cartesian("parasitic", False, **over)
 
 
-def pendulum_reference(t, **over):
-    """Independent reference: SciPy's solve_ivp (DOP853, rtol 1e-12) on the closed-form ODE."""
-    from scipy.integrate import solve_ivp
-
-    p = {**PENDULUM, **over}
-    m, L = p["m"], p["L"]
-    Jo = p["J"] + m * L**2 / 4
-
-    def rhs(_t, s):
-        return [s[1], (-m * G * L / 2 * math.sin(s[0]) - p["B"] * s[1]) / Jo]
-
-    sol = solve_ivp(rhs, (0.0, float(t[-1])), [p["theta0"], 0.0], method="DOP853", t_eval=t, rtol=1e-12, atol=1e-12)
-    return sol.y[0], sol.y[1]
-
-
 # --------------------------------------------------------------------------------------
 # Slider crank [section 4.2]
 # --------------------------------------------------------------------------------------
@@ -420,24 +247,6 @@ def slider_crank_minimal(**over) -> Model:
     model.connect("xB.out", "rec.x_piston")
     model.connect("vB.out", "rec.v_piston")
     return model
-
-
-def slider_crank_reference(t, **over):
-    """Independent reference: solve_ivp on J(gamma) gamma'' = Q - 1/2 J'(gamma) gamma'^2 (numpy)."""
-    import sympy as sp
-    from scipy.integrate import solve_ivp
-
-    p = {**SLIDER, **over}
-    e = _slider_sympy(**over)
-    Jf, dJf, Qf, Txf = (sp.lambdify(e["sym"], e[k], "math") for k in ("J", "dJ", "Q", "Tx"))
-
-    def rhs(_t, s):
-        g, om = s
-        return [om, (Qf(g) - 0.5 * dJf(g) * om**2) / Jf(g)]
-
-    sol = solve_ivp(rhs, (0.0, float(t[-1])), [p["gamma0"], 0.0], method="DOP853", t_eval=t, rtol=1e-12, atol=1e-12)
-    v = np.array([Txf(g) for g in sol.y[0]]) * sol.y[1]
-    return sol.y[0], sol.y[1], v
 
 
 # joint channel kinds in 3-D (out-of-plane part; the planar part is always x, y / y, w):
@@ -526,34 +335,6 @@ def slider_crank_isostatic3d_lagrange(**over):
 
 
 # --------------------------------------------------------------------------------------
-# Plots
-# --------------------------------------------------------------------------------------
-def _plot(result, out_png, cols, title):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(cols), 1, figsize=(7, 2.2 * len(cols)), sharex=True)
-    for ax, (col, label) in zip(np.atleast_1d(axes), cols):
-        ax.plot(result.t, result[col])
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-    np.atleast_1d(axes)[0].set_title(title)
-    np.atleast_1d(axes)[-1].set_xlabel("t [s]")
-    return [save_figure(fig, out_png)]
-
-
-def plot_pendulum(result, out_png):
-    return _plot(result, out_png, [("theta", "theta [rad]"), ("omega", "omega [rad/s]")], "planar pendulum")
-
-
-def plot_slider(result, out_png):
-    return _plot(result, out_png, [("gamma", "crank angle [rad]"), ("x_piston", "piston x [m]"),
-                                   ("v_piston", "piston velocity [m/s]")], "slider crank")
-
-
-# --------------------------------------------------------------------------------------
 # Joint columns for ``bondsim-ros render`` (urdf/multibody/Pendulum.xml, SliderCrank.xml)
 # --------------------------------------------------------------------------------------
 PENDULUM_JOINTS = ("pivot_joint",)
@@ -584,33 +365,27 @@ def add_slider_joint_columns(result):
 
 _PD = dict(t_end=3.0, dt_out=0.01)
 _SD = dict(t_end=2.0, dt_out=0.002)
+_VARIANTS = [
+    (pendulum_minimal, "seed 003 pendulum, minimal coordinate (reference)"),
+    (pendulum_zcp, "seed 003 pendulum, dependent inertias (ZCP)"),
+    (pendulum_lagrange, "seed 003 pendulum, Sf(0) multipliers, vector bonds"),
+    (pendulum_lagrange_scalar, "seed 003 pendulum, Sf(0) multipliers, scalar bonds"),
+    (pendulum_parasitic, "seed 003 pendulum, parasitic C/R pivot, vector bonds"),
+    (pendulum_parasitic_scalar, "seed 003 pendulum, parasitic C/R pivot, scalar bonds"),
+    (slider_crank_minimal, "seed 003 slider crank, minimal coordinate (reference)"),
+    (slider_crank_lagrange, "seed 003 slider crank, Sf(0) joints, vector bonds"),
+    (slider_crank_lagrange_scalar, "seed 003 slider crank, Sf(0) joints, scalar bonds"),
+    (slider_crank_parasitic, "seed 003 slider crank, parasitic C/R joints, vector bonds"),
+    (slider_crank_parasitic_scalar, "seed 003 slider crank, parasitic C/R joints, scalar bonds"),
+    (slider_crank_hyperstatic_parasitic,
+     "seed 003 hyperstatic slider crank in 3-D (3 revolute + prismatic), parasitic C/R"),
+    (slider_crank_hyperstatic_lagrange,
+     "seed 003 hyperstatic slider crank with Sf(0): fails on load, naming the redundant constraints"),
+    (slider_crank_isostatic3d_lagrange, "seed 003 isostatic slider crank in 3-D (Table 3 joints), Sf(0)"),
+]
 ENTRIES = [
-    ModelEntry("pendulum_minimal", pendulum_minimal, "seed 003 pendulum, minimal coordinate (reference)",
-               plot_pendulum, _PD, add_pendulum_joint_columns),
-    ModelEntry("pendulum_zcp", pendulum_zcp, "seed 003 pendulum, dependent inertias (ZCP)", plot_pendulum, _PD, add_pendulum_joint_columns),
-    ModelEntry("pendulum_lagrange", pendulum_lagrange, "seed 003 pendulum, Sf(0) multipliers, vector bonds",
-               plot_pendulum, _PD, add_pendulum_joint_columns),
-    ModelEntry("pendulum_lagrange_scalar", pendulum_lagrange_scalar,
-               "seed 003 pendulum, Sf(0) multipliers, scalar bonds", plot_pendulum, _PD, add_pendulum_joint_columns),
-    ModelEntry("pendulum_parasitic", pendulum_parasitic, "seed 003 pendulum, parasitic C/R pivot, vector bonds",
-               plot_pendulum, _PD, add_pendulum_joint_columns),
-    ModelEntry("pendulum_parasitic_scalar", pendulum_parasitic_scalar,
-               "seed 003 pendulum, parasitic C/R pivot, scalar bonds", plot_pendulum, _PD, add_pendulum_joint_columns),
-    ModelEntry("slider_crank_minimal", slider_crank_minimal, "seed 003 slider crank, minimal coordinate (reference)",
-               plot_slider, _SD, add_slider_joint_columns),
-    ModelEntry("slider_crank_lagrange", slider_crank_lagrange, "seed 003 slider crank, Sf(0) joints, vector bonds",
-               plot_slider, _SD, add_slider_joint_columns),
-    ModelEntry("slider_crank_lagrange_scalar", slider_crank_lagrange_scalar,
-               "seed 003 slider crank, Sf(0) joints, scalar bonds", plot_slider, _SD, add_slider_joint_columns),
-    ModelEntry("slider_crank_parasitic", slider_crank_parasitic,
-               "seed 003 slider crank, parasitic C/R joints, vector bonds", plot_slider, _SD, add_slider_joint_columns),
-    ModelEntry("slider_crank_parasitic_scalar", slider_crank_parasitic_scalar,
-               "seed 003 slider crank, parasitic C/R joints, scalar bonds", plot_slider, _SD, add_slider_joint_columns),
-    ModelEntry("slider_crank_hyperstatic_parasitic", slider_crank_hyperstatic_parasitic,
-               "seed 003 hyperstatic slider crank in 3-D (3 revolute + prismatic), parasitic C/R", plot_slider, _SD, add_slider_joint_columns),
-    ModelEntry("slider_crank_hyperstatic_lagrange", slider_crank_hyperstatic_lagrange,
-               "seed 003 hyperstatic slider crank with Sf(0): fails on load, naming the redundant constraints",
-               plot_slider, _SD, add_slider_joint_columns),
-    ModelEntry("slider_crank_isostatic3d_lagrange", slider_crank_isostatic3d_lagrange,
-               "seed 003 isostatic slider crank in 3-D (Table 3 joints), Sf(0)", plot_slider, _SD, add_slider_joint_columns),
+    ModelEntry(build.__name__, build, text, defaults=_PD, postprocess=add_pendulum_joint_columns)
+    if build.__name__.startswith("pendulum") else
+    ModelEntry(build.__name__, build, text, defaults=_SD, postprocess=add_slider_joint_columns)
+    for build, text in _VARIANTS
 ]

@@ -6,24 +6,26 @@ The robot (paper section II, Table I; section V: 18 DOFs without neck, eyes and 
 mechanism XML ``urdf/dualarm/robots/DualArm.xml`` (+ ``Arm.xml`` attached twice): a
 differential-drive platform with two driven wheels and two passive casters, a 2-DOF waist and two
 7-DOF arms in modified Denavit-Hartenberg form. The bond graph is built *from that XML* (frames,
-joint axes, masses and inertias of the loaded mechanism), so the URDF that Pinocchio reads and
-the bond graph describe the same robot; the dynamics algorithms are independent.
+joint axes, masses and inertias of the loaded mechanism), so the URDF that Pinocchio reads (the
+tests' oracle, test/oracles/dualarm_pinocchio.py) and the bond graph describe the same robot;
+the dynamics algorithms are independent.
 
-Bond graph (paper section IV, Figs. 9-17):
+Bond graph (paper section IV, Figs. 9-17), from the component library bondsim_ros.physics:
 
-* ``Link`` - one rigid body in its own frame (eqs. 6-14): 1-junctions of the body-frame angular
+* ``spatial.Link`` - one rigid body in its own frame (eqs. 6-14): 1-junctions of the body-frame angular
   velocity and of the centre-of-mass velocity with I elements J_xx, J_yy, J_zz and m, m, m; the
   Eulerian junction structure as two rings of modulated gyrators (EJS-T: ratio J_k w_k between
   the w junctions; EJS-F: ratio m w_k between the v junctions), gravity m g_i as Se on the v
   junctions, g_i (gravity in the link frame) integrated from g' = g x w (the paper's
   integrator block for the orientation, section IV.D). Joint points P are 0-junctions
   v_P = v_c + w x r (eqs. 7-8) with constant TFs.
-* ``Joint`` - the MTF of eq. (6): parent-frame point velocities are rotated into the child
+* ``spatial.Joint`` - the MTF of eq. (6): parent-frame point velocities are rotated into the child
   frame by ^iR_{i-1} = (R0 Rot(axis, q))^T (one TF per non-zero entry, modulated by q), and the
   joint's relative rate enters the axis channel through a 0-junction (eq. 5, Fig. 11): its
   common effort is the joint torque of eq. (4).
-* ``JointDrive`` - Fig. 9, the engine's ``DCMotor`` under a voltage law: voltage source, R_a,
-  L_a, GY (k_t), rotor I_a and viscous B_m, gear TF k_r. The shaft is rigid (the paper's C = 1/K is left out, see docs/examples/001.md).
+* ``drives.VoltageDrive`` - Fig. 9, the engine's ``DCMotor`` under a voltage law: voltage source,
+  R_a, L_a, GY (k_t), rotor I_a and viscous B_m, gear TF k_r. The shaft is rigid (the paper's
+  C = 1/K is left out, see docs/examples/001.md).
 * Platform: the chassis is a ``Link`` whose out-of-plane channels (v_z, w_x, w_y) and the
   lateral velocity of the axle midpoint (the nonholonomic constraint, eq. 1) are Sf(0) (their
   efforts are the floor reaction and the lateral constraint force lambda); each wheel is a
@@ -31,9 +33,10 @@ Bond graph (paper section IV, Figs. 9-17):
   effort the longitudinal contact force). The paper's stiff C/R floor (section IV.D) is
   replaced by these ideal constraints.
 
-Inputs: the motor voltages U(t) of the inverse motor model, from the joint torques of
-Pinocchio's RNEA on the URDF of the same XML (planar root joint; the base generalized forces are
-mapped to the two wheel torques and lambda), along the reference trajectories of section V.
+Inputs: the motor voltages U(t) of the inverse motor model, from the joint torques of a
+recursive Newton-Euler inverse dynamics in body frames (``newton_euler``, paper eqs. 6-11;
+planar base, its generalized forces mapped to the two wheel torques and lambda), along the
+reference trajectories of section V. The tests hold ``newton_euler`` against Pinocchio's RNEA.
 Each U(t) is a Chebyshev series in t (fitted on Chebyshev nodes; the fit error is measured and
 reported), so the model is an ordinary bond graph with Se(U(t)) sources, run open loop as in
 the paper.
@@ -46,26 +49,23 @@ references (JointTrajectory); gains and choices in docs/examples.md.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from bondsim_ros.bondgraph import (
-    GY, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model, Recorder,
-    Se, Sf,
-)
-from bondsim_ros.plotting import figure_path, save_figure
+from bondsim_ros.bondgraph import Function, Gain, Input, Integrator, Model, Recorder
+from bondsim_ros.models import ModelEntry
+from bondsim_ros.paths import share_file
+from bondsim_ros.physics import G
+from bondsim_ros.physics import number as _f
+from bondsim_ros.physics.drives import ServoDrive, VoltageDrive, servo_gains, wheel_speed_gains
+from bondsim_ros.physics.rotations import rot, rotate_planar
+from bondsim_ros.physics.spatial import CHANNELS, Joint, Link, Rolling, Support
 
-from . import ModelEntry
-
-ROOT = Path(__file__).resolve().parents[2]
-XML_DIR = ROOT / "urdf" / "dualarm"
+XML_DIR = share_file("urdf", "dualarm")
 PROJECT_XML = XML_DIR / "DualArm_project.xml"
 ROBOT_XML = XML_DIR / "robots" / "DualArm.xml"
 
-G = 9.81
 T_END = 2.0  # our choice: the t^2 references of section V reach 3.6 rad on q_r7 at 2 s
 WHEEL_RADIUS = 0.08  # must match the XML (checked in build_chain)
 WHEEL_TRACK = 0.44
@@ -190,15 +190,6 @@ def build_chain(xml: str = str(ROBOT_XML)) -> dict:
     return bodies
 
 
-def _rot(axis: int, q):
-    c, s = math.cos(q), math.sin(q)
-    if axis == 0:
-        return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
-    if axis == 1:
-        return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
-    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-
-
 # --------------------------------------------------------------------------------------
 # Reference trajectories (section V)
 # --------------------------------------------------------------------------------------
@@ -227,62 +218,6 @@ def joint_reference(t):
     return q, qd, qdd
 
 
-# --------------------------------------------------------------------------------------
-# Inverse dynamics 1: Pinocchio RNEA on the URDF of the same XML
-# --------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=2)
-def pinocchio_model(xml: str = str(ROBOT_XML)):
-    """(model, data, urdf path): URDF from the XML, root joint JointModelPlanar (x, y, yaw)."""
-    import tempfile
-
-    import pinocchio as pin
-
-    from bondsim_ros.mechanism import to_urdf
-
-    out = Path(tempfile.mkdtemp(prefix="dualarm_urdf_")) / "DualArm.urdf"
-    to_urdf(xml, out)
-    model = pin.buildModelFromUrdf(str(out), pin.JointModelPlanar())
-    return model, model.createData(), out
-
-
-def _pin_vectors(model, base, q, qd, qdd):
-    """Pinocchio q, v, a from base = (x, y, phi, vx, vy, w, ax, ay, dw) (body-frame velocities
-    and their time derivatives) and joint dicts. Unlimited revolute joints are 'continuous' in
-    the URDF, so Pinocchio stores them as (cos, sin)."""
-    import pinocchio as pin
-
-    qv, v, a = pin.neutral(model), np.zeros(model.nv), np.zeros(model.nv)
-    x, y, phi, vx, vy, w, ax, ay, dw = base
-    jid = model.getJointId("root_joint")
-    iq, iv = model.idx_qs[jid], model.idx_vs[jid]
-    qv[iq:iq + 4] = (x, y, math.cos(phi), math.sin(phi))
-    v[iv:iv + 3] = (vx, vy, w)
-    a[iv:iv + 3] = (ax, ay, dw)
-    for n in ACTUATED:
-        j = model.getJointId(n)
-        iq, iv = model.idx_qs[j], model.idx_vs[j]
-        if model.nqs[j] == 2:
-            qv[iq:iq + 2] = (math.cos(q[n]), math.sin(q[n]))
-        else:
-            qv[iq] = q[n]
-        v[iv], a[iv] = qd[n], qdd[n]
-    return qv, v, a
-
-
-def pinocchio_rnea(base, q, qd, qdd, xml: str = str(ROBOT_XML)) -> dict:
-    """Generalized forces of RNEA by name: base 'Fx', 'Fy', 'Mz' (body frame) and each joint."""
-    import pinocchio as pin
-
-    model, data, _ = pinocchio_model(xml)
-    qv, v, a = _pin_vectors(model, base, q, qd, qdd)
-    tau = pin.rnea(model, data, qv, v, a)
-    iv = model.idx_vs[model.getJointId("root_joint")]
-    out = dict(Fx=tau[iv], Fy=tau[iv + 1], Mz=tau[iv + 2])
-    for n in ACTUATED:
-        out[n] = tau[model.idx_vs[model.getJointId(n)]]
-    return out
-
-
 def wheel_mapping(gen: dict) -> dict:
     """Base generalized forces and wheel RNEA terms -> wheel torques, contact forces, lambda.
 
@@ -306,20 +241,21 @@ def reference_base(t: float) -> tuple:
 
 def joint_torques(t) -> dict:
     """Actuator torques (18 joints) and platform contact forces along the reference, by name,
-    each an array over ``t``: Pinocchio RNEA + wheel mapping (the paper's open-loop 'exact
-    mathematical model', section V)."""
+    each an array over ``t``: body-frame Newton-Euler (``newton_euler``) + wheel mapping (the
+    paper's open-loop 'exact mathematical model', section V)."""
     t = np.atleast_1d(np.asarray(t, float))
     q, qd, qdd = joint_reference(t)
+    bodies = build_chain()
     rows = []
     for k, tk in enumerate(t):
         pick = lambda d: {n: float(d[n][k]) for n in d}  # noqa: E731
-        gen = pinocchio_rnea(reference_base(tk), pick(q), pick(qd), pick(qdd))
+        gen = newton_euler(reference_base(tk), pick(q), pick(qd), pick(qdd), bodies)
         rows.append({**gen, **wheel_mapping(gen)})
     return {n: np.array([r[n] for r in rows]) for n in rows[0]}
 
 
 # --------------------------------------------------------------------------------------
-# Inverse dynamics 2: recursive Newton-Euler in body frames (paper eqs. 6-11), numpy
+# Inverse dynamics: recursive Newton-Euler in body frames (paper eqs. 6-11), numpy
 # --------------------------------------------------------------------------------------
 def newton_euler(base, q, qd, qdd, bodies=None) -> dict:
     """Generalized forces in Pinocchio's convention (Fx, Fy, Mz of the planar base in its
@@ -337,7 +273,7 @@ def newton_euler(base, q, qd, qdd, bodies=None) -> dict:
             kin[n] = (np.eye(3), om, al, acc)
             continue
         _, omp, alp, accp = kin[b.parent]
-        Rm = b.rot0 @ _rot(b.axis, q[n])
+        Rm = b.rot0 @ rot(b.axis, q[n])
         e = np.zeros(3)
         e[b.axis] = 1.0
         om_rel = Rm.T @ omp
@@ -410,248 +346,7 @@ def _cheb_law(coef) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Bond-graph components
-# --------------------------------------------------------------------------------------
-def _f(x) -> str:
-    return repr(float(x))
-
-
-AXES = "xyz"
-CHANNELS = ("wx", "wy", "wz", "vx", "vy", "vz")
-
-
-class Link(Component):
-    """Rigid body i in its own frame (paper eqs. 6-14, Fig. 16).
-
-    ports: {port name: (point in the body frame, channels)}; a port's bonds are the point's
-    velocity channels in the order given (from "wx wy wz vx vy vz"), power out of the link.
-    g0: gravity in the body frame at t = 0 (None: constant (0, 0, -g), a body that only yaws).
-    Controls: w_x..w_z (body rates) and v_x..v_z (centre-of-mass velocity) as outputs.
-    """
-
-    def __init__(self, name, mass, inertia, com, ports, g0=None):
-        controls = {f"{k}_{a}": "out" for k in ("w", "v") for a in AXES}
-        super().__init__(name, ports={p: "out" for p in ports}, controls=controls)
-        self.mass, self.inertia, self.com, self.port_spec, self.g0 = mass, inertia, com, ports, g0
-
-    def build(self):
-        m, Jd = self.mass, self.inertia
-        jw = [self.add(EffortJunction(f"w{a}", output=True)) for a in AXES]
-        jv = [self.add(EffortJunction(f"v{a}", output=True)) for a in AXES]
-        for k, a in enumerate(AXES):
-            self.add(I(f"J{a}", float(Jd[k])), I(f"m{a}", float(m)))
-            self.bond(jw[k], f"J{a}")
-            self.bond(jv[k], f"m{a}")
-            self.connect(jw[k].out, self.port(f"w_{a}"))
-            self.connect(jv[k].out, self.port(f"v_{a}"))
-        # EJS-T (eq. 13): GY_k with ratio h_k = J_k w_k from w_{k+1} to w_{k+2}
-        # EJS-F (eq. 14): GY_k with ratio m w_k from v_{k+2} to v_{k+1}
-        for k, a in enumerate(AXES):
-            k1, k2 = (k + 1) % 3, (k + 2) % 3
-            self.add(GY(f"ejsT_{a}", f"{_f(Jd[k])}*w", inputs=["w"]), GY(f"ejsF_{a}", f"{_f(m)}*w", inputs=["w"]))
-            self.bond(jw[k1], f"ejsT_{a}.p1")
-            self.bond(f"ejsT_{a}.p2", jw[k2])
-            self.bond(jv[k2], f"ejsF_{a}.p1")
-            self.bond(f"ejsF_{a}.p2", jv[k1])
-            self.connect(jw[k].out, f"ejsT_{a}.w", f"ejsF_{a}.w")
-        # gravity m g_i (eq. 9): g_i' = g_i x w_i keeps g_i in the body frame
-        if self.g0 is None:
-            self.add(Se("weight", -m * G))
-            self.bond("weight", jv[2])
-        else:
-            for k, a in enumerate(AXES):
-                self.add(Integrator(f"g{a}", float(self.g0[k])))
-                self.add(Se(f"weight_{a}", f"{_f(m)}*g", inputs=["g"]))
-                self.bond(f"weight_{a}", jv[k])
-                self.connect(f"g{a}.out", f"weight_{a}.g")
-            for k, a in enumerate(AXES):
-                k1, k2 = (k + 1) % 3, (k + 2) % 3
-                self.add(Function(f"dg{a}", "g1*w2 - g2*w1", inputs=["g1", "w1", "g2", "w2"]))
-                self.connect(f"g{AXES[k1]}.out", f"dg{a}.g1")
-                self.connect(f"g{AXES[k2]}.out", f"dg{a}.g2")
-                self.connect(jw[k1].out, f"dg{a}.w1")
-                self.connect(jw[k2].out, f"dg{a}.w2")
-                self.connect(f"dg{a}.out", f"g{a}.in_")
-        # joint points: v_P = v_c + w x r, r = P - c (eqs. 7-8); a 1-junction shares v_P
-        needed = {}
-        for pt, chans in self.port_spec.values():
-            key = tuple(np.round(np.asarray(pt, float), 12))
-            needed.setdefault(key, set()).update(AXES.index(ch[1]) for ch in chans if ch[0] == "v")
-        users = {}
-        for pt, _ in self.port_spec.values():
-            key = tuple(np.round(np.asarray(pt, float), 12))
-            users[key] = users.get(key, 0) + 1
-        points = {key: self._point(f"p{k}", np.array(key) - self.com, axes, jw, jv, shared=users[key] > 1)
-                  for k, (key, axes) in enumerate(needed.items())}
-        for port, (pt, chans) in self.port_spec.items():
-            pj = points[tuple(np.round(np.asarray(pt, float), 12))]
-            for ch in chans:
-                src = jw[AXES.index(ch[1])] if ch[0] == "w" else pj[AXES.index(ch[1])]
-                self.bond(src, self.ports[port])
-
-    def _point(self, pre, r, axes, jw, jv, shared):
-        if not np.any(np.abs(r) > 1e-15):
-            return jv
-        # (w x r)_x = w_y r_z - w_z r_y, ... ; TF k on the 0-junction subtracts k w
-        lever = {0: ((1, r[2]), (2, -r[1])), 1: ((2, r[0]), (0, -r[2])), 2: ((0, r[1]), (1, -r[0]))}
-        out = {}
-        for k in sorted(axes):
-            a = AXES[k]
-            z = self.add(FlowJunction(f"{pre}_{a}0"))
-            self.bond(jv[k], z)
-            for j, coef in lever[k]:
-                if coef == 0.0:
-                    continue
-                tf = f"{pre}_{a}_tw{AXES[j]}"
-                self.add(TF(tf, -float(coef)))
-                self.bond(z, f"{tf}.p1")
-                self.bond(f"{tf}.p2", jw[j])
-            if shared:  # several ports use v_P: a 1-junction gives each the same flow
-                one = self.add(EffortJunction(f"{pre}_{a}"))
-                self.bond(z, one)
-                out[k] = one
-            else:
-                out[k] = z
-        return out
-
-
-def rotation_law(rot0: np.ndarray, axis: int):
-    """Entries of M(q) = (R0 Rot(axis, q))^T as law strings in q (None where zero)."""
-    import sympy as sp
-
-    q = sp.Symbol("q")
-    c, s = sp.cos(q), sp.sin(q)
-    Rq = {0: sp.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]]), 1: sp.Matrix([[c, 0, s], [0, 1, 0], [-s, 0, c]]),
-          2: sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])}[axis]
-    R0 = sp.Matrix(3, 3, [sp.Integer(int(v)) if float(v).is_integer() else sp.Float(float(v)) for v in rot0.ravel()])
-    M = (R0 * Rq).T
-    laws = [[None] * 3 for _ in range(3)]
-    for i in range(3):
-        for j in range(3):
-            e = sp.expand(M[i, j])
-            if e != 0:
-                laws[i][j] = e
-    return laws
-
-
-class Joint(Component):
-    """Revolute joint i between parent point a (parent frame) and child origin b (child frame).
-
-    Velocities: child = M(q) parent, M = (^{i-1}R_i)^T = (R0 Rot(axis, q))^T, both for w and v
-    (eq. 6; the point velocity already carries w x r, eq. 8); efforts go back as M^T.
-    The joint rate enters the axis channel of w through a 0-junction (eq. 5): its common
-    effort is the joint torque (eq. 4). Port ``drive`` takes the actuator (power in);
-    ``spin`` (optional) shares the joint rate (the wheels' rolling constraint).
-    Control ``q``: the joint angle (integrator of the rate).
-    """
-
-    def __init__(self, name, rot0, axis, spin=False):
-        ports = {"a": "in", "b": "in", "drive": "in"}
-        if spin:
-            ports["spin"] = "out"
-        super().__init__(name, ports=ports, controls={"q": "out", "qd": "out"})
-        self.rot0, self.axis, self.has_spin = np.asarray(rot0, float), int(axis), spin
-
-    def build(self):
-        laws = rotation_law(self.rot0, self.axis)
-        qd = self.add(EffortJunction("rate", output=True))
-        self.add(Integrator("angle", 0.0))
-        self.connect(qd.out, "angle.in_", self.qd)
-        self.connect("angle.out", self.q)
-        A = [self.add(EffortJunction(f"a_{c}")) for c in CHANNELS]
-        B = [self.add(FlowJunction(f"b_{c}")) for c in CHANNELS]
-        for k in range(6):
-            self.bond(self.a, A[k])
-            self.bond(self.b, B[k])
-        for blk in (0, 3):  # w block, v block
-            for i in range(3):
-                for j in range(3):
-                    law = laws[i][j]
-                    if law is None:
-                        continue
-                    name = f"M{CHANNELS[blk + i]}_{CHANNELS[blk + j]}"
-                    if law.free_symbols:
-                        self.add(TF(name, str(law), inputs=["q"]))
-                        self.connect("angle.out", f"{name}.q")
-                    else:
-                        self.add(TF(name, float(law)))
-                    self.bond(B[blk + i], f"{name}.p1")
-                    self.bond(f"{name}.p2", A[blk + j])
-        self.bond(B[self.axis], qd)  # child w_axis = (M w_parent)_axis + q'
-        self.bond(self.drive, qd)
-        if self.has_spin:
-            self.bond(qd, self.ports["spin"])
-
-
-class JointDrive(Component):
-    """Paper Fig. 9 driven by a voltage law: Se(U(t)) -> DCMotor (R_a, L_a, GY(k_t), I_a, B_m,
-    TF(k_r)) -> 0(tau) -> shaft.
-
-    The 0-junction after the gear has the joint torque as its common effort (output ``tau``);
-    i0: initial current (consistent with the initial load torque)."""
-
-    def __init__(self, name, params, voltage_law, i0):
-        super().__init__(name, ports={"shaft": "out"}, controls={"th": "in", "current": "out", "tau": "out",
-                                                                   "voltage": "out"})
-        self.params, self.voltage_law, self.i0 = params, voltage_law, i0
-
-    def build(self):
-        Ra, La, kt, Ia, Bm, kr = self.params
-        tau = self.add(FlowJunction("tau", output=True))
-        self.add(Se("U", "u", inputs=["u"]), DCMotor("motor", Ra=Ra, La=La, K=kt, J=Ia, b=Bm, ratio=kr, i0=self.i0))
-        self.add(Function("volt", self.voltage_law, inputs=["th"]))
-        self.connect(self.th, "volt.th")
-        self.connect("volt.out", "U.u", self.voltage)
-        self.bond("U", "motor.supply")
-        self.bond("motor.shaft", tau)  # w_m = k_r q', tau = k_r tau_m
-        self.bond(tau, self.shaft)
-        self.connect("motor.current", self.current)
-        self.connect(tau.out, self.tau)
-
-
-class Rolling(Component):
-    """Rolling without slip of a wheel (Fig. 10): v_x(hub) - r w_y(chassis) - r theta' = 0 as
-    Sf(0) on a 0-junction; its effort (output ``force``) is the longitudinal contact force."""
-
-    def __init__(self, name, radius):
-        super().__init__(name, ports={"hub": "in", "spin": "in"}, controls={"force": "out"})
-        self.radius = radius
-
-    def build(self):
-        s = self.add(FlowJunction("slip", output=True))
-        jwy, jsp = self.add(EffortJunction("chassis_wy")), self.add(EffortJunction("spin_rate"))
-        self.add(Sf("no_slip", 0.0), TF("r_wy", self.radius), TF("r_spin", self.radius))
-        self.bond(self.hub, s)  # channel 1: v_x of the wheel centre
-        self.bond(self.hub, jwy)  # channel 2: w_y of the chassis
-        self.bond(self.spin, jsp)
-        self.bond("no_slip", s)
-        self.bond(s, "r_wy.p1")
-        self.bond("r_wy.p2", jwy)
-        self.bond(s, "r_spin.p1")
-        self.bond("r_spin.p2", jsp)
-        self.connect(s.out, self.force)
-
-
-class Support(Component):
-    """The floor and the nonholonomic constraint at the axle midpoint: Sf(0) on the channels
-    given (w_x, w_y, v_y, v_z of the chassis origin). Output ``lam``: effort of the v_y one,
-    the lateral constraint force (eq. 1-2's multiplier)."""
-
-    def __init__(self, name, channels):
-        super().__init__(name, ports={"p": "in"}, controls={"lam": "out"})
-        self.channels = channels
-
-    def build(self):
-        for ch in self.channels:
-            j = self.add(FlowJunction(f"c_{ch}", output=True))
-            self.add(Sf(f"sf_{ch}", 0.0))
-            self.bond(self.p, j)
-            self.bond(f"sf_{ch}", j)
-        self.connect("c_vy.out", self.lam)
-
-
-# --------------------------------------------------------------------------------------
-# The model
+# The model (components: bondsim_ros.physics.spatial and .drives)
 # --------------------------------------------------------------------------------------
 def initial_gravity(bodies) -> dict:
     """Gravity in each body frame at q = 0 (the chassis is level)."""
@@ -669,8 +364,9 @@ def _platform_pose(model, c):
     model.add(Integrator("PHI", 0.0), Integrator("X", 0.0), Integrator("Y", 0.0))
     vox = f"(vx + {_f(-c[2])}*wy - {_f(-c[1])}*wz)"
     voy = f"(vy + {_f(-c[0])}*wz - {_f(-c[2])}*wx)"
-    model.add(Function("xdot", f"{vox}*cos(phi) - {voy}*sin(phi)", inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
-              Function("ydot", f"{vox}*sin(phi) + {voy}*cos(phi)", inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
+    xdot, ydot = rotate_planar("phi", vox, voy)
+    model.add(Function("xdot", xdot, inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
+              Function("ydot", ydot, inputs=["vx", "vy", "wx", "wy", "wz", "phi"]),
               Function("slip", "yd*cos(phi) - xd*sin(phi)", inputs=["xd", "yd", "phi"]))
     for fn in ("xdot", "ydot"):
         for k in ("vx", "vy", "wx", "wy", "wz"):
@@ -680,6 +376,46 @@ def _platform_pose(model, c):
     model.connect("xdot.out", "X.in_", "slip.xd")
     model.connect("ydot.out", "Y.in_", "slip.yd")
     model.connect("PHI.out", "slip.phi")
+
+
+def _add_links(model, bodies):
+    """One Link per body: its joint points (prox: the joint to its parent, to_<child>: each
+    child's joint origin) with all six channels; the chassis also has the floor support and the
+    wheels' rolling points."""
+    g0 = initial_gravity(bodies)
+    six = list(CHANNELS)
+    for n, b in bodies.items():
+        ports = {}
+        if b.parent is not None:
+            ports["prox"] = (np.zeros(3), six)
+        for c in b.children:
+            if c in bodies:
+                ports[f"to_{c}"] = (bodies[c].pos0, six)
+        if b.parent is None:
+            ports["support"] = (np.zeros(3), ["wx", "wy", "vy", "vz"])
+            for w in WHEELS:
+                ports[f"roll_{w}"] = (bodies[w].pos0, ["vx", "wy"])
+        model.add(Link(f"L_{n}", b.mass, b.inertia, b.com, ports, g0=None if b.parent is None else g0[n]))
+
+
+def _add_joint(model, n, b):
+    """Joint n between its parent's point and its body (a wheel's also shares its rate)."""
+    model.add(Joint(f"J_{n}", b.rot0, b.axis, spin=n in WHEELS))
+    model.bond(f"L_{b.parent}.to_{n}", f"J_{n}.a")
+    model.bond(f"L_{n}.prox", f"J_{n}.b")
+
+
+def _add_rolling(model, wheel):
+    model.add(Rolling(f"roll_{wheel}", WHEEL_RADIUS))
+    model.bond(f"L_base.roll_{wheel}", f"roll_{wheel}.hub")
+    model.bond(f"J_{wheel}.spin", f"roll_{wheel}.spin")
+
+
+def _add_floor(model, chassis_com):
+    """The floor and the nonholonomic constraint on the chassis, the platform pose integrators."""
+    model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
+    model.bond("L_base.support", "floor.p")
+    _platform_pose(model, chassis_com)
 
 
 def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Model:
@@ -693,46 +429,27 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
     bodies = build_chain()
     keep = set(ARM_JOINTS if joints is None else joints) | set(WHEELS) | {"base"}
     bodies = {n: b for n, b in bodies.items() if n in keep and (b.parent is None or b.parent in keep)}
-    g0 = initial_gravity(bodies)
     series = voltage_series(t_end, degree)
     model = Model("dualarm", "seed 001: dual-arm mobile manipulator, Newton-Euler bond graph, open-loop voltages")
     model.add(Function("cheb", f"acos(clip({_f(2.0 / t_end)}*t - 1.0, -1.0, 1.0))", inputs=()))
-    six = list(CHANNELS)
     cols = ["x", "y", "phi", "slip", "lam", "F_l", "F_r"]
-    for n, b in bodies.items():
-        ports = {}
-        if b.parent is not None:
-            ports["prox"] = (np.zeros(3), six)
-        for c in b.children:
-            if c in bodies:
-                ports[f"to_{c}"] = (bodies[c].pos0, six)
-        if b.parent is None:
-            ports["support"] = (np.zeros(3), ["wx", "wy", "vy", "vz"])
-            for w in WHEELS:
-                ports[f"roll_{w}"] = (bodies[w].pos0, ["vx", "wy"])
-        model.add(Link(f"L_{n}", b.mass, b.inertia, b.com, ports, g0=None if b.parent is None else g0[n]))
+    _add_links(model, bodies)
     for n, b in bodies.items():
         if b.parent is None:
             continue
         wheel = n in WHEELS
-        model.add(Joint(f"J_{n}", b.rot0, b.axis, spin=wheel))
-        model.bond(f"L_{b.parent}.to_{n}", f"J_{n}.a")
-        model.bond(f"L_{n}.prox", f"J_{n}.b")
+        _add_joint(model, n, b)
         # run-time gain on the voltage (1: the inverse motor model); a parameter, so a wrong
         # input can be tried without rebuilding the model
         model.parameter(f"gain_{n}", 1.0)
         i0 = float(series_value(series[n]["i"], 0.0, t_end))
-        model.add(JointDrive(f"M_{n}", motor_of(n), f"gain_{n}*({_cheb_law(series[n]['U'])})", i0))
+        model.add(VoltageDrive(f"M_{n}", motor_of(n), f"gain_{n}*({_cheb_law(series[n]['U'])})", i0))
         model.connect("cheb.out", f"M_{n}.th")
         model.bond(f"M_{n}.shaft", f"J_{n}.drive")
         if wheel:
-            model.add(Rolling(f"roll_{n}", WHEEL_RADIUS))
-            model.bond(f"L_base.roll_{n}", f"roll_{n}.hub")
-            model.bond(f"J_{n}.spin", f"roll_{n}.spin")
+            _add_rolling(model, n)
         cols += [n, f"tau_{n}", f"i_{n}", f"U_{n}"]
-    model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
-    model.bond("L_base.support", "floor.p")
-    _platform_pose(model, bodies["base"].com)
+    _add_floor(model, bodies["base"].com)
     model.add(Recorder("rec", cols))
     model.connect("X.out", "rec.x")
     model.connect("Y.out", "rec.y")
@@ -785,27 +502,15 @@ def start_loads(xml: str = str(ROBOT_XML)) -> dict:
     return dict(load=load, torque=torque)
 
 
-def wheel_speed_gains(Ra, K, ratio, J_load, J_motor, wn):
-    """kp [V s/rad], ki [V/rad] of a wheel's PI speed loop placing a double pole at -wn.
-
-    Voltage to wheel speed (rigid gear, no inductance): a w' + c w = u, a = J_eff R_a k_r / K,
-    c = K k_r; with u = kp e + ki int(e): a s^2 + (c + kp) s + ki = 0, so ki = a wn^2 and
-    kp = 2 a wn - c (>= 0: the back-emf already damps)."""
-    a = (J_motor + J_load / ratio**2) * Ra * ratio / K
-    return max(2.0 * a * wn - K * ratio, 0.0), a * wn**2
-
-
 def dualarm_command() -> Model:
     """The 18-DOF bond graph with feedback on every motor: the wheels' PI speed loops follow
     the body twist (vx_cmd [m/s], wz_cmd [rad/s]) through the differential-drive kinematics,
-    the waist and arm joints' servos (``servo.ServoDrive``) follow q_ref_J, qd_ref_J.
+    the waist and arm joints' servos (``drives.ServoDrive``) follow q_ref_J, qd_ref_J.
 
     Starts at rest at q = 0 on a level floor: each motor starts with the current that holds the
     static load and a constant voltage u_hold = R_a i0 keeps it (the gravity term at the start
     pose, ``start_loads``); the PID integrals take up the load's change as the arms move.
     """
-    from .servo import ServoDrive, servo_gains
-
     bodies = build_chain()
     start = start_loads()
     model = Model("dualarm_command", "seed 001: dual-arm mobile manipulator, Newton-Euler bond graph, "
@@ -814,30 +519,15 @@ def dualarm_command() -> Model:
     model.parameter("wz_cmd", 0.0, "platform yaw rate command [rad/s]")
     model.parameter("kff", 1.0, "weight of every drive's back-emf feedforward K k_r times the rate reference "
                     "(1: full, 0: none)")
-    six = list(CHANNELS)
-    g0 = initial_gravity(bodies)
     cols = ["x", "y", "phi", "vx", "vy", "wz", "slip", "lam"]
-    for n, b in bodies.items():
-        ports = {}
-        if b.parent is not None:
-            ports["prox"] = (np.zeros(3), six)
-        for c in b.children:
-            ports[f"to_{c}"] = (bodies[c].pos0, six)
-        if b.parent is None:
-            ports["support"] = (np.zeros(3), ["wx", "wy", "vy", "vz"])
-            for w in WHEELS:
-                ports[f"roll_{w}"] = (bodies[w].pos0, ["vx", "wy"])
-        model.add(Link(f"L_{n}", b.mass, b.inertia, b.com, ports,
-                       g0=None if b.parent is None else g0[n]))
+    _add_links(model, bodies)
     half = WHEEL_TRACK / 2
     for n, b in bodies.items():
         if b.parent is None:
             continue
         wheel = n in WHEELS
         Ra, La, kt, Ia, Bm, kr = motor_of(n)
-        model.add(Joint(f"J_{n}", b.rot0, b.axis, spin=wheel))
-        model.bond(f"L_{b.parent}.to_{n}", f"J_{n}.a")
-        model.bond(f"L_{n}.prox", f"J_{n}.b")
+        _add_joint(model, n, b)
         load = start["load"][n]
         if wheel:
             kp, ki = wheel_speed_gains(Ra, kt, kr, load, Ia, WHEEL_WN)
@@ -864,14 +554,10 @@ def dualarm_command() -> Model:
         model.connect(ff, f"M_{n}.qd_ref")
         model.bond(f"M_{n}.shaft", f"J_{n}.drive")
         if wheel:
-            model.add(Rolling(f"roll_{n}", WHEEL_RADIUS))
-            model.bond(f"L_base.roll_{n}", f"roll_{n}.hub")
-            model.bond(f"J_{n}.spin", f"roll_{n}.spin")
+            _add_rolling(model, n)
         # a wheel's reference is its speed, a joint's its angle
         cols += [n, f"{n}_rate", f"{n}_rate_ref" if wheel else f"{n}_ref", f"tau_{n}", f"i_{n}", f"U_{n}"]
-    model.add(Support("floor", ["wx", "wy", "vy", "vz"]))
-    model.bond("L_base.support", "floor.p")
-    _platform_pose(model, bodies["base"].com)
+    _add_floor(model, bodies["base"].com)
     # body-frame velocity of the axle midpoint (what cmd_vel commands)
     model.add(Function("body_vx", "xd*cos(phi) + yd*sin(phi)", inputs=["xd", "yd", "phi"]))
     model.connect("xdot.out", "body_vx.xd")
@@ -903,11 +589,12 @@ COMMAND_MODELS = {
 
 
 # --------------------------------------------------------------------------------------
-# Derived columns, plots, registry entry
+# Derived columns, registry entry (the plots: bondsim_ros.plotting.models)
 # --------------------------------------------------------------------------------------
 def add_columns(result):
-    """References and errors: {joint}_ref, x_ref, y_ref, phi_ref, tau_{joint}_ref (Pinocchio
-    RNEA + wheel mapping at each output time), lam_ref, and the largest tracking errors."""
+    """References and errors: {joint}_ref, x_ref, y_ref, phi_ref, tau_{joint}_ref (the inverse
+    dynamics, ``joint_torques``, at each output time), lam_ref, F_l_ref, F_r_ref, and the
+    largest tracking errors."""
     t = result.t
     q, _, _ = joint_reference(t)
     p = platform_reference(t)
@@ -930,79 +617,9 @@ def add_columns(result):
     return result.with_columns(names, cols)
 
 
-def plot_dualarm(result, out_png):
-    """Fig. 19 (a)-(h) of the paper as one 4 x 2 figure, and a second figure with the tracking
-    errors, the lateral-slip residual and the constraint force against Pinocchio."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if "err_joint" not in result:
-        result = add_columns(result)
-    t = result.t
-    written = []
-    fig, axes = plt.subplots(4, 2, figsize=(12, 13), sharex=True)
-    groups = [("(a) joint angles of waist", ["w_q1", "w_q2"]),
-              ("(b) joint angles of right arm", [f"r_q{k}" for k in range(1, 8)]),
-              ("(c) joint angles of left arm", [f"l_q{k}" for k in range(1, 8)])]
-    for ax, (title, js) in zip([axes[0, 0], axes[0, 1], axes[1, 0]], groups):
-        for j in js:
-            ax.plot(t, result[j], lw=1.4, label=j)
-            ax.plot(t, result[f"{j}_ref"], "k:", lw=0.9)
-        ax.set_title(title + " (dotted: reference)", fontsize=10)
-        ax.set_ylabel("rad")
-        ax.legend(fontsize=7, ncol=2)
-    ax = axes[1, 1]
-    for k, unit in (("x", "m"), ("y", "m"), ("phi", "rad")):
-        ax.plot(t, result[k], lw=1.4, label=f"{k} [{unit}]")
-        ax.plot(t, result[f"{k}_ref"], "k:", lw=0.9)
-    ax.set_title("(d) posture of mobile platform (dotted: reference)", fontsize=10)
-    ax.legend(fontsize=7)
-    tgroups = [("(e) joint torques of wheels", list(WHEELS)), ("(f) joint torques of waist", ["w_q1", "w_q2"]),
-               ("(g) joint torques of right arm", [f"r_q{k}" for k in range(1, 8)]),
-               ("(h) joint torques of left arm", [f"l_q{k}" for k in range(1, 8)])]
-    # torques from t > 0: at t = 0 the efforts that depend on y' come from the solver's initial
-    # y', which is not consistent for the index-2 unknowns (docs/examples/001.md)
-    k = t > 0
-    for ax, (title, js) in zip([axes[2, 0], axes[2, 1], axes[3, 0], axes[3, 1]], tgroups):
-        for j in js:
-            ax.plot(t[k], result[f"tau_{j}"][k], lw=1.4, label=j)
-            ax.plot(t, result[f"tau_{j}_ref"], "k:", lw=0.9)
-        ax.set_title(title + " (bond graph; dotted: Pinocchio)", fontsize=10)
-        ax.set_ylabel("N m")
-        ax.legend(fontsize=7, ncol=2)
-    for ax in axes.ravel():
-        ax.grid(alpha=0.3)
-    for ax in axes[3]:
-        ax.set_xlabel("t [s]")
-    written.append(save_figure(fig, figure_path(out_png)))
-
-    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
-    axes[0].semilogy(t[1:], np.maximum(result["err_joint"][1:], 1e-16), label="max over 18 joints |q - q_ref| [rad]")
-    axes[0].semilogy(t[1:], np.maximum(result["err_pose"][1:], 1e-16), label="|(x, y) - (x, y)_ref| [m]")
-    axes[0].set_title("open-loop tracking error of the bond graph driven by the Pinocchio torques", fontsize=10)
-    axes[0].legend(fontsize=8)
-    axes[1].plot(t, result["slip"], lw=1.2)
-    axes[1].set_title("lateral-slip residual y' cos(phi) - x' sin(phi) [m/s] (eq. 1)", fontsize=10)
-    axes[2].plot(t[k], result["lam"][k], lw=1.4, label="lambda, bond graph (Sf(0) effort)")
-    axes[2].plot(t, result["lam_ref"], "k:", lw=1, label="lambda, Pinocchio")
-    axes[2].plot(t[k], result["F_l"][k], lw=1.2, label="F_l")
-    axes[2].plot(t[k], result["F_r"][k], lw=1.2, label="F_r")
-    axes[2].plot(t, result["F_l_ref"], "k:", lw=1)
-    axes[2].plot(t, result["F_r_ref"], "k:", lw=1)
-    axes[2].set_title("constraint forces [N]: lateral lambda, longitudinal wheel contact forces", fontsize=10)
-    axes[2].legend(fontsize=8)
-    axes[2].set_xlabel("t [s]")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-    written.append(save_figure(fig, figure_path(out_png, "errors")))
-    return written
-
-
 ENTRIES = [
     ModelEntry("dualarm", dualarm,
                "seed 001: dual-arm mobile manipulator (18 DOF), Newton-Euler bond graph driven open loop by "
-               "inverse-motor-model voltages from Pinocchio RNEA, section V references",
-               plot=plot_dualarm, defaults=dict(t_end=T_END, dt_out=0.01), postprocess=add_columns),
+               "inverse-motor-model voltages from its Newton-Euler inverse dynamics, section V references",
+               defaults=dict(t_end=T_END, dt_out=0.01), postprocess=add_columns),
 ]

@@ -3,7 +3,7 @@ ICARSC 2020) as a bond graph with the Robotino's structure.
 
     Omni5DPO
     ├── chassis      translation (I_X, I_Y: 26.2 kg), rotation (I_z = Izz), pose integrators
-    │   └── transform1..3   robotino.Transform: wheel frame <-> world, TFs modulated by phi + alpha_i
+    │   └── transform1..3   physics.omni.Transform: wheel frame <-> world, TFs modulated by phi + alpha_i
     ├── drive1..3    slew limit (61.09 rad/s^2) -> PI on motor speed -> dead band -> Se(u)
     │                -> R_i -> GY(K) -> gear TF(-12) -> wheel axle (I_w, Bv, Fc)
     ├── wheel1..3    RotLin TF(-1/r_w) into the contact's rolling direction; free roller sideways
@@ -38,16 +38,12 @@ twist alone (cmd_vel), with the speed PI retuned for it (``TWIST_GAINS``, docs/e
 """
 from __future__ import annotations
 
-from bondsim_ros.plotting import save_figure
-
-from pathlib import Path
-
 from bondsim_ros.bondgraph import (
-    GY, PID, TF, Component, EffortJunction, Function, Gain, I, Input, Integrator, Model, R, Recorder, Se, Sum,
+    GY, PID, TF, Component, EffortJunction, Function, Gain, Input, Integrator, Model, R, Recorder, Se, Sum,
 )
-
-from . import ModelEntry
-from .robotino import ALPHA, Transform, wheel_speed_law
+from bondsim_ros.models import ModelEntry
+from bondsim_ros.physics.omni import ALPHA, OmniWheel, omni_chassis, wheel_frame, wheel_speed_law
+from bondsim_ros.physics.rotations import rotate_planar
 
 # Paper values (section / table in the comment) and the modelling choices documented above.
 PAPER = dict(
@@ -120,28 +116,6 @@ class Drive5DPO(Component):
         self.connect(arm.out, self.current)
 
 
-class OmniWheel(Component):
-    """Ideal omni wheel [paper eq. 1]: rolls without slip along its rolling direction
-    (RotLin v_y = -r_w omega, a rigid TF into the chassis, no contact force unknown) and its
-    rollers turn freely sideways (zero force along the axle)."""
-
-    def __init__(self, name, radius, inertia):
-        super().__init__(name, ports={"axle": "in", "hub": "out"}, controls={"omega": "out", "theta": "out"})
-        self.radius, self.inertia = radius, inertia
-
-    def build(self):
-        spin = self.add(EffortJunction("spin", output=True))
-        self.add(I("inertia", self.inertia), TF("rotlin", -1.0 / self.radius), Se("free_roller", 0.0))
-        self.add(Integrator("angle", 0.0))
-        self.bond(self.axle, spin)
-        self.bond(spin, "inertia")
-        self.bond(spin, "rotlin.p1")
-        self.bond("free_roller", self.hub)  # hub is a 2-vector: x (along the axle) first, then y
-        self.bond("rotlin.p2", self.hub)
-        self.connect(spin.out, "angle.in_", self.omega)
-        self.connect("angle.out", self.theta)
-
-
 def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0), kp=PAPER["kp"], ki=PAPER["ki"]) -> Model:
     """The 5DPO robot; reference body twist = (vx_cmd, vy_cmd, wz_cmd) + steps at ``t_step``.
 
@@ -175,18 +149,11 @@ def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0), kp=PAPER
         model.parameter(name, value, doc)
 
     # chassis: the whole robot translates (26.2 kg); yaw inertia Izz
-    jx, jy, jw = (model.add(EffortJunction(n, output=True)) for n in ("X", "Y", "W"))
-    model.add(I("mass_x", P["mass"]), I("mass_y", P["mass"]), I("inertia_z", "Izz"))
-    model.bond(jx, "mass_x")
-    model.bond(jy, "mass_y")
-    model.bond(jw, "inertia_z")
-    model.add(Integrator("pos_x", start[0]), Integrator("pos_y", start[1]), Integrator("heading", start[2]))
-    model.connect(jx.out, "pos_x.in_")
-    model.connect(jy.out, "pos_y.in_")
-    model.connect(jw.out, "heading.in_")
+    jx, jy, jw = omni_chassis(model, P["mass"], "Izz", start)
     # body-frame velocity for output: rotate the world velocity by -phi
-    model.add(Function("body_vx", "cos(phi)*vX + sin(phi)*vY", inputs=["phi", "vX", "vY"]),
-              Function("body_vy", "-sin(phi)*vX + cos(phi)*vY", inputs=["phi", "vX", "vY"]))
+    body_vx, body_vy = rotate_planar("-phi", "vX", "vY")
+    model.add(Function("body_vx", body_vx, inputs=["phi", "vX", "vY"]),
+              Function("body_vy", body_vy, inputs=["phi", "vX", "vY"]))
     for f in ("body_vx", "body_vy"):
         model.connect("heading.out", f"{f}.phi")
         model.connect(jx.out, f"{f}.vX")
@@ -198,7 +165,7 @@ def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0), kp=PAPER
     cols = ["x", "y", "phi", "vx", "vy", "wz", "vx_ref", "vy_ref", "wz_ref"]
     cols += [f"{k}{i}" for k in ("w", "w_ref", "w_lim", "i", "u", "wm") for i in (1, 2, 3)]
     # wheel axle angles, named like the joints of urdf/omni5dpo (``bondsim-ros render --joints``);
-    # the same sign as w_i: positive about the radially outward axle (robotino.wheel_speed_law)
+    # the same sign as w_i: positive about the radially outward axle (physics.omni.wheel_speed_law)
     cols += [f"wheel{i}_axle" for i in (1, 2, 3)]
     model.add(Recorder("rec", cols))
     model.add(Input("ref_vx", f"vx_cmd + v_step*{step}"), Input("ref_vy", "vy_cmd"),
@@ -207,13 +174,7 @@ def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0), kp=PAPER
     model.connect("ref_vy.out", "rec.vy_ref")
     model.connect("ref_wz.out", "rec.wz_ref")
     for i, alpha in zip((1, 2, 3), ALPHA):
-        tr = model.add(Transform(f"transform{i}", d))
-        model.add(Function(f"phi{i}", f"phi + {alpha!r}", inputs=["phi"]))
-        model.connect("heading.out", f"phi{i}.phi")
-        model.connect(f"phi{i}.out", tr.angle)
-        model.bond(tr.X, jx)
-        model.bond(tr.Y, jy)
-        model.bond(tr.W, jw)
+        tr = wheel_frame(model, i, alpha, d, (jx, jy, jw))
         wheel = model.add(OmniWheel(f"wheel{i}", rw, wheel_inertia))
         drive = model.add(Drive5DPO(f"drive{i}", P["gear"]))
         model.bond(drive.shaft, wheel.axle)
@@ -258,41 +219,10 @@ TWIST_GAINS = (0.3, 3.0)  # (kp [V s/rad], ki [V/rad]) of the motor-speed PI for
 COMMAND_MODELS = {"twist": (omni5dpo_twist, {"vx": "vx_cmd", "vy": "vy_cmd", "wz": "wz_cmd"})}
 
 
-def plot_omni5dpo(result, out_png) -> list:
-    """Body twist vs. reference, wheel speeds (reference, slew-limited, actual), motor voltages."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    t = result.t
-    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True)
-    for k, unit in (("vx", "m/s"), ("vy", "m/s"), ("wz", "rad/s")):
-        line, = axes[0].plot(t, result[k], lw=1.4, label=f"{k} [{unit}]")
-        axes[0].plot(t, result[f"{k}_ref"], ":", color=line.get_color(), lw=1)
-    axes[0].set_ylabel("body twist")
-    axes[0].legend(fontsize=8, loc="best")
-    axes[0].set_title("5DPO robot step response (dotted: reference)")
-    for i in (1, 2, 3):
-        line, = axes[1].plot(t, result[f"w{i}"], lw=1.3, label=f"wheel {i}")
-        axes[1].plot(t, result[f"w_lim{i}"], "--", color=line.get_color(), lw=0.8)
-        axes[1].plot(t, result[f"w_ref{i}"], ":", color=line.get_color(), lw=0.8)
-        axes[2].plot(t, result[f"u{i}"], lw=1.1, label=f"motor {i}")
-    axes[1].set_ylabel("wheel speed [rad/s]")
-    axes[1].legend(fontsize=8, loc="best", title="dashed: slew-limited ref.", title_fontsize=7)
-    axes[2].set_ylabel("voltage [V]")
-    axes[2].set_xlabel("t [s]")
-    axes[2].legend(fontsize=8, loc="best")
-    for a in axes:
-        a.grid(alpha=0.3)
-    return [save_figure(fig, Path(out_png))]
-
-
 ENTRIES = [
     ModelEntry("omni5dpo", omni5dpo, "5DPO omni robot (seed 002): yaw-rate step, paper's motor/PID values",
-               plot=plot_omni5dpo, defaults=dict(t_end=6.0, dt_out=0.01)),
+               defaults=dict(t_end=6.0, dt_out=0.01)),
 ]
 
-__all__ = ["omni5dpo", "omni5dpo_twist", "COMMAND_MODELS", "TWIST_GAINS", "PAPER", "Drive5DPO", "OmniWheel",
-           "plot_omni5dpo", "ENTRIES"]
+__all__ = ["omni5dpo", "omni5dpo_twist", "COMMAND_MODELS", "TWIST_GAINS", "PAPER", "Drive5DPO", "ENTRIES"]
 

@@ -1,4 +1,7 @@
-"""Joint position servo on a DC-motor drive: the feedback loop that lets an arm follow a
+"""DC-motor drives of the robot models.
+
+``VoltageDrive``: a motor under an open-loop voltage law (seed 001 Fig. 9).
+``ServoDrive``: joint position servo on a DC-motor drive, the feedback loop that lets an arm follow a
 ``trajectory_msgs/JointTrajectory`` (issue 13), in the same shape as the Robotino's wheel-speed
 loops: a PID whose output is the motor's supply voltage.
 
@@ -29,6 +32,16 @@ def servo_gains(Ra, K, ratio, J_load, J_motor, wn, integral_slowness=10.0):
     kd = max(2.0 * a * wn - K * ratio, 0.0)
     ki = kp * wn / integral_slowness
     return kp, ki, kd
+
+
+def wheel_speed_gains(Ra, K, ratio, J_load, J_motor, wn):
+    """kp [V s/rad], ki [V/rad] of a wheel's PI speed loop placing a double pole at -wn.
+
+    Voltage to wheel speed (rigid gear, no inductance): a w' + c w = u, a = J_eff R_a k_r / K,
+    c = K k_r; with u = kp e + ki int(e): a s^2 + (c + kp) s + ki = 0, so ki = a wn^2 and
+    kp = 2 a wn - c (>= 0: the back-emf already damps)."""
+    a = (J_motor + J_load / ratio**2) * Ra * ratio / K
+    return max(2.0 * a * wn - K * ratio, 0.0), a * wn**2
 
 
 class ServoDrive(Component):
@@ -77,4 +90,30 @@ class ServoDrive(Component):
         self.connect(tau.out, self.tau)
 
 
-__all__ = ["ServoDrive", "servo_gains"]
+class VoltageDrive(Component):
+    """A DC-motor joint drive under an open-loop voltage law (seed 001 Fig. 9): Se(U(t)) ->
+    DCMotor (R_a, L_a, GY(k_t), I_a, B_m, TF(k_r)) -> 0(tau) -> shaft.
+
+    The 0-junction after the gear has the joint torque as its common effort (output ``tau``);
+    i0: initial current (consistent with the initial load torque)."""
+
+    def __init__(self, name, params, voltage_law, i0):
+        super().__init__(name, ports={"shaft": "out"}, controls={"th": "in", "current": "out", "tau": "out",
+                                                                   "voltage": "out"})
+        self.params, self.voltage_law, self.i0 = params, voltage_law, i0
+
+    def build(self):
+        Ra, La, kt, Ia, Bm, kr = self.params
+        tau = self.add(FlowJunction("tau", output=True))
+        self.add(Se("U", "u", inputs=["u"]), DCMotor("motor", Ra=Ra, La=La, K=kt, J=Ia, b=Bm, ratio=kr, i0=self.i0))
+        self.add(Function("volt", self.voltage_law, inputs=["th"]))
+        self.connect(self.th, "volt.th")
+        self.connect("volt.out", "U.u", self.voltage)
+        self.bond("U", "motor.supply")
+        self.bond("motor.shaft", tau)  # w_m = k_r q', tau = k_r tau_m
+        self.bond(tau, self.shaft)
+        self.connect("motor.current", self.current)
+        self.connect(tau.out, self.tau)
+
+
+__all__ = ["ServoDrive", "VoltageDrive", "servo_gains", "wheel_speed_gains"]

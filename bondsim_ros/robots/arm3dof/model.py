@@ -22,31 +22,30 @@ Choices where the paper leaves room (docs/examples/004.md):
 * **Redundancy.** Inverse kinematics at A and B with a fixed gripper orientation: link 3 along
   the base x axis (q1 + q2 + q3 = 0), elbow q2 > 0; all joints then stay inside Table 1's range.
 
-The forward model is the Newton-Euler form as a bond graph: each link is a planar rigid body
-(I elements m, m, I_zz on 1-junctions of vx, vy, omega; pose by integrators), each revolute
+The forward model is the Newton-Euler form as a bond graph (components of bondsim_ros.physics.
+bodies): each link is a planar rigid body (I elements m, m, I_zz on 1-junctions of vx, vy,
+omega; pose by integrators), each revolute
 joint is two Sf(0) sources on the relative velocity of the joint points (like
 ``examples.pendulum``: their efforts are the joint reaction forces, index-2 multipliers) and a
 torque source Se(T_i) acting on link i and, reversed, on link i-1. The torques are the
 inverse-dynamics torques of the trajectory, written as expressions of t.
 
 ``arm3dof_trajectory`` (``COMMAND_MODELS``, issue 13) replaces the torque sources by DC-motor
-drives with PID position servos (``servo.ServoDrive``) following run-time references, the
+drives with PID position servos (``physics.drives.ServoDrive``) following run-time references, the
 interface of a JointTrajectory; the motors are our choice (docs/examples.md).
 """
 from __future__ import annotations
-
-from bondsim_ros.plotting import figure_path, save_figure
 
 import math
 
 import numpy as np
 import sympy as sp
 
-from bondsim_ros.bondgraph import (
-    TF, Component, EffortJunction, FlowJunction, Function, I, Input, Integrator, Model, Recorder, Se, Sf,
-)
+from bondsim_ros.bondgraph import Function, Input, Model, Recorder
 
-from . import ModelEntry
+from bondsim_ros.models import ModelEntry
+from bondsim_ros.physics.bodies import PlanarBody, RevoluteJoint
+from bondsim_ros.physics.drives import ServoDrive, servo_gains
 
 # Table 1: a_{i-1} of joints 2, 3, 4 are the lengths of links 1, 2, 3.
 LENGTHS = (0.15, 0.10, 0.10)
@@ -196,95 +195,21 @@ def torque_laws():
 # --------------------------------------------------------------------------------------
 # Bond graph
 # --------------------------------------------------------------------------------------
-def _f(x) -> str:
-    return repr(float(x))
+def _link(i, pose) -> PlanarBody:
+    """Link i (1..3) at ``pose``: a planar body with its joint points, proximal (-c, 0) and, but
+    for the last link (the free gripper), distal (l - c, 0), each a port (x, y, w)."""
+    c, length = COM[i - 1], LENGTHS[i - 1]
+    points = {"proximal": [("x", -c, 0.0), ("y", -c, 0.0), ("w",)]}
+    if i < 3:
+        points["distal"] = [("x", length - c, 0.0), ("y", length - c, 0.0), ("w",)]
+    return PlanarBody(f"link{i}", MASSES[i - 1], INERTIAS[i - 1], pose, points)
 
 
-class PlanarLink(Component):
-    """Rigid link in the plane: mass centre velocities vx, vy and rate w on 1-junctions.
-
-    Ports ``proximal`` and ``distal`` are 3-vectors (x, y, w) at the joint points (-c, 0) and
-    (l - c, 0) in the link frame: v_P = v_G + w k x r, r = d (cos th, sin th), so
-    v_Px = vx - d sin(th) w and v_Py = vy + d cos(th) w, each a 0-junction fed by a TF modulated
-    by the link angle th. Controls x, y, th: pose of the mass centre.
-    """
-
-    def __init__(self, name, m, J, length, com, pose0, distal=True):
-        ports = {"proximal": "out", "distal": "out"} if distal else {"proximal": "out"}
-        super().__init__(name, ports=ports, controls={"x": "out", "y": "out", "th": "out"})
-        self.m, self.J, self.length, self.com, self.pose0 = m, J, length, com, pose0
-
-    def build(self):
-        jx, jy, jw = (self.add(EffortJunction(n, output=True)) for n in ("vx", "vy", "w"))
-        self.add(I("mx", self.m), I("my", self.m), I("J", self.J))
-        self.bond(jx, "mx")
-        self.bond(jy, "my")
-        self.bond(jw, "J")
-        x0, y0, th0 = self.pose0
-        self.add(Integrator("X", x0), Integrator("Y", y0), Integrator("TH", th0))
-        self.connect(jx.out, "X.in_")
-        self.connect(jy.out, "Y.in_")
-        self.connect(jw.out, "TH.in_")
-        self.connect("X.out", self.x)
-        self.connect("Y.out", self.y)
-        self.connect("TH.out", self.th)
-        for port, d in (("proximal", -self.com), ("distal", self.length - self.com)):
-            if port not in self.ports:
-                continue
-            px, py = self.add(FlowJunction(f"{port}_vx")), self.add(FlowJunction(f"{port}_vy"))
-            # TF f1 = k f2: flow into p1 is k w, so the 0-junction leaves v - k w on the port
-            self.add(TF(f"{port}_tx", f"{_f(d)}*sin(th)", inputs=["th"]),
-                     TF(f"{port}_ty", f"{_f(-d)}*cos(th)", inputs=["th"]))
-            for pj, jv, tf in ((px, jx, f"{port}_tx"), (py, jy, f"{port}_ty")):
-                self.bond(jv, pj)
-                self.bond(pj, f"{tf}.p1")
-                self.bond(f"{tf}.p2", jw)
-                self.connect("TH.out", f"{tf}.th")
-            port_ = self.ports[port]
-            self.bond(px, port_)  # port order: x, y, w
-            self.bond(py, port_)
-            self.bond(jw, port_)
-
-
-class RevoluteJoint(Component):
-    """Revolute joint with a drive torque (control input ``torque``) between port ``a`` (link
-    i-1's distal point, absent for the base joint) and port ``b`` (link i's proximal point),
-    both 3-vectors (x, y, w).
-
-    x, y: Sf(0) on the relative velocity v_a - v_b (b enters through TF(-1)); the Sf efforts
-    are the joint reaction forces. w: a 0-junction whose common effort is the torque T of
-    Se(T); its flows give w_b - w_a to the source, so T acts on link i and -T on link i-1.
-    ``driven``: a port ``drive`` (a motor's gear output) takes the place of Se(T).
-    """
-
-    def __init__(self, name, grounded=False, driven=False):
-        ports = {"b": "in"} if grounded else {"a": "in", "b": "in"}
-        if driven:  # a drive's shaft bonds to port ``drive`` instead of the torque source
-            ports["drive"] = "in"
-        super().__init__(name, ports=ports, controls={} if driven else {"torque": "in"})
-        self.grounded, self.driven = grounded, driven
-
-    def build(self):
-        chans = []
-        for axis in ("x", "y"):
-            j = self.add(FlowJunction(f"v{axis}"))
-            self.add(Sf(f"fix_{axis}", 0.0))
-            self.bond(f"fix_{axis}", j)
-            chans.append(j)
-        jw = self.add(FlowJunction("w"))
-        if self.driven:
-            self.bond(self.drive, jw)
-        else:
-            self.add(Se("T", "u", inputs=["u"]))  # drive torque from the control input
-            self.bond("T", jw)
-            self.connect(self.torque, "T.u")
-        chans.append(jw)
-        for k, j in enumerate(chans):
-            if not self.grounded:
-                self.bond(self.a, j)
-            self.add(TF(f"neg{k}", -1.0))
-            self.bond(self.b, f"neg{k}.p1")
-            self.bond(f"neg{k}.p2", j)
+def _record_links(model):
+    """Pose of each link's mass centre into the recorder columns x_i, y_i, th_i."""
+    for i in (1, 2, 3):
+        for k, port in (("x", "x"), ("y", "y"), ("th", "theta")):
+            model.connect(f"link{i}.{port}", f"rec.{k}{i}")
 
 
 def link_poses(q):
@@ -307,18 +232,14 @@ def arm3dof(torques=None) -> Model:
     cols = [f"{k}{i}" for i in (1, 2, 3) for k in ("x", "y", "th")] + ["T1", "T2", "T3"]
     model.add(Recorder("rec", cols))
     for i, pose in enumerate(link_poses(qa), start=1):
-        # link 3's distal point is the free gripper: no port there
-        model.add(PlanarLink(f"link{i}", MASSES[i - 1], INERTIAS[i - 1], LENGTHS[i - 1], COM[i - 1], pose,
-                             distal=(i < 3)))
+        model.add(_link(i, pose))
         model.add(RevoluteJoint(f"joint{i}", grounded=(i == 1)))
         model.add(Input(f"torque{i}", torques[i - 1]))
         model.connect(f"torque{i}.out", f"joint{i}.torque", f"rec.T{i}")
         if i > 1:
             model.bond(f"link{i - 1}.distal", f"joint{i}.a")
         model.bond(f"link{i}.proximal", f"joint{i}.b")
-    for i in (1, 2, 3):
-        for k in ("x", "y", "th"):
-            model.connect(f"link{i}.{k}", f"rec.{k}{i}")
+    _record_links(model)
     return model
 
 
@@ -337,9 +258,8 @@ _J_LOAD = (0.0481 + 0.0139 + 0.0229 + 0.18 * 0.075**2 + 0.13 * 0.2**2 + 0.17 * 0
 
 
 def servo_params(model: Model, joints, loads, motor, wn, prefix_doc="") -> dict:
-    """Declare kp_J, ki_J, kd_J (``servo.servo_gains``) for each joint; returns {joint: (kp, ki, kd)}."""
-    from .servo import servo_gains
-
+    """Declare kp_J, ki_J, kd_J (``physics.drives.servo_gains``) for each joint; returns
+    {joint: (kp, ki, kd)}."""
     motor_of = motor if callable(motor) else (lambda _j: motor)  # one motor for all, or per joint
     out = {}
     for j, load in zip(joints, loads):
@@ -353,10 +273,8 @@ def servo_params(model: Model, joints, loads, motor, wn, prefix_doc="") -> dict:
 
 
 def arm3dof_trajectory() -> Model:
-    """The arm with a DC-motor servo on each joint (``servo.ServoDrive``) tracking the run-time
-    references q_ref_qi, qd_ref_qi; at rest in A, references default to A."""
-    from .servo import ServoDrive
-
+    """The arm with a DC-motor servo on each joint (``physics.drives.ServoDrive``) tracking the
+    run-time references q_ref_qi, qd_ref_qi; at rest in A, references default to A."""
     model = Model("arm3dof_trajectory", "seed 004: 3-DOF planar arm, joint servos on DC motors tracking references")
     qa, _ = joint_endpoints()
     gains = servo_params(model, JOINT_NAMES, _J_LOAD, SERVO_MOTOR, SERVO_WN)
@@ -369,8 +287,7 @@ def arm3dof_trajectory() -> Model:
     for i, (pose, j) in enumerate(zip(link_poses(qa), JOINT_NAMES), start=1):
         model.parameter(f"q_ref_{j}", float(qa[i - 1]), f"reference angle of joint {j} [rad]")
         model.parameter(f"qd_ref_{j}", 0.0, f"reference rate of joint {j} [rad/s]")
-        model.add(PlanarLink(f"link{i}", MASSES[i - 1], INERTIAS[i - 1], LENGTHS[i - 1], COM[i - 1], pose,
-                             distal=(i < 3)))
+        model.add(_link(i, pose))
         model.add(RevoluteJoint(f"joint{i}", grounded=(i == 1), driven=True))
         model.add(ServoDrive(f"drive{i}", SERVO_MOTOR, gains[j], SERVO_SUPPLY, feedforward="kff"))
         model.add(Input(f"ref_{j}", f"q_ref_{j}"), Input(f"rate_ref_{j}", f"qd_ref_{j}"))
@@ -379,9 +296,9 @@ def arm3dof_trajectory() -> Model:
             model.add(Function(f"angle_{j}", "th - th_prev", inputs=["th", "th_prev"]))
         else:
             model.add(Function(f"angle_{j}", "th", inputs=["th"]))
-        model.connect(f"link{i}.th", f"angle_{j}.th")
+        model.connect(f"link{i}.theta", f"angle_{j}.th")
         if i > 1:
-            model.connect(f"link{i - 1}.th", f"angle_{j}.th_prev")
+            model.connect(f"link{i - 1}.theta", f"angle_{j}.th_prev")
             model.bond(f"link{i - 1}.distal", f"joint{i}.a")
         model.bond(f"link{i}.proximal", f"joint{i}.b")
         model.bond(f"drive{i}.shaft", f"joint{i}.drive")
@@ -391,9 +308,7 @@ def arm3dof_trajectory() -> Model:
         model.connect(f"drive{i}.tau", f"rec.tau_{j}")
         model.connect(f"drive{i}.current", f"rec.i_{j}")
         model.connect(f"drive{i}.voltage", f"rec.u_{j}")
-    for i in (1, 2, 3):
-        for k in ("x", "y", "th"):
-            model.connect(f"link{i}.{k}", f"rec.{k}{i}")
+    _record_links(model)
     return model
 
 
@@ -405,7 +320,7 @@ COMMAND_MODELS = {
 
 
 # --------------------------------------------------------------------------------------
-# Derived columns, plots, registry entry
+# Derived columns, registry entry (the plots: bondsim_ros.plotting.models)
 # --------------------------------------------------------------------------------------
 def add_columns(result):
     """Joint angles q1..q3, their reference, gripper point and the largest joint gap [m]."""
@@ -429,64 +344,7 @@ def add_columns(result):
     return result.with_columns(names, q + list(q_ref) + [gx, gy, gap])
 
 
-def plot_arm3dof(result, out_png):
-    """Three figures: joint angles (with reference), torques, gripper path in the plane."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if "gripper_x" not in result:
-        result = add_columns(result)
-    t = result.t
-    written = []
-
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for n in JOINT_NAMES:
-        ax.plot(t, result[n], lw=1.4, label=f"{n} (bond graph)")
-        ax.plot(t, result[f"{n}_ref"], "k:", lw=1)
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("joint angle [rad]")
-    ax.set_title("joint angles; dotted: trapezoidal reference")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    written.append(save_figure(fig, figure_path(out_png, "joints")))
-
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for i in (1, 2, 3):
-        ax.plot(t, result[f"T{i}"], lw=1.4, label=f"T{i}")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("joint torque [N m]")
-    ax.set_title("inverse-dynamics torques driving the forward model")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    written.append(save_figure(fig, figure_path(out_png, "torques")))
-
-    fig, ax = plt.subplots(figsize=(5.5, 5.5))
-    k_every = max(1, len(t) // 10)
-    for k in list(range(0, len(t), k_every)) + [len(t) - 1]:
-        q = [result[n][k] for n in JOINT_NAMES]
-        pts = [(0.0, 0.0)]
-        th = 0.0
-        for i in range(3):
-            th += q[i]
-            pts.append((pts[-1][0] + LENGTHS[i] * math.cos(th), pts[-1][1] + LENGTHS[i] * math.sin(th)))
-        xs, ys = zip(*pts)
-        ax.plot(xs, ys, "-o", color="0.7", lw=1, ms=3)
-    ax.plot(result["gripper_x"], result["gripper_y"], lw=1.6, label="gripper")
-    ax.plot(*POINT_A, "gs", label="A")
-    ax.plot(*POINT_B, "rs", label="B")
-    ax.set_aspect("equal")
-    ax.set_xlabel("x [m]")
-    ax.set_ylabel("y [m]")
-    ax.set_title("gripper path and arm poses")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    written.append(save_figure(fig, figure_path(out_png, "path")))
-    return written
-
-
 ENTRIES = [
     ModelEntry("arm3dof", arm3dof, "seed 004: 3-DOF planar arm driven by inverse-dynamics torques, A -> B in 2 s",
-               plot=plot_arm3dof, defaults=dict(t_end=DURATION, dt_out=0.01), postprocess=add_columns),
+               defaults=dict(t_end=DURATION, dt_out=0.01), postprocess=add_columns),
 ]
