@@ -344,10 +344,13 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: bool = True) -> CompiledModel:
-    """Build (or load from the cache) the numeric kernels of ``model``."""
+def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: bool = True,
+                  key: str | None = None) -> CompiledModel:
+    """Build (or load from the cache) the numeric kernels of ``model``. ``key``: the model's
+    fingerprint when already known (models.buildcache: then ``model`` needs only ``name`` and
+    ``parameters``, and the cached code must exist)."""
     log = log or (lambda msg: None)
-    key = fingerprint(model) + ("" if eliminate else "-full")
+    key = key or fingerprint(model) + ("" if eliminate else "-full")
     folder = cache_dir()
     src_path, meta_path = folder / f"m_{key}.py", folder / f"m_{key}.json"
     from_cache = use_cache and src_path.exists() and meta_path.exists()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Callable
 
@@ -67,6 +66,8 @@ def _resolve(value) -> Robot:
 
 def available() -> dict:
     """name -> entry (a 'module:attr' string or an EntryPoint), built-ins and installed plug-ins."""
+    from importlib.metadata import entry_points  # 0.1 s: only when robots are looked up
+
     out = dict(BUILTIN)
     for ep in entry_points(group=GROUP):
         out[ep.name] = ep
