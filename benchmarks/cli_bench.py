@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,15 +32,20 @@ ROBOTINO = ["robotino", "--t-end", "50", "--dt-out", "0.02", "--hmax", "0.02", "
 DUALARM = ["dualarm"]
 
 
-def run(root: Path, model_args: list, csv: Path, env_extra: dict | None = None) -> tuple[float, str]:
+def run(root: Path, model_args: list, csv: Path, env_extra: dict | None = None) -> tuple[float, float, str]:
+    """(wall, CPU seconds of the process: user + system, stderr). On a shared machine the CPU
+    time varies far less with the load than the wall time."""
     env = dict(os.environ, PYTHONPATH=str(root), **(env_extra or {}))
     cmd = [sys.executable, "-m", "bondsim_ros.cli", "simulate", *model_args, "--csv", str(csv)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     tic = time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True)
     wall = time.perf_counter() - tic
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-    return wall, proc.stderr
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stderr
 
 
 def build_time(stderr: str) -> float:
@@ -55,17 +61,20 @@ def warm(roots: dict, repeat: int, tmp: Path) -> None:
     for label, root in roots.items():  # fill the caches (untimed)
         run(root, ROBOTINO, tmp / f"{label}.csv")
     times = {label: [] for label in roots}
+    cpus = {label: [] for label in roots}
     builds = {label: [] for label in roots}
     for _ in range(repeat):
         for label, root in roots.items():
-            wall, err = run(root, ROBOTINO, tmp / f"{label}.csv")
+            wall, cpu, err = run(root, ROBOTINO, tmp / f"{label}.csv")
             times[label].append(wall)
+            cpus[label].append(cpu)
             builds[label].append(build_time(err))
     print(f"warm `bondsim-ros simulate {' '.join(ROBOTINO)} --csv r.csv`, {repeat} runs each "
           f"(load average after: {load()})")
     for label in roots:
         t = times[label]
         print(f"  {label:10s} wall median {statistics.median(t):.2f} s (min {min(t):.2f}, max {max(t):.2f}); "
+              f"CPU median {statistics.median(cpus[label]):.2f} s; "
               f"printed build median {statistics.median(builds[label]):.2f} s")
     if len(roots) == 2:
         a, b = (statistics.median(times[k]) for k in roots)
@@ -75,12 +84,12 @@ def warm(roots: dict, repeat: int, tmp: Path) -> None:
 def cold(label: str, root: Path, model_args: list, tmp: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="bondsim_cold_") as cache:
         before = load()
-        wall, err = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
-        print(f"cold `simulate {model_args[0]}` ({label}): wall {wall:.1f} s, printed build {build_time(err):.1f} s "
-              f"(load average before {before}, after {load()})")
+        wall, cpu, err = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
+        print(f"cold `simulate {model_args[0]}` ({label}): wall {wall:.1f} s, CPU {cpu:.1f} s, printed build "
+              f"{build_time(err):.1f} s (load average before {before}, after {load()})")
         # then warm from that same cache
-        wall2, err2 = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
-        print(f"  next run on that cache: wall {wall2:.2f} s, printed build {build_time(err2):.2f} s")
+        wall2, cpu2, err2 = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
+        print(f"  next run on that cache: wall {wall2:.2f} s, CPU {cpu2:.2f} s, printed build {build_time(err2):.2f} s")
 
 
 def main() -> None:
