@@ -65,6 +65,9 @@ class _Reads:
 
     def __exit__(self, *exc):
         _Reads._active.remove(self.paths)
+        # hashed now, as the build read them: a file edited during the (long) compilation that
+        # follows must not pass for the content the model was built from
+        self.files = _dependencies(self.paths) if exc[0] is None else {}
 
     @staticmethod
     def _hook(event, args):
@@ -157,7 +160,7 @@ def record(spec: str, entry, model, compiled, reads: _Reads) -> None:
         return
     rec = {"spec": spec, "key": compiled.key, "name": model.name,
            "parameters": {k: float(v) for k, v in model.parameters.items()},
-           "files": _dependencies(reads.paths)}
+           "files": reads.files}
     try:
         fd, tmp = tempfile.mkstemp(dir=rec_path.parent, prefix=rec_path.name, suffix=".tmp")
         with os.fdopen(fd, "w") as fh:
