@@ -80,3 +80,17 @@ def test_no_cache_rebuilds(tmp_path, cache, capsys):
     rc = main(["simulate", str(model), "--t-end", "1", "--dt-out", "0.1", "--no-cache", "--csv", str(tmp_path / "b.csv")])
     err = capsys.readouterr().err
     assert rc == 0 and "building equations" in err and "(cached)" not in err
+
+
+@pytest.mark.parametrize("name", ["mass_spring_damper", "pendulum_zcp"])
+def test_a_built_in_model_from_its_record_keeps_its_defaults_and_columns(tmp_path, cache, capsys, name):
+    """From the record, a built-in model still gets its entry's suggested t_end/dt_out and its
+    derived columns (pendulum_zcp: joint angles added after the run), as when it was built."""
+    outs = []
+    for run in ("a", "b"):
+        out = tmp_path / f"{run}.csv"
+        assert main(["simulate", name, "--csv", str(out)]) == 0
+        outs.append(out.read_bytes())
+        err = capsys.readouterr().err
+    assert "(cached)" in err
+    assert outs[0] == outs[1]

@@ -120,13 +120,6 @@ def _warn_not_finite(result) -> None:
               f"the first at t = {result.data[first, 0]:g}", file=sys.stderr)
 
 
-def _entry(spec):
-    """The built-in model entry named ``spec`` (None for a model file); nothing is built."""
-    from bondsim_ros.models import registry
-
-    return registry().get(spec)
-
-
 def cmd_simulate(args) -> int:
     from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.bondgraph.core import ModelError
@@ -139,9 +132,10 @@ def cmd_simulate(args) -> int:
     tic = time.perf_counter()
     # a model simulated before, with its files unchanged, runs from its build record without
     # being built (no sympy): see models/buildcache.py
-    entry = _entry(args.model)
-    model = recorded = buildcache.lookup(args.model, entry, use_cache=not args.no_cache)
-    if recorded is None:
+    model = recorded = buildcache.lookup(args.model, use_cache=not args.no_cache)
+    if recorded is not None:
+        entry = recorded.entry
+    else:
         with buildcache.building() as reads:
             model, entry = _load(args.model)
     t_build = time.perf_counter() - tic

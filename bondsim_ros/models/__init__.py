@@ -51,8 +51,14 @@ _EXTRA_MODULES = [
 ]
 
 
-def registry() -> dict:
+_EXAMPLES = "bondsim_ros.models.examples"
+
+
+def registry(sources: dict | None = None) -> dict:
+    """name -> ModelEntry of every built-in model; ``sources`` (if given) gets name -> the
+    module providing it (for :func:`entry_from`)."""
     entries = {e.name: e for e in _examples()}
+    where = dict.fromkeys(entries, _EXAMPLES)
     for modname in _EXTRA_MODULES:
         try:
             mod = importlib.import_module(modname)
@@ -62,7 +68,22 @@ def registry() -> dict:
             raise
         for e in getattr(mod, "ENTRIES", []):
             entries[e.name] = e
+            where[e.name] = modname
+    if sources is not None:
+        sources.update(where)
     return entries
+
+
+def entry_from(module: str, name: str):
+    """The entry ``name`` as ``module`` provides it, importing no other model module (the warm
+    ``simulate`` path: buildcache); None if that module has no such entry (any more)."""
+    if module == _EXAMPLES:
+        found = [e for e in _examples() if e.name == name]
+    elif module in _EXTRA_MODULES:
+        found = [e for e in getattr(importlib.import_module(module), "ENTRIES", []) if e.name == name]
+    else:
+        found = []
+    return found[-1] if found else None
 
 
 def resolve_model(spec: str):

@@ -25,17 +25,16 @@ from pathlib import Path
 _NOT_BUILD_ENV = {"BONDSIM_CACHE_DIR"}
 
 
-def _record_path(spec: str, entry) -> Path | None:
+def _record_path(spec: str) -> Path | None:
     from bondsim_ros.bondgraph.codegen import _engine_hash, cache_dir
 
-    if entry is not None:
-        build = entry.build
-        what = f"entry:{entry.name}:{getattr(build, '__module__', '')}.{getattr(build, '__qualname__', repr(build))}"
-    else:
-        path = Path(spec)
-        if path.suffix not in (".yaml", ".yml", ".py") or not path.is_file():
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml", ".py"):  # a model file (built-in names have no suffix)
+        if not path.is_file():
             return None
         what = f"file:{path.resolve()}"
+    else:  # a built-in model: its module's source is among the record's files
+        what = f"name:{spec}"
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("BONDSIM_") and k not in _NOT_BUILD_ENV)
     blob = json.dumps([_engine_hash(), what, env])
     return cache_dir() / f"r_{hashlib.sha256(blob.encode()).hexdigest()[:24]}.json"
@@ -114,7 +113,7 @@ def _dependencies(opened: set) -> dict:
     return out
 
 
-def lookup(spec: str, entry, use_cache: bool = True):
+def lookup(spec: str, use_cache: bool = True):
     """The model ``spec`` as its build record tells it (a stand-in with ``name``, ``parameters``
     and ``key``, for ``compile_model(rec, key=rec.key)``), or None (no record, a listed file
     changed, the generated code is gone): then build the model."""
@@ -122,7 +121,7 @@ def lookup(spec: str, entry, use_cache: bool = True):
 
     if not use_cache:
         return None
-    rec_path = _record_path(spec, entry)
+    rec_path = _record_path(spec)
     if rec_path is None or not rec_path.exists():
         return None
     try:
@@ -133,17 +132,25 @@ def lookup(spec: str, entry, use_cache: bool = True):
         folder = cache_dir()
         if not ((folder / f"m_{key}.py").exists() and (folder / f"m_{key}.json").exists()):
             return None
-        return Recorded(str(rec["name"]), {str(k): float(v) for k, v in rec["parameters"].items()}, str(key))
+        recorded = Recorded(str(rec["name"]), {str(k): float(v) for k, v in rec["parameters"].items()}, str(key))
+        module = rec["entry_module"]
+        if module is not None:  # a built-in: its entry (defaults, plots), from its module alone
+            from bondsim_ros.models import entry_from
+
+            recorded.entry = entry_from(str(module), spec)
+            if recorded.entry is None:
+                return None
+        return recorded
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # an unreadable or foreign record: build the model
 
 
 class Recorded:
     """What compile_model needs of a model whose code is cached: its name, its parameters and
-    the generated code's key."""
+    the generated code's key; and the built-in model's entry (None for a model file)."""
 
-    def __init__(self, name: str, parameters: dict, key: str):
-        self.name, self.parameters, self.key = name, parameters, key
+    def __init__(self, name: str, parameters: dict, key: str, entry=None):
+        self.name, self.parameters, self.key, self.entry = name, parameters, key, entry
 
 
 def building():
@@ -152,13 +159,23 @@ def building():
 
 
 def record(spec: str, entry, model, compiled, reads: _Reads) -> None:
-    """Write the build record of ``spec`` after ``model`` was built and compiled."""
+    """Write the build record of ``spec`` after ``model`` was built and compiled (``entry``:
+    its built-in model entry, None for a model file)."""
     import tempfile
 
-    rec_path = _record_path(spec, entry)
+    rec_path = _record_path(spec)
     if rec_path is None:
         return
-    rec = {"spec": spec, "key": compiled.key, "name": model.name,
+    module = None
+    if entry is not None:
+        from bondsim_ros.models import registry
+
+        sources: dict = {}
+        registry(sources)
+        module = sources.get(entry.name)
+        if module is None:
+            return
+    rec = {"spec": spec, "key": compiled.key, "name": model.name, "entry_module": module,
            "parameters": {k: float(v) for k, v in model.parameters.items()},
            "files": reads.files}
     try:
