@@ -22,7 +22,8 @@ def register(sub) -> None:
     p.add_argument("--atol", type=float, default=1e-8)
     p.add_argument("--hmax", type=float, default=math.inf, help="largest step [s]")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="set a model parameter")
-    p.add_argument("--no-cache", action="store_true", help="regenerate the model code even if cached")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build the model and regenerate its code even if cached (no build record either)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress or summary output")
     p.set_defaults(func=cmd_simulate, fast_exit=True)  # cli._exit_now: files closed, no threads
 
