@@ -48,10 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
     except CLIError as exc:
         print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        code = 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -59,7 +59,23 @@ def main(argv: list[str] | None = None) -> int:
         # `bondsim-ros models | head`: the reader left; no traceback, and none again when
         # Python flushes stdout at exit (point it at devnull, as the Python docs advise)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        code = 141
+    if argv is None and getattr(args, "fast_exit", False):
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process without the interpreter's teardown (0.25-0.35 s after a simulation:
+    freeing numba's and numpy's objects one by one). Only for a whole program run (``argv``
+    None: the console script, ``python -m``) of a command that sets ``fast_exit``: one that
+    has closed every file it wrote and leaves no thread or child behind."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed or broken pipe: let the normal exit report it
+        return
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -25,9 +25,10 @@ def register(sub) -> None:
     p.add_argument("--atol", type=float, default=1e-8)
     p.add_argument("--hmax", type=float, default=math.inf, help="largest step [s]")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="set a model parameter")
-    p.add_argument("--no-cache", action="store_true", help="regenerate the model code even if cached")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build the model and regenerate its code even if cached (no build record either)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress or summary output")
-    p.set_defaults(func=cmd_simulate)
+    p.set_defaults(func=cmd_simulate, fast_exit=True)  # cli._exit_now: files closed, no threads
 
     d = sub.add_parser("draw", help="draw a model's bond graph (Graphviz)")
     d.add_argument("model", metavar="MODEL")
@@ -128,9 +129,20 @@ def cmd_simulate(args) -> int:
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.bondgraph.simulation import simulate
     from bondsim_ros.cli import CLIError
+    from bondsim_ros.models import buildcache
     from bondsim_ros.solver import SolverError
 
-    model, entry = _load(args.model)
+    log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
+    tic = time.perf_counter()
+    # a model simulated before, with its files unchanged, runs from its build record without
+    # being built (no sympy): see models/buildcache.py
+    model = recorded = buildcache.lookup(args.model, use_cache=not args.no_cache)
+    if recorded is not None:
+        entry = recorded.entry
+    else:
+        with buildcache.building() as reads:
+            model, entry = _load(args.model)
+    t_build = time.perf_counter() - tic
     defaults = entry.defaults if entry else {}
     t_end = args.t_end if args.t_end is not None else defaults.get("t_end")
     dt_out = args.dt_out if args.dt_out is not None else defaults.get("dt_out")
@@ -141,11 +153,14 @@ def cmd_simulate(args) -> int:
     if args.plot:
         check_output_path(args.plot, "--plot")
     params = _params(args.param)
-    log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
     try:
         tic = time.perf_counter()
-        compiled = compile_model(model, use_cache=not args.no_cache, log=log)
-        t_build = time.perf_counter() - tic  # simulate() gets the compiled model: its own build time is 0
+        if recorded is not None:
+            compiled = compile_model(recorded, log=log, key=recorded.key)
+        else:
+            compiled = compile_model(model, use_cache=not args.no_cache, log=log)
+            buildcache.record(args.model, entry, model, compiled, reads)
+        t_build += time.perf_counter() - tic  # simulate() gets the compiled model: its own build time is 0
         for name in params:
             if name not in compiled.param_names:
                 raise CLIError(f"model {compiled.name!r} has no parameter {name!r} "
@@ -163,8 +178,11 @@ def cmd_simulate(args) -> int:
     written = []
     try:
         if args.plot:
-            if entry is not None and entry.plot is not None:
-                written = entry.plot(result, args.plot)
+            from bondsim_ros.plotting.models import model_plot
+
+            own = entry is not None and (entry.plot or model_plot(entry.name))
+            if own:
+                written = own(result, args.plot)
             else:
                 written = plot_result(result, args.plot)
     except (OSError, ValueError) as exc:

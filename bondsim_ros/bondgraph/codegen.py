@@ -344,13 +344,19 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: bool = True) -> CompiledModel:
-    """Build (or load from the cache) the numeric kernels of ``model``."""
+def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: bool = True,
+                  key: str | None = None) -> CompiledModel:
+    """Build (or load from the cache) the numeric kernels of ``model``. ``key``: the model's
+    fingerprint when already known (models.buildcache: then ``model`` needs only ``name`` and
+    ``parameters``, and the cached code must exist)."""
     log = log or (lambda msg: None)
-    key = fingerprint(model) + ("" if eliminate else "-full")
+    key_given = key is not None
+    key = key or fingerprint(model) + ("" if eliminate else "-full")
     folder = cache_dir()
     src_path, meta_path = folder / f"m_{key}.py", folder / f"m_{key}.json"
     from_cache = use_cache and src_path.exists() and meta_path.exists()
+    if key_given and not from_cache:  # removed since the build record was read
+        raise ModelError(model.name, f"generated code {src_path.name} left the cache while loading: run again")
     if from_cache:
         meta = json.loads(meta_path.read_text())
         log(f"model {model.name!r}: generated code from cache ({src_path.name})")

@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-import sympy as sp
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -68,14 +67,16 @@ def locate(model, exc: "ModelError") -> "ModelError":
     return ModelError(at(model, exc.where or model.name), exc.message) if loc else exc
 
 
-def _reserved() -> frozenset:
-    from .laws import CONSTANTS, FUNCTIONS
-
-    return frozenset({"t", "True", "False"} | set(CONSTANTS) | set(FUNCTIONS))
-
+# The functions and constants a law may use (laws.py maps them to sympy; docs/engine.md lists
+# them). Named here, not taken from laws.py, so that building a model's structure does not
+# import sympy (the warm `simulate` path never needs it).
+LAW_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "log",
+                 "sqrt", "Abs", "sign", "Min", "Max", "Piecewise", "Mod", "floor", "ceiling", "Heaviside",
+                 "clip", "abs", "min", "max", "mod")
+LAW_CONSTANTS = ("pi", "E")
 
 # names a law gives a meaning of its own: not available for parameters or control inputs
-RESERVED_NAMES = _reserved()
+RESERVED_NAMES = frozenset({"t", "True", "False"} | set(LAW_CONSTANTS) | set(LAW_FUNCTIONS))
 
 
 def check_name(name: str, where: str) -> str:
@@ -363,6 +364,8 @@ class Model(Component):
             raise ModelError(self.path, f"parameter {name!r} must be finite, got {value}")
         self.parameters[name] = value
         self.parameter_docs[name] = doc
+        import sympy as sp
+
         return sp.Symbol(f"param:{name}", real=True)
 
 

@@ -21,16 +21,28 @@ from __future__ import annotations
 
 import math
 
-import sympy as sp
-
 from .core import RESERVED_NAMES, Component, ControlPort, ModelError, PowerPort
-from .laws import LawError, clip, parse_law
+
+# sympy and the law parser load when equations are built, not when a model's structure is:
+# a cached model runs without them (issue 14)
+
+
+def __getattr__(name):
+    if name == "clip":
+        from .laws import clip
+
+        return clip
+    raise AttributeError(name)
 
 def parse_expression(value, names: dict, where: str):
     """Turn a number, sympy expression or law text into a sympy expression over ``names``.
 
     Text goes through the whitelist parser of ``laws`` (never ``eval``): a shared model file
     must not be able to run code."""
+    import sympy as sp
+
+    from .laws import LawError, parse_law
+
     if isinstance(value, sp.Basic):
         return value
     if isinstance(value, bool):
@@ -95,6 +107,8 @@ class Element(Component):
     def require_slope(self, ctx, law, var, kind, what):
         """A law affine in its own variable with a parameter slope (``effort: "k*q"``) needs
         that slope's sign as the linear element needs its value's."""
+        import sympy as sp
+
         slope = sp.diff(law, var)
         if sp.diff(slope, var) == 0:
             ctx.require(self, slope, kind, f"{what} slope d/d{var.name.rsplit('.', 1)[-1]}")
@@ -298,6 +312,8 @@ class EffortJunction(Junction):
 
     def equations(self, ctx):
         ports, signs = self.signs(ctx)
+        import sympy as sp
+
         ctx.equation(self, sp.Add(*[s * ctx.e(p) for s, p in zip(signs, ports)]), "sum of efforts = 0")
         for p in ports[1:]:
             ctx.equation(self, ctx.f(p) - ctx.f(ports[0]), "equal flows")
@@ -312,6 +328,8 @@ class FlowJunction(Junction):
 
     def equations(self, ctx):
         ports, signs = self.signs(ctx)
+        import sympy as sp
+
         ctx.equation(self, sp.Add(*[s * ctx.f(p) for s, p in zip(signs, ports)]), "sum of flows = 0")
         for p in ports[1:]:
             ctx.equation(self, ctx.e(p) - ctx.e(ports[0]), "equal efforts")

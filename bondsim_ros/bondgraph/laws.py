@@ -31,6 +31,8 @@ import warnings
 
 import sympy as sp
 
+from .core import LAW_CONSTANTS, LAW_FUNCTIONS
+
 MAX_LAW_CHARS = 100_000
 MAX_DEPTH = 100
 MAX_DIGITS = 400
@@ -63,6 +65,8 @@ FUNCTIONS = {
 }
 FUNCTIONS.update({"clip": clip, "abs": sp.Abs, "min": sp.Min, "max": sp.Max, "mod": sp.Mod})
 CONSTANTS = {"pi": sp.pi, "E": sp.E}
+assert set(FUNCTIONS) == set(LAW_FUNCTIONS) and set(CONSTANTS) == set(LAW_CONSTANTS), \
+    "core.LAW_FUNCTIONS / LAW_CONSTANTS (the reserved names) must list what laws accept"
 
 _BINARY = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,

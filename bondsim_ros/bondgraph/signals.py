@@ -7,10 +7,8 @@ inputs become named columns of the simulation output.
 """
 from __future__ import annotations
 
-import sympy as sp
-
 from .core import ModelError, check_name
-from .elements import Element, clip
+from .elements import Element
 
 
 # Most ports a Sum, Node or Recorder may have (a model file asking for 10^8 is refused by name).
@@ -88,6 +86,8 @@ class Sum(Block):
         self.signs_text = signs
 
     def equations(self, ctx):
+        import sympy as sp
+
         total = sp.Add(*[(1 if s == "+" else -1) * ctx.signal(self.port(f"in{i + 1}"))
                          for i, s in enumerate(self.signs_text)])
         ctx.output(self.out, total)
@@ -185,6 +185,10 @@ class PID(Block):
             u += xi
         sat = u
         if self.umin is not None or self.umax is not None:
+            import sympy as sp
+
+            from .laws import clip
+
             lo = self.law(self.umin, ctx, what="umin") if self.umin is not None else -sp.oo
             hi = self.law(self.umax, ctx, what="umax") if self.umax is not None else sp.oo
             sat = clip(u, lo, hi)

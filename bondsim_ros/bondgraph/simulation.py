@@ -130,7 +130,9 @@ class Simulation:
 
 
 def _progress_bar(t0, t_end, quiet):
-    if quiet:
+    import sys
+
+    if quiet or not sys.stdout.isatty():  # rich draws on stdout; no terminal, no bar (nor its import)
         return None, None
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 

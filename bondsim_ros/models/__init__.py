@@ -21,8 +21,9 @@ class ModelEntry:
     name: str
     build: Callable
     description: str
-    # plot(result, out_png) -> list of written files; the registry fills it in from
-    # bondsim_ros.plotting.models (models do not plot)
+    # plot(result, out_png) -> list of written files: a plug-in's own figure; the built-in
+    # models' figures live in bondsim_ros.plotting.models (models do not plot), which
+    # `simulate --plot` asks by name
     plot: Callable | None = None
     defaults: dict = field(default_factory=dict)  # suggested simulate options (t_end, dt_out, hmax, rtol)
     postprocess: Callable | None = None  # postprocess(result) -> result with derived columns
@@ -57,8 +58,14 @@ _EXTRA_MODULES = [
 ]
 
 
-def registry() -> dict:
+_EXAMPLES = "bondsim_ros.models.examples"
+
+
+def registry(sources: dict | None = None) -> dict:
+    """name -> ModelEntry of every built-in model; ``sources`` (if given) gets name -> the
+    module providing it (for :func:`entry_from`)."""
     entries = {e.name: e for e in _examples()}
+    where = dict.fromkeys(entries, _EXAMPLES)
     for modname in _EXTRA_MODULES:
         try:
             mod = importlib.import_module(modname)
@@ -68,23 +75,22 @@ def registry() -> dict:
             raise
         for e in getattr(mod, "ENTRIES", []):
             entries[e.name] = e
-    for e in entries.values():
-        if e.plot is None:
-            e.plot = _plot_of(e.name)
+            where[e.name] = modname
+    if sources is not None:
+        sources.update(where)
     return entries
 
 
-def _plot_of(name: str):
-    """The figure of a built-in model (bondsim_ros.plotting.models), imported when drawn."""
-
-    def plot(result, out_png):
-        from bondsim_ros.plotting.models import model_plot
-
-        return model_plot(name)(result, out_png)
-
-    from bondsim_ros.plotting.models import PLOTS
-
-    return plot if name in PLOTS else None
+def entry_from(module: str, name: str):
+    """The entry ``name`` as ``module`` provides it, importing no other model module (the warm
+    ``simulate`` path: buildcache); None if that module has no such entry (any more)."""
+    if module == _EXAMPLES:
+        found = [e for e in _examples() if e.name == name]
+    elif module in _EXTRA_MODULES:
+        found = [e for e in getattr(importlib.import_module(module), "ENTRIES", []) if e.name == name]
+    else:
+        found = []
+    return found[-1] if found else None
 
 
 def resolve_model(spec: str):

@@ -10,7 +10,6 @@ YAML model file with a ``mechanism:`` section (bondsim_ros.robots.yaml_binding).
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Callable
 
@@ -46,6 +45,8 @@ def _resolve(value) -> Robot:
 
 def available() -> dict:
     """name -> entry (a 'module:attr' string or an EntryPoint), built-ins and installed plug-ins."""
+    from importlib.metadata import entry_points  # 0.1 s: only when robots are looked up
+
     out = dict(BUILTIN)
     for ep in entry_points(group=GROUP):
         out[ep.name] = ep

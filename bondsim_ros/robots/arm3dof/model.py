@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import sympy as sp
 
 from bondsim_ros.bondgraph import Function, Input, Model, Recorder
 
@@ -95,6 +94,8 @@ def inverse_kinematics(point, phi=GRIPPER_ANGLE, elbow=+1, lengths=LENGTHS):
 # --------------------------------------------------------------------------------------
 def _profile_pieces(T=DURATION, ta=T_ACC):
     """Normalised path s(t) in [0, 1] per phase: (upper time bound, s, s', s'') as sympy of t."""
+    import sympy as sp  # here, not at the top: listing the built-in models must not load sympy
+
     t = sp.Symbol("t")
     a = 1.0 / (ta * (T - ta))  # s'' in the blends, so that s(T) = 1
     return t, [
@@ -178,6 +179,8 @@ def torque_trajectory(t):
 
 def torque_laws():
     """T_i(t) as expression strings for Se elements: Piecewise over the trajectory's phases."""
+    import sympy as sp
+
     qa, qb = joint_endpoints()
     t, pieces = _profile_pieces()
     branches = [[], [], []]

@@ -1,0 +1,119 @@
+"""What a user waits for: `bondsim-ros simulate` wall time, warm and cold (issue 14's user loop).
+
+    python benchmarks/cli_bench.py                      # warm Robotino paper case, median of 7
+    python benchmarks/cli_bench.py --ref /work/main     # ... alternating with another checkout
+    python benchmarks/cli_bench.py --cold               # + Robotino on empty generated-code caches
+    python benchmarks/cli_bench.py --cold --dualarm     # + the 18-DOF dual-arm model (minutes)
+
+Each run is a fresh `python -m bondsim_ros.cli simulate ...` process (the console script does
+the same), timed from spawn to exit. Warm: the generated-code cache of this user
+(``$BONDSIM_CACHE_DIR`` or ~/.cache/bondsim_ros) after one untimed run. Cold: a new empty
+``BONDSIM_CACHE_DIR`` per run, so the model is built, reduced, printed and compiled by numba
+(the solver core's own numba cache, next to its source, stays warm: it is compiled once per
+install). The build time is the one the command prints (`build X s`). ``--ref ROOT`` runs the
+same command with ROOT first on PYTHONPATH, alternating with this checkout (same load).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]
+# seed 000 section 4, as README and docs/robotino.md give it
+ROBOTINO = ["robotino", "--t-end", "50", "--dt-out", "0.02", "--hmax", "0.02", "--rtol", "1e-6"]
+DUALARM = ["dualarm"]
+
+
+def run(root: Path, model_args: list, csv: Path, env_extra: dict | None = None) -> tuple[float, float, str]:
+    """(wall, CPU seconds of the process: user + system, stderr). On a shared machine the CPU
+    time varies far less with the load than the wall time."""
+    env = dict(os.environ, PYTHONPATH=str(root), **(env_extra or {}))
+    cmd = [sys.executable, "-m", "bondsim_ros.cli", "simulate", *model_args, "--csv", str(csv)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    tic = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True)
+    wall = time.perf_counter() - tic
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, proc.stderr
+
+
+def build_time(stderr: str) -> float:
+    m = re.search(r"build ([0-9.]+) s", stderr)
+    return float(m.group(1)) if m else float("nan")
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def warm(roots: dict, repeat: int, tmp: Path) -> None:
+    for label, root in roots.items():  # fill the caches (untimed)
+        run(root, ROBOTINO, tmp / f"{label}.csv")
+    times = {label: [] for label in roots}
+    cpus = {label: [] for label in roots}
+    builds = {label: [] for label in roots}
+    for _ in range(repeat):
+        for label, root in roots.items():
+            wall, cpu, err = run(root, ROBOTINO, tmp / f"{label}.csv")
+            times[label].append(wall)
+            cpus[label].append(cpu)
+            builds[label].append(build_time(err))
+    print(f"warm `bondsim-ros simulate {' '.join(ROBOTINO)} --csv r.csv`, {repeat} runs each "
+          f"(load average after: {load()})")
+    for label in roots:
+        t = times[label]
+        print(f"  {label:10s} wall median {statistics.median(t):.2f} s (min {min(t):.2f}, max {max(t):.2f}); "
+              f"CPU median {statistics.median(cpus[label]):.2f} s; "
+              f"printed build median {statistics.median(builds[label]):.2f} s")
+    if len(roots) == 2:
+        a, b = (statistics.median(times[k]) for k in roots)
+        print(f"  ratio {list(roots)[0]} / {list(roots)[1]}: {a / b:.2f}")
+
+
+def cold(label: str, root: Path, model_args: list, tmp: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="bondsim_cold_") as cache:
+        before = load()
+        wall, cpu, err = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
+        print(f"cold `simulate {model_args[0]}` ({label}): wall {wall:.1f} s, CPU {cpu:.1f} s, printed build "
+              f"{build_time(err):.1f} s (load average before {before}, after {load()})")
+        # then warm from that same cache
+        wall2, cpu2, err2 = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
+        print(f"  next run on that cache: wall {wall2:.2f} s, CPU {cpu2:.2f} s, printed build {build_time(err2):.2f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--ref", type=Path, help="another checkout to compare with (alternating runs)")
+    ap.add_argument("--cold", action="store_true", help="also time builds on empty caches")
+    ap.add_argument("--dualarm", action="store_true", help="with --cold: the dual-arm model too (minutes)")
+    ap.add_argument("--no-warm", action="store_true")
+    a = ap.parse_args()
+    roots = {"this": HERE}
+    if a.ref:
+        roots["ref"] = a.ref.resolve()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load()}")
+    with tempfile.TemporaryDirectory(prefix="bondsim_cli_bench_") as tmp:
+        tmp = Path(tmp)
+        if not a.no_warm:
+            warm(roots, a.repeat, tmp)
+        if a.cold:
+            for label, root in roots.items():
+                cold(label, root, ROBOTINO, tmp)
+                if a.dualarm:
+                    cold(label, root, DUALARM, tmp)
+
+
+if __name__ == "__main__":
+    main()

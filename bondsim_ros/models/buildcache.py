@@ -1,0 +1,190 @@
+"""Finding a model's generated code without building the model: the warm ``simulate`` path.
+
+``codegen.compile_model`` keys the generated code by a fingerprint of the *built* model's
+structure. Building a model imports sympy (0.5-0.7 s) and runs its builder (0.25-0.45 s for
+the Robotino): more than the Robotino's whole 50 s solve. A *build record* maps what the user
+asked for -- a built-in model's name or a model file -- to that fingerprint, the model's name
+and its parameter values, and lists every file the build read (the Python modules of this
+package and of the model file, parameter files, the model file itself) with a hash of each.
+The next request for the same model, with the same engine and the same ``BONDSIM_*``
+environment, uses the record while every listed file is unchanged; otherwise the model is
+built and the record rewritten. A record never replaces the generated code's own key: it
+only finds it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+# environment variables that steer no model build (the others, e.g. BONDSIM_ROBOTINO_CONFIG,
+# go into a record's key)
+_NOT_BUILD_ENV = {"BONDSIM_CACHE_DIR"}
+
+
+def _record_path(spec: str) -> Path | None:
+    from bondsim_ros.bondgraph.codegen import _engine_hash, cache_dir
+
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml", ".py"):  # a model file (built-in names have no suffix)
+        if not path.is_file():
+            return None
+        what = f"file:{path.resolve()}"
+    else:  # a built-in model: its module's source is among the record's files
+        what = f"name:{spec}"
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("BONDSIM_") and k not in _NOT_BUILD_ENV)
+    blob = json.dumps([_engine_hash(), what, env])
+    return cache_dir() / f"r_{hashlib.sha256(blob.encode()).hexdigest()[:24]}.json"
+
+
+def _digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+class _Reads:
+    """Files opened while a model is built (an audit hook: imports, ``open``, ``Path.read_text``)."""
+
+    _active: list = []
+    _hooked = False
+
+    def __enter__(self):
+        if not _Reads._hooked:  # an audit hook cannot be removed: one, idle outside a build
+            sys.addaudithook(_Reads._hook)
+            _Reads._hooked = True
+        self.paths = set()
+        _Reads._active.append(self.paths)
+        return self
+
+    def __exit__(self, *exc):
+        _Reads._active.remove(self.paths)
+        # hashed now, as the build read them: a file edited during the (long) compilation that
+        # follows must not pass for the content the model was built from
+        self.files = _dependencies(self.paths) if exc[0] is None else {}
+
+    @staticmethod
+    def _hook(event, args):
+        if event == "open" and _Reads._active and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
+            if "r" in mode or not mode:
+                for paths in _Reads._active:
+                    paths.add(os.fsdecode(args[0]))
+
+
+def _third_party_dirs() -> list:
+    dirs = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    return sorted(os.path.realpath(d) + os.sep for d in dirs if d)
+
+
+def _dependencies(opened: set) -> dict:
+    """path -> sha256 of what a build depended on: the files it opened (compiled modules mapped
+    to their source), except other packages' and the standard library's modules, and the source
+    of every loaded module of this package (imported before the build started, too)."""
+    import importlib.util
+
+    files = set()
+    for path in opened:
+        if path.endswith(".pyc") and "__pycache__" in path:
+            try:
+                path = importlib.util.source_from_cache(path)
+            except ValueError:
+                continue
+        files.add(os.path.realpath(path))
+    skip = _third_party_dirs()
+    files = {f for f in files if not (f.endswith((".py", ".pyc", ".so", ".pth")) and f.startswith(tuple(skip)))}
+    for name, module in list(sys.modules.items()):
+        if name == "bondsim_ros" or name.startswith("bondsim_ros."):
+            f = getattr(module, "__file__", None)
+            if f:
+                files.add(os.path.realpath(f))
+    out = {}
+    for f in sorted(files):
+        if os.path.isfile(f) and not f.startswith(("/dev/", "/proc/", "/sys/")):
+            digest = _digest(f)
+            if digest is not None:
+                out[f] = digest
+    return out
+
+
+def lookup(spec: str, use_cache: bool = True):
+    """The model ``spec`` as its build record tells it (a stand-in with ``name``, ``parameters``
+    and ``key``, for ``compile_model(rec, key=rec.key)``), or None (no record, a listed file
+    changed, the generated code is gone): then build the model."""
+    from bondsim_ros.bondgraph.codegen import cache_dir
+
+    if not use_cache:
+        return None
+    rec_path = _record_path(spec)
+    if rec_path is None or not rec_path.exists():
+        return None
+    try:
+        rec = json.loads(rec_path.read_text())
+        key, deps = rec["key"], rec["files"]
+        if not all(_digest(f) == h for f, h in deps.items()):
+            return None
+        folder = cache_dir()
+        if not ((folder / f"m_{key}.py").exists() and (folder / f"m_{key}.json").exists()):
+            return None
+        recorded = Recorded(str(rec["name"]), {str(k): float(v) for k, v in rec["parameters"].items()}, str(key))
+        module = rec["entry_module"]
+        if module is not None:  # a built-in: its entry (defaults, plots), from its module alone
+            from bondsim_ros.models import entry_from
+
+            recorded.entry = entry_from(str(module), spec)
+            if recorded.entry is None:
+                return None
+        return recorded
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # an unreadable or foreign record: build the model
+
+
+class Recorded:
+    """What compile_model needs of a model whose code is cached: its name, its parameters and
+    the generated code's key; and the built-in model's entry (None for a model file)."""
+
+    def __init__(self, name: str, parameters: dict, key: str, entry=None):
+        self.name, self.parameters, self.key, self.entry = name, parameters, key, entry
+
+
+def building():
+    """Context manager around a model build: collects the files it reads (for :func:`record`)."""
+    return _Reads()
+
+
+def record(spec: str, entry, model, compiled, reads: _Reads) -> None:
+    """Write the build record of ``spec`` after ``model`` was built and compiled (``entry``:
+    its built-in model entry, None for a model file)."""
+    import tempfile
+
+    rec_path = _record_path(spec)
+    if rec_path is None:
+        return
+    module = None
+    if entry is not None:
+        from bondsim_ros.models import registry
+
+        sources: dict = {}
+        registry(sources)
+        module = sources.get(entry.name)
+        if module is None:
+            return
+    rec = {"spec": spec, "key": compiled.key, "name": model.name, "entry_module": module,
+           "parameters": {k: float(v) for k, v in model.parameters.items()},
+           "files": reads.files}
+    try:
+        fd, tmp = tempfile.mkstemp(dir=rec_path.parent, prefix=rec_path.name, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(rec, fh)
+        os.replace(tmp, rec_path)
+    except OSError:
+        pass  # a read-only cache: the next run builds again
+
+
+__all__ = ["lookup", "building", "record", "Recorded"]

@@ -1,0 +1,96 @@
+"""`simulate` runs a model it has run before from its build record (models/buildcache.py,
+issue 14): without building it again, and never with what a model file said before an edit."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bondsim_ros.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+RC_YAML = (Path(__file__).parent / "data" / "models" / "rc_step.yaml").read_text()
+RC_PY = textwrap.dedent("""
+    from bondsim_ros.bondgraph import C, EffortJunction, FlowJunction, Model, R, Recorder, Se
+
+    def build():
+        m = Model("rc_py")
+        V0 = m.parameter("V0", 10.0)
+        m.add(Se("V", V0), EffortJunction("loop", output=True), R("r", 2.0), FlowJunction("c", output=True),
+              C("cap", 0.5), Recorder("rec", ["uc"]))
+        m.bond("V", "loop"); m.bond("loop", "r"); m.bond("loop", "c"); m.bond("c", "cap")
+        m.connect("c.out", "rec.uc")
+        return m
+""").lstrip()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    path = tmp_path / "cache"
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(path))
+    return path
+
+
+def simulate(model, out, capsys):
+    rc = main(["simulate", str(model), "--t-end", "1", "--dt-out", "0.1", "--csv", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    data = np.genfromtxt(out, delimiter=",", names=True)
+    return data, err
+
+
+@pytest.mark.parametrize("name, text", [("rc.yaml", RC_YAML), ("rc.py", RC_PY)])
+def test_an_edited_model_file_runs_as_edited(tmp_path, cache, capsys, name, text):
+    model = tmp_path / name
+    model.write_text(text)
+    first, err = simulate(model, tmp_path / "a.csv", capsys)
+    assert "(cached)" not in err  # built: generated code and record written
+    again, err = simulate(model, tmp_path / "b.csv", capsys)
+    assert "(cached)" in err and (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    # a parameter value is not part of the generated code's key: the record must notice the edit
+    model.write_text(text.replace("10.0", "20.0"))
+    edited, err = simulate(model, tmp_path / "c.csv", capsys)
+    assert "(cached)" in err  # same structure: same generated code, new parameter value
+    np.testing.assert_allclose(edited["uc"], 2 * first["uc"], rtol=1e-6, atol=1e-9)
+    assert edited["uc"][-1] > 1.0
+
+
+def test_a_second_run_builds_nothing(tmp_path, cache, capsys):
+    """The second run finds the code from the model file alone: sympy (0.5-0.7 s to import) is
+    not loaded, and the output is the first run's to the last digit."""
+    model = tmp_path / "rc.yaml"
+    model.write_text(RC_YAML)
+    simulate(model, tmp_path / "a.csv", capsys)
+    code = ("import sys; from bondsim_ros.cli import main; "
+            f"rc = main(['simulate', {str(model)!r}, '--t-end', '1', '--dt-out', '0.1', '-q', "
+            f"'--csv', {str(tmp_path / 'b.csv')!r}]); print(rc, 'sympy' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), BONDSIM_CACHE_DIR=str(cache))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.split() == ["0", "False"], proc.stderr
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_no_cache_rebuilds(tmp_path, cache, capsys):
+    model = tmp_path / "rc.yaml"
+    model.write_text(RC_YAML)
+    simulate(model, tmp_path / "a.csv", capsys)
+    rc = main(["simulate", str(model), "--t-end", "1", "--dt-out", "0.1", "--no-cache", "--csv", str(tmp_path / "b.csv")])
+    err = capsys.readouterr().err
+    assert rc == 0 and "building equations" in err and "(cached)" not in err
+
+
+@pytest.mark.parametrize("name", ["mass_spring_damper", "pendulum_zcp"])
+def test_a_built_in_model_from_its_record_keeps_its_defaults_and_columns(tmp_path, cache, capsys, name):
+    """From the record, a built-in model still gets its entry's suggested t_end/dt_out and its
+    derived columns (pendulum_zcp: joint angles added after the run), as when it was built."""
+    outs = []
+    for run in ("a", "b"):
+        out = tmp_path / f"{run}.csv"
+        assert main(["simulate", name, "--csv", str(out)]) == 0
+        outs.append(out.read_bytes())
+        err = capsys.readouterr().err
+    assert "(cached)" in err
+    assert outs[0] == outs[1]
