@@ -42,6 +42,7 @@ class _Kernel:
         cres = dispatcher.get_compile_result(sig)
         self._addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
         self._numba_type_ = types.FunctionType(sig)
+        self.sig = sig
         self.dispatcher = dispatcher  # keeps the machine code alive
 
     def __wrapper_address__(self):
@@ -56,8 +57,10 @@ def first_class(func, sig):
     argument; anything that is not a numba dispatcher is returned unchanged."""
     if not isinstance(func, Dispatcher):
         return func
-    key = (id(func), sig)
+    # keyed by the signature object's id: hashing a numba signature walks its types (about
+    # 20 us a lookup, a fifth of a small model's solver set-up); the signatures are module constants
+    key = (id(func), id(sig))
     k = _wrapped.get(key)
-    if k is None or k.dispatcher is not func:
+    if k is None or k.dispatcher is not func or k.sig is not sig:
         k = _wrapped[key] = _Kernel(func, sig)
     return k
