@@ -64,12 +64,12 @@ def _prefix_libs(prefix: str) -> list:
     for name in SUNDIALS_LIBS:
         found = [p for p in (Path(prefix) / d / f"lib{name}.a" for d in ("lib", "lib64")) if p.exists()]
         if not found:
-            raise MissingSundials(f"{PREFIX_ENV}={prefix}: no lib{name}.a under lib/ or lib64/ (build SUNDIALS "
+            raise MissingSundials(f"SUNDIALS prefix {prefix}: no lib{name}.a under lib/ or lib64/ (build SUNDIALS "
                                   f"with -DBUILD_STATIC_LIBS=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON, "
                                   f"docs/benchmarks.md)")
         out.append(str(found[0]))
     if not (Path(prefix) / "include" / "ida" / "ida.h").exists():
-        raise MissingSundials(f"{PREFIX_ENV}={prefix}: no include/ida/ida.h")
+        raise MissingSundials(f"SUNDIALS prefix {prefix}: no include/ida/ida.h")
     return out
 
 
@@ -266,6 +266,8 @@ class CIDA:
         """``prefix``: install prefix of a SUNDIALS built from source (static libraries), else
         Debian's shared libraries."""
         if prefix:
+            if shutil.which("gcc") is None:
+                raise MissingSundials("the C-IDA reference needs gcc: apt-get install gcc")
             link = ["-I", str(Path(prefix) / "include"), "-Wl,--exclude-libs,ALL", *_prefix_libs(prefix), "-lm"]
             tag = "native-" + hashlib.sha1(str(Path(prefix).resolve()).encode()).hexdigest()[:10]
         else:
