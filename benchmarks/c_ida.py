@@ -17,10 +17,19 @@ Everything is generated at run time into ``$BONDSIM_CACHE_DIR/c_ida/<model key>/
     from c_ida import CIDA
     ida = CIDA(model, compiled)              # prints C, compiles once per model structure
     Y, YP, counters = ida.run(t_out, y0, yp0, rtol, atol, hmax)
+
+A SUNDIALS built from source (``-O3 -march=native``, static libraries; docs/benchmarks.md has
+the cmake line) is used instead with ``CIDA(..., prefix=PREFIX)``, or by the benchmark scripts
+when ``BONDSIM_SUNDIALS_PREFIX`` names its install prefix. Its IDA is linked statically into the
+model's library with its symbols kept local (``--exclude-libs``), so that a Debian-linked and
+a native-linked library can be loaded side by side in one process: both SUNDIALS 6 shared
+libraries carry the same soname, and the dynamic loader would quietly hand the second one
+the first.
 """
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import math
 import os
 import shutil
@@ -30,9 +39,11 @@ from pathlib import Path
 import numpy as np
 
 HEADER = "/usr/include/ida/ida.h"
-LIBS = ["-lsundials_ida", "-lsundials_nvecserial", "-lsundials_sunmatrixdense", "-lsundials_sunlinsoldense", "-lm"]
+SUNDIALS_LIBS = ["sundials_ida", "sundials_nvecserial", "sundials_sunmatrixdense", "sundials_sunlinsoldense"]
+LIBS = [f"-l{name}" for name in SUNDIALS_LIBS] + ["-lm"]
+PREFIX_ENV = "BONDSIM_SUNDIALS_PREFIX"
 # The model kernels get the optimisation numba gives ours (LLVM -O3 for the host CPU); the IDA
-# library itself is Debian's build, as a user of the package gets it.
+# library itself is Debian's build, as a user of the package gets it, unless a prefix is given.
 CFLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-std=gnu11"]
 COUNTERS = ["steps", "res_evals", "jac_evals", "newton_iters", "newton_conv_fails", "lin_setups",
             "err_test_fails", "last_order", "status"]
@@ -40,6 +51,26 @@ COUNTERS = ["steps", "res_evals", "jac_evals", "newton_iters", "newton_conv_fail
 
 class MissingSundials(RuntimeError):
     pass
+
+
+def native_prefix():
+    """The install prefix of a SUNDIALS built from source, from $BONDSIM_SUNDIALS_PREFIX, or None."""
+    return os.environ.get(PREFIX_ENV) or None
+
+
+def _prefix_libs(prefix: str) -> list:
+    """The static IDA libraries under ``prefix`` (lib/ or lib64/), with a clear error if absent."""
+    out = []
+    for name in SUNDIALS_LIBS:
+        found = [p for p in (Path(prefix) / d / f"lib{name}.a" for d in ("lib", "lib64")) if p.exists()]
+        if not found:
+            raise MissingSundials(f"SUNDIALS prefix {prefix}: no lib{name}.a under lib/ or lib64/ (build SUNDIALS "
+                                  f"with -DBUILD_STATIC_LIBS=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON, "
+                                  f"docs/benchmarks.md)")
+        out.append(str(found[0]))
+    if not (Path(prefix) / "include" / "ida" / "ida.h").exists():
+        raise MissingSundials(f"SUNDIALS prefix {prefix}: no include/ida/ida.h")
+    return out
 
 
 def check_toolchain() -> None:
@@ -231,17 +262,30 @@ _lng = np.ctypeslib.ndpointer(dtype=np.int64, flags="C_CONTIGUOUS")
 class CIDA:
     """IDA from C on one compiled model; ``run`` integrates over all output times in one C call."""
 
-    def __init__(self, model, compiled, log=print):
-        check_toolchain()
+    def __init__(self, model, compiled, log=print, prefix=None):
+        """``prefix``: install prefix of a SUNDIALS built from source (static libraries), else
+        Debian's shared libraries."""
+        if prefix:
+            if shutil.which("gcc") is None:
+                raise MissingSundials("the C-IDA reference needs gcc: apt-get install gcc")
+            link = ["-I", str(Path(prefix) / "include"), "-Wl,--exclude-libs,ALL", *_prefix_libs(prefix), "-lm"]
+            tag = "native-" + hashlib.sha1(str(Path(prefix).resolve()).encode()).hexdigest()[:10]
+        else:
+            check_toolchain()
+            link, tag = LIBS, "debian"
         self.compiled = compiled
+        self.prefix = prefix
         folder = _cache(compiled.key)
-        lib = folder / "libmodel_ida.so"
+        lib = folder / f"libmodel_ida_{tag}.so"
         if not lib.exists():
-            log(f"  C-IDA: printing {compiled.name} as C and compiling (gcc {' '.join(CFLAGS[:2])})")
-            (folder / "model.c").write_text(c_source(model, compiled))
+            log(f"  C-IDA ({prefix or 'Debian'}): printing {compiled.name} as C and compiling "
+                f"(gcc {' '.join(CFLAGS[:2])})")
+            if not (folder / "model.c").exists():
+                (folder / "model.c").write_text(c_source(model, compiled))
             (folder / "driver.c").write_text(DRIVER)
-            tmp = folder / "libmodel_ida.so.tmp"
-            cmd = ["gcc", *CFLAGS, "-o", str(tmp), str(folder / "model.c"), str(folder / "driver.c"), *LIBS]
+            tmp = folder / f"libmodel_ida_{tag}.so.tmp"
+            # sources before the libraries: the static ones are searched only for what is still undefined
+            cmd = ["gcc", *CFLAGS, "-o", str(tmp), str(folder / "model.c"), str(folder / "driver.c"), *link]
             out = subprocess.run(cmd, capture_output=True, text=True)
             if out.returncode:
                 raise RuntimeError(f"gcc failed for {folder}:\n{out.stderr[-3000:]}")

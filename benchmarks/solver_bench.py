@@ -18,6 +18,10 @@ at each C-IDA point's error; the summary gives the median over those points. Cou
 (Newton iterations, Jacobian evaluations/LU factorisations, rejected steps) are deterministic:
 they are the evidence that does not depend on the load of the machine.
 
+With ``--sundials-prefix PREFIX`` (or ``BONDSIM_SUNDIALS_PREFIX``), a SUNDIALS built from source
+(docs/benchmarks.md: -O3 -march=native, static libraries) runs as a second reference, "C-IDA
+native", alternating with the other two in the same process.
+
     apt-get install libsundials-dev     # benchmark only
     nice -n -5 python benchmarks/solver_bench.py [--repeat 5] [--rtols 1e-4,...,1e-8] [--dualarm]
 """
@@ -103,10 +107,14 @@ def main(argv=None):
     ap.add_argument("--no-context", action="store_true", help="skip scikit-sundae and SciPy")
     ap.add_argument("--dualarm", action="store_true", help="include the 18-DOF dual-arm model (slow cold build)")
     ap.add_argument("--only", default="", help="comma-separated substrings of case names to run")
+    ap.add_argument("--sundials-prefix", default=None,
+                    help="install prefix of a SUNDIALS built from source: a second C-IDA reference "
+                         "(default: $BONDSIM_SUNDIALS_PREFIX)")
     args = ap.parse_args(argv)
     rtols = [float(v) for v in args.rtols.split(",")]
-    from c_ida import CIDA, MissingSundials, check_toolchain
+    from c_ida import CIDA, MissingSundials, check_toolchain, native_prefix
 
+    prefix = args.sundials_prefix or native_prefix()
     try:
         check_toolchain()
     except MissingSundials as exc:
@@ -115,7 +123,10 @@ def main(argv=None):
     from bondsim_ros.solver import BDFSolver
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"rtols {args.rtols}, atol = rtol/100; medians of {args.repeat}")
+          f"rtols {args.rtols}, atol = rtol/100; medians of {args.repeat}; load average "
+          f"{' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    if prefix:
+        print(f"C-IDA native: SUNDIALS under {prefix}")
     summary = []
     only = [s.strip().lower() for s in args.only.split(",") if s.strip()]
     for name, build, t_end, dt, hmax, ref_fn, context in cases(args.dualarm):
@@ -124,7 +135,13 @@ def main(argv=None):
         model = build()
         c = compile_model(model)
         n = c.n
-        cida = CIDA(model, c)
+        refs = {"C-IDA": CIDA(model, c)}
+        if prefix:
+            try:
+                refs["C-IDA native"] = CIDA(model, c, prefix=prefix)
+            except MissingSundials as exc:
+                sys.exit(f"solver_bench: {exc}")
+        cida = refs["C-IDA"]
         t_out = np.arange(1, int(round(t_end / dt)) + 1) * dt
         p = c.params
         s0 = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8, hmax=hmax)
@@ -149,32 +166,38 @@ def main(argv=None):
 
             return s, go
 
-        def cida_run(rtol, atol):
-            return cida.run(t_out, y0, yp0, rtol, atol, hmax)
+        def cida_run(rtol, atol, ref=cida):
+            return ref.run(t_out, y0, yp0, rtol, atol, hmax)
 
-        def timed_pair(rtol, atol):
-            """Our runs and C-IDA's alternate, so that both see the same load on a shared machine."""
-            t_o, t_c, sol, csol = [], [], None, None
+        def timed_round(rtol, atol):
+            """Our runs and each C-IDA's alternate, so that all see the same load on a shared machine.
+            Returns {solver: (median time, (output rows, counters))}."""
+            times = {key: [] for key in ["ours", *refs]}
+            last = {}
             for k in range(args.repeat + 1):  # first round: warm-up
                 s, go = ours(rtol, atol)
                 tic = time.perf_counter()
                 sol = go()
                 el = time.perf_counter() - tic
-                tic = time.perf_counter()
-                csol = cida_run(rtol, atol)
-                el_c = time.perf_counter() - tic
+                last["ours"] = (sol, s.stats)
                 if k:
-                    t_o.append(el)
-                    t_c.append(el_c)
-            return (float(np.median(t_o)), (outputs(*sol), s.stats)), \
-                (float(np.median(t_c)), (outputs(csol[0], csol[1]), csol[2]))
+                    times["ours"].append(el)
+                for key, ref in refs.items():
+                    tic = time.perf_counter()
+                    csol = cida_run(rtol, atol, ref)
+                    el = time.perf_counter() - tic
+                    last[key] = ((csol[0], csol[1]), csol[2])
+                    if k:
+                        times[key].append(el)
+            return {key: (float(np.median(times[key])), (outputs(*last[key][0]), last[key][1])) for key in times}
 
-        runs = {"ours": {}, "C-IDA": {}}
+        runs = {"ours": {}, **{key: {} for key in refs}}
         if context and not args.no_context:
             runs.update(sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs))
         for rtol in rtols:
             atol = rtol * 1e-2
-            runs["ours"][rtol], runs["C-IDA"][rtol] = timed_pair(rtol, atol)
+            for key, val in timed_round(rtol, atol).items():
+                runs[key][rtol] = val
         if callable(ref_fn):
             ref, ref_name = ref_fn(t_out), "closed form"
         else:
@@ -195,9 +218,13 @@ def main(argv=None):
             print(f"  {rtol:7.0e}" + "".join(f" {runs[s][rtol][0]:14.5f} {err(runs[s][rtol][1][0]):8.1e}"
                                              if rtol in runs[s] else f" {'':14s} {'':8s}" for s in cols))
         points = {s: [(err(r[1][0]), r[0]) for r in runs[s].values()] for s in runs}
-        ratios = equal_error_ratios(points["ours"], points["C-IDA"])
-        print("  ours / C-IDA time at equal error: "
-              + (", ".join(f"{r:.2f} (err {e:.0e})" for e, r in ratios) if ratios else "no overlapping errors"))
+        mid = 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2]
+        for key in refs:
+            ratios = equal_error_ratios(points["ours"], points[key])
+            print(f"  ours / {key} time at equal error: "
+                  + (", ".join(f"{r:.2f} (err {e:.0e})" for e, r in ratios) if ratios else "no overlapping errors"))
+            summary.append((name, key, n, ratios, runs["ours"][mid][0] / runs[key][mid][0],
+                            runs["ours"][mid][0], runs[key][mid][0], mid))
         print("  work per run     steps  rejected  Newton its  Jac evals  LU factorisations")
         for rtol in rtols:
             o = runs["ours"][rtol][1][1]
@@ -207,14 +234,11 @@ def main(argv=None):
             print(f"  {'':7s} C-IDA {i['steps']:7d} {i['err_test_fails'] + i['newton_conv_fails']:9d} "
                   f"{i['newton_iters']:11d} {i['jac_evals']:10d} {i['lin_setups']:18d}"
                   f"   (error-test fails {i['err_test_fails']}, convergence fails {i['newton_conv_fails']})")
-        mid = 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2]
-        summary.append((name, n, ratios, runs["ours"][mid][0] / runs["C-IDA"][mid][0],
-                        runs["ours"][mid][0], runs["C-IDA"][mid][0], mid))
     print("\nsummary: ours / C-IDA wall time (median over C-IDA's tolerances where ours reaches that error; "
           "and at equal rtol)")
-    for name, n, ratios, same_tol, t_o, t_i, mid in summary:
+    for name, key, n, ratios, same_tol, t_o, t_i, mid in summary:
         med = f"{np.median([r for _, r in ratios]):.2f}" if ratios else "n/a"
-        print(f"  {name:40s} n={n:3d}  equal error {med:>5s}   rtol {mid:.0e}: {same_tol:.2f} "
+        print(f"  {name:40s} {key:12s} n={n:3d}  equal error {med:>5s}   rtol {mid:.0e}: {same_tol:.2f} "
               f"({t_o * 1e3:.3f} ms / {t_i * 1e3:.3f} ms)")
     print("errors: max over the compared columns of max|x - x_ref| / max|x_ref|; "
           "C-IDA 'rejected' = error-test + convergence failures")

@@ -118,12 +118,10 @@ class Simulation:
         """Integrate to the times ``t_out`` (ascending, > current t); returns rows of outputs.
         ``tstop``: no solver step goes beyond it (the end of the interval a model is defined on)."""
         t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
+        from bondsim_ros.solver.kernels import output_rows
+
         Y, YP = self.solver.advance(t_out, progress=progress, tstop=tstop)
-        rows = np.empty((len(t_out), 1 + len(self.compiled.output_names)))
-        rows[:, 0] = t_out
-        for k in range(len(t_out)):
-            self.compiled.outputs(float(t_out[k]), Y[k], YP[k], self.problem.params, self._out)
-            rows[k, 1:] = self._out
+        rows = output_rows(self.compiled.outputs, len(self.compiled.output_names), t_out, Y, YP, self.problem.params)
         self.t = float(t_out[-1])
         self.last_y, self.last_yp = Y[-1].copy(), YP[-1].copy()
         return rows

@@ -49,8 +49,8 @@ def _step_from_derivative(y, yp, diff, atol, rtol) -> float:
     0.5 / RMS(y'/(atol + rtol |y|)); inf when nothing moves."""
     if not diff.any():
         return math.inf
-    scale = atol + rtol * np.abs(y)
-    ypn = np.sqrt(np.mean((yp[diff] / scale[diff]) ** 2))
+    v = yp[diff] / (atol[diff] + rtol * np.abs(y[diff]))
+    ypn = math.sqrt(float(v @ v) / v.size)
     return 0.5 / ypn if ypn > 0 else math.inf
 
 
@@ -126,7 +126,8 @@ class BDFSolver:
         n = problem.n
         self.n = n
         self.rtol = float(rtol)
-        self.atol = np.broadcast_to(np.asarray(atol, dtype=float), (n,)).copy()
+        self.atol = np.full(n, float(atol)) if np.isscalar(atol) else \
+            np.broadcast_to(np.asarray(atol, dtype=float), (n,)).copy()
         self.hmax = float(hmax)
         self.h0 = h0
         self.max_steps = int(max_steps)
@@ -309,22 +310,20 @@ class BDFSolver:
         t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
         if t_out.size and t_out[0] < self.t - 1e-12 * max(1, abs(self.t)):
             raise ValueError(f"output time {t_out[0]} is before the last output time {self.t}")
-        Y = np.zeros((len(t_out), self.n))
-        YP = np.zeros((len(t_out), self.n))
+        Y = np.empty((len(t_out), self.n))
+        YP = np.empty((len(t_out), self.n))
         start = 0
         while start < len(t_out):
             stop = min(len(t_out), start + chunk) if progress else len(t_out)
+            # row slices of C-ordered arrays are C-contiguous: the core writes into Y and YP directly
             tt = np.ascontiguousarray(t_out[start:stop])
-            Yc = np.zeros((len(tt), self.n))
-            YPc = np.zeros((len(tt), self.n))
-            self.ist[4] = 0
+            self.ist[core.I_K_OUT] = 0
             status = core.advance(self._res, self._jac, self.indptr, self.indices,
                                   self.diff, self.p, self.rtol, self.atol, self.hmax, tt, float(tstop), self.D,
-                                  self.st, self.ist, Yc, YPc, self.max_steps, self.G, self.piv, self._stats,
-                                  self.sparse, self.q, *self._lu)
+                                  self.st, self.ist, Y[start:stop], YP[start:stop], self.max_steps, self.G, self.piv,
+                                  self._stats, self.sparse, self.q, *self._lu)
             if status != core.OK:
                 self._raise(status)
-            Y[start:stop], YP[start:stop] = Yc, YPc
             start = stop
             if progress:
                 progress(float(tt[-1]))
