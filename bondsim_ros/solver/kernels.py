@@ -61,3 +61,11 @@ def first_class(func, sig):
     if k is None or k.dispatcher is not func:
         k = _wrapped[key] = _Kernel(func, sig)
     return k
+
+
+@njit(RES_SIG, cache=True)
+def no_events(t, y, yp, p, out):
+    """The root-function and mode kernels of a problem without discontinuities (never called
+    with a non-empty ``out``)."""
+    for k in range(out.shape[0]):
+        out[k] = 0.0
