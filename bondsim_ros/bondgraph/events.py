@@ -58,25 +58,26 @@ class _Builder:
         self.ev.natural.append(natural)
         return sym
 
-    def _root(self, g, what):
+    def _root(self, g, what, expr):
         self.ev.roots.append(g)
-        self.ev.root_names.append(f"{self.where}: {what}"[:160])
+        text = str(expr)
+        self.ev.root_names.append(f"{self.where}: {what} {text if len(text) <= 100 else text[:97] + '...'}")
 
     def floor_mode(self, x):
         key = ("floor", x)
         if key not in self.memo:
             K = self._mode(sp.floor(x))
-            self._root(x - K, f"floor({x}) down")
-            self._root(x - K - 1, f"floor({x}) up")
+            self._root(x - K, "floor decreases:", x)
+            self._root(x - K - 1, "floor increases:", x)
             self.memo[key] = K
         return self.memo[key]
 
-    def relation_mode(self, rel):
+    def relation_mode(self, rel, what="condition"):
         """A mode in {0, 1} for the truth of a (walked) relation, its switching function lhs - rhs."""
         key = ("rel", rel)
         if key not in self.memo:
             S = self._mode(sp.Piecewise((sp.Float(1.0), rel), (sp.Float(0.0), True)))
-            self._root(rel.lhs - rel.rhs, str(rel))
+            self._root(rel.lhs - rel.rhs, what, rel)
             self.memo[key] = S
         return self.memo[key]
 
@@ -114,15 +115,15 @@ class _Builder:
                 if rel in (sp.true, sp.false):
                     out = out if rel == sp.true else b
                     continue
-                S = self.relation_mode(rel)
+                S = self.relation_mode(rel, type(e).__name__)
                 out = sp.Piecewise((out, sp.StrictGreaterThan(S, sp.Float(0.5))), (b, True))
         elif isinstance(e, clip):
             u, lo, hi = (self.walk(a) for a in e.args)
             pieces = []
-            for bound, rel in ((lo, u <= lo), (hi, u >= hi)):
+            for bound, rel, what in ((lo, u <= lo, "clip lower limit"), (hi, u >= hi, "clip upper limit")):
                 if bound.is_infinite or rel in (sp.true, sp.false):
                     continue
-                pieces.append((bound, sp.StrictGreaterThan(self.relation_mode(rel), sp.Float(0.5))))
+                pieces.append((bound, sp.StrictGreaterThan(self.relation_mode(rel, what), sp.Float(0.5))))
             out = sp.Piecewise(*pieces, (u, True)) if pieces else u
         else:
             args = [self.walk(a) for a in e.args]
