@@ -82,6 +82,14 @@ def test_state_event_is_located_to_within_tolerance(switching_force):
     assert errors[2] < 1e-10
 
 
+def test_event_with_the_sparse_lu(switching_force):
+    """Landing, relabel check and probe go through the sparse LU too (large models use it)."""
+    dense = simulate(switching_force, t_end=3.0, dt_out=0.01, rtol=1e-9, atol=1e-9, linear_solver="dense")
+    sparse = simulate(switching_force, t_end=3.0, dt_out=0.01, rtol=1e-9, atol=1e-9, linear_solver="sparse")
+    assert sparse.stats["event_restarts"] == 1
+    np.testing.assert_allclose(sparse.data, dense.data, rtol=0, atol=1e-12)
+
+
 @pytest.fixture(scope="module")
 def pid_step():
     return compile_model(load_model(MODELS / "pid_step_saturation.yaml"))

@@ -654,13 +654,22 @@ def handle_events(res, jac, roots, modes, n_par, t_prev, t, h, order, D, D_prev,
                   hmax, hmin, alpha, gamma, g_old, g_new, g_lo, g_hi, g_mid, m_new, sparse, indptr, indices, vals, G, piv, q,
                   Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw, y_pred, psi, d, y, yp, r, r2, dy, scale, yo, ypo, yq, ypq,
                   stats, t_out, k_out, Yout, YPout, wR, wU, wRU, wD, cj_lu):
-    """After the step t_prev -> t (D updated; D_prev: the differences before it): look for a
+    """After the step t_prev -> t (D updated with the correction d; D_prev: work space for the
+    differences before it): look for a
     root function that changed sign. Returns (code, t, h, k_out, cj_lu):
     EV_NONE: nothing to do; EV_SWITCHED: new modes, the step (possibly shortened to end at
     the root, D and h then those of the shorter step) continues as it is, because the law did
     not change there; EV_RESTART: the step was ended at the root, outputs up to it written,
     the modes switched and D reset for an order-1 restart at t with step h (y' measured by
     a probe step), the iteration matrix to be formed anew."""
+    # the differences before the step, rows 0..order+1 (all a step of this order reads), by
+    # undoing update_differences: cheaper than copying D at every step
+    n = D.shape[1]
+    for i in range(order + 1):
+        for m in range(n):
+            D_prev[i, m] = D[i, m] - D[i + 1, m]
+    for m in range(n):
+        D_prev[order + 1, m] = d[m] - D[order + 2, m]
     dense_output(t, t, h, order, D, yo, ypo)
     roots(t, yo, ypo, p, g_new)
     if not any_crossing(g_old, g_new):
@@ -968,8 +977,6 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
             # next step would be below hmin and underflow, so it has arrived
             t = t_stop
         ev = EV_RESTART  # (any value but EV_NONE: switching functions to be checked)
-        if n_roots > 0:
-            D_prev[:, :] = D
         update_differences(D, order, d)
         if n_roots > 0:
             # the converged step point (y, yp): a sign change of a switching function?
