@@ -675,7 +675,12 @@ def handle_events(res, jac, roots, modes, n_par, t_prev, t, h, order, D, D_prev,
     if not any_crossing(g_old, g_new):
         g_old[:] = g_new
         return EV_NONE, t, h, k_out, cj_lu
-    modes(t, yo, ypo, p, m_new)
+    # the modes the laws pick just past the step end (on the polynomial extended by ttol: a
+    # function that ends exactly on zero, t <= 0.5 at t = 0.5, is judged on the far side)
+    eps = 2.220446049250313e-16
+    ttol = 100.0 * eps * (abs(t) + abs(h))
+    dense_output(t + ttol, t, h, order, D, yq, ypq)
+    modes(t + ttol, yq, ypq, p, m_new)
     if not modes_changed(p, n_par, m_new):
         g_old[:] = g_new
         return EV_NONE, t, h, k_out, cj_lu
@@ -686,8 +691,6 @@ def handle_events(res, jac, roots, modes, n_par, t_prev, t, h, order, D, D_prev,
         roots(t, yo, ypo, p, g_old)
         return EV_SWITCHED, t, h, k_out, cj_lu
     # locate the earliest root whose modes differ
-    eps = 2.220446049250313e-16
-    ttol = 100.0 * eps * (abs(t) + abs(h))
     t_lo = t_prev
     g_lo[:] = g_old
     t_root = t
@@ -695,8 +698,8 @@ def handle_events(res, jac, roots, modes, n_par, t_prev, t, h, order, D, D_prev,
     for _ in range(g_old.shape[0] + 1):
         g_hi[:] = g_new
         t_root = locate_root(roots, t_lo, t, g_lo, g_hi, t, h, order, D, p, ttol, yo, ypo, g_mid)
-        dense_output(min(t_root + ttol, t), t, h, order, D, yo, ypo)
-        modes(min(t_root + ttol, t), yo, ypo, p, m_new)
+        dense_output(t_root + ttol, t, h, order, D, yo, ypo)
+        modes(t_root + ttol, yo, ypo, p, m_new)
         if modes_changed(p, n_par, m_new):
             found = True
             break
