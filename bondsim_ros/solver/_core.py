@@ -655,8 +655,8 @@ def handle_events(res, jac, roots, modes, n_par, t_prev, t, h, order, D, D_prev,
                   Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw, y_pred, psi, d, y, yp, r, r2, dy, scale, yo, ypo, yq, ypq,
                   stats, t_out, k_out, Yout, YPout, wR, wU, wRU, wD, cj_lu):
     """After the step t_prev -> t (D updated with the correction d; D_prev: work space for the
-    differences before it): look for a
-    root function that changed sign. Returns (code, t, h, k_out, cj_lu):
+    differences before it), whose end has a switching function with a new sign. Returns
+    (code, t, h, k_out, cj_lu):
     EV_NONE: nothing to do; EV_SWITCHED: new modes, the step (possibly shortened to end at
     the root, D and h then those of the shorter step) continues as it is, because the law did
     not change there; EV_RESTART: the step was ended at the root, outputs up to it written,
