@@ -262,9 +262,11 @@ def generate_source(red, key: str, events=None) -> str:
         lines += _emit_function("jacobian_modes", "JAC_SIG", "t, y, yp, p, cj, vals", jac, "vals", printer)
         lines.append("")
         n_modes = len(ev.modes)
+        # compiled on first call only (no signature): the solver never calls them, and compiled
+        # eagerly they cost as much again as the kernels they wrap (LLVM inlines those)
         for name, sig, args in (("residual", "RES_SIG", "t, y, yp, p, out"),
                                 ("jacobian", "JAC_SIG", "t, y, yp, p, cj, vals")):
-            lines += [f"@njit({sig}, cache=True)", f"def {name}({args}):",
+            lines += ["@njit(cache=True)", f"def {name}({args}):",
                       f"    pm = np.empty({n_par + n_modes})", f"    pm[:{n_par}] = p[:{n_par}]",
                       f"    m = np.empty({n_modes})", "    modes(t, y, yp, pm, m)", f"    pm[{n_par}:] = m",
                       f"    {name}_modes({args.replace(' p,', ' pm,')})", ""]
