@@ -11,9 +11,16 @@ cj = alpha_k / h, the new point solves F(t_new, y_pred + d, (psi + d) cj) = 0 fo
 iteration matrix G = dF/dy + cj dF/dy'.
 """
 import math
+import warnings
 
 import numpy as np
 from numba import njit, types
+from numba.core.errors import NumbaExperimentalFeatureWarning
+
+# the model kernels go through the event functions as first-class function values, which numba
+# flags as experimental once per compilation of this module (a user saw it on the first run)
+warnings.filterwarnings("ignore", message="First-class function type feature is experimental",
+                        category=NumbaExperimentalFeatureWarning)
 
 from .kernels import JAC_T, RES_T, f8, f8a
 
