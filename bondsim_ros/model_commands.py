@@ -198,7 +198,8 @@ def cmd_simulate(args) -> int:
     if not args.quiet:
         s = result.stats
         print(f"[bondsim] {compiled.name}: t = 0..{t_end:g} s, {len(result.t)} output rows, "
-              f"{s.get('steps', '?')} steps ({s.get('rejected', '?')} rejected), "
+              f"{s.get('steps', '?')} steps ({s.get('rejected', '?')} rejected"
+              f"{', %d events' % s['events'] if s.get('events') else ''}), "
               f"solve {result.timings['solve']:.3f} s, build {t_build:.2f} s"
               f"{' (cached)' if compiled.from_cache else ''}", file=sys.stderr)
         for f in ([args.csv] if args.csv else []) + list(written):

@@ -27,8 +27,8 @@ import numpy as np
 
 from .core import Component, Model, ModelError, locate
 
-CODEGEN_VERSION = "4"  # 2: pivots kernel; 3: large kernels in chunks; 4: parameter checks
-_ENGINE_FILES = ("core.py", "elements.py", "signals.py", "equations.py", "reduce.py", "codegen.py")
+CODEGEN_VERSION = "5"  # 2: pivots kernel; 3: large kernels in chunks; 4: parameter checks; 5: events
+_ENGINE_FILES = ("core.py", "elements.py", "signals.py", "equations.py", "reduce.py", "codegen.py", "events.py")
 
 
 def cache_dir() -> Path:
@@ -179,8 +179,28 @@ def _emit_function(name: str, sig: str, args: str, exprs: list, target: str, pri
     return lines
 
 
-def generate_source(red, key: str) -> str:
-    """Python source of the three kernels for a :class:`reduce.ReducedDAE`."""
+def _moded_jacobian(red, equations):
+    """Jacobian entries (same pattern) of the equations with modes: only the rows that changed
+    are differentiated again; a mode is a constant for the derivative."""
+    from .reduce import _diff
+
+    changed = {i for i, (a, b) in enumerate(zip(red.equations, equations)) if a is not b}
+    dsyms = {red.derivative[v]: v for v in red.derivative}
+    jac_dy, jac_dyp = list(red.jac_dy), list(red.jac_dyp)
+    for k, (i, j) in enumerate(zip(red.jac_rows, red.jac_cols)):
+        if i in changed:
+            v = red.variables[j]
+            jac_dy[k] = _diff(equations[i], v)
+            dv = red.derivative.get(v)
+            jac_dyp[k] = _diff(equations[i], dv) if dv is not None and dv in dsyms else 0
+    return jac_dy, jac_dyp
+
+
+def generate_source(red, key: str, events=None) -> str:
+    """Python source of the kernels for a :class:`reduce.ReducedDAE`: residual, jacobian,
+    outputs and pivots; with ``events`` (equations with modes, :class:`events.Events`) also
+    modes, roots, residual_modes and jacobian_modes, residual and jacobian then computing
+    the modes at their point first (the same values as the laws as written)."""
     import sympy as sp
 
     from .reduce import T
@@ -202,9 +222,18 @@ def generate_source(red, key: str) -> str:
             raise RuntimeError(f"internal: unmapped symbols {stray} in generated expression")
         return e
 
-    res = [prep(e) for e in red.equations]
     cj = sp.Symbol("cj")
-    jac = [prep(dy) + cj * prep(dyp) if dyp != 0 else prep(dy) for dy, dyp in zip(red.jac_dy, red.jac_dyp)]
+    n_par = len(red.param_symbols)
+    moded_eqs, ev = events if events else (None, None)
+    if ev:
+        for k, m in enumerate(ev.modes):
+            mapping[m] = sp.Symbol(f"p[{n_par + k}]")
+        jac_dy, jac_dyp = _moded_jacobian(red, moded_eqs)
+        res = [prep(e) for e in moded_eqs]
+    else:
+        jac_dy, jac_dyp = red.jac_dy, red.jac_dyp
+        res = [prep(e) for e in red.equations]
+    jac = [prep(dy) + cj * prep(dyp) if dyp != 0 else prep(dy) for dy, dyp in zip(jac_dy, jac_dyp)]
     outs = [prep(e) for _, e in red.outputs]
     # the pivots kernel: the elimination's parametric pivots, then the parameter checks
     pivots = [prep(e) for e, _ in red.pivots] + [prep(e) for e, _, _ in (red.param_checks or [])]
@@ -215,10 +244,37 @@ def generate_source(red, key: str) -> str:
         "from bondsim_ros.solver.kernels import RES_SIG, JAC_SIG",
         "",
     ]
-    lines += _emit_function("residual", "RES_SIG", "t, y, yp, p, out", res, "out", printer)
-    lines.append("")
-    lines += _emit_function("jacobian", "JAC_SIG", "t, y, yp, p, cj, vals", jac, "vals", printer)
-    lines.append("")
+    if ev:
+        lines[3:3] = ["import numpy as np"]
+        # the natural modes, inner ones first: each a local the later ones read
+        local = dict(mapping)
+        for k, m in enumerate(ev.modes):
+            local[m] = sp.Symbol(f"_m{k}")
+        lines += ["@njit(RES_SIG, cache=True, error_model='numpy')", "def modes(t, y, yp, p, out):"]
+        for k, nat in enumerate(ev.natural):
+            lines.append(f"    _m{k} = float({printer.doprint(sp.sympify(nat).xreplace(local))})")
+            lines.append(f"    out[{k}] = _m{k}")
+        lines.append("")
+        lines += _emit_function("roots", "RES_SIG", "t, y, yp, p, out", [prep(g) for g in ev.roots], "out", printer)
+        lines.append("")
+        lines += _emit_function("residual_modes", "RES_SIG", "t, y, yp, p, out", res, "out", printer)
+        lines.append("")
+        lines += _emit_function("jacobian_modes", "JAC_SIG", "t, y, yp, p, cj, vals", jac, "vals", printer)
+        lines.append("")
+        n_modes = len(ev.modes)
+        # compiled on first call only (no signature): the solver never calls them, and compiled
+        # eagerly they cost as much again as the kernels they wrap (LLVM inlines those)
+        for name, sig, args in (("residual", "RES_SIG", "t, y, yp, p, out"),
+                                ("jacobian", "JAC_SIG", "t, y, yp, p, cj, vals")):
+            lines += ["@njit(cache=True)", f"def {name}({args}):",
+                      f"    pm = np.empty({n_par + n_modes})", f"    pm[:{n_par}] = p[:{n_par}]",
+                      f"    m = np.empty({n_modes})", "    modes(t, y, yp, pm, m)", f"    pm[{n_par}:] = m",
+                      f"    {name}_modes({args.replace(' p,', ' pm,')})", ""]
+    else:
+        lines += _emit_function("residual", "RES_SIG", "t, y, yp, p, out", res, "out", printer)
+        lines.append("")
+        lines += _emit_function("jacobian", "JAC_SIG", "t, y, yp, p, cj, vals", jac, "vals", printer)
+        lines.append("")
     lines += _emit_function("outputs", "RES_SIG", "t, y, yp, p, out", outs, "out", printer)
     lines.append("")
     # parametric pivots of the elimination (reduce.py): evaluated before a run, never in the loop
@@ -263,6 +319,13 @@ class CompiledModel:
     check_kinds: list = None
     pivot_params: list = None
     param_uses: dict = None
+    # events (bondgraph/events.py): kernels with the modes after the parameters in p
+    n_modes: int = 0
+    root_names: list = None
+    roots: object = None
+    modes: object = None
+    residual_modes: object = None
+    jacobian_modes: object = None
 
     def check_params(self, params) -> None:
         """Refuse parameter values the model cannot run with, naming the parameter and the
@@ -319,10 +382,14 @@ class CompiledModel:
     def problem(self):
         from bondsim_ros.solver import DAEProblem
 
+        ev = self.n_modes > 0
         return DAEProblem(
-            residual=self.residual, jacobian=self.jacobian, indptr=self.indptr, indices=self.indices,
+            residual=self.residual_modes if ev else self.residual,
+            jacobian=self.jacobian_modes if ev else self.jacobian, indptr=self.indptr, indices=self.indices,
             differential=self.differential.copy(), params=self.params.copy(),
             var_names=list(self.var_names), eq_names=list(self.eq_names),
+            roots=self.roots if ev else None, modes=self.modes if ev else None,
+            n_roots=len(self.root_names or []) if ev else 0, n_modes=self.n_modes, root_names=self.root_names,
         )
 
 
@@ -391,7 +458,14 @@ def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: boo
                                                                            red.param_checks or []],
             "param_uses": red.param_uses or {},
         }
-        _atomic_write(src_path, generate_source(red, key))
+        from .events import extract_events
+
+        moded, ev = extract_events(red.equations, red.eq_names)
+        meta["n_modes"] = len(ev.modes)
+        meta["root_names"] = ev.root_names
+        if ev:
+            log(f"model {model.name!r}: {len(ev.roots)} switching functions, {len(ev.modes)} modes (events)")
+        _atomic_write(src_path, generate_source(red, key, (moded, ev) if ev else None))
         _atomic_write(meta_path, json.dumps(meta))
     log(f"model {model.name!r}: loading kernels (numba compiles them on first use; cached after that)")
     try:
@@ -413,6 +487,9 @@ def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: boo
         pivot_names=meta.get("pivot_names", []), pivots=getattr(module, "pivots", None),
         check_names=meta.get("check_names", []), check_kinds=meta.get("check_kinds", []),
         pivot_params=meta.get("pivot_params", []), param_uses=meta.get("param_uses", {}),
+        n_modes=meta.get("n_modes", 0), root_names=meta.get("root_names", []),
+        roots=getattr(module, "roots", None), modes=getattr(module, "modes", None),
+        residual_modes=getattr(module, "residual_modes", None), jacobian_modes=getattr(module, "jacobian_modes", None),
     )
 
 

@@ -11,9 +11,16 @@ cj = alpha_k / h, the new point solves F(t_new, y_pred + d, (psi + d) cj) = 0 fo
 iteration matrix G = dF/dy + cj dF/dy'.
 """
 import math
+import warnings
 
 import numpy as np
 from numba import njit, types
+from numba.core.errors import NumbaExperimentalFeatureWarning
+
+# the model kernels go through the event functions as first-class function values, which numba
+# flags as experimental once per compilation of this module (a user saw it on the first run)
+warnings.filterwarnings("ignore", message="First-class function type feature is experimental",
+                        category=NumbaExperimentalFeatureWarning)
 
 from .kernels import JAC_T, RES_T, f8, f8a
 
@@ -260,10 +267,12 @@ i8a = types.int64[::1]
 S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST = 0, 1, 2, 3, 4  # float state
 N_FLOAT_STATE = 5
 I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_VAR, I_K_OUT, I_MAX_ORDER = 0, 1, 2, 3, 4, 5  # integer state
-N_INT_STATE = 6
+I_EVENT_PHASE = 6  # after an event restart: 1 no step accepted yet, 2 start-up phase (bit flags)
+N_INT_STATE = 7
 # slots of the stats array
 ST_STEPS, ST_REJECTED, ST_NEWTON, ST_JAC, ST_LU, ST_RES, ST_NEWTON_FAIL, ST_MAX_ORDER, ST_ERR_FAIL = range(9)
-N_STATS = 9
+ST_EVENTS, ST_EVENT_RESTARTS = 9, 10  # mode switches at located roots; those that restarted the method
+N_STATS = 11
 
 # Newton outcomes
 CONVERGED, SLOW, NOT_FINITE = 0, 1, 2
@@ -449,18 +458,349 @@ def update_differences(D, order, d):
             D[i, m] += D[i + 1, m]
 
 
+# --------------------------------------------------------------------------------------
+# Event location: the model's discontinuities as root functions (docs/solver.md, "Events")
+# --------------------------------------------------------------------------------------
+# The model's residual is smooth within a step because every discontinuous construct in it
+# (Mod/floor, a Piecewise condition, Min/Max/clip) reads a *mode* frozen in the parameter
+# array, p[n_par + k]. ``roots(t, y, yp, p, g)`` gives the switching functions g_j with the
+# current modes; ``modes(t, y, yp, p, m)`` the modes the laws themselves would pick at a point.
+# After an accepted step the core looks for a sign change of some g_j, finds its earliest root
+# on the step's interpolating polynomial, ends the step there and continues with the new modes.
+EV_NONE, EV_SWITCHED, EV_RESTART = 0, 1, 2
+EVENT_NEWTON_TOL = 1e-3  # landing and probe solves: the restart derivative divides their error by
+# the probe step, so they are converged further than a normal step (NEWTON_TOL)
+SAME_TOL = 1e-3  # a mode switch that moves the Newton solution by less than this (WRMS, in
+# tolerance units) at the root and one step ahead only relabels the same law (Mod at a multiple)
+PROBE = 0.1  # the probe step that measures y' after a restart, as a fraction of the first step
+
+
+@njit(cache=True)
+def crosses(a, b):
+    """g went from a to b through zero. A start exactly on zero is no crossing: the mode there
+    was chosen for the side the solution moves to (natural modes just past the root)."""
+    return (a < 0.0 and b >= 0.0) or (a > 0.0 and b <= 0.0)
+
+
+@njit(cache=True)
+def any_crossing(g_lo, g_hi):
+    for j in range(g_lo.shape[0]):
+        if crosses(g_lo[j], g_hi[j]):
+            return True
+    return False
+
+
+@njit(cache=True)
+def roots_at(roots, tt, t, h, order, D, p, yo, ypo, g):
+    """Root functions at tt on the interpolating polynomial of the step that ends at t."""
+    dense_output(tt, t, h, order, D, yo, ypo)
+    roots(tt, yo, ypo, p, g)
+
+
+@njit(cache=True)
+def locate_root(roots, t_lo, t_hi, g_lo, g_hi, t, h, order, D, p, ttol, yo, ypo, g_mid):
+    """Earliest root in (t_lo, t_hi] of the functions that change sign there, on the step's
+    interpolating polynomial: secant steps with bracketing and the Illinois weight (an end
+    kept twice has its value halved), all functions at once, the one whose secant root comes
+    first choosing the trial point (the scheme of IDA's root finder, IDARootfind). Returns the
+    right end of the final bracket (at most ttol wide), where the crossing function already
+    has its new sign; g_lo and g_hi hold the bracket's values."""
+    alpha = 1.0
+    side = 0
+    for _ in range(200):
+        if t_hi - t_lo <= ttol:
+            break
+        frac = 0.0
+        for j in range(g_lo.shape[0]):
+            if crosses(g_lo[j], g_hi[j]):
+                den = g_hi[j] - alpha * g_lo[j]
+                f = abs(g_hi[j] / den) if den != 0.0 else 0.5
+                if f > frac:
+                    frac = f
+        t_mid = t_hi - (t_hi - t_lo) * min(frac, 1.0)
+        if t_mid - t_lo < 0.5 * ttol:
+            t_mid = t_lo + 0.5 * ttol
+        if t_hi - t_mid < 0.5 * ttol:
+            t_mid = t_hi - 0.5 * ttol
+        roots_at(roots, t_mid, t, h, order, D, p, yo, ypo, g_mid)
+        if any_crossing(g_lo, g_mid):
+            t_hi = t_mid
+            g_hi[:] = g_mid
+            alpha = 0.5 if side == 2 else 1.0
+            side = 2
+        else:
+            t_lo = t_mid
+            g_lo[:] = g_mid
+            alpha = 2.0 if side == 1 else 1.0
+            side = 1
+    return t_hi
+
+
+@njit(cache=True)
+def modes_changed(p, n_par, m_new):
+    for k in range(m_new.shape[0]):
+        if p[n_par + k] != m_new[k]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def swap_modes(p, n_par, m):
+    """Exchange the modes in p with those in m."""
+    for k in range(m.shape[0]):
+        tmp = p[n_par + k]
+        p[n_par + k] = m[k]
+        m[k] = tmp
+
+
+@njit(cache=True)
+def lu_apply(sparse, G, piv, q, Lp, Li, Lx, Up, Ui, Ux, prow, xw, b):
+    n = b.shape[0]
+    if sparse:
+        splu_solve(n, q, Lp, Li, Lx, Up, Ui, Ux, prow, b, xw)
+    else:
+        lu_solve(G, piv, b)
+
+
+@njit(cache=True)
+def same_law(res, t, y, yp, h, p, n_par, m_new, scale, sparse, G, piv, q, Lp, Li, Lx, Up, Ui, Ux, prow, xw,
+             r_a, r_b, y_ahead):
+    """Do the new modes give the same residual as the old ones, at (t, y, y') and one step h
+    ahead along y'? Measured as the Newton correction the difference would cause (the
+    factorised iteration matrix applied to it), in tolerance units. True for a relabelling
+    (Mod crossing a multiple inside a law that stays continuous and smooth there), false for a
+    jump or a kink."""
+    n = y.shape[0]
+    for k in range(2):
+        for m in range(n):
+            y_ahead[m] = y[m] + (h * yp[m] if k == 1 else 0.0)
+        res(t + (h if k == 1 else 0.0), y_ahead, yp, p, r_a)
+        swap_modes(p, n_par, m_new)
+        res(t + (h if k == 1 else 0.0), y_ahead, yp, p, r_b)
+        swap_modes(p, n_par, m_new)
+        for m in range(n):
+            r_b[m] -= r_a[m]
+            if not math.isfinite(r_b[m]):
+                return False
+        lu_apply(sparse, G, piv, q, Lp, Li, Lx, Up, Ui, Ux, prow, xw, r_b)
+        s = 0.0
+        for m in range(n):
+            e = r_b[m] / scale[m]
+            s += e * e
+        if not math.sqrt(s / n) <= SAME_TOL:
+            return False
+    return True
+
+
+@njit(cache=True)
+def probe_derivative(res, jac, t, h_r, y_star, yp_minus, p, atol, rtol, sparse, indptr, indices, vals, G, piv, q,
+                     Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw, y_pred, psi, scale, y, yp, d, r, dy, yp_plus, stats):
+    """y' just after a restart at (t, y*): one backward-Euler step of PROBE h_r with the new
+    modes, y'+ = (y(t + eps) - y*)/eps, error O(eps y''). It sees what F(t, y*, y') = 0 alone
+    does not: a kink in an index-2 constraint (a roller's rolling arm) changes y' only through
+    the constraint's derivative. Falls back to the old y' if the probe does not converge.
+    Returns the cj of the factorisation it left in G."""
+    n = y_star.shape[0]
+    eps_p = PROBE * h_r
+    cj = 1.0 / eps_p
+    for m in range(n):
+        psi[m] = eps_p * yp_minus[m]
+        y_pred[m] = y_star[m] + psi[m]
+        yp[m] = yp_minus[m]
+        scale[m] = atol[m] + rtol * abs(y_star[m])
+        yp_plus[m] = yp_minus[m]
+    bad = factorize(jac, t + eps_p, y_pred, yp, p, cj, vals, sparse, indptr, indices, G, piv, q, Lp, Li, Lx, Up,
+                    Ui, Ux, prow, pinv, xw)
+    stats[ST_JAC] += 1
+    stats[ST_LU] += 1
+    if bad != -1:
+        return -1.0
+    outcome, _ = newton_solve(res, t + eps_p, y_pred, psi, cj, cj, p, scale, EVENT_NEWTON_TOL, 20.0, sparse, G, piv,
+                              q, Lp, Li, Lx, Up, Ui, Ux, prow, xw, y, yp, d, r, dy, stats)
+    if outcome == CONVERGED:
+        for m in range(n):
+            yp_plus[m] = (y[m] - y_star[m]) / eps_p
+    return cj
+
+
+@njit(cache=True)
+def after_restart_step(d, D, order, max_order, h, hmax, err_const, y, atol, rtol, mask, nmask, scale):
+    """IDA's start-up phase after an event restart: each accepted step raises the order by
+    one and doubles h, without waiting for order + 1 equal steps, until the first failure, the
+    highest order, or the order-(k-1) estimate being no larger than the order-k one (the
+    order would not rise). An order-1 restart otherwise needed some 30 steps to grow back
+    (the Robotino's roller switches). Returns (order, factor, still ramping)."""
+    if order >= max_order or h >= hmax:
+        return order, 1.0, False
+    if order > 1:
+        err_n = error_norm(d, err_const[order], y, atol, rtol, mask, nmask, scale)
+        err_m = error_norm(D[order], err_const[order - 1], y, atol, rtol, mask, nmask, scale)
+        if err_m <= err_n:
+            return order, 1.0, False
+    return order + 1, min(2.0, hmax / h), True
+
+
+@njit(cache=True)
+def reprobe(res, jac, t, h, D, yp_restart, p, atol, rtol, sparse, indptr, indices, vals, G, piv, q, Lp, Li, Lx, Up,
+            Ui, Ux, prow, pinv, xw, y_pred, psi, scale, y, yp, d, r, dy, stats):
+    """The first step after an event restart failed its error test and shrank to h: measure
+    y' again over PROBE h. A derivative measured over the longer probe would keep an error
+    ~ eps |y''| in the predictor however small h gets (a step input into a PID at rtol 1e-12
+    then underflowed, as without events). Returns the cj of the new factorisation."""
+    y_star = D[0].copy()
+    cj = probe_derivative(res, jac, t, h, y_star, yp_restart, p, atol, rtol, sparse, indptr, indices, vals, G, piv,
+                          q, Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw, y_pred, psi, scale, y, yp, d, r, dy, yp_restart,
+                          stats)
+    for m in range(y_star.shape[0]):
+        D[1, m] = h * yp_restart[m]
+    return cj
+
+
+@njit(cache=True)
+def handle_events(res, jac, roots, modes, n_par, t_prev, t, h, order, D, D_prev, D_acc, p, atol, rtol, mask, nmask,
+                  hmax, hmin, alpha, gamma, g_old, g_new, g_lo, g_hi, g_mid, m_new, sparse, indptr, indices, vals, G, piv, q,
+                  Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw, y_pred, psi, d, y, yp, r, r2, dy, scale, yo, ypo, yq, ypq,
+                  stats, t_out, k_out, Yout, YPout, wR, wU, wRU, wD, cj_lu):
+    """After the step t_prev -> t (D updated with the correction d; D_prev: work space for the
+    differences before it), whose end has a switching function with a new sign. Returns
+    (code, t, h, k_out, cj_lu):
+    EV_NONE: nothing to do; EV_SWITCHED: new modes, the step (possibly shortened to end at
+    the root, D and h then those of the shorter step) continues as it is, because the law did
+    not change there; EV_RESTART: the step was ended at the root, outputs up to it written,
+    the modes switched and D reset for an order-1 restart at t with step h (y' measured by
+    a probe step), the iteration matrix to be formed anew."""
+    # the differences before the step, rows 0..order+1 (all a step of this order reads), by
+    # undoing update_differences: cheaper than copying D at every step
+    n = D.shape[1]
+    for i in range(order + 1):
+        for m in range(n):
+            D_prev[i, m] = D[i, m] - D[i + 1, m]
+    for m in range(n):
+        D_prev[order + 1, m] = d[m] - D[order + 2, m]
+    dense_output(t, t, h, order, D, yo, ypo)
+    roots(t, yo, ypo, p, g_new)
+    if not any_crossing(g_old, g_new):
+        g_old[:] = g_new
+        return EV_NONE, t, h, k_out, cj_lu
+    # the modes the laws pick just past the step end (on the polynomial extended by ttol: a
+    # function that ends exactly on zero, t <= 0.5 at t = 0.5, is judged on the far side)
+    eps = 2.220446049250313e-16
+    ttol = 100.0 * eps * (abs(t) + abs(h))
+    dense_output(t + ttol, t, h, order, D, yq, ypq)
+    modes(t + ttol, yq, ypq, p, m_new)
+    if not modes_changed(p, n_par, m_new):
+        g_old[:] = g_new
+        return EV_NONE, t, h, k_out, cj_lu
+    if same_law(res, t, yo, ypo, h, p, n_par, m_new, scale, sparse, G, piv, q, Lp, Li, Lx, Up, Ui, Ux, prow, xw,
+                r, r2, yq):
+        swap_modes(p, n_par, m_new)
+        stats[ST_EVENTS] += 1
+        roots(t, yo, ypo, p, g_old)
+        return EV_SWITCHED, t, h, k_out, cj_lu
+    # locate the earliest root whose modes differ
+    t_lo = t_prev
+    g_lo[:] = g_old
+    t_root = t
+    found = False
+    for _ in range(g_old.shape[0] + 1):
+        g_hi[:] = g_new
+        t_root = locate_root(roots, t_lo, t, g_lo, g_hi, t, h, order, D, p, ttol, yo, ypo, g_mid)
+        dense_output(t_root + ttol, t, h, order, D, yo, ypo)
+        modes(t_root + ttol, yo, ypo, p, m_new)
+        if modes_changed(p, n_par, m_new):
+            found = True
+            break
+        # a crossing that changes no mode: search on past it
+        t_lo = t_root
+        g_lo[:] = g_hi
+        if not any_crossing(g_lo, g_new):
+            break
+    if not found:
+        g_old[:] = g_new
+        return EV_NONE, t, h, k_out, cj_lu
+    # end the step at the root: redo it from t_prev with the shorter step
+    D_acc[:, :] = D
+    t_anchor, h_anchor = t, h
+    h_land = t_root - t_prev
+    landed = t_root >= t - ttol
+    if not landed and h_land > hmin:
+        D[:, :] = D_prev
+        rescale_D(D, order, h_land / h, wR, wU, wRU, wD)
+        predict(D, order, gamma, alpha[order], atol, rtol, y_pred, psi, scale)
+        cj = alpha[order] / h_land
+        for m in range(y.shape[0]):
+            yp[m] = psi[m] * cj
+        bad = factorize(jac, t_root, y_pred, yp, p, cj, vals, sparse, indptr, indices, G, piv, q, Lp, Li, Lx, Up,
+                        Ui, Ux, prow, pinv, xw)
+        stats[ST_JAC] += 1
+        stats[ST_LU] += 1
+        if bad == -1:
+            cj_lu = cj
+            outcome, _ = newton_solve(res, t_root, y_pred, psi, cj, cj, p, scale, EVENT_NEWTON_TOL, 20.0, sparse, G,
+                                      piv, q, Lp, Li, Lx, Up, Ui, Ux, prow, xw, y, yp, d, r, dy, stats)
+            if outcome == CONVERGED:
+                update_differences(D, order, d)
+                t_anchor, h_anchor = t_root, h_land
+                landed = True
+        else:
+            cj_lu = -1.0
+        if not landed:
+            D[:, :] = D_acc  # interpolate the accepted step instead
+    # outputs up to the root from the polynomial of the (shortened) step
+    n_out = t_out.shape[0]
+    while k_out < n_out and t_out[k_out] <= t_root:
+        dense_output(t_out[k_out], t_anchor, h_anchor, order, D, yo, ypo)
+        Yout[k_out, :] = yo
+        YPout[k_out, :] = ypo
+        k_out += 1
+    dense_output(t_root, t_anchor, h_anchor, order, D, yq, ypq)  # y*, y'- (old modes)
+    if t_anchor == t_root and cj_lu > 0:
+        for m in range(yq.shape[0]):
+            scale[m] = atol[m] + rtol * abs(yq[m])
+        if same_law(res, t_root, yq, ypq, h_anchor, p, n_par, m_new, scale, sparse, G, piv, q, Lp, Li, Lx, Up, Ui,
+                    Ux, prow, xw, r, r2, yo):
+            swap_modes(p, n_par, m_new)
+            stats[ST_EVENTS] += 1
+            roots(t_root, yq, ypq, p, g_old)
+            return EV_SWITCHED, t_root, h_anchor, k_out, cj_lu
+    # a new law from here: switch the modes and restart at order 1
+    swap_modes(p, n_par, m_new)
+    stats[ST_EVENTS] += 1
+    stats[ST_EVENT_RESTARTS] += 1
+    for m in range(yq.shape[0]):
+        scale[m] = atol[m] + rtol * abs(yq[m])
+    h_r = min(h, hmax)
+    if order >= 2:  # first step from |y''| ~ |D[2]| / h^2 of the last polynomial: BDF1 error h^2 |y''| / 4
+        ypp = wrms(D[2], scale, mask, nmask) / (h_anchor * h_anchor)
+        if ypp > 0.0:
+            h_r = min(h_r, 1.0 / math.sqrt(ypp))
+    h_r = max(h_r, 100.0 * hmin)
+    cj_lu = probe_derivative(res, jac, t_root, h_r, yq, ypq, p, atol, rtol, sparse, indptr, indices, vals, G, piv, q,
+                             Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw, y_pred, psi, scale, y, yp, d, r, dy, ypo, stats)
+    D[:, :] = 0.0
+    for m in range(yq.shape[0]):
+        D[0, m] = yq[m]
+        D[1, m] = h_r * ypo[m]
+    roots(t_root, yq, ypo, p, g_old)
+    return EV_RESTART, t_root, h_r, k_out, cj_lu
+
+
 @njit(types.int64(RES_T, JAC_T, i8a, i8a, types.boolean[::1], f8a, f8, f8a, f8,
                   f8a, f8, types.float64[:, ::1], f8a, i8a, types.float64[:, ::1], types.float64[:, ::1],
                   types.int64, f8a, i8a, i8a,
-                  types.boolean, i8a, i8a, i8a, f8a, i8a, i8a, f8a, i8a, i8a, f8a), cache=True)
+                  types.boolean, i8a, i8a, i8a, f8a, i8a, i8a, f8a, i8a, i8a, f8a,
+                  RES_T, RES_T, types.int64, types.int64), cache=True)
 def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop, D, st, ist, Yout, YPout,
             max_steps, G_work, piv, stats,
-            sparse, q, Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw):
+            sparse, q, Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw,
+            roots, modes, n_par, n_roots):
     """Integrate until every t_out is covered (dense output) or a failure.
 
     st, ist: the solver state between calls, in the named slots S_* and I_* above.
     stats: counters in the ST_* slots. sparse: factor G with splu_factor (column order q,
-    factors in Lp..Ux) instead of dense LU. Returns a status code; on failure
+    factors in Lp..Ux) instead of dense LU. roots, modes: the model's switching functions
+    (n_roots of them) and natural modes, the modes living in p[n_par:] (handle_events).
+    Returns a status code; on failure
     ist[I_FAIL_VAR] holds the variable (or pivot column) index involved, or -3 - i after a
     Newton divergence whose largest residual was equation i.
     """
@@ -512,6 +852,27 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
     n_out = t_out.shape[0]
     steps_here = 0
     status = OK
+    # event location work space (empty without root functions)
+    g_old, g_new = np.zeros(n_roots), np.zeros(n_roots)
+    g_lo, g_hi, g_mid = np.zeros(n_roots), np.zeros(n_roots), np.zeros(n_roots)
+    m_new = np.zeros(p.shape[0] - n_par)
+    D_prev = np.zeros((D.shape[0] if n_roots > 0 else 1, n))
+    D_acc = np.zeros((D.shape[0] if n_roots > 0 else 1, n))
+    r2, yq, ypq = np.zeros(n), np.zeros(n), np.zeros(n)
+    yp_restart = np.zeros(n)  # y' measured at the last event restart
+    restart_pending = (ist[I_EVENT_PHASE] & 1) != 0  # no step accepted since that restart
+    ramp = (ist[I_EVENT_PHASE] & 2) != 0  # IDA's start-up phase after it (after_restart_step)
+    if restart_pending:  # still order 1 with D[1] = h y'
+        for m in range(n):
+            yp_restart[m] = D[1, m] / h
+    if n_roots > 0:
+        if stats[ST_STEPS] > 0:
+            dense_output(t, t, h, order, D, yo, ypo)
+        else:
+            for m in range(n):
+                yo[m] = D[0, m]
+                ypo[m] = D[1, m] / h
+        roots(t, yo, ypo, p, g_old)
 
     while True:
         k_out = emit_outputs(t_out, k_out, t, h, order, D, stats[ST_STEPS] > 0, Yout, YPout, yo, ypo)
@@ -592,6 +953,7 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
                     if a > wv:
                         wv, worst = a, m
                 ist[I_FAIL_VAR] = -3 - worst
+                ramp = False
                 # IDA: a quarter of the step and a new iteration matrix
                 rescale_D(D, order, ETA_CF, wR, wU, wRU, wD)
                 h *= ETA_CF
@@ -613,20 +975,64 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
             rescale_D(D, order, factor, wR, wU, wRU, wD)
             h *= factor
             n_equal = 0
+            ramp = ramp and restart_pending  # a failure after the first step ends the start-up phase
+            if restart_pending:
+                cj_lu = reprobe(res, jac, t, h, D, yp_restart, p, atol, rtol, sparse, indptr, indices, vals, G, piv,
+                                q, Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw, y_pred, psi, scale, y, yp, d, r, dy, stats)
+                lu_valid = False
         if status != OK:
             break
         # accept
+        restart_pending = False
         stats[ST_STEPS] += 1
         if order > stats[ST_MAX_ORDER]:
             stats[ST_MAX_ORDER] = order
         steps_here += 1
         n_equal += 1
+        t_prev = t
         t = t_new
         if t_stop - t < hmin:
             # a step cut to t_stop can end an ulp short of it (t + (t_stop - t) rounds): the
             # next step would be below hmin and underflow, so it has arrived
             t = t_stop
+        ev = EV_RESTART  # (any value but EV_NONE: switching functions to be checked)
         update_differences(D, order, d)
+        if n_roots > 0:
+            # the converged step point (y, yp): a sign change of a switching function?
+            roots(t, y, yp, p, g_new)
+            if not any_crossing(g_old, g_new):
+                g_old[:] = g_new
+                ev = EV_NONE
+        if n_roots > 0 and ev != EV_NONE:
+            t_end = t
+            ev, t, h, k_out, cj_ev = handle_events(
+                res, jac, roots, modes, n_par, t_prev, t, h, order, D, D_prev, D_acc, p, atol, rtol, mask, nmask,
+                hmax, hmin, alpha, gamma, g_old, g_new, g_lo, g_hi, g_mid, m_new, sparse, indptr, indices, vals, G,
+                piv, q, Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw, y_pred, psi, d, y, yp, r, r2, dy, scale, yo, ypo, yq,
+                ypq, stats, t_out, k_out, Yout, YPout, wR, wU, wRU, wD, cj_lu)
+            if cj_ev != cj_lu:  # the landing or the probe factorised G anew
+                cj_lu = cj_ev
+                lu_valid = cj_ev > 0
+            if ev == EV_RESTART:
+                order = 1
+                n_equal = 0
+                lu_valid = False
+                restart_pending = True
+                ramp = True
+                for m in range(n):
+                    yp_restart[m] = D[1, m] / h
+                continue
+            if t != t_end:  # the step was shortened to end at the root: a new step size
+                n_equal = 0
+                continue
+        if ramp:
+            order, factor, ramp = after_restart_step(d, D, order, max_order, h, hmax, err_const, y, atol, rtol, mask,
+                                                     nmask, scale)
+            if ramp:
+                rescale_D(D, order, factor, wR, wU, wRU, wD)
+                h *= factor
+                n_equal = 0
+                continue
         if n_equal < order + 1:
             continue
         # order and step selection (every order+1 equal steps)
@@ -645,4 +1051,5 @@ def advance(res, jac, indptr, indices, diff, p, rtol, atol, hmax, t_out, t_stop,
         n_equal = 0
     st[S_T], st[S_H], st[S_CJ_LU], st[S_SS], st[S_CJ_LAST] = t, h, cj_lu, ss, cj_last
     ist[I_ORDER], ist[I_N_EQUAL], ist[I_LU_VALID], ist[I_K_OUT] = order, n_equal, 1 if lu_valid else 0, k_out
+    ist[I_EVENT_PHASE] = (1 if restart_pending else 0) + (2 if ramp else 0)
     return status

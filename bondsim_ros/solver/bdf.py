@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _core as core
-from .kernels import JAC_SIG, RES_SIG, first_class
+from .kernels import JAC_SIG, RES_SIG, first_class, no_events
 
 
 class SolverError(RuntimeError):
@@ -38,6 +38,15 @@ class DAEProblem:
     params: np.ndarray
     var_names: list = None
     eq_names: list = None
+    # Discontinuities as events (docs/solver.md, "Events"): residual and jacobian read n_modes
+    # modes after the parameters (p[len(params):]); roots(t, y, yp, p, g) gives the n_roots
+    # switching functions with the current modes, modes(t, y, yp, p, m) the modes the laws
+    # pick at a point. Without them the solver steps across discontinuities under error control.
+    roots: object = None
+    modes: object = None
+    n_roots: int = 0
+    n_modes: int = 0
+    root_names: list = None
 
     @property
     def n(self):
@@ -132,7 +141,15 @@ class BDFSolver:
         self.h0 = h0
         self.max_steps = int(max_steps)
         self.diff = np.asarray(problem.differential, dtype=bool).copy() if suppress_alg else np.ones(n, bool)
-        self.p = np.asarray(problem.params, dtype=float)
+        # parameters, then the modes of the model's discontinuities: the kernels read both
+        n_par = len(problem.params)
+        self.n_par = n_par
+        self.pm = np.zeros(n_par + int(problem.n_modes))
+        self.pm[:n_par] = np.asarray(problem.params, dtype=float)
+        self.p = self.pm[:n_par]  # a view: set_params writes the parameters in place
+        self.n_roots = int(problem.n_roots) if problem.roots is not None else 0
+        self._roots = first_class(problem.roots if self.n_roots else no_events, RES_SIG)
+        self._modes = first_class(problem.modes if problem.modes is not None else no_events, RES_SIG)
         self.indptr = np.asarray(problem.indptr, dtype=np.int64)
         self.indices = np.asarray(problem.indices, dtype=np.int64)
         self._stats = np.zeros(core.N_STATS, dtype=np.int64)
@@ -189,11 +206,12 @@ class BDFSolver:
         s = self._stats
         return {"steps": int(s[0]), "rejected": int(s[1]), "newton_iters": int(s[2]), "jac_evals": int(s[3]),
                 "lu_factorizations": int(s[4]), "res_evals": int(s[5]), "newton_failures": int(s[6]),
-                "max_order": int(s[7]), "error_test_failures": int(s[8])}
+                "max_order": int(s[7]), "error_test_failures": int(s[8]),
+                "events": int(s[core.ST_EVENTS]), "event_restarts": int(s[core.ST_EVENT_RESTARTS])}
 
     def _dense_G(self, t, y, yp, cj):
         vals = np.zeros(len(self.indices))
-        self.problem.jacobian(t, y, yp, self.p, cj, vals)
+        self.problem.jacobian(t, y, yp, self.pm, cj, vals)
         G = np.zeros((self.n, self.n))
         core.assemble(G, vals, self.indptr, self.indices)
         return G
@@ -207,7 +225,7 @@ class BDFSolver:
         r = np.zeros(n)
         res = self.problem.residual
         for it in range(maxiter):
-            res(t0, y, yp, self.p, r)
+            res(t0, y, yp, self.pm, r)
             if not np.all(np.isfinite(r)):
                 # a law that divides by zero or overflows at t0: name the equation, not numpy's SVD
                 bad = int(np.argmin(np.isfinite(r)))
@@ -223,8 +241,8 @@ class BDFSolver:
             W = _left_null_space(Fyp)
             eps = 1e-5 * max(1.0, abs(t0))
             r_plus, r_minus = np.zeros(n), np.zeros(n)
-            res(t0 + eps, y, yp, self.p, r_plus)
-            res(t0 - eps, y, yp, self.p, r_minus)
+            res(t0 + eps, y, yp, self.pm, r_plus)
+            res(t0 - eps, y, yp, self.pm, r_minus)
             Ft = (r_plus - r_minus) / (2 * eps)  # central difference: O(eps^2)
             A_top = np.hstack([Fy[:, ~diff], Fyp])
             A_hid = np.hstack([np.zeros((W.shape[1], (~diff).sum())), W.T @ Fy])
@@ -239,13 +257,13 @@ class BDFSolver:
                 raise InconsistentInitialValues(f"no consistent initial values at t={t0:g}: {exc}") from None
             y[~diff] += sol[: (~diff).sum()]
             yp += sol[(~diff).sum():]
-            res(t0, y, yp, self.p, r)
+            res(t0, y, yp, self.pm, r)
             # done when F is tiny or Newton has stalled (hidden-constraint rows that the
             # integrated y satisfies only to the solver's tolerance leave a floor in r)
             step_floor = 1e-12 * max(1.0, float(np.linalg.norm(y)), float(np.linalg.norm(yp)))
             if np.max(np.abs(r)) < tol * max(1.0, np.max(np.abs(y))) or np.linalg.norm(sol) <= step_floor:
                 break
-        res(t0, y, yp, self.p, r)
+        res(t0, y, yp, self.pm, r)
         bad = np.argmax(np.abs(r))
         if abs(r[bad]) > 1e-6 * max(1.0, float(np.max(np.abs(y)))):
             raise InconsistentInitialValues(
@@ -253,12 +271,43 @@ class BDFSolver:
                 f"adjusting algebraic unknowns (are the given states consistent with the constraints?)")
         return y, yp
 
+    def _set_modes(self, t, y, yp) -> bool:
+        """The modes the laws pick at (t, y, y'); True if any changed."""
+        if self.pm.size == self.n_par:
+            return False
+        m = np.zeros(self.pm.size - self.n_par)
+        self.problem.modes(t, np.ascontiguousarray(y, float), np.ascontiguousarray(yp, float), self.pm, m)
+        changed = bool(np.any(m != self.pm[self.n_par:]))
+        self.pm[self.n_par:] = m
+        return changed
+
+    def _consistent_with_modes(self, t0, y, yp, consistent=True):
+        """Modes and consistent values together: the modes at t0 itself, then those just
+        after t0 along y' (a law switching exactly at t0, Step(t0=0), takes its new branch;
+        a wheel angle starting at a multiple of pi/3 picks its side by its direction)."""
+        self._set_modes(t0, y, yp)
+        if consistent:
+            y, yp = self.consistent(t0, y, yp)
+        for _ in range(3):
+            if self.pm.size == self.n_par:
+                break
+            dt = 1e-9 * max(1.0, abs(t0))
+            if not self._set_modes(t0 + dt, y + dt * yp, yp) or not consistent:
+                break
+            try:
+                y, yp = self.consistent(t0, y, yp)
+            except InconsistentInitialValues:
+                # a law that is singular exactly at t0 on the side the run leaves to (seed 001's
+                # acos(clip(2t/T - 1, -1, 1)) at t0 = 0: the derivative of acos at -1): keep the
+                # values solved with the modes at t0; the first step evaluates past t0
+                break
+        return y, yp
+
     def init(self, t0, y0, yp0=None, consistent=True):
         y0 = np.asarray(y0, dtype=float)
-        if consistent:
-            y, yp = self.consistent(t0, y0, yp0)
-        else:
-            y, yp = y0.copy(), (np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy())
+        y = y0.copy()
+        yp = np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy()
+        y, yp = self._consistent_with_modes(t0, y, yp, consistent)
         self.y, self.yp = y, yp
         if self.h0 is not None:
             h = float(self.h0)
@@ -284,7 +333,7 @@ class BDFSolver:
             # y' (and algebraic y) jump with the inputs: predicting from the old y' would make
             # the first error estimate h |dy'|, which at tight tolerances underflows the step
             try:
-                self.y, self.yp = self.consistent(self.t, self.y, self.yp)
+                self.y, self.yp = self._consistent_with_modes(self.t, self.y, self.yp)
             except InconsistentInitialValues:
                 pass  # keep the old values: the corrector still converges, only more slowly
             h_est = _step_from_derivative(self.y, self.yp, self.diff, self.atol, self.rtol)
@@ -319,9 +368,10 @@ class BDFSolver:
             tt = np.ascontiguousarray(t_out[start:stop])
             self.ist[core.I_K_OUT] = 0
             status = core.advance(self._res, self._jac, self.indptr, self.indices,
-                                  self.diff, self.p, self.rtol, self.atol, self.hmax, tt, float(tstop), self.D,
+                                  self.diff, self.pm, self.rtol, self.atol, self.hmax, tt, float(tstop), self.D,
                                   self.st, self.ist, Y[start:stop], YP[start:stop], self.max_steps, self.G, self.piv,
-                                  self._stats, self.sparse, self.q, *self._lu)
+                                  self._stats, self.sparse, self.q, *self._lu, self._roots, self._modes, self.n_par,
+                                  self.n_roots)
             if status != core.OK:
                 self._raise(status)
             start = stop

@@ -96,3 +96,11 @@ def output_rows(outputs, n_out, t_out, Y, YP, p):
         rows[k, 0] = t_out[k]
         rows[k, 1:] = buf
     return rows
+
+
+@njit(RES_SIG, cache=True)
+def no_events(t, y, yp, p, out):
+    """The root-function and mode kernels of a problem without discontinuities (never called
+    with a non-empty ``out``)."""
+    for k in range(out.shape[0]):
+        out[k] = 0.0
