@@ -41,6 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def assignments(items, what: str, parse=float, form: str = "NAME=VALUE") -> dict:
+    """``["a=1", "b=2"]`` -> ``{"a": parse("1"), ...}`` for the repeatable NAME=VALUE options
+    (--param, --guess, --bounds, --weight); a malformed item is a CLIError naming it."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            out[name.strip()] = parse(value)
+        except ValueError:
+            raise CLIError(f"{what} expects {form}, got {item!r}") from None
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

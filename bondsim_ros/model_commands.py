@@ -57,19 +57,12 @@ MAX_OUTPUT_ROWS = 1_000_000
 
 
 def _params(items):
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cli import CLIError, assignments
 
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError
-            out[name.strip()] = float(value)
-        except ValueError:
-            raise CLIError(f"--param expects NAME=NUMBER, got {item!r}") from None
-        if not math.isfinite(out[name.strip()]):
-            raise CLIError(f"--param {name.strip()}: the value must be a finite number, got {value.strip()!r}")
+    out = assignments(items, "--param", form="NAME=NUMBER")
+    for name, value in out.items():
+        if not math.isfinite(value):
+            raise CLIError(f"--param {name}: the value must be a finite number, got {value!r}")
     return out
 
 

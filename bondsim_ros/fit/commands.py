@@ -71,18 +71,9 @@ def _split(text):
 
 
 def _assignments(items, what, parse=float):
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cli import assignments
 
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError
-            out[name.strip()] = parse(value)
-        except ValueError:
-            raise CLIError(f"{what} expects NAME=VALUE, got {item!r}") from None
-    return out
+    return assignments(items, what, parse)
 
 
 def _bound(text):
