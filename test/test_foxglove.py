@@ -4,6 +4,7 @@ foxglove.websocket.v1 — the same messages: serverInfo/advertise as JSON,
 subscribe, binary MessageData frames, fetchAsset, getParameters) against the graph of
 `bondsim-ros up` with the Foxglove node."""
 import asyncio
+import contextlib
 import json
 import struct
 import threading
@@ -70,13 +71,17 @@ async def _client(port, seconds=3.0):
     return got
 
 
-def test_foxglove_client_receives_every_channel(tmp_path):
+@contextlib.contextmanager
+def served_graph(params, with_probes=False):
+    """The in-process graph (dynamics_node with ``params``, state_publisher) and a FoxgloveLive
+    server on a free port, spun in a thread while the body talks to it as a client would."""
     from bondsim_ros.ros.foxglove_live import FoxgloveLive
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
-    graph = start_graph({"reference": "rose"}, {}, state_publisher={}, context=ctx)
-    live = FoxgloveLive(port=0, context=ctx)  # port 0: a free one
+    graph = start_graph(params, {}, state_publisher={}, context=ctx)
+    probes = graph.nodes["dynamics_node"].probe_names if with_probes else None
+    live = FoxgloveLive(port=0, context=ctx, **({"probes": probes} if with_probes else {}))  # port 0: a free one
     graph.nodes["foxglove_live"] = live
     graph.executor.add_node(live)
     stop = threading.Event()
@@ -88,12 +93,17 @@ def test_foxglove_client_receives_every_channel(tmp_path):
     spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
     try:
-        got = asyncio.run(_client(live.port))
+        yield live
     finally:
         stop.set()
         spinner.join(timeout=5)
         graph.shutdown()
         rclpy.try_shutdown(context=ctx)
+
+
+def test_foxglove_client_receives_every_channel(tmp_path):
+    with served_graph({"reference": "rose"}) as live:
+        got = asyncio.run(_client(live.port))
     assert set(got["channels"]) >= CHANNELS
     assert got["channels"]["/joint_states"]["schemaName"] == "foxglove.JointStates"
     assert got["channels"]["/tf"]["schemaName"] == "foxglove.FrameTransforms"
@@ -238,32 +248,12 @@ def test_foxglove_serves_the_meshes_of_a_generated_urdf():
 
     from bondsim_ros.mechanism.urdf import robot_description
     from bondsim_ros.robots import load_robot
-    from bondsim_ros.ros.foxglove_live import FoxgloveLive
 
     original = robot_description(load_robot("omni5dpo").mechanism)  # what state_publisher publishes
     local = re.findall(r'filename="([^"]+)"', original)
     assert local and all(u.startswith("file://") for u in local)
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    graph = start_graph({"model": "omni5dpo", "reference": "builtin"}, {}, state_publisher={}, context=ctx)
-    live = FoxgloveLive(port=0, context=ctx, probes=graph.nodes["dynamics_node"].probe_names)
-    graph.nodes["foxglove_live"] = live
-    graph.executor.add_node(live)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            graph.executor.spin_once(timeout_sec=0.02)
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
-    try:
+    with served_graph({"model": "omni5dpo", "reference": "builtin"}, with_probes=True) as live:
         urdf, answers = asyncio.run(_fetch_every_mesh(live.port))
-    finally:
-        stop.set()
-        spinner.join(timeout=5)
-        graph.shutdown()
-        rclpy.try_shutdown(context=ctx)
     served = re.findall(r'filename="([^"]+)"', urdf)
     assert len(served) == len(local) and all(u.startswith("package://") for u in served), served[:3]
     for ref, uri in zip(local, served):  # same meshes, same order
