@@ -20,6 +20,17 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped in CI (BONDSIM_NO_SKIP=1): {report.longrepr}"
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """The same for a whole test file skipped at import (``pytest.importorskip`` of rclpy or
+    launch_ros): it counted as one quiet "skipped" and its tests were never collected."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("BONDSIM_NO_SKIP") == "1" and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = f"{collector.nodeid} skipped in CI (BONDSIM_NO_SKIP=1): {report.longrepr}"
+
+
 @pytest.fixture
 def context():
     """A private rclpy context for one test (tests that start nodes in-process)."""
