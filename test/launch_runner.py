@@ -15,9 +15,16 @@ import json
 import sys
 import threading
 import time
+from pathlib import Path
 
 
-def watch(seconds: float, joint_topic: str, out: dict, done, ended=None) -> None:
+OURS = ("dynamics_node", "probe_node", "twin_bridge")
+
+
+def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started=()) -> None:
+    """Watch the launched graph until ``joint_topic`` carries names, dynamics_node is up and
+    every node of ours the launch started (``started``: executable names, filled in as the
+    launch starts them) has been discovered, then 1 s more; read their parameters."""
     import rclpy
     from rcl_interfaces.srv import GetParameters, ListParameters
     from rclpy.parameter import parameter_value_to_python
@@ -36,8 +43,9 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None) -> None
     try:
         settled = None
         while time.monotonic() < end and not (ended is not None and ended.is_set()):
-            if settled is None and joint_topic in joint_names and any(
-                    n == "dynamics_node" for n, _ in node.get_node_names_and_namespaces()):
+            up = {n for n, _ in node.get_node_names_and_namespaces()}
+            if settled is None and joint_topic in joint_names and "dynamics_node" in up and \
+                    {n for n in list(started) if n in OURS} <= up:  # discovery of each can lag the others
                 settled = time.monotonic() + 1.0
             if settled is not None and time.monotonic() > settled:
                 break
@@ -53,7 +61,7 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None) -> None
         out["nodes"] = sorted(f"{ns.rstrip('/')}/{n}" for n, ns in node.get_node_names_and_namespaces())
         params = {}
         for fqn in out["nodes"]:
-            if fqn.rsplit("/", 1)[-1] not in ("dynamics_node", "probe_node", "twin_bridge"):  # ours
+            if fqn.rsplit("/", 1)[-1] not in OURS:
                 continue
             lister = node.create_client(ListParameters, f"{fqn}/list_parameters")
             getter = node.create_client(GetParameters, f"{fqn}/get_parameters")
@@ -77,13 +85,16 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None) -> None
 
 def main() -> int:
     from launch import LaunchDescription, LaunchService
-    from launch.actions import IncludeLaunchDescription
+    from launch.actions import IncludeLaunchDescription, RegisterEventHandler
+    from launch.event_handlers import OnProcessStart
     from launch.launch_description_sources import PythonLaunchDescriptionSource
 
     path, out_path, seconds, joint_topic = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
     args = dict(a.split(":=", 1) for a in sys.argv[5:])
     ls = LaunchService(noninteractive=True)
+    started = set()  # executables the launch started, as it starts them
     ls.include_launch_description(LaunchDescription([
+        RegisterEventHandler(OnProcessStart(on_start=lambda event, _: started.add(Path(event.cmd[0]).name))),
         IncludeLaunchDescription(PythonLaunchDescriptionSource(path), launch_arguments=args.items())]))
     out = {}
     loop = asyncio.new_event_loop()
@@ -96,7 +107,7 @@ def main() -> int:
 
     ended = threading.Event()  # the launch ended by itself (e.g. refused its arguments): stop watching
     watcher = threading.Thread(target=watch, args=(seconds, joint_topic, out, lambda: loop.call_soon_threadsafe(stop),
-                                                   ended), daemon=True)
+                                                   ended, started), daemon=True)
     watcher.start()
     out["return_code"] = loop.run_until_complete(ls.run_async())
     ended.set()
