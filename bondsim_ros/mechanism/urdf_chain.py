@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from transforms3d.axangles import axangle2mat
@@ -44,7 +45,7 @@ class UrdfChain:
         from defusedxml.ElementTree import ParseError, fromstring
 
         where = "robot_description" if is_text else urdf
-        data = urdf.encode("utf-8") if is_text else open(urdf, "rb").read()
+        data = urdf.encode("utf-8") if is_text else Path(urdf).read_bytes()
         # defusedxml first: no entities or DTD from a parameter anyone may set, and a parse
         # error named here (yourdfpy's fallback parser hides it behind a TypeError)
         try:

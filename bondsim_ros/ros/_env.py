@@ -6,6 +6,7 @@ the robot's computer: ROS's own default range, SUBNET, which the twin launch fil
 (`discovery_range:=`) and `bondsim-ros up --bridge` (`--discovery`) select (docs/ros.md).
 """
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -108,14 +109,16 @@ def run_node(node_class, args=None) -> None:
     context = rclpy.Context()
     init_rclpy(args=args, context=context)
     node = None
-    refused = None
     try:
-        with sigterm_interrupts():
-            try:
+        try:
+            with sigterm_interrupts():
                 node = node_class(context=context)
-            except ValueError as exc:  # bad parameters / robot_description: say what, no traceback
-                refused = exc
-                return
+        except ValueError as exc:  # bad parameters / robot_description: say what, no traceback
+            import rclpy.logging
+
+            name = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else node_class.__name__
+            rclpy.logging.get_logger(name).fatal(str(exc))
+            raise SystemExit(2) from None
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         try:
@@ -129,14 +132,6 @@ def run_node(node_class, args=None) -> None:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
-        if refused is not None:
-            import rclpy.logging
-
-            import sys
-
-            name = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else node_class.__name__
-            rclpy.logging.get_logger(name).fatal(str(refused))
-            raise SystemExit(2)
 
 
 def declare_parameters(node, params: dict) -> dict:
