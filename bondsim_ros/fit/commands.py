@@ -70,12 +70,6 @@ def _split(text):
     return [s.strip() for s in text.split(",") if s.strip()]
 
 
-def _assignments(items, what, parse=float):
-    from bondsim_ros.cli import assignments
-
-    return assignments(items, what, parse)
-
-
 def _bound(text):
     lo, sep, hi = text.partition(":")
     if not sep:
@@ -87,7 +81,7 @@ def cmd_fit(args) -> int:
     from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.model_commands import _load
     from bondsim_ros.bondgraph.core import ModelError
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cli import CLIError, assignments
 
     from .core import FitError, FitProblem, read_csv
 
@@ -110,10 +104,10 @@ def cmd_fit(args) -> int:
             if path == path2:
                 raise CLIError(f"{opt} and {opt2} name the same file {path}")
     params = _split(args.params)
-    guesses = _assignments(args.guess, "--guess")
-    fixed = _assignments(args.param, "--param")
-    bounds = _assignments(args.bounds, "--bounds NAME=LO:HI", _bound)
-    weights = _assignments(args.weight, "--weight")
+    guesses = assignments(args.guess, "--guess")
+    fixed = assignments(args.param, "--param")
+    bounds = assignments(args.bounds, "--bounds NAME=LO:HI", _bound)
+    weights = assignments(args.weight, "--weight")
     log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
     try:
         data = read_csv(args.data)  # data errors before the (slow) model build

@@ -184,16 +184,21 @@ class FitProblem:
         base.update(self.fixed)
         return np.array([float(base[p]) for p in self.params])
 
+    def values(self, theta) -> dict:
+        """The run-time parameters a simulation starts with: fixed ones, ``theta`` for the
+        fitted ones, the logged inputs' first row."""
+        values = dict(self.fixed)
+        values.update(zip(self.params, map(float, theta)))
+        values.update(zip([p for p, _ in self.input_map], map(float, self.u[0])))
+        return values
+
     def simulate(self, theta) -> np.ndarray:
         """Model outputs (rows = data times, columns = fitted outputs) for parameters ``theta``."""
         from bondsim_ros.bondgraph.simulation import Simulation
 
-        values = dict(self.fixed)
-        values.update(zip(self.params, map(float, theta)))
         names = [p for p, _ in self.input_map]
-        values.update(zip(names, self.u[0]))
         sim = Simulation(self.compiled, rtol=self.rtol, atol=self.atol, hmax=self.hmax, t0=float(self.t[0]),
-                         params=values)
+                         params=self.values(theta))
         out = np.empty((len(self.t), len(self.out_idx)))
         out[0] = sim.outputs_at(self.t[0], sim.solver.y, sim.solver.yp)[self.out_idx]
         # the inputs are held from one sample to the next: integrate in one call between changes
@@ -285,11 +290,8 @@ def _implied_bounds(problem: FitProblem, names, x0, lo, hi, explicit) -> None:
     from bondsim_ros.bondgraph.core import ModelError
 
     c = problem.compiled
-    p = c.problem().params.copy()
-    values = dict(problem.fixed)
-    values.update(zip(names, map(float, x0)))
-    values.update(zip([n for n, _ in problem.input_map], map(float, problem.u[0])))
-    for n, v in values.items():
+    p = np.array(c.params, dtype=float)
+    for n, v in problem.values(x0).items():
         p[c.param_index(n)] = v
     for i, name in enumerate(names):
         if name in explicit or x0[i] == 0.0:
