@@ -1,6 +1,8 @@
-"""Where the package's data folders (config/, urdf/, launch/) are, however it was installed."""
+"""Where the package's data folders (config/, urdf/, launch/) are, however it was installed, and
+where it caches what it generates."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,3 +22,12 @@ def share_file(*parts: str) -> Path:
         if c.exists():
             return c
     raise FileNotFoundError(f"{'/'.join(parts)} not found (looked in: {', '.join(map(str, candidates))})")
+
+
+def cache_root() -> Path:
+    """``$BONDSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/bondsim_ros``, else ``~/.cache/bondsim_ros``:
+    the same rule as the generated-code cache (bondgraph/codegen.py, which may not import this
+    module), for the generated URDFs and RViz views."""
+    root = os.environ.get("BONDSIM_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bondsim_ros")
+    return Path(root)

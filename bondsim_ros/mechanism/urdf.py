@@ -452,11 +452,12 @@ def robot_description(path, cache_dir=None) -> str:
     into a cache folder (keyed by the file's path and modification time) whose meshes the URDF
     references by file:// URI, so RViz and Foxglove find them."""
     import hashlib
-    import os
+
+    from bondsim_ros.paths import cache_root
 
     path = Path(path).resolve()
     key = hashlib.sha256(f"{path}:{path.stat().st_mtime_ns}".encode()).hexdigest()[:16]
-    base = Path(cache_dir or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bondsim_ros" / "urdf")
+    base = Path(cache_dir or cache_root() / "urdf")
     folder = base / f"{path.stem}-{key}"
     target = folder / f"{path.stem}.urdf"
     if not target.exists():

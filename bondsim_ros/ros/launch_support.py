@@ -8,13 +8,14 @@ No rclpy here: the launch process imports this module before any node runs.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from bondsim_ros.outfiles import write_text_atomic
+from bondsim_ros.paths import cache_root
 
 MESH_RELATIVE = re.compile(r'filename="(?![A-Za-z][A-Za-z0-9+.-]*://)(?!/)([^"]+)"')
 # probe markers in the generated view, in turn
@@ -104,10 +105,6 @@ def cmd_vel_models() -> list:
     return out
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bondsim_ros"
-
-
 def rviz_view(view: ModelView, template: Path) -> dict:
     """The RViz view for the model, from the generic ``template`` (config/robot.rviz): fixed frame,
     odometry for a mobile base, one PointStamped display per probe."""
@@ -134,7 +131,7 @@ def rviz_view(view: ModelView, template: Path) -> dict:
 def write_rviz_view(view: ModelView, template: Path, folder: Path | None = None) -> Path:
     """The model's RViz view as a file rviz2 can read (-d): one per model in the cache folder,
     rewritten whole (atomically) at each launch."""
-    folder = Path(folder or cache_dir() / "rviz")
+    folder = Path(folder or cache_root() / "rviz")
     folder.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(view.spec.encode()).hexdigest()[:10]
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", view.robot.name)[:60]
@@ -142,16 +139,9 @@ def write_rviz_view(view: ModelView, template: Path, folder: Path | None = None)
     text = "# Made by bondsim_ros's launch files for model:=" + view.spec.replace("\n", " ") + \
         " from config/robot.rviz; rewritten at each launch (copy it to keep changes).\n" + \
         yaml.safe_dump(rviz_view(view, template), sort_keys=False)
-    fd, tmp = tempfile.mkstemp(prefix=".rviz-", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(target, text)
     return target
 
 
 __all__ = ["ModelLaunchError", "ModelView", "model_view", "require_cmd_vel", "cmd_vel_models", "rviz_view",
-           "write_rviz_view", "cache_dir"]
+           "write_rviz_view"]
