@@ -1,9 +1,12 @@
 """numba's side of ``kernels``: imported only for numba-compiled kernels (tests, examples,
 numba-generated model code), never on a run with C kernels."""
 import numpy as np
-from numba import njit, types
+from numba import carray, cfunc, njit, types
 
-from .kernels import RES_SIG
+f8, f8a = types.float64, types.float64[::1]
+RES_SIG = types.void(f8, f8a, f8a, f8a, f8a)
+JAC_SIG = types.void(f8, f8a, f8a, f8a, f8, f8a)
+RES_T, JAC_T = types.FunctionType(RES_SIG), types.FunctionType(JAC_SIG)
 
 
 class _Kernel:
@@ -49,3 +52,20 @@ def _rows(fn, t_out, Y, YP, p, rows):
 def output_rows(outputs, t_out, Y, YP, p, rows):
     """kernels.output_rows for a numba kernel: one compiled loop, cached on disk."""
     _rows(first_class(outputs, RES_SIG), t_out, Y, YP, p, rows)
+
+
+def c_adapter(kernel, kind, n, n_p, n_out):
+    """A numba cfunc with the C ABI that views the raw pointers as arrays of the problem's sizes
+    (compile-time constants of the closure) and calls the kernel; numba inlines the call."""
+    ptr = types.CPointer(types.float64)
+    if kind == "res":
+        @cfunc(types.void(types.float64, ptr, ptr, ptr, ptr), error_model="numpy")
+        def adapter(t, y, yp, p, out):
+            kernel(t, carray(y, n), carray(yp, n), carray(p, n_p), carray(out, n_out))
+    elif kind == "jac":
+        @cfunc(types.void(types.float64, ptr, ptr, ptr, types.float64, ptr), error_model="numpy")
+        def adapter(t, y, yp, p, cj, vals):
+            kernel(t, carray(y, n), carray(yp, n), carray(p, n_p), cj, carray(vals, n_out))
+    else:
+        raise ValueError(f"kernel kind must be 'res' or 'jac', not {kind!r}")
+    return adapter

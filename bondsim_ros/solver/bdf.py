@@ -374,24 +374,25 @@ class BDFSolver:
         integrator may already be past some of them (it stepped beyond the last output), and
         those are answered from the interpolating polynomial of the last step, which spans the
         last output time. ``tstop``: no step goes beyond it."""
-        t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
-        if t_out.size and t_out[0] < self.t - 1e-12 * max(1, abs(self.t)):
+        t_out = np.asarray(t_out, dtype=float).reshape(-1)
+        m = t_out.shape[0]
+        if m and t_out[0] < self.t - 1e-12 * max(1, abs(self.t)):
             raise ValueError(f"output time {t_out[0]} is before the last output time {self.t}")
-        Y = np.empty((len(t_out), self.n))
-        YP = np.empty((len(t_out), self.n))
+        Y = np.empty((m, self.n))
+        YP = np.empty((m, self.n))
+        tstop = float(tstop)
         start = 0
-        while start < len(t_out):
-            stop = min(len(t_out), start + chunk) if progress else len(t_out)
-            # row slices of C-ordered arrays are C-contiguous: the core writes into Y and YP directly
-            tt = np.ascontiguousarray(t_out[start:stop])
+        while start < m:
+            stop = min(m, start + chunk) if progress else m
             self.ist[core.I_K_OUT] = 0
-            status = self._core.advance(tt, float(tstop), Y[start:stop], YP[start:stop], self.rtol, self.hmax,
-                                        self.max_steps)
+            # the core writes into buffers of its own (pointers set once), copied into Y, YP
+            status = self._core.advance(t_out[start:stop], tstop, Y[start:stop], YP[start:stop], self.rtol,
+                                        self.hmax, self.max_steps)
             if status != core.OK:
                 self._raise(status)
             start = stop
             if progress:
-                progress(float(tt[-1]))
+                progress(float(t_out[stop - 1]))
         self.y, self.yp = Y[-1].copy(), YP[-1].copy()
         self.t = float(t_out[-1])
         return Y, YP

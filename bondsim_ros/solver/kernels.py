@@ -23,17 +23,11 @@ _NUMBA_NAMES = ("f8", "f8a", "RES_SIG", "JAC_SIG", "RES_T", "JAC_T")
 
 
 def __getattr__(name):
-    # the numba signatures, made on first use (importing numba costs ~0.5 s)
+    # the numba signatures, from numba's side on first use (importing numba costs ~0.5 s)
     if name in _NUMBA_NAMES:
-        from numba import types
+        from . import _numba_kernels
 
-        f8, f8a = types.float64, types.float64[::1]
-        res_sig = types.void(f8, f8a, f8a, f8a, f8a)
-        jac_sig = types.void(f8, f8a, f8a, f8a, f8, f8a)
-        values = dict(f8=f8, f8a=f8a, RES_SIG=res_sig, JAC_SIG=jac_sig, RES_T=types.FunctionType(res_sig),
-                      JAC_T=types.FunctionType(jac_sig))
-        globals().update(values)
-        return values[name]
+        return getattr(_numba_kernels, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -41,14 +35,18 @@ def residual_kernel(func):
     """Compile a plain Python residual ``func(t, y, yp, p, out)`` for the solver (tests, examples)."""
     from numba import njit
 
-    return njit(__getattr__("RES_SIG"), cache=False)(func)
+    from ._numba_kernels import RES_SIG
+
+    return njit(RES_SIG, cache=False)(func)
 
 
 def jacobian_kernel(func):
     """Compile a plain Python ``func(t, y, yp, p, cj, vals)`` Jacobian-values kernel."""
     from numba import njit
 
-    return njit(__getattr__("JAC_SIG"), cache=False)(func)
+    from ._numba_kernels import JAC_SIG
+
+    return njit(JAC_SIG, cache=False)(func)
 
 
 def _is_numba(func) -> bool:
@@ -76,27 +74,10 @@ def c_address(kernel, kind: str, n: int, n_p: int, n_out: int) -> int:
     key = (id(kernel), kind, n, n_p, n_out)
     hit = _adapters.get(key)
     if hit is None or hit[0] is not kernel:
-        hit = _adapters[key] = (kernel, _numba_adapter(kernel, kind, n, n_p, n_out))
+        from ._numba_kernels import c_adapter
+
+        hit = _adapters[key] = (kernel, c_adapter(kernel, kind, n, n_p, n_out))
     return hit[1].address
-
-
-def _numba_adapter(kernel, kind, n, n_p, n_out):
-    """A numba cfunc with the C ABI that views the raw pointers as arrays of the problem's sizes
-    (compile-time constants of the closure) and calls the kernel; numba inlines the call."""
-    from numba import carray, cfunc, types
-
-    ptr = types.CPointer(types.float64)
-    if kind == "res":
-        @cfunc(types.void(types.float64, ptr, ptr, ptr, ptr), error_model="numpy")
-        def adapter(t, y, yp, p, out):
-            kernel(t, carray(y, n), carray(yp, n), carray(p, n_p), carray(out, n_out))
-    elif kind == "jac":
-        @cfunc(types.void(types.float64, ptr, ptr, ptr, types.float64, ptr), error_model="numpy")
-        def adapter(t, y, yp, p, cj, vals):
-            kernel(t, carray(y, n), carray(yp, n), carray(p, n_p), cj, carray(vals, n_out))
-    else:
-        raise ValueError(f"kernel kind must be 'res' or 'jac', not {kind!r}")
-    return adapter
 
 
 def output_rows(outputs, n_out, t_out, Y, YP, p):
