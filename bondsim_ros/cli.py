@@ -70,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `bondsim-ros models | head`: the reader left; no traceback, and none again when
+        # Python flushes stdout at exit (point it at devnull, as the Python docs advise)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
     except Exception as exc:
         # no C compiler, or it refused the solver core or a model's kernels: say so without a
         # traceback (native is in sys.modules whenever one of its errors can have been raised;
@@ -79,11 +84,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
         code = 1
-    except BrokenPipeError:
-        # `bondsim-ros models | head`: the reader left; no traceback, and none again when
-        # Python flushes stdout at exit (point it at devnull, as the Python docs advise)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 141
     if argv is None and getattr(args, "fast_exit", False):
         _exit_now(code)
     return code

@@ -104,26 +104,33 @@ class Core:
         self._ptr = ctypes.addressof(s)
         self._ist = self._arrays["ist"]
         self._advance = lib.bdf_advance
+        self._buffers()
 
-    def _grow(self, m):
-        """Output buffers for m times (the core writes there; their pointers are set once)."""
-        cap = max(m, 2 * self._cap)
+    SMALL = 64  # up to this many output times per call go through the solver's own buffers
+
+    def _buffers(self):
+        """Output buffers for SMALL times, whose pointers stay in the struct: a frame of the
+        twin (one output time) then costs no pointer look-up."""
         n = self.s.n
-        self._t, self._Y, self._YP = np.zeros(cap), np.zeros((cap, n)), np.zeros((cap, n))
-        self.s.t_out, self.s.Yout, self.s.YPout = _addr(self._t), _addr(self._Y), _addr(self._YP)
-        self._cap = cap
-
-    _cap = 0
+        self._t, self._Y, self._YP = np.zeros(self.SMALL), np.zeros((self.SMALL, n)), np.zeros((self.SMALL, n))
+        self._own = (_addr(self._t), _addr(self._Y), _addr(self._YP))
+        self._pointing = None
 
     def advance(self, t_out, t_stop, Y, YP, rtol, hmax, max_steps) -> int:
-        """Outputs at t_out into Y, YP (rows of len(t_out)); the status code."""
+        """Outputs at t_out into Y, YP (C-contiguous, len(t_out) rows); the status code."""
         m = t_out.shape[0]
-        if m > self._cap:
-            self._grow(m)
         s = self.s
-        self._t[:m] = t_out
         s.n_out, s.t_stop = m, t_stop
         s.rtol, s.hmax, s.max_steps = rtol, hmax, max_steps  # attributes a caller may have changed
+        if m > self.SMALL:  # the core writes into the caller's arrays (no second copy of a long run)
+            t_out = np.ascontiguousarray(t_out)
+            s.t_out, s.Yout, s.YPout = _addr(t_out), _addr(Y), _addr(YP)
+            self._pointing = None
+            return self._advance(self._ptr)
+        if self._pointing is not self._own:
+            s.t_out, s.Yout, s.YPout = self._own
+            self._pointing = self._own
+        self._t[:m] = t_out
         status = self._advance(self._ptr)
         k = int(self._ist[I_K_OUT])  # rows written
         Y[:k] = self._Y[:k]
