@@ -39,7 +39,7 @@ setup(
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
     include_package_data=True,
-    package_data={PACKAGE: ["models/data/*", "models/*.yaml", "mechanism/data/*"]},
+    package_data={PACKAGE: ["models/data/*", "models/*.yaml", "mechanism/data/*", "solver/*.c"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),

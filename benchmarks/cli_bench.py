@@ -8,9 +8,8 @@
 Each run is a fresh `python -m bondsim_ros.cli simulate ...` process (the console script does
 the same), timed from spawn to exit. Warm: the generated-code cache of this user
 (``$BONDSIM_CACHE_DIR`` or ~/.cache/bondsim_ros) after one untimed run. Cold: a new empty
-``BONDSIM_CACHE_DIR`` per run, so the model is built, reduced, printed and compiled by numba
-(the solver core's own numba cache, next to its source, stays warm: it is compiled once per
-install). The build time is the one the command prints (`build X s`). ``--ref ROOT`` runs the
+``BONDSIM_CACHE_DIR`` per run, so the model is built, reduced, printed and compiled, and the
+C solver core (built once per machine into that cache, ``solver/``) is compiled by gcc too. The build time is the one the command prints (`build X s`). ``--ref ROOT`` runs the
 same command with ROOT first on PYTHONPATH, alternating with this checkout (same load).
 """
 from __future__ import annotations

@@ -75,6 +75,15 @@ def main(argv: list[str] | None = None) -> int:
         # Python flushes stdout at exit (point it at devnull, as the Python docs advise)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 141
+    except Exception as exc:
+        # no C compiler, or it refused the solver core or a model's kernels: say so without a
+        # traceback (native is in sys.modules whenever one of its errors can have been raised;
+        # looked up there so that the CLI does not import numpy for every command)
+        native = sys.modules.get("bondsim_ros.solver.native")
+        if native is None or not isinstance(exc, native.NativeBuildError):
+            raise
+        print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
+        code = 1
     if argv is None and getattr(args, "fast_exit", False):
         _exit_now(code)
     return code

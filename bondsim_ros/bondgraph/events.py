@@ -20,7 +20,7 @@ reads instead of deciding for itself, so that the residual is smooth for fixed m
 Nested constructs are handled inside out: the switching function of an outer construct uses
 the modes of the inner ones, so a ``Piecewise`` on ``Mod(th, pi/3)`` (the rolling arm) switches
 at ``th - pi/3 K - pi/6 = 0`` with ``K`` frozen, not at a jump of the Mod. The solver
-(``solver/_core.handle_events``) locates sign changes of the switching functions and sets the
+(``handle_events`` in ``solver/bdf_core.c``) locates sign changes of the switching functions and sets the
 modes anew there; ``natural`` below gives, for every mode, the value the law itself would pick
 at a point (each in terms of the modes before it).
 """

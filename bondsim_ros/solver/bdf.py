@@ -4,8 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _core as core
-from .kernels import JAC_SIG, RES_SIG, first_class, no_events
+from . import _ccore as core
+from .kernels import c_address
 
 
 class SolverError(RuntimeError):
@@ -95,8 +95,8 @@ class BDFSolver:
     Parameters
     ----------
     problem : DAEProblem
-        residual(t, y, yp, p, out) and jacobian(t, y, yp, p, cj, values) as numba first-class
-        functions (see ``solver.kernels``), the CSC pattern of the iteration matrix
+        residual(t, y, yp, p, out) and jacobian(t, y, yp, p, cj, values) as C kernels
+        (``solver.native.CKernel``) or numba-compiled ones (see ``solver.kernels``), the CSC pattern of the iteration matrix
         (``indptr``, ``indices``), which unknowns are differential, parameters, and optional
         names for messages.
     rtol, atol : float, float or array
@@ -113,7 +113,7 @@ class BDFSolver:
         error estimate does not converge with h (Hairer & Wanner, VII.3).
     linear_solver : "auto" | "dense" | "sparse"
         LU of the iteration matrix: dense LAPACK-style partial pivoting, or the sparse
-        left-looking LU (COLAMD column order) of ``_core``; "auto" takes sparse for n > 60 and
+        left-looking LU (COLAMD column order) of ``bdf_core.c``; "auto" takes sparse for n > 60 and
         density < 0.2. The factorisation is reused across steps until Newton converges slowly
         or the step size changes.
     max_steps : int
@@ -148,8 +148,9 @@ class BDFSolver:
         self.pm[:n_par] = np.asarray(problem.params, dtype=float)
         self.p = self.pm[:n_par]  # a view: set_params writes the parameters in place
         self.n_roots = int(problem.n_roots) if problem.roots is not None else 0
-        self._roots = first_class(problem.roots if self.n_roots else no_events, RES_SIG)
-        self._modes = first_class(problem.modes if problem.modes is not None else no_events, RES_SIG)
+        n_modes = int(problem.n_modes)
+        if self.n_roots and problem.modes is None and n_modes:
+            raise ValueError(f"the problem has {n_modes} modes and switching functions but no modes kernel")
         self.indptr = np.asarray(problem.indptr, dtype=np.int64)
         self.indices = np.asarray(problem.indices, dtype=np.int64)
         self._stats = np.zeros(core.N_STATS, dtype=np.int64)
@@ -167,8 +168,24 @@ class BDFSolver:
         self.sparse = linear_solver == "sparse"
         self.G = np.zeros(1 if self.sparse else n * n)
         self._setup_sparse(n, nnz)
-        self._res = first_class(problem.residual, RES_SIG)
-        self._jac = first_class(problem.jacobian, JAC_SIG)
+        # the C core, its struct pointing at this solver's arrays (they live as long as it)
+        n_p = self.pm.size
+        kernels = {"res": c_address(problem.residual, "res", n, n_p, n),
+                   "jac": c_address(problem.jacobian, "jac", n, n_p, nnz)}
+        if self.n_roots:
+            kernels["roots"] = c_address(problem.roots, "res", n, n_p, self.n_roots)
+            kernels["modes"] = c_address(problem.modes, "res", n, n_p, n_modes) if n_modes else \
+                core.no_modes_address()
+        Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw = self._lu
+        self._core = core.Core(
+            kernels,
+            sizes=dict(n=n, nnz=nnz, n_par=n_par, n_modes=n_modes, n_roots=self.n_roots, sparse=int(self.sparse),
+                       max_steps=self.max_steps, cap_l=Li.shape[0], cap_u=Ui.shape[0]),
+            scalars=dict(rtol=self.rtol, hmax=self.hmax),
+            arrays=dict(indptr=self.indptr, indices=self.indices, diff=self.diff.view(np.uint8), p=self.pm,
+                        atol=self.atol, D=self.D, st=self.st, ist=self.ist, stats=self._stats, G=self.G,
+                        piv=self.piv, q=self.q, Lp=Lp, Li=Li, Lx=Lx, Up=Up, Ui=Ui, Ux=Ux, prow=prow, pinv=pinv,
+                        xw=xw))
 
     def _setup_sparse(self, n, nnz):
         """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the sparse LU."""
@@ -213,7 +230,8 @@ class BDFSolver:
         vals = np.zeros(len(self.indices))
         self.problem.jacobian(t, y, yp, self.pm, cj, vals)
         G = np.zeros((self.n, self.n))
-        core.assemble(G, vals, self.indptr, self.indices)
+        cols = np.repeat(np.arange(self.n), np.diff(self.indptr))
+        np.add.at(G, (self.indices, cols), vals)  # in CSC order, as the core assembles it
         return G
 
     def consistent(self, t0, y0, yp0=None, tol=1e-10, maxiter=50):
@@ -356,27 +374,25 @@ class BDFSolver:
         integrator may already be past some of them (it stepped beyond the last output), and
         those are answered from the interpolating polynomial of the last step, which spans the
         last output time. ``tstop``: no step goes beyond it."""
-        t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
-        if t_out.size and t_out[0] < self.t - 1e-12 * max(1, abs(self.t)):
+        t_out = np.asarray(t_out, dtype=float).reshape(-1)
+        m = t_out.shape[0]
+        if m and t_out[0] < self.t - 1e-12 * max(1, abs(self.t)):
             raise ValueError(f"output time {t_out[0]} is before the last output time {self.t}")
-        Y = np.empty((len(t_out), self.n))
-        YP = np.empty((len(t_out), self.n))
+        Y = np.empty((m, self.n))
+        YP = np.empty((m, self.n))
+        tstop = float(tstop)
         start = 0
-        while start < len(t_out):
-            stop = min(len(t_out), start + chunk) if progress else len(t_out)
-            # row slices of C-ordered arrays are C-contiguous: the core writes into Y and YP directly
-            tt = np.ascontiguousarray(t_out[start:stop])
+        while start < m:
+            stop = min(m, start + chunk) if progress else m
             self.ist[core.I_K_OUT] = 0
-            status = core.advance(self._res, self._jac, self.indptr, self.indices,
-                                  self.diff, self.pm, self.rtol, self.atol, self.hmax, tt, float(tstop), self.D,
-                                  self.st, self.ist, Y[start:stop], YP[start:stop], self.max_steps, self.G, self.piv,
-                                  self._stats, self.sparse, self.q, *self._lu, self._roots, self._modes, self.n_par,
-                                  self.n_roots)
+            # the core writes into buffers of its own (pointers set once), copied into Y, YP
+            status = self._core.advance(t_out[start:stop], tstop, Y[start:stop], YP[start:stop], self.rtol,
+                                        self.hmax, self.max_steps)
             if status != core.OK:
                 self._raise(status)
             start = stop
             if progress:
-                progress(float(tt[-1]))
+                progress(float(t_out[stop - 1]))
         self.y, self.yp = Y[-1].copy(), YP[-1].copy()
         self.t = float(t_out[-1])
         return Y, YP

@@ -1,0 +1,145 @@
+"""The BDF core in C (``bdf_core.c``): built with the system compiler on first use, bound with ctypes.
+
+The core is compiled once per machine into the cache (``native.build_library``: named by a hash
+of the source, the flags and the compiler, so an edited core or another compiler builds anew)
+and loaded once per process. A solver hands it one struct of pointers to its arrays, filled at
+construction (``Core``), so that an ``advance`` call costs a few field writes and one ctypes call.
+"""
+from __future__ import annotations
+
+import ctypes
+from importlib import resources
+
+import numpy as np
+
+from . import native
+
+# named slots shared with bdf_core.c (keep in step with its enums)
+MAX_ORDER = 5
+N_ROWS = MAX_ORDER + 3  # rows of the difference array D
+OK, UNDERFLOW, SINGULAR, TOO_MANY, NONFINITE = 0, 1, 2, 3, 4
+S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST = 0, 1, 2, 3, 4
+N_FLOAT_STATE = 5
+I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_VAR, I_K_OUT, I_MAX_ORDER, I_EVENT_PHASE = range(7)
+N_INT_STATE = 7
+ST_STEPS, ST_REJECTED, ST_NEWTON, ST_JAC, ST_LU, ST_RES, ST_NEWTON_FAIL, ST_MAX_ORDER, ST_ERR_FAIL = range(9)
+ST_EVENTS, ST_EVENT_RESTARTS = 9, 10
+N_STATS = 11
+
+_P, _I, _D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+
+
+class Solver(ctypes.Structure):
+    """bdf_core.c's solver_t, field for field."""
+    _fields_ = [("res", _P), ("jac", _P), ("roots", _P), ("modes", _P),
+                ("n", _I), ("nnz", _I), ("n_par", _I), ("n_modes", _I), ("n_roots", _I), ("sparse", _I),
+                ("max_steps", _I), ("cap_l", _I), ("cap_u", _I),
+                ("indptr", _P), ("indices", _P), ("diff", _P), ("p", _P), ("rtol", _D), ("atol", _P),
+                ("hmax", _D), ("D", _P), ("st", _P), ("ist", _P), ("stats", _P), ("G", _P), ("piv", _P),
+                ("q", _P), ("Lp", _P), ("Li", _P), ("Lx", _P), ("Up", _P), ("Ui", _P), ("Ux", _P), ("prow", _P),
+                ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P),
+                ("t_out", _P), ("n_out", _I), ("t_stop", _D), ("Yout", _P), ("YPout", _P)]
+
+
+def source() -> str:
+    return resources.files(__package__).joinpath("bdf_core.c").read_text()
+
+
+_lib = None
+
+
+def library() -> ctypes.CDLL:
+    """The compiled core, built into the cache the first time on this machine."""
+    global _lib
+    if _lib is None:
+        path = native.build_library(source(), "bdf_core", native.cache_root() / "solver", what="the BDF core")
+        lib = native.load_library(path)
+        lib.bdf_advance.argtypes, lib.bdf_advance.restype = [_P], _I
+        lib.bdf_work_size.argtypes, lib.bdf_work_size.restype = [_I, _I, _I, _I], _I
+        lib.bdf_struct_size.argtypes, lib.bdf_struct_size.restype = [], _I
+        lib.bdf_output_rows.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _P, _P]
+        lib.bdf_output_rows.restype = None
+        if lib.bdf_struct_size() != ctypes.sizeof(Solver):
+            raise native.NativeBuildError("bdf_core.c's solver_t and _ccore.Solver disagree")
+        _lib = lib
+    return _lib
+
+
+def no_modes_address() -> int:
+    return ctypes.cast(library().bdf_no_modes, ctypes.c_void_p).value
+
+
+def _addr(a: np.ndarray) -> int:
+    """The data pointer of a C-contiguous array. ctypes' from_buffer takes 0.6 us where
+    ``a.ctypes.data`` takes 3-4 (a solver hands the core some twenty arrays); read-only
+    arrays have no writable buffer to offer and take the slow way."""
+    if not a.flags.c_contiguous:
+        raise ValueError("the C core needs C-contiguous arrays")
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError):  # read-only, or empty
+        return a.ctypes.data
+
+
+class Core:
+    """One solver's struct for the C core. ``arrays`` (name -> numpy array) are kept referenced
+    here so that the pointers in the struct stay valid as long as the struct."""
+
+    def __init__(self, kernels, sizes, scalars, arrays):
+        lib = library()
+        self._lib = lib
+        self._arrays = dict(arrays)
+        n, nnz, n_roots, n_modes = sizes["n"], sizes["nnz"], sizes["n_roots"], sizes["n_modes"]
+        self._arrays["work"] = np.zeros(lib.bdf_work_size(n, nnz, n_roots, n_modes))
+        self._arrays["mask"] = np.zeros(n, dtype=np.uint8)
+        s = self.s = Solver()
+        for name, addr in kernels.items():
+            setattr(s, name, addr)
+        for name, v in sizes.items():
+            setattr(s, name, int(v))
+        for name, v in scalars.items():
+            setattr(s, name, v)
+        for name, a in self._arrays.items():
+            setattr(s, name, _addr(a))
+        self._ptr = ctypes.addressof(s)
+        self._ist = self._arrays["ist"]
+        self._advance = lib.bdf_advance
+        self._buffers()
+
+    SMALL = 64  # up to this many output times per call go through the solver's own buffers
+
+    def _buffers(self):
+        """Output buffers for SMALL times, whose pointers stay in the struct: a frame of the
+        twin (one output time) then costs no pointer look-up."""
+        n = self.s.n
+        self._t, self._Y, self._YP = np.zeros(self.SMALL), np.zeros((self.SMALL, n)), np.zeros((self.SMALL, n))
+        self._own = (_addr(self._t), _addr(self._Y), _addr(self._YP))
+        self._pointing = None
+
+    def advance(self, t_out, t_stop, Y, YP, rtol, hmax, max_steps) -> int:
+        """Outputs at t_out into Y, YP (C-contiguous, len(t_out) rows); the status code."""
+        m = t_out.shape[0]
+        s = self.s
+        s.n_out, s.t_stop = m, t_stop
+        s.rtol, s.hmax, s.max_steps = rtol, hmax, max_steps  # attributes a caller may have changed
+        if m > self.SMALL:  # the core writes into the caller's arrays (no second copy of a long run)
+            t_out = np.ascontiguousarray(t_out)
+            s.t_out, s.Yout, s.YPout = _addr(t_out), _addr(Y), _addr(YP)
+            self._pointing = None
+            return self._advance(self._ptr)
+        if self._pointing is not self._own:
+            s.t_out, s.Yout, s.YPout = self._own
+            self._pointing = self._own
+        self._t[:m] = t_out
+        status = self._advance(self._ptr)
+        k = int(self._ist[I_K_OUT])  # rows written
+        Y[:k] = self._Y[:k]
+        YP[:k] = self._YP[:k]
+        return status
+
+
+def output_rows(address, n, n_val, t_out, Y, YP, p, rows):
+    """The C loop of kernels.output_rows for a C output kernel at ``address``."""
+    buf = np.empty(max(n_val, 1))
+    library().bdf_output_rows(address, t_out.shape[0], n, n_val, _addr(t_out), _addr(Y), _addr(YP), _addr(p),
+                              _addr(rows), _addr(buf))

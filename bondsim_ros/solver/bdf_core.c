@@ -1,0 +1,1049 @@
+/* C core of the variable-step, variable-order BDF method for F(t, y, y') = 0 (docs/solver.md).
+
+The whole step loop (predictor, simplified Newton, dense or sparse LU, error test, step and
+order selection, dense output, event location) runs here; the model's residual, Jacobian,
+switching functions and modes arrive as plain C function pointers (solver/native.py's ABI).
+It is compiled by the system C compiler on first use (solver/_ccore.py) and needs no runtime.
+
+The method follows SciPy's BDF (backward differences D, step change by the R U transform,
+Shampine & Reichelt 1997) with kappa = 0, adapted to implicit DAEs: with cj = alpha_k / h,
+the new point solves F(t_new, y_pred + d, (psi + d) cj) = 0 for d, with the iteration matrix
+G = dF/dy + cj dF/dy'. Step, order and Newton control follow IDA where the comments say so.
+
+Every array is owned by the caller (the Python side allocates them once per solver, the work
+space included): nothing is allocated here, so nothing can leak. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef void (*res_fn)(double t, const double *y, const double *yp, const double *p, double *out);
+typedef void (*jac_fn)(double t, const double *y, const double *yp, const double *p, double cj, double *vals);
+
+#define MAX_ORDER 5
+#define NEWTON_MAXITER 4
+#define MAX_FACTOR 2.0 /* largest step growth after a success (IDA's eta_max; 10 gave the Robotino
+   6.7k rejected steps against 5.8k, for 5 % fewer Newton iterations) */
+#define SAFETY 0.9
+#define GROW_MIN 2.0 /* a step grows only by at least this factor after a success (IDA; 1.2 gave the
+   Robotino fewer steps but more Newton iterations, LUs and rejections: 95.7k / 12.5k / 7.5k) */
+#define RATE_MAX 0.9 /* Newton fails when its convergence rate exceeds this (IDA) */
+#define CJ_RATIO_LO 0.6 /* keep G while cj/cj_lu stays inside (IDA: (1-0.25)/(1+0.25)) */
+#define CJ_RATIO_HI (1.0 / 0.6)
+#define ETA_MIN_EF 0.25 /* smallest step factor after an error-test failure (IDA) */
+#define ETA_CF 0.25 /* step factor after a Newton convergence failure (IDA) */
+#define NEWTON_TOL 0.03 /* Newton stops when its estimated remaining error (weighted RMS) is below
+   this; IDA's epcon is 0.33, which leaves the Robotino's no-slip constraints satisfied only to
+   4e-7 m/s (test: 1e-7) */
+#define EPS 2.220446049250313e-16
+
+/* status codes */
+enum { OK = 0, UNDERFLOW = 1, SINGULAR = 2, TOO_MANY = 3, NONFINITE = 4 };
+/* named slots of the state arrays kept between advance() calls */
+enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST, N_FLOAT_STATE };
+enum { I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_VAR, I_K_OUT, I_MAX_ORDER,
+       I_EVENT_PHASE, /* after an event restart: 1 no step accepted yet, 2 start-up phase (bit flags) */
+       N_INT_STATE };
+enum { ST_STEPS, ST_REJECTED, ST_NEWTON, ST_JAC, ST_LU, ST_RES, ST_NEWTON_FAIL, ST_MAX_ORDER, ST_ERR_FAIL,
+       ST_EVENTS, /* mode switches at located roots */
+       ST_EVENT_RESTARTS, /* those that restarted the method */
+       N_STATS };
+/* Newton outcomes */
+enum { CONVERGED, SLOW, NOT_FINITE };
+/* event outcomes */
+enum { EV_NONE, EV_SWITCHED, EV_RESTART };
+#define EVENT_NEWTON_TOL 1e-3 /* landing and probe solves: the restart derivative divides their
+   error by the probe step, so they are converged further than a normal step (NEWTON_TOL) */
+#define SAME_TOL 1e-3 /* a mode switch that moves the Newton solution by less than this (WRMS, in
+   tolerance units) at the root and one step ahead only relabels the same law (Mod at a multiple) */
+#define PROBE 0.1 /* the probe step that measures y' after a restart, as a fraction of the first step */
+
+#define NROWS (MAX_ORDER + 3) /* rows of the difference array D */
+#define NW (MAX_ORDER + 1)    /* R, U, RU of the step change are NW x NW */
+
+/* Python's min/max of two floats (the first unless the second is strictly smaller/larger) */
+static inline double pmin(double a, double b) { return b < a ? b : a; }
+static inline double pmax(double a, double b) { return b > a ? b : a; }
+
+/* The solver: problem, tolerances, state and work arrays, all owned by the caller, set once;
+   the fields after `t_out` change with every advance() call. Field order = _ccore.Solver. */
+typedef struct {
+    res_fn res;
+    jac_fn jac;
+    res_fn roots;  /* the model's switching functions (n_roots of them) with the current modes */
+    res_fn modes;  /* the modes the laws pick at a point; they live in p[n_par:] */
+    int64_t n, nnz, n_par, n_modes, n_roots, sparse, max_steps, cap_l, cap_u;
+    const int64_t *indptr, *indices; /* CSC pattern of G */
+    const uint8_t *diff;             /* unknowns in the error test */
+    double *p;                       /* parameters, then the modes */
+    double rtol;
+    const double *atol;
+    double hmax;
+    double *D;       /* NROWS x n */
+    double *st;      /* N_FLOAT_STATE */
+    int64_t *ist;    /* N_INT_STATE */
+    int64_t *stats;  /* N_STATS */
+    double *G;       /* n x n (dense) */
+    int64_t *piv;    /* n */
+    const int64_t *q; /* sparse: column order */
+    int64_t *Lp, *Li; double *Lx; int64_t *Up, *Ui; double *Ux; int64_t *prow, *pinv; double *xw;
+    double *work;    /* bdf_work_size(...) doubles */
+    uint8_t *mask;   /* n */
+    /* per call */
+    const double *t_out;
+    int64_t n_out;
+    double t_stop;
+    double *Yout, *YPout; /* n_out x n */
+} solver_t;
+
+int64_t bdf_work_size(int64_t n, int64_t nnz, int64_t n_roots, int64_t n_modes) {
+    return nnz + 16 * n + 3 * NW * NW + NW * n + 5 * n_roots + n_modes + 2 * NROWS * n;
+}
+
+int64_t bdf_struct_size(void) { return (int64_t)sizeof(solver_t); }
+
+/* ---------------------------------------------------------------------------------- */
+/* linear algebra                                                                     */
+/* ---------------------------------------------------------------------------------- */
+
+/* In-place LU with partial pivoting; returns -1 or the column where it broke down. */
+static int64_t lu_factor(int64_t n, double *A, int64_t *piv) {
+    for (int64_t k = 0; k < n; k++) {
+        int64_t p = k;
+        double big = fabs(A[k * n + k]);
+        for (int64_t i = k + 1; i < n; i++) {
+            double v = fabs(A[i * n + k]);
+            if (v > big) { big = v; p = i; }
+        }
+        piv[k] = p;
+        if (big == 0.0 || !isfinite(big)) return k;
+        if (p != k) {
+            for (int64_t j = 0; j < n; j++) {
+                double tmp = A[k * n + j];
+                A[k * n + j] = A[p * n + j];
+                A[p * n + j] = tmp;
+            }
+        }
+        double inv = 1.0 / A[k * n + k];
+        for (int64_t i = k + 1; i < n; i++) {
+            A[i * n + k] *= inv;
+            double l = A[i * n + k];
+            if (l != 0.0)
+                for (int64_t j = k + 1; j < n; j++) A[i * n + j] -= l * A[k * n + j];
+        }
+    }
+    return -1;
+}
+
+static void lu_solve(int64_t n, const double *A, const int64_t *piv, double *b) {
+    for (int64_t k = 0; k < n; k++) {
+        int64_t p = piv[k];
+        if (p != k) { double tmp = b[k]; b[k] = b[p]; b[p] = tmp; }
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double s = b[i];
+        for (int64_t j = 0; j < i; j++) s -= A[i * n + j] * b[j];
+        b[i] = s;
+    }
+    for (int64_t i = n - 1; i >= 0; i--) {
+        double s = b[i];
+        for (int64_t j = i + 1; j < n; j++) s -= A[i * n + j] * b[j];
+        b[i] = s / A[i * n + i];
+    }
+}
+
+/* Sparse LU of the CSC matrix with column order q: left-looking, partial pivoting.
+   Column k: scatter A[:, q[k]], apply the previous columns of L in pivot order (a valid
+   topological order for a left-looking update), pick the largest remaining entry as pivot.
+   L is unit lower (stored without its diagonal, original row indices), U holds the pivots.
+   Cost O(n^2 + flops): meant for the tens-to-hundreds of unknowns of bond-graph models.
+   Returns -1, the column that had no pivot, or -2 when the fill outgrew the work arrays. */
+static int64_t splu_factor(const solver_t *s, const double *vals) {
+    const int64_t n = s->n, cap_l = s->cap_l, cap_u = s->cap_u;
+    const int64_t *indptr = s->indptr, *indices = s->indices, *q = s->q;
+    int64_t *Lp = s->Lp, *Li = s->Li, *Up = s->Up, *Ui = s->Ui, *prow = s->prow, *pinv = s->pinv;
+    double *Lx = s->Lx, *Ux = s->Ux, *x = s->xw;
+    for (int64_t i = 0; i < n; i++) { pinv[i] = -1; x[i] = 0.0; }
+    int64_t nl = 0, nu = 0;
+    Lp[0] = 0;
+    Up[0] = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t col = q[k];
+        for (int64_t t = indptr[col]; t < indptr[col + 1]; t++) x[indices[t]] += vals[t];
+        for (int64_t j = 0; j < k; j++) {
+            double u = x[prow[j]];
+            if (u != 0.0)
+                for (int64_t t = Lp[j]; t < Lp[j + 1]; t++) x[Li[t]] -= Lx[t] * u;
+        }
+        /* U column k (entries on already pivotal rows), in pivot order */
+        for (int64_t j = 0; j < k; j++) {
+            double u = x[prow[j]];
+            if (u != 0.0) {
+                if (nu >= cap_u) return -2;
+                Ui[nu] = j;
+                Ux[nu] = u;
+                nu++;
+            }
+            x[prow[j]] = 0.0;
+        }
+        int64_t piv_row = -1;
+        double big = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            if (pinv[i] < 0 && fabs(x[i]) > big) { big = fabs(x[i]); piv_row = i; }
+        if (piv_row < 0 || !isfinite(big)) {
+            for (int64_t i = 0; i < n; i++) x[i] = 0.0;
+            return k;
+        }
+        double pivot = x[piv_row];
+        if (nu >= cap_u) return -2;
+        Ui[nu] = k;
+        Ux[nu] = pivot;
+        nu++;
+        Up[k + 1] = nu;
+        prow[k] = piv_row;
+        pinv[piv_row] = k;
+        x[piv_row] = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            if (pinv[i] < 0 && x[i] != 0.0) {
+                if (nl >= cap_l) return -2;
+                Li[nl] = i;
+                Lx[nl] = x[i] / pivot;
+                nl++;
+            }
+            x[i] = 0.0;
+        }
+        Lp[k + 1] = nl;
+    }
+    return -1;
+}
+
+/* Solve A z = b in place with the factors of splu_factor (xw: work vector). */
+static void splu_solve(const solver_t *s, double *b) {
+    const int64_t n = s->n;
+    const int64_t *q = s->q, *Lp = s->Lp, *Li = s->Li, *Up = s->Up, *Ui = s->Ui, *prow = s->prow;
+    const double *Lx = s->Lx, *Ux = s->Ux;
+    double *w = s->xw;
+    /* forward: L y = P b, in pivot order */
+    for (int64_t k = 0; k < n; k++) {
+        w[k] = b[prow[k]];
+        double v = w[k];
+        if (v != 0.0)
+            for (int64_t t = Lp[k]; t < Lp[k + 1]; t++) b[Li[t]] -= Lx[t] * v;
+    }
+    /* backward: U z' = y, U stored by columns with the pivot last in each column */
+    for (int64_t k = n - 1; k >= 0; k--) {
+        int64_t end = Up[k + 1] - 1;
+        double zk = w[k] / Ux[end];
+        w[k] = zk;
+        for (int64_t t = Up[k]; t < end; t++) w[Ui[t]] -= Ux[t] * zk;
+    }
+    for (int64_t k = 0; k < n; k++) b[q[k]] = w[k];
+}
+
+static void lu_apply(const solver_t *s, double *b) {
+    if (s->sparse) splu_solve(s, b);
+    else lu_solve(s->n, s->G, s->piv, b);
+}
+
+static void assemble(int64_t n, double *G, const double *vals, const int64_t *indptr, const int64_t *indices) {
+    for (int64_t i = 0; i < n * n; i++) G[i] = 0.0;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t k = indptr[j]; k < indptr[j + 1]; k++) G[indices[k] * n + j] += vals[k];
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the method                                                                         */
+/* ---------------------------------------------------------------------------------- */
+
+/* work arrays carved out of solver_t.work */
+typedef struct {
+    double *vals, *y_pred, *psi, *d, *y, *yp, *r, *scale, *dy, *yo, *ypo, *r2, *yq, *ypq, *yp_restart, *y_star;
+    double *wR, *wU, *wRU, *wD;
+    double *g_old, *g_new, *g_lo, *g_hi, *g_mid, *m_new;
+    double *D_prev, *D_acc;
+    double gamma[MAX_ORDER + 2], err_const[MAX_ORDER + 2];
+    int64_t nmask;
+} work_t;
+
+/* Rescale the difference array for a new step h_new = factor * h (R U transform), with
+   R[i, j] = prod_{m=1..i} (m - 1 - factor j) / m; U is R at factor 1. */
+static void rescale_D(int64_t n, double *D, int64_t order, double factor, work_t *w) {
+    double *R = w->wR, *U = w->wU, *RU = w->wRU, *tmp = w->wD;
+    int64_t k = order + 1;
+    for (int64_t j = 0; j < k; j++) { R[j] = 1.0; U[j] = 1.0; }
+    for (int64_t i = 1; i < k; i++)
+        for (int64_t j = 0; j < k; j++) {
+            R[i * NW + j] = R[(i - 1) * NW + j] * ((double)(i - 1) - factor * (double)j) / (double)i;
+            U[i * NW + j] = U[(i - 1) * NW + j] * ((double)(i - 1) - 1.0 * (double)j) / (double)i;
+        }
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < k; j++) {
+            double s = 0.0;
+            for (int64_t m = 0; m < k; m++) s += R[i * NW + m] * U[m * NW + j];
+            RU[i * NW + j] = s;
+        }
+    for (int64_t i = 0; i < k; i++) {
+        for (int64_t m = 0; m < n; m++) tmp[i * n + m] = 0.0;
+        for (int64_t l = 0; l < k; l++) {
+            double c = RU[l * NW + i];
+            if (c != 0.0)
+                for (int64_t m = 0; m < n; m++) tmp[i * n + m] += c * D[l * n + m];
+        }
+    }
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t m = 0; m < n; m++) D[i * n + m] = tmp[i * n + m];
+}
+
+static double wrms(int64_t n, const double *v, const double *scale, const uint8_t *mask, int64_t nmask) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (mask[i]) { double r = v[i] / scale[i]; s += r * r; }
+    return sqrt(s / (double)(nmask > 1 ? nmask : 1));
+}
+
+/* BDF interpolating polynomial through the last order+1 points (and its derivative). */
+static void dense_output(int64_t n, double t_eval, double t, double h, int64_t order, const double *D,
+                         double *y_out, double *yp_out) {
+    for (int64_t m = 0; m < n; m++) { y_out[m] = D[m]; yp_out[m] = 0.0; }
+    double prod = 1.0; /* prod_{l<j} x_l */
+    double dprod = 0.0; /* d/dt of prod */
+    for (int64_t j = 1; j <= order; j++) {
+        double shift = t - h * (double)(j - 1);
+        double denom = h * (double)j;
+        double x = (t_eval - shift) / denom;
+        dprod = dprod * x + prod / denom;
+        prod = prod * x;
+        for (int64_t m = 0; m < n; m++) {
+            y_out[m] += D[j * n + m] * prod;
+            yp_out[m] += D[j * n + m] * dprod;
+        }
+    }
+}
+
+/* Predictor y_pred = sum D[0..k], psi = sum gamma_j D[j] / alpha_k, and the error weights. */
+static void predict(const solver_t *s, const double *D, int64_t order, const double *gamma, double alpha_k,
+                    double *y_pred, double *psi, double *scale) {
+    const int64_t n = s->n;
+    for (int64_t m = 0; m < n; m++) {
+        double sum = 0.0;
+        for (int64_t j = 0; j <= order; j++) sum += D[j * n + m];
+        y_pred[m] = sum;
+        scale[m] = s->atol[m] + s->rtol * fabs(sum);
+        double ps = 0.0;
+        for (int64_t j = 1; j <= order; j++) ps += gamma[j] * D[j * n + m];
+        psi[m] = ps / alpha_k;
+    }
+}
+
+/* New Jacobian values and LU of G = dF/dy + cj dF/dy'. Returns -1, the unknown without a
+   pivot, or -2 when the sparse fill outgrew its work space. */
+static int64_t factorize(const solver_t *s, double t, const double *y, const double *yp, double cj, double *vals) {
+    s->jac(t, y, yp, s->p, cj, vals);
+    if (s->sparse) {
+        int64_t bad = splu_factor(s, vals);
+        if (bad >= 0) bad = s->q[bad];
+        return bad;
+    }
+    assemble(s->n, s->G, vals, s->indptr, s->indices);
+    return lu_factor(s->n, s->G, s->piv);
+}
+
+/* Simplified Newton for F(t_new, y_pred + d, (psi + d) cj) = 0 with the factorised G(cj_lu).
+   IDA's convergence test: after iteration m the rate is (|dy_m| / |dy_0|)^(1/m) and the
+   remaining error is estimated as ss |dy_m| with ss = rate / (1 - rate); on the first
+   iteration ss is the value carried from earlier steps (the caller resets it when G or cj
+   changed). When cj differs from the factorised cj_lu the correction is scaled by
+   2 / (1 + cj / cj_lu) (IDA's linear-solver scaling). Returns the outcome; *ss updated. */
+static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, double cj_lu, const double *scale,
+                        double tol, double *ss_io) {
+    const int64_t n = s->n;
+    double *y = w->y, *yp = w->yp, *d = w->d, *r = w->r, *dy = w->dy;
+    const double *psi = w->psi, *y_pred = w->y_pred;
+    double ss = *ss_io;
+    for (int64_t m = 0; m < n; m++) { d[m] = 0.0; y[m] = y_pred[m]; }
+    double scal = cj != cj_lu ? 2.0 / (1.0 + cj / cj_lu) : 1.0;
+    double norm0 = 0.0;
+    for (int64_t it = 0; it < NEWTON_MAXITER; it++) {
+        for (int64_t m = 0; m < n; m++) yp[m] = (psi[m] + d[m]) * cj;
+        s->res(t_new, y, yp, s->p, r);
+        s->stats[ST_RES] += 1;
+        for (int64_t m = 0; m < n; m++) {
+            if (!isfinite(r[m])) { *ss_io = ss; return NOT_FINITE; }
+            dy[m] = -r[m];
+        }
+        lu_apply(s, dy);
+        s->stats[ST_NEWTON] += 1;
+        double nrm = 0.0;
+        for (int64_t m = 0; m < n; m++) {
+            dy[m] *= scal;
+            double w_ = dy[m] / scale[m];
+            nrm += w_ * w_;
+            y[m] += dy[m];
+            d[m] += dy[m];
+        }
+        nrm = sqrt(nrm / (double)n);
+        if (it == 0) {
+            norm0 = nrm;
+            if (nrm <= 1e-4 * tol) { *ss_io = ss; return CONVERGED; }
+        } else {
+            double rate = norm0 > 0 ? pow(nrm / norm0, 1.0 / (double)it) : 0.0;
+            if (rate > RATE_MAX) { *ss_io = ss; return SLOW; }
+            ss = rate / (1.0 - rate);
+        }
+        if (ss * nrm <= tol) { *ss_io = ss; return CONVERGED; }
+    }
+    *ss_io = ss;
+    return SLOW;
+}
+
+/* WRMS norm of coef * v over the masked unknowns, weights atol + rtol |y| (left in scale). */
+static double error_norm(const solver_t *s, const work_t *w, const double *v, double coef, const double *y,
+                         double *scale) {
+    double sum = 0.0;
+    for (int64_t m = 0; m < s->n; m++) {
+        scale[m] = s->atol[m] + s->rtol * fabs(y[m]);
+        if (s->mask[m]) { double e = coef * v[m] / scale[m]; sum += e * e; }
+    }
+    return sqrt(sum / (double)(w->nmask > 1 ? w->nmask : 1));
+}
+
+static int64_t worst_unknown(int64_t n, const double *v, const double *scale, const uint8_t *mask) {
+    int64_t worst = 0;
+    double wv = -1.0;
+    for (int64_t m = 0; m < n; m++)
+        if (mask[m] && fabs(v[m] / scale[m]) > wv) { wv = fabs(v[m] / scale[m]); worst = m; }
+    return worst;
+}
+
+/* Order and step factor after the n_fail-th error-test failure of a step (IDA's rule):
+   first 0.9 (2 err + 1e-4)^(-1/(k+1)) within [0.25, 0.9], then a quarter; the order drops by
+   one when the k-th difference is no larger than the (k+1)-th (IDA compares the terms
+   k err_(k-1) and (k+1) err_k), and to 1 from the third failure on. */
+static void after_error_failure(double err_n, double err_m, int64_t order, int64_t n_fail, int64_t *order_out,
+                                double *factor_out) {
+    if (n_fail >= 3) { *order_out = 1; *factor_out = ETA_MIN_EF; return; }
+    int64_t new_order = order;
+    if (order > 1 && (double)order * err_m <= (double)(order + 1) * err_n) new_order = order - 1;
+    *order_out = new_order;
+    if (n_fail == 1) {
+        double e = new_order == order ? err_n : err_m;
+        double factor = SAFETY * pow(2.0 * e + 1e-4, -1.0 / (double)(new_order + 1));
+        *factor_out = pmin(SAFETY, pmax(ETA_MIN_EF, factor));
+        return;
+    }
+    *factor_out = ETA_MIN_EF;
+}
+
+/* Order (k-1, k, k+1 by the largest admissible step, SciPy's rule) and step factor, with
+   IDA's hysteresis: grow only by >= 2 (capped at MAX_FACTOR), shrink to within [0.5, 0.9],
+   else keep h (a kept h keeps the factorised iteration matrix and the Newton rate). */
+static void after_success(double err_m, double err_n, double err_p, int64_t order, int64_t max_order,
+                          int64_t *order_out, double *factor_out) {
+    double f_m = (order > 1 && err_m > 0) ? pow(err_m, -1.0 / (double)order) : (order <= 1 ? 0.0 : INFINITY);
+    double f_n = err_n > 0 ? pow(err_n, -1.0 / (double)(order + 1)) : INFINITY;
+    double f_p = 0.0;
+    if (order < max_order) f_p = err_p > 0 ? pow(err_p, -1.0 / (double)(order + 2)) : INFINITY;
+    double best = f_n;
+    int64_t new_order = order;
+    if (f_m > best) { best = f_m; new_order = order - 1; }
+    if (f_p > best) { best = f_p; new_order = order + 1; }
+    double factor = SAFETY * best;
+    if (factor >= GROW_MIN) factor = pmin(MAX_FACTOR, factor);
+    else if (factor < 1.0) factor = pmin(SAFETY, pmax(0.5, factor));
+    else factor = 1.0;
+    *order_out = new_order;
+    *factor_out = factor;
+}
+
+/* Write every output time the current step covers; returns the next output index. */
+static int64_t emit_outputs(const solver_t *s, int64_t k_out, double t, double h, int64_t order, const double *D,
+                            int started, double *yo, double *ypo) {
+    const int64_t n = s->n;
+    while (k_out < s->n_out && s->t_out[k_out] <= t) {
+        if (started) {
+            dense_output(n, s->t_out[k_out], t, h, order, D, yo, ypo);
+        } else { /* no step yet: the initial point */
+            for (int64_t m = 0; m < n; m++) { yo[m] = D[m]; ypo[m] = D[n + m] / h; }
+        }
+        for (int64_t m = 0; m < n; m++) {
+            s->Yout[k_out * n + m] = yo[m];
+            s->YPout[k_out * n + m] = ypo[m];
+        }
+        k_out++;
+    }
+    return k_out;
+}
+
+/* Accepted step: the new backward differences from the correction d (SciPy's update). */
+static void update_differences(int64_t n, double *D, int64_t order, const double *d) {
+    for (int64_t m = 0; m < n; m++) {
+        D[(order + 2) * n + m] = d[m] - D[(order + 1) * n + m];
+        D[(order + 1) * n + m] = d[m];
+    }
+    for (int64_t i = order; i >= 0; i--)
+        for (int64_t m = 0; m < n; m++) D[i * n + m] += D[(i + 1) * n + m];
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Event location: the model's discontinuities as root functions (docs/solver.md, "Events")
+   The model's residual is smooth within a step because every discontinuous construct in it
+   (Mod/floor, a Piecewise condition, Min/Max/clip) reads a *mode* frozen in the parameter
+   array, p[n_par + k]. roots(t, y, yp, p, g) gives the switching functions g_j with the
+   current modes; modes(t, y, yp, p, m) the modes the laws themselves would pick at a point.
+   After an accepted step the core looks for a sign change of some g_j, finds its earliest
+   root on the step's interpolating polynomial, ends the step there and continues with the
+   new modes. */
+/* ---------------------------------------------------------------------------------- */
+
+/* g went from a to b through zero. A start exactly on zero is no crossing: the mode there was
+   chosen for the side the solution moves to (natural modes just past the root). */
+static inline int crosses(double a, double b) { return (a < 0.0 && b >= 0.0) || (a > 0.0 && b <= 0.0); }
+
+static int any_crossing(int64_t nr, const double *g_lo, const double *g_hi) {
+    for (int64_t j = 0; j < nr; j++)
+        if (crosses(g_lo[j], g_hi[j])) return 1;
+    return 0;
+}
+
+/* Earliest root in (t_lo, t_hi] of the functions that change sign there, on the step's
+   interpolating polynomial: secant steps with bracketing and the Illinois weight (an end kept
+   twice has its value halved), all functions at once, the one whose secant root comes first
+   choosing the trial point (the scheme of IDA's root finder, IDARootfind). Returns the right
+   end of the final bracket (at most ttol wide), where the crossing function already has its
+   new sign; g_lo and g_hi hold the bracket's values. */
+static double locate_root(const solver_t *s, work_t *w, double t_lo, double t_hi, double t, double h,
+                          int64_t order, const double *D, double ttol) {
+    const int64_t nr = s->n_roots;
+    double *g_lo = w->g_lo, *g_hi = w->g_hi, *g_mid = w->g_mid;
+    double alpha = 1.0;
+    int side = 0;
+    for (int it = 0; it < 200; it++) {
+        if (t_hi - t_lo <= ttol) break;
+        double frac = 0.0;
+        for (int64_t j = 0; j < nr; j++) {
+            if (crosses(g_lo[j], g_hi[j])) {
+                double den = g_hi[j] - alpha * g_lo[j];
+                double f = den != 0.0 ? fabs(g_hi[j] / den) : 0.5;
+                if (f > frac) frac = f;
+            }
+        }
+        double t_mid = t_hi - (t_hi - t_lo) * pmin(frac, 1.0);
+        if (t_mid - t_lo < 0.5 * ttol) t_mid = t_lo + 0.5 * ttol;
+        if (t_hi - t_mid < 0.5 * ttol) t_mid = t_hi - 0.5 * ttol;
+        dense_output(s->n, t_mid, t, h, order, D, w->yo, w->ypo);
+        s->roots(t_mid, w->yo, w->ypo, s->p, g_mid);
+        if (any_crossing(nr, g_lo, g_mid)) {
+            t_hi = t_mid;
+            memcpy(g_hi, g_mid, nr * sizeof(double));
+            alpha = side == 2 ? 0.5 : 1.0;
+            side = 2;
+        } else {
+            t_lo = t_mid;
+            memcpy(g_lo, g_mid, nr * sizeof(double));
+            alpha = side == 1 ? 2.0 : 1.0;
+            side = 1;
+        }
+    }
+    return t_hi;
+}
+
+static int modes_changed(const solver_t *s, const double *m_new) {
+    for (int64_t k = 0; k < s->n_modes; k++)
+        if (s->p[s->n_par + k] != m_new[k]) return 1;
+    return 0;
+}
+
+/* Exchange the modes in p with those in m. */
+static void swap_modes(const solver_t *s, double *m) {
+    for (int64_t k = 0; k < s->n_modes; k++) {
+        double tmp = s->p[s->n_par + k];
+        s->p[s->n_par + k] = m[k];
+        m[k] = tmp;
+    }
+}
+
+/* Do the new modes give the same residual as the old ones, at (t, y, y') and one step h ahead
+   along y'? Measured as the Newton correction the difference would cause (the factorised
+   iteration matrix applied to it), in tolerance units. True for a relabelling (Mod crossing a
+   multiple inside a law that stays continuous and smooth there), false for a jump or a kink. */
+static int same_law(const solver_t *s, double t, const double *y, const double *yp, double h, double *m_new,
+                    const double *scale, double *r_a, double *r_b, double *y_ahead) {
+    const int64_t n = s->n;
+    for (int k = 0; k < 2; k++) {
+        for (int64_t m = 0; m < n; m++) y_ahead[m] = y[m] + (k == 1 ? h * yp[m] : 0.0);
+        s->res(t + (k == 1 ? h : 0.0), y_ahead, yp, s->p, r_a);
+        swap_modes(s, m_new);
+        s->res(t + (k == 1 ? h : 0.0), y_ahead, yp, s->p, r_b);
+        swap_modes(s, m_new);
+        for (int64_t m = 0; m < n; m++) {
+            r_b[m] -= r_a[m];
+            if (!isfinite(r_b[m])) return 0;
+        }
+        lu_apply(s, r_b);
+        double sum = 0.0;
+        for (int64_t m = 0; m < n; m++) { double e = r_b[m] / scale[m]; sum += e * e; }
+        if (!(sqrt(sum / (double)n) <= SAME_TOL)) return 0;
+    }
+    return 1;
+}
+
+/* y' just after a restart at (t, y*): one backward-Euler step of PROBE h_r with the new modes,
+   y'+ = (y(t + eps) - y*)/eps, error O(eps y''). It sees what F(t, y*, y') = 0 alone does not:
+   a kink in an index-2 constraint (a roller's rolling arm) changes y' only through the
+   constraint's derivative. Falls back to the old y' if the probe does not converge.
+   Returns the cj of the factorisation it left in G. (yp_plus may be yp_minus.) */
+static double probe_derivative(const solver_t *s, work_t *w, double t, double h_r, const double *y_star,
+                               const double *yp_minus, double *yp_plus) {
+    const int64_t n = s->n;
+    double eps_p = PROBE * h_r;
+    double cj = 1.0 / eps_p;
+    for (int64_t m = 0; m < n; m++) {
+        w->psi[m] = eps_p * yp_minus[m];
+        w->y_pred[m] = y_star[m] + w->psi[m];
+        w->yp[m] = yp_minus[m];
+        w->scale[m] = s->atol[m] + s->rtol * fabs(y_star[m]);
+        yp_plus[m] = yp_minus[m];
+    }
+    int64_t bad = factorize(s, t + eps_p, w->y_pred, w->yp, cj, w->vals);
+    s->stats[ST_JAC] += 1;
+    s->stats[ST_LU] += 1;
+    if (bad != -1) return -1.0;
+    double ss = 20.0;
+    int outcome = newton_solve(s, w, t + eps_p, cj, cj, w->scale, EVENT_NEWTON_TOL, &ss);
+    if (outcome == CONVERGED)
+        for (int64_t m = 0; m < n; m++) yp_plus[m] = (w->y[m] - y_star[m]) / eps_p;
+    return cj;
+}
+
+/* IDA's start-up phase after an event restart: each accepted step raises the order by one and
+   doubles h, without waiting for order + 1 equal steps, until the first failure, the highest
+   order, or the order-(k-1) estimate being no larger than the order-k one (the order would not
+   rise). An order-1 restart otherwise needed some 30 steps to grow back (the Robotino's roller
+   switches). Returns whether it still ramps; *order, *factor set. */
+static int after_restart_step(const solver_t *s, work_t *w, const double *D, int64_t *order, int64_t max_order,
+                              double h, double *factor) {
+    if (*order >= max_order || h >= s->hmax) { *factor = 1.0; return 0; }
+    if (*order > 1) {
+        double err_n = error_norm(s, w, w->d, w->err_const[*order], w->y, w->scale);
+        double err_m = error_norm(s, w, D + *order * s->n, w->err_const[*order - 1], w->y, w->scale);
+        if (err_m <= err_n) { *factor = 1.0; return 0; }
+    }
+    *order += 1;
+    *factor = pmin(2.0, s->hmax / h);
+    return 1;
+}
+
+/* The first step after an event restart failed its error test and shrank to h: measure y'
+   again over PROBE h. A derivative measured over the longer probe would keep an error
+   ~ eps |y''| in the predictor however small h gets (a step input into a PID at rtol 1e-12
+   then underflowed, as without events). Returns the cj of the new factorisation. */
+static double reprobe(const solver_t *s, work_t *w, double t, double h, double *D) {
+    const int64_t n = s->n;
+    memcpy(w->y_star, D, n * sizeof(double));
+    double cj = probe_derivative(s, w, t, h, w->y_star, w->yp_restart, w->yp_restart);
+    for (int64_t m = 0; m < n; m++) D[n + m] = h * w->yp_restart[m];
+    return cj;
+}
+
+/* After the step t_prev -> t (D updated with the correction d), whose end has a switching
+   function with a new sign. Returns the code; *t, *h, *k_out, *cj_lu updated:
+   EV_NONE: nothing to do; EV_SWITCHED: new modes, the step (possibly shortened to end at the
+   root, D and h then those of the shorter step) continues as it is, because the law did not
+   change there; EV_RESTART: the step was ended at the root, outputs up to it written, the
+   modes switched and D reset for an order-1 restart at t with step h (y' measured by a probe
+   step), the iteration matrix to be formed anew. */
+static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_io, double *h_io, int64_t order,
+                         double *D, double hmin, int64_t *k_out_io, double *cj_lu_io) {
+    const int64_t n = s->n, nr = s->n_roots;
+    double t = *t_io, h = *h_io, cj_lu = *cj_lu_io;
+    int64_t k_out = *k_out_io;
+    double *D_prev = w->D_prev, *D_acc = w->D_acc, *yo = w->yo, *ypo = w->ypo, *yq = w->yq, *ypq = w->ypq;
+    double *g_old = w->g_old, *g_new = w->g_new, *g_lo = w->g_lo, *g_hi = w->g_hi, *m_new = w->m_new;
+    /* the differences before the step, rows 0..order+1 (all a step of this order reads), by
+       undoing update_differences: cheaper than copying D at every step */
+    for (int64_t i = 0; i <= order; i++)
+        for (int64_t m = 0; m < n; m++) D_prev[i * n + m] = D[i * n + m] - D[(i + 1) * n + m];
+    for (int64_t m = 0; m < n; m++) D_prev[(order + 1) * n + m] = w->d[m] - D[(order + 2) * n + m];
+    dense_output(n, t, t, h, order, D, yo, ypo);
+    s->roots(t, yo, ypo, s->p, g_new);
+    if (!any_crossing(nr, g_old, g_new)) {
+        memcpy(g_old, g_new, nr * sizeof(double));
+        return EV_NONE;
+    }
+    /* the modes the laws pick just past the step end (on the polynomial extended by ttol: a
+       function that ends exactly on zero, t <= 0.5 at t = 0.5, is judged on the far side) */
+    double ttol = 100.0 * EPS * (fabs(t) + fabs(h));
+    dense_output(n, t + ttol, t, h, order, D, yq, ypq);
+    s->modes(t + ttol, yq, ypq, s->p, m_new);
+    if (!modes_changed(s, m_new)) {
+        memcpy(g_old, g_new, nr * sizeof(double));
+        return EV_NONE;
+    }
+    if (same_law(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq)) {
+        swap_modes(s, m_new);
+        s->stats[ST_EVENTS] += 1;
+        s->roots(t, yo, ypo, s->p, g_old);
+        return EV_SWITCHED;
+    }
+    /* locate the earliest root whose modes differ */
+    double t_lo = t_prev;
+    memcpy(g_lo, g_old, nr * sizeof(double));
+    double t_root = t;
+    int found = 0;
+    for (int64_t it = 0; it < nr + 1; it++) {
+        memcpy(g_hi, g_new, nr * sizeof(double));
+        t_root = locate_root(s, w, t_lo, t, t, h, order, D, ttol);
+        dense_output(n, t_root + ttol, t, h, order, D, yo, ypo);
+        s->modes(t_root + ttol, yo, ypo, s->p, m_new);
+        if (modes_changed(s, m_new)) { found = 1; break; }
+        /* a crossing that changes no mode: search on past it */
+        t_lo = t_root;
+        memcpy(g_lo, g_hi, nr * sizeof(double));
+        if (!any_crossing(nr, g_lo, g_new)) break;
+    }
+    if (!found) {
+        memcpy(g_old, g_new, nr * sizeof(double));
+        return EV_NONE;
+    }
+    /* end the step at the root: redo it from t_prev with the shorter step */
+    memcpy(D_acc, D, NROWS * n * sizeof(double));
+    double t_anchor = t, h_anchor = h;
+    double h_land = t_root - t_prev;
+    int landed = t_root >= t - ttol;
+    if (!landed && h_land > hmin) {
+        memcpy(D, D_prev, NROWS * n * sizeof(double));
+        rescale_D(n, D, order, h_land / h, w);
+        predict(s, D, order, w->gamma, w->gamma[order], w->y_pred, w->psi, w->scale);
+        double cj = w->gamma[order] / h_land;
+        for (int64_t m = 0; m < n; m++) w->yp[m] = w->psi[m] * cj;
+        int64_t bad = factorize(s, t_root, w->y_pred, w->yp, cj, w->vals);
+        s->stats[ST_JAC] += 1;
+        s->stats[ST_LU] += 1;
+        if (bad == -1) {
+            cj_lu = cj;
+            double ss = 20.0;
+            int outcome = newton_solve(s, w, t_root, cj, cj, w->scale, EVENT_NEWTON_TOL, &ss);
+            if (outcome == CONVERGED) {
+                update_differences(n, D, order, w->d);
+                t_anchor = t_root;
+                h_anchor = h_land;
+                landed = 1;
+            }
+        } else {
+            cj_lu = -1.0;
+        }
+        if (!landed) memcpy(D, D_acc, NROWS * n * sizeof(double)); /* interpolate the accepted step instead */
+    }
+    /* outputs up to the root from the polynomial of the (shortened) step */
+    while (k_out < s->n_out && s->t_out[k_out] <= t_root) {
+        dense_output(n, s->t_out[k_out], t_anchor, h_anchor, order, D, yo, ypo);
+        for (int64_t m = 0; m < n; m++) {
+            s->Yout[k_out * n + m] = yo[m];
+            s->YPout[k_out * n + m] = ypo[m];
+        }
+        k_out++;
+    }
+    dense_output(n, t_root, t_anchor, h_anchor, order, D, yq, ypq); /* y*, y'- (old modes) */
+    if (t_anchor == t_root && cj_lu > 0) {
+        for (int64_t m = 0; m < n; m++) w->scale[m] = s->atol[m] + s->rtol * fabs(yq[m]);
+        if (same_law(s, t_root, yq, ypq, h_anchor, m_new, w->scale, w->r, w->r2, yo)) {
+            swap_modes(s, m_new);
+            s->stats[ST_EVENTS] += 1;
+            s->roots(t_root, yq, ypq, s->p, g_old);
+            *t_io = t_root; *h_io = h_anchor; *k_out_io = k_out; *cj_lu_io = cj_lu;
+            return EV_SWITCHED;
+        }
+    }
+    /* a new law from here: switch the modes and restart at order 1 */
+    swap_modes(s, m_new);
+    s->stats[ST_EVENTS] += 1;
+    s->stats[ST_EVENT_RESTARTS] += 1;
+    for (int64_t m = 0; m < n; m++) w->scale[m] = s->atol[m] + s->rtol * fabs(yq[m]);
+    double h_r = pmin(h, s->hmax);
+    if (order >= 2) { /* first step from |y''| ~ |D[2]| / h^2 of the last polynomial: BDF1 error h^2 |y''| / 4 */
+        double ypp = wrms(n, D + 2 * n, w->scale, s->mask, w->nmask) / (h_anchor * h_anchor);
+        if (ypp > 0.0) h_r = pmin(h_r, 1.0 / sqrt(ypp));
+    }
+    h_r = pmax(h_r, 100.0 * hmin);
+    cj_lu = probe_derivative(s, w, t_root, h_r, yq, ypq, ypo);
+    memset(D, 0, NROWS * n * sizeof(double));
+    for (int64_t m = 0; m < n; m++) {
+        D[m] = yq[m];
+        D[n + m] = h_r * ypo[m];
+    }
+    s->roots(t_root, yq, ypo, s->p, g_old);
+    *t_io = t_root; *h_io = h_r; *k_out_io = k_out; *cj_lu_io = cj_lu;
+    return EV_RESTART;
+}
+
+/* Integrate until every t_out is covered (dense output) or a failure.
+
+   st, ist: the solver state between calls, in the named slots S_* and I_* above. stats:
+   counters in the ST_* slots. sparse: factor G with splu_factor (column order q, factors in
+   Lp..Ux) instead of dense LU. roots, modes: the model's switching functions (n_roots of
+   them) and natural modes, the modes living in p[n_par:] (handle_events). Returns a status
+   code; on failure ist[I_FAIL_VAR] holds the variable (or pivot column) index involved, or
+   -3 - i after a Newton divergence whose largest residual was equation i. */
+int64_t bdf_advance(solver_t *s) {
+    const int64_t n = s->n, nr = s->n_roots;
+    double *D = s->D, *st = s->st;
+    int64_t *ist = s->ist, *stats = s->stats;
+    double t = st[S_T], h = st[S_H], cj_lu = st[S_CJ_LU], ss = st[S_SS], cj_last = st[S_CJ_LAST];
+    int64_t order = ist[I_ORDER], n_equal = ist[I_N_EQUAL];
+    int lu_valid = ist[I_LU_VALID] == 1;
+    int64_t k_out = ist[I_K_OUT];
+    int64_t max_order = ist[I_MAX_ORDER] > 1 ? ist[I_MAX_ORDER] : 1;
+    if (max_order > MAX_ORDER) max_order = MAX_ORDER;
+
+    /* the work space, zeroed as a fresh run of the step loop expects it */
+    memset(s->work, 0, bdf_work_size(n, s->nnz, nr, s->n_modes) * sizeof(double));
+    work_t w;
+    double *p = s->work;
+    w.vals = p; p += s->nnz;
+    double **vecs[] = {&w.y_pred, &w.psi, &w.d, &w.y, &w.yp, &w.r, &w.scale, &w.dy, &w.yo, &w.ypo, &w.r2, &w.yq,
+                       &w.ypq, &w.yp_restart, &w.y_star};
+    for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++) { *vecs[i] = p; p += n; }
+    p += n; /* spare */
+    w.wR = p; p += NW * NW;
+    w.wU = p; p += NW * NW;
+    w.wRU = p; p += NW * NW;
+    w.wD = p; p += NW * n;
+    w.g_old = p; p += nr;
+    w.g_new = p; p += nr;
+    w.g_lo = p; p += nr;
+    w.g_hi = p; p += nr;
+    w.g_mid = p; p += nr;
+    w.m_new = p; p += s->n_modes;
+    w.D_prev = p; p += NROWS * n;
+    w.D_acc = p; p += NROWS * n;
+
+    int64_t nmask = 0;
+    for (int64_t i = 0; i < n; i++) {
+        s->mask[i] = s->diff[i] ? 1 : 0;
+        if (s->diff[i]) nmask++;
+    }
+    if (nmask == 0) {
+        for (int64_t i = 0; i < n; i++) s->mask[i] = 1;
+        nmask = n;
+    }
+    w.nmask = nmask;
+    w.gamma[0] = 0.0;
+    for (int64_t k = 1; k < MAX_ORDER + 2; k++) w.gamma[k] = w.gamma[k - 1] + 1.0 / (double)k;
+    const double *alpha = w.gamma; /* kappa = 0: alpha_k = gamma_k */
+    for (int64_t k = 0; k < MAX_ORDER + 2; k++) w.err_const[k] = 1.0 / (double)(k + 1);
+    const double *err_const = w.err_const;
+    const double newton_tol = NEWTON_TOL;
+    double *y = w.y, *yp = w.yp, *d = w.d, *r = w.r, *scale = w.scale, *yo = w.yo, *ypo = w.ypo;
+    const int64_t n_out = s->n_out;
+    int64_t steps_here = 0;
+    int status = OK;
+    int restart_pending = (ist[I_EVENT_PHASE] & 1) != 0; /* no step accepted since that restart */
+    int ramp = (ist[I_EVENT_PHASE] & 2) != 0; /* IDA's start-up phase after it (after_restart_step) */
+    if (restart_pending) /* still order 1 with D[1] = h y' */
+        for (int64_t m = 0; m < n; m++) w.yp_restart[m] = D[n + m] / h;
+    if (nr > 0) {
+        if (stats[ST_STEPS] > 0) {
+            dense_output(n, t, t, h, order, D, yo, ypo);
+        } else {
+            for (int64_t m = 0; m < n; m++) { yo[m] = D[m]; ypo[m] = D[n + m] / h; }
+        }
+        s->roots(t, yo, ypo, s->p, w.g_old);
+    }
+
+    double t_new = t;
+    int outcome = CONVERGED;
+    for (;;) {
+        k_out = emit_outputs(s, k_out, t, h, order, D, stats[ST_STEPS] > 0, yo, ypo);
+        if (k_out >= n_out) break;
+        if (steps_here >= s->max_steps) { status = TOO_MANY; break; }
+        /* step size limits */
+        double hmin = 10 * EPS * pmax(fabs(t), 1.0);
+        if (h > s->hmax) {
+            rescale_D(n, D, order, s->hmax / h, &w);
+            h = s->hmax;
+            n_equal = 0;
+        }
+        if (t + h > s->t_stop) {
+            double hn = s->t_stop - t;
+            rescale_D(n, D, order, hn / h, &w);
+            h = hn;
+            n_equal = 0;
+        }
+        int64_t n_err_fail = 0;
+        for (;;) { /* attempts at this step */
+            if (h < hmin) { status = UNDERFLOW; break; }
+            t_new = t + h;
+            predict(s, D, order, w.gamma, alpha[order], w.y_pred, w.psi, scale);
+            double cj = alpha[order] / h;
+            /* IDA's rule: the factorised G(cj_lu) serves while cj/cj_lu stays in [0.6, 1.67] */
+            if (lu_valid && !(CJ_RATIO_LO <= cj / cj_lu && cj / cj_lu <= CJ_RATIO_HI)) lu_valid = 0;
+            double ss_old_g = ss; /* the rate measured on the G in use, before any reset below */
+            if (cj != cj_last || n_equal == 0)
+                /* the carried rate says nothing about a different cj (IDA), and it is measured
+                   afresh after each step decision: at fixed cj a rate carried unmeasured over
+                   many one-iteration steps left Newton errors that made the seed 003 slider
+                   crank 20x less accurate at rtol 1e-8 */
+                ss = 100.0;
+            cj_last = cj;
+            for (;;) { /* Newton, with one retry on a fresh G if an old one converged badly */
+                int fresh = 0;
+                if (!lu_valid) {
+                    for (int64_t m = 0; m < n; m++) yp[m] = w.psi[m] * cj;
+                    int64_t bad = factorize(s, t_new, w.y_pred, yp, cj, w.vals);
+                    stats[ST_JAC] += 1;
+                    stats[ST_LU] += 1;
+                    if (bad != -1) {
+                        ist[I_FAIL_VAR] = bad;
+                        status = SINGULAR;
+                        break;
+                    }
+                    lu_valid = 1;
+                    /* IDA restarts the rate estimate at 20 after every new G. When the step has
+                       grown (cj fell), a G fresh at the new cj converges at least as fast as the
+                       old one did, so its measured rate stands: 4.1k of the Robotino's 10k new G
+                       then converge in one iteration instead of two (Newton iterations 94.4k ->
+                       91.8k). Not when the step shrank: the iteration matrix of an index-2 DAE
+                       gets worse conditioned as h falls (the index-2 pendulum underflowed at rtol
+                       1e-5 when a rate from the larger step was trusted there). */
+                    ss = cj < cj_lu ? pmin(ss_old_g, 20.0) : 20.0;
+                    cj_lu = cj;
+                    fresh = 1;
+                }
+                outcome = newton_solve(s, &w, t_new, cj, cj_lu, scale, newton_tol, &ss);
+                if (outcome == CONVERGED || fresh) break;
+                lu_valid = 0; /* refresh the iteration matrix and retry */
+                ss_old_g = 20.0; /* the old G's rate was too slow: nothing to carry */
+                stats[ST_NEWTON_FAIL] += 1;
+            }
+            if (status != OK) break;
+            if (outcome != CONVERGED) {
+                stats[ST_NEWTON_FAIL] += 1;
+                /* remember the equation with the largest residual: named if h underflows */
+                int64_t worst = 0;
+                double wv = -1.0;
+                for (int64_t m = 0; m < n; m++) {
+                    double a = isfinite(r[m]) ? fabs(r[m]) : INFINITY;
+                    if (a > wv) { wv = a; worst = m; }
+                }
+                ist[I_FAIL_VAR] = -3 - worst;
+                ramp = 0;
+                /* IDA: a quarter of the step and a new iteration matrix */
+                rescale_D(n, D, order, ETA_CF, &w);
+                h *= ETA_CF;
+                n_equal = 0;
+                lu_valid = 0;
+                stats[ST_REJECTED] += 1;
+                continue;
+            }
+            double err_n = error_norm(s, &w, d, err_const[order], y, scale);
+            if (err_n <= 1.0) break;
+            n_err_fail += 1;
+            stats[ST_REJECTED] += 1;
+            stats[ST_ERR_FAIL] += 1;
+            ist[I_FAIL_VAR] = worst_unknown(n, d, scale, s->mask);
+            double err_m = order > 1 ? error_norm(s, &w, D + order * n, err_const[order - 1], y, scale) : INFINITY;
+            int64_t new_order;
+            double factor;
+            after_error_failure(err_n, err_m, order, n_err_fail, &new_order, &factor);
+            order = new_order;
+            rescale_D(n, D, order, factor, &w);
+            h *= factor;
+            n_equal = 0;
+            ramp = ramp && restart_pending; /* a failure after the first step ends the start-up phase */
+            if (restart_pending) {
+                cj_lu = reprobe(s, &w, t, h, D);
+                lu_valid = 0;
+            }
+        }
+        if (status != OK) break;
+        /* accept */
+        restart_pending = 0;
+        stats[ST_STEPS] += 1;
+        if (order > stats[ST_MAX_ORDER]) stats[ST_MAX_ORDER] = order;
+        steps_here += 1;
+        n_equal += 1;
+        double t_prev = t;
+        t = t_new;
+        if (s->t_stop - t < hmin)
+            /* a step cut to t_stop can end an ulp short of it (t + (t_stop - t) rounds): the
+               next step would be below hmin and underflow, so it has arrived */
+            t = s->t_stop;
+        int ev = EV_RESTART; /* (any value but EV_NONE: switching functions to be checked) */
+        update_differences(n, D, order, d);
+        if (nr > 0) {
+            /* the converged step point (y, yp): a sign change of a switching function? */
+            s->roots(t, y, yp, s->p, w.g_new);
+            if (!any_crossing(nr, w.g_old, w.g_new)) {
+                memcpy(w.g_old, w.g_new, nr * sizeof(double));
+                ev = EV_NONE;
+            }
+        }
+        if (nr > 0 && ev != EV_NONE) {
+            double t_end = t;
+            double cj_ev = cj_lu;
+            ev = handle_events(s, &w, t_prev, &t, &h, order, D, hmin, &k_out, &cj_ev);
+            if (cj_ev != cj_lu) { /* the landing or the probe factorised G anew */
+                cj_lu = cj_ev;
+                lu_valid = cj_ev > 0;
+            }
+            if (ev == EV_RESTART) {
+                order = 1;
+                n_equal = 0;
+                lu_valid = 0;
+                restart_pending = 1;
+                ramp = 1;
+                for (int64_t m = 0; m < n; m++) w.yp_restart[m] = D[n + m] / h;
+                continue;
+            }
+            if (t != t_end) { /* the step was shortened to end at the root: a new step size */
+                n_equal = 0;
+                continue;
+            }
+        }
+        if (ramp) {
+            double factor;
+            ramp = after_restart_step(s, &w, D, &order, max_order, h, &factor);
+            if (ramp) {
+                rescale_D(n, D, order, factor, &w);
+                h *= factor;
+                n_equal = 0;
+                continue;
+            }
+        }
+        if (n_equal < order + 1) continue;
+        /* order and step selection (every order+1 equal steps) */
+        double err_m = order > 1 ? error_norm(s, &w, D + order * n, err_const[order - 1], y, scale) : INFINITY;
+        double err_p = order < max_order ? error_norm(s, &w, D + (order + 2) * n, err_const[order + 1], y, scale)
+                                         : INFINITY;
+        double err_n = error_norm(s, &w, d, err_const[order], y, scale);
+        int64_t new_order;
+        double factor;
+        after_success(err_m, err_n, err_p, order, max_order, &new_order, &factor);
+        if (h * factor > s->hmax) factor = s->hmax / h;
+        order = new_order;
+        if (factor != 1.0) {
+            rescale_D(n, D, order, factor, &w);
+            h *= factor;
+        }
+        n_equal = 0;
+    }
+    st[S_T] = t; st[S_H] = h; st[S_CJ_LU] = cj_lu; st[S_SS] = ss; st[S_CJ_LAST] = cj_last;
+    ist[I_ORDER] = order; ist[I_N_EQUAL] = n_equal; ist[I_LU_VALID] = lu_valid ? 1 : 0; ist[I_K_OUT] = k_out;
+    ist[I_EVENT_PHASE] = (restart_pending ? 1 : 0) + (ramp ? 2 : 0);
+    return status;
+}
+
+/* Rows [t, outputs(t, y, y', p)] (n_val values) for each of n_t output times: the model's
+   output kernel in one loop instead of a call from Python per row. */
+void bdf_output_rows(res_fn fn, int64_t n_t, int64_t n, int64_t n_val, const double *t_out, const double *Y,
+                     const double *YP, const double *p, double *rows, double *buf) {
+    for (int64_t k = 0; k < n_t; k++) {
+        fn(t_out[k], Y + k * n, YP + k * n, p, buf);
+        rows[k * (1 + n_val)] = t_out[k];
+        for (int64_t j = 0; j < n_val; j++) rows[k * (1 + n_val) + 1 + j] = buf[j];
+    }
+}
+
+/* The modes kernel of a problem with switching functions but no modes (writes nothing). */
+void bdf_no_modes(double t, const double *y, const double *yp, const double *p, double *out) {
+    (void)t; (void)y; (void)yp; (void)p; (void)out;
+}

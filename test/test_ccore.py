@@ -1,0 +1,136 @@
+"""The BDF core in C (solver/bdf_core.c) with C model kernels: closed-form answers, events, no numba
+on the path, and a clear error when the core cannot be built."""
+import json
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bondsim_ros.solver import BDFSolver, DAEProblem, native
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# y0' = -k y0 and the algebraic 0 = y1 - y0^2 (index 1): y0 = e^{-kt}, y1 = e^{-2kt}.
+# The Jacobian of G = dF/dy + cj dF/dy' in CSC order: column 0 rows (0, 1), column 1 row 1.
+DECAY_C = """
+void res(double t, const double *y, const double *yp, const double *p, double *out) {
+    out[0] = yp[0] + p[0] * y[0];
+    out[1] = y[1] - y[0] * y[0];
+}
+void jac(double t, const double *y, const double *yp, const double *p, double cj, double *vals) {
+    vals[0] = p[0] + cj;
+    vals[1] = -2.0 * y[0];
+    vals[2] = 1.0;
+}
+/* a velocity that flips sign at t = 1 through a mode in p[1]: y' = 1, then -1 */
+void res_switch(double t, const double *y, const double *yp, const double *p, double *out) {
+    out[0] = yp[0] - (p[1] == 0.0 ? 1.0 : -1.0);
+}
+void jac_switch(double t, const double *y, const double *yp, const double *p, double cj, double *vals) {
+    vals[0] = cj;
+}
+void roots(double t, const double *y, const double *yp, const double *p, double *g) { g[0] = t - 1.0; }
+void modes(double t, const double *y, const double *yp, const double *p, double *m) { m[0] = t >= 1.0 ? 1.0 : 0.0; }
+"""
+
+
+def c_kernels(folder):
+    lib = native.load_library(native.build_library(DECAY_C, "test_decay", folder))
+    return {name: native.CKernel(lib, name, "jac" if name.startswith("jac") else "res")
+            for name in ("res", "jac", "res_switch", "jac_switch", "roots", "modes")}
+
+
+def decay_problem(k, kern):
+    return DAEProblem(kern["res"], kern["jac"], indptr=np.array([0, 2, 3]), indices=np.array([0, 1, 1]),
+                      differential=np.array([True, False]), params=np.array([k]))
+
+
+@pytest.mark.parametrize("linear_solver", ["dense", "sparse"])
+def test_c_kernels_solve_an_index1_dae_to_its_closed_form(tmp_path, linear_solver):
+    k = 1.5
+    kern = c_kernels(tmp_path)
+    t = np.linspace(0.0, 4.0, 81)
+    errors = []
+    for rtol in (1e-6, 1e-9):
+        s = BDFSolver(decay_problem(k, kern), rtol=rtol, atol=rtol * 1e-2, linear_solver=linear_solver)
+        s.init(0.0, [1.0, 0.0])  # y1 made consistent by init: 1
+        Y, YP = s.advance(t)
+        errors.append(max(np.max(np.abs(Y[:, 0] - np.exp(-k * t))), np.max(np.abs(Y[:, 1] - np.exp(-2 * k * t))),
+                          np.max(np.abs(YP[:, 0] + k * np.exp(-k * t)))))
+        assert s.stats["steps"] > 10
+    assert errors[0] < 1e-4 and errors[1] < 1e-7
+    assert errors[1] < errors[0] / 20  # the error falls with the tolerance (60x measured for 1000x)
+
+
+def test_c_switching_functions_locate_the_event_and_restart_there(tmp_path):
+    kern = c_kernels(tmp_path)
+    prob = DAEProblem(kern["res_switch"], kern["jac_switch"], indptr=np.array([0, 1]), indices=np.array([0]),
+                      differential=np.array([True]), params=np.array([0.0]), roots=kern["roots"],
+                      modes=kern["modes"], n_roots=1, n_modes=1)
+    s = BDFSolver(prob, rtol=1e-8, atol=1e-10, hmax=0.3)
+    s.init(0.0, [0.0])
+    t = np.array([0.5, 1.0, 1.5, 2.0])
+    Y, YP = s.advance(t)
+    # y rises to 1 at t = 1 and falls back: the kink is located, not stepped over
+    assert Y[:, 0] == pytest.approx([0.5, 1.0, 0.5, 0.0], abs=1e-9)
+    assert YP[[0, 2, 3], 0] == pytest.approx([1.0, -1.0, -1.0], abs=1e-9)
+    assert s.stats["events"] == 1 and s.stats["event_restarts"] == 1
+    assert s.pm[1] == 1.0  # the mode after the switch
+
+
+def test_a_run_with_c_kernels_never_imports_numba(tmp_path):
+    script = textwrap.dedent(f"""
+        import json, sys
+        import numpy as np
+        sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import bondsim_ros.solver
+        from bondsim_ros.solver.kernels import output_rows
+        from test_ccore import c_kernels, decay_problem
+        from bondsim_ros.solver import BDFSolver
+        from pathlib import Path
+        kern = c_kernels(Path({str(tmp_path)!r}))
+        s = BDFSolver(decay_problem(2.0, kern), rtol=1e-8, atol=1e-10)
+        s.init(0.0, [1.0, 1.0])
+        Y, YP = s.advance([1.0])
+        rows = output_rows(kern["res"], 2, [1.0], Y, YP, s.pm)
+        print(json.dumps({{"y": Y[0].tolist(), "rows": rows[0].tolist(),
+                           "numba": sorted(m for m in sys.modules if m.split(".")[0] == "numba")}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["numba"] == []
+    assert got["y"][0] == pytest.approx(math.exp(-2.0), rel=1e-6)
+    assert got["y"][1] == pytest.approx(math.exp(-4.0), rel=1e-6)
+    # the output rows through the C loop: [t, residual at the solution] = [1, ~0, ~0]
+    assert got["rows"][0] == 1.0 and max(abs(v) for v in got["rows"][1:]) < 1e-6
+
+
+def test_cli_says_when_the_solver_core_cannot_be_compiled(tmp_path, monkeypatch, capsys):
+    from bondsim_ros import cli
+    from bondsim_ros.solver import _ccore
+
+    monkeypatch.setattr(_ccore, "_lib", None)  # as in a fresh process
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path)
+    monkeypatch.setenv("CC", "false")  # a "compiler" that refuses everything
+    out_csv = tmp_path / "out.csv"
+    code = cli.main(["simulate", "mass_spring_damper", "--t-end", "1", "--dt-out", "0.1", "--csv", str(out_csv)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "bondsim-ros simulate: error: false could not compile" in err
+    assert "Traceback" not in err
+    assert not out_csv.exists()
+    # nothing half-built left in the cache
+    assert [p.name for p in (tmp_path / "solver").iterdir()] == []
+
+
+def test_core_source_ships_with_the_package():
+    from bondsim_ros.solver import _ccore
+
+    assert "bdf_advance" in _ccore.source()
+    setup = (ROOT / "setup.py").read_text()
+    assert '"solver/*.c"' in setup  # package_data: pip and colcon install it next to _ccore.py
