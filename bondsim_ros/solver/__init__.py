@@ -9,10 +9,23 @@ values::
     solver.init(0.0, y0)                 # consistent algebraic y and y'
     Y, YP = solver.advance(t_out)        # dense output; call again to continue
 """
-from .bdf import (
-    BDFSolver, DAEProblem, InconsistentInitialValues, SingularMatrix, SolverError, StepSizeUnderflow, TooManySteps,
-)
-from .kernels import JAC_SIG, RES_SIG, jacobian_kernel, residual_kernel
+# Loaded on first use (PEP 562): bdf and kernels import numba, which code that only needs
+# ``native`` (the generated model kernels' compiler, bondgraph/codegen.py) must not pay for.
+_EXPORTS = {
+    "BDFSolver": "bdf", "DAEProblem": "bdf", "InconsistentInitialValues": "bdf", "SingularMatrix": "bdf",
+    "SolverError": "bdf", "StepSizeUnderflow": "bdf", "TooManySteps": "bdf",
+    "JAC_SIG": "kernels", "RES_SIG": "kernels", "jacobian_kernel": "kernels", "residual_kernel": "kernels",
+}
 
 __all__ = ["BDFSolver", "DAEProblem", "SolverError", "StepSizeUnderflow", "SingularMatrix",
            "InconsistentInitialValues", "TooManySteps", "RES_SIG", "JAC_SIG", "residual_kernel", "jacobian_kernel"]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
