@@ -235,3 +235,45 @@ def test_the_oracle_sees_a_c_fmod(cache, monkeypatch, tmp_path):
     assert outs[1] == pytest.approx(0.2, rel=1e-12) and outs[0] == pytest.approx(-0.5, rel=1e-12)
     with pytest.raises(AssertionError, match="outputs"):
         _close(np.array([outs[0]]), np.array([outs[1]]), "outputs")
+
+
+def _compiler(tmp_path, body):
+    cc = tmp_path / "cc.sh"
+    cc.write_text("#!/bin/sh\n" + body)
+    cc.chmod(0o755)
+    return cc
+
+
+def test_a_compile_failure_names_the_model_and_leaves_nothing(tmp_path, monkeypatch):
+    from bondsim_ros.bondgraph.core import ModelError
+
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CC", str(_compiler(tmp_path, 'case "$*" in *--version*) echo "cc 1";; '
+                                                     '*) echo "error: refused" >&2; exit 1;; esac\n')))
+    with pytest.raises(ModelError, match=r"(?s)switching_force: the generated code does not compile .*refused"):
+        codegen.compile_model(BUILDERS["switching_force"]())
+    assert sorted(p.name for p in (tmp_path / "cache" / "models").iterdir()) == []
+
+
+def test_concurrent_first_runs_compile_once(tmp_path):
+    """Two processes building the same model at once: one compiles, the other waits and loads
+    the same library; neither sees a partial cache entry, and the lock file goes."""
+    import os
+    import subprocess
+    import sys
+
+    log = tmp_path / "cc.log"
+    cc = _compiler(tmp_path, f'case "$*" in *--version*) ;; *) echo build >> {log}; sleep 1;; esac\nexec gcc "$@"\n')
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), BONDSIM_CACHE_DIR=str(tmp_path / "cache"), CC=str(cc))
+    code = ("import numpy as np; from bondsim_ros.bondgraph.codegen import compile_model; "
+            "from bondsim_ros.models import resolve_model; c = compile_model(resolve_model('dc_motor')[0]); "
+            "out = np.zeros(c.n); c.residual(0.0, c.y0, c.y0 * 0, c.params, out); print(c.key, out.tolist())")
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e for _, e in outs]
+    assert outs[0][0] == outs[1][0]
+    assert log.read_text().split() == ["build"]
+    names = sorted(p.name for p in (tmp_path / "cache" / "models").iterdir())
+    assert [n.rsplit(".", 1)[1] for n in names] == ["c", "json", "so"], names
