@@ -382,16 +382,12 @@ def generate_source(red, key: str, events=None) -> str:
              "Do not edit. */", C_PRELUDE]
     if ev:
         n_modes = len(ev.modes)
-        # the natural modes, inner ones first: each a local the later ones read
-        lines.append(f"void modes({_ARGS['res']}) {{")
-        for k, m in enumerate(ev.modes):
-            lines.append(f"    const double _m{k} = {printer.doprint(sp.sympify(ev.natural[k]))};")
-            lines.append(f"    out[{k}] = _m{k};")
-            names[m] = f"_m{k}"
-        lines.append("}")
-        for k, m in enumerate(ev.modes):
-            names[m] = f"p[{n_par + k}]"
-        lines.append("")
+        # the natural modes: each in terms of the modes before it (inner ones first), here
+        # with those written out, so that one common-subexpression elimination serves them all
+        natural = []
+        for k, nat in enumerate(ev.natural):
+            natural.append(sp.sympify(nat).xreplace(dict(zip(ev.modes[:k], natural))))
+        lines += _emit_function("modes", "res", natural, printer) + [""]
         lines += _emit_function("roots", "res", list(ev.roots), printer) + [""]
         lines += _emit_function("residual_modes", "res", res, printer) + [""]
         lines += _emit_function("jacobian_modes", "jac", jac, printer) + [""]
