@@ -330,18 +330,56 @@ def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, 
 def _moded_jacobian(red, equations):
     """Jacobian entries (same pattern) of the equations with modes: only the rows that changed
     are differentiated again; a mode is a constant for the derivative."""
-    from .reduce import _diff
-
     changed = {i for i, (a, b) in enumerate(zip(red.equations, equations)) if a is not b}
     dsyms = {red.derivative[v]: v for v in red.derivative}
     jac_dy, jac_dyp = list(red.jac_dy), list(red.jac_dyp)
+    split: dict = {}
     for k, (i, j) in enumerate(zip(red.jac_rows, red.jac_cols)):
         if i in changed:
             v = red.variables[j]
-            jac_dy[k] = _diff(equations[i], v)
+            jac_dy[k] = _diff_moded(equations[i], v, split)
             dv = red.derivative.get(v)
-            jac_dyp[k] = _diff(equations[i], dv) if dv is not None and dv in dsyms else 0
+            jac_dyp[k] = _diff_moded(equations[i], dv, split) if dv is not None and dv in dsyms else 0
     return jac_dy, jac_dyp
+
+
+def _diff_moded(expr, var, split: dict):
+    """d expr / d var (reduce._diff) for an equation whose Piecewise laws switch on modes, the
+    Piecewise taken apart: expr = E(var, P1, P2, ...) with the outermost Piecewise P_k as
+    stand-in symbols, d expr = dE/dvar + sum dE/dP_k dP_k, each dP_k the Piecewise of its
+    branches' derivatives under the same conditions (what sympy's derivative of a Piecewise is;
+    a condition on a mode does not depend on var). sympy differentiating through the Piecewise
+    re-derived its conditions' assumptions at every product-rule step: the Robotino's moded
+    Jacobian took 1.5 s. ``split`` caches each expression's stand-ins across calls."""
+    import sympy as sp
+
+    from .reduce import _diff
+
+    if not expr.has(sp.Piecewise):
+        return _diff(expr, var)
+    if expr not in split:
+        outer: dict = {}
+
+        def collect(e):
+            if isinstance(e, sp.Piecewise):
+                outer.setdefault(e, sp.Dummy("pw"))
+            else:
+                for a in e.args:
+                    collect(a)
+
+        collect(expr)
+        split[expr] = (expr.xreplace(outer), outer)
+    flat, outer = split[expr]
+    back = {d: pw for pw, d in outer.items()}
+    total = _diff(flat, var)
+    for pw, d in outer.items():
+        branches = [(_diff_moded(v, var, split), c) for v, c in pw.args]
+        if all(b == 0 for b, _ in branches):
+            continue
+        coeff = _diff(flat, d)
+        if coeff != 0:
+            total += coeff * sp.Piecewise(*branches, evaluate=False)
+    return total.xreplace(back)
 
 
 def generate_source(red, key: str, events=None) -> str:
