@@ -1,9 +1,10 @@
 """SUNDIALS IDA driven from C, on the same reduced DAE as bondsim_ros: the honest reference.
 
-The model's reduced equations (``bondgraph.reduce``, the expressions ``codegen`` prints as numba
-kernels) are printed as C with sympy's C99 printer, after the same common-subexpression
-elimination: a residual ``F(t, y, y')`` and the values of the iteration matrix
-``dF/dy + cj dF/dy'`` in the same CSC pattern. A small C driver runs IDA (dense matrix, dense
+The model's own generated C (``bondgraph/codegen.py``: the reduced equations after
+common-subexpression elimination, ``m_<key>.c`` in the cache) is compiled again together with
+the driver: its ``residual`` ``F(t, y, y')`` (the laws as written: the modes computed at each
+point) and ``jacobian``, the values of the iteration matrix ``dF/dy + cj dF/dy'`` in the same
+CSC pattern. A small C driver runs IDA (dense matrix, dense
 LU, ``IDASetSuppressAlg`` with the differential/algebraic ids) over all output times in one
 call, so no Python runs inside the integration; Python calls it once per run through ctypes.
 
@@ -15,7 +16,7 @@ Everything is generated at run time into ``$BONDSIM_CACHE_DIR/c_ida/<model key>/
     apt-get install libsundials-dev
 
     from c_ida import CIDA
-    ida = CIDA(model, compiled)              # prints C, compiles once per model structure
+    ida = CIDA(model, compiled)              # compiles once per model structure
     Y, YP, counters = ida.run(t_out, y0, yp0, rtol, atol, hmax)
 
 A SUNDIALS built from source (``-O3 -march=native``, static libraries; docs/benchmarks.md has
@@ -93,21 +94,22 @@ DRIVER = r"""
 #include <sunmatrix/sunmatrix_dense.h>
 #include <sunlinsol/sunlinsol_dense.h>
 
-void model_residual(double t, const double *y, const double *yp, const double *p, double *out);
-void model_jacobian(double t, const double *y, const double *yp, const double *p, double cj, double *vals);
+/* the model's kernels (bondgraph/codegen.py, the ABI of solver/native.py) */
+void residual(double t, const double *y, const double *yp, const double *p, double *out);
+void jacobian(double t, const double *y, const double *yp, const double *p, double cj, double *vals);
 
 typedef struct { const double *p; const long *indptr; const long *indices; double *vals; int n; } Data;
 
 static int res(realtype t, N_Vector yy, N_Vector yp, N_Vector rr, void *ud) {
     Data *d = (Data *)ud;
-    model_residual(t, N_VGetArrayPointer(yy), N_VGetArrayPointer(yp), d->p, N_VGetArrayPointer(rr));
+    residual(t, N_VGetArrayPointer(yy), N_VGetArrayPointer(yp), d->p, N_VGetArrayPointer(rr));
     return 0;
 }
 
 static int jac(realtype t, realtype cj, N_Vector yy, N_Vector yp, N_Vector rr, SUNMatrix J, void *ud,
                N_Vector t1, N_Vector t2, N_Vector t3) {
     Data *d = (Data *)ud;
-    model_jacobian(t, N_VGetArrayPointer(yy), N_VGetArrayPointer(yp), d->p, cj, d->vals);
+    jacobian(t, N_VGetArrayPointer(yy), N_VGetArrayPointer(yp), d->p, cj, d->vals);
     SUNMatZero(J);  /* the dense LU factors J in place: the structural zeros must be reset */
     for (int j = 0; j < d->n; j++) {
         realtype *col = SM_COLUMN_D(J, j);
@@ -168,83 +170,10 @@ int run_ida(int n, const double *p, const long *indptr, const long *indices, dou
 """
 
 
-def _c_printer():
-    from sympy.printing.c import C99CodePrinter
-
-    class KernelCPrinter(C99CodePrinter):
-        def _print_Symbol(self, expr):  # y[i], yp[i], p[k], t, cj, CSE temporaries
-            return expr.name
-
-        def _print_Mod(self, expr):  # Python's float %, as the numba kernels compute it
-            a, b = (self._print(x) for x in expr.args)
-            return f"pymod({a}, {b})"
-
-        def _print_clip(self, expr):
-            u, lo, hi = (self._print(a) for a in expr.args)
-            return f"fmin(fmax({u}, {lo}), {hi})"
-
-        def _print_Heaviside(self, expr):
-            return f"(({self._print(expr.args[0])}) > 0 ? 1.0 : 0.0)"
-
-    return KernelCPrinter()
-
-
-def _c_function(name, args, exprs, target, printer):
-    import sympy as sp
-
-    lines = [f"void {name}({args}) {{"]
-    repl, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("_c"), order="none")
-    for sym, val in repl:
-        lines.append(f"    const double {sym} = {printer.doprint(val)};")
-    for k, val in enumerate(reduced):
-        lines.append(f"    {target}[{k}] = {printer.doprint(val)};")
-    lines.append("}")
-    return lines
-
-
 def c_source(model, compiled) -> str:
-    """C kernels of ``model``'s reduced DAE, in ``compiled``'s unknown and Jacobian order."""
-    import sympy as sp
-
-    from bondsim_ros.bondgraph.equations import build_dae
-    from bondsim_ros.bondgraph.reduce import T, reduce_dae
-
-    red = reduce_dae(build_dae(model))
-    # the C code must index y, F and the CSC values exactly as the numba kernels do
-    if list(red.var_names) != list(compiled.var_names):
-        raise RuntimeError(f"{model.name}: reduced unknowns differ from the compiled model's")
-    cols = np.repeat(np.arange(compiled.n), np.diff(compiled.indptr))
-    if not (np.array_equal(np.asarray(red.jac_rows), compiled.indices)
-            and np.array_equal(np.asarray(red.jac_cols), cols)):
-        raise RuntimeError(f"{model.name}: Jacobian pattern differs from the compiled model's")
-    mapping = {T: sp.Symbol("t")}
-    for i, v in enumerate(red.variables):
-        mapping[v] = sp.Symbol(f"y[{i}]")
-        if v in red.derivative:
-            mapping[red.derivative[v]] = sp.Symbol(f"yp[{i}]")
-    for k, s in enumerate(red.param_symbols):
-        mapping[s] = sp.Symbol(f"p[{k}]")
-
-    def prep(e):
-        return sp.sympify(e).xreplace(mapping)
-
-    cj = sp.Symbol("cj")
-    res = [prep(e) for e in red.equations]
-    jac = [prep(dy) + cj * prep(dyp) if dyp != 0 else prep(dy) for dy, dyp in zip(red.jac_dy, red.jac_dyp)]
-    printer = _c_printer()
-    lines = [f"/* Generated by benchmarks/c_ida.py for model {red.name!r}, key {compiled.key}. */",
-             "#include <math.h>",
-             "static inline double pymod(double a, double b) {",
-             "    double m = fmod(a, b);",
-             "    if (m != 0.0 && ((b < 0) != (m < 0))) m += b;",
-             "    return m;",
-             "}"]
-    lines += _c_function("model_residual", "double t, const double *y, const double *yp, const double *p, double *out",
-                         res, "out", printer)
-    lines += _c_function("model_jacobian",
-                         "double t, const double *y, const double *yp, const double *p, double cj, double *vals",
-                         jac, "vals", printer)
-    return "\n".join(lines) + "\n"
+    """The C kernels of ``model`` as codegen generated them for ``compiled`` (``model`` is not
+    needed: the source is in the cache next to the compiled library)."""
+    return Path(compiled.source_path).read_text()
 
 
 def _cache(key: str) -> Path:
@@ -278,14 +207,16 @@ class CIDA:
         folder = _cache(compiled.key)
         lib = folder / f"libmodel_ida_{tag}.so"
         if not lib.exists():
-            log(f"  C-IDA ({prefix or 'Debian'}): printing {compiled.name} as C and compiling "
+            log(f"  C-IDA ({prefix or 'Debian'}): compiling {compiled.name}'s generated C with the driver "
                 f"(gcc {' '.join(CFLAGS[:2])})")
-            if not (folder / "model.c").exists():
-                (folder / "model.c").write_text(c_source(model, compiled))
+            (folder / "model.c").write_text(c_source(model, compiled))
             (folder / "driver.c").write_text(DRIVER)
             tmp = folder / f"libmodel_ida_{tag}.so.tmp"
             # sources before the libraries: the static ones are searched only for what is still undefined
-            cmd = ["gcc", *CFLAGS, "-o", str(tmp), str(folder / "model.c"), str(folder / "driver.c"), *link]
+            # -Bsymbolic: the driver calls this library's residual/jacobian, never another loaded
+            # library's of the same name (the model's own kernels library is loaded too)
+            cmd = ["gcc", *CFLAGS, "-Wl,-Bsymbolic", "-o", str(tmp), str(folder / "model.c"), str(folder / "driver.c"),
+                   *link]
             out = subprocess.run(cmd, capture_output=True, text=True)
             if out.returncode:
                 raise RuntimeError(f"gcc failed for {folder}:\n{out.stderr[-3000:]}")

@@ -1,24 +1,23 @@
-"""Numeric code for the reduced DAE: sympy -> CSE -> numba kernels, cached on disk.
+"""Numeric code for the reduced DAE: sympy -> CSE -> C kernels, compiled and cached on disk.
 
 The residual, the sparse Jacobian values and the output columns are printed as straight-line
-Python (after common-subexpression elimination) and compiled by numba with the solver's fixed
-kernel signatures, so the BDF core calls them through function pointers without Python in the
-loop. BondGraphTools lambdifies and loops in Python; BondSim compiles to .NET: this is the
-Python-native equivalent.
+C (after common-subexpression elimination) with the kernel ABI of solver/native.py, and
+compiled by the system C compiler into a shared library, so the BDF core calls them through
+plain function pointers without Python in the loop. BondGraphTools lambdifies and loops in
+Python; BondSim compiles to .NET: this is the Python-native equivalent.
 
 Generated code is cached under ``$BONDSIM_CACHE_DIR`` (default ``~/.cache/bondsim_ros``),
 keyed by a fingerprint of the model *structure* (component tree, parameters, bonds, laws) and
-of this package's engine source, so a second run skips sympy entirely and numba loads its
-own on-disk cache of the machine code.
+of this package's engine source: ``m_<key>.c`` (the source), ``m_<key>_<hash>.so`` (the
+library) and ``m_<key>.json`` (names, sparsity, the library's name; written last), so a second
+run skips sympy and the compiler entirely and only loads the library.
 """
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import json
 import os
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ import numpy as np
 
 from .core import Component, Model, ModelError, locate
 
-CODEGEN_VERSION = "5"  # 2: pivots kernel; 3: large kernels in chunks; 4: parameter checks; 5: events
+CODEGEN_VERSION = "6"  # 2: pivots kernel; 3: large kernels in chunks; 4: parameter checks; 5: events; 6: C
 _ENGINE_FILES = ("core.py", "elements.py", "signals.py", "equations.py", "reduce.py", "codegen.py", "events.py")
 
 
@@ -115,171 +114,355 @@ def fingerprint(model: Model) -> str:
 # --------------------------------------------------------------------------------------
 # Printing
 # --------------------------------------------------------------------------------------
-def _printer():
-    from sympy.printing.pycode import PythonCodePrinter
+# Helpers the kernels call, with the semantics the Python printer had (numba compiled Python):
+# Mod follows Python's float % (sign of the divisor; sympy's Mod(a, c) = a - c floor(a/c)),
+# not C's fmod; min/max take the first argument unless the second is strictly smaller/larger
+# (Python's min/max, also with NaN); sign is 0 at 0, else copysign(1, x).
+C_PRELUDE = r"""#include <math.h>
+#include <string.h>
 
-    class KernelPrinter(PythonCodePrinter):
-        def _print_Symbol(self, expr):  # names were mapped to y[i], yp[i], p[k], t beforehand
-            return expr.name
+static inline double bs_mod(double a, double c) {
+    double r = fmod(a, c);
+    if (r != 0.0) {
+        if ((c < 0.0) != (r < 0.0)) r += c;
+    } else {
+        r = copysign(0.0, c);
+    }
+    return r;
+}
+static inline double bs_min(double a, double b) { return b < a ? b : a; }
+static inline double bs_max(double a, double b) { return b > a ? b : a; }
+static inline double bs_sign(double x) { return x == 0.0 ? 0.0 : copysign(1.0, x); }
+"""
+
+
+def _printer(names: dict):
+    """A C99 printer of kernel expressions: each model symbol is printed as the name ``names``
+    gives it (``y[3]``, ``yp[3]``, ``p[0]``, ``t``, a mode), looked up while printing instead of
+    substituted into every expression beforehand."""
+    import sympy as sp
+    from sympy.printing.c import C99CodePrinter
+
+    class KernelPrinter(C99CodePrinter):
+        def _print_Symbol(self, expr):
+            name = self.names.get(expr)
+            if name is None:
+                raise RuntimeError(f"internal: unmapped symbol {expr} in generated expression")
+            return name
 
         def _print_Float(self, expr):
-            return repr(float(expr))
+            return self._double(float(expr))
 
         def _print_Rational(self, expr):
-            return repr(float(expr))
+            return self._double(float(expr))
+
+        def _print_Integer(self, expr):
+            return self._double(float(expr))
+
+        @staticmethod
+        def _double(v):
+            if v != v:
+                return "NAN"
+            if v in (float("inf"), float("-inf")):
+                return "INFINITY" if v > 0 else "(-INFINITY)"
+            text = repr(v)  # round-trips; "1e-05", "2.0" are C double literals as they stand
+            return f"({text})" if v < 0 else text
+
+        def _print_NumberSymbol(self, expr):  # pi, E, ...: the double nearest
+            return self._double(float(expr))
+
+        _print_Pi = _print_Exp1 = _print_GoldenRatio = _print_EulerGamma = _print_Catalan = _print_NumberSymbol
+
+        def _print_Infinity(self, expr):
+            return "INFINITY"
+
+        def _print_NegativeInfinity(self, expr):
+            return "(-INFINITY)"
+
+        def _print_NaN(self, expr):
+            return "NAN"
+
+        def _print_BooleanTrue(self, expr):
+            return "1"
+
+        def _print_BooleanFalse(self, expr):
+            return "0"
+
+        def _print_Pow(self, expr):
+            base, e = expr.args
+            b = self._print(base)
+            if e.is_Integer:
+                n = int(e)
+                if n == 1:
+                    return f"({b})"
+                if n == -1:
+                    return f"(1.0/({b}))"
+                if n == 2:
+                    return f"(({b})*({b}))"
+                return f"__builtin_powi({b}, {n})"  # repeated multiplication, as numba does for x**n
+            if e == sp.S.Half:
+                return f"sqrt({b})"
+            if e == -sp.S.Half:
+                return f"(1.0/sqrt({b}))"
+            return f"pow({b}, {self._print(e)})"
+
+        def _print_Mod(self, expr):
+            a, c = (self._print(x) for x in expr.args)
+            return f"bs_mod({a}, {c})"
+
+        def _fold(self, fn, args):
+            out = self._print(args[0])
+            for a in args[1:]:
+                out = f"{fn}({out}, {self._print(a)})"
+            return out
+
+        def _print_Min(self, expr):
+            return self._fold("bs_min", expr.args)
+
+        def _print_Max(self, expr):
+            return self._fold("bs_max", expr.args)
 
         def _print_clip(self, expr):
             u, lo, hi = (self._print(a) for a in expr.args)
-            return f"min(max({u}, {lo}), {hi})"
-
-        def _print_Infinity(self, expr):
-            return "math.inf"
-
-        def _print_NegativeInfinity(self, expr):
-            return "-math.inf"
+            return f"bs_min(bs_max({u}, {lo}), {hi})"
 
         def _print_Heaviside(self, expr):  # derivative of Min/Max: which branch is active
-            return f"(1.0 if {self._print(expr.args[0])} > 0 else 0.0)"
+            return f"(({self._print(expr.args[0])}) > 0.0 ? 1.0 : 0.0)"
 
-    return KernelPrinter({"fully_qualified_modules": True, "standard": "python3"})
+        def _print_sign(self, expr):
+            return f"bs_sign({self._print(expr.args[0])})"
+
+        def _print_Abs(self, expr):
+            return f"fabs({self._print(expr.args[0])})"
+
+        def _print_floor(self, expr):
+            return f"floor({self._print(expr.args[0])})"
+
+        def _print_ceiling(self, expr):
+            return f"ceil({self._print(expr.args[0])})"
+
+        def _print_Piecewise(self, expr):
+            # nested ternaries; no branch taken (no True condition at the end) is NaN
+            out = "NAN"
+            for value, cond in reversed(expr.args):
+                if cond == True:  # noqa: E712 (sympy's true)
+                    out = self._print(value)
+                else:
+                    out = f"(({self._print(cond)}) ? ({self._print(value)}) : ({out}))"
+            return out
+
+        def _print_Relational(self, expr):
+            op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}[expr.rel_op]
+            return f"(({self._print(expr.lhs)}) {op} ({self._print(expr.rhs)}))"
+
+        def _print_And(self, expr):
+            return "(" + " && ".join(f"({self._print(a)})" for a in expr.args) + ")"
+
+        def _print_Or(self, expr):
+            return "(" + " || ".join(f"({self._print(a)})" for a in expr.args) + ")"
+
+        def _print_Not(self, expr):
+            return f"(!({self._print(expr.args[0])}))"
+
+        def _print_Xor(self, expr):
+            return "(" + " ^ ".join(f"(!!({self._print(a)}))" for a in expr.args) + ")"
+
+        def _print_Function(self, expr):
+            name = type(expr).__name__
+            if name not in _C_FUNCTIONS:
+                raise RuntimeError(f"no C translation of the function {name}")
+            return f"{_C_FUNCTIONS[name]}({', '.join(self._print(a) for a in expr.args)})"
+
+    printer = KernelPrinter()
+    printer.names = names
+    return printer
 
 
-# Largest number of expressions printed into one numba function. LLVM's optimiser is
-# superlinear in the size of a function: the 18-DOF seed 001 Jacobian (1837 entries, 4200 lines
-# in one function) took about 4 min to compile; in chunks of 150 it takes 82 s for the whole
-# model, and the solve is as fast (0.068 s against 0.071 s). The price is common
-# subexpressions recomputed across chunks. Small models stay in one function.
+# sympy function -> C <math.h> (what laws accept, laws.FUNCTIONS, and what their derivatives bring)
+_C_FUNCTIONS = {
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan",
+    "atan2": "atan2", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "asinh",
+    "acosh": "acosh", "atanh": "atanh", "exp": "exp", "log": "log", "sqrt": "sqrt",
+    "erf": "erf", "erfc": "erfc", "gamma": "tgamma", "loggamma": "lgamma",
+}
+
+
+# Largest number of expressions printed into one C function: the compiler's optimiser is
+# superlinear in the size of a function (as LLVM's was for numba: the 18-DOF seed 001 Jacobian,
+# 1837 entries, took about 4 min in one function). Each chunk is a function of its own that the
+# compiler must not inline back (noinline); the price is common subexpressions recomputed
+# across chunks. Small models stay in one function.
 CHUNK = 150
 
+_ARGS = {"res": "double t, const double *y, const double *yp, const double *p, double *out",
+         "jac": "double t, const double *y, const double *yp, const double *p, double cj, double *vals"}
+_CALL = {"res": "t, y, yp, p, out", "jac": "t, y, yp, p, cj, vals"}
 
-def _emit_function(name: str, sig: str, args: str, exprs: list, target: str, printer, extra_pre="") -> list:
+
+def _cse(exprs):
+    """Common-subexpression elimination: sympy's tree pass alone, without its search for
+    common argument subsets of sums and products (``opt_cse``). That search took half of the
+    18-DOF dual-arm model's code generation (17.8 -> 8.5 s measured) and 0.3 s of the
+    Robotino's, for kernels as fast (gcc finds what it would have: dual-arm residual 2.2-2.9 us,
+    Jacobian 13-15 us either way). sp.cse (with it) where sympy has no tree_cse."""
     import sympy as sp
 
-    head = [f"@njit({sig}, cache=True, error_model='numpy')"]
+    symbols = sp.numbered_symbols("_c")
+    try:
+        from sympy.simplify.cse_main import tree_cse
+    except ImportError:
+        return sp.cse(exprs, symbols=symbols, order="none")
+    return tree_cse([sp.sympify(e) for e in exprs], symbols, opt_subs={}, order="none")
+
+
+def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, static: bool = False) -> list:
+    """C lines of kernel ``name`` (``kind`` "res" or "jac": the ABI of solver/native.py) writing
+    ``exprs`` to out[] (vals[]) after common-subexpression elimination; chunks above CHUNK."""
+    import sympy as sp
+
+    target = "out" if kind == "res" else "vals"
+    head = ("static __attribute__((noinline)) void " if static else "void ") + f"{name}({_ARGS[kind]})"
     if len(exprs) > CHUNK:
         lines, calls = [], []
         for c, start in enumerate(range(0, len(exprs), CHUNK)):
-            part = _emit_function(f"_{name}_{c}", sig, args, exprs[start:start + CHUNK], target, printer, extra_pre)
-            # chunk c writes target[start + k]: shift its indices
-            lines += [ln.replace(f"    {target}[", f"    {target}[{start} + ", 1) if ln.startswith(f"    {target}[")
-                      else ln for ln in part] + [""]
-            calls.append(f"    _{name}_{c}({args})")
-        return lines + head + [f"def {name}({args}):"] + calls
-    lines = head + [f"def {name}({args}):"]
-    if extra_pre:
-        lines.append(extra_pre)
-    if not exprs:
-        lines.append("    pass")
-        return lines
-    repl, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("_c"), order="none")
-    for sym, val in repl:
-        lines.append(f"    {sym} = {printer.doprint(val)}")
-    for k, val in enumerate(reduced):
-        lines.append(f"    {target}[{k}] = {printer.doprint(val)}")
+            lines += _emit_function(f"{name}_{c}", kind, exprs[start:start + CHUNK], printer, offset + start,
+                                    static=True) + [""]
+            calls.append(f"    {name}_{c}({_CALL[kind]});")
+        return lines + [head + " {"] + calls + ["}"]
+    lines = [head + " {"]
+    if exprs:
+        repl, reduced = _cse(exprs)
+        for sym, val in repl:
+            printer.names[sym] = sym.name
+            lines.append(f"    const double {sym.name} = {printer.doprint(val)};")
+        for k, val in enumerate(reduced):
+            lines.append(f"    {target}[{offset + k}] = {printer.doprint(val)};")
+        for sym, _ in repl:  # the next function numbers its own
+            del printer.names[sym]
+    lines.append("}")
     return lines
 
 
 def _moded_jacobian(red, equations):
     """Jacobian entries (same pattern) of the equations with modes: only the rows that changed
     are differentiated again; a mode is a constant for the derivative."""
-    from .reduce import _diff
-
     changed = {i for i, (a, b) in enumerate(zip(red.equations, equations)) if a is not b}
     dsyms = {red.derivative[v]: v for v in red.derivative}
     jac_dy, jac_dyp = list(red.jac_dy), list(red.jac_dyp)
+    split: dict = {}
     for k, (i, j) in enumerate(zip(red.jac_rows, red.jac_cols)):
         if i in changed:
             v = red.variables[j]
-            jac_dy[k] = _diff(equations[i], v)
+            jac_dy[k] = _diff_moded(equations[i], v, split)
             dv = red.derivative.get(v)
-            jac_dyp[k] = _diff(equations[i], dv) if dv is not None and dv in dsyms else 0
+            jac_dyp[k] = _diff_moded(equations[i], dv, split) if dv is not None and dv in dsyms else 0
     return jac_dy, jac_dyp
 
 
+def _diff_moded(expr, var, split: dict):
+    """d expr / d var (reduce._diff) for an equation whose Piecewise laws switch on modes, the
+    Piecewise taken apart: expr = E(var, P1, P2, ...) with the outermost Piecewise P_k as
+    stand-in symbols, d expr = dE/dvar + sum dE/dP_k dP_k, each dP_k the Piecewise of its
+    branches' derivatives under the same conditions (what sympy's derivative of a Piecewise is;
+    a condition on a mode does not depend on var). sympy differentiating through the Piecewise
+    re-derived its conditions' assumptions at every product-rule step: the Robotino's moded
+    Jacobian took 1.5 s. ``split`` caches each expression's stand-ins across calls."""
+    import sympy as sp
+
+    from .reduce import _diff
+
+    if not expr.has(sp.Piecewise):
+        return _diff(expr, var)
+    if expr not in split:
+        outer: dict = {}
+
+        def collect(e):
+            if isinstance(e, sp.Piecewise):
+                outer.setdefault(e, sp.Dummy("pw"))
+            else:
+                for a in e.args:
+                    collect(a)
+
+        collect(expr)
+        split[expr] = (expr.xreplace(outer), outer)
+    flat, outer = split[expr]
+    back = {d: pw for pw, d in outer.items()}
+    total = _diff(flat, var)
+    for pw, d in outer.items():
+        branches = [(_diff_moded(v, var, split), c) for v, c in pw.args]
+        if all(b == 0 for b, _ in branches):
+            continue
+        coeff = _diff(flat, d)
+        if coeff != 0:
+            total += coeff * sp.Piecewise(*branches, evaluate=False)
+    return total.xreplace(back)
+
+
 def generate_source(red, key: str, events=None) -> str:
-    """Python source of the kernels for a :class:`reduce.ReducedDAE`: residual, jacobian,
-    outputs and pivots; with ``events`` (equations with modes, :class:`events.Events`) also
-    modes, roots, residual_modes and jacobian_modes, residual and jacobian then computing
+    """C source (one translation unit) of the kernels for a :class:`reduce.ReducedDAE`:
+    residual, jacobian, outputs and pivots, with the ABI of solver/native.py; with ``events``
+    (equations with modes, :class:`events.Events`) also modes, roots, residual_modes and
+    jacobian_modes (the modes in p after the parameters), residual and jacobian then computing
     the modes at their point first (the same values as the laws as written)."""
     import sympy as sp
 
     from .reduce import T
 
-    mapping = {T: sp.Symbol("t")}
-    for i, v in enumerate(red.variables):
-        mapping[v] = sp.Symbol(f"y[{i}]")
-        if v in red.derivative:
-            mapping[red.derivative[v]] = sp.Symbol(f"yp[{i}]")
-    for k, s in enumerate(red.param_symbols):
-        mapping[s] = sp.Symbol(f"p[{k}]")
-    # eliminated derivative-free unknowns can still show up through outputs: map what remains
-    printer = _printer()
-
-    def prep(e):
-        e = sp.sympify(e).xreplace(mapping)
-        stray = [s for s in e.free_symbols if s.name not in ("t",) and "[" not in s.name]
-        if stray:
-            raise RuntimeError(f"internal: unmapped symbols {stray} in generated expression")
-        return e
-
     cj = sp.Symbol("cj")
+    names = {T: "t", cj: "cj"}
+    for i, v in enumerate(red.variables):
+        names[v] = f"y[{i}]"
+        if v in red.derivative:
+            names[red.derivative[v]] = f"yp[{i}]"
+    for k, s in enumerate(red.param_symbols):
+        names[s] = f"p[{k}]"
+    printer = _printer(names)
+
     n_par = len(red.param_symbols)
     moded_eqs, ev = events if events else (None, None)
     if ev:
         for k, m in enumerate(ev.modes):
-            mapping[m] = sp.Symbol(f"p[{n_par + k}]")
+            names[m] = f"p[{n_par + k}]"
         jac_dy, jac_dyp = _moded_jacobian(red, moded_eqs)
-        res = [prep(e) for e in moded_eqs]
+        res = list(moded_eqs)
     else:
         jac_dy, jac_dyp = red.jac_dy, red.jac_dyp
-        res = [prep(e) for e in red.equations]
-    jac = [prep(dy) + cj * prep(dyp) if dyp != 0 else prep(dy) for dy, dyp in zip(jac_dy, jac_dyp)]
-    outs = [prep(e) for _, e in red.outputs]
+        res = list(red.equations)
+    jac = [sp.sympify(dy) + cj * sp.sympify(dyp) if dyp != 0 else sp.sympify(dy) for dy, dyp in zip(jac_dy, jac_dyp)]
+    outs = [e for _, e in red.outputs]
     # the pivots kernel: the elimination's parametric pivots, then the parameter checks
-    pivots = [prep(e) for e, _ in red.pivots] + [prep(e) for e, _, _ in (red.param_checks or [])]
-    lines = [
-        f"# Generated by bondsim_ros codegen v{CODEGEN_VERSION} for model {red.name!r}, key {key}. Do not edit.",
-        "import math",
-        "from numba import njit",
-        "from bondsim_ros.solver.kernels import RES_SIG, JAC_SIG",
-        "",
-    ]
+    pivots = [e for e, _ in red.pivots] + [e for e, _, _ in (red.param_checks or [])]
+    lines = [f"/* Generated by bondsim_ros codegen v{CODEGEN_VERSION} for model {_c_comment(red.name)}, key {key}. "
+             "Do not edit. */", C_PRELUDE]
     if ev:
-        lines[3:3] = ["import numpy as np"]
-        # the natural modes, inner ones first: each a local the later ones read
-        local = dict(mapping)
-        for k, m in enumerate(ev.modes):
-            local[m] = sp.Symbol(f"_m{k}")
-        lines += ["@njit(RES_SIG, cache=True, error_model='numpy')", "def modes(t, y, yp, p, out):"]
-        for k, nat in enumerate(ev.natural):
-            lines.append(f"    _m{k} = float({printer.doprint(sp.sympify(nat).xreplace(local))})")
-            lines.append(f"    out[{k}] = _m{k}")
-        lines.append("")
-        lines += _emit_function("roots", "RES_SIG", "t, y, yp, p, out", [prep(g) for g in ev.roots], "out", printer)
-        lines.append("")
-        lines += _emit_function("residual_modes", "RES_SIG", "t, y, yp, p, out", res, "out", printer)
-        lines.append("")
-        lines += _emit_function("jacobian_modes", "JAC_SIG", "t, y, yp, p, cj, vals", jac, "vals", printer)
-        lines.append("")
         n_modes = len(ev.modes)
-        # compiled on first call only (no signature): the solver never calls them, and compiled
-        # eagerly they cost as much again as the kernels they wrap (LLVM inlines those)
-        for name, sig, args in (("residual", "RES_SIG", "t, y, yp, p, out"),
-                                ("jacobian", "JAC_SIG", "t, y, yp, p, cj, vals")):
-            lines += ["@njit(cache=True)", f"def {name}({args}):",
-                      f"    pm = np.empty({n_par + n_modes})", f"    pm[:{n_par}] = p[:{n_par}]",
-                      f"    m = np.empty({n_modes})", "    modes(t, y, yp, pm, m)", f"    pm[{n_par}:] = m",
-                      f"    {name}_modes({args.replace(' p,', ' pm,')})", ""]
+        # the natural modes: each in terms of the modes before it (inner ones first), here
+        # with those written out, so that one common-subexpression elimination serves them all
+        natural = []
+        for k, nat in enumerate(ev.natural):
+            natural.append(sp.sympify(nat).xreplace(dict(zip(ev.modes[:k], natural))))
+        lines += _emit_function("modes", "res", natural, printer) + [""]
+        lines += _emit_function("roots", "res", list(ev.roots), printer) + [""]
+        lines += _emit_function("residual_modes", "res", res, printer) + [""]
+        lines += _emit_function("jacobian_modes", "jac", jac, printer) + [""]
+        for name, kind in (("residual", "res"), ("jacobian", "jac")):
+            lines += [f"void {name}({_ARGS[kind]}) {{",
+                      f"    double pm[{n_par + n_modes}];",
+                      f"    memcpy(pm, p, {n_par} * sizeof(double));" if n_par else "",
+                      f"    modes(t, y, yp, p, pm + {n_par});",
+                      f"    {name}_modes({_CALL[kind].replace(' p,', ' pm,')});",
+                      "}", ""]
     else:
-        lines += _emit_function("residual", "RES_SIG", "t, y, yp, p, out", res, "out", printer)
-        lines.append("")
-        lines += _emit_function("jacobian", "JAC_SIG", "t, y, yp, p, cj, vals", jac, "vals", printer)
-        lines.append("")
-    lines += _emit_function("outputs", "RES_SIG", "t, y, yp, p, out", outs, "out", printer)
-    lines.append("")
+        lines += _emit_function("residual", "res", res, printer) + [""]
+        lines += _emit_function("jacobian", "jac", jac, printer) + [""]
+    lines += _emit_function("outputs", "res", outs, printer) + [""]
     # parametric pivots of the elimination (reduce.py): evaluated before a run, never in the loop
-    lines += _emit_function("pivots", "RES_SIG", "t, y, yp, p, out", pivots, "out", printer)
+    lines += _emit_function("pivots", "res", pivots, printer)
     return "\n".join(lines) + "\n"
+
+
+def _c_comment(text: str) -> str:
+    return repr(str(text)).replace("*/", "* /")
 
 
 def _csc(rows, cols, n):
@@ -393,17 +576,6 @@ class CompiledModel:
         )
 
 
-def _load_module(path: Path, key: str):
-    modname = f"bondsim_generated_{key}"
-    if modname in sys.modules:
-        return sys.modules[modname]
-    spec = importlib.util.spec_from_file_location(modname, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
@@ -411,86 +583,155 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+# kernel field of CompiledModel -> its ABI kind (solver/native.py)
+_KERNELS = {"residual": "res", "jacobian": "jac", "outputs": "res", "pivots": "res"}
+_EVENT_KERNELS = {"roots": "res", "modes": "res", "residual_modes": "res", "jacobian_modes": "jac"}
+
+
+class _KeyLock:
+    """An exclusive lock on one key's build (flock: released by the kernel if the process
+    dies), so concurrent first runs of a model build it once; the lock file goes with it."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        import fcntl
+
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        # unlinked while held: a process waiting on this file finds the built code on waking
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self.fd)
+
+
+def _library(name: str, src_path: Path, source: str, folder: Path) -> Path:
+    from bondsim_ros.solver import native
+
+    try:
+        return native.build_library(source, src_path.stem, folder, what=f"model {name!r}")
+    except native.NativeBuildError as exc:
+        text = str(exc).strip()
+        raise ModelError(name, f"the generated code does not compile ({text})") from None
+
+
 def compile_model(model: Model, use_cache: bool = True, log=None, eliminate: bool = True,
                   key: str | None = None) -> CompiledModel:
-    """Build (or load from the cache) the numeric kernels of ``model``. ``key``: the model's
+    """Build (or load from the cache) the numeric kernels of ``model``: C compiled by the
+    system compiler into a shared library, its kernels as native.CKernel. ``key``: the model's
     fingerprint when already known (models.buildcache: then ``model`` needs only ``name`` and
     ``parameters``, and the cached code must exist)."""
     log = log or (lambda msg: None)
     key_given = key is not None
     key = key or fingerprint(model) + ("" if eliminate else "-full")
     folder = cache_dir()
-    src_path, meta_path = folder / f"m_{key}.py", folder / f"m_{key}.json"
-    from_cache = use_cache and src_path.exists() and meta_path.exists()
+    src_path, meta_path = folder / f"m_{key}.c", folder / f"m_{key}.json"
+
+    def cached():
+        return src_path.exists() and meta_path.exists()
+
+    from_cache = use_cache and cached()
     if key_given and not from_cache:  # removed since the build record was read
         raise ModelError(model.name, f"generated code {src_path.name} left the cache while loading: run again")
     if from_cache:
         meta = json.loads(meta_path.read_text())
-        log(f"model {model.name!r}: generated code from cache ({src_path.name})")
     else:
-        from .equations import build_dae
-        from .reduce import reduce_dae
+        with _KeyLock(folder / f"m_{key}.lock"):
+            from_cache = use_cache and cached()  # built by another process while this one waited
+            if from_cache:
+                meta = json.loads(meta_path.read_text())
+            else:
+                meta = _build(model, key, eliminate, src_path, meta_path, folder, log)
+    if from_cache:
+        log(f"model {model.name!r}: generated code from cache ({src_path.name})")
+    lib_path = folder / meta["library"]
+    if not lib_path.exists():  # the library alone was removed: compile the cached C again (no sympy)
+        lib_path = _library(model.name, src_path, src_path.read_text(), folder)
+        if lib_path.name != meta["library"]:  # another compiler version since
+            meta["library"] = lib_path.name
+            _atomic_write(meta_path, json.dumps(meta))
+    from bondsim_ros.solver import native
 
-        log(f"model {model.name!r}: building equations")
-        try:
-            raw = build_dae(model)
-            red = reduce_dae(raw, eliminate=eliminate)
-        except ModelError as exc:  # add the model-file line of the component it names
-            raise locate(model, exc) from None
-        log(f"model {model.name!r}: {len(raw.equations)} equations -> {len(red.equations)} after elimination; "
-            f"{len(red.jac_rows)} Jacobian non-zeros; generating code")
-        indptr, indices = _csc(red.jac_rows, red.jac_cols, len(red.variables))
-        meta = {
-            "name": red.name,
-            "var_names": red.var_names,
-            "eq_names": red.eq_names,
-            "differential": red.differential.tolist(),
-            "indptr": indptr.tolist(),
-            "indices": indices.tolist(),
-            "y0": red.y0.tolist(),
-            "param_names": red.param_names,
-            "output_names": [n for n, _ in red.outputs],
-            "pivot_names": [f"{d}: coefficient {e}".replace("param:", "") for e, d in red.pivots],
-            "check_names": [d for _, d, _ in red.param_checks or []],
-            "check_kinds": [k for _, _, k in red.param_checks or []],
-            # parameters in each pivot, then in each check: named with their values when refused
-            "pivot_params": [_param_names(e) for e, _ in red.pivots] + [_param_names(e) for e, _, _ in
-                                                                           red.param_checks or []],
-            "param_uses": red.param_uses or {},
-        }
-        from .events import extract_events
-
-        moded, ev = extract_events(red.equations, red.eq_names)
-        meta["n_modes"] = len(ev.modes)
-        meta["root_names"] = ev.root_names
-        if ev:
-            log(f"model {model.name!r}: {len(ev.roots)} switching functions, {len(ev.modes)} modes (events)")
-        _atomic_write(src_path, generate_source(red, key, (moded, ev) if ev else None))
-        _atomic_write(meta_path, json.dumps(meta))
-    log(f"model {model.name!r}: loading kernels (numba compiles them on first use; cached after that)")
     try:
-        module = _load_module(src_path, key)
-    except Exception as exc:  # numba refusing a law the checks let through: name it, keep no broken cache
-        sys.modules.pop(f"bondsim_generated_{key}", None)
-        for stale in (src_path, meta_path):
+        lib = native.load_library(lib_path)
+        kernels = {f: native.CKernel(lib, f, kind) for f, kind in _KERNELS.items()}
+        if meta.get("n_modes", 0):
+            kernels.update({f: native.CKernel(lib, f, kind) for f, kind in _EVENT_KERNELS.items()})
+    except (OSError, AttributeError) as exc:  # a damaged library: keep no broken cache
+        for stale in (src_path, meta_path, lib_path):
             stale.unlink(missing_ok=True)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(model.name, f"the generated code does not compile ({type(exc).__name__}: {first})") from None
+        raise ModelError(model.name, f"the generated library {lib_path.name} does not load ({exc}): run again") from None
     params = np.array([model.parameters[n] for n in meta["param_names"]], dtype=float)
     return CompiledModel(
         name=meta["name"], key=key, var_names=meta["var_names"], eq_names=meta["eq_names"],
         differential=np.array(meta["differential"], dtype=bool),
         indptr=np.array(meta["indptr"], dtype=np.int64), indices=np.array(meta["indices"], dtype=np.int64),
         y0=np.array(meta["y0"], dtype=float), param_names=meta["param_names"], params=params,
-        output_names=meta["output_names"], residual=module.residual, jacobian=module.jacobian,
-        outputs=module.outputs, source_path=str(src_path), from_cache=from_cache,
-        pivot_names=meta.get("pivot_names", []), pivots=getattr(module, "pivots", None),
+        output_names=meta["output_names"], residual=kernels["residual"], jacobian=kernels["jacobian"],
+        outputs=kernels["outputs"], source_path=str(src_path), from_cache=from_cache,
+        pivot_names=meta.get("pivot_names", []), pivots=kernels["pivots"],
         check_names=meta.get("check_names", []), check_kinds=meta.get("check_kinds", []),
         pivot_params=meta.get("pivot_params", []), param_uses=meta.get("param_uses", {}),
         n_modes=meta.get("n_modes", 0), root_names=meta.get("root_names", []),
-        roots=getattr(module, "roots", None), modes=getattr(module, "modes", None),
-        residual_modes=getattr(module, "residual_modes", None), jacobian_modes=getattr(module, "jacobian_modes", None),
+        roots=kernels.get("roots"), modes=kernels.get("modes"),
+        residual_modes=kernels.get("residual_modes"), jacobian_modes=kernels.get("jacobian_modes"),
     )
+
+
+def _build(model, key, eliminate, src_path, meta_path, folder, log) -> dict:
+    """Equations, elimination, C source, library; then the source and the metadata (last: the
+    cache entry exists once the metadata does). A compile failure leaves nothing behind."""
+    from .equations import build_dae
+    from .events import extract_events
+    from .reduce import reduce_dae
+
+    log(f"model {model.name!r}: building equations")
+    try:
+        raw = build_dae(model)
+        red = reduce_dae(raw, eliminate=eliminate)
+    except ModelError as exc:  # add the model-file line of the component it names
+        raise locate(model, exc) from None
+    log(f"model {model.name!r}: {len(raw.equations)} equations -> {len(red.equations)} after elimination; "
+        f"{len(red.jac_rows)} Jacobian non-zeros; generating code")
+    indptr, indices = _csc(red.jac_rows, red.jac_cols, len(red.variables))
+    meta = {
+        "name": red.name,
+        "var_names": red.var_names,
+        "eq_names": red.eq_names,
+        "differential": red.differential.tolist(),
+        "indptr": indptr.tolist(),
+        "indices": indices.tolist(),
+        "y0": red.y0.tolist(),
+        "param_names": red.param_names,
+        "output_names": [n for n, _ in red.outputs],
+        "pivot_names": [f"{d}: coefficient {e}".replace("param:", "") for e, d in red.pivots],
+        "check_names": [d for _, d, _ in red.param_checks or []],
+        "check_kinds": [k for _, _, k in red.param_checks or []],
+        # parameters in each pivot, then in each check: named with their values when refused
+        "pivot_params": [_param_names(e) for e, _ in red.pivots] + [_param_names(e) for e, _, _ in
+                                                                       red.param_checks or []],
+        "param_uses": red.param_uses or {},
+    }
+    moded, ev = extract_events(red.equations, red.eq_names)
+    meta["n_modes"] = len(ev.modes)
+    meta["root_names"] = ev.root_names
+    if ev:
+        log(f"model {model.name!r}: {len(ev.roots)} switching functions, {len(ev.modes)} modes (events)")
+    try:
+        source = generate_source(red, key, (moded, ev) if ev else None)
+    except Exception as exc:  # a law with no C translation the checks let through: name it
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(model.name, f"the generated code does not compile ({type(exc).__name__}: {first})") from None
+    log(f"model {model.name!r}: compiling the kernels (C)")
+    meta["library"] = _library(model.name, src_path, source, folder).name
+    _atomic_write(src_path, source)
+    _atomic_write(meta_path, json.dumps(meta))
+    return meta
 
 
 def _param_names(expr) -> list:

@@ -130,7 +130,7 @@ def lookup(spec: str, use_cache: bool = True):
         if not all(_digest(f) == h for f, h in deps.items()):
             return None
         folder = cache_dir()
-        if not ((folder / f"m_{key}.py").exists() and (folder / f"m_{key}.json").exists()):
+        if not ((folder / f"m_{key}.c").exists() and (folder / f"m_{key}.json").exists()):
             return None
         recorded = Recorded(str(rec["name"]), {str(k): float(v) for k, v in rec["parameters"].items()}, str(key))
         module = rec["entry_module"]
