@@ -904,9 +904,9 @@ def advance(res, jac, indptr, indices, diff, index2, p, rtol, atol, hmax, t_out,
                 # Hairer & Wanner's scaling of index-2 unknowns (RADAU5): a multiplier's Newton
                 # correction carries the residuals' round-off times cj ~ 1/h, so at rtol 1e-12
                 # it never met atol + rtol |y| and every smaller step made it worse (seed 003
-                # slider crank: step size underflow at t = 1.34 s); tested against the weight
-                # times 1/h, its effect h * dlambda on the differential unknowns is what is
-                # tested. Never tighter than the plain weight (h >= 1).
+                # slider crank: step size underflow at t = 1.34 s). Weighed by 1/h, the test
+                # bounds h * correction, what the differential unknowns see of it. Never
+                # tighter than the plain weight (no scaling for h >= 1).
                 for m in range(n):
                     if index2[m]:
                         scale[m] /= h
