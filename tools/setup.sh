@@ -28,6 +28,8 @@ command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+# the C compiler that builds the solver core and every model's kernels (solver/native.py)
+command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 # Python headers: the locally generated tf2_msgs extension compiles against them
 "$PY" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   || need_apt+=(python3-dev)
