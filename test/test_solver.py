@@ -145,46 +145,6 @@ def test_index2_dae_with_multiplier():
     assert np.max(np.abs(Y[:, 2] - z)) < 1e-4  # the multiplier, one order less accurate
 
 
-# y' = -y + z, 0 = z - sin t: z is algebraic of index 1 (its own equation gives it)
-@residual_kernel
-def i1_res(t, y, yp, p, out):
-    out[0] = yp[0] + y[0] - y[1]
-    out[1] = y[1] - math.sin(t)
-
-
-@jacobian_kernel
-def i1_jac(t, y, yp, p, cj, vals):
-    vals[0], vals[1], vals[2] = cj + 1.0, -1.0, 1.0  # columns: y -> row 0; z -> rows 0, 1
-
-
-def test_newton_scales_only_the_index2_unknowns():
-    """The multiplier z of the Hessenberg DAE is found as a higher-index unknown (its Newton weight
-    is divided by h); the index-1 z of an explicit law is not: its Newton test stays as tight."""
-    s = BDFSolver(h2_problem(), rtol=1e-8, atol=1e-10)
-    s.init(0.0, [0.2, 0.8, 0.0])
-    assert s.index2.tolist() == [False, False, True]
-    i1 = DAEProblem(i1_res, i1_jac, np.array([0, 1, 3], np.int64), np.array([0, 0, 1], np.int64),
-                    np.array([True, False]), np.zeros(1), ["y", "z"])
-    s1 = BDFSolver(i1, rtol=1e-8, atol=1e-10)
-    s1.init(0.0, [1.0, 0.0])
-    assert s1.index2.tolist() == [False, False]
-    Y, _ = s1.advance([2.0])
-    exact = (1.5 * math.exp(-2.0) + (math.sin(2.0) - math.cos(2.0)) / 2)  # y(0) = 1
-    assert Y[0, 0] == pytest.approx(exact, rel=1e-6) and Y[0, 1] == pytest.approx(math.sin(2.0), abs=1e-9)
-
-
-@pytest.mark.parametrize("rtol, bound", [(1e-8, 1e-7), (1e-10, 1e-9), (1e-12, 1e-11)])
-def test_index2_dae_error_falls_to_rtol_1e_12(rtol, bound):
-    # measured 1.2e-8, 6.0e-11, 1.7e-12 (y1); 5.2e-8, 3.5e-10, 1.1e-11 (z)
-    s = BDFSolver(h2_problem(), rtol=rtol, atol=rtol * 1e-2)
-    s.init(0.0, [0.2, 0.8, 0.0])
-    t = np.linspace(0.1, 10.0, 100)
-    Y, _ = s.advance(t)
-    y1, _, z = h2_exact(t)
-    assert np.max(np.abs(Y[:, 0] - y1)) < bound
-    assert np.max(np.abs(Y[:, 2] - z)) < 10 * bound
-
-
 # ---- a stiff problem against SciPy's Radau ----------------------------------------------
 @residual_kernel
 def rob_res(t, y, yp, p, out):

@@ -86,26 +86,6 @@ def _left_null_space(M) -> np.ndarray:
     return np.hstack([W, extra])
 
 
-def _higher_index_algebraic(Fy, Fyp, diff) -> np.ndarray:
-    """The algebraic unknowns that F = 0 does not determine from the differential ones (index
-    2 or more: the multipliers of velocity constraints). An index-1 algebraic z and all y'
-    follow from [dF/dy' (differential columns) | dF/dz] at fixed differential y; the unknowns
-    with a component in that matrix's null space do not (Hairer & Wanner, VII.1)."""
-    out = np.zeros(diff.size, dtype=bool)
-    if diff.all():
-        return out
-    M = np.hstack([Fyp[:, diff], Fy[:, ~diff]])
-    if not np.all(np.isfinite(M)):
-        return out
-    norms = np.linalg.norm(M, axis=0)
-    M = M / np.where(norms > 0, norms, 1.0)  # unit columns: units of the unknowns do not matter
-    _, S, Vt = np.linalg.svd(M)
-    rank = int(np.sum(S > 1e-10 * S[0])) if S.size and S[0] > 0 else 0
-    null = Vt[rank:, diff.sum():]  # the null space's algebraic components
-    out[np.flatnonzero(~diff)] = np.linalg.norm(null, axis=0) > 1e-6
-    return out
-
-
 class BDFSolver:
     """Variable-step, variable-order (1-5) BDF for F(t, y, y') = 0, in the fixed-leading-
     coefficient form of SciPy's ``BDF`` (difference array D, Shampine & Reichelt 1997),
@@ -130,10 +110,7 @@ class BDFSolver:
     suppress_alg : bool
         Leave the algebraic unknowns out of the error test (default True). Needed for index-2
         unknowns such as the contact forces of velocity constraints (Sf(0) joints), whose
-        error estimate does not converge with h (Hairer & Wanner, VII.3). Independently of
-        it, the Newton test weighs the higher-index algebraic unknowns (found at ``init``)
-        by (atol + rtol |y|) / h while h < 1, as RADAU5 does: their corrections carry the
-        residuals' round-off times 1/h, which at rtol 1e-12 no weight atol + rtol |y| admits.
+        error estimate does not converge with h (Hairer & Wanner, VII.3).
     linear_solver : "auto" | "dense" | "sparse"
         LU of the iteration matrix: dense LAPACK-style partial pivoting, or the sparse
         left-looking LU (COLAMD column order) of ``bdf_core.c``; "auto" takes sparse for n > 60 and
@@ -181,7 +158,6 @@ class BDFSolver:
         self.st = np.zeros(core.N_FLOAT_STATE)
         self.ist = np.zeros(core.N_INT_STATE, dtype=np.int64)
         self.piv = np.zeros(n, dtype=np.int64)
-        self.index2 = np.zeros(n, dtype=bool)  # higher-index algebraic unknowns (set by init)
         if linear_solver not in ("auto", "dense", "sparse"):
             raise ValueError(f"linear_solver must be 'auto', 'dense' or 'sparse', not {linear_solver!r}")
         nnz = len(self.indices)
@@ -206,8 +182,7 @@ class BDFSolver:
             sizes=dict(n=n, nnz=nnz, n_par=n_par, n_modes=n_modes, n_roots=self.n_roots, sparse=int(self.sparse),
                        max_steps=self.max_steps, cap_l=Li.shape[0], cap_u=Ui.shape[0]),
             scalars=dict(rtol=self.rtol, hmax=self.hmax),
-            arrays=dict(indptr=self.indptr, indices=self.indices, diff=self.diff.view(np.uint8),
-                        index2=self.index2.view(np.uint8), p=self.pm,
+            arrays=dict(indptr=self.indptr, indices=self.indices, diff=self.diff.view(np.uint8), p=self.pm,
                         atol=self.atol, D=self.D, st=self.st, ist=self.ist, stats=self._stats, G=self.G,
                         piv=self.piv, q=self.q, Lp=Lp, Li=Li, Lx=Lx, Up=Up, Ui=Ui, Ux=Ux, prow=prow, pinv=pinv,
                         xw=xw))
@@ -352,11 +327,6 @@ class BDFSolver:
         yp = np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy()
         y, yp = self._consistent_with_modes(t0, y, yp, consistent)
         self.y, self.yp = y, yp
-        diff = np.asarray(self.problem.differential, bool)
-        if not diff.all():
-            Fy = self._dense_G(t0, y, yp, 0.0)
-            # in place: the core holds this array's address
-            self.index2[:] = _higher_index_algebraic(Fy, self._dense_G(t0, y, yp, 1.0) - Fy, diff)
         if self.h0 is not None:
             h = float(self.h0)
         else:

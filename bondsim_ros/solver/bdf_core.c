@@ -74,7 +74,6 @@ typedef struct {
     int64_t n, nnz, n_par, n_modes, n_roots, sparse, max_steps, cap_l, cap_u;
     const int64_t *indptr, *indices; /* CSC pattern of G */
     const uint8_t *diff;             /* unknowns in the error test */
-    const uint8_t *index2;           /* higher-index algebraic unknowns: Newton weight / h */
     double *p;                       /* parameters, then the modes */
     double rtol;
     const double *atol;
@@ -874,16 +873,6 @@ int64_t bdf_advance(solver_t *s) {
             if (h < hmin) { status = UNDERFLOW; break; }
             t_new = t + h;
             predict(s, D, order, w.gamma, alpha[order], w.y_pred, w.psi, scale);
-            if (h < 1.0) {
-                /* Hairer & Wanner's scaling of index-2 unknowns (RADAU5): a multiplier's Newton
-                   correction carries the residuals' round-off times cj ~ 1/h, so at rtol 1e-12 it
-                   never met atol + rtol |y| and every smaller step made it worse (seed 003 slider
-                   crank: step size underflow at t = 1.34 s). Weighed by 1/h, the test bounds
-                   h * correction, what the differential unknowns see of it; never tighter than
-                   the plain weight. `scale` feeds only the Newton test here. */
-                for (int64_t m = 0; m < n; m++)
-                    if (s->index2[m]) scale[m] /= h;
-            }
             double cj = alpha[order] / h;
             /* IDA's rule: the factorised G(cj_lu) serves while cj/cj_lu stays in [0.6, 1.67] */
             if (lu_valid && !(CJ_RATIO_LO <= cj / cj_lu && cj / cj_lu <= CJ_RATIO_HI)) lu_valid = 0;
