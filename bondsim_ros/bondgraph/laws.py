@@ -148,13 +148,21 @@ class _Builder:
     def __init__(self, names: dict, source: str):
         self.names = names
         self.source = source
+        # the source's lines as UTF-8 (ast's offsets count bytes), split once: ast.
+        # get_source_segment re-splits the whole text per literal, quadratic in a long law
+        self.lines = source.encode().splitlines()  # bytes split at \n, \r, \r\n only, as ast does
+
+    def literal_text(self, node) -> str:
+        if node.lineno == node.end_lineno:
+            return self.lines[node.lineno - 1][node.col_offset:node.end_col_offset].decode()
+        return ast.get_source_segment(self.source, node)
 
     def build(self, node):
         kind = type(node)
         if kind is ast.Expression:
             return self.build(node.body)
         if kind is ast.Constant:
-            text = ast.get_source_segment(self.source, node) if isinstance(node.value, float) else None
+            text = self.literal_text(node) if isinstance(node.value, float) else None
             return _number(node.value, text)
         if kind is ast.Name:
             return self.name(node.id)
