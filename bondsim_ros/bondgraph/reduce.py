@@ -216,7 +216,7 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     # final expressions of eliminated unknowns, newest first (each refers only to later ones)
     eliminated: dict = {}
     for v, rhs in reversed(eliminated_order):
-        eliminated[v] = rhs.xreplace(eliminated) if rhs.free_symbols & eliminated.keys() else rhs
+        eliminated[v] = rhs.xreplace(eliminated) if free(rhs) & eliminated.keys() else rhs
 
     rem_eqs, rem_names = [], []
     for i, eq in enumerate(equations):
@@ -243,12 +243,12 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     dsyms = {deriv[s]: s for s in states}
     appearing = set()
     for eq in rem_eqs:
-        appearing |= eq.free_symbols & dsyms.keys()
+        appearing |= free(eq) & dsyms.keys()
     # a derivative whose only coefficient is made of parameters: a value zeroing it turns the
     # state algebraic (R = 0 in an R-C loop), which the solver cannot integrate: refuse it by name
     checks = list(raw.param_checks)
     for dsym, state in dsyms.items():
-        where = [i for i, eq in enumerate(rem_eqs) if dsym in eq.free_symbols]
+        where = [i for i, eq in enumerate(rem_eqs) if dsym in free(eq)]
         if len(where) == 1:
             coef = diff(rem_eqs[where[0]], dsym)
             if coef.free_symbols and coef.free_symbols <= param_syms:
