@@ -136,6 +136,23 @@ _FUNCTION_DERIVATIVE = sp.Function._eval_derivative
 _BASIC_DERIVATIVE_N = sp.Basic._eval_derivative_n_times
 
 
+def _substitute(expr, v, rhs, free, memo):
+    """``expr.xreplace({v: rhs})``, node for node the same rebuild, but skipping sub-trees
+    without ``v`` (``free``: the memoised free symbols; the law language has no construct
+    that binds a symbol, so free symbols are all the symbols) and rebuilding a sub-expression
+    shared by several equations once per substitution (``memo``)."""
+    if v not in free(expr):
+        return expr
+    if expr == v:
+        return rhs
+    r = memo.get(expr)
+    if r is None:
+        r = expr.func(*[_substitute(a, v, rhs, free, memo) if isinstance(a, sp.Basic) else a
+                        for a in expr.args])
+        memo[expr] = r
+    return r
+
+
 def _diff(expr, var):
     """d expr / d var (see _Differentiator.diff), without a memo shared between calls."""
     return _Differentiator().diff(expr, var)
@@ -189,10 +206,11 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
                 alive[i] = False
                 alg_set.discard(v)
                 eliminated_order.append((v, rhs))
+                memo: dict = {}
                 for j in list(occurs[v]):
                     if j == i or not alive[j]:
                         continue
-                    new = equations[j].xreplace({v: rhs})
+                    new = _substitute(equations[j], v, rhs, free, memo)
                     equations[j] = new
                     for s in free(new) & alg_set:
                         occurs[s].add(j)
