@@ -90,10 +90,17 @@ class _Differentiator:
             r = sp.Add(*[self(a, v) for a in e.args])
         elif kind is sp.Mul:  # Mul._eval_derivative_n_times(v, 1): the Leibniz rule, factor by factor
             args = e.args
-            r = sp.Add(*[1 * sp.Mul(*(args[:i] + (self(args[i], v),) + args[i + 1:])) for i in range(len(args))])
+            if args[0].is_Number and not args[0].is_finite:  # 0*oo is nan: keep every term
+                r = sp.Add(*[1 * sp.Mul(*(args[:i] + (self(a, v),) + args[i + 1:])) for i, a in enumerate(args)])
+            else:  # a term whose factor does not contain v is 0 and adds nothing: not built
+                r = sp.Add(*[1 * sp.Mul(*(args[:i] + (self(a, v),) + args[i + 1:]))
+                             for i, a in enumerate(args) if v in self.free(a)])
         elif kind is sp.Pow:  # Pow._eval_derivative
             dbase, dexp = self(e.base, v), self(e.exp, v)
-            r = e * (dexp * sp.log(e.base) + dbase * e.exp / e.base)
+            if dexp is sp.S.Zero:  # v only in the base (not a number then): 0*log(base) is 0
+                r = e * (dbase * e.exp / e.base)
+            else:
+                r = e * (dexp * sp.log(e.base) + dbase * e.exp / e.base)
         elif isinstance(e, sp.Function) and kind._eval_derivative is _FUNCTION_DERIVATIVE \
                 and kind._eval_derivative_n_times is _BASIC_DERIVATIVE_N:  # Function._eval_derivative
             terms = []
