@@ -96,11 +96,10 @@ class _Differentiator:
                 r = sp.Add(*[1 * sp.Mul(*(args[:i] + (self(a, v),) + args[i + 1:]))
                              for i, a in enumerate(args) if v in self.free(a)])
         elif kind is sp.Pow:  # Pow._eval_derivative
-            dbase, dexp = self(e.base, v), self(e.exp, v)
-            if dexp is sp.S.Zero:  # v only in the base (not a number then): 0*log(base) is 0
-                r = e * (dbase * e.exp / e.base)
+            if v not in self.free(e.exp):  # v only in the base (not a number then): 0*log(base) is 0
+                r = e * (self(e.base, v) * e.exp / e.base)
             else:
-                r = e * (dexp * sp.log(e.base) + dbase * e.exp / e.base)
+                r = e * (self(e.exp, v) * sp.log(e.base) + self(e.base, v) * e.exp / e.base)
         elif isinstance(e, sp.Function) and kind._eval_derivative is _FUNCTION_DERIVATIVE \
                 and kind._eval_derivative_n_times is _BASIC_DERIVATIVE_N:  # Function._eval_derivative
             terms = []
