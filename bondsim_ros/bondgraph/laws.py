@@ -25,6 +25,7 @@ exponents above :data:`MAX_EXPONENT` on a symbolic base (sympy expands ``(2*x)**
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 import warnings
@@ -46,13 +47,18 @@ class clip(sp.Function):
     nargs = 3
 
     def fdiff(self, argindex=1):
-        u, lo, hi = self.args
-        inside = sp.And(u > lo, u < hi)
-        if argindex == 1:
-            return sp.Piecewise((1, inside), (0, True))
-        if argindex == 2:
-            return sp.Piecewise((1, u <= lo), (0, True))
-        return sp.Piecewise((1, u >= hi), (0, True))
+        return _clip_fdiff(*self.args, argindex)
+
+
+@functools.lru_cache(maxsize=4096)
+def _clip_fdiff(u, lo, hi, argindex):
+    """clip's partial derivatives, remembered: one clip recurs in many Jacobian entries and
+    building its Piecewise (sympy orders the And and collapses the branches) is slow."""
+    if argindex == 1:
+        return sp.Piecewise((1, sp.And(u > lo, u < hi)), (0, True))
+    if argindex == 2:
+        return sp.Piecewise((1, u <= lo), (0, True))
+    return sp.Piecewise((1, u >= hi), (0, True))
 
 
 # Functions a law may call (docs/engine.md lists them); anything else is refused by name.
@@ -148,13 +154,21 @@ class _Builder:
     def __init__(self, names: dict, source: str):
         self.names = names
         self.source = source
+        # the source's lines as UTF-8 (ast's offsets count bytes), split once: ast.
+        # get_source_segment re-splits the whole text per literal, quadratic in a long law
+        self.lines = source.encode().splitlines()  # bytes split at \n, \r, \r\n only, as ast does
+
+    def literal_text(self, node) -> str:
+        if node.lineno == node.end_lineno:
+            return self.lines[node.lineno - 1][node.col_offset:node.end_col_offset].decode()
+        return ast.get_source_segment(self.source, node)
 
     def build(self, node):
         kind = type(node)
         if kind is ast.Expression:
             return self.build(node.body)
         if kind is ast.Constant:
-            text = ast.get_source_segment(self.source, node) if isinstance(node.value, float) else None
+            text = self.literal_text(node) if isinstance(node.value, float) else None
             return _number(node.value, text)
         if kind is ast.Name:
             return self.name(node.id)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
+from sympy.core.function import ArgumentIndexError
 
 from .core import ModelError
 from .equations import RawDAE, T, derivative_symbol
@@ -51,29 +52,122 @@ class ReducedDAE:
     param_uses: dict = None  # parameter name -> element laws it enters
 
 
+class _Differentiator:
+    """d expr / d var as ``sympy.diff`` gives it, memoised per (sub-expression, var).
+
+    After elimination the same sub-expressions (a wheel speed, a joint force) recur in many
+    equations, and sympy re-derives them (and recomputes their free symbols and asks whether
+    every partial result is zero) at every occurrence. Sums, products, powers and functions
+    whose derivative is the chain rule (sin, tanh, clip, ...) are differentiated here by the
+    same rule sympy's own ``_eval_derivative`` methods apply, building the same expressions
+    with the same constructors in the same order; everything else goes to ``sympy.diff``."""
+
+    def __init__(self):
+        self._d: dict = {}
+        self._free: dict = {}
+
+    def free(self, e) -> frozenset:
+        r = self._free.get(e)
+        if r is None:
+            if type(e) in _UNION_FREE:  # Basic.free_symbols: the union over the arguments
+                r = frozenset().union(*[self.free(a) for a in e.args])
+            else:
+                r = frozenset(e.free_symbols)
+            self._free[e] = r
+        return r
+
+    def __call__(self, e, v):
+        key = (e, v)
+        r = self._d.get(key)
+        if r is not None:
+            return r
+        kind = type(e)
+        if v not in self.free(e):
+            r = sp.S.Zero
+        elif e == v:
+            r = sp.S.One
+        elif kind is sp.Add:  # Add._eval_derivative
+            r = sp.Add(*[self(a, v) for a in e.args])
+        elif kind is sp.Mul:  # Mul._eval_derivative_n_times(v, 1): the Leibniz rule, factor by factor
+            args = e.args
+            if args[0].is_Number and not args[0].is_finite:  # 0*oo is nan: keep every term
+                r = sp.Add(*[1 * sp.Mul(*(args[:i] + (self(a, v),) + args[i + 1:])) for i, a in enumerate(args)])
+            else:  # a term whose factor does not contain v is 0 and adds nothing: not built
+                r = sp.Add(*[1 * sp.Mul(*(args[:i] + (self(a, v),) + args[i + 1:]))
+                             for i, a in enumerate(args) if v in self.free(a)])
+        elif kind is sp.Pow:  # Pow._eval_derivative
+            if v not in self.free(e.exp):  # v only in the base (not a number then): 0*log(base) is 0
+                r = e * (self(e.base, v) * e.exp / e.base)
+            else:
+                r = e * (self(e.exp, v) * sp.log(e.base) + self(e.base, v) * e.exp / e.base)
+        elif isinstance(e, sp.Function) and kind._eval_derivative is _FUNCTION_DERIVATIVE \
+                and kind._eval_derivative_n_times is _BASIC_DERIVATIVE_N:  # Function._eval_derivative
+            terms = []
+            for i, a in enumerate(e.args, 1):
+                da = self(a, v)
+                if da.is_zero:
+                    continue
+                try:
+                    df = e.fdiff(i)
+                except ArgumentIndexError:
+                    df = sp.Function.fdiff(e, i)
+                terms.append(df * da)
+            r = sp.Add(*terms)
+        else:
+            r = sp.diff(e, v)
+        self._d[key] = r
+        return r
+
+    def diff(self, expr, var):
+        """d expr / d var, with the almost-everywhere derivatives sympy leaves unevaluated:
+        floor/ceiling -> 0, Mod(a, c) -> da (c constant), DiracDelta -> 0 (kinks, not impulses)."""
+        d = self(expr, var)
+        if not d.has(sp.Derivative, sp.DiracDelta):
+            return d
+
+        def fix(e):
+            inner = e.expr
+            if isinstance(inner, (sp.floor, sp.ceiling)):
+                return sp.S.Zero
+            if isinstance(inner, sp.Mod) and not inner.args[1].free_symbols:
+                return self.diff(inner.args[0], e.variables[0])
+            raise ModelError("derivative", f"cannot differentiate {inner} for the Jacobian")
+
+        d = d.replace(lambda e: isinstance(e, sp.Derivative), fix)
+        return d.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
+
+
+_UNION_FREE = (sp.Add, sp.Mul, sp.Pow)
+_FUNCTION_DERIVATIVE = sp.Function._eval_derivative
+_BASIC_DERIVATIVE_N = sp.Basic._eval_derivative_n_times
+
+
+def _substitute(expr, v, rhs, free, memo):
+    """``expr.xreplace({v: rhs})``, node for node the same rebuild, but skipping sub-trees
+    without ``v`` (``free``: the memoised free symbols; the law language has no construct
+    that binds a symbol, so free symbols are all the symbols) and rebuilding a sub-expression
+    shared by several equations once per substitution (``memo``)."""
+    if v not in free(expr):
+        return expr
+    if expr == v:
+        return rhs
+    r = memo.get(expr)
+    if r is None:
+        r = expr.func(*[_substitute(a, v, rhs, free, memo) if isinstance(a, sp.Basic) else a
+                        for a in expr.args])
+        memo[expr] = r
+    return r
+
+
 def _diff(expr, var):
-    """d expr / d var, with the almost-everywhere derivatives sympy leaves unevaluated:
-    floor/ceiling -> 0, Mod(a, c) -> da (c constant), DiracDelta -> 0 (kinks, not impulses)."""
-    d = sp.diff(expr, var)
-    if not d.has(sp.Derivative, sp.DiracDelta):
-        return d
-
-    def fix(e):
-        inner = e.expr
-        if isinstance(inner, (sp.floor, sp.ceiling)):
-            return sp.S.Zero
-        if isinstance(inner, sp.Mod) and not inner.args[1].free_symbols:
-            return _diff(inner.args[0], e.variables[0])
-        raise ModelError("derivative", f"cannot differentiate {inner} for the Jacobian")
-
-    d = d.replace(lambda e: isinstance(e, sp.Derivative), fix)
-    return d.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
+    """d expr / d var (see _Differentiator.diff), without a memo shared between calls."""
+    return _Differentiator().diff(expr, var)
 
 
-def _linear_coefficient(expr, var, allowed=frozenset()):
+def _linear_coefficient(expr, var, allowed=frozenset(), diff=_diff):
     """Coefficient of ``var`` if ``expr`` is affine in it and the coefficient depends on nothing
     but the symbols in ``allowed`` (run-time parameters), else None."""
-    d = _diff(expr, var)
+    d = diff(expr, var)
     if d == 0 or (d.free_symbols - allowed) or d.has(sp.Piecewise, sp.Min, sp.Max):
         return None
     return d
@@ -91,22 +185,25 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     eliminated_order: list[tuple] = []
     pivots: list[tuple] = []
     param_syms = frozenset(raw.parameter_symbols.values())
+    # one memo of derivatives and free symbols for the elimination and the Jacobian
+    differentiator = _Differentiator()
+    diff, free = differentiator.diff, differentiator.free
 
     if eliminate:
         occurs: dict = defaultdict(set)
         for i, eq in enumerate(equations):
-            for s in eq.free_symbols & alg_set:
+            for s in free(eq) & alg_set:
                 occurs[s].add(i)
 
         def try_eliminate(i) -> bool:
             eq = equations[i]
-            cands = [s for s in eq.free_symbols if s in alg_set]
+            cands = [s for s in free(eq) if s in alg_set]
             if not cands:
                 return False
             # prefer unknowns that appear in few other equations: cheaper substitutions
             cands.sort(key=lambda s: (len(occurs[s]), s.name))
             for v in cands:
-                c = _linear_coefficient(eq, v, allowed)
+                c = _linear_coefficient(eq, v, allowed, diff)
                 if c is None:
                     continue
                 if c.free_symbols:
@@ -115,12 +212,13 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
                 alive[i] = False
                 alg_set.discard(v)
                 eliminated_order.append((v, rhs))
+                memo: dict = {}
                 for j in list(occurs[v]):
                     if j == i or not alive[j]:
                         continue
-                    new = equations[j].xreplace({v: rhs})
+                    new = _substitute(equations[j], v, rhs, free, memo)
                     equations[j] = new
-                    for s in new.free_symbols & alg_set:
+                    for s in free(new) & alg_set:
                         occurs[s].add(j)
                 occurs.pop(v, None)
                 return True
@@ -134,7 +232,7 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
                 changed = False
                 # aliases and sources first (two terms or fewer), then explicit definitions
                 order = sorted((i for i in range(len(equations)) if alive[i]),
-                               key=lambda i: (len(equations[i].free_symbols), i))
+                               key=lambda i: (len(free(equations[i])), i))
                 for i in order:
                     if alive[i] and try_eliminate(i):
                         changed = True
@@ -142,7 +240,7 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     # final expressions of eliminated unknowns, newest first (each refers only to later ones)
     eliminated: dict = {}
     for v, rhs in reversed(eliminated_order):
-        eliminated[v] = rhs.xreplace(eliminated) if rhs.free_symbols & eliminated.keys() else rhs
+        eliminated[v] = rhs.xreplace(eliminated) if free(rhs) & eliminated.keys() else rhs
 
     rem_eqs, rem_names = [], []
     for i, eq in enumerate(equations):
@@ -169,14 +267,14 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     dsyms = {deriv[s]: s for s in states}
     appearing = set()
     for eq in rem_eqs:
-        appearing |= eq.free_symbols & dsyms.keys()
+        appearing |= free(eq) & dsyms.keys()
     # a derivative whose only coefficient is made of parameters: a value zeroing it turns the
     # state algebraic (R = 0 in an R-C loop), which the solver cannot integrate: refuse it by name
     checks = list(raw.param_checks)
     for dsym, state in dsyms.items():
-        where = [i for i, eq in enumerate(rem_eqs) if dsym in eq.free_symbols]
+        where = [i for i, eq in enumerate(rem_eqs) if dsym in free(eq)]
         if len(where) == 1:
-            coef = _diff(rem_eqs[where[0]], dsym)
+            coef = diff(rem_eqs[where[0]], dsym)
             if coef.free_symbols and coef.free_symbols <= param_syms:
                 checks.append((coef, f"{rem_names[where[0]]}: coefficient {str(coef).replace('param:', '')} "
                                      f"of {raw.state_names[state]}' must not be zero", "nonzero"))
@@ -186,12 +284,12 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     index = {v: j for j, v in enumerate(variables)}
     entries: dict = {}
     for i, eq in enumerate(rem_eqs):
-        syms = eq.free_symbols
+        syms = free(eq)
         for s in syms:
             if s in index:
-                entries.setdefault((index[s], i), [0, 0])[0] = _diff(eq, s)
+                entries.setdefault((index[s], i), [0, 0])[0] = diff(eq, s)
             elif s in dsyms:
-                entries.setdefault((index[dsyms[s]], i), [0, 0])[1] = _diff(eq, s)
+                entries.setdefault((index[dsyms[s]], i), [0, 0])[1] = diff(eq, s)
     keys = sorted(entries)
     outputs = [(raw.state_names[s], s) for s in states]
     for col, expr in raw.recorded.items():

@@ -1,0 +1,55 @@
+"""The reduction's own differentiation and substitution (reduce._Differentiator, reduce.
+_substitute) give exactly what sympy gives: the Jacobian and the eliminated expressions a
+model is compiled from must not depend on those shortcuts (docs/engine.md, step 4)."""
+from __future__ import annotations
+
+import sympy as sp
+
+from bondsim_ros.bondgraph.equations import build_dae
+from bondsim_ros.bondgraph.laws import clip
+from bondsim_ros.bondgraph.reduce import _Differentiator, _substitute, reduce_dae
+from bondsim_ros.models import registry
+
+x, y, z = sp.symbols("x y z", real=True)
+
+# what model equations are made of: float coefficients, powers, chain-rule functions, the
+# PID's clip, Piecewise, and the kinks sympy leaves unevaluated (floor, Mod)
+EXPRESSIONS = [
+    0.5 * x * y**2 - 3.25 * x * z + sp.Rational(1, 3),
+    x / (y**2 + 1.5) + sp.sqrt(x * y + 2),
+    sp.sin(x * y) * sp.cos(z) + sp.tanh(2.0 * x / 0.01) * y,
+    x**y + sp.exp(-x * z) * sp.log(y**2 + 1),
+    sp.atan2(y - 0.5 * x, x + z) * (x - 2 * y) ** 3,
+    clip(0.8 * x - 2.0 * y, -12.0, 12.0) * z + clip(y, -1, 1),
+    sp.Piecewise((x * y, x > 0.5), (0.25 * y**2, True)) + sp.Abs(x - z) + sp.Min(x, y),
+    sp.Mod(x * y, sp.pi / 3) + sp.floor(z / 2) * x,
+]
+
+
+def test_derivatives_are_sympys():
+    d = _Differentiator()
+    for expr in EXPRESSIONS:
+        for v in (x, y, z):
+            assert d(expr, v) == sp.diff(expr, v), (expr, v)
+            assert d(expr, v) == sp.diff(expr, v)  # from the memo too
+
+
+def test_derivatives_of_the_robotino_equations_are_sympys():
+    """The reduced Robotino: PID saturation (clip), the rollers' Mod/Piecewise, float
+    coefficients; every derivative the Jacobian is made of, before the fix-ups of kinks."""
+    red = reduce_dae(build_dae(registry()["robotino"].build()))
+    assert any(eq.has(clip) for eq in red.equations) and any(eq.has(sp.Mod) for eq in red.equations)
+    d = _Differentiator()
+    for eq in red.equations:
+        for s in eq.free_symbols:
+            assert d(eq, s) == sp.diff(eq, s), s
+
+
+def test_substitution_is_xreplace():
+    d = _Differentiator()
+    rhs = 2.5 * y - clip(z, -1, 1) / 3
+    memo: dict = {}
+    for expr in EXPRESSIONS:
+        assert _substitute(expr, x, rhs, d.free, memo) == expr.xreplace({x: rhs})
+    assert _substitute(x, x, rhs, d.free, {}) == rhs
+    assert _substitute(y * z, x, rhs, d.free, {}) == y * z
