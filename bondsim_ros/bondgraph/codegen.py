@@ -349,30 +349,35 @@ def _moded_jacobian(red, equations):
     changed = {i for i, (a, b) in enumerate(zip(red.equations, equations)) if a is not b}
     dsyms = {red.derivative[v]: v for v in red.derivative}
     jac_dy, jac_dyp = list(red.jac_dy), list(red.jac_dyp)
+    from .reduce import _Differentiator
+
     split: dict = {}
+    diff = _Differentiator().diff  # one memo for all entries: their sub-expressions recur
     for k, (i, j) in enumerate(zip(red.jac_rows, red.jac_cols)):
         if i in changed:
             v = red.variables[j]
-            jac_dy[k] = _diff_moded(equations[i], v, split)
+            jac_dy[k] = _diff_moded(equations[i], v, split, diff)
             dv = red.derivative.get(v)
-            jac_dyp[k] = _diff_moded(equations[i], dv, split) if dv is not None and dv in dsyms else 0
+            jac_dyp[k] = _diff_moded(equations[i], dv, split, diff) if dv is not None and dv in dsyms else 0
     return jac_dy, jac_dyp
 
 
-def _diff_moded(expr, var, split: dict):
+def _diff_moded(expr, var, split: dict, diff=None):
     """d expr / d var (reduce._diff) for an equation whose Piecewise laws switch on modes, the
     Piecewise taken apart: expr = E(var, P1, P2, ...) with the outermost Piecewise P_k as
     stand-in symbols, d expr = dE/dvar + sum dE/dP_k dP_k, each dP_k the Piecewise of its
     branches' derivatives under the same conditions (what sympy's derivative of a Piecewise is;
     a condition on a mode does not depend on var). sympy differentiating through the Piecewise
     re-derived its conditions' assumptions at every product-rule step: the Robotino's moded
-    Jacobian took 1.5 s. ``split`` caches each expression's stand-ins across calls."""
+    Jacobian took 1.5 s. ``split`` caches each expression's stand-ins across calls; ``diff`` (reduce's
+    differentiator) may carry one memo over many calls."""
     import sympy as sp
 
-    from .reduce import _diff
+    if diff is None:
+        from .reduce import _diff as diff
 
     if not expr.has(sp.Piecewise):
-        return _diff(expr, var)
+        return diff(expr, var)
     if expr not in split:
         outer: dict = {}
 
@@ -387,12 +392,12 @@ def _diff_moded(expr, var, split: dict):
         split[expr] = (expr.xreplace(outer), outer)
     flat, outer = split[expr]
     back = {d: pw for pw, d in outer.items()}
-    total = _diff(flat, var)
+    total = diff(flat, var)
     for pw, d in outer.items():
-        branches = [(_diff_moded(v, var, split), c) for v, c in pw.args]
+        branches = [(_diff_moded(v, var, split, diff), c) for v, c in pw.args]
         if all(b == 0 for b, _ in branches):
             continue
-        coeff = _diff(flat, d)
+        coeff = diff(flat, d)
         if coeff != 0:
             total += coeff * sp.Piecewise(*branches, evaluate=False)
     return total.xreplace(back)
