@@ -3,6 +3,7 @@ _substitute) give exactly what sympy gives: the Jacobian and the eliminated expr
 model is compiled from must not depend on those shortcuts (docs/engine.md, step 4)."""
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
 
 from bondsim_ros.bondgraph.equations import build_dae
@@ -53,3 +54,22 @@ def test_substitution_is_xreplace():
         assert _substitute(expr, x, rhs, d.free, memo) == expr.xreplace({x: rhs})
     assert _substitute(x, x, rhs, d.free, {}) == rhs
     assert _substitute(y * z, x, rhs, d.free, {}) == y * z
+
+
+def test_structural_matching_is_maximum_as_scipy_finds_it():
+    """reduce._maximum_matching (the structural check's, written to spare a cold build scipy's
+    import) matches as many equations as scipy.sparse.csgraph on random bipartite graphs."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    from bondsim_ros.bondgraph.reduce import _maximum_matching
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        n, m = int(rng.integers(1, 30)), int(rng.integers(1, 30))
+        A = rng.random((n, m)) < rng.uniform(0.02, 0.4)
+        mine = _maximum_matching([np.flatnonzero(row).tolist() for row in A], m)
+        ref = maximum_bipartite_matching(csr_matrix(A.astype(float)), perm_type="column")
+        assert sum(c >= 0 for c in mine) == int((ref >= 0).sum())
+        taken = [c for c in mine if c >= 0]
+        assert len(taken) == len(set(taken)) and all(c < 0 or A[i, c] for i, c in enumerate(mine))
