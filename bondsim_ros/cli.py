@@ -57,6 +57,11 @@ def assignments(items, what: str, parse=float, form: str = "NAME=VALUE") -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    if "numpy" not in sys.modules:
+        # a program run: one BLAS thread. The package's matrices are tiny (consistent
+        # initialisation, n <= a few hundred); OpenBLAS's extra thread only spins (0.08 s of
+        # a 0.75 s warm `simulate robotino`). A user's own setting wins.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
