@@ -59,17 +59,7 @@ ZOO = "\n".join([
     *[f"  - [split.out{i + 2}, f_{k}.u]\n  - [f_{k}.out, rec.{k}]" for i, k in enumerate(ZOO_LAWS)],
 ])
 
-SWITCHING_FORCE = """
-model: switching_force
-parameters: {m: 2.0}
-components:
-  F: {type: Se, effort: "Piecewise((3.0, x < 1), (-1.0, True))", inputs: [x]}
-  v: {type: EffortJunction, output: true}
-  mass: {type: I, inertia: m}
-  pos: {type: Integrator, x0: 0.0}
-bonds: [[F, v], [v, mass]]
-signals: [[v.out, pos.in_], [pos.out, F.x]]
-"""  # as test_events.py's
+SWITCHING_FORCE = (Path(__file__).parent / "data" / "models" / "switching_force.yaml").read_text()
 
 BUILDERS = {
     "law_zoo": lambda: loads_model(ZOO, "law_zoo.yaml"),

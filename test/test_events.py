@@ -17,17 +17,7 @@ MODELS = Path(__file__).parent / "data" / "models"
 
 # A mass pushed by 3 N until it has travelled 1 m, then braked by 1 N: the force switches on
 # the state, at t1 = sqrt(2 m / F1), which the solver has to find.
-SWITCHING_FORCE = """
-model: switching_force
-parameters: {m: 2.0}
-components:
-  F: {type: Se, effort: "Piecewise((3.0, x < 1), (-1.0, True))", inputs: [x]}
-  v: {type: EffortJunction, output: true}
-  mass: {type: I, inertia: m}
-  pos: {type: Integrator, x0: 0.0}
-bonds: [[F, v], [v, mass]]
-signals: [[v.out, pos.in_], [pos.out, F.x]]
-"""
+SWITCHING_FORCE = (MODELS / "switching_force.yaml").read_text()
 M, F1, F2 = 2.0, 3.0, -1.0
 
 
