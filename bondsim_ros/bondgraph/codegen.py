@@ -615,11 +615,16 @@ class _KeyLock:
             os.close(self.fd)
 
 
+# -O1 for the kernels (straight-line arithmetic): gcc 0.29 s instead of 0.41 s on the Robotino's
+# 511 lines, 5.0 s instead of 6.3 s on the dual-arm's 4067; the Robotino solve measured the same
+KERNEL_CFLAGS = ("-O1",)
+
+
 def _library(name: str, src_path: Path, source: str, folder: Path) -> Path:
     from bondsim_ros.solver import native
 
     try:
-        return native.build_library(source, src_path.stem, folder, what=f"model {name!r}")
+        return native.build_library(source, src_path.stem, folder, extra_flags=KERNEL_CFLAGS, what=f"model {name!r}")
     except native.NativeBuildError as exc:
         text = str(exc).strip()
         raise ModelError(name, f"the generated code does not compile ({text})") from None
