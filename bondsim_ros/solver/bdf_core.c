@@ -884,6 +884,7 @@ int64_t bdf_advance(solver_t *s) {
     }
 
     double t_new = t;
+    double t_switched = NAN; /* where a failed step last restarted on a switch */
     int outcome = CONVERGED;
     for (;;) {
         k_out = emit_outputs(s, k_out, t, h, order, D, stats[ST_STEPS] > 0, yo, ypo);
@@ -975,10 +976,12 @@ int64_t bdf_advance(solver_t *s) {
                 if (frac >= 0.0) {
                     double ttol = 100.0 * EPS * (fabs(t) + fabs(h));
                     if (frac * h <= ttol) {
-                        /* the step starts on the switch: the modes just past it, and a restart */
+                        /* the step starts on the switch: the modes just past it, and a restart
+                           (once at a point: a second would loop without a step accepted) */
                         dense_output(n, t + ttol, t, h, order, D, w.yq, w.ypq);
                         s->modes(t + ttol, w.yq, w.ypq, s->p, w.m_new);
-                        if (modes_changed(s, w.m_new)) {
+                        if (t != t_switched && modes_changed(s, w.m_new)) {
+                            t_switched = t;
                             dense_output(n, t, t, h, order, D, w.yq, w.ypq);
                             double cj_r;
                             h = restart_at(s, &w, t, h, h, order, D, hmin, &cj_r);
