@@ -117,3 +117,79 @@ def test_events_leave_a_model_without_discontinuities_alone():
     assert c.n_modes == 0 and c.roots is None
     res = simulate(c, t_end=1.0, dt_out=0.1)
     assert res.stats["events"] == 0
+
+
+# Laws defined only up to their switch: past it the branch of the old mode is NaN, so a step
+# that crosses the switch fails whatever its size. Both used to stop with a step-size underflow
+# (acos, at t = 2) or a singular iteration matrix (sqrt, its derivative NaN past x = 1).
+ACOS_M = 2.0
+
+
+def acos_clip_exact(t):
+    """Velocity and position of the mass pushed by acos(clip(t - 1, -1, 1)) from rest."""
+    u = np.clip(t - 1.0, -1.0, 1.0)
+    v = (u * np.arccos(u) - np.sqrt(1.0 - u ** 2) + math.pi) / ACOS_M
+
+    def X(u):  # an antiderivative of m v in u = t - 1
+        return 0.5 * u ** 2 * np.arccos(u) - 0.25 * np.arcsin(u) - 0.75 * u * np.sqrt(1.0 - u ** 2) + math.pi * u
+
+    x = (X(u) - X(-1.0)) / ACOS_M + np.where(t > 2.0, math.pi / ACOS_M * (t - 2.0), 0.0)
+    return x, v
+
+
+def test_law_that_is_nan_past_its_switch_in_time():
+    c = compile_model(load_model(MODELS / "acos_clip_force.yaml"))
+    errors = []
+    for rtol in (1e-6, 1e-9):
+        res = simulate(c, t_end=3.0, dt_out=0.01, rtol=rtol, atol=rtol)
+        assert res.t[-1] == pytest.approx(3.0)
+        assert np.all(np.isfinite(res.data))
+        x, v = acos_clip_exact(res.t)
+        errors.append(max(np.max(np.abs(res["mass.p"] / ACOS_M - v)), np.max(np.abs(res["pos.x"] - x))))
+        st = res.stats
+        assert st["events"] == 1 and st["event_restarts"] == 1, st
+        # the failing step is cut at the switch, not shrunk by quarters until h underflows
+        assert st["newton_failures"] <= 10, st
+        # past the switch the force is 0: the velocity holds at pi / m
+        assert np.ptp(res["mass.p"][res.t > 2.0]) < 10 * rtol
+    print("acos(clip(t - 1)) force, max error at rtol 1e-6, 1e-9:", errors)
+    assert errors[0] < 2e-4 and errors[1] < 1e-6
+
+
+def test_law_that_is_nan_past_its_switch_in_the_state():
+    from scipy.integrate import quad
+
+    c = compile_model(load_model(MODELS / "sqrt_clip_force.yaml"))
+    m = 2.0
+    v_sq = lambda x: 4.0 / (3.0 * m) * (1.0 - (1.0 - x) ** 1.5)  # noqa: E731
+    t1 = quad(lambda x: 1.0 / math.sqrt(v_sq(x)), 0.0, 1.0, limit=200)[0]  # time to reach x = 1
+    v1 = math.sqrt(v_sq(1.0))
+    for rtol, tol in ((1e-6, 2e-4), (1e-9, 1e-6)):
+        res = simulate(c, t_end=5.0, dt_out=0.01, rtol=rtol, atol=rtol)
+        assert res.t[-1] == pytest.approx(5.0)
+        assert np.all(np.isfinite(res.data))
+        assert res.stats["events"] == 1 and res.stats["event_restarts"] == 1, res.stats
+        after = res.t > t1 + 0.01
+        assert np.max(np.abs(res["mass.p"][after] / m - v1)) < tol
+        assert np.max(np.abs(res["pos.x"][after] - (1.0 + v1 * (res.t[after] - t1)))) < tol
+        assert np.all(res["pos.x"][res.t < t1 - 0.01] < 1.0)
+
+
+def test_dualarm_runs_past_its_acos_clip_switch():
+    """The dual-arm's acos(clip(t - 1, -1, 1)) (robots/dualarm/model.py) past t = 2: `simulate
+    dualarm --t-end 2.5` stopped with 'step size underflow at t=2: h=1.8e-15'."""
+    from bondsim_ros.robots.dualarm.model import dualarm
+    from bondsim_ros.solver import BDFSolver
+
+    c = compile_model(dualarm())
+    s = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8)
+    s.init(0.0, c.y0)
+    s.advance(np.array([1.99]))
+    Y, _ = s.advance(np.array([2.0 - 1e-9, 2.0, 2.0 + 1e-9, 2.05, 2.5]))
+    assert np.all(np.isfinite(Y))
+    assert s.stats["events"] == 1 and s.stats["event_restarts"] == 1, s.stats
+    # continuous across the switch: 2 ns apart the state moves by less than its tolerance
+    scale = 1e-8 + 1e-6 * np.abs(Y[1])
+    assert np.max(np.abs(Y[2] - Y[0]) / scale) < 1.0
+    res = simulate(c, t_end=2.5, dt_out=0.01)
+    assert res.t[-1] == pytest.approx(2.5) and np.all(np.isfinite(res.data))

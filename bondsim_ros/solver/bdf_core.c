@@ -644,6 +644,56 @@ static double reprobe(const solver_t *s, work_t *w, double t, double h, double *
     return cj;
 }
 
+/* Switch to the modes in w->m_new at (t_root, w->yq) with y'- = w->yq' (w->ypq) and restart at
+   order 1: D reset to y* and h_r y'+, y'+ measured by a probe step, g_old the switching
+   functions there with the new modes. h: the step so far, D's polynomial that of step h_poly
+   (its |y''| caps the first step). Returns the first step h_r; *cj_lu: the probe's factorisation. */
+static double restart_at(const solver_t *s, work_t *w, double t_root, double h, double h_poly, int64_t order,
+                         double *D, double hmin, double *cj_lu) {
+    const int64_t n = s->n;
+    double *yq = w->yq, *ypq = w->ypq, *ypo = w->ypo;
+    swap_modes(s, w->m_new);
+    s->stats[ST_EVENTS] += 1;
+    s->stats[ST_EVENT_RESTARTS] += 1;
+    for (int64_t m = 0; m < n; m++) w->scale[m] = s->atol[m] + s->rtol * fabs(yq[m]);
+    double h_r = pmin(h, s->hmax);
+    if (order >= 2) { /* first step from |y''| ~ |D[2]| / h^2 of the last polynomial: BDF1 error h^2 |y''| / 4 */
+        double ypp = wrms(n, D + 2 * n, w->scale, s->mask, w->nmask) / (h_poly * h_poly);
+        if (ypp > 0.0) h_r = pmin(h_r, 1.0 / sqrt(ypp));
+    }
+    h_r = pmax(h_r, 100.0 * hmin);
+    *cj_lu = probe_derivative(s, w, t_root, h_r, yq, ypq, ypo);
+    memset(D, 0, NROWS * n * sizeof(double));
+    for (int64_t m = 0; m < n; m++) {
+        D[m] = yq[m];
+        D[n + m] = h_r * ypo[m];
+    }
+    s->roots(t_root, yq, ypo, s->p, w->g_old);
+    return h_r;
+}
+
+/* A step attempt from t of size h failed in Newton. Do the switching functions change sign
+   between the step start (g_old) and the predicted point (y_pred, y' = psi cj)? Then a law
+   may be evaluated past its switch with the old modes (acos(clip(t - 1, -1, 1)) is NaN past
+   t = 2 on its unclipped branch) and the step must end before the switch instead of shrinking
+   blindly. Returns the earliest predicted crossing as a fraction of h (g interpolated linearly
+   between the two points), or -1 when none changes sign. */
+static double predicted_crossing(const solver_t *s, work_t *w, double t, double h, double cj) {
+    const int64_t n = s->n, nr = s->n_roots;
+    for (int64_t m = 0; m < n; m++) w->ypq[m] = w->psi[m] * cj;
+    s->roots(t + h, w->y_pred, w->ypq, s->p, w->g_new);
+    double frac = -1.0;
+    for (int64_t j = 0; j < nr; j++) {
+        double a = w->g_old[j], b = w->g_new[j];
+        if (!crosses(a, b)) continue;
+        double f = a / (a - b);
+        if (!(f >= 0.0)) f = 0.0;
+        if (f > 1.0) f = 1.0;
+        if (frac < 0.0 || f < frac) frac = f;
+    }
+    return frac;
+}
+
 /* After the step t_prev -> t (D updated with the correction d), whose end has a switching
    function with a new sign. Returns the code; *t, *h, *k_out, *cj_lu updated:
    EV_NONE: nothing to do; EV_SWITCHED: new modes, the step (possibly shortened to end at the
@@ -754,23 +804,7 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         }
     }
     /* a new law from here: switch the modes and restart at order 1 */
-    swap_modes(s, m_new);
-    s->stats[ST_EVENTS] += 1;
-    s->stats[ST_EVENT_RESTARTS] += 1;
-    for (int64_t m = 0; m < n; m++) w->scale[m] = s->atol[m] + s->rtol * fabs(yq[m]);
-    double h_r = pmin(h, s->hmax);
-    if (order >= 2) { /* first step from |y''| ~ |D[2]| / h^2 of the last polynomial: BDF1 error h^2 |y''| / 4 */
-        double ypp = wrms(n, D + 2 * n, w->scale, s->mask, w->nmask) / (h_anchor * h_anchor);
-        if (ypp > 0.0) h_r = pmin(h_r, 1.0 / sqrt(ypp));
-    }
-    h_r = pmax(h_r, 100.0 * hmin);
-    cj_lu = probe_derivative(s, w, t_root, h_r, yq, ypq, ypo);
-    memset(D, 0, NROWS * n * sizeof(double));
-    for (int64_t m = 0; m < n; m++) {
-        D[m] = yq[m];
-        D[n + m] = h_r * ypo[m];
-    }
-    s->roots(t_root, yq, ypo, s->p, g_old);
+    double h_r = restart_at(s, w, t_root, h, h_anchor, order, D, hmin, &cj_lu);
     *t_io = t_root; *h_io = h_r; *k_out_io = k_out; *cj_lu_io = cj_lu;
     return EV_RESTART;
 }
@@ -850,6 +884,7 @@ int64_t bdf_advance(solver_t *s) {
     }
 
     double t_new = t;
+    double t_switched = NAN; /* where a failed step last restarted on a switch */
     int outcome = CONVERGED;
     for (;;) {
         k_out = emit_outputs(s, k_out, t, h, order, D, stats[ST_STEPS] > 0, yo, ypo);
@@ -868,7 +903,8 @@ int64_t bdf_advance(solver_t *s) {
             h = hn;
             n_equal = 0;
         }
-        int64_t n_err_fail = 0;
+        int64_t n_err_fail = 0, n_cut = 0;
+        int restarted = 0; /* the step started on a switch: modes switched, order-1 restart */
         for (;;) { /* attempts at this step */
             if (h < hmin) { status = UNDERFLOW; break; }
             t_new = t + h;
@@ -892,6 +928,13 @@ int64_t bdf_advance(solver_t *s) {
                     stats[ST_JAC] += 1;
                     stats[ST_LU] += 1;
                     if (bad != -1) {
+                        if (nr > 0 && predicted_crossing(s, &w, t, h, cj) >= 0.0) {
+                            /* G past a switch (d/dx sqrt(1 - x) beyond x = 1): a failed attempt */
+                            outcome = NOT_FINITE;
+                            s->res(t_new, w.y_pred, yp, s->p, r); /* names the equation if h underflows */
+                            stats[ST_RES] += 1;
+                            break;
+                        }
                         ist[I_FAIL_VAR] = bad;
                         status = SINGULAR;
                         break;
@@ -926,9 +969,37 @@ int64_t bdf_advance(solver_t *s) {
                 }
                 ist[I_FAIL_VAR] = -3 - worst;
                 ramp = 0;
-                /* IDA: a quarter of the step and a new iteration matrix */
-                rescale_D(n, D, order, ETA_CF, &w);
-                h *= ETA_CF;
+                /* IDA: a quarter of the step and a new iteration matrix, unless a switching
+                   function changes sign inside the step (docs/solver.md, "Events") */
+                double factor = ETA_CF;
+                double frac = nr > 0 ? predicted_crossing(s, &w, t, h, cj) : -1.0;
+                if (frac >= 0.0) {
+                    double ttol = 100.0 * EPS * (fabs(t) + fabs(h));
+                    if (frac * h <= ttol) {
+                        /* the step starts on the switch: the modes just past it, and a restart
+                           (once at a point: a second would loop without a step accepted) */
+                        dense_output(n, t + ttol, t, h, order, D, w.yq, w.ypq);
+                        s->modes(t + ttol, w.yq, w.ypq, s->p, w.m_new);
+                        if (t != t_switched && modes_changed(s, w.m_new)) {
+                            t_switched = t;
+                            dense_output(n, t, t, h, order, D, w.yq, w.ypq);
+                            double cj_r;
+                            h = restart_at(s, &w, t, h, h, order, D, hmin, &cj_r);
+                            cj_lu = cj_r;
+                            restarted = 1;
+                            stats[ST_REJECTED] += 1;
+                            break;
+                        }
+                    } else {
+                        /* end the step ttol/2 short of the predicted switch; a second cut in
+                           the same step (the prediction was late) at least halves it */
+                        factor = frac - 0.5 * ttol / h;
+                        if (n_cut > 0) factor = pmin(factor, 0.5);
+                        n_cut += 1;
+                    }
+                }
+                rescale_D(n, D, order, factor, &w);
+                h *= factor;
                 n_equal = 0;
                 lu_valid = 0;
                 stats[ST_REJECTED] += 1;
@@ -955,6 +1026,15 @@ int64_t bdf_advance(solver_t *s) {
             }
         }
         if (status != OK) break;
+        if (restarted) { /* as after handle_events' EV_RESTART */
+            order = 1;
+            n_equal = 0;
+            lu_valid = 0;
+            restart_pending = 1;
+            ramp = 1;
+            for (int64_t m = 0; m < n; m++) w.yp_restart[m] = D[n + m] / h;
+            continue;
+        }
         /* accept */
         restart_pending = 0;
         stats[ST_STEPS] += 1;
