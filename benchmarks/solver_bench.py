@@ -157,16 +157,12 @@ def main(argv=None):
                 rows[k] = out_buf
             return rows
 
-        # ours stops at t_end, as `simulate` does: the dual-arm's voltage laws are clip()ed
-        # at t_end, and with its modes frozen across that switch our solver evaluates
-        # acos(t - 1) beyond t = 2 (NaN) and underflows there (a known gap of event location,
-        # docs/solver.md); C-IDA steps over the end without modes
         def ours(rtol, atol):
             s = BDFSolver(c.problem(), rtol=rtol, atol=atol, hmax=hmax)
             s.init(0.0, y0, yp0, consistent=False)
 
             def go():
-                return s.advance(t_out, tstop=t_end)
+                return s.advance(t_out)
 
             return s, go
 
