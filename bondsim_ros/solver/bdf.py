@@ -8,10 +8,6 @@ from . import _ccore as core
 from .kernels import c_address
 
 
-SPARSE_MIN_N = 16  # linear_solver="auto": the sparse LU from this many unknowns (density <= 0.25)
-COLAMD_MIN_N = 60  # the sparse LU's columns in COLAMD order above this many unknowns
-
-
 class SolverError(RuntimeError):
     """Base class of solver failures."""
 
@@ -117,10 +113,9 @@ class BDFSolver:
         error estimate does not converge with h (Hairer & Wanner, VII.3).
     linear_solver : "auto" | "dense" | "sparse"
         LU of the iteration matrix: dense LAPACK-style partial pivoting, or the sparse
-        left-looking LU of ``bdf_core.c`` (columns in COLAMD order above 60 unknowns, natural
-        order below); "auto" takes sparse from 16 unknowns at density <= 0.25. The
-        factorisation is reused across steps until Newton converges slowly or the step size
-        changes.
+        left-looking LU (COLAMD column order) of ``bdf_core.c``; "auto" takes sparse for n > 60 and
+        density < 0.2. The factorisation is reused across steps until Newton converges slowly
+        or the step size changes.
     max_steps : int
         Steps allowed per ``advance`` call before ``TooManySteps``.
 
@@ -167,10 +162,8 @@ class BDFSolver:
             raise ValueError(f"linear_solver must be 'auto', 'dense' or 'sparse', not {linear_solver!r}")
         nnz = len(self.indices)
         if linear_solver == "auto":
-            # the sparse LU skips the zeros: Robotino (n 25, 128 non-zeros) 0.13 s against 0.16 s
-            # dense, slider crank with compliant joints (n 47) 3x faster; dense only wins where
-            # there is little to skip (docs/solver.md)
-            linear_solver = "sparse" if n >= SPARSE_MIN_N and nnz <= 0.25 * n * n else "dense"
+            # dense LU wins on small or dense iteration matrices (no indexing overhead)
+            linear_solver = "sparse" if n > 60 and nnz < 0.2 * n * n else "dense"
         self.linear_solver = linear_solver
         self.sparse = linear_solver == "sparse"
         self.G = np.zeros(1 if self.sparse else n * n)
@@ -195,25 +188,21 @@ class BDFSolver:
                         xw=xw))
 
     def _setup_sparse(self, n, nnz):
-        """Column order and work arrays for the sparse LU. COLAMD (SciPy's SuperLU on the
-        pattern) above COLAMD_MIN_N unknowns; below, the natural order measured as good, and
-        importing scipy.sparse would cost 0.4 s of a 0.8 s warm `simulate robotino`."""
+        """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the sparse LU."""
         if not self.sparse:
             self.q = np.arange(n, dtype=np.int64)
             z8, zf = np.zeros(1, dtype=np.int64), np.zeros(1)
             self._lu = (z8, z8, zf, z8, z8, zf, np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n))
             return
-        q = np.arange(n)
-        if n > COLAMD_MIN_N:
-            import scipy.sparse as sps
-            from scipy.sparse.linalg import splu
+        import scipy.sparse as sps
+        from scipy.sparse.linalg import splu
 
-            rng = np.random.default_rng(12345)
-            A = sps.csc_matrix((rng.uniform(0.5, 1.5, nnz), self.indices, self.indptr), shape=(n, n))
-            try:
-                q = splu(A + sps.eye(n, format="csc") * 1e-3, permc_spec="COLAMD").perm_c
-            except RuntimeError:
-                pass
+        rng = np.random.default_rng(12345)
+        A = sps.csc_matrix((rng.uniform(0.5, 1.5, nnz), self.indices, self.indptr), shape=(n, n))
+        try:
+            q = splu(A + sps.eye(n, format="csc") * 1e-3, permc_spec="COLAMD").perm_c
+        except RuntimeError:
+            q = np.arange(n)
         self.q = np.ascontiguousarray(q, dtype=np.int64)
         cap = min(n * n, 40 * nnz + 10 * n)
         self._lu = (np.zeros(n + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap),
