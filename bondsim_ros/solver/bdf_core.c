@@ -694,6 +694,19 @@ static double predicted_crossing(const solver_t *s, work_t *w, double t, double 
     return frac;
 }
 
+
+/* The step loop's state after a restart at an event (handle_events' EV_RESTART, or a failed
+   step that restarted on its switch): order 1, a new iteration matrix, IDA's start-up phase,
+   y' at the restart (D[1] = h y') kept for a re-probe after an early failure. */
+static void enter_restart(int64_t n, const double *D, double h, double *yp_restart, int64_t *order,
+                          int64_t *n_equal, int *lu_valid, int *restart_pending, int *ramp) {
+    *order = 1;
+    *n_equal = 0;
+    *lu_valid = 0;
+    *restart_pending = 1;
+    *ramp = 1;
+    for (int64_t m = 0; m < n; m++) yp_restart[m] = D[n + m] / h;
+}
 /* After the step t_prev -> t (D updated with the correction d), whose end has a switching
    function with a new sign. Returns the code; *t, *h, *k_out, *cj_lu updated:
    EV_NONE: nothing to do; EV_SWITCHED: new modes, the step (possibly shortened to end at the
@@ -1027,12 +1040,7 @@ int64_t bdf_advance(solver_t *s) {
         }
         if (status != OK) break;
         if (restarted) { /* as after handle_events' EV_RESTART */
-            order = 1;
-            n_equal = 0;
-            lu_valid = 0;
-            restart_pending = 1;
-            ramp = 1;
-            for (int64_t m = 0; m < n; m++) w.yp_restart[m] = D[n + m] / h;
+            enter_restart(n, D, h, w.yp_restart, &order, &n_equal, &lu_valid, &restart_pending, &ramp);
             continue;
         }
         /* accept */
@@ -1066,12 +1074,7 @@ int64_t bdf_advance(solver_t *s) {
                 lu_valid = cj_ev > 0;
             }
             if (ev == EV_RESTART) {
-                order = 1;
-                n_equal = 0;
-                lu_valid = 0;
-                restart_pending = 1;
-                ramp = 1;
-                for (int64_t m = 0; m < n; m++) w.yp_restart[m] = D[n + m] / h;
+                enter_restart(n, D, h, w.yp_restart, &order, &n_equal, &lu_valid, &restart_pending, &ramp);
                 continue;
             }
             if (t != t_end) { /* the step was shortened to end at the root: a new step size */
