@@ -193,3 +193,22 @@ def test_dualarm_runs_past_its_acos_clip_switch():
     assert np.max(np.abs(Y[2] - Y[0]) / scale) < 1.0
     res = simulate(c, t_end=2.5, dt_out=0.01)
     assert res.t[-1] == pytest.approx(2.5) and np.all(np.isfinite(res.data))
+
+
+def test_a_clip_starting_on_its_limit_at_rest_is_released():
+    """sqrt(clip(1 - x, 0, 1)) from x0 = 0 at rest: 1 - x starts exactly on the upper limit and
+    y' does not move it, so the side is judged by the second derivative (BDFSolver.init). The
+    clipped side kept the force at 1 N for ever: v = 1.000 instead of sqrt(4 / (3 m)) = 0.816."""
+    from scipy.integrate import quad
+
+    text = (MODELS / "sqrt_clip_force.yaml").read_text().replace("clip(1 - x, 0, 2)", "clip(1 - x, 0, 1)")
+    assert "clip(1 - x, 0, 1)" in text
+    c = compile_model(loads_model(text, "sqrt_clip_on_limit.yaml"))
+    m = 2.0
+    v_sq = lambda x: 4.0 / (3.0 * m) * (1.0 - (1.0 - x) ** 1.5)  # noqa: E731
+    t1 = quad(lambda x: 1.0 / math.sqrt(v_sq(x)), 0.0, 1.0, limit=200)[0]
+    res = simulate(c, t_end=5.0, dt_out=0.01, rtol=1e-9, atol=1e-9)
+    early = (res.t > 0.05) & (res.t < t1 - 0.05)  # v^2 = (4 / 3m)(1 - (1 - x)^1.5) before the switch
+    v, x = res["mass.p"][early] / m, res["pos.x"][early]
+    assert np.max(np.abs(v ** 2 - v_sq(x))) < 1e-6
+    assert abs(res["mass.p"][-1] / m - math.sqrt(v_sq(1.0))) < 1e-6
