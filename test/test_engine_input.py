@@ -600,3 +600,28 @@ def test_a_derivative_of_a_signal_minus_its_start_value_runs(tmp_path, capsys):
     rc, err = run(simulate_args(write(tmp_path, "shifted.yaml", text), "--csv", out), capsys)
     assert rc == 0, err
     assert np.allclose(np.genfromtxt(out, delimiter=",", names=True)["du"], 2.0, atol=1e-6)
+
+
+def test_a_resistor_law_with_mod_is_accepted(tmp_path, capsys):
+    """An R law using mod(): the slope check's sympy derivative of Mod recursed until
+    RecursionError, a traceback from `simulate` (elements.require_slope)."""
+    import numpy as np
+
+    model = tmp_path / "r_mod.yaml"
+    model.write_text(
+        "model: r_mod\n"
+        "components:\n"
+        "  S: {type: Se, effort: 1.0}\n"
+        "  j: {type: EffortJunction}\n"
+        "  R: {type: R, effort: \"2*f + 0.1*mod(f, 0.3)\"}\n"
+        "  L: {type: I, inertia: 0.5}\n"
+        "bonds: [[S, j], [j, R], [j, L]]\n")
+    out = tmp_path / "r_mod.csv"
+    rc, err = run(["simulate", model, "--t-end", "2", "--dt-out", "0.1", "-q", "--csv", out], capsys)
+    assert rc == 0, err
+    names = out.read_text().splitlines()[0].split(",")
+    data = np.loadtxt(out, delimiter=",", skiprows=1)
+    # the current rises towards the f solving 1 = 2 f + 0.1 mod(f, 0.3), on [0.3, 0.6):
+    # 1 = 2.1 f - 0.03, f = 1.03 / 2.1, and no further
+    f = data[:, names.index("L.p")] / 0.5
+    assert np.all(np.diff(f) > 0) and 0.48 < f[-1] < 1.03 / 2.1

@@ -109,6 +109,9 @@ class Element(Component):
         that slope's sign as the linear element needs its value's."""
         import sympy as sp
 
+        # sympy 1.14 differentiating Mod(a, c) recursed until RecursionError (a traceback from
+        # `simulate` for an R law with mod()); almost everywhere its slope is a's
+        law = law.replace(lambda e: isinstance(e, sp.Mod), lambda e: e.args[0])
         slope = sp.diff(law, var)
         if sp.diff(slope, var) == 0:
             ctx.require(self, slope, kind, f"{what} slope d/d{var.name.rsplit('.', 1)[-1]}")
