@@ -177,9 +177,9 @@ def c_source(model, compiled) -> str:
 
 
 def _cache(key: str) -> Path:
-    root = os.environ.get("BONDSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bondsim_ros")
-    path = Path(root) / "c_ida" / key
+    from bondsim_ros.solver.native import cache_root
+
+    path = cache_root() / "c_ida" / key
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -96,8 +96,9 @@ def core_build(root: Path) -> None:
 def cold(label: str, root: Path, model_args: list, tmp: Path) -> None:
     import shutil
 
-    warm_core = Path(os.environ.get("BONDSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bondsim_ros")) / "solver"
+    from bondsim_ros.solver.native import cache_root
+
+    warm_core = cache_root() / "solver"
     with tempfile.TemporaryDirectory(prefix="bondsim_cold_") as cache:
         if warm_core.is_dir():  # the core is per machine, not per model: not part of a model's build
             shutil.copytree(warm_core, Path(cache) / "solver")

@@ -2,7 +2,6 @@
 where it caches what it generates."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -25,9 +24,9 @@ def share_file(*parts: str) -> Path:
 
 
 def cache_root() -> Path:
-    """``$BONDSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/bondsim_ros``, else ``~/.cache/bondsim_ros``:
-    the same rule as the generated-code cache (bondgraph/codegen.py, which may not import this
-    module), for the generated URDFs and RViz views."""
-    root = os.environ.get("BONDSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bondsim_ros")
-    return Path(root)
+    """``$BONDSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/bondsim_ros``, else ``~/.cache/bondsim_ros``,
+    for the generated URDFs and RViz views: the rule of the generated code's cache, kept once in
+    the bottom layer (solver/native.py; imported here on use, not by every importer of paths)."""
+    from bondsim_ros.solver.native import cache_root as root
+
+    return root()

@@ -31,9 +31,9 @@ _ENGINE_FILES = ("core.py", "elements.py", "signals.py", "equations.py", "reduce
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("BONDSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bondsim_ros")
-    path = Path(root) / "models"
+    from bondsim_ros.solver import native
+
+    path = native.cache_root() / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
