@@ -136,3 +136,21 @@ def test_core_source_ships_with_the_package():
     assert "bdf_advance" in _ccore.source()
     setup = (ROOT / "setup.py").read_text()
     assert '"solver/*.c"' in setup  # package_data: pip and colcon install it next to _ccore.py
+
+
+def test_output_rows_of_a_numba_kernel_go_through_the_c_loop():
+    """kernels.output_rows: a numba-compiled output kernel (through its C adapter) gives the rows
+    a plain Python loop over the same function gives."""
+    from bondsim_ros.solver.kernels import output_rows, residual_kernel
+
+    def outs(t, y, yp, p, out):
+        out[0] = y[0] * p[0] + t
+        out[1] = yp[1]
+
+    Y = np.arange(6.0).reshape(3, 2)
+    YP = Y + 10.0
+    p = np.array([2.0])
+    compiled = output_rows(residual_kernel(outs), 2, [0.1, 0.2, 0.3], Y, YP, p)
+    plain = output_rows(outs, 2, [0.1, 0.2, 0.3], Y, YP, p)
+    assert np.array_equal(compiled, plain)
+    assert np.array_equal(plain, [[0.1, 0.1, 11.0], [0.2, 4.2, 13.0], [0.3, 8.3, 15.0]])

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-_NUMBA_NAMES = ("f8", "f8a", "RES_SIG", "JAC_SIG", "RES_T", "JAC_T")
+_NUMBA_NAMES = ("RES_SIG", "JAC_SIG")
 
 
 def __getattr__(name):
@@ -81,23 +81,19 @@ def c_address(kernel, kind: str, n: int, n_p: int, n_out: int) -> int:
 
 
 def output_rows(outputs, n_out, t_out, Y, YP, p):
-    """Rows ``[t, outputs(t, y, y', p)]`` (n_out values) for every output time: one compiled
-    loop for a C kernel (in bdf_core.c) or a numba kernel (numba's, cached on disk) (called from Python once per row it cost about 1.2 ms per
-    1000 rows, several times a small model's whole solve)."""
+    """Rows ``[t, outputs(t, y, y', p)]`` (n_out values) for every output time: one loop in
+    bdf_core.c for a C kernel or a numba one (through its C adapter); called from Python once
+    per row it cost about 1.2 ms per 1000 rows, several times a small model's whole solve."""
     t_out = np.ascontiguousarray(t_out, dtype=np.float64)
     Y = np.ascontiguousarray(Y, dtype=np.float64)
     YP = np.ascontiguousarray(YP, dtype=np.float64)
     p = np.ascontiguousarray(p, dtype=np.float64)
     rows = np.empty((t_out.shape[0], 1 + n_out))
-    if getattr(outputs, "address", None) is not None:
+    if getattr(outputs, "address", None) is not None or _is_numba(outputs):
         from . import _ccore
 
-        _ccore.output_rows(int(outputs.address), Y.shape[1], n_out, t_out, Y, YP, p, rows)
-        return rows
-    if _is_numba(outputs):
-        from . import _numba_kernels
-
-        _numba_kernels.output_rows(outputs, t_out, Y, YP, p, rows)
+        address = c_address(outputs, "res", Y.shape[1], p.shape[0], n_out)
+        _ccore.output_rows(address, Y.shape[1], n_out, t_out, Y, YP, p, rows)
         return rows
     buf = np.empty(n_out)
     for k in range(t_out.shape[0]):
