@@ -341,11 +341,9 @@ class BDFSolver:
         # dt: large enough that dt^2/2 y'' moves a quantity of order one (1e-12), small enough
         # to see nothing but the start
         dt = 1e-6 * max(1.0, abs(t0))
-        saved = self.pm.copy()
         try:
-            y1, yp1 = self.consistent(t0 + dt, y + dt * yp, yp)
-        except (InconsistentInitialValues, SolverError, FloatingPointError):
-            self.pm[:] = saved
+            _, yp1 = self.consistent(t0 + dt, y + dt * yp, yp)
+        except SolverError:
             return False
         ypp = (yp1 - yp) / dt
         if not np.all(np.isfinite(ypp)):
