@@ -82,7 +82,7 @@ typedef struct {
     double *st;      /* N_FLOAT_STATE */
     int64_t *ist;    /* N_INT_STATE */
     int64_t *stats;  /* N_STATS */
-    double *G;       /* n x n (dense) */
+    double *G;       /* n x n (dense), by columns */
     int64_t *piv;    /* n */
     const int64_t *q; /* sparse: column order */
     int64_t *Lp, *Li; double *Lx; int64_t *Up, *Ui; double *Ux; int64_t *prow, *pinv; double *xw;
@@ -105,49 +105,61 @@ int64_t bdf_struct_size(void) { return (int64_t)sizeof(solver_t); }
 /* linear algebra                                                                     */
 /* ---------------------------------------------------------------------------------- */
 
-/* In-place LU with partial pivoting; returns -1 or the column where it broke down. */
+/* Dense LU with partial pivoting, in place, of A stored by columns (A[j * n + i] = a_ij, as
+   LAPACK's dgetrf): every inner loop is an update of a contiguous column by a multiple of
+   another (axpy), with no chain through one accumulator, so it runs at the machine's
+   throughput; row-oriented dot products were bound by the add latency (the Robotino's
+   25 x 25 solves took 0.85 us, 40 % of its run). Zero multipliers are skipped: a bond-graph
+   iteration matrix is mostly zeros (the Robotino's: 128 of 625 entries).
+   Returns -1 or the column where it broke down. */
 static int64_t lu_factor(int64_t n, double *A, int64_t *piv) {
     for (int64_t k = 0; k < n; k++) {
+        double *col_k = A + k * n;
         int64_t p = k;
-        double big = fabs(A[k * n + k]);
+        double big = fabs(col_k[k]);
         for (int64_t i = k + 1; i < n; i++) {
-            double v = fabs(A[i * n + k]);
+            double v = fabs(col_k[i]);
             if (v > big) { big = v; p = i; }
         }
         piv[k] = p;
         if (big == 0.0 || !isfinite(big)) return k;
-        if (p != k) {
+        if (p != k)
             for (int64_t j = 0; j < n; j++) {
-                double tmp = A[k * n + j];
-                A[k * n + j] = A[p * n + j];
-                A[p * n + j] = tmp;
+                double tmp = A[j * n + k];
+                A[j * n + k] = A[j * n + p];
+                A[j * n + p] = tmp;
             }
-        }
-        double inv = 1.0 / A[k * n + k];
-        for (int64_t i = k + 1; i < n; i++) {
-            A[i * n + k] *= inv;
-            double l = A[i * n + k];
-            if (l != 0.0)
-                for (int64_t j = k + 1; j < n; j++) A[i * n + j] -= l * A[k * n + j];
+        double inv = 1.0 / col_k[k];
+        col_k[k] = inv; /* the diagonal holds 1 / u_kk: the back substitution multiplies (a
+                           division there sat on the solve's critical path) */
+        for (int64_t i = k + 1; i < n; i++) col_k[i] *= inv;
+        for (int64_t j = k + 1; j < n; j++) {
+            double *col_j = A + j * n;
+            double u = col_j[k];
+            if (u != 0.0)
+                for (int64_t i = k + 1; i < n; i++) col_j[i] -= col_k[i] * u;
         }
     }
     return -1;
 }
 
-static void lu_solve(int64_t n, const double *A, const int64_t *piv, double *b) {
+static void lu_solve(int64_t n, const double *restrict A, const int64_t *restrict piv, double *restrict b) {
     for (int64_t k = 0; k < n; k++) {
         int64_t p = piv[k];
         if (p != k) { double tmp = b[k]; b[k] = b[p]; b[p] = tmp; }
     }
-    for (int64_t i = 0; i < n; i++) {
-        double s = b[i];
-        for (int64_t j = 0; j < i; j++) s -= A[i * n + j] * b[j];
-        b[i] = s;
+    for (int64_t k = 0; k < n; k++) { /* L y = P b, L unit lower */
+        const double *restrict col_k = A + k * n;
+        double bk = b[k];
+        if (bk != 0.0)
+            for (int64_t i = k + 1; i < n; i++) b[i] -= col_k[i] * bk;
     }
-    for (int64_t i = n - 1; i >= 0; i--) {
-        double s = b[i];
-        for (int64_t j = i + 1; j < n; j++) s -= A[i * n + j] * b[j];
-        b[i] = s / A[i * n + i];
+    for (int64_t k = n - 1; k >= 0; k--) { /* U x = y */
+        const double *restrict col_k = A + k * n;
+        double bk = b[k] * col_k[k];
+        b[k] = bk;
+        if (bk != 0.0)
+            for (int64_t i = 0; i < k; i++) b[i] -= col_k[i] * bk;
     }
 }
 
@@ -244,10 +256,11 @@ static void lu_apply(const solver_t *s, double *b) {
     else lu_solve(s->n, s->G, s->piv, b);
 }
 
+/* the CSC values into the dense G, stored by columns like them */
 static void assemble(int64_t n, double *G, const double *vals, const int64_t *indptr, const int64_t *indices) {
     for (int64_t i = 0; i < n * n; i++) G[i] = 0.0;
     for (int64_t j = 0; j < n; j++)
-        for (int64_t k = indptr[j]; k < indptr[j + 1]; k++) G[indices[k] * n + j] += vals[k];
+        for (int64_t k = indptr[j]; k < indptr[j + 1]; k++) G[j * n + indices[k]] += vals[k];
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -31,6 +31,13 @@ import numpy as np
 # was built on. -fno-math-errno lets sqrt compile to one instruction.
 CFLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno")
 
+# The BDF core (one library per machine, built once) is compiled for the CPU it runs on:
+# vectorised column updates in its dense LU made the Robotino run about 20 % faster than at
+# -O2 (docs/benchmarks.md). -march=native changes no result: with -ffp-contract=off the
+# compiler may only vectorise element-wise loops, whose rounding is the same. The CPU is part
+# of the library's name (host_id), so a cache shared between machines never runs another's code.
+CORE_CFLAGS = ("-O3", "-march=native")
+
 RES_ARGS = (ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 JAC_ARGS = (ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double,
             ctypes.c_void_p)
@@ -68,10 +75,35 @@ def _compiler_id(cc: str) -> str:
     return _versions[cc]
 
 
+_host: list = []
+
+
+def host_id() -> str:
+    """The CPU model and its feature flags (what -march=native compiles for)."""
+    if not _host:
+        keys, found = ("model name", "flags", "Features", "CPU implementer", "CPU part"), {}
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    k, _, v = line.partition(":")
+                    k = k.strip()
+                    if k in keys and k not in found:
+                        found[k] = v.strip()
+                    if not line.strip() and found:
+                        break  # the first processor's block is enough
+        except OSError:
+            pass
+        import platform
+        _host.append("|".join([platform.machine(), platform.processor()] + [found[k] for k in keys if k in found]))
+    return _host[0]
+
+
 def library_path(source: str, stem: str, folder: Path, extra_flags=()) -> Path:
     """Where the library of ``source`` lives (built or not): ``folder/stem_<hash>.so``."""
     cc = compiler()
-    h = hashlib.sha256("\0".join([source, " ".join(CFLAGS + tuple(extra_flags)), _compiler_id(cc)]).encode())
+    flags = CFLAGS + tuple(extra_flags)
+    parts = [source, " ".join(flags), _compiler_id(cc)] + ([host_id()] if "-march=native" in flags else [])
+    h = hashlib.sha256("\0".join(parts).encode())
     return folder / f"{stem}_{h.hexdigest()[:20]}.so"
 
 
