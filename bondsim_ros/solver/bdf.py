@@ -112,7 +112,7 @@ class BDFSolver:
         unknowns such as the contact forces of velocity constraints (Sf(0) joints), whose
         error estimate does not converge with h (Hairer & Wanner, VII.3).
     linear_solver : "auto" | "dense" | "sparse"
-        LU of the iteration matrix: dense LAPACK-style partial pivoting, or the sparse
+        LU of the iteration matrix: dense partial pivoting (by columns, as LAPACK), or the sparse
         left-looking LU (COLAMD column order) of ``bdf_core.c``; "auto" takes sparse for n > 60 and
         density < 0.2. The factorisation is reused across steps until Newton converges slowly
         or the step size changes.
