@@ -5,16 +5,22 @@ import functools
 import os
 import struct
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import trimesh
 
 from .model import Link, Shape
+
+if TYPE_CHECKING:
+    import trimesh
 
 SECTIONS = 48  # segments around the axis of generated meshes
 
 
 def shape_mesh(shape: Shape, sections: int = SECTIONS) -> trimesh.Trimesh:
     """The shape as a triangle mesh in its geometry frame (z = the shape's axis)."""
+    import trimesh  # here, not at module level: 1.5 s that mass properties of primitives never need
+
     if shape.kind == "cuboid":
         return trimesh.creation.box(extents=shape.size)
     if shape.kind == "cylinder":
@@ -34,6 +40,8 @@ def shape_mesh(shape: Shape, sections: int = SECTIONS) -> trimesh.Trimesh:
 
 def revolution_mesh(points: np.ndarray, sections: int = SECTIONS) -> trimesh.Trimesh:
     """Sweep the (r, h) profile 360 degrees about z, closing the ends on the axis so it has a volume."""
+    import trimesh
+
     prof = [tuple(p) for p in np.asarray(points, float)]
     closed = len(prof) > 2 and prof[0] == prof[-1]  # a closed outline (a ring) needs no caps
     if prof[0][0] > 0 and not closed:
