@@ -26,7 +26,8 @@ import numpy as np
 
 from .core import Component, Model, ModelError, locate
 
-CODEGEN_VERSION = "6"  # 2: pivots kernel; 3: large kernels in chunks; 4: parameter checks; 5: events; 6: C
+CODEGEN_VERSION = "7"  # 2: pivots kernel; 3: large kernels in chunks; 4: parameter checks; 5: events; 6: C;
+# 7: own Add/Mul printers (terms in stored order), CSE at print time
 _ENGINE_FILES = ("core.py", "elements.py", "signals.py", "equations.py", "reduce.py", "codegen.py", "events.py")
 
 
@@ -144,6 +145,58 @@ def _printer(names: dict):
     from sympy.printing.c import C99CodePrinter
 
     class KernelPrinter(C99CodePrinter):
+        def text(self, expr) -> str:
+            """C of one expression. sympy's doprint walked every tree once more (UnevaluatedExpr
+            replacement), and its Add and Mul printers sorted terms and built new expressions
+            (negated coefficients, inverted powers): the 18-DOF dual-arm's code generation took
+            8.8 s with them, 4.1 s with the printers below, which print the arguments as stored."""
+            self._not_supported, self._number_symbols = set(), set()
+            out = self._print(expr)
+            if self._not_supported:
+                bad = sorted({type(e).__name__ for e in self._not_supported})
+                raise RuntimeError(f"no C translation of {', '.join(bad)}")
+            return out
+
+        def _print(self, expr, **kwargs):
+            name = self.names.get(expr)  # a model symbol or a shared sub-expression's _cK
+            return name if name is not None else super()._print(expr, **kwargs)
+
+        def _print_Add(self, expr):
+            out = ""
+            for term in expr.args:
+                t = self._print(term)
+                if not out:
+                    out = t
+                elif t.startswith("-"):  # a product with a negative sign: "a - x*y"
+                    out += " - " + t[1:]
+                else:
+                    out += " + " + t
+            return out
+
+        def _print_Mul(self, expr):
+            # coefficient first (sympy keeps it there), factors with a negative constant
+            # exponent in a denominator: x*y**-1*z**-2 -> x/(y*(z*z)), as sympy prints it
+            sign, num, den = "", [], []
+            for f in expr.args:
+                if f.is_Number:
+                    v = float(f)
+                    if v == -1.0:
+                        sign = "-"
+                    elif v < 0:
+                        sign, v = "-", -v
+                        num.append(self._double(v))
+                    elif v != 1.0:
+                        num.append(self._double(v))
+                elif f.is_Pow and f.exp.is_Number and f.exp < 0 and f not in self.names:
+                    den.append(self._power(f.base, -f.exp))
+                else:
+                    t = self._print(f)
+                    num.append(f"({t})" if f.is_Add or t.startswith("-") else t)
+            text = "*".join(num) if num else "1.0"
+            if den:
+                text += "/" + (den[0] if len(den) == 1 else "(" + "*".join(den) + ")")
+            return sign + text
+
         def _print_Symbol(self, expr):
             name = self.names.get(expr)
             if name is None:
@@ -189,7 +242,9 @@ def _printer(names: dict):
             return "0"
 
         def _print_Pow(self, expr):
-            base, e = expr.args
+            return self._power(*expr.args)
+
+        def _power(self, base, e):
             b = self._print(base)
             if e.is_Integer:
                 n = int(e)
@@ -299,46 +354,80 @@ _ARGS = {"res": "double t, const double *y, const double *yp, const double *p, d
 _CALL = {"res": "t, y, yp, p, out", "jac": "t, y, yp, p, cj, vals"}
 
 
-def _cse(exprs):
-    """Common-subexpression elimination: sympy's tree pass alone, without its search for
-    common argument subsets of sums and products (``opt_cse``). That search took half of the
-    18-DOF dual-arm model's code generation (17.8 -> 8.5 s measured) and 0.3 s of the
-    Robotino's, for kernels as fast (gcc finds what it would have: dual-arm residual 2.2-2.9 us,
-    Jacobian 13-15 us either way). sp.cse (with it) where sympy has no tree_cse."""
+def _shared(exprs) -> set:
+    """The sub-expressions met more than once in ``exprs`` (sympy's tree CSE counting: a node seen
+    again is not entered again). Only numbers are shared: not conditions, not Piecewise pairs."""
     import sympy as sp
 
-    symbols = sp.numbered_symbols("_c")
-    try:
-        from sympy.simplify.cse_main import tree_cse
-    except ImportError:
-        return sp.cse(exprs, symbols=symbols, order="none")
-    return tree_cse([sp.sympify(e) for e in exprs], symbols, opt_subs={}, order="none")
+    seen, shared = set(), set()
+
+    def count(e):
+        if e.is_Atom or not e.args:
+            return
+        if e in seen:
+            if isinstance(e, sp.Expr):
+                shared.add(e)
+            return
+        seen.add(e)
+        for a in e.args:
+            count(a)
+
+    for e in exprs:
+        count(e)
+    return shared
 
 
-def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, static: bool = False) -> list:
+def _define_shared(exprs, shared: set, printer, lines: list) -> list:
+    """Common-subexpression elimination at print time: each shared sub-expression becomes a
+    ``const double _cK``, children before parents, and the printer prints its name wherever it
+    meets it again. sympy's tree_cse rebuilt every expression around its new symbols (new Add and
+    Mul objects, each deducing its assumptions): 6.8 s of the 18-DOF dual-arm's 10 s of code
+    generation. The expressions stay as they are, so the C computes exactly what they say.
+    Returns the names defined (the caller forgets them after its function)."""
+    done, defined = set(), []
+
+    def define(e):
+        if e.is_Atom or not e.args or e in done:
+            return
+        done.add(e)
+        for a in e.args:
+            define(a)
+        if e in shared:
+            name = f"_c{len(defined)}"
+            lines.append(f"    const double {name} = {printer.text(e)};")
+            printer.names[e] = name
+            defined.append(e)
+
+    for e in exprs:
+        define(e)
+    return defined
+
+
+def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, chunk: bool = False) -> list:
     """C lines of kernel ``name`` (``kind`` "res" or "jac": the ABI of solver/native.py) writing
     ``exprs`` to out[] (vals[]) after common-subexpression elimination; chunks above CHUNK."""
     import sympy as sp
 
+    from bondsim_ros.solver.native import UNIT_MARK
+
     target = "out" if kind == "res" else "vals"
-    head = ("static __attribute__((noinline)) void " if static else "void ") + f"{name}({_ARGS[kind]})"
+    # a chunk: its own function, which may land in another translation unit (native.UNIT_MARK)
+    head = ('__attribute__((noinline, visibility("hidden"))) void ' if chunk else "void ") + f"{name}({_ARGS[kind]})"
     if len(exprs) > CHUNK:
         lines, calls = [], []
         for c, start in enumerate(range(0, len(exprs), CHUNK)):
             lines += _emit_function(f"{name}_{c}", kind, exprs[start:start + CHUNK], printer, offset + start,
-                                    static=True) + [""]
+                                    chunk=True) + [""]
             calls.append(f"    {name}_{c}({_CALL[kind]});")
-        return lines + [head + " {"] + calls + ["}"]
-    lines = [head + " {"]
+        return lines + [UNIT_MARK, head + " {"] + calls + ["}"]
+    lines = [UNIT_MARK, head + " {"]
     if exprs:
-        repl, reduced = _cse(exprs)
-        for sym, val in repl:
-            printer.names[sym] = sym.name
-            lines.append(f"    const double {sym.name} = {printer.doprint(val)};")
-        for k, val in enumerate(reduced):
-            lines.append(f"    {target}[{offset + k}] = {printer.doprint(val)};")
-        for sym, _ in repl:  # the next function numbers its own
-            del printer.names[sym]
+        exprs = [sp.sympify(e) for e in exprs]
+        defined = _define_shared(exprs, _shared(exprs), printer, lines)
+        for k, val in enumerate(exprs):
+            lines.append(f"    {target}[{offset + k}] = {printer.text(val)};")
+        for e in defined:  # the next function numbers its own
+            del printer.names[e]
     lines.append("}")
     return lines
 
@@ -411,6 +500,8 @@ def generate_source(red, key: str, events=None) -> str:
     the modes at their point first (the same values as the laws as written)."""
     import sympy as sp
 
+    from bondsim_ros.solver.native import UNIT_MARK
+
     from .reduce import T
 
     cj = sp.Symbol("cj")
@@ -451,7 +542,7 @@ def generate_source(red, key: str, events=None) -> str:
         lines += _emit_function("residual_modes", "res", res, printer) + [""]
         lines += _emit_function("jacobian_modes", "jac", jac, printer) + [""]
         for name, kind in (("residual", "res"), ("jacobian", "jac")):
-            lines += [f"void {name}({_ARGS[kind]}) {{",
+            lines += [UNIT_MARK, f"void {name}({_ARGS[kind]}) {{",
                       f"    double pm[{n_par + n_modes}];",
                       f"    memcpy(pm, p, {n_par} * sizeof(double));" if n_par else "",
                       f"    modes(t, y, yp, p, pm + {n_par});",
@@ -463,7 +554,10 @@ def generate_source(red, key: str, events=None) -> str:
     lines += _emit_function("outputs", "res", outs, printer) + [""]
     # parametric pivots of the elimination (reduce.py): evaluated before a run, never in the loop
     lines += _emit_function("pivots", "res", pivots, printer)
-    return "\n".join(lines) + "\n"
+    # every function declared after the prelude: the header each translation unit repeats
+    protos = [line[:-2] + ";" for line in lines if line.endswith(") {") and not line.startswith(" ")]
+    at = lines.index(C_PRELUDE) + 1
+    return "\n".join(lines[:at] + protos + [""] + lines[at:]) + "\n"
 
 
 def _c_comment(text: str) -> str:

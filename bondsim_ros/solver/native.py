@@ -107,25 +107,78 @@ def library_path(source: str, stem: str, folder: Path, extra_flags=()) -> Path:
     return folder / f"{stem}_{h.hexdigest()[:20]}.so"
 
 
+# Where a source may be cut into translation units: everything before the first mark is the
+# header each unit repeats (includes, inline helpers, prototypes); each mark opens a function.
+UNIT_MARK = "/* unit */"
+SPLIT_MIN = 100_000  # characters: below, one gcc process (the Robotino's 0.3 s gains nothing)
+
+
+def _jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def _units(source: str, jobs: int) -> list:
+    """``source`` as up to ``jobs`` translation units of about equal size (gcc's time goes with
+    it), or [source] when it is small or has no marks."""
+    if jobs < 2 or len(source) < SPLIT_MIN or UNIT_MARK not in source:
+        return [source]
+    header, *bodies = source.split(UNIT_MARK)
+    target = sum(map(len, bodies)) / jobs
+    units, current, size = [], [], 0
+    for body in bodies:
+        current.append(body)
+        size += len(body)
+        if size >= target and len(units) < jobs - 1:
+            units.append(current)
+            current, size = [], 0
+    if current:
+        units.append(current)
+    return [header + "".join(u) for u in units]
+
+
+def _run_all(cmds: list, cc: str, what: str) -> None:
+    """Run the compiler commands at once (one per core); the first failure is the error."""
+    try:
+        procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in cmds]
+    except OSError as exc:
+        raise NativeBuildError(f"C compiler {cc!r} does not run: {exc}") from None
+    outs = [(p.communicate()[1], p.returncode) for p in procs]
+    for err, code in outs:
+        if code != 0:
+            tail = "\n".join(err.strip().splitlines()[-12:])
+            raise NativeBuildError(f"{cc} could not compile {what} (exit {code}):\n{tail}")
+
+
 def build_library(source: str, stem: str, folder: Path, extra_flags=(), what: str | None = None) -> Path:
     """Compile C ``source`` into a shared library in ``folder`` (once: cached by content) and
-    return its path. ``what`` names the source in errors (e.g. the model)."""
+    return its path. ``what`` names the source in errors (e.g. the model). A large source with
+    UNIT_MARKs is compiled as several translation units by parallel compiler processes, one per
+    core, then linked (the 18-DOF dual-arm's kernels: 4.5 s in one process)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = library_path(source, stem, folder, extra_flags)
     if path.exists():
         return path
     cc = compiler()
+    units = _units(source, _jobs())
     with tempfile.TemporaryDirectory(dir=folder, prefix=f".{stem}-") as tmp:
-        c_file, so_tmp = Path(tmp, f"{stem}.c"), Path(tmp, f"{stem}.so")
-        c_file.write_text(source)
-        cmd = [cc, *CFLAGS, *extra_flags, "-o", str(so_tmp), str(c_file), "-lm"]
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True)
-        except OSError as exc:
-            raise NativeBuildError(f"C compiler {cc!r} does not run: {exc}") from None
-        if out.returncode != 0:
-            tail = "\n".join(out.stderr.strip().splitlines()[-12:])
-            raise NativeBuildError(f"{cc} could not compile {what or stem} (exit {out.returncode}):\n{tail}")
+        so_tmp = Path(tmp, f"{stem}.so")
+        if len(units) == 1:
+            c_file = Path(tmp, f"{stem}.c")
+            c_file.write_text(source)
+            _run_all([[cc, *CFLAGS, *extra_flags, "-o", str(so_tmp), str(c_file), "-lm"]], cc, what or stem)
+        else:
+            compile_flags = [f for f in CFLAGS + tuple(extra_flags) if f != "-shared"]
+            cmds, objs = [], []
+            for k, text in enumerate(units):
+                c_file, o_file = Path(tmp, f"{stem}_{k}.c"), Path(tmp, f"{stem}_{k}.o")
+                c_file.write_text(text)
+                cmds.append([cc, *compile_flags, "-c", "-o", str(o_file), str(c_file)])
+                objs.append(str(o_file))
+            _run_all(cmds, cc, what or stem)
+            _run_all([[cc, "-shared", "-o", str(so_tmp), *objs, "-lm"]], cc, what or stem)
         os.replace(so_tmp, path)  # atomic: another process sees the whole library or none
     return path
 
