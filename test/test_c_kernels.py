@@ -268,3 +268,39 @@ def test_concurrent_first_runs_compile_once(tmp_path):
     assert log.read_text().split() == ["build"]
     names = sorted(p.name for p in (tmp_path / "cache" / "models").iterdir())
     assert [n.rsplit(".", 1)[1] for n in names] == ["c", "json", "so"], names
+
+
+def test_a_large_source_builds_as_parallel_units_with_the_same_kernels(cache, tmp_path, monkeypatch):
+    """A source above native.SPLIT_MIN is compiled as one translation unit per core and linked:
+    forced here on the Robotino, cut into 25-expression chunks over 3 units, its kernels give
+    bit for bit what the one-unit build of the same expressions gives."""
+    from bondsim_ros.solver import native
+
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(cache))
+    whole = codegen.compile_model(BUILDERS["robotino"]())
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "split"))
+    monkeypatch.setattr(codegen, "CHUNK", 25)
+    monkeypatch.setattr(native, "SPLIT_MIN", 0)
+    monkeypatch.setattr(native, "_jobs", lambda: 3)
+    calls = []
+    real_units = native._units
+    monkeypatch.setattr(native, "_units", lambda source, jobs: calls.append(real_units(source, jobs)) or calls[-1])
+    split = codegen.compile_model(BUILDERS["robotino"]())
+    units = calls[-1]
+    assert len(units) == 3
+    source = Path(split.source_path).read_text()
+    header, *bodies = source.split(native.UNIT_MARK)
+    assert len(bodies) > 10 and "void jacobian_modes_0(" in header
+    assert all(u.startswith(header) for u in units)
+    assert "".join(u[len(header):] for u in units) == "".join(bodies)  # each function once, in order
+    rng = np.random.default_rng(3)
+    pm = np.concatenate([whole.params, np.zeros(whole.n_modes)])
+    for t, y, yp, p, cj in _points(rng, whole, 10):
+        for kind in ("residual", "jacobian", "outputs", "roots", "residual_modes", "jacobian_modes"):
+            size = {"residual": whole.n, "residual_modes": whole.n, "outputs": len(whole.output_names),
+                    "roots": len(whole.root_names)}.get(kind, len(whole.indices))
+            args = (t, y, yp, p if kind in ("residual", "jacobian") else pm) + ((cj,) if "jacobian" in kind else ())
+            a, b = np.zeros(size), np.zeros(size)
+            getattr(whole, kind)(*args, a)
+            getattr(split, kind)(*args, b)
+            np.testing.assert_array_equal(a, b, err_msg=kind)

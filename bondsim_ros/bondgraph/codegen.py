@@ -187,7 +187,7 @@ def _printer(names: dict):
                         num.append(self._double(v))
                     elif v != 1.0:
                         num.append(self._double(v))
-                elif f.is_Pow and f.exp.is_Number and f.exp < 0 and f not in self.names:
+                elif f.is_Pow and f.exp.is_Number and f.exp < 0:  # by value even if shared: the same C as unshared
                     den.append(self._power(f.base, -f.exp))
                 else:
                     t = self._print(f)
