@@ -37,7 +37,7 @@ class Solver(ctypes.Structure):
                 ("indptr", _P), ("indices", _P), ("diff", _P), ("p", _P), ("rtol", _D), ("atol", _P),
                 ("hmax", _D), ("D", _P), ("st", _P), ("ist", _P), ("stats", _P), ("G", _P), ("piv", _P),
                 ("q", _P), ("Lp", _P), ("Li", _P), ("Lx", _P), ("Up", _P), ("Ui", _P), ("Ux", _P), ("prow", _P),
-                ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P),
+                ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P), ("index2", _P),
                 ("t_out", _P), ("n_out", _I), ("t_stop", _D), ("Yout", _P), ("YPout", _P)]
 
 

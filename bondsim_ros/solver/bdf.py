@@ -158,6 +158,7 @@ class BDFSolver:
         self.st = np.zeros(core.N_FLOAT_STATE)
         self.ist = np.zeros(core.N_INT_STATE, dtype=np.int64)
         self.piv = np.zeros(n, dtype=np.int64)
+        self.index2 = np.zeros(n, dtype=np.uint8)  # set by init(): _index2
         if linear_solver not in ("auto", "dense", "sparse"):
             raise ValueError(f"linear_solver must be 'auto', 'dense' or 'sparse', not {linear_solver!r}")
         nnz = len(self.indices)
@@ -185,7 +186,7 @@ class BDFSolver:
             arrays=dict(indptr=self.indptr, indices=self.indices, diff=self.diff.view(np.uint8), p=self.pm,
                         atol=self.atol, D=self.D, st=self.st, ist=self.ist, stats=self._stats, G=self.G,
                         piv=self.piv, q=self.q, Lp=Lp, Li=Li, Lx=Lx, Up=Up, Ui=Ui, Ux=Ux, prow=prow, pinv=pinv,
-                        xw=xw))
+                        xw=xw, index2=self.index2))
 
     def _setup_sparse(self, n, nnz):
         """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the sparse LU."""
@@ -350,11 +351,22 @@ class BDFSolver:
             return False
         return self._set_modes(t0 + dt, y + dt * yp + 0.5 * dt * dt * ypp, yp + dt * ypp)
 
+    def _index2(self, t, y, yp) -> np.ndarray:
+        """The index-2 unknowns: algebraic, outside the error test, and in no equation free of
+        y' (a multiplier that only the derivative of a constraint determines). The Newton test
+        gives them a round-off floor that grows with cj (bdf_core.c, newton_solve)."""
+        Fy = self._dense_G(t, y, yp, 0.0)
+        Fyp = self._dense_G(t, y, yp, 1.0) - Fy
+        free_rows = ~np.any(Fyp != 0.0, axis=1)
+        in_free = np.any(Fy[free_rows] != 0.0, axis=0)
+        return ~np.asarray(self.problem.differential, bool) & ~self.diff & ~in_free
+
     def init(self, t0, y0, yp0=None, consistent=True):
         y0 = np.asarray(y0, dtype=float)
         y = y0.copy()
         yp = np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy()
         y, yp = self._consistent_with_modes(t0, y, yp, consistent)
+        self.index2[:] = self._index2(t0, y, yp)
         self.y, self.yp = y, yp
         if self.h0 is not None:
             h = float(self.h0)
