@@ -1,5 +1,6 @@
 """The BDF core in C (solver/bdf_core.c) with C model kernels: closed-form answers, events, no numba
 on the path, and a clear error when the core cannot be built."""
+import ctypes
 import json
 import math
 import subprocess
@@ -128,6 +129,30 @@ def test_cli_says_when_the_solver_core_cannot_be_compiled(tmp_path, monkeypatch,
     assert not out_csv.exists()
     # nothing half-built left in the cache
     assert [p.name for p in (tmp_path / "solver").iterdir()] == []
+
+
+def test_a_compiler_without_march_native_still_builds_the_core(tmp_path, monkeypatch):
+    """The core is compiled for the CPU (-march=native); a compiler that refuses that flag gets
+    the portable build instead of an error, and solves as well."""
+    from bondsim_ros.solver import _ccore
+
+    cc = tmp_path / "cc.sh"
+    cc.write_text('#!/bin/sh\ncase "$*" in *march=native*) echo "error: unknown flag" >&2; exit 1;; esac\n'
+                  'exec gcc "$@"\n')
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setattr(_ccore, "_lib", None)  # as in a fresh process
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
+    lib = _ccore.library()
+    assert lib.bdf_struct_size() == ctypes.sizeof(_ccore.Solver)
+    built = [p.name for p in (tmp_path / "cache" / "solver").iterdir()]
+    assert len(built) == 1 and built[0].startswith("bdf_core_") and built[0].endswith(".so")
+    # a solve on it (monkeypatch puts the process's own core back afterwards)
+    s = BDFSolver(decay_problem(1.5, c_kernels(tmp_path)), rtol=1e-8, atol=1e-10)
+    s.init(0.0, [1.0, 0.0])
+    Y, _ = s.advance(np.array([1.0]))
+    assert s._core._lib is lib
+    assert Y[0, 0] == pytest.approx(math.exp(-1.5), rel=1e-6)
 
 
 def test_core_source_ships_with_the_package():

@@ -52,8 +52,13 @@ def library() -> ctypes.CDLL:
     """The compiled core, built into the cache the first time on this machine."""
     global _lib
     if _lib is None:
-        path = native.build_library(source(), "bdf_core", native.cache_root() / "solver",
-                                    extra_flags=native.CORE_CFLAGS, what="the BDF core")
+        folder = native.cache_root() / "solver"
+        try:
+            path = native.build_library(source(), "bdf_core", folder, extra_flags=native.CORE_CFLAGS,
+                                        what="the BDF core")
+        except native.NativeBuildError:
+            # a compiler that does not know -march=native (or this CPU): the portable build
+            path = native.build_library(source(), "bdf_core", folder, extra_flags=("-O3",), what="the BDF core")
         lib = native.load_library(path)
         lib.bdf_advance.argtypes, lib.bdf_advance.restype = [_P], _I
         lib.bdf_work_size.argtypes, lib.bdf_work_size.restype = [_I, _I, _I, _I], _I
