@@ -114,10 +114,13 @@ SPLIT_MIN = 100_000  # characters: below, one gcc process (the Robotino's 0.3 s 
 
 
 def _jobs() -> int:
+    """Compiler processes for one library: one per usable core, at most 8 (beyond, the units
+    get small and each repeats the header)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
 
 
 def _units(source: str, jobs: int) -> list:
