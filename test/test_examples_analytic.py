@@ -64,6 +64,38 @@ def test_pendulum_keeps_its_length_and_period():
     assert period == pytest.approx(pendulum_period(L=L, theta0=theta0), rel=1e-6)
 
 
+def _closed_form_errors(name, res):
+    """Relative errors of a worked example's outputs against its closed form."""
+    if name == "mass_spring_damper":
+        x, v = mass_spring_damper_analytic(res.t)
+        return rel_err(res["spring.q"], x), rel_err(res["v"], v)
+    if name == "series_rlc":
+        q, i = series_rlc_analytic(res.t)
+        return rel_err(res["C.q"], q), rel_err(res["i"], i)
+    if name == "dc_motor":
+        i, w = dc_motor_analytic(res.t)
+        return rel_err(res["current"], i), rel_err(res["omega_motor"], w)
+    return (rel_err(res["spring.q"], np.cos(res.t)),)  # lossless_oscillator: q = cos t
+
+
+@pytest.mark.parametrize("name, t_end, dt_out", [("mass_spring_damper", 10.0, 0.01), ("series_rlc", 1.0, 0.001),
+                                                 ("dc_motor", 0.5, 0.0005),
+                                                 ("lossless_oscillator", 4 * math.pi, 0.05)])
+def test_error_keeps_falling_as_rtol_falls_to_1e_12(name, t_end, dt_out):
+    """Issue 14: tightening the tolerance buys accuracy all the way down (no stall at round-off,
+    no step-size underflow), and rtol 1e-12 is within 1e-9 of the closed form (the DC motor's
+    rigid gear is index 2)."""
+    compiled = compile_model(getattr(ex, name)())
+    errors = []
+    for rtol in (1e-6, 1e-8, 1e-10, 1e-12):
+        res = simulate(compiled, t_end=t_end, dt_out=dt_out, rtol=rtol, atol=rtol / 100)
+        assert res.t[-1] == pytest.approx(t_end)
+        errors.append(max(_closed_form_errors(name, res)))
+    print(f"{name}: max relative error at rtol 1e-6, 1e-8, 1e-10, 1e-12:", ", ".join(f"{e:.1e}" for e in errors))
+    assert all(a > 5 * b for a, b in zip(errors, errors[1:])), errors
+    assert errors[-1] < 1e-9, errors
+
+
 def test_second_compile_comes_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path))
     first = compile_model(ex.series_rlc(Rv=3.0))
