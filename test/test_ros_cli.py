@@ -57,9 +57,11 @@ def test_up_unreadable_params_file_is_named(tmp_path, capfd, text):
     assert f"--params {f}" in err or f"{f}: section" in err
 
 
-def test_up_bad_namespace(capfd):
+def test_up_bad_namespace(capfd, recwarn):
     rc, err = _run(capfd, "up", "--namespace", "9robots", "--duration", "0.2")
-    assert rc == 2 and "namespace" in err
+    assert rc == 2 and "namespace" in err and "Traceback" not in err, err
+    # refused before any node exists: no rclpy "Failed to fini rosout publisher" RuntimeWarning
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in recwarn]
 
 
 def test_demo_never_deletes_an_existing_recording(tmp_path, capfd):

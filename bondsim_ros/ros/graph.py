@@ -135,9 +135,15 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
     dynamics_node, probe_node, and state_publisher in place of robot_state_publisher (pass
     ``state_publisher=None`` where a real robot_state_publisher runs); twin_bridge if
     ``bridge`` parameters are given."""
+    from rclpy.validate_namespace import validate_namespace
+
     from .dynamics_node import DynamicsNode
     from .probe_node import ProbeNode
 
+    if namespace:
+        # checked before any node exists: rcl refuses a bad one half-way through creating the
+        # node and rclpy then warns "Failed to fini rosout publisher" on top of the error
+        validate_namespace(namespace if namespace.startswith("/") else "/" + namespace)
     kw = {"namespace": namespace} if namespace else {}
     if context is not None:
         kw["context"] = context
