@@ -154,7 +154,8 @@ def cmd_up(args) -> int:
         why = spin_until_signal(graph.executor, context, duration=args.duration)
         dn = graph.nodes["dynamics_node"]
         print(f"bondsim-ros up: stopped ({why}): {dn.frames} frames, {dn.overruns} overruns, "
-              f"max lag {dn.max_lag * 1e3:.1f} ms, {dn.solver_failures} solver failures", file=sys.stderr)
+              f"max lag {dn.max_lag * 1e3:.1f} ms, {dn.solver_failures} solver failures, "
+              f"{dn.skipped_frames} frames skipped", file=sys.stderr)
     finally:
         if graph is not None:
             graph.shutdown()

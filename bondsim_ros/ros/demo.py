@@ -65,10 +65,12 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
             missing = sorted(need - set(recorder.connections))
             raise RuntimeError(f"demo: topics never appeared: {', '.join(missing)}")
         dn.restart()
+        skipped0 = dn.skipped_frames
         wall = duration / rtf
         tic = time.monotonic()
         graph.spin_for(wall, on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
         stats = {"wall_s": time.monotonic() - tic, "frames": dn.frames, "overruns": dn.overruns,
+                 "skipped_frames": dn.skipped_frames - skipped0,
                  "max_lag_ms": dn.max_lag * 1e3, "counts": dict(recorder.counts),
                  "name": dn.twin.name, "mechanism": str(dn.twin.mechanism)}
         recorder.close()
@@ -282,7 +284,8 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
     for topic in sorted(stats["counts"]):
         n = stats["counts"][topic]
         lines.append(f"  {topic:32s} {n:6d} msgs  {n / span:6.1f} Hz")
-    lines.append(f"frames {stats['frames']}, overruns {stats['overruns']}, max lag {stats['max_lag_ms']:.1f} ms")
+    lines.append(f"frames {stats['frames']}, overruns {stats['overruns']}, skipped {stats['skipped_frames']}, "
+                 f"max lag {stats['max_lag_ms']:.1f} ms")
     if "x_ref" in series:
         late = series["ref_t"] >= 5.0
         if late.any():

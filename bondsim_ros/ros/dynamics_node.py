@@ -166,6 +166,8 @@ class DynamicsNode(Node):
         self.period = 1.0 / p["publish_rate"]
         self.paused = False
         self.overruns = 0
+        self.skipped_frames = 0  # timer periods that never ran (_count_skipped_frames)
+        self._slot = None  # the timer's period index of the last tick
         self.max_lag = 0.0
         self.frames = 0
         self.solver_failures = 0
@@ -394,9 +396,35 @@ class DynamicsNode(Node):
         Publishing first keeps the solver's varying cost out of the publication times (low
         jitter); the price is that a new command acts from the next frame (30 ms)."""
         if self.paused or not self.context.ok():  # a tick racing the shutdown publishes nothing
+            self._slot = None
             return
+        self._count_skipped_frames()
         self.publish_pending()
         self.compute_next()
+
+    def _count_skipped_frames(self):
+        """Count the frames the timer never ran. When a tick comes more than a period late
+        (the executor or the whole process was held up), rcl runs it once and skips the
+        periods it missed: no frame is published for them, and none is an overrun, since the
+        frames that do run are on time. Counted on the timer's own grid (its next call time,
+        always a whole number of periods from the first), not from gaps between ticks, which
+        jitter."""
+        until = self.timer.time_until_next_call()  # ns, on the timer's clock: CLOCK_MONOTONIC
+        if until is None:
+            return
+        nxt = time.monotonic_ns() + until
+        if self._slot is None:
+            self._grid0, self._slot = nxt, 0
+            return
+        slot = round((nxt - self._grid0) / self.timer.timer_period_ns)
+        missed, self._slot = slot - self._slot - 1, slot
+        # -1: a catch-up tick in the period of the one before (rclpy's EventsExecutor runs one
+        # right after a late tick), which published one of the missed frames after all
+        self.skipped_frames += missed
+        if missed > 0:
+            self.get_logger().warning(
+                f"the frame timer ran {missed * self.period * 1e3:.0f} ms late: {missed} frames not published "
+                f"(the process was held up; {self.skipped_frames} so far)", throttle_duration_sec=2.0)
 
     def publish_pending(self):
         if self._pending is not None:
@@ -492,14 +520,16 @@ class DynamicsNode(Node):
                                   message=d.message, hardware_id=hw)
             st.values = [KeyValue(key=str(k), value=str(v)) for k, v in d.values.items()]
             arr.status.append(st)
-        behind = self.overruns > 0
+        behind = self.overruns > 0 or self.skipped_frames > 0
         failed = self.last_failure is not None and time.monotonic() - self._last_failure_wall < 5.0
         level = DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN if behind else DiagnosticStatus.OK
-        message = self.last_failure if failed else f"{self.overruns} overruns" if behind else "keeping up"
+        message = (self.last_failure if failed else
+                   f"{self.overruns} overruns, {self.skipped_frames} frames skipped" if behind else "keeping up")
         st = DiagnosticStatus(level=level, name=f"{pre}{self.twin.name}/solver", hardware_id=hw, message=message)
         st.values = [KeyValue(key="solver failures", value=str(self.solver_failures)),
                      KeyValue(key="worst frame cost [ms]", value=f"{self._worst * 1e3:.3f}"),
                      KeyValue(key="max lag [ms]", value=f"{self.max_lag * 1e3:.3f}"),
+                     KeyValue(key="frames skipped", value=str(self.skipped_frames)),
                      KeyValue(key="sim time [s]", value=f"{state.t:.3f}")]
         arr.status.append(st)
         self.pub_diag.publish(arr)
