@@ -138,6 +138,27 @@ def test_a_held_up_process_skips_frames_and_the_node_counts_them(executor):
         h.close()
 
 
+def test_a_publish_that_blocks_is_an_overrun():
+    """The frame's cost is publishing and stepping: a publish held up for longer than a period
+    (DDS blocking a writer) counts as an overrun, not as the process being held up elsewhere."""
+    h = Harness(reference="rose", publish_rate=33.0)
+    try:
+        h.spin(0.3)
+        overruns, publish = h.node.overruns, h.node.publish_state
+
+        def slow_publish(state):
+            h.node.publish_state = publish
+            time.sleep(0.05)
+            publish(state)
+
+        h.node.publish_state = slow_publish
+        h.spin(0.3)
+        assert h.node.publish_state is publish  # it ran
+        assert h.node.overruns >= overruns + 1
+    finally:
+        h.close()
+
+
 def _body_twist(odom):
     return odom.twist.twist.linear.x, odom.twist.twist.linear.y, odom.twist.twist.angular.z
 
