@@ -167,7 +167,7 @@ class DynamicsNode(Node):
         self.paused = False
         self.overruns = 0
         self.skipped_frames = 0  # timer periods that never ran (_count_skipped_frames)
-        self._slot = None  # the timer's period index of the last tick
+        self._grid0, self._slot = 0, None  # the timer's next call at the first tick [ns]; period index of the last tick
         self._publish_cost = 0.0  # seconds this tick spent publishing
         self.max_lag = 0.0
         self.frames = 0
