@@ -101,7 +101,7 @@ typedef struct {
 } solver_t;
 
 int64_t bdf_work_size(int64_t n, int64_t nnz, int64_t n_roots, int64_t n_modes) {
-    return nnz + 16 * n + 3 * NW * NW + NW * n + 5 * n_roots + n_modes + 2 * NROWS * n;
+    return nnz + 16 * n + 3 * NW * NW + NW * n + 5 * n_roots + 2 * n_modes + 2 * NROWS * n;
 }
 
 int64_t bdf_struct_size(void) { return (int64_t)sizeof(solver_t); }
@@ -276,7 +276,7 @@ static void assemble(int64_t n, double *G, const double *vals, const int64_t *in
 typedef struct {
     double *vals, *y_pred, *psi, *d, *y, *yp, *r, *scale, *dy, *yo, *ypo, *r2, *yq, *ypq, *yp_restart, *y_star;
     double *wR, *wU, *wRU, *wD;
-    double *g_old, *g_new, *g_lo, *g_hi, *g_mid, *m_new;
+    double *g_old, *g_new, *g_lo, *g_hi, *g_mid, *m_new, *m_past;
     double *D_prev, *D_acc;
     double gamma[MAX_ORDER + 2], err_const[MAX_ORDER + 2];
     int64_t nmask;
@@ -692,6 +692,29 @@ static double restart_at(const solver_t *s, work_t *w, double t_root, double h, 
     }
     h_r = pmax(h_r, 100.0 * hmin);
     *cj_lu = probe_derivative(s, w, t_root, h_r, yq, ypq, ypo);
+    /* The modes were picked on the polynomial of the step that found the root; the run restarts
+       from y* of the step landed on it, which differs from it by that step's error. A law whose
+       switching function is past zero at y* too must switch now or never: the sign it starts
+       with is the one it keeps, so no crossing is seen (the omni5dpo's three identical PID clips:
+       the two not located were at -4e-10 and -1e-8 at y* and stayed on the wrong side of their
+       limit, its wheel speeds 1.1 rad/s apart). So the modes just past t* along y'+ are taken as
+       well, as at init, except that a mode switched here is not switched back (it would chatter
+       at its limit). */
+    double ttol = 100.0 * EPS * (fabs(t_root) + fabs(h));
+    for (int64_t m = 0; m < n; m++) w->r2[m] = yq[m] + ttol * ypo[m];
+    s->modes(t_root + ttol, w->r2, ypo, s->p, w->m_past);
+    int more = 0;
+    for (int64_t k = 0; k < s->n_modes; k++) {
+        double *mode = s->p + s->n_par + k;
+        if (w->m_past[k] != *mode && *mode == w->m_new[k]) { /* (m_new: the modes before the switch) */
+            *mode = w->m_past[k];
+            more = 1;
+        }
+    }
+    if (more) {
+        s->stats[ST_EVENTS] += 1;
+        *cj_lu = probe_derivative(s, w, t_root, h_r, yq, ypq, ypo);
+    }
     memset(D, 0, NROWS * n * sizeof(double));
     for (int64_t m = 0; m < n; m++) {
         D[m] = yq[m];
@@ -889,6 +912,7 @@ int64_t bdf_advance(solver_t *s) {
     w.g_hi = p; p += nr;
     w.g_mid = p; p += nr;
     w.m_new = p; p += s->n_modes;
+    w.m_past = p; p += s->n_modes;
     w.D_prev = p; p += NROWS * n;
     w.D_acc = p; p += NROWS * n;
 
