@@ -113,7 +113,7 @@ def test_a_held_up_process_skips_frames_and_the_node_counts_them(executor):
 
     from bondsim_ros.ros.graph import make_executor
 
-    h = Harness(executor=SingleThreadedExecutor if executor == "single" else lambda context: make_executor(context),
+    h = Harness(executor=SingleThreadedExecutor if executor == "single" else make_executor,
                 reference="rose", publish_rate=33.0)
     diags = []
     h.probe.create_subscription(DiagnosticArray, "/diagnostics", diags.append, 10)

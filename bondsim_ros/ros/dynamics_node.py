@@ -168,7 +168,6 @@ class DynamicsNode(Node):
         self.overruns = 0
         self.skipped_frames = 0  # timer periods that never ran (_count_skipped_frames)
         self._grid0, self._slot = 0, None  # the timer's next call at the first tick [ns]; period index of the last tick
-        self._publish_cost = 0.0  # seconds this tick spent publishing
         self.max_lag = 0.0
         self.frames = 0
         self.solver_failures = 0
@@ -402,8 +401,7 @@ class DynamicsNode(Node):
         self._count_skipped_frames()
         tic = time.perf_counter()
         self.publish_pending()
-        self._publish_cost = time.perf_counter() - tic  # part of the frame's cost (compute_next)
-        self.compute_next()
+        self.compute_next(publish_cost=time.perf_counter() - tic)
 
     def _count_skipped_frames(self):
         """Count the frames the timer never ran. When a tick comes more than a period late
@@ -445,7 +443,9 @@ class DynamicsNode(Node):
             self.publish_rest(self._pending, self._pending_stamp, tf_batch)
             self._pending = None
 
-    def compute_next(self):
+    def compute_next(self, publish_cost=0.0):
+        """Step the twin to the next frame's instant; ``publish_cost`` (s) is what publishing
+        this frame took, part of its cost: a publish that blocks is an overrun too."""
         if self.paused:
             return
         tic = time.perf_counter()
@@ -469,8 +469,7 @@ class DynamicsNode(Node):
         except Exception as exc:  # noqa: BLE001 - a model failure must not end the node (issue 15)
             self._solver_failed(exc, f"stepping to t={target:.3f} s")
             self._pending = self.twin.state()  # hold the last state: /joint_states goes on
-        took = time.perf_counter() - tic + self._publish_cost  # a publish that blocks is an overrun too
-        self._publish_cost = 0.0
+        took = time.perf_counter() - tic + publish_cost
         lag = max(0.0, self.sim_time_now() - target) / self.p["real_time_factor"]
         self.max_lag = max(self.max_lag, lag)
         if took > self.period or lag > 0:

@@ -582,6 +582,10 @@ static double locate_root(const solver_t *s, work_t *w, double t_lo, double t_hi
     return t_hi;
 }
 
+/* The events' resolution in time, 100 ulp of |t| + |h|: the width of a located root's bracket,
+   and how far past a point "just past it" is. */
+static inline double event_ttol(double t, double h) { return 100.0 * EPS * (fabs(t) + fabs(h)); }
+
 static int modes_changed(const solver_t *s, const double *m_new) {
     for (int64_t k = 0; k < s->n_modes; k++)
         if (s->p[s->n_par + k] != m_new[k]) return 1;
@@ -707,7 +711,7 @@ static double restart_at(const solver_t *s, work_t *w, double t_root, double h, 
        limit, its wheel speeds 1.1 rad/s apart). So the modes just past t* along y'+ are taken as
        well, as at init, except that a mode switched here is not switched back (it would chatter
        at its limit). */
-    double ttol = 100.0 * EPS * (fabs(t_root) + fabs(h));
+    double ttol = event_ttol(t_root, h);
     for (int64_t m = 0; m < n; m++) w->r2[m] = yq[m] + ttol * ypo[m];
     s->modes(t_root + ttol, w->r2, ypo, s->p, w->m_past);
     int more = 0;
@@ -793,7 +797,7 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
     }
     /* the modes the laws pick just past the step end (on the polynomial extended by ttol: a
        function that ends exactly on zero, t <= 0.5 at t = 0.5, is judged on the far side) */
-    double ttol = 100.0 * EPS * (fabs(t) + fabs(h));
+    double ttol = event_ttol(t, h);
     dense_output(n, t + ttol, t, h, order, D, yq, ypq);
     s->modes(t + ttol, yq, ypq, s->p, m_new);
     if (!modes_changed(s, m_new)) {
@@ -1054,7 +1058,7 @@ int64_t bdf_advance(solver_t *s) {
                 double factor = ETA_CF;
                 double frac = nr > 0 ? predicted_crossing(s, &w, t, h, cj) : -1.0;
                 if (frac >= 0.0) {
-                    double ttol = 100.0 * EPS * (fabs(t) + fabs(h));
+                    double ttol = event_ttol(t, h);
                     if (frac * h <= ttol) {
                         /* the step starts on the switch: the modes just past it, and a restart
                            (once at a point: a second would loop without a step accepted) */
