@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-shot, idempotent setup on a fresh Debian 12 / Python 3.11 machine:
-#   system packages (check_urdf, graphviz), a venv with bondsim_ros and its extras (ROS 2
-#   wheels from PyPI included), and the locally generated tf2_msgs and composition_interfaces.
+#   system packages (check_urdf, graphviz, node and npm), a venv with bondsim_ros and its extras
+#   (ROS 2 wheels from PyPI included), the locally generated tf2_msgs and composition_interfaces,
+#   and the official Foxglove client the tests run (test/npm, from the npm registry).
 #     bash tools/setup.sh                      ROS 2 Kilted (the newest) in .venv
 #     ROS_DISTRO=jazzy bash tools/setup.sh     ROS 2 Jazzy in .venv-jazzy
 # When ../shared/wheels exists beside the checkout (development and CI machines), its launch
@@ -30,6 +31,9 @@ command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 # the C compiler that builds the solver core and every model's kernels (solver/native.py)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+# node and npm: test/test_foxglove.py runs the official npm client (@foxglove/ws-protocol)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 # Python headers: the locally generated tf2_msgs extension compiles against them
 "$PY" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
   || need_apt+=(python3-dev)
@@ -75,5 +79,18 @@ fi
 # --- interfaces the PyPI wheels do not ship (tf2_msgs, composition_interfaces), generated ----
 if [ -f tools/build_msgs.py ]; then
   "$VENV/bin/python" tools/build_msgs.py --venv "$VENV" --distro "$DISTRO"
+fi
+# --- the official Foxglove WebSocket client for the tests (test/npm, versions in its lock file) --
+NPM_DIR="$ROOT/test/npm"
+if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+  nstamp="$NPM_DIR/node_modules/.bondsim_npm_stamp"  # inside node_modules: `npm ci` removes it first
+  nwant=$( (cat "$NPM_DIR/package.json" "$NPM_DIR/package-lock.json"; node --version) | sha256sum | cut -c1-16)
+  if [ ! -f "$nstamp" ] || [ "$(cat "$nstamp")" != "$nwant" ]; then
+    log "installing @foxglove/ws-protocol in test/npm (npm ci)"
+    (cd "$NPM_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$nwant" > "$nstamp"
+  fi
+else
+  log "warning: no node/npm; test/test_foxglove.py's official-client test will skip (fail under BONDSIM_NO_SKIP=1)"
 fi
 log "ready: $VENV"
