@@ -65,8 +65,9 @@ setup(
         # websockets: the test's Foxglove client
         "test": ["pytest>=7", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3", "websockets>=12"],
         "bench": ["scikit-sundae>=1.0"],
-        # `bondsim-ros up/demo --foxglove`: the twin live in Foxglove (WebSocket server)
-        "foxglove": ["foxglove-sdk>=0.30"],
+        # `bondsim-ros up/demo --foxglove`: the twin live in Foxglove (WebSocket server); websockets:
+        # the public port that serves both subprotocol names (15: the client's proxy= argument)
+        "foxglove": ["foxglove-sdk>=0.30", "websockets>=15"],
     },
     zip_safe=False,
     maintainer="bondsim_ros maintainers",

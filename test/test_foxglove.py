@@ -1,13 +1,15 @@
-"""`--foxglove`: the twin served live over Foxglove's WebSocket protocol. The test is a client
-speaking that protocol (subprotocol foxglove.sdk.v1, which foxglove-sdk 0.30 serves; formerly
-foxglove.websocket.v1 — the same messages: serverInfo/advertise as JSON,
-subscribe, binary MessageData frames, fetchAsset, getParameters) against the graph of
-`bondsim-ros up` with the Foxglove node."""
+"""`--foxglove`: the twin served live over Foxglove's WebSocket protocol, under both of its
+subprotocol names: foxglove.sdk.v1 (foxglove-sdk, current Foxglove) and foxglove.websocket.v1
+(@foxglove/ws-protocol's FoxgloveClient, Lichtblick) — the same messages: serverInfo/advertise as
+JSON, subscribe, binary MessageData frames, fetchAsset, getParameters. The clients here: a
+Python one speaking the protocol over `websockets`, and the official npm client under node
+(test/npm/foxglove_client.js; tools/setup.sh installs node and the package)."""
 import asyncio
 import contextlib
 import json
 import struct
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -20,11 +22,10 @@ from bondsim_ros.ros.graph import start_graph  # noqa: E402
 CHANNELS = {"/joint_states", "/tf", "/tf_static", "/odom", "/probes/base_center", "/robot_description"}
 
 
-async def _client(port, seconds=3.0):
+async def _client(port, seconds=3.0, subprotocol="foxglove.sdk.v1", host="127.0.0.1"):
     got = {"frames": {}, "first": {}}
-    async with websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1", "foxglove.websocket.v1"],
-                                  max_size=None) as ws:
-        assert ws.subprotocol in ("foxglove.sdk.v1", "foxglove.websocket.v1")
+    async with websockets.connect(f"ws://{host}:{port}", subprotocols=[subprotocol], max_size=None) as ws:
+        assert ws.subprotocol == subprotocol
         channels = {}
         loop = asyncio.get_running_loop()
         end = loop.time() + 20.0
@@ -206,8 +207,10 @@ async def _fetch_every_mesh(port):
     fetchAsset for every mesh URI in it; returns (URDF, {uri: (status, bytes or error)})."""
     import re
 
-    async with websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1", "foxglove.websocket.v1"],
+    # the name Lichtblick and @foxglove/ws-protocol's client offer (the other tests: foxglove.sdk.v1)
+    async with websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.websocket.v1"],
                                   max_size=None) as ws:
+        assert ws.subprotocol == "foxglove.websocket.v1"
         loop = asyncio.get_running_loop()
         end = loop.time() + 30.0
         channel, urdf, capabilities = None, None, []
@@ -287,3 +290,148 @@ def test_foxglove_serves_only_what_the_urdf_references(tmp_path):
     finally:
         live.destroy_node()
         rclpy.try_shutdown(context=ctx)
+
+
+NPM = Path(__file__).resolve().parent / "npm"  # test/npm: package.json, lock file, the client script
+
+
+def _node() -> str:
+    """node, with the npm client installed in test/npm, or a skip (a failure under BONDSIM_NO_SKIP=1)."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node not installed (tools/setup.sh installs nodejs and npm)")
+    if not (NPM / "node_modules" / "@foxglove" / "ws-protocol").is_dir():
+        pytest.skip("@foxglove/ws-protocol not installed in test/npm (run tools/setup.sh)")
+    return node
+
+
+def _node_client(node, port, *extra, timeout=40.0):
+    """Run test/npm/foxglove_client.js (the official @foxglove/ws-protocol FoxgloveClient under
+    node) against ``port``; returns its JSON summary and exit status."""
+    import subprocess
+
+    proc = subprocess.run([node, str(NPM / "foxglove_client.js"), f"ws://127.0.0.1:{port}", "--timeout", "30", *extra],
+                          capture_output=True, text=True, timeout=timeout, cwd=NPM)
+    assert proc.stdout.strip(), f"node client printed nothing (exit {proc.returncode}): {proc.stderr}"
+    assert len(proc.stdout.splitlines()) == 1, proc.stdout[:300]
+    return json.loads(proc.stdout), proc.returncode
+
+
+def test_official_npm_client_gets_every_channel_and_mesh():
+    """Foxglove's own client library (@foxglove/ws-protocol 0.8.0, the one Lichtblick and the
+    ws-protocol examples use), offering its default subprotocol foxglove.websocket.v1, and the
+    same client offering foxglove.sdk.v1: each gets every channel in Foxglove's schemas, the
+    URDF as topic and parameter, and every mesh the URDF names byte for byte."""
+    import base64
+    import hashlib
+    import re
+
+    from bondsim_ros.ros.foxglove_live import _urdf_root
+
+    node = _node()
+    with served_graph({"reference": "rose"}) as live:
+        runs = {name: _node_client(node, live.port, *extra) for name, extra in
+                (("foxglove.websocket.v1", ()), ("foxglove.sdk.v1", ("--subprotocol", "foxglove.sdk.v1")))}
+    for offered, (got, status) in runs.items():
+        assert status == 0 and got["complete"] and not got["errors"], (offered, got["errors"])
+        assert got["offered"] == got["subprotocol"] == offered
+        assert "assets" in got["serverInfo"]["capabilities"]
+        channels = got["channels"]
+        assert set(channels) >= CHANNELS, sorted(channels)
+        assert channels["/joint_states"]["schemaName"] == "foxglove.JointStates"
+        assert channels["/tf"]["schemaName"] == channels["/tf_static"]["schemaName"] == "foxglove.FrameTransforms"
+        assert channels["/odom"]["schemaName"] == "foxglove.Odometry"
+        assert channels["/probes/base_center"]["schemaName"] == "foxglove.PoseInFrame"
+        assert all(c["messages"] > 0 for c in channels.values()), {t: c["messages"] for t, c in channels.items()}
+        assert b"wheel1_axle" in base64.b64decode(channels["/joint_states"]["first"])
+        urdf = json.loads(base64.b64decode(channels["/robot_description"]["first"]))["data"]
+        assert got["parameters"] == [{"name": "/robot_description", "length": len(urdf)}]
+        uris = set(re.findall(r'filename="([^"]+)"', urdf))
+        assert uris and set(got["assets"]) == uris
+        for uri, answer in got["assets"].items():
+            assert uri.startswith("package://bondsim_ros/urdf/") and answer["status"] == 0, (uri, answer)
+            mesh = (_urdf_root() / uri[len("package://bondsim_ros/urdf/"):]).read_bytes()
+            assert answer["bytes"] == len(mesh) and answer["sha256"] == hashlib.sha256(mesh).hexdigest(), uri
+
+
+@pytest.mark.parametrize("command", [["up", "--duration", "30"], ["demo", "--duration", "5", "--no-video", "-q"]])
+def test_busy_port_is_one_clear_error(tmp_path, command):
+    """`up`/`demo --foxglove PORT` with PORT taken by another program: one line naming the port,
+    exit status 2, no traceback, nothing started or written."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    out = tmp_path / "demo"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        extra = ["--out", str(out)] if command[0] == "demo" else []
+        proc = subprocess.run([sys.executable, "-m", "bondsim_ros.cli", *command, *extra, "--foxglove", str(port)],
+                              env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception" not in proc.stderr, proc.stderr
+    assert (f"bondsim-ros {command[0]}: error: --foxglove: cannot serve on 127.0.0.1:{port}: "
+            f"Address already in use") in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+def test_foxglove_node_on_a_taken_port_raises_one_error_and_leaves_no_node():
+    """The port taken after the command's check (a race): FoxgloveLive raises the error the
+    command turns into its message, and the context shuts down cleanly (no half-made node)."""
+    import socket
+
+    from bondsim_ros.ros.foxglove_live import FoxgloveLive, FoxgloveServeError
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+            port = busy.getsockname()[1]
+            with pytest.raises(FoxgloveServeError, match=f"cannot serve on 127.0.0.1:{port}: Address already in use"):
+                FoxgloveLive(port=port, context=ctx)
+    finally:
+        rclpy.try_shutdown(context=ctx)  # raised AttributeError (no .server) on a half-made node
+
+
+def test_foxglove_address_is_where_it_listens():
+    """--foxglove-address: the server listens on that address only (127.0.0.2, another loopback
+    address, here), and says so."""
+    import socket
+
+    from bondsim_ros.ros.foxglove_live import FoxgloveLive
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    live = FoxgloveLive(host="127.0.0.2", port=0, context=ctx)
+    try:
+        assert live.url == f"ws://127.0.0.2:{live.port}"
+
+        async def hello(host):
+            async with websockets.connect(f"ws://{host}:{live.port}", subprotocols=["foxglove.websocket.v1"]) as ws:
+                return json.loads(await asyncio.wait_for(ws.recv(), timeout=10))["op"]
+
+        assert asyncio.run(hello("127.0.0.2")) == "serverInfo"
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", live.port)) != 0, "listening on 127.0.0.1 too"
+    finally:
+        live.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+
+
+def test_foxglove_address_not_of_this_computer_is_a_usage_error(capsys):
+    from bondsim_ros.cli import main
+
+    assert main(["up", "--foxglove", "--foxglove-address", "192.0.2.1", "--duration", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--foxglove: cannot serve on 192.0.2.1:8765" in err and "not an address of this computer" in err, err
+    assert main(["up", "--foxglove-address", "0.0.0.0", "--duration", "1"]) == 2  # without --foxglove
+    assert "--foxglove-address needs --foxglove" in capsys.readouterr().err

@@ -5,6 +5,10 @@ import argparse
 import sys
 from pathlib import Path
 
+FOXGLOVE_ADDRESS_HELP = ("address --foxglove listens on (default 127.0.0.1: this computer only; 0.0.0.0: every "
+                         "network interface, where anyone then reads the robot's data and mesh files: there is "
+                         "no authentication)")
+
 
 def register(sub) -> None:
     up = sub.add_parser("up", help="start dynamics_node and probe_node in one process (no `launch` needed)")
@@ -24,6 +28,7 @@ def register(sub) -> None:
     up.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     up.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
                     help="serve the twin live to Foxglove over WebSocket (default port 8765; needs foxglove-sdk)")
+    up.add_argument("--foxglove-address", default=None, metavar="ADDR", help=FOXGLOVE_ADDRESS_HELP)
     up.add_argument("--no-state-publisher", action="store_true",
                     help="do not start state_publisher (a robot_state_publisher runs elsewhere)")
     up.set_defaults(func=cmd_up)
@@ -37,6 +42,7 @@ def register(sub) -> None:
     demo.add_argument("--no-video", action="store_true", help="skip the rendered video")
     demo.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
                       help="also serve the run live to Foxglove over WebSocket (default port 8765)")
+    demo.add_argument("--foxglove-address", default=None, metavar="ADDR", help=FOXGLOVE_ADDRESS_HELP)
     demo.add_argument("--quiet", "-q", action="store_true")
     demo.set_defaults(func=cmd_demo)
 
@@ -130,7 +136,7 @@ def cmd_up(args) -> int:
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = choose_discovery_range(args.discovery, args.bridge)
     except ValueError as exc:
         raise CLIError(f"--discovery: {exc}") from None
-    _check_foxglove(args.foxglove)
+    foxglove_address = _check_foxglove(args.foxglove, args.foxglove_address)
     context = rclpy.Context()
     init_rclpy(context=context)
     graph = None
@@ -142,13 +148,17 @@ def cmd_up(args) -> int:
         except _graph_errors() as exc:
             raise CLIError(str(exc)) from None
         if args.foxglove is not None:
-            from .foxglove_live import FoxgloveLive
+            from .foxglove_live import FoxgloveLive, FoxgloveServeError
 
             kw = {"namespace": args.namespace} if args.namespace else {}
-            graph.nodes["foxglove_live"] = FoxgloveLive(port=args.foxglove, context=context,
-                                                        probes=graph.nodes["dynamics_node"].probe_names, **kw)
-            graph.executor.add_node(graph.nodes["foxglove_live"])
-            print(f"bondsim-ros up: Foxglove at ws://localhost:{graph.nodes['foxglove_live'].port}", file=sys.stderr)
+            try:
+                live = FoxgloveLive(port=args.foxglove, host=foxglove_address, context=context,
+                                    probes=graph.nodes["dynamics_node"].probe_names, **kw)
+            except FoxgloveServeError as exc:
+                raise CLIError(f"--foxglove: {exc}") from None
+            graph.nodes["foxglove_live"] = live
+            graph.executor.add_node(live)
+            print(f"bondsim-ros up: Foxglove at {live.url}", file=sys.stderr)
         print(f"bondsim-ros up: {', '.join(graph.nodes)} running, discovery range "
               f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
         why = spin_until_signal(graph.executor, context, duration=args.duration)
@@ -163,18 +173,31 @@ def cmd_up(args) -> int:
     return 0
 
 
-def _check_foxglove(port) -> None:
-    """--foxglove's port and library, checked before anything starts (usage errors: exit 2)."""
-    if port is None:
-        return
+def _check_foxglove(port, address) -> str | None:
+    """--foxglove's port, address and libraries, checked before anything starts (usage errors:
+    exit 2): a port in use ends the command here, before a graph or a recording exists.
+    Returns the address to listen on (None without --foxglove)."""
     from bondsim_ros.cli import CLIError
 
+    if port is None:
+        if address is not None:
+            raise CLIError("--foxglove-address needs --foxglove [PORT]")
+        return None
+    address = "127.0.0.1" if address is None else address
     if not 0 <= port <= 65535:
         raise CLIError(f"--foxglove: port {port} is not in 0..65535")
     try:
         import foxglove  # noqa: F401
+        import websockets  # noqa: F401
     except ImportError:
-        raise CLIError("--foxglove needs foxglove-sdk: pip install foxglove-sdk") from None
+        raise CLIError("--foxglove needs foxglove-sdk and websockets: pip install foxglove-sdk websockets") from None
+    from .foxglove_live import FoxgloveServeError, check_address
+
+    try:
+        check_address(address, port)
+    except FoxgloveServeError as exc:
+        raise CLIError(f"--foxglove: {exc}") from None
+    return address
 
 
 def cmd_demo(args) -> int:
@@ -184,16 +207,21 @@ def cmd_demo(args) -> int:
 
     _positive(args.duration, "--duration", "a positive, finite number of simulated seconds")
     _positive(args.rtf, "--rtf", "a positive real-time factor")
-    _check_foxglove(args.foxglove)
+    foxglove_address = _check_foxglove(args.foxglove, args.foxglove_address)
     # the packaged parameter file with this --model; the demo has no --params/--reference/--rate,
     # and its --rtf goes to run_demo
     params = _node_params(argparse.Namespace(params=None, model=args.model, reference=None, rate=None, rtf=None))
     out = Path(args.out)
+    from .foxglove_live import FoxgloveServeError
+
     try:
         summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
-                           quiet=args.quiet, foxglove_port=args.foxglove, params=params)
+                           quiet=args.quiet, foxglove_port=args.foxglove, params=params,
+                           foxglove_address=foxglove_address or "127.0.0.1")
     except FileExistsError as exc:
         raise CLIError(str(exc)) from None
+    except FoxgloveServeError as exc:  # the port taken between the check and the server's start
+        raise CLIError(f"--foxglove: {exc}") from None
     if not args.quiet:
         for line in summary:
             print(f"[demo] {line}", file=sys.stderr)

@@ -24,10 +24,11 @@ DEMO_TOPICS = ["/joint_states", "/tf", "/tf_static", "/odom", "/robot_descriptio
 
 
 def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None,
-           domain_id: int | None = None, foxglove_port: int | None = None) -> dict:
+           domain_id: int | None = None, foxglove_port: int | None = None,
+           foxglove_address: str = "127.0.0.1") -> dict:
     """Run the graph for ``duration`` simulated seconds and record it; returns run statistics.
     ``domain_id``: the ROS domain of the run (None: ROS_DOMAIN_ID, else 0); ``foxglove_port``:
-    also serve the run live to Foxglove (foxglove_live.py)."""
+    also serve the run live to Foxglove (foxglove_live.py) on ``foxglove_address``."""
     import rclpy
 
     from ._env import ensure_local_discovery, init_rclpy
@@ -49,7 +50,7 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
         if foxglove_port is not None:
             from .foxglove_live import FoxgloveLive
 
-            graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, context=context,
+            graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, host=foxglove_address, context=context,
                                                         probes=graph.nodes["dynamics_node"].probe_names)
             graph.executor.add_node(graph.nodes["foxglove_live"])
         dn = graph.nodes["dynamics_node"]
@@ -231,7 +232,7 @@ def private_domain() -> int:
 
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
              quiet: bool = False, domain_id: int | None = None, foxglove_port: int | None = None,
-             params: tuple | None = None) -> list:
+             params: tuple | None = None, foxglove_address: str = "127.0.0.1") -> list:
     """Record, plot, render; returns summary lines. ``params``: the (dynamics_node, probe_node,
     state_publisher) parameters of the graph, as record() takes them (``bondsim-ros demo`` reads
     config/dynamics.yaml and sets its --model); None: the nodes' defaults."""
@@ -244,7 +245,8 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
         raise FileExistsError(f"--out {out_dir}: exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     bag_dir = new_bag_dir(out_dir)
-    return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port)
+    return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port,
+                              foxglove_address)
 
 
 def new_bag_dir(out_dir: Path) -> Path:
@@ -257,7 +259,8 @@ def new_bag_dir(out_dir: Path) -> Path:
     return bag_dir
 
 
-def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port=None) -> list:
+def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port=None,
+                       foxglove_address="127.0.0.1") -> list:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("[bold]demo[/] {task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
@@ -271,7 +274,7 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
         domain_id = private_domain() if domain_id is None else domain_id
         try:
             stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id,
-                           foxglove_port=foxglove_port)
+                           foxglove_port=foxglove_port, foxglove_address=foxglove_address)
         except BaseException:
             shutil.rmtree(bag_dir, ignore_errors=True)  # this run's own, unfinished recording only
             raise

@@ -1,8 +1,16 @@
 """The running twin, live in Foxglove: a node that serves the graph's topics over Foxglove's
 WebSocket protocol (foxglove-sdk), for users without RViz.
 
-    bondsim-ros up --foxglove [PORT]      (default 8765)  ->  Foxglove: Open connection,
-                                                               ws://localhost:8765
+    bondsim-ros up --foxglove [PORT] [--foxglove-address ADDR]   (default 8765 on 127.0.0.1)
+        ->  Foxglove or Lichtblick: Open connection, ws://localhost:8765
+
+Both names of the protocol are served: ``foxglove.sdk.v1`` (foxglove-sdk, current Foxglove) and
+``foxglove.websocket.v1`` (@foxglove/ws-protocol's FoxgloveClient, Lichtblick, older Foxglove).
+foxglove-sdk answers only the first (HTTP 400 otherwise, no option to change it); the messages of
+the two are the same. So the sdk server listens on a loopback port of its own, and the public
+port is a small front (``websockets``) that accepts either name and relays each connection's
+frames unchanged to its own sdk connection: channels, schemas, messages, parameters and assets
+come from the one sdk server whichever name the client spoke.
 
 Channels (Foxglove's own schemas, so its panels understand them without ROS):
 
@@ -24,7 +32,13 @@ transforms) is sent again every second: the WebSocket protocol has no latching.
 """
 from __future__ import annotations
 
+import asyncio
+import errno
+import logging
+import os
 import re
+import socket
+import threading
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -40,6 +54,120 @@ LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, relia
 MESH = re.compile(r'filename="([^"]+)"')
 PACKAGE_URDF = "package://bondsim_ros/urdf/"  # the package's urdf/ folder
 PACKAGE_FILES = "package://bondsim_ros/files"  # + the absolute path of a file the URDF references
+SDK_SUBPROTOCOL = "foxglove.sdk.v1"  # the only name foxglove-sdk's handshake accepts
+# what the public port accepts; a client offering both gets the sdk's own name
+SUBPROTOCOLS = (SDK_SUBPROTOCOL, "foxglove.websocket.v1")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+WILDCARD = ("0.0.0.0", "::", "")
+
+
+class FoxgloveServeError(RuntimeError):
+    """The public port could not be opened (in use, an address not of this machine, ...)."""
+
+
+def ws_url(host: str, port: int) -> str:
+    """The address a user types into Foxglove for a server on ``host``:``port``."""
+    if host in LOOPBACK:
+        host = "localhost"
+    elif host in WILDCARD:
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"ws://{host}:{port}"
+
+
+def check_address(host: str, port: int) -> None:
+    """Raise FoxgloveServeError when ``host``:``port`` cannot be listened on now (checked before a
+    command starts anything; the server's own bind reports the same if the port is taken since)."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _name, addr in infos:
+            with socket.socket(family, kind, proto) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+                s.bind(addr)
+    except OSError as exc:
+        raise FoxgloveServeError(_bind_failure(host, port, exc)) from None
+
+
+def _bind_failure(host, port, exc: OSError) -> str:
+    # os.strerror: asyncio's bind error carries a longer text of its own with the errno
+    why = os.strerror(exc.errno) if exc.errno else str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        why += " (another program serves there: choose another port, --foxglove PORT)"
+    elif exc.errno == errno.EADDRNOTAVAIL:
+        why += " (not an address of this computer)"
+    return f"cannot serve on {host}:{port}: {why}"
+
+
+class _Front:
+    """The public WebSocket port: accepts both subprotocol names and relays every connection,
+    frame by frame and unchanged, to a connection of its own to the sdk server on
+    127.0.0.1:``upstream``. Runs an asyncio loop in a thread of its own."""
+
+    def __init__(self, host: str, port: int, upstream: int):
+        self.upstream = upstream
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="foxglove_front", daemon=True)
+        self.thread.start()
+        try:
+            self.server = asyncio.run_coroutine_threadsafe(self._serve(host, port), self.loop).result()
+        except OSError as exc:
+            self._end_loop()
+            raise FoxgloveServeError(_bind_failure(host, port, exc)) from None
+        except BaseException:
+            self._end_loop()
+            raise
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def _serve(self, host, port):
+        from websockets.asyncio.server import serve
+
+        # compression off, as the sdk server has it: a client's deflate would cost CPU per frame
+        return await serve(self._relay, host, port, subprotocols=list(SUBPROTOCOLS), compression=None,
+                           logger=logging.getLogger("bondsim_ros.foxglove"))
+
+    async def _relay(self, client):
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import ConnectionClosed, WebSocketException
+
+        try:
+            # proxy=None: the sdk server is on this computer whatever the environment's proxy says
+            upstream = await connect(f"ws://127.0.0.1:{self.upstream}", subprotocols=[SDK_SUBPROTOCOL],
+                                     compression=None, proxy=None, max_size=None, open_timeout=10)
+        except (OSError, TimeoutError, WebSocketException) as exc:
+            await client.close(1011, f"Foxglove server unavailable: {exc}"[:120])
+            return
+
+        async def pump(source, sink):
+            # awaiting send() waits while the sink's buffer is full: a slow client slows the
+            # reading of its upstream connection, and the sdk server drops that client's
+            # messages as it does for a slow direct client
+            try:
+                async for frame in source:
+                    await sink.send(frame)
+            except ConnectionClosed:
+                pass
+            finally:
+                await sink.close()  # ends the other direction too
+
+        async with upstream:
+            await asyncio.gather(pump(client, upstream), pump(upstream, client))
+
+    def stop(self):
+        async def close():
+            self.server.close()  # the listening socket and every client connection
+            await self.server.wait_closed()
+
+        try:
+            asyncio.run_coroutine_threadsafe(close(), self.loop).result(timeout=15)
+        finally:
+            self._end_loop()
+
+    def _end_loop(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            self.loop.close()
 
 
 def _stamp(header_stamp):
@@ -63,12 +191,12 @@ class FoxgloveLive(Node):
                  name="foxglove_live", **kwargs):
         try:
             import foxglove
+            import websockets  # noqa: F401
         except ImportError as exc:
-            raise ImportError("--foxglove needs foxglove-sdk: pip install foxglove-sdk "
+            raise ImportError("--foxglove needs foxglove-sdk and websockets: pip install foxglove-sdk websockets "
                               "(or the package's [foxglove] extra)") from exc
         from foxglove.channels import FrameTransformsChannel, JointStatesChannel, OdometryChannel, PoseInFrameChannel
 
-        super().__init__(name, **kwargs)
         self.description = ""
         self.assets = {}  # served URI -> local file: the meshes the served URDF references
         self.static = None
@@ -91,10 +219,23 @@ class FoxgloveLive(Node):
                     return [foxglove.Parameter("/robot_description", value=live.description)]
                 return []
 
-        self.server = foxglove.start_server(name="bondsim_ros twin", host=host, port=port, context=self.fg,
+        # the servers first, the node after: a port that cannot be opened leaves no node behind
+        # (rclpy's context would destroy it at shutdown)
+        self.server = foxglove.start_server(name="bondsim_ros twin", host="127.0.0.1", port=0, context=self.fg,
                                            capabilities=[foxglove.Capability.Parameters],
                                            server_listener=Listener(), asset_handler=self._asset)
-        self.port = self.server.port
+        try:
+            self.front = _Front(host, port, self.server.port)
+        except BaseException:
+            self.server.stop()
+            raise
+        self.host, self.port = host, self.front.port
+        self.url = ws_url(host, self.port)
+        try:
+            super().__init__(name, **kwargs)
+        except BaseException:
+            self._stop_servers()
+            raise
         self.create_subscription(JointState, "joint_states", self._on_joints, 50)
         self.create_subscription(Odometry, "odom", self._on_odom, 50)
         from .dynamics_node import tf_message
@@ -106,7 +247,7 @@ class FoxgloveLive(Node):
         for n in self.ch_probes:
             self.create_subscription(PointStamped, f"probes/{n}", lambda m, n=n: self._on_probe(n, m), 50)
         self.create_timer(1.0, self._resend_latched)
-        self.get_logger().info(f"Foxglove: ws://{host}:{self.port}")
+        self.get_logger().info(f"Foxglove: {self.url} (listening on {host}:{self.port})")
 
     # -- assets: the mesh files of the served URDF ---------------------------------------------
     def _asset(self, uri: str) -> bytes | None:
@@ -211,6 +352,15 @@ class FoxgloveLive(Node):
         if self.static is not None:
             self._on_tf(self.static, self.ch_tf_static)
 
+    def _stop_servers(self):
+        front, server = self.__dict__.pop("front", None), self.__dict__.pop("server", None)
+        try:
+            if front is not None:
+                front.stop()
+        finally:
+            if server is not None:
+                server.stop()
+
     def destroy_node(self):
-        self.server.stop()
+        self._stop_servers()
         return super().destroy_node()
