@@ -1,4 +1,4 @@
-"""What a user waits for: `bondsim-ros simulate` wall time, warm and cold (issue 14's user loop).
+"""What a user waits for: `bondsim-ros simulate` wall time, warm and cold.
 
     python benchmarks/cli_bench.py                      # warm Robotino paper case, median of 7
     python benchmarks/cli_bench.py --ref /work/main     # ... alternating with another checkout
