@@ -25,8 +25,9 @@ DASH = "–"
 
 
 # -- number formatting ------------------------------------------------------------------------
-def sig(v, digits: int = 3) -> str:
-    """``v`` with ``digits`` significant digits, never in exponent form (288.4 -> 288, 0.0731 -> 0.0731)."""
+def sig(v, digits: int = 3, strip: bool = True) -> str:
+    """``v`` with ``digits`` significant digits, never in exponent form (288.4 -> 288, 0.0731 -> 0.0731);
+    trailing zeros dropped unless ``strip`` is false (1.0 s measured to two digits stays 1.0)."""
     if v is None or not math.isfinite(float(v)):
         return DASH
     v = float(v)
@@ -34,7 +35,7 @@ def sig(v, digits: int = 3) -> str:
         return "0"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
     text = f"{v:.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    return text.rstrip("0").rstrip(".") if strip and "." in text else text
 
 
 def ratio(v) -> str:
@@ -145,20 +146,21 @@ def robotino_bench(f: dict) -> list:
 
 
 def cli_bench(f: dict) -> list:
+    sig2 = lambda v, digits=2: sig(v, digits, strip=False)  # noqa: E731 (times to two digits)
     w = f.get("warm") or {}
     rows = []
     if w:
         rows.append([f"warm: wall, median of {w['runs']} (min{DASH}max)",
-                     f"**{sig(w['wall_median_s'], 2)} s** ({span(w['wall_min_s'], w['wall_max_s'], lambda v: sig(v, 2))})"])
-        rows.append(["warm: CPU time, median", f"{sig(w['cpu_median_s'], 2)} s" if w.get("cpu_median_s") else DASH])
-        rows.append(["warm: build time `simulate` prints", f"{sig(w['build_median_s'], 2)} s"])
+                     f"**{sig2(w['wall_median_s'], 2)} s** ({span(w['wall_min_s'], w['wall_max_s'], lambda v: sig2(v, 2))})"])
+        rows.append(["warm: CPU time, median", f"{sig2(w['cpu_median_s'], 2)} s" if w.get("cpu_median_s") else DASH])
+        rows.append(["warm: build time `simulate` prints", f"{sig2(w['build_median_s'], 2)} s"])
     for key, label in (("robotino", "Robotino"), ("dualarm", "18-DOF dual-arm (`simulate dualarm`)")):
         c = dig(f, "cold", key)
         if c:
             rows.append([f"empty cache, {label}: printed build / wall of the command",
-                         f"{sig(c['build_s'], 2)} s / **{sig(c['wall_s'], 2)} s**"])
+                         f"{sig2(c['build_s'], 2)} s / **{sig2(c['wall_s'], 2)} s**"])
     if f.get("core_build_s") is not None:
-        rows.append(["C solver core, first build on a machine", f"{sig(f['core_build_s'], 2)} s"])
+        rows.append(["C solver core, first build on a machine", f"{sig2(f['core_build_s'], 2)} s"])
     return [f"The command: `{f['command']}`.", ""] + table(["", "measured"], rows)
 
 
