@@ -1,7 +1,7 @@
-"""What a user waits for: `bondsim-ros simulate` wall time, warm and cold (issue 14's user loop).
+"""What a user waits for: `bondsim-ros simulate` wall time, warm and cold.
 
     python benchmarks/cli_bench.py                      # warm Robotino paper case, median of 7
-    python benchmarks/cli_bench.py --ref /work/main     # ... alternating with another checkout
+    python benchmarks/cli_bench.py --ref ../other       # ... alternating with another checkout
     python benchmarks/cli_bench.py --cold               # + Robotino on empty generated-code caches
     python benchmarks/cli_bench.py --cold --dualarm     # + the 18-DOF dual-arm model (minutes)
 
@@ -26,6 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record  # noqa: E402  (benchmarks/record.py, beside this script)
 
 HERE = Path(__file__).resolve().parents[1]
 # seed 000 section 4, as README and docs/robotino.md give it
@@ -58,7 +61,8 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def warm(roots: dict, repeat: int, tmp: Path) -> None:
+def warm(roots: dict, repeat: int, tmp: Path) -> dict:
+    """Warm runs of every checkout, alternating; returns this checkout's figures."""
     for label, root in roots.items():  # fill the caches (untimed)
         run(root, ROBOTINO, tmp / f"{label}.csv")
     times = {label: [] for label in roots}
@@ -80,20 +84,25 @@ def warm(roots: dict, repeat: int, tmp: Path) -> None:
     if len(roots) == 2:
         a, b = (statistics.median(times[k]) for k in roots)
         print(f"  ratio {list(roots)[0]} / {list(roots)[1]}: {a / b:.2f}")
+    t = times["this"]
+    return {"runs": repeat, "wall_median_s": statistics.median(t), "wall_min_s": min(t), "wall_max_s": max(t),
+            "cpu_median_s": statistics.median(cpus["this"]), "build_median_s": statistics.median(builds["this"])}
 
 
-def core_build(root: Path) -> None:
+def core_build(root: Path) -> float:
     """The C solver core compiled into an empty cache (once per machine and compiler)."""
     with tempfile.TemporaryDirectory(prefix="bondsim_core_") as cache:
         code = "from bondsim_ros.solver import _ccore; _ccore.library()"
         env = dict(os.environ, BONDSIM_CACHE_DIR=cache, PYTHONPATH=str(root))
         tic = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], env=env, check=True)
-        print(f"C solver core, first build on this machine: wall {time.perf_counter() - tic:.2f} s "
+        wall = time.perf_counter() - tic
+        print(f"C solver core, first build on this machine: wall {wall:.2f} s "
               f"(a Python process importing the solver and running gcc)")
+        return wall
 
 
-def cold(label: str, root: Path, model_args: list, tmp: Path) -> None:
+def cold(label: str, root: Path, model_args: list, tmp: Path) -> dict:
     import shutil
 
     from bondsim_ros.solver.native import cache_root
@@ -109,6 +118,7 @@ def cold(label: str, root: Path, model_args: list, tmp: Path) -> None:
         # then warm from that same cache
         wall2, cpu2, err2 = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
         print(f"  next run on that cache: wall {wall2:.2f} s, CPU {cpu2:.2f} s, printed build {build_time(err2):.2f} s")
+        return {"wall_s": wall, "cpu_s": cpu, "build_s": build_time(err)}
 
 
 def main() -> None:
@@ -118,21 +128,28 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true", help="also time builds on empty caches")
     ap.add_argument("--dualarm", action="store_true", help="with --cold: the dual-arm model too (minutes)")
     ap.add_argument("--no-warm", action="store_true")
+    record.add_argument(ap, "cli_bench")
     a = ap.parse_args()
     roots = {"this": HERE}
     if a.ref:
         roots["ref"] = a.ref.resolve()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load()}")
+    figures = {"command": f"bondsim-ros simulate {' '.join(ROBOTINO)} --csv r.csv", "warm": None,
+               "cold": {}, "core_build_s": None}
     with tempfile.TemporaryDirectory(prefix="bondsim_cli_bench_") as tmp:
         tmp = Path(tmp)
         if not a.no_warm:
-            warm(roots, a.repeat, tmp)
+            figures["warm"] = warm(roots, a.repeat, tmp)
         if a.cold:
             for label, root in roots.items():
-                core_build(root)
-                cold(label, root, ROBOTINO, tmp)
-                if a.dualarm:
-                    cold(label, root, DUALARM, tmp)
+                core = core_build(root)
+                robotino = cold(label, root, ROBOTINO, tmp)
+                dualarm = cold(label, root, DUALARM, tmp) if a.dualarm else None
+                if label == "this":
+                    figures["core_build_s"] = core
+                    figures["cold"] = {"robotino": robotino, **({"dualarm": dualarm} if dualarm else {})}
+    if a.record:
+        record.write("cli_bench", sys.argv[1:], figures, placeholders={"--ref": "OTHER_CHECKOUT"})
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ meant to be faster only must leave the equations, unknowns, Jacobian entries, el
 expressions, outputs, pivots and parameter checks exactly as they were: sympy's canonical
 ordering makes srepr equality a fair test. A model the other checkout refuses must be refused
 with the same message. Each side runs in its own process (its checkout first on sys.path);
-exit status 1 when anything differs. The dual-arm model takes minutes per side before the
-symbolic speed-ups of 2026-11-23 (docs/benchmarks.md), so it runs only with --dualarm.
+exit status 1 when anything differs. The dual-arm model is by far the slowest to reduce (and
+an older checkout may take minutes for it), so it runs only with --dualarm.
 """
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record  # noqa: E402  (benchmarks/record.py, beside this script)
 
 
 def cold_build_seconds() -> float:
@@ -82,6 +83,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-build measurement (slow)")
     ap.add_argument("--no-sksundae", action="store_true", help="skip the scikit-sundae context run")
+    record.add_argument(ap, "robotino_bench")
     args = ap.parse_args(argv)
 
     from c_ida import MissingSundials, check_toolchain
@@ -166,6 +168,23 @@ def main(argv=None):
     print(f"max |pose(bondsim) - pose(C-IDA)| over the run: {diff:.2e}")
     print(f"solver stats: {stats}")
     print(f"C-IDA counters: {cst}")
+    if args.record:
+        record.write("robotino_bench", sys.argv[1:] if argv is None else argv, {
+            "case": {"t_end": t_end, "dt_out": dt, "hmax": hmax, "rtol": rtol, "atol": atol},
+            "repeat": args.repeat,
+            "solve_s": {"ours": med, "C-IDA": med_c},
+            "solve_s_range": {"ours": [min(ours_t), max(ours_t)], "C-IDA": [min(ida_t), max(ida_t)]},
+            "ratio": med / med_c,
+            "work": {"ours": {"steps": stats["steps"], "rejected": stats["rejected"],
+                              "newton_iters": stats["newton_iters"], "lu_factorizations": stats["lu_factorizations"],
+                              "events": stats.get("events"), "event_restarts": stats.get("event_restarts")},
+                     "C-IDA": {"steps": cst["steps"], "rejected": cst["err_test_fails"] + cst["newton_conv_fails"],
+                               "newton_iters": cst["newton_iters"], "lu_factorizations": cst["lin_setups"]}},
+            "build_s": {"cold": cold, "cached": cached},
+            "sksundae_s": float(np.median(sk_t)) if sk_t else None,
+            "tracking_error_after_5s": errs,
+            "max_pose_difference_to_cida": diff,
+        })
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record  # noqa: E402  (benchmarks/record.py, beside this script)
+
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", "77")
 
@@ -153,6 +156,7 @@ def main(argv=None):
     ap.add_argument("--max-robots", type=int, default=40)
     ap.add_argument("--executor", choices=["events", "single"], default="events",
                     help="rclpy EventsExecutor (default) or SingleThreadedExecutor")
+    record.add_argument(ap, "ros_bench")
     args = ap.parse_args(argv)
     global EXECUTOR
     EXECUTOR = args.executor
@@ -165,12 +169,20 @@ def main(argv=None):
     res, _ = run(1, args.rtf, args.seconds)
     p50, p99, rate = jitter_stats(res["pub_periods"], nominal)
     kept = res["sim_time"] >= 0.9 * args.rtf * (args.seconds + 1.0)
+    fig = {"executor": args.executor, "seconds": args.seconds, "frame_ms": cost * 1e3,
+           "solver_real_time_factor": nominal / cost,
+           "rtf_run": {"rtf": args.rtf, "simulated_s": res["sim_time"], "wall_s": args.seconds + 1.0,
+                       "overruns": res["overruns"], "max_lag_ms": res["max_lag_ms"], "kept_up": bool(kept),
+                       "rate_hz": rate, "jitter_p50_ms": p50, "jitter_p99_ms": p99}}
     print(f"rtf {args.rtf:g}: simulated {res['sim_time']:.1f} s in {args.seconds + 1:.0f} s wall, overruns "
           f"{res['overruns']}, max lag {res['max_lag_ms']:.1f} ms, {'kept up' if kept else 'FELL BEHIND'}; "
           f"publication {rate:.1f} Hz, jitter p50 {p50:.2f} ms, p99 {p99:.2f} ms")
     res, _ = run(1, 1.0, args.seconds)
     p50, p99, rate = jitter_stats(res["pub_periods"], nominal)
     r50, r99, rrate = jitter_stats(res["periods"], nominal)
+    fig["real_time"] = {"rate_hz": rate, "jitter_p50_ms": p50, "jitter_p99_ms": p99, "overruns": res["overruns"],
+                        "subscriber_p50_ms": r50, "subscriber_p99_ms": r99}
+    fig["fleet"] = []
     print(f"rtf 1: publication {rate:.2f} Hz, period jitter p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
           f"overruns {res['overruns']}; at a subscriber in another process: p50 {r50:.2f} ms, p99 {r99:.2f} ms")
     best = 0
@@ -180,6 +192,9 @@ def main(argv=None):
         p50, p99, rate = jitter_stats(res["pub_periods"], nominal)
         r50, r99, rrate = jitter_stats(res["periods"], nominal)
         ok = res["overruns"] == 0 and p99 < 2.0 and rate > 0.95 * 33.0
+        fig["fleet"].append({"robots": n, "min_rate_hz": rate, "jitter_p50_ms": p50, "jitter_p99_ms": p99,
+                             "overruns": res["overruns"], "subscriber_p50_ms": r50, "subscriber_p99_ms": r99,
+                             "ok": bool(ok)})
         print(f"{n:3d} robots: min rate {rate:.2f} Hz, publication jitter p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
               f"overruns {res['overruns']} -> {'ok' if ok else 'NOT ok'}; "
               f"at a subscriber process: p50 {r50:.2f} ms, p99 {r99:.2f} ms")
@@ -188,6 +203,10 @@ def main(argv=None):
         best = n
         n += 5
     print(f"robots in real time at 33 Hz in one process: {best}{'+' if best >= args.max_robots else ''}")
+    if args.record:
+        fig["fleet_max"] = best
+        fig["fleet_max_is_search_limit"] = best >= args.max_robots
+        record.write("ros_bench", sys.argv[1:] if argv is None else argv, {"runs": [fig]})
 
 
 if __name__ == "__main__":

@@ -36,6 +36,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record  # noqa: E402  (benchmarks/record.py, beside this script)
+
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", "91")
 
@@ -95,6 +98,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rtf", type=float, default=20.0, help="real-time factor of the twin (default 20)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write the figures to this file")
+    record.add_argument(ap, "ros_soak")
     args = ap.parse_args(argv)
 
     import rclpy
@@ -250,6 +254,10 @@ def main(argv=None) -> int:
         print(f"{k:34s} {v}")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2))
+    if args.record:
+        figures = {k: v for k, v in res.items() if k not in ("machine", "logs")}
+        record.write("ros_soak", sys.argv[1:] if argv is None else argv, figures,
+                     placeholders={"--json": "OUT.json"})
     return 0 if deaths == 0 and tracebacks == 0 and rc == 0 else 1
 
 

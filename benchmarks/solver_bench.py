@@ -38,6 +38,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import record  # noqa: E402  (benchmarks/record.py, beside this script)
 # the closed-form references the tests use (test/oracles)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test"))
 
@@ -110,6 +111,7 @@ def main(argv=None):
     ap.add_argument("--sundials-prefix", default=None,
                     help="install prefix of a SUNDIALS built from source: a second C-IDA reference "
                          "(default: $BONDSIM_SUNDIALS_PREFIX)")
+    record.add_argument(ap, "solver_bench")
     args = ap.parse_args(argv)
     rtols = [float(v) for v in args.rtols.split(",")]
     from c_ida import CIDA, MissingSundials, check_toolchain, native_prefix
@@ -128,6 +130,7 @@ def main(argv=None):
     if prefix:
         print(f"C-IDA native: SUNDIALS under {prefix}")
     summary = []
+    recorded = []  # per model, for --record
     only = [s.strip().lower() for s in args.only.split(",") if s.strip()]
     for name, build, t_end, dt, hmax, ref_fn, context in cases(args.dualarm):
         if only and not any(s in name.lower() for s in only):
@@ -225,6 +228,20 @@ def main(argv=None):
                   + (", ".join(f"{r:.2f} (err {e:.0e})" for e, r in ratios) if ratios else "no overlapping errors"))
             summary.append((name, key, n, ratios, runs["ours"][mid][0] / runs[key][mid][0],
                             runs["ours"][mid][0], runs[key][mid][0], mid))
+        recorded.append({
+            "model": name, "n": n, "rtol": mid,
+            "time_s": {key: runs[key][mid][0] for key in ["ours", *refs]},
+            "equal_error": {key: (float(np.median([r for _, r in ratios])) if ratios else None)
+                            for key in refs for ratios in [equal_error_ratios(points["ours"], points[key])]},
+            "points": {key: [[e, r] for e, r in equal_error_ratios(points["ours"], points[key])] for key in refs},
+            "work": {"ours": {k: int(runs["ours"][mid][1][1][k])
+                              for k in ("steps", "rejected", "newton_iters", "lu_factorizations")},
+                     "C-IDA": {"steps": int(runs["C-IDA"][mid][1][1]["steps"]),
+                               "rejected": int(runs["C-IDA"][mid][1][1]["err_test_fails"]
+                                               + runs["C-IDA"][mid][1][1]["newton_conv_fails"]),
+                               "newton_iters": int(runs["C-IDA"][mid][1][1]["newton_iters"]),
+                               "lu_factorizations": int(runs["C-IDA"][mid][1][1]["lin_setups"])}},
+        })
         print("  work per run     steps  rejected  Newton its  Jac evals  LU factorisations")
         for rtol in rtols:
             o = runs["ours"][rtol][1][1]
@@ -242,6 +259,10 @@ def main(argv=None):
               f"({t_o * 1e3:.3f} ms / {t_i * 1e3:.3f} ms)")
     print("errors: max over the compared columns of max|x - x_ref| / max|x_ref|; "
           "C-IDA 'rejected' = error-test + convergence failures")
+    if args.record:
+        record.write("solver_bench", sys.argv[1:] if argv is None else argv,
+                     {"rtols": rtols, "repeat": args.repeat, "native_reference": bool(prefix), "models": recorded},
+                     placeholders={"--sundials-prefix": "PREFIX"})
 
 
 def sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs):

@@ -1,5 +1,5 @@
-"""`simulate` runs a model it has run before from its build record (models/buildcache.py,
-issue 14): without building it again, and never with what a model file said before an edit."""
+"""`simulate` runs a model it has run before from its build record (models/buildcache.py):
+without building it again, and never with what a model file said before an edit."""
 import os
 import subprocess
 import sys

@@ -1,5 +1,5 @@
-"""Consistent initial values when a constraint contains a derivative of a state (issue 15,
-"Solver faults"; seed 001's waist torque and wheel multipliers at t = 0).
+"""Consistent initial values when a constraint contains a derivative of a state (seed
+001's waist torque and wheel multipliers at t = 0).
 
     x' - v = 0,   m v' + lam - F(t) = 0,   x' - g(t) = 0
 

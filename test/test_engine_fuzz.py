@@ -1,4 +1,4 @@
-"""Fuzzing the model-file reader and the engine through ``bondsim-ros simulate`` (issue 15).
+"""Fuzzing the model-file reader and the engine through ``bondsim-ros simulate``.
 
 Random mutations of the packaged YAML models (test/data/models and the example in
 docs/engine.md) are simulated in-process for a short time. Every outcome must be a success

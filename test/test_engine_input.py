@@ -1,4 +1,4 @@
-"""Hostile and careless input to the engine and its command line (issue 15): no law runs code,
+"""Hostile and careless input to the engine and its command line: no law runs code,
 every refusal names what and where (file:line, component, law, parameter), exit status 2, no
 traceback, no output file left behind."""
 import errno
@@ -540,7 +540,7 @@ def test_fit_reads_laws_with_the_same_parser(tmp_path, capsys):
 
 # ---------------------------------------------------------------- Derivative's start
 def test_initial_from_equation_is_no_key_of_a_model_file(tmp_path, capsys):
-    # it was an engine keyword that did nothing (issue 13: documented-but-ignored options go)
+    # it was an engine keyword that did nothing (an option that is documented but ignored is refused instead)
     path = write(tmp_path, "deriv.yaml", """
         model: deriv
         components:

@@ -82,7 +82,7 @@ def _closed_form_errors(name, res):
                                                  ("dc_motor", 0.5, 0.0005),
                                                  ("lossless_oscillator", 4 * math.pi, 0.05)])
 def test_error_keeps_falling_as_rtol_falls_to_1e_12(name, t_end, dt_out):
-    """Issue 14: tightening the tolerance buys accuracy all the way down (no stall at round-off,
+    """Tightening the tolerance buys accuracy all the way down (no stall at round-off,
     no step-size underflow), and rtol 1e-12 is within 1e-9 of the closed form (the DC motor's
     rigid gear is index 2)."""
     compiled = compile_model(getattr(ex, name)())

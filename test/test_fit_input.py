@@ -1,4 +1,4 @@
-"""Hostile and careless input to `fit` and `bag2csv` (issue 15): refused by name with exit status 2
+"""Hostile and careless input to `fit` and `bag2csv`: refused by name with exit status 2
 before any work, no traceback, nothing half-written; odd but usable logs handled with a warning."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shape of the code (issue 13): no import cycles among bondsim_ros modules, and the layering
+"""The shape of the code: no import cycles among bondsim_ros modules, and the layering
 README.md states ("What is where").
 
 Imports are read from the source (ast), not by importing: every ``import`` and ``from ... import``

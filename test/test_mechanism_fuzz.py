@@ -1,4 +1,4 @@
-"""Fuzzing the mechanism XML path (issue 15): random mutations of the packaged mechanism files
+"""Fuzzing the mechanism XML path: random mutations of the packaged mechanism files
 (urdf/**/*.xml) go through xml2urdf in-process (and, for a sample, render). Every case must end
 in a written URDF that check_urdf accepts (through xacro for the xacro ones) or a
 MechanismError -- never another exception, never a hang.

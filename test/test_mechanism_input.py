@@ -1,4 +1,4 @@
-"""Hostile and careless mechanism input (issue 15): every bad file, option or path is refused by
+"""Hostile and careless mechanism input: every bad file, option or path is refused by
 name with exit status 2 and nothing written, every accepted one gives a URDF check_urdf and xacro
 accept, and nothing outside the project's folders is read or copied."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Command models for a live twin (issue 13), at the model level: each module's COMMAND_MODELS
+"""Command models for a live twin, at the model level: each module's COMMAND_MODELS
 builder is run as a twin runs it - one Simulation, commands as run-time parameters changed with
 set_params between 10 ms frames - and must do what a ROS user asks of /cmd_vel (body velocity
 within 2 % of the command 1 s after a step) and of a JointTrajectory (every joint within 1 mrad

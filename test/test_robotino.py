@@ -29,8 +29,8 @@ def test_csv_has_the_columns_users_need(paper_run):
 
 def test_roller_switches_are_located_not_stepped_into(paper_run):
     """Each roller switch (the rolling arm's kink every pi/3 of wheel angle) is an event the solver
-    locates and restarts at; before, steps were rejected into it (5,755 of 55,212 at this
-    tolerance; issue 14's target: at most 10 %)."""
+    locates and restarts at, so steps are not rejected into it: at most 10 % of the steps are
+    rejected at this tolerance (stepping into the kinks rejected 5,755 of 55,212)."""
     st = paper_run.stats
     print(f"steps {st['steps']}, rejected {st['rejected']}, events {st['events']} "
           f"({st['event_restarts']} restarts)")

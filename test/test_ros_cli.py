@@ -1,5 +1,5 @@
 """`bondsim-ros up` and `demo` answer bad input by name with exit status 2, no traceback, and
-never delete what the run did not create (issue 15)."""
+never delete what the run did not create."""
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")

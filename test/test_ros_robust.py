@@ -1,4 +1,4 @@
-"""The running graph survives what users and the OS do to it (issue 15, "The ROS graph"):
+"""The running graph survives what users and the OS do to it:
 Ctrl-C and SIGTERM, a cmd_vel publisher of either type, quickly changing commands, a solver
 failure, a storm of resets. Real rclpy throughout; the processes are real processes."""
 import os
@@ -82,7 +82,7 @@ def _stop_and_check(proc, sig, err_path, listener, what):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_up_without_duration_publishes_until_signalled(tmp_path, sig):
-    """The README's `bondsim-ros up`: ran no timer, ignored Ctrl-C (issue 15)."""
+    """The README's `bondsim-ros up`: ran no timer, ignored Ctrl-C."""
     err = tmp_path / "stderr.txt"
     listener = Listener()
     try:
@@ -226,8 +226,8 @@ def test_cmd_vel_auto_with_a_twist_publisher_in_the_same_process():
 
 
 def test_random_in_limit_commands_at_100_hz_keep_the_node_publishing():
-    """Issue 15: random in-limit TwistStamped at 100 Hz ended in StepSizeUnderflow after ~15 s.
-    Here 6 s of wall time at a real-time factor of 3 (18 simulated seconds)."""
+    """Random in-limit TwistStamped at 100 Hz keep the node publishing without a solver failure
+    (they once ended in StepSizeUnderflow after ~15 s): 6 s of wall time at a real-time factor of 3 (18 simulated seconds)."""
     tw = Twin(reference="cmd_vel", cmd_vel_type="stamped", real_time_factor=3.0)
     rng = np.random.default_rng(7)
     try:

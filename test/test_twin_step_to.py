@@ -1,5 +1,5 @@
 """step_to(t) for any t at or after the last output (a late timer tick: the solver is already
-past t), and a twin that survives quickly changing in-limit commands (issue 12 item 5, issue 15)."""
+past t), and a twin that survives quickly changing in-limit commands."""
 import math
 
 import numpy as np

@@ -24,7 +24,7 @@ import math
 from .core import RESERVED_NAMES, Component, ControlPort, ModelError, PowerPort
 
 # sympy and the law parser load when equations are built, not when a model's structure is:
-# a cached model runs without them (issue 14)
+# a cached model runs without them
 
 
 def __getattr__(name):

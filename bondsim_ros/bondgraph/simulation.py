@@ -96,7 +96,7 @@ class Simulation:
         way: the state is a converged step point, not an interpolation between steps, so a
         command that restarts the integration from it starts on the constraints (an interpolated
         state violates the Robotino's rolling constraints by up to 1e-2, and the restart then
-        underflows the step size: issue 15)."""
+        underflows the step size)."""
         land = t + 64 * np.finfo(float).eps * max(1.0, abs(t))
         Y, YP = self.solver.advance([t], tstop=land)
         self.t, self.last_y, self.last_yp = t, Y[0].copy(), YP[0].copy()

@@ -1,6 +1,6 @@
 """bondsim_ros.mechanism: the mechanism XML of seed 000 (BondSim3DVisual) -> URDF, kinematics, rendering.
 
-ROS-free. The format is /work/shared/spec/mechanism-xml.md, summarised in docs/mechanism.md.
+ROS-free. The format is docs/mechanism-xml.md; the conversion and rendering, docs/mechanism.md.
 
 The names below are imported on first use (PEP 562): the converter pulls in trimesh (about a
 second), which `bondsim-ros simulate` and the other commands that only register their

@@ -1,4 +1,4 @@
-"""Read mechanism XML (docs: /work/shared/spec/mechanism-xml.md, docs/mechanism.md) into a Mechanism.
+"""Read mechanism XML (docs/mechanism-xml.md: the format; docs/mechanism.md) into a Mechanism.
 
 Validation is strict: every element and attribute is checked against the tables below, so a typo
 is an error with file and line, never a silently ignored setting.

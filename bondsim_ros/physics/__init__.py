@@ -1,4 +1,4 @@
-"""Shared physics of the robot models, written once (issue 13): the component library the
+"""Shared physics of the robot models, written once: the component library the
 robot plug-ins (bondsim_ros/robots/<name>/model.py) build their bond graphs from.
 
 - :mod:`.rotations`: elementary rotations (numeric and symbolic), planar rotation laws;

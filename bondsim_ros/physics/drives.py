@@ -2,7 +2,7 @@
 
 ``VoltageDrive``: a motor under an open-loop voltage law (seed 001 Fig. 9).
 ``ServoDrive``: joint position servo on a DC-motor drive, the feedback loop that lets an arm follow a
-``trajectory_msgs/JointTrajectory`` (issue 13), in the same shape as the Robotino's wheel-speed
+``trajectory_msgs/JointTrajectory``, in the same shape as the Robotino's wheel-speed
 loops: a PID whose output is the motor's supply voltage.
 
     q_ref, qd_ref (run-time parameters) ──► Σ(q_ref − q) ──► PID ─┐

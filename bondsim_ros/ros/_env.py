@@ -70,7 +70,7 @@ def spin_until_signal(executor, context=None, duration: float | None = None, on_
     shutting down); returns why it stopped: "SIGINT", "SIGTERM", "duration" or "shutdown".
 
     spin_once in a loop, not executor.spin(): rclpy's EventsExecutor.spin() neither runs our
-    timers nor returns on Ctrl-C (issue 15). Signals only set a flag, so no callback is cut in
+    timers nor returns on Ctrl-C. Signals only set a flag, so no callback is cut in
     half and none runs after the loop."""
     import signal
     import threading

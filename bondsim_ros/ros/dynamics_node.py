@@ -466,7 +466,7 @@ class DynamicsNode(Node):
                 self.twin.set_twist(*self.follower.command(self.twin.state().pose))
             self._pending = self.twin.step_to(target)
             self._failures_in_row = 0
-        except Exception as exc:  # noqa: BLE001 - a model failure must not end the node (issue 15)
+        except Exception as exc:  # noqa: BLE001 - a model failure must not end the node
             self._solver_failed(exc, f"stepping to t={target:.3f} s")
             self._pending = self.twin.state()  # hold the last state: /joint_states goes on
         took = time.perf_counter() - tic + publish_cost

@@ -30,7 +30,7 @@ joint is two Sf(0) sources on the relative velocity of the joint points (like
 torque source Se(T_i) acting on link i and, reversed, on link i-1. The torques are the
 inverse-dynamics torques of the trajectory, written as expressions of t.
 
-``arm3dof_trajectory`` (``COMMAND_MODELS``, issue 13) replaces the torque sources by DC-motor
+``arm3dof_trajectory`` (``COMMAND_MODELS``) replaces the torque sources by DC-motor
 drives with PID position servos (``physics.drives.ServoDrive``) following run-time references, the
 interface of a JointTrajectory; the motors are our choice (docs/examples.md).
 """
@@ -247,7 +247,7 @@ def arm3dof(torques=None) -> Model:
 
 
 # --------------------------------------------------------------------------------------
-# Commanded arm: joint servos tracking run-time references (JointTrajectory, issue 13)
+# Commanded arm: joint servos tracking run-time references (JointTrajectory)
 # --------------------------------------------------------------------------------------
 # The paper gives no drives. Our choice: a small 24 V gear motor per joint (R_a, L_a, K, J_m,
 # B_m, gear k_r); with k_r = 50 the links' inertia is about the motor's, so one tuning serves
@@ -315,7 +315,7 @@ def arm3dof_trajectory() -> Model:
     return model
 
 
-# Command interfaces for a live twin (issue 13): kind -> (builder, parameter names).
+# Command interfaces for a live twin: kind -> (builder, parameter names).
 # "trajectory": per joint of urdf/arm3dof/Arm3DOF.xml, (angle reference, rate reference).
 COMMAND_MODELS = {
     "trajectory": (arm3dof_trajectory, {j: (f"q_ref_{j}", f"qd_ref_{j}") for j in JOINT_NAMES}),

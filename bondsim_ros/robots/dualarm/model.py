@@ -41,7 +41,7 @@ Each U(t) is a Chebyshev series in t (fitted on Chebyshev nodes; the fit error i
 reported), so the model is an ordinary bond graph with Se(U(t)) sources, run open loop as in
 the paper.
 
-``dualarm_command`` (``COMMAND_MODELS``, issue 13) is the same bond graph with every motor under
+``dualarm_command`` (``COMMAND_MODELS``) is the same bond graph with every motor under
 feedback instead: PI wheel-speed loops following a body twist (cmd_vel) through the
 differential-drive kinematics, PID servos on the waist and arm joints following run-time
 references (JointTrajectory); gains and choices in docs/examples.md.
@@ -480,7 +480,7 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
 
 
 # --------------------------------------------------------------------------------------
-# Commanded robot: cmd_vel on the platform, joint servos on waist and arms (issue 13)
+# Commanded robot: cmd_vel on the platform, joint servos on waist and arms
 # --------------------------------------------------------------------------------------
 SUPPLY = 48.0  # [V] our choice, a common bus; section V's largest back-emf is 8.6 V (q_r7 at 2 s)
 SERVO_WN = 40.0  # [rad/s] closed-loop double pole of each arm/waist joint's PD loop (docs/examples.md: why 40)
@@ -587,7 +587,7 @@ def dualarm_command() -> Model:
     return model
 
 
-# Command interfaces for a live twin (issue 13). One builder has both: the platform's twist and
+# Command interfaces for a live twin. One builder has both: the platform's twist and
 # the waist/arm joints' references are all run-time parameters of dualarm_command, so both kinds
 # map to the same builder (one build of this large model serves both).
 COMMAND_MODELS = {

@@ -33,7 +33,7 @@ Modelling choices the paper leaves open (each is a run-time parameter, so ``fit`
 - No armature inductance, no rotor inertia and the wheel as a uniform disc: the paper gives
   neither value and its model (eqs. 2-3) has none of them on the motor side.
 
-``omni5dpo_twist`` (``COMMAND_MODELS``, issue 13) is the same robot driven by the run-time body
+``omni5dpo_twist`` (``COMMAND_MODELS``) is the same robot driven by the run-time body
 twist alone (cmd_vel), with the speed PI retuned for it (``TWIST_GAINS``, docs/examples.md).
 """
 from __future__ import annotations
@@ -215,7 +215,7 @@ def omni5dpo_twist() -> Model:
 TWIST_GAINS = (0.3, 3.0)  # (kp [V s/rad], ki [V/rad]) of the motor-speed PI for cmd_vel
 
 
-# Command interfaces for a live twin (issue 13): kind -> (builder, parameter names).
+# Command interfaces for a live twin: kind -> (builder, parameter names).
 COMMAND_MODELS = {"twist": (omni5dpo_twist, {"vx": "vx_cmd", "vy": "vy_cmd", "wz": "wz_cmd"})}
 
 

@@ -134,7 +134,7 @@ class RobotinoTwin:
 
         The solver ends a step at ``t`` (Simulation.step_to): the state returned is a converged
         step point, which a command arriving next can restart from (interpolated states broke
-        the wheels' rolling constraints and underflowed the step size: issue 15)."""
+        the wheels' rolling constraints and underflowed the step size)."""
         if not t > self.t:
             return self.state()
         y, yp = self.sim.step_to(t)

@@ -1,0 +1,449 @@
+"""Render docs/benchmarks.md from the recorded results in benchmarks/results/*.json.
+
+    python benchmarks/report.py            # print the document
+    python benchmarks/report.py --write    # write docs/benchmarks.md
+    python benchmarks/report.py --check    # exit 1 if docs/benchmarks.md differs from the records
+
+A benchmark script run with ``--record`` writes its result (benchmarks/record.py); this script
+lays out one table per benchmark, headed by the machine, the commit and the date of the run and
+the command that reproduces it. test/test_benchmarks_report.py keeps the committed document
+equal to what this script renders.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import textwrap
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+DOC = HERE.parent / "docs" / "benchmarks.md"
+DASH = "–"
+
+
+# -- number formatting ------------------------------------------------------------------------
+def sig(v, digits: int = 3, strip: bool = True) -> str:
+    """``v`` with ``digits`` significant digits, never in exponent form (288.4 -> 288, 0.0731 -> 0.0731);
+    trailing zeros dropped unless ``strip`` is false (1.0 s measured to two digits stays 1.0)."""
+    if v is None or not math.isfinite(float(v)):
+        return DASH
+    v = float(v)
+    if v == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    text = f"{v:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if strip and "." in text else text
+
+
+def ratio(v) -> str:
+    return DASH if v is None else f"{v:.2f}"
+
+
+def sci(v) -> str:
+    """2.34e-6, not 2.34e-06."""
+    if v is None:
+        return DASH
+    mantissa, exponent = f"{v:.2e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def count(v) -> str:
+    return DASH if v is None else f"{int(v):,}"
+
+
+def span(lo, hi, fmt=sig, unit="") -> str:
+    if lo is None or hi is None:
+        return DASH
+    a, b = fmt(lo), fmt(hi)
+    return (a if a == b else f"{a}{DASH}{b}") + unit
+
+
+def table(header: list, rows: list) -> list:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def dig(d, *keys):
+    """d[k1][k2]... or None where any level is missing or None."""
+    for k in keys:
+        if not isinstance(d, dict) or d.get(k) is None:
+            return None
+        d = d[k]
+    return d
+
+
+# -- one renderer per benchmark -----------------------------------------------------------------
+def solver_bench(f: dict) -> list:
+    native = f.get("native_reference", False)
+    header = ["model", "n", "ours / Debian's C-IDA at equal error"]
+    if native:
+        header.append("ours / native C-IDA at equal error")
+    header.append("time at rtol 1e-6: ours / Debian" + (" / native" if native else "") + " [ms]")
+    rows = []
+    for m in f["models"]:
+        eq = m.get("equal_error") or {}
+        row = [m["model"], m["n"], f"**{ratio(eq.get('C-IDA'))}**"]
+        if native:
+            pts = dig(m, "points", "C-IDA native")
+            cell = f"**{ratio(eq.get('C-IDA native'))}**"
+            if pts:
+                cell += " (points " + ", ".join(ratio(r) for _, r in pts) + ")"
+            row.append(cell)
+        keys = ["ours", "C-IDA"] + (["C-IDA native"] if native else [])
+        times = m.get("time_s")
+        row.append(" / ".join(sig(times[k] * 1e3) for k in keys) if times else DASH)
+        rows.append(row)
+    out = table(header, rows)
+    work = [m for m in f["models"] if m.get("work")]
+    if work:
+        out += ["", "Work per run at rtol 1e-6 (ours / C-IDA):", ""]
+        out += table(["model", "steps", "rejected", "Newton iterations", "LU factorisations"],
+                     [[m["model"]] + [f"{count(m['work']['ours'][k])} / {count(m['work']['C-IDA'][k])}"
+                                      for k in ("steps", "rejected", "newton_iters", "lu_factorizations")]
+                      for m in work])
+    return out
+
+
+def robotino_bench(f: dict) -> list:
+    ours, ida = f["work"]["ours"], f["work"]["C-IDA"]
+
+    def solve(who):
+        med, rng = dig(f, "solve_s", who), dig(f, "solve_s_range", who)
+        if med is not None:
+            return f"{sig(med)} s" + (f" ({span(*rng)})" if rng else "")
+        return span(*rng, unit=" s") if rng else DASH
+
+    attempts = lambda w: (w["newton_iters"] / (w["steps"] + w["rejected"])  # noqa: E731
+                          if w.get("steps") is not None and w.get("rejected") is not None else None)
+    rows = [
+        ["steps", count(ours["steps"]), count(ida["steps"])],
+        ["rejected steps (error test + Newton)",
+         f"{count(ours['rejected'])} ({100 * ours['rejected'] / ours['steps']:.1f} %)",
+         f"{count(ida['rejected'])} ({100 * ida['rejected'] / ida['steps']:.1f} %)"],
+        ["Newton iterations", count(ours["newton_iters"]), count(ida["newton_iters"])],
+        ["Newton iterations per attempted step", sig(attempts(ours)), sig(attempts(ida))],
+        ["LU factorisations", count(ours["lu_factorizations"]), count(ida["lu_factorizations"])],
+        ["events located (of them restarts)",
+         f"{count(ours.get('events'))} ({count(ours.get('event_restarts'))})", "not located"],
+        [f"solve time of {f['repeat']} runs: " + ("median (min" if dig(f, "solve_s", "ours") is not None else "(min")
+         + f"{DASH}max)", solve("ours"), solve("C-IDA")],
+        ["**ours / C-IDA**", f"**{ratio(f['ratio'])}**", "1"],
+    ]
+    out = table(["", "bondsim_ros BDF", "SUNDIALS IDA from C (Debian)"], rows)
+    err = f["tracking_error_after_5s"]
+    cold = dig(f, "build_s", "cold")
+    out += ["", wrap(f"Build of the model: cold {f'{sig(cold)} s' if cold is not None else 'not measured'}, cached "
+                f"{sig(dig(f, 'build_s', 'cached'))} s. Tracking errors after 5 s: x {sci(err['x'])} m, "
+                f"y {sci(err['y'])} m, φ {sci(err['phi'])} rad; largest pose difference to C-IDA over the run "
+                f"{sci(f['max_pose_difference_to_cida'])}."
+                + (f" IDA through scikit-sundae (Python callbacks): {sig(f['sksundae_s'])} s."
+                   if f.get("sksundae_s") is not None else ""))]
+    return out
+
+
+def cli_bench(f: dict) -> list:
+    sig2 = lambda v, digits=2: sig(v, digits, strip=False)  # noqa: E731 (times to two digits)
+    w = f.get("warm") or {}
+    rows = []
+    if w:
+        rows.append([f"warm: wall, median of {w['runs']} (min{DASH}max)",
+                     f"**{sig2(w['wall_median_s'], 2)} s** ({span(w['wall_min_s'], w['wall_max_s'], lambda v: sig2(v, 2))})"])
+        rows.append(["warm: CPU time, median", f"{sig2(w['cpu_median_s'], 2)} s" if w.get("cpu_median_s") else DASH])
+        rows.append(["warm: build time `simulate` prints", f"{sig2(w['build_median_s'], 2)} s"])
+    for key, label in (("robotino", "Robotino"), ("dualarm", "18-DOF dual-arm (`simulate dualarm`)")):
+        c = dig(f, "cold", key)
+        if c:
+            rows.append([f"empty cache, {label}: printed build / wall of the command",
+                         f"{sig2(c['build_s'], 2)} s / **{sig2(c['wall_s'], 2)} s**"])
+    if f.get("core_build_s") is not None:
+        rows.append(["C solver core, first build on a machine", f"{sig2(f['core_build_s'], 2)} s"])
+    return [f"The command: `{f['command']}`.", ""] + table(["", "measured"], rows)
+
+
+def ros_bench(f: dict) -> list:
+    runs, over = f["runs"], f.get("over_runs") or {}
+
+    def fleet(r):
+        if r.get("fleet_max") is None:
+            return DASH
+        best = f"**{r['fleet_max']}{'+' if r.get('fleet_max_is_search_limit') else ''}**"
+        failed = [x for x in r.get("fleet") or [] if not x.get("ok")]
+        if failed:
+            best += f" ({failed[0]['robots']} robots: p99 {sig(failed[0]['jitter_p99_ms'])} ms)"
+        elif r.get("fleet_jitter_p99_ms_range"):
+            best += f" (p99 {span(*r['fleet_jitter_p99_ms_range'])} ms)"
+        elif r.get("fleet"):
+            best += f" (p99 {span(min(x['jitter_p99_ms'] for x in r['fleet']), max(x['jitter_p99_ms'] for x in r['fleet']))} ms)"
+        return best
+
+    def rtf(r):
+        x = r.get("rtf_run")
+        if not x:
+            return None
+        return (f"rtf {sig(x['rtf'])}: {sig(x['simulated_s'], 4)} s simulated in {sig(x['wall_s'])} s, "
+                f"{x['overruns']} overruns")
+
+    quantities = [
+        ("one frame (30.3 ms simulated: solver + outputs)",
+         lambda r: f"{sig(r['frame_ms'])} ms" if r.get("frame_ms") is not None else None,
+         lambda o: f"{span(*o['frame_ms'])} ms" if o.get("frame_ms") else None),
+        ("the solver alone, × real time",
+         lambda r: sig(r["solver_real_time_factor"]) if r.get("solver_real_time_factor") is not None else None,
+         lambda o: span(*o["solver_real_time_factor"]) if o.get("solver_real_time_factor") else None),
+        ("sustained real-time factor while publishing at 33 Hz", rtf, rtf),
+        ("publication rate at rtf 1",
+         lambda r: f"{r['real_time']['rate_hz']:.2f} Hz" if dig(r, "real_time", "rate_hz") is not None else None,
+         lambda o: None),
+        ("publication period jitter at rtf 1, p99",
+         lambda r: f"{sig(r['real_time']['jitter_p99_ms'], 2)} ms" if dig(r, "real_time", "jitter_p99_ms") is not None else None,
+         lambda o: None),
+        ("same, at a subscriber in another process, p99",
+         lambda r: f"{sig(r['real_time']['subscriber_p99_ms'], 3)} ms" if dig(r, "real_time", "subscriber_p99_ms") is not None else None,
+         lambda o: None),
+        ("Robotinos in one process in real time (33 Hz, 0 overruns, p99 jitter < 2 ms)", fleet, lambda o: None),
+    ]
+    has_over = bool(over)
+    header = [""] + [f"run {k + 1}" for k in range(len(runs))] + (["all runs"] if has_over else [])
+    rows = []
+    for label, per_run, all_runs in quantities:
+        row = [label] + [per_run(r) or DASH for r in runs]
+        if has_over:
+            row.append(all_runs(over) or DASH)
+        rows.append(row)
+    return table(header, rows)
+
+
+def ros_soak(f: dict) -> list:
+    rss = f"{sig(f['rss_mb_start'], 4)} → {sig(f['rss_mb_end'], 4)} MB"
+    if f.get("rss_mb_max") is not None:
+        rss += f" (max {sig(f['rss_mb_max'], 4)})"
+    rss += f"; second half {sig(f['rss_mb_per_sim_hour_second_half'], 2)} MB per simulated hour"
+    rows = [
+        ["run", f"{sig(f['sim_seconds'], 4)} simulated seconds at a real-time factor of {sig(f['rtf'])}"],
+        ["node deaths / tracebacks in its log / exit status on SIGINT",
+         f"**{f['node_deaths']} / {f['tracebacks']} / {f['exit_status_on_sigint']}**"],
+        ["solver failures (each reported on `/diagnostics` and recovered)", f"**{f['solver_failures']}**"],
+        ["resident memory after warm-up → at the end", rss],
+        ["frames / overruns / max lag", f"{count(f['frames'])} / {f['overruns']} / {sig(f['max_lag_ms'])} ms"],
+        ["largest gap between two `/joint_states` received (pauses excluded)",
+         f"{sig(f['max_joint_state_gap_ms'])} ms"],
+        ["commands sent / of them hostile / service calls",
+         f"{count(f['commands_sent'])} / {count(f['hostile_commands'])} / {f['service_calls']}"],
+    ]
+    return table(["", "measured"], rows)
+
+
+def twin_stress(f: dict) -> list:
+    wall = f["wall_s_per_seed"]
+    per_seed = (f"{sig(wall['median'], 2)} s (median; {span(wall['min'], wall['max'], lambda v: sig(v, 2))} s)"
+                if wall.get("median") is not None else f"{span(wall['min'], wall['max'], lambda v: sig(v, 2))} s")
+    rows = [["seeds / frames per seed", f"{f['seeds']} ({f['seeds_run']} seeds) / {count(f['frames'])}"],
+            ["seeds with a solver failure / failures in all", f"**{f['failed_seeds']} / {f['failures']}**"],
+            ["wall time per seed", per_seed]]
+    for x in f.get("failed") or []:
+        rows.append([f"seed {x['seed']}", f"{x['failures']} failures, first at t = {x['first_t']:.4f}: "
+                                          f"{x['first_message']}"])
+    return table(["", "measured"], rows)
+
+
+def demo(f: dict) -> list:
+    e = f["tracking_error_after_5s"]
+    m, s = divmod(int(round(f["demo_wall_s"])), 60)
+    rows = [["`bondsim-ros demo` (60 s of rose path, bag, plots, video)",
+             f"{m} min {s:02d} s; {count(f['frames'])} frames, {f['overruns']} overruns, "
+             f"{f['frames_skipped']} skipped; tracking error after 5 s x {sci(e['x'])} m, y {sci(e['y'])} m, "
+             f"φ {sci(e['phi'])} rad"]]
+    for key in ("tests", "ci"):
+        t = f.get(key)
+        if t:
+            m, s = divmod(int(round(t["wall_s"])), 60)
+            rows.append([f"`{t['command']}`",
+                         f"{t['passed']} passed in {m} min {s:02d} s "
+                         f"({'setup included' if t['setup_included'] else 'setup already done'})"])
+    return table(["command", "measured"], rows)
+
+
+# (record name, section title, what it measures, renderer)
+SECTIONS = [
+    ("solver_bench", "The solver against SUNDIALS IDA at equal error",
+     "A work-precision sweep (rtol 1e-4 … 1e-8, atol = rtol/100) of bondsim_ros's BDF, Debian's "
+     "C-IDA and a C-IDA built `-O3 -march=native`, alternating in one process. The error of a run is "
+     "the largest max|x − x_ref| / max|x_ref| over the compared columns, against the closed form where "
+     "there is one, else against C-IDA at rtol 1e-11. The figure of merit is our time, interpolated "
+     "(log-log) along our own sweep at each C-IDA point's error, over C-IDA's time: the median over "
+     "C-IDA's points. Only the integration is timed (no set-up, no output columns), medians of the "
+     "repeats.",
+     solver_bench),
+    ("robotino_bench", "The Robotino paper case",
+     "The paper's run: 50 s, output every 0.02 s, hmax 0.02 s, rtol 1e-6, atol 1e-8, on the same "
+     "generated equations and consistent initial values for both solvers, alternating in one process. "
+     "The work counters do not depend on the machine or its load. For scale, the paper's C++ BondSim "
+     "took 0.51 s on a Ryzen 7 PRO 4750G.",
+     robotino_bench),
+    ("cli_bench", "`bondsim-ros simulate` from the command line",
+     "What a user waits for: each run a fresh `python -m bondsim_ros.cli simulate` process, timed "
+     "from spawn to exit. Warm: the generated-code cache after one untimed run. Empty cache: a new "
+     "`BONDSIM_CACHE_DIR` holding only the C solver core (built once per machine and compiler), so "
+     "the model is built, reduced, printed as C and compiled.",
+     cli_bench),
+    ("ros_bench", "The ROS 2 graph: frame cost, real-time factor, jitter, fleet",
+     "Real rclpy (EventsExecutor, Fast DDS, localhost discovery). One Robotino twin on the rose path "
+     "publishing at 33 Hz at a real-time factor of 50 and of 1 (publication period jitter, and as "
+     "received by a subscriber in another process), then fleets of 5, 10, … robots in one process "
+     "(one clock for all: `start_fleet`) until one misses 33 Hz, overruns or exceeds 2 ms p99 jitter.",
+     ros_bench),
+    ("ros_soak", "Soak: the running graph under hostile commands",
+     "`bondsim-ros up --reference cmd_vel` in its own process at a real-time factor of 20, under a "
+     "20 s cycle of random commands (a third beyond the limits), NaN, ±inf and ±1e300 values, a 1 kHz "
+     "burst, silence, `~/reset` and `~/pause`, then SIGINT.",
+     ros_soak),
+    ("twin_stress", "Twin stress: random commands without ROS",
+     "The Robotino twin driven by a seeded random twist stream (a new command in 70 % of the frames, a "
+     "third beyond the limits; frames of 1, 30.3, 50 or 606 ms, one `step_to` each); 4,000 frames are "
+     "about 10 simulated minutes. A solver failure is counted and the twin recovers from it as the node "
+     "does; the script exits 1 if there was any. `test/test_twin_step_to.py` replays seeds 28 and 94.",
+     twin_stress),
+    ("demo", "The README's commands from a fresh clone",
+     "The demo and the test suite as a new user runs them (README, \"Two commands\"), from a fresh "
+     "clone with the generated-code cache of the machine warm.",
+     demo),
+]
+
+OTHER_SCRIPTS = [
+    ("c_ida.py", "the C driver of SUNDIALS IDA that solver_bench and robotino_bench use as the reference "
+                 "(above); not run on its own"),
+    ("multibody_bench.py", "the pendulum and slider-crank variants against their minimal-coordinates "
+                           "models; its table is in docs/examples/003.md"),
+    ("call_overhead.py", "the fixed cost of a solver call (`advance()` of one frame, `BDFSolver` + "
+                         "`init`) on a two-unknown model"),
+    ("reduce_identity.py", "not a timing: checks that two checkouts reduce every built-in model to "
+                           "identical equations (`--against OTHER_CHECKOUT`)"),
+]
+
+INTRO = """\
+Measured figures of the solver, the command line and the ROS graph, one table per benchmark, each
+from the latest recorded run: the machine, commit and date it ran on, and the command that runs it
+again. The scripts are in `benchmarks/`; nothing here is a timed test.
+
+How to read them: the machines are virtual machines with 2 cores shared with other jobs, so
+absolute times move between runs and machines; compare ratios within one run (both solvers
+alternate in one process, under the same load), and rely on the work counters (steps, Newton
+iterations, LU factorisations, rejected steps), which do not depend on the machine. Software:
+Debian 12, Python 3.11, gcc 12 (the solver core and the model kernels), SUNDIALS 6.4.1 (Debian's
+`libsundials-dev`, and the same release built `-O3 -march=native`, below).
+
+To record a new result, run a script with `--record` (it writes `benchmarks/results/NAME.json`:
+machine, commit, date, command and figures), then `python benchmarks/report.py --write`, which
+renders this file; `test/test_benchmarks_report.py` fails when the two disagree."""
+
+REFERENCE = """\
+## The reference: SUNDIALS IDA driven from C (`benchmarks/c_ida.py`)
+
+IDA integrates the model's own generated C (`bondgraph/codegen.py`: the residual and the values of
+`dF/dy + cj dF/dy'` in the same sparse pattern the BDF solver uses), called from a small C driver
+(dense SUNMatrix and LU, `IDASetId` + `IDASetSuppressAlg`, `IDASVtolerances`, `IDASetMaxStep`)
+that integrates over all output times in one call, so no Python runs inside IDA's loop. Both
+solvers get the same unknowns, consistent initial values, tolerances, hmax and output times.
+Everything is generated under `~/.cache/bondsim_ros/c_ida/`. It needs `apt-get install
+libsundials-dev` (benchmarks only; nothing outside `benchmarks/` uses it).
+
+The native build: SUNDIALS 6.4.1, the release Debian ships, only IDA with the serial NVector and
+the dense solver, static libraries, built for the CPU it runs on:
+
+    git clone --depth 1 --branch v6.4.1 https://github.com/LLNL/sundials sundials-src
+    cmake -S sundials-src -B sundials-bld -DCMAKE_INSTALL_PREFIX=$HOME/sundials-native \\
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O3 -march=native -DNDEBUG" \\
+      -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_SHARED_LIBS=OFF -DBUILD_STATIC_LIBS=ON \\
+      -DBUILD_IDA=ON -DBUILD_ARKODE=OFF -DBUILD_CVODE=OFF -DBUILD_CVODES=OFF -DBUILD_IDAS=OFF \\
+      -DBUILD_KINSOL=OFF -DEXAMPLES_ENABLE_C=OFF -DEXAMPLES_INSTALL=OFF -DSUNDIALS_INDEX_SIZE=64
+    make -C sundials-bld -j2 install
+    python benchmarks/solver_bench.py --sundials-prefix $HOME/sundials-native   # or BONDSIM_SUNDIALS_PREFIX
+
+It is linked statically into the model's library with its symbols kept local
+(`-Wl,--exclude-libs,ALL`): Debian's shared library and a native build carry the same soname, and
+loaded as two shared libraries into one process the second would silently be the first. Both
+builds do the same work (identical counters); they differ in time only."""
+
+
+def machine_line(rec: dict) -> str:
+    m = rec.get("machine") or {}
+    parts = [m.get("cpu") or "unknown CPU"]
+    if m.get("cores"):
+        parts.append(f"{m['cores']} cores")
+    if m.get("arch"):
+        parts.append(m["arch"])
+    if m.get("python"):
+        parts.append(f"Python {m['python']}")
+    load = m.get("load_average")
+    if isinstance(load, list) and load:
+        parts.append("load average " + " ".join(f"{v:.1f}" for v in load))
+    elif load:
+        parts.append(f"load average {load}")
+    return ", ".join(parts)
+
+
+def wrap(text: str) -> str:
+    return textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False)
+
+
+def section(rec: dict, title: str, what: str, render) -> list:
+    out = [f"## {title}", "", wrap(what), "",
+           f"Machine: {machine_line(rec)}; commit `{rec.get('commit') or 'unknown'}`; {rec.get('date') or 'date unknown'}.  ",
+           f"Reproduce: `{rec['command']}`  ",
+           f"Source: {rec.get('source', 'unknown')}.", ""]
+    out += render(rec["figures"])
+    notes = rec.get("notes") or []
+    if notes:
+        out.append("")
+        out += [textwrap.indent(wrap(f"- {n}"), "  ")[2:] for n in notes]
+    return out
+
+
+def render(results: Path = RESULTS) -> str:
+    out = ["<!-- Generated by benchmarks/report.py from benchmarks/results/*.json: edit those (or re-run a "
+           "benchmark with --record), then `python benchmarks/report.py --write`. -->", "",
+           "# Benchmarks", "", INTRO, ""]
+    missing = []
+    for name, title, what, fn in SECTIONS:
+        path = results / f"{name}.json"
+        if not path.is_file():
+            missing.append(name)
+            continue
+        rec = json.loads(path.read_text())
+        out += section(rec, title, what, fn) + [""]
+    out += [REFERENCE, "", "## Other scripts in `benchmarks/`", ""]
+    out += [f"- `{script}`: {text}." for script, text in OTHER_SCRIPTS]
+    out += [f"- `{name}.py`: no recorded result yet (run it with `--record`)." for name in missing]
+    known = {name for name, *_ in SECTIONS}
+    extra = sorted(p.stem for p in results.glob("*.json") if p.stem not in known)
+    if extra:
+        raise SystemExit(f"report.py: no layout for {', '.join(extra)} (add it to SECTIONS)")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help="write docs/benchmarks.md")
+    group.add_argument("--check", action="store_true", help="exit 1 if docs/benchmarks.md is not current")
+    args = ap.parse_args(argv)
+    text = render()
+    if args.write:
+        DOC.write_text(text)
+        print(f"wrote {DOC}")
+    elif args.check:
+        if not DOC.is_file() or DOC.read_text() != text:
+            print(f"{DOC} is not what benchmarks/report.py renders from benchmarks/results/: run "
+                  f"`python benchmarks/report.py --write`", file=sys.stderr)
+            return 1
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""docs/benchmarks.md is what benchmarks/report.py renders from the recorded results in
+benchmarks/results/, so the document cannot drift from the records; and a benchmark run with
+--record writes a result the report lays out."""
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+
+
+def _load(name):
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCH / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_docs_benchmarks_md_is_the_rendered_report():
+    report = _load("report")
+    assert (ROOT / "docs" / "benchmarks.md").read_text() == report.render(), (
+        "docs/benchmarks.md differs from the records: run `python benchmarks/report.py --write`")
+
+
+def test_every_record_names_machine_commit_date_command_and_source():
+    for path in sorted((BENCH / "results").glob("*.json")):
+        rec = json.loads(path.read_text())
+        assert rec["benchmark"] == path.stem, path
+        for key in ("command", "commit", "date", "source", "figures"):
+            assert rec.get(key), f"{path.name}: no {key}"
+        assert rec["machine"].get("cpu") and rec["machine"].get("cores"), f"{path.name}: machine incomplete"
+
+
+def test_a_recorded_run_is_laid_out_by_the_report(tmp_path, monkeypatch):
+    """twin_stress --record (a few frames) writes its JSON with this machine and commit, and the
+    report renders its table from it, with the command that reproduces it (without --record)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the scripts put benchmarks/ on it
+    record = _load("record")
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    monkeypatch.setitem(sys.modules, "record", record)
+    stress = _load("twin_stress")
+    assert stress.main(["--seeds", "5", "--frames", "20", "--record"]) == 0
+    rec = json.loads((tmp_path / "twin_stress.json").read_text())
+    assert rec["command"] == "python benchmarks/twin_stress.py --seeds 5 --frames 20"
+    assert rec["figures"]["seeds_run"] == 1 and rec["figures"]["failures"] == 0
+    assert rec["machine"]["cpu"] == record.cpu_model()
+    text = _load("report").render(tmp_path)
+    assert "Reproduce: `python benchmarks/twin_stress.py --seeds 5 --frames 20`" in text
+    assert "| seeds with a solver failure / failures in all | **0 / 0** |" in text
+    assert "solver_bench.py`: no recorded result yet" in text
+
+
+def test_machine_paths_in_a_command_are_replaced():
+    record = _load("record")
+    cmd = record.command("solver_bench", ["--sundials-prefix", "/opt/sun", "--dualarm", "--record",
+                                          "--json=/var/x.json"], {"--sundials-prefix": "PREFIX", "--json": "OUT"})
+    assert cmd == "python benchmarks/solver_bench.py --sundials-prefix PREFIX --dualarm --json OUT"
