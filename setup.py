@@ -90,6 +90,8 @@ setup(
             "probe_node = bondsim_ros.ros.probe_node:main",
             "twin_bridge = bondsim_ros.ros.twin_bridge:main",
             "state_publisher = bondsim_ros.ros.state_publisher:main",
+            "sensor_node = bondsim_ros.ros.sensor_node:main",
+            "bumper_stop = bondsim_ros.ros.bumper_stop:main",
         ],
     },
 )
