@@ -2,6 +2,7 @@
 arena's wall (config/maps/rcll_arena.yaml, inner face at x = 3.0 m); the scans, IR sensors and
 bumper must say where the wall is at each pose's stamp, and a contact must zero the commands."""
 import math
+import re
 import time
 
 import pytest
@@ -194,3 +195,49 @@ def test_a_bumper_contact_stops_the_twin():
     last = odom[-1]
     assert abs(last.twist.twist.linear.x) < 0.01, "still moving 1.5 s after the contact"
     assert last.pose.pose.position.x - x_contact < 0.1  # stopped within a few centimetres
+
+
+def test_pose_from_tf_and_bad_parameters(context, tmp_path):
+    """pose_source tf: odom -> base_footprint on /tf, as probe_node reads it; a bad parameter or map
+    stops the node with a message naming it."""
+    from geometry_msgs.msg import TransformStamped
+
+    from bondsim_ros.ros.sensor_node import SensorNode
+    from bondsim_ros.sensors import MapError
+
+    sensors = SensorNode(overrides={"range_sigma": 0.0, "pose_source": "tf"}, context=context)
+    node = rclpy.create_node("tf_source", context=context)
+    pub = node.create_publisher(TFMessage, "/tf", 10)
+    scans = []
+    node.create_subscription(LaserScan, "scan", scans.append, qos_profile_sensor_data)
+    executor = make_executor(context)
+    for n in (sensors, node):
+        executor.add_node(n)
+    try:
+        _spin(executor, 1.0, until=lambda: pub.get_subscription_count() > 0)
+        tf = TransformStamped()
+        tf.header.frame_id, tf.child_frame_id = "odom", "base_footprint"
+        tf.header.stamp.sec = 5
+        tf.transform.translation.y = 0.4
+        tf.transform.rotation.z, tf.transform.rotation.w = math.sin(math.pi / 4), math.cos(math.pi / 4)  # +90 deg
+        other = TransformStamped()  # another robot's transform: ignored
+        other.header.frame_id, other.child_frame_id = "odom", "r2/base_footprint"
+        other.transform.rotation.w = 1.0
+        pub.publish(TFMessage(transforms=[other, tf]))
+        _spin(executor, 2.0, until=lambda: scans)
+    finally:
+        executor.shutdown()
+        for n in (sensors, node):
+            n.destroy_node()
+    assert len(scans) == 1 and scans[0].header.stamp.sec == 5
+    # facing +y from y = 0.4 with the scanner 0.12 m ahead: the y = 3.0 wall at 3.0 - 0.52
+    assert scans[0].ranges[405] == pytest.approx(3.0 - 0.52, abs=1e-5)
+
+    with pytest.raises(ValueError, match=re.escape("pose_source: odom | tf, got 'gps'")):
+        SensorNode(overrides={"pose_source": "gps"}, context=context)
+    with pytest.raises(ValueError, match="range_min < range_max"):
+        SensorNode(overrides={"range_min": 30.0}, context=context)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("image: x.pgm\nresolution: 0.05\norigin: [0, 0]\nnegate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.2\n")
+    with pytest.raises(MapError, match=r"bad\.yaml:3: origin: must be \[x, y, yaw\] with 3 elements, not 2"):
+        SensorNode(overrides={"map": str(bad)}, context=context)
