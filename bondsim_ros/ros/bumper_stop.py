@@ -1,6 +1,6 @@
 """bumper_stop: the Robotino's bumper stop in front of the twin's velocity input.
 
-On the real robot a bumper contact stops the motors (the firmware's emergency bumper, controld3)
+On the real robot a bumper contact stops the motors (controld3's emergency bumper, when enabled)
 and robocup-logistics/ros2-robotino's rto_node then ignores cmd_vel for ``bumper_timeout`` seconds
 (OmniDriveROS::bumperCallback; 2.0 s in its robotino_driver.launch.py). This node does the same
 for the twin from outside it: it forwards ``cmd_vel`` (what Nav2 or a teleop publishes) to
