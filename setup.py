@@ -54,6 +54,7 @@ setup(
         "sympy>=1.12",
         "numba>=0.59",
         "pyyaml>=6",
+        "pillow>=9",  # map images (sensors/); matplotlib needs it too
         "matplotlib>=3.7",
         "rich>=13",
     ],
