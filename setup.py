@@ -54,6 +54,7 @@ setup(
         "sympy>=1.12",
         "numba>=0.59",
         "pyyaml>=6",
+        "pillow>=9",  # map images (sensors/); matplotlib needs it too
         "matplotlib>=3.7",
         "rich>=13",
     ],
@@ -91,6 +92,8 @@ setup(
             "probe_node = bondsim_ros.ros.probe_node:main",
             "twin_bridge = bondsim_ros.ros.twin_bridge:main",
             "state_publisher = bondsim_ros.ros.state_publisher:main",
+            "sensor_node = bondsim_ros.ros.sensor_node:main",
+            "bumper_stop = bondsim_ros.ros.bumper_stop:main",
         ],
     },
 )

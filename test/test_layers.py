@@ -12,6 +12,7 @@ submodule (``import a.b`` runs a/__init__.py): only the module named counts.
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
 from collections import defaultdict
 from pathlib import Path
@@ -216,10 +217,21 @@ def test_only_ros_imports_ros():
 def test_ros_imports_no_robot_by_name():
     # the Twin protocol (twin/), the robots registry (not a robot's own modules), the mechanism
     # layer and the package's small shared helpers
-    bad = violations("ros", allowed_layers={"twin", "mechanism", "msgutil", "paths", "outfiles", "cli", "plotting"},
+    bad = violations("ros", allowed_layers={"twin", "mechanism", "sensors", "msgutil", "paths", "outfiles", "cli",
+                                            "plotting"},
                      allowed_modules={"bondsim_ros.robots", "bondsim_ros.robots.plugin"})
     assert not bad, "ros/ imports something other than the Twin protocol, the robots registry and mechanism/:\n" \
         + "\n".join(bad)
+
+
+def test_the_sensors_import_only_numpy_yaml_and_pil():
+    # the simulated sensors stand alone: no other layer, no ROS; third-party only numpy, PyYAML, Pillow
+    bad = violations("sensors", allowed_layers=set())
+    allowed = {"numpy", "yaml", "PIL", "__future__"} | set(sys.stdlib_module_names)
+    bad += [f"{where(m, line)}: {m} imports {n}" for m, names in sorted(EXTERNAL.items()) if layer(m) == "sensors"
+            for n, line in sorted(names) if n not in allowed]
+    assert not bad, "sensors/ may import only itself, the standard library, numpy, yaml and PIL:\n" + "\n".join(bad)
+    assert any(layer(m) == "sensors" for m in MODS)
 
 
 # -- the checker itself, on a small package with the cases that matter --------------------------

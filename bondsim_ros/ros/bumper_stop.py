@@ -1,0 +1,102 @@
+"""bumper_stop: the Robotino's bumper stop in front of the twin's velocity input.
+
+On the real robot a bumper contact stops the motors (controld3's emergency bumper, when enabled)
+and robocup-logistics/ros2-robotino's rto_node then ignores cmd_vel for ``bumper_timeout`` seconds
+(OmniDriveROS::bumperCallback; 2.0 s in its robotino_driver.launch.py). This node does the same
+for the twin from outside it: it forwards ``cmd_vel`` (what Nav2 or a teleop publishes) to
+``cmd_vel_out`` (dynamics_node's ``cmd_vel_topic``), and when ``bumper`` turns true it sends a zero
+command at once and replaces every command of the next ``bumper_timeout`` seconds by a zero one.
+Then commands pass again, so the robot can back away; the contact must end and come back to
+stop it again.
+"""
+from __future__ import annotations
+
+import time
+
+from geometry_msgs.msg import Twist, TwistStamped
+from rclpy.node import Node
+from std_msgs.msg import Bool
+
+from ._env import declare_parameters, run_node
+from .dynamics_node import overrides_to_parameters
+
+PARAMS = {
+    "cmd_vel_in": ("cmd_vel", "velocity commands to pass on (Nav2's, a teleop's)"),
+    "cmd_vel_out": ("cmd_vel_bumper", "where they go: the twin's cmd_vel_topic"),
+    "cmd_vel_type": ("auto", "auto (the first publisher's type) | twist | stamped"),
+    "bumper_topic": ("bumper", "std_msgs/Bool contact (sensor_node's, rto_node's topic)"),
+    "bumper_timeout": (2.0, "seconds commands are held at zero after a contact (rto_node's bumper_timeout)"),
+}
+
+
+class BumperStop(Node):
+    def __init__(self, name="bumper_stop", overrides: dict | None = None, **kwargs):
+        super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
+        p = declare_parameters(self, PARAMS)
+        self.p = p
+        if p["cmd_vel_type"] not in ("auto", "twist", "stamped"):
+            raise ValueError(f"invalid bumper_stop parameters: cmd_vel_type: auto | twist | stamped, "
+                             f"got {p['cmd_vel_type']!r}")
+        if not p["bumper_timeout"] >= 0:
+            raise ValueError(f"invalid bumper_stop parameters: bumper_timeout: must be >= 0, got {p['bumper_timeout']}")
+        self.kind = None
+        self.pub = None
+        self.hold_until = 0.0  # time.monotonic() until which commands are zeroed
+        self.contact = False
+        self.stops = 0
+        self.create_subscription(Bool, p["bumper_topic"], self._on_bumper, 10)
+        if p["cmd_vel_type"] == "auto":
+            self._auto_timer = self.create_timer(0.2, self._find_type)
+        else:
+            self._connect(p["cmd_vel_type"])
+
+    def _find_type(self):
+        """Subscribe with the type of the first publisher seen on cmd_vel_in (one type per topic
+        and process: guessing would break an in-process publisher of the other type)."""
+        topic = self.resolve_topic_name(self.p["cmd_vel_in"])
+        for info in self.get_publishers_info_by_topic(topic):
+            if info.topic_type in ("geometry_msgs/msg/Twist", "geometry_msgs/msg/TwistStamped"):
+                self._connect("stamped" if info.topic_type.endswith("Stamped") else "twist")
+                self._auto_timer.cancel()
+                return
+
+    def _connect(self, kind):
+        msg_type = TwistStamped if kind == "stamped" else Twist
+        self.pub = self.create_publisher(msg_type, self.p["cmd_vel_out"], 10)
+        self.create_subscription(msg_type, self.p["cmd_vel_in"], self._on_cmd, 10)
+        self.kind = kind
+        self.get_logger().info(f"{self.p['cmd_vel_in']} -> {self.p['cmd_vel_out']} ({kind}), held at zero for "
+                               f"{self.p['bumper_timeout']} s after a bumper contact")
+
+    def holding(self) -> bool:
+        return time.monotonic() < self.hold_until
+
+    def _zero(self, like=None):
+        if self.kind == "stamped":
+            out = TwistStamped()
+            if like is not None:
+                out.header = like.header
+            else:
+                out.header.stamp = self.get_clock().now().to_msg()
+            return out
+        return Twist()
+
+    def _on_bumper(self, msg: Bool):
+        if msg.data and not self.contact:
+            self.hold_until = time.monotonic() + self.p["bumper_timeout"]
+            self.stops += 1
+            if self.pub is not None:
+                self.pub.publish(self._zero())
+            self.get_logger().warning(f"bumper contact: stopped, commands held at zero for {self.p['bumper_timeout']} s")
+        self.contact = bool(msg.data)
+
+    def _on_cmd(self, msg):
+        self.pub.publish(self._zero(msg) if self.holding() else msg)
+
+
+def main(args=None):
+    run_node(BumperStop, args)
+
+
+if __name__ == "__main__":
+    main()
