@@ -57,6 +57,8 @@ enum { EV_NONE, EV_SWITCHED, EV_RESTART };
    error by the probe step, so they are converged further than a normal step (NEWTON_TOL) */
 #define SAME_TOL 1e-3 /* a mode switch that moves the Newton solution by less than this (WRMS, in
    tolerance units) at the root and one step ahead only relabels the same law (Mod at a multiple) */
+#define MODE_HMIN 1000.0 /* a step whose modes its end excludes shrinks until below this x hmin,
+   then the method restarts at its start with the modes picked there (bdf_advance) */
 #define PROBE 0.1 /* the probe step that measures y' after a restart, as a fraction of the first step */
 
 #define NROWS (MAX_ORDER + 3) /* rows of the difference array D */
@@ -758,6 +760,24 @@ static double predicted_crossing(const solver_t *s, work_t *w, double t, double 
 }
 
 
+/* A converged step attempt ending at (t_acc, w->y, w->yp), switching functions in w->g_new
+   on return. Do the modes the laws pick just past its end (in w->m_new) differ from the
+   current ones although no switching function changed sign over the step? Then a function
+   ends on the side its mode excludes: it started exactly on zero with the mode chosen for
+   the side the solution then left (a wheel at rest whose angle moves by round-off first one
+   way, then the other), or it was on the wrong side of zero at the step's start already. A
+   step with such modes must not be accepted. (A sign change is located by handle_events, which also takes the
+   modes just past the root for every law, the wrong-signed ones included.) */
+static int modes_inconsistent(const solver_t *s, work_t *w, double t_acc, double h) {
+    const int64_t n = s->n, nr = s->n_roots;
+    s->roots(t_acc, w->y, w->yp, s->p, w->g_new);
+    if (any_crossing(nr, w->g_old, w->g_new)) return 0;
+    double ttol = event_ttol(t_acc, h);
+    for (int64_t m = 0; m < n; m++) w->r2[m] = w->y[m] + ttol * w->yp[m];
+    s->modes(t_acc + ttol, w->r2, w->yp, s->p, w->m_new);
+    return modes_changed(s, w->m_new);
+}
+
 /* The step loop's state after a restart at an event (handle_events' EV_RESTART, or a failed
    step that restarted on its switch): order 1, a new iteration matrix, IDA's start-up phase,
    y' at the restart (D[1] = h y') kept for a re-probe after an early failure. */
@@ -981,6 +1001,7 @@ int64_t bdf_advance(solver_t *s) {
             n_equal = 0;
         }
         int64_t n_err_fail = 0, n_cut = 0;
+        double h_mode = 0.0; /* the step size at which the step's end first excluded its modes */
         int restarted = 0; /* the step started on a switch: modes switched, order-1 restart */
         for (;;) { /* attempts at this step */
             if (h < hmin) { status = UNDERFLOW; break; }
@@ -1090,7 +1111,36 @@ int64_t bdf_advance(solver_t *s) {
                 continue;
             }
             double err_n = error_norm(s, &w, d, err_const[order], y, scale);
-            if (err_n <= 1.0) break;
+            if (err_n <= 1.0) {
+                if (nr == 0) break;
+                double t_acc = s->t_stop - t_new < hmin ? s->t_stop : t_new; /* (as accepted below) */
+                if (!modes_inconsistent(s, &w, t_acc, h)) break;
+                /* the step ends with modes its laws exclude and no sign change to locate: a
+                   shorter step from the same start (IDA's quarter), which ends before the
+                   solution leaves the side the modes were chosen for, or crosses back into it
+                   so that the crossing is seen; once shorter steps cannot tell, the modes the
+                   laws pick just past the start are taken there and the method restarts */
+                stats[ST_REJECTED] += 1;
+                ramp = ramp && restart_pending;
+                if (h_mode == 0.0) h_mode = h;
+                if (h * ETA_CF < MODE_HMIN * hmin && t != t_switched) {
+                    t_switched = t;
+                    dense_output(n, t, t, h, order, D, w.yq, w.ypq);
+                    double cj_r; /* (the first step as if the restart had come before the shrinking) */
+                    h = restart_at(s, &w, t, h_mode, h, order, D, hmin, &cj_r);
+                    cj_lu = cj_r;
+                    restarted = 1;
+                    break;
+                }
+                rescale_D(n, D, order, ETA_CF, &w);
+                h *= ETA_CF;
+                n_equal = 0;
+                if (restart_pending) {
+                    cj_lu = reprobe(s, &w, t, h, D);
+                    lu_valid = 0;
+                }
+                continue;
+            }
             n_err_fail += 1;
             stats[ST_REJECTED] += 1;
             stats[ST_ERR_FAIL] += 1;
@@ -1129,8 +1179,8 @@ int64_t bdf_advance(solver_t *s) {
         int ev = EV_RESTART; /* (any value but EV_NONE: switching functions to be checked) */
         update_differences(n, D, order, d);
         if (nr > 0) {
-            /* the converged step point (y, yp): a sign change of a switching function? */
-            s->roots(t, y, yp, s->p, w.g_new);
+            /* the converged step point (y, yp): a sign change of a switching function?
+               (w.g_new: evaluated there by modes_inconsistent before the step was accepted) */
             if (!any_crossing(nr, w.g_old, w.g_new)) {
                 memcpy(w.g_old, w.g_new, nr * sizeof(double));
                 ev = EV_NONE;
