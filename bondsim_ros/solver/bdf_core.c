@@ -761,17 +761,22 @@ static double predicted_crossing(const solver_t *s, work_t *w, double t, double 
 
 
 /* A converged step attempt ending at (t_acc, w->y, w->yp), switching functions in w->g_new
-   on return. Do the modes the laws pick just past its end (in w->m_new) differ from the
-   current ones although no switching function changed sign over the step? Then a function
-   ends on the side its mode excludes: it started exactly on zero with the mode chosen for
-   the side the solution then left (a wheel at rest whose angle moves by round-off first one
-   way, then the other), or it was on the wrong side of zero at the step's start already. A
-   step with such modes must not be accepted. (A sign change is located by handle_events, which also takes the
-   modes just past the root for every law, the wrong-signed ones included.) */
+   on return. A switching function that started the step exactly on zero and ends it off zero
+   changed no sign, for crosses(): the mode at the start was chosen for the side the solution
+   would move to. Did it move there? If the modes the laws pick just past the step's end (in
+   w->m_new) differ from the current ones, it did not (a wheel at rest whose angle moves by
+   round-off first one way, then the other), and a step with modes its laws exclude must not
+   be accepted. (A sign change is located by handle_events, which takes the modes just past
+   the root for every law. A function already on the wrong side at the start is one that
+   restart_at kept there on purpose: a mode just switched is not switched back.) */
 static int modes_inconsistent(const solver_t *s, work_t *w, double t_acc, double h) {
     const int64_t n = s->n, nr = s->n_roots;
     s->roots(t_acc, w->y, w->yp, s->p, w->g_new);
     if (any_crossing(nr, w->g_old, w->g_new)) return 0;
+    int left_zero = 0;
+    for (int64_t j = 0; j < nr; j++)
+        if (w->g_old[j] == 0.0 && w->g_new[j] != 0.0) left_zero = 1;
+    if (!left_zero) return 0;
     double ttol = event_ttol(t_acc, h);
     for (int64_t m = 0; m < n; m++) w->r2[m] = w->y[m] + ttol * w->yp[m];
     s->modes(t_acc + ttol, w->r2, w->yp, s->p, w->m_new);
