@@ -183,7 +183,7 @@ def test_roller_switches_from_a_start_at_rest_without_the_pose_loop():
     rows = []
     for t in t_out:
         rows.append(sim.advance([t])[0])
-        th = solver.D[0][wheels]  # the step the integrator stands on (at or past t)
+        th = solver.y_step[wheels]  # the step the integrator stands on (at or past t)
         mk, ms = solver.pm[solver.n_par + np.array(K)], solver.pm[solver.n_par + np.array(S)]
         arm_angle = th - math.pi / 3 * (mk + 1.0 - ms)
         worst = max(worst, float(np.max(np.abs(arm_angle))))
