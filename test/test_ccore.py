@@ -179,3 +179,27 @@ def test_output_rows_of_a_numba_kernel_go_through_the_c_loop():
     plain = output_rows(outs, 2, [0.1, 0.2, 0.3], Y, YP, p)
     assert np.array_equal(compiled, plain)
     assert np.array_equal(plain, [[0.1, 0.1, 11.0], [0.2, 4.2, 13.0], [0.3, 8.3, 15.0]])
+
+
+def test_the_slots_and_codes_are_read_from_the_core_itself():
+    """_ccore takes every enum member and integer #define of bdf_core.c from its source (no hand
+    copy to drift); the ctypes struct has solver_t's fields in solver_t's order."""
+    import re
+
+    from bondsim_ros.solver import _ccore
+
+    assert _ccore.c_constants("enum { A, B = 4, C }; /* enum { X }; */\n#define N (B + 2)\n#define F 0.5\n") \
+        == {"A": 0, "B": 4, "C": 5, "N": 6}
+    c = _ccore.CONSTANTS
+    src = _ccore.source()
+    for prefix, count in (("S_", "N_FLOAT_STATE"), ("I_", "N_INT_STATE"), ("ST_", "N_STATS")):
+        slots = sorted(v for k, v in c.items() if k.startswith(prefix))
+        assert slots == list(range(c[count])), prefix  # every slot named once, none left out
+    assert len(_ccore.STAT_NAMES) == c["N_STATS"] and "newton_iters" in _ccore.STAT_NAMES
+    assert _ccore.MAX_ORDER == c["MAX_ORDER"] == 5 and _ccore.NROWS == 8
+    body = re.search(r"typedef struct \{(.*?)\} solver_t;", re.sub(r"/\*.*?\*/", "", src, flags=re.S), re.S).group(1)
+    fields = []
+    for decl in body.split(";"):
+        decl = re.sub(r"\b(const|double|int64_t|uint8_t|res_fn|jac_fn)\b", "", decl)
+        fields += [f.strip(" *\n") for f in decl.split(",") if f.strip(" *\n")]
+    assert fields == [name for name, _ in _ccore.Solver._fields_]

@@ -152,3 +152,50 @@ def test_constant_twist_gives_the_kinematic_wheel_speeds():
     assert np.allclose(bvx[late], 0.3, atol=1e-3)
     assert np.allclose(bvy[late], -0.1, atol=1e-3)
     assert np.allclose(r["wz"][late], 0.5, atol=1e-3)
+
+
+def test_roller_switches_from_a_start_at_rest_without_the_pose_loop():
+    """The paper's case without its outer pose loop and with no voltage limit to speak of: at
+    t = 0 the wheels are at rest on a roller switch and the solver picks each roller's side from
+    round-off in the wheel speeds; wheel 1 then turned the other way, its switching function
+    left zero to the side its mode excludes (no sign change, so nothing was located) and the
+    rolling arm ran past the roller's edge: the roller angle reached -1.16 rad, the contact
+    slipped sideways at up to 43 m/s and the step size underflowed. Every step point must have
+    each roller's angle (as the solver's modes make it) within +-pi/6."""
+    from bondsim_ros.bondgraph.simulation import Simulation
+
+    params = {"controller.pose_gain": 0.0, "controller.heading_gain": 0.0, "controller.voltage_limit": 1000.0}
+    c = compile_model(rb.robotino(params))
+    sim = Simulation(c, rtol=1e-6, atol=1e-8, hmax=0.02)
+    solver = sim.solver
+    wheels = [c.var_names.index(f"wheel{i}.angle.x") for i in (1, 2, 3)]
+    # each wheel's floor mode K and rolling-side mode S (the arm's angle is theta - K pi/3 for
+    # S = 1, theta - (K + 1) pi/3 for S = 0), found from the modes the laws pick
+    modes = lambda y: (solver.problem.modes(0.0, y, np.zeros(c.n), solver.pm, m) or m.copy())  # noqa: E731
+    m = np.zeros(c.n_modes)
+    K, S = [], []
+    for w in wheels:
+        y = np.zeros(c.n)
+        a, b, d = (modes(np.where(np.arange(c.n) == w, th, y)) for th in (0.4, 0.6, 1.2))
+        S.append(int(np.flatnonzero(a != b)[0]))
+        K.append(int(np.flatnonzero((a != d) & (a == b))[0]))
+    worst, t_out = 0.0, np.arange(0.005, 3.0 + 1e-9, 0.005)
+    rows = []
+    for t in t_out:
+        rows.append(sim.advance([t])[0])
+        th = solver.y_step[wheels]  # the step the integrator stands on (at or past t)
+        mk, ms = solver.pm[solver.n_par + np.array(K)], solver.pm[solver.n_par + np.array(S)]
+        arm_angle = th - math.pi / 3 * (mk + 1.0 - ms)
+        worst = max(worst, float(np.max(np.abs(arm_angle))))
+    print(f"largest roller angle {worst:.6f} rad; {solver.stats}")
+    assert sim.t == pytest.approx(3.0)
+    assert worst <= math.pi / 6 + 1e-6
+    # and the sideways rolling constraint holds with the law's arm at every output
+    r = dict(zip(sim.output_names, np.array(rows).T))
+    R = PARAMS["chassis.radius_to_wheel"]
+    for i, alpha in zip((1, 2, 3), rb.ALPHA):
+        phi_i = r["phi"] + alpha
+        v_ix = r["vx"] * np.cos(phi_i) + r["vy"] * np.sin(phi_i)
+        slip_x = np.max(np.abs(v_ix - _roller_arm(r[f"wheel{i}_axle"]) * r[f"wr{i}"]))
+        print(f"wheel {i}: max slip x {slip_x:.1e} m/s")
+        assert slip_x < 1e-3

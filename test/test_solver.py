@@ -217,6 +217,7 @@ def test_singular_iteration_matrix_names_the_unknown():
     s.init(0.0, [1.0, 0.0])
     with pytest.raises(SingularMatrix, match=r"singular iteration matrix at t=0: no pivot for unknown force"):
         s.advance([1.0])
+    assert s.failure() == ("pivot", 1)
 
 
 def test_inconsistent_initial_values_name_the_equation():
@@ -253,6 +254,7 @@ def test_step_size_underflow_reports_time():
     s.init(0.0, [1.0])
     with pytest.raises(StepSizeUnderflow, match=r"step size underflow at t=0\.99|step size underflow at t=1\.0"):
         s.advance([2.0])
+    assert s.failure() == ("error_test", 0)
 
 
 def test_newton_divergence_names_the_equation():
@@ -274,6 +276,7 @@ def test_newton_divergence_names_the_equation():
     s.init(0.0, [0.0, 1.0])
     with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*Newton iteration diverged; largest residual in circle"):
         s.advance([2.0])
+    assert s.failure() == ("newton", 1)  # (kind, equation)
 
 
 # ---- an input that switches exactly at the stop time -------------------------------------

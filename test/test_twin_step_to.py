@@ -29,7 +29,7 @@ def decay_solver():
 def test_solver_answers_an_output_time_it_has_already_stepped_past():
     s = decay_solver()
     s.advance([0.1])
-    t_solver = s.st[0]
+    t_solver = s.t_step
     assert t_solver > 0.1 + 1e-6, "the integrator did not step past the output: the test proves nothing"
     t_late = 0.1 + 0.5 * (t_solver - 0.1)  # after the last output, before the solver's own time
     Y, YP = s.advance([t_late])
@@ -60,7 +60,7 @@ def test_twin_step_to_a_time_the_solver_is_past(twin):
     solver.advance([0.5 + 0.3 * solver.hmax])
     solver.t = 0.5  # the last output time of the twin; the solver itself is at 0.506
     twin.t = 0.5
-    assert solver.st[0] > 0.5
+    assert solver.t_step > 0.5
     t0 = 0.5 + 0.1 * solver.hmax
     s0 = twin.step_to(t0)  # raised ValueError "before the current time" before the fix
     assert s0.t == t0
@@ -75,7 +75,7 @@ def test_twin_outputs_are_step_points_at_the_requested_times(twin):
         st = twin.step_to(t)
         assert st.t == t
         # the integrator ended a step (to within a few ulps) at the output time
-        assert 0.0 <= twin.sim.solver.st[0] - t <= 1e-13
+        assert 0.0 <= twin.sim.solver.t_step - t <= 1e-13
 
 
 def test_random_in_limit_commands_at_100_hz_do_not_underflow(twin):

@@ -7,24 +7,75 @@ construction (``Core``), so that an ``advance`` call costs a few field writes an
 """
 from __future__ import annotations
 
+import ast
 import ctypes
+import re
 from importlib import resources
 
 import numpy as np
 
 from . import native
 
-# named slots shared with bdf_core.c (keep in step with its enums)
-MAX_ORDER = 5
-N_ROWS = MAX_ORDER + 3  # rows of the difference array D
-OK, UNDERFLOW, SINGULAR, TOO_MANY, NONFINITE = 0, 1, 2, 3, 4
-S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST = 0, 1, 2, 3, 4
-N_FLOAT_STATE = 5
-I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_VAR, I_K_OUT, I_MAX_ORDER, I_EVENT_PHASE = range(7)
-N_INT_STATE = 7
-ST_STEPS, ST_REJECTED, ST_NEWTON, ST_JAC, ST_LU, ST_RES, ST_NEWTON_FAIL, ST_MAX_ORDER, ST_ERR_FAIL = range(9)
-ST_EVENTS, ST_EVENT_RESTARTS = 9, 10
-N_STATS = 11
+def source() -> str:
+    return resources.files(__package__).joinpath("bdf_core.c").read_text()
+
+
+_NAME = re.compile(r"[A-Z][A-Z0-9_]*$")
+
+
+def _int_expr(text: str, known: dict) -> int:
+    """An integer constant expression of the core (``5``, ``(MAX_ORDER + 3)``) from the names
+    already read; anything else is refused."""
+    tree = ast.parse(text.strip(), mode="eval")
+
+    def ev(node):
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and node.id in known:
+            return known[node.id]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+            a, b = ev(node.left), ev(node.right)
+            return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) else a * b
+        raise ValueError(f"not an integer constant: {text.strip()!r}")
+
+    return ev(tree)
+
+
+def c_constants(text: str) -> dict:
+    """The integer constants of the core's source: every enum member and every #define whose
+    value is an integer expression, in the order they appear (enum members count from 0 or
+    from their explicit value, as in C)."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    out: dict = {}
+    for m in re.finditer(r"^\s*#define\s+([A-Z][A-Z0-9_]*)\s+(.+)$|\benum\s*\{([^}]*)\}", text, flags=re.M):
+        if m.group(1):
+            try:
+                out[m.group(1)] = _int_expr(m.group(2), out)
+            except (ValueError, SyntaxError):
+                pass  # a floating-point constant: not a slot
+            continue
+        value = 0
+        for item in m.group(3).split(","):
+            if not item.strip():
+                continue
+            name, _, expr = item.partition("=")
+            name = name.strip()
+            if not _NAME.match(name):
+                raise ValueError(f"bdf_core.c: cannot read enum member {item.strip()!r}")
+            value = _int_expr(expr, out) if expr.strip() else value
+            out[name] = value
+            value += 1
+    return out
+
+
+# The core's named slots and codes (S_* of st, I_* of ist, ST_* of stats, status codes OK...,
+# failure kinds FAIL_*, MAX_ORDER, NROWS), read from bdf_core.c itself: no copy to keep in step.
+CONSTANTS = c_constants(source())
+globals().update(CONSTANTS)
+STAT_NAMES = [k[3:].lower() for k, v in sorted(((k, v) for k, v in CONSTANTS.items() if k.startswith("ST_")),
+                                                key=lambda kv: kv[1])]
 
 _P, _I, _D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
 
@@ -39,10 +90,6 @@ class Solver(ctypes.Structure):
                 ("q", _P), ("Lp", _P), ("Li", _P), ("Lx", _P), ("Up", _P), ("Ui", _P), ("Ux", _P), ("prow", _P),
                 ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P), ("index2", _P),
                 ("t_out", _P), ("n_out", _I), ("t_stop", _D), ("Yout", _P), ("YPout", _P)]
-
-
-def source() -> str:
-    return resources.files(__package__).joinpath("bdf_core.c").read_text()
 
 
 _lib = None
@@ -138,7 +185,7 @@ class Core:
             self._pointing = self._own
         self._t[:m] = t_out
         status = self._advance(self._ptr)
-        k = int(self._ist[I_K_OUT])  # rows written
+        k = int(self._ist[CONSTANTS["I_K_OUT"]])  # rows written
         Y[:k] = self._Y[:k]
         YP[:k] = self._YP[:k]
         return status

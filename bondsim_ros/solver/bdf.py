@@ -121,7 +121,8 @@ class BDFSolver:
 
     Failures raise ``StepSizeUnderflow`` (naming the unknown that failed the error test or
     the equation where Newton diverged), ``SingularMatrix`` (naming the unknown without a
-    pivot), ``InconsistentInitialValues`` (naming the equation) or ``TooManySteps``.
+    pivot), ``InconsistentInitialValues`` (naming the equation) or ``TooManySteps``;
+    ``failure()`` gives what the core reported as (kind, index).
     """
 
     def __init__(self, problem, rtol=1e-6, atol=1e-8, hmax=math.inf, h0=None, max_order=5, suppress_alg=True,
@@ -221,11 +222,20 @@ class BDFSolver:
 
     @property
     def stats(self):
-        s = self._stats
-        return {"steps": int(s[0]), "rejected": int(s[1]), "newton_iters": int(s[2]), "jac_evals": int(s[3]),
-                "lu_factorizations": int(s[4]), "res_evals": int(s[5]), "newton_failures": int(s[6]),
-                "max_order": int(s[7]), "error_test_failures": int(s[8]),
-                "events": int(s[core.ST_EVENTS]), "event_restarts": int(s[core.ST_EVENT_RESTARTS])}
+        """The core's counters by name (steps, rejected, newton_iters, jac_evals,
+        lu_factorizations, res_evals, newton_failures, max_order, error_test_failures, events,
+        event_restarts: bdf_core.c's ST_* slots)."""
+        return {name: int(v) for name, v in zip(core.STAT_NAMES, self._stats)}
+
+    @property
+    def t_step(self) -> float:
+        """The time of the integrator's last step point (at or past the last output time)."""
+        return float(self.st[core.S_T])
+
+    @property
+    def y_step(self) -> np.ndarray:
+        """y at the integrator's last step point (a copy)."""
+        return self.D[0].copy()
 
     def _dense_G(self, t, y, yp, cj):
         vals = np.zeros(len(self.indices))
@@ -386,7 +396,7 @@ class BDFSolver:
         past it: that stretch is discarded). The run restarts at order 1 there, since the
         inputs just jumped; ``restart=False`` keeps the step size instead of a small one."""
         self.p[:] = np.asarray(p, dtype=float)
-        h = self.st[1]
+        h = self.st[core.S_H]
         h_new = min(h, 1e-3, self.hmax) if restart else min(h, self.hmax)
         if restart:
             # y' (and algebraic y) jump with the inputs: predicting from the old y' would make
@@ -401,14 +411,15 @@ class BDFSolver:
         self.D[:] = 0.0
         self.D[0] = self.y
         self.D[1] = self.yp * h_new
-        self.st[0] = self.t
-        self.st[1] = h_new
+        self.st[core.S_T] = self.t
+        self.st[core.S_H] = h_new
         self._restart_order()
 
     def _restart_order(self):
         """Order 1, no equal steps yet, iteration matrix to be formed."""
         self.ist[:] = 0
-        self.ist[core.I_ORDER], self.ist[core.I_FAIL_VAR], self.ist[core.I_MAX_ORDER] = 1, -1, self.max_order
+        self.ist[core.I_ORDER], self.ist[core.I_MAX_ORDER] = 1, self.max_order
+        self.ist[core.I_FAIL_KIND] = core.FAIL_NONE
 
     def advance(self, t_out, progress=None, tstop=math.inf, chunk=100):
         """Outputs at the ascending times ``t_out``, each ≥ the last output time: the
@@ -438,18 +449,26 @@ class BDFSolver:
         self.t = float(t_out[-1])
         return Y, YP
 
+    def failure(self) -> tuple:
+        """What the last failure named: (kind, index), kind one of "error_test" (index: the
+        unknown with the largest error estimate), "newton" (the equation with the largest
+        residual), "pivot" (the unknown without a pivot), "sparse_fill", "modes" (a mode the
+        step's end excluded at every step size) or None."""
+        kind = int(self.ist[core.I_FAIL_KIND])
+        names = {core.FAIL_ERROR_TEST: "error_test", core.FAIL_NEWTON: "newton", core.FAIL_PIVOT: "pivot",
+                 core.FAIL_SPARSE_FILL: "sparse_fill", core.FAIL_MODES: "modes"}
+        return names.get(kind), int(self.ist[core.I_FAIL_INDEX])
+
     def _raise(self, status):
-        t, h = self.st[0], self.st[1]
-        k = int(self.ist[3])
+        t, h = self.st[core.S_T], self.st[core.S_H]
+        kind, k = self.failure()
         if status == core.UNDERFLOW:
-            if k >= 0:
-                who = f" (last error-test failure on {self._var(k)})"
-            elif k <= -3:
-                who = f" (Newton iteration diverged; largest residual in {self._eq(-3 - k)})"
-            else:
-                who = ""
+            who = {"error_test": f" (last error-test failure on {self._var(k)})",
+                   "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})",
+                   "modes": f" (the step's end excludes mode {k} of the model's switching laws at every "
+                            f"step size)"}.get(kind, "")
             raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h={h:.3g}{who}")
-        if status == core.SINGULAR and k == -2:
+        if status == core.SINGULAR and kind == "sparse_fill":
             raise SolverError("sparse LU fill exceeded its work space; use linear_solver='dense'")
         if status == core.SINGULAR:
             raise SingularMatrix(f"singular iteration matrix at t={t:.9g}: no pivot for unknown {self._var(k)}; "

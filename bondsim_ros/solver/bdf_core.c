@@ -11,7 +11,54 @@ the new point solves F(t_new, y_pred + d, (psi + d) cj) = 0 for d, with the iter
 G = dF/dy + cj dF/dy'. Step, order and Newton control follow IDA where the comments say so.
 
 Every array is owned by the caller (the Python side allocates them once per solver, the work
-space included): nothing is allocated here, so nothing can leak. */
+space included): nothing is allocated here, so nothing can leak.
+
+Functions, in file order:
+  entry points (ctypes, solver/_ccore.py)
+    bdf_work_size, bdf_struct_size  sizes the Python side allocates and checks
+    bdf_advance          the step loop: every output time covered, or a failure status
+    bdf_output_rows      the model's output kernel over many output times
+    bdf_no_modes         the modes kernel of a problem without modes
+  linear algebra
+    lu_factor, lu_solve  dense LU with partial pivoting, by columns
+    splu_factor, splu_solve  sparse left-looking LU (threshold partial pivoting)
+    lu_apply             solve with whichever factorisation is in use
+    assemble             CSC values into the dense iteration matrix
+  the method
+    rescale_D            difference array for a new step size (R U transform)
+    wrms, error_norm, worst_unknown  weighted RMS norms; the unknown an error test failed on
+    dense_output         the step's interpolating polynomial and its derivative
+    predict              predictor, psi and the error weights
+    factorize            Jacobian values and LU of G = dF/dy + cj dF/dy'
+    newton_solve         simplified Newton with IDA's convergence test
+    after_error_failure  order and step factor after an error-test failure (IDA's rule)
+    after_success        order and step factor every order + 1 equal steps
+    emit_outputs         outputs the current step covers
+    update_differences   the differences of an accepted step
+  events (docs/solver.md, "Events")
+    crosses, any_crossing  sign changes of the switching functions
+    locate_root          earliest root on the step's polynomial (Illinois secant)
+    event_ttol           the events' resolution in time
+    modes_changed, swap_modes  compare and exchange modes
+    same_law             does a mode switch only relabel the same law?
+    probe_derivative, reprobe  y' just after a restart, from a short backward-Euler probe
+    after_restart_step   IDA's start-up phase after a restart
+    restart_at           switch modes at a point and restart at order 1
+    predicted_crossing   a switch between the step start and the predictor (failed steps)
+    modes_inconsistent   a function that left exactly zero to the side its mode excludes
+    handle_events        after an accepted step: detect, relabel, locate, land, restart
+  the step loop (split as IDA's IDAStep)
+    begin_step           step size limits (hmin, hmax, tstop) before the attempts
+    step_attempt         predictor, iteration matrix and Newton (IDA's IDAnls)
+    newton_failure       after a Newton failure: shrink, cut short of a switch, or restart
+                         on it (IDA's IDAHandleNFlag)
+    error_test_failure   after an error-test failure: order and step (IDATestError's failure)
+    mode_failure         after a step that ends with modes its laws exclude
+    take_step            attempts until one is accepted, a restart or a failure
+    enter_restart        the loop's state after a restart at an event
+    complete_step        the accepted step: events, start-up phase, order and step choice
+                         (IDA's IDACompleteStep)
+    setup_work           the work arrays and constants of one bdf_advance call */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,14 +85,22 @@ typedef void (*jac_fn)(double t, const double *y, const double *yp, const double
 #define ROUNDOFF_FLOOR 100.0 /* an index-2 unknown's Newton weight is at least this x EPS x cj x
    (|y| + atol): the round-off its correction stalls at (newton_solve) */
 
-/* status codes */
-enum { OK = 0, UNDERFLOW = 1, SINGULAR = 2, TOO_MANY = 3, NONFINITE = 4 };
-/* named slots of the state arrays kept between advance() calls */
+/* status codes of bdf_advance */
+enum { OK = 0, UNDERFLOW = 1, SINGULAR = 2, TOO_MANY = 3 };
+/* what a failure names: I_FAIL_KIND, with I_FAIL_INDEX the unknown (FAIL_ERROR_TEST: the largest
+   error estimate; FAIL_PIVOT: no pivot), the equation (FAIL_NEWTON: the largest residual), or
+   the mode (FAIL_MODES: one that the step's end excludes at every step size) */
+enum { FAIL_NONE, FAIL_ERROR_TEST, FAIL_NEWTON, FAIL_PIVOT, FAIL_SPARSE_FILL, FAIL_MODES };
+/* named slots of the state arrays kept between advance() calls: st (doubles), ist (integers) */
 enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST, N_FLOAT_STATE };
-enum { I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_VAR, I_K_OUT, I_MAX_ORDER,
-       I_EVENT_PHASE, /* after an event restart: 1 no step accepted yet, 2 start-up phase (bit flags) */
+enum { I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_KIND, I_FAIL_INDEX, I_K_OUT, I_MAX_ORDER,
+       I_EVENT_PHASE, /* after an event restart: bit flags PHASE_* */
        N_INT_STATE };
-enum { ST_STEPS, ST_REJECTED, ST_NEWTON, ST_JAC, ST_LU, ST_RES, ST_NEWTON_FAIL, ST_MAX_ORDER, ST_ERR_FAIL,
+enum { PHASE_RESTART_PENDING = 1, /* no step accepted yet */
+       PHASE_RAMP = 2 };          /* IDA's start-up phase */
+/* counters (stats); BDFSolver.stats names them by these names, lower case, without ST_ */
+enum { ST_STEPS, ST_REJECTED, ST_NEWTON_ITERS, ST_JAC_EVALS, ST_LU_FACTORIZATIONS, ST_RES_EVALS,
+       ST_NEWTON_FAILURES, ST_MAX_ORDER, ST_ERROR_TEST_FAILURES,
        ST_EVENTS, /* mode switches at located roots */
        ST_EVENT_RESTARTS, /* those that restarted the method */
        N_STATS };
@@ -57,6 +112,8 @@ enum { EV_NONE, EV_SWITCHED, EV_RESTART };
    error by the probe step, so they are converged further than a normal step (NEWTON_TOL) */
 #define SAME_TOL 1e-3 /* a mode switch that moves the Newton solution by less than this (WRMS, in
    tolerance units) at the root and one step ahead only relabels the same law (Mod at a multiple) */
+#define MODE_HMIN 1000.0 /* a step whose modes its end excludes shrinks until below this x hmin,
+   then the method restarts at its start with the modes picked there (bdf_advance) */
 #define PROBE 0.1 /* the probe step that measures y' after a restart, as a fraction of the first step */
 
 #define NROWS (MAX_ORDER + 3) /* rows of the difference array D */
@@ -393,13 +450,13 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
     for (int64_t it = 0; it < NEWTON_MAXITER; it++) {
         for (int64_t m = 0; m < n; m++) yp[m] = (psi[m] + d[m]) * cj;
         s->res(t_new, y, yp, s->p, r);
-        s->stats[ST_RES] += 1;
+        s->stats[ST_RES_EVALS] += 1;
         for (int64_t m = 0; m < n; m++) {
             if (!isfinite(r[m])) { *ss_io = ss; return NOT_FINITE; }
             dy[m] = -r[m];
         }
         lu_apply(s, dy);
-        s->stats[ST_NEWTON] += 1;
+        s->stats[ST_NEWTON_ITERS] += 1;
         double nrm = 0.0;
         for (int64_t m = 0; m < n; m++) {
             dy[m] *= scal;
@@ -644,8 +701,8 @@ static double probe_derivative(const solver_t *s, work_t *w, double t, double h_
         yp_plus[m] = yp_minus[m];
     }
     int64_t bad = factorize(s, t + eps_p, w->y_pred, w->yp, cj, w->vals);
-    s->stats[ST_JAC] += 1;
-    s->stats[ST_LU] += 1;
+    s->stats[ST_JAC_EVALS] += 1;
+    s->stats[ST_LU_FACTORIZATIONS] += 1;
     if (bad != -1) return -1.0;
     double ss = 20.0;
     int outcome = newton_solve(s, w, t + eps_p, cj, cj, w->scale, EVENT_NEWTON_TOL, &ss);
@@ -758,18 +815,30 @@ static double predicted_crossing(const solver_t *s, work_t *w, double t, double 
 }
 
 
-/* The step loop's state after a restart at an event (handle_events' EV_RESTART, or a failed
-   step that restarted on its switch): order 1, a new iteration matrix, IDA's start-up phase,
-   y' at the restart (D[1] = h y') kept for a re-probe after an early failure. */
-static void enter_restart(int64_t n, const double *D, double h, double *yp_restart, int64_t *order,
-                          int64_t *n_equal, int *lu_valid, int *restart_pending, int *ramp) {
-    *order = 1;
-    *n_equal = 0;
-    *lu_valid = 0;
-    *restart_pending = 1;
-    *ramp = 1;
-    for (int64_t m = 0; m < n; m++) yp_restart[m] = D[n + m] / h;
+/* A converged step attempt ending at (t_acc, w->y, w->yp), switching functions in w->g_new
+   on return. A switching function that started the step exactly on zero and ends it off zero
+   changed no sign, for crosses(): the mode at the start was chosen for the side the solution
+   would move to. Did it move there? If the modes the laws pick just past the step's end (in
+   w->m_new) differ from the current ones, it did not (a wheel at rest whose angle moves by
+   round-off first one way, then the other), and a step with modes its laws exclude must not
+   be accepted. (A sign change is located by handle_events, which takes the modes just past
+   the root for every law. A function already on the wrong side at the start is one that
+   restart_at kept there on purpose: a mode just switched is not switched back.) */
+static int modes_inconsistent(const solver_t *s, work_t *w, double t_acc, double h) {
+    const int64_t n = s->n, nr = s->n_roots;
+    s->roots(t_acc, w->y, w->yp, s->p, w->g_new);
+    if (any_crossing(nr, w->g_old, w->g_new)) return 0;
+    int left_zero = 0;
+    for (int64_t j = 0; j < nr; j++)
+        if (w->g_old[j] == 0.0 && w->g_new[j] != 0.0) left_zero = 1;
+    if (!left_zero) return 0;
+    double ttol = event_ttol(t_acc, h);
+    for (int64_t m = 0; m < n; m++) w->r2[m] = w->y[m] + ttol * w->yp[m];
+    s->modes(t_acc + ttol, w->r2, w->yp, s->p, w->m_new);
+    return modes_changed(s, w->m_new);
 }
+
+
 /* After the step t_prev -> t (D updated with the correction d), whose end has a switching
    function with a new sign. Returns the code; *t, *h, *k_out, *cj_lu updated:
    EV_NONE: nothing to do; EV_SWITCHED: new modes, the step (possibly shortened to end at the
@@ -842,8 +911,8 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         double cj = w->gamma[order] / h_land;
         for (int64_t m = 0; m < n; m++) w->yp[m] = w->psi[m] * cj;
         int64_t bad = factorize(s, t_root, w->y_pred, w->yp, cj, w->vals);
-        s->stats[ST_JAC] += 1;
-        s->stats[ST_LU] += 1;
+        s->stats[ST_JAC_EVALS] += 1;
+        s->stats[ST_LU_FACTORIZATIONS] += 1;
         if (bad == -1) {
             cj_lu = cj;
             double ss = 20.0;
@@ -885,47 +954,365 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
     return EV_RESTART;
 }
 
-/* Integrate until every t_out is covered (dense output) or a failure.
+/* ---------------------------------------------------------------------------------- */
+/* The step loop, split as IDA's IDAStep is: an attempt (step_attempt: predictor and   */
+/* Newton, IDAnls), its failures (newton_failure: IDAHandleNFlag's convergence branch;  */
+/* error_test_failure: IDATestError's failure branch; mode_failure), the accepted step */
+/* (complete_step: IDACompleteStep, with the events and the step/order choice).        */
+/* ---------------------------------------------------------------------------------- */
 
-   st, ist: the solver state between calls, in the named slots S_* and I_* above. stats:
-   counters in the ST_* slots. sparse: factor G with splu_factor (column order q, factors in
-   Lp..Ux) instead of dense LU. roots, modes: the model's switching functions (n_roots of
-   them) and natural modes, the modes living in p[n_par:] (handle_events). Returns a status
-   code; on failure ist[I_FAIL_VAR] holds the variable (or pivot column) index involved, or
-   -3 - i after a Newton divergence whose largest residual was equation i. */
-int64_t bdf_advance(solver_t *s) {
+/* The step loop's state: loaded from st/ist at the start of bdf_advance, stored back at its end
+   (the fields with a slot), or living for one call (the others). */
+typedef struct {
+    double t, h, cj_lu, ss, cj_last; /* S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST */
+    int64_t order, n_equal, k_out, max_order; /* I_ORDER, I_N_EQUAL, I_K_OUT, I_MAX_ORDER */
+    int lu_valid;                    /* I_LU_VALID */
+    int restart_pending, ramp;       /* I_EVENT_PHASE: no step accepted since an event restart;
+                                        IDA's start-up phase after it (after_restart_step) */
+    int64_t fail_kind, fail_index;   /* I_FAIL_KIND, I_FAIL_INDEX: what a failure names */
+    /* per call */
+    double hmin;                     /* smallest step at t */
+    double t_new;                    /* end of the step being attempted */
+    double cj;                       /* its alpha_k / h */
+    double t_switched;               /* where a failed step last restarted on a switch */
+    int64_t steps_here;              /* steps accepted in this call */
+    /* per step (reset by begin_step) */
+    int64_t n_err_fail, n_cut;       /* error-test failures; cuts short of a predicted switch */
+    double h_mode;                   /* the step size at which its end first excluded its modes */
+} loop_t;
+
+/* outcomes of a step's attempt and of its failure handlers */
+enum { ATTEMPT_CONVERGED, ATTEMPT_NEWTON_FAILED, ATTEMPT_SINGULAR, /* step_attempt */
+       RETRY, RESTARTED };                                          /* the handlers */
+
+/* The step size limits at t, before the attempts at a step: hmin, hmax and tstop. */
+static void begin_step(const solver_t *s, work_t *w, loop_t *L) {
+    const int64_t n = s->n;
+    L->hmin = 10 * EPS * pmax(fabs(L->t), 1.0);
+    if (L->h > s->hmax) {
+        rescale_D(n, s->D, L->order, s->hmax / L->h, w);
+        L->h = s->hmax;
+        L->n_equal = 0;
+    }
+    if (L->t + L->h > s->t_stop) {
+        double hn = s->t_stop - L->t;
+        rescale_D(n, s->D, L->order, hn / L->h, w);
+        L->h = hn;
+        L->n_equal = 0;
+    }
+    L->n_err_fail = 0;
+    L->n_cut = 0;
+    L->h_mode = 0.0;
+}
+
+/* One attempt at the step t -> t + h (IDA's IDAnls with its predictor): predict, form and
+   factorise G when the old one is out of range, simplified Newton, and one retry on a fresh G
+   if an old one converged badly. Returns ATTEMPT_CONVERGED (w->y, w->yp, w->d the new point),
+   ATTEMPT_NEWTON_FAILED (w->r the last residual) or ATTEMPT_SINGULAR (L->fail_* set). */
+static int step_attempt(const solver_t *s, work_t *w, loop_t *L) {
     const int64_t n = s->n, nr = s->n_roots;
-    double *D = s->D, *st = s->st;
-    int64_t *ist = s->ist, *stats = s->stats;
-    double t = st[S_T], h = st[S_H], cj_lu = st[S_CJ_LU], ss = st[S_SS], cj_last = st[S_CJ_LAST];
-    int64_t order = ist[I_ORDER], n_equal = ist[I_N_EQUAL];
-    int lu_valid = ist[I_LU_VALID] == 1;
-    int64_t k_out = ist[I_K_OUT];
-    int64_t max_order = ist[I_MAX_ORDER] > 1 ? ist[I_MAX_ORDER] : 1;
-    if (max_order > MAX_ORDER) max_order = MAX_ORDER;
+    int64_t *stats = s->stats;
+    L->t_new = L->t + L->h;
+    predict(s, s->D, L->order, w->gamma, w->gamma[L->order], w->y_pred, w->psi, w->scale);
+    double cj = w->gamma[L->order] / L->h; /* kappa = 0: alpha_k = gamma_k */
+    L->cj = cj;
+    /* IDA's rule: the factorised G(cj_lu) serves while cj/cj_lu stays in [0.6, 1.67] */
+    if (L->lu_valid && !(CJ_RATIO_LO <= cj / L->cj_lu && cj / L->cj_lu <= CJ_RATIO_HI)) L->lu_valid = 0;
+    double ss_old_g = L->ss; /* the rate measured on the G in use, before any reset below */
+    if (cj != L->cj_last || L->n_equal == 0)
+        /* the carried rate says nothing about a different cj (IDA), and it is measured afresh
+           after each step decision: at fixed cj a rate carried unmeasured over many
+           one-iteration steps left Newton errors that made the seed 003 slider crank 20x less
+           accurate at rtol 1e-8 */
+        L->ss = 100.0;
+    L->cj_last = cj;
+    for (;;) {
+        int fresh = 0;
+        if (!L->lu_valid) {
+            for (int64_t m = 0; m < n; m++) w->yp[m] = w->psi[m] * cj;
+            int64_t bad = factorize(s, L->t_new, w->y_pred, w->yp, cj, w->vals);
+            stats[ST_JAC_EVALS] += 1;
+            stats[ST_LU_FACTORIZATIONS] += 1;
+            if (bad != -1) {
+                if (nr > 0 && predicted_crossing(s, w, L->t, L->h, cj) >= 0.0) {
+                    /* G past a switch (d/dx sqrt(1 - x) beyond x = 1): a failed attempt */
+                    s->res(L->t_new, w->y_pred, w->yp, s->p, w->r); /* names the equation if h underflows */
+                    stats[ST_RES_EVALS] += 1;
+                    return ATTEMPT_NEWTON_FAILED;
+                }
+                L->fail_kind = bad == -2 ? FAIL_SPARSE_FILL : FAIL_PIVOT;
+                L->fail_index = bad;
+                return ATTEMPT_SINGULAR;
+            }
+            L->lu_valid = 1;
+            /* IDA restarts the rate estimate at 20 after every new G. When the step has grown
+               (cj fell), a G fresh at the new cj converges at least as fast as the old one did,
+               so its measured rate stands: 4.1k of the Robotino's 10k new G then converge in one
+               iteration instead of two. Not when the step shrank: the iteration matrix of an
+               index-2 DAE gets worse conditioned as h falls (the index-2 pendulum underflowed at
+               rtol 1e-5 when a rate from the larger step was trusted there). */
+            L->ss = cj < L->cj_lu ? pmin(ss_old_g, 20.0) : 20.0;
+            L->cj_lu = cj;
+            fresh = 1;
+        }
+        int outcome = newton_solve(s, w, L->t_new, cj, L->cj_lu, w->scale, NEWTON_TOL, &L->ss);
+        if (outcome == CONVERGED && fresh)
+            /* a fresh G converges at exact Newton's rate (5e-9 measured), which says nothing of
+               the same G a step later: on the Robotino the rows of the rolling constraints turn
+               with the heading and a G one step old can contract by worse than 1. The next step
+               measures it (IDA's 20 for an unmeasured rate; docs/solver.md) */
+            L->ss = 20.0;
+        if (outcome == CONVERGED) return ATTEMPT_CONVERGED;
+        if (fresh) return ATTEMPT_NEWTON_FAILED;
+        L->lu_valid = 0; /* refresh the iteration matrix and retry */
+        ss_old_g = 20.0; /* the old G's rate was too slow: nothing to carry */
+        stats[ST_NEWTON_FAILURES] += 1;
+    }
+}
 
-    /* the work space, zeroed as a fresh run of the step loop expects it */
+/* Newton failed on a fresh G (IDA's IDAHandleNFlag for a convergence failure): a quarter of the
+   step and a new G, unless a switching function changes sign inside the step (docs/solver.md,
+   "Events"): then the step is cut short of the switch, or, when the step starts on it, the
+   modes just past it are taken and the method restarts there. Returns RETRY or RESTARTED. */
+static int newton_failure(const solver_t *s, work_t *w, loop_t *L) {
+    const int64_t n = s->n, nr = s->n_roots;
+    double *D = s->D;
+    s->stats[ST_NEWTON_FAILURES] += 1;
+    /* remember the equation with the largest residual: named if h underflows */
+    int64_t worst = 0;
+    double wv = -1.0;
+    for (int64_t m = 0; m < n; m++) {
+        double a = isfinite(w->r[m]) ? fabs(w->r[m]) : INFINITY;
+        if (a > wv) { wv = a; worst = m; }
+    }
+    L->fail_kind = FAIL_NEWTON;
+    L->fail_index = worst;
+    L->ramp = 0;
+    double factor = ETA_CF;
+    double frac = nr > 0 ? predicted_crossing(s, w, L->t, L->h, L->cj) : -1.0;
+    if (frac >= 0.0) {
+        double ttol = event_ttol(L->t, L->h);
+        if (frac * L->h <= ttol) {
+            /* the step starts on the switch: the modes just past it, and a restart (once at a
+               point: a second would loop without a step accepted) */
+            dense_output(n, L->t + ttol, L->t, L->h, L->order, D, w->yq, w->ypq);
+            s->modes(L->t + ttol, w->yq, w->ypq, s->p, w->m_new);
+            if (L->t != L->t_switched && modes_changed(s, w->m_new)) {
+                L->t_switched = L->t;
+                dense_output(n, L->t, L->t, L->h, L->order, D, w->yq, w->ypq);
+                L->h = restart_at(s, w, L->t, L->h, L->h, L->order, D, L->hmin, &L->cj_lu);
+                s->stats[ST_REJECTED] += 1;
+                return RESTARTED;
+            }
+        } else {
+            /* end the step ttol/2 short of the predicted switch; a second cut in the same step
+               (the prediction was late) at least halves it */
+            factor = frac - 0.5 * ttol / L->h;
+            if (L->n_cut > 0) factor = pmin(factor, 0.5);
+            L->n_cut += 1;
+        }
+    }
+    rescale_D(n, D, L->order, factor, w);
+    L->h *= factor;
+    L->n_equal = 0;
+    L->lu_valid = 0;
+    s->stats[ST_REJECTED] += 1;
+    return RETRY;
+}
+
+/* The attempt's error estimate err_n exceeded 1 (IDA's IDATestError failure branch, then
+   IDAHandleNFlag): the order and step factor of after_error_failure; after an event restart
+   y' is measured again over the smaller step (reprobe). */
+static void error_test_failure(const solver_t *s, work_t *w, loop_t *L, double err_n) {
+    const int64_t n = s->n;
+    double *D = s->D;
+    L->n_err_fail += 1;
+    s->stats[ST_REJECTED] += 1;
+    s->stats[ST_ERROR_TEST_FAILURES] += 1;
+    L->fail_kind = FAIL_ERROR_TEST;
+    L->fail_index = worst_unknown(n, w->d, w->scale, s->mask);
+    double err_m = L->order > 1 ? error_norm(s, w, D + L->order * n, w->err_const[L->order - 1], w->y, w->scale)
+                                : INFINITY;
+    int64_t new_order;
+    double factor;
+    after_error_failure(err_n, err_m, L->order, L->n_err_fail, &new_order, &factor);
+    L->order = new_order;
+    rescale_D(n, D, L->order, factor, w);
+    L->h *= factor;
+    L->n_equal = 0;
+    L->ramp = L->ramp && L->restart_pending; /* a failure after the first step ends the start-up phase */
+    if (L->restart_pending) {
+        L->cj_lu = reprobe(s, w, L->t, L->h, D);
+        L->lu_valid = 0;
+    }
+}
+
+/* The attempt passed its error test but ends with modes its laws exclude and no sign change to
+   locate (modes_inconsistent; the modes picked there in w->m_new): a shorter step from the same
+   start (IDA's quarter), which ends before the solution leaves the side the modes were chosen
+   for, or crosses back into it so that the crossing is seen; once shorter steps cannot tell
+   (below MODE_HMIN hmin), the modes the laws pick at the short step's end are taken at its
+   start and the method restarts there (once at a point). Returns RETRY or RESTARTED. */
+static int mode_failure(const solver_t *s, work_t *w, loop_t *L) {
+    const int64_t n = s->n;
+    double *D = s->D;
+    s->stats[ST_REJECTED] += 1;
+    L->ramp = L->ramp && L->restart_pending;
+    L->fail_kind = FAIL_MODES;
+    L->fail_index = 0;
+    while (L->fail_index < s->n_modes && w->m_new[L->fail_index] == s->p[s->n_par + L->fail_index])
+        L->fail_index++;
+    if (L->h_mode == 0.0) L->h_mode = L->h;
+    if (L->h * ETA_CF < MODE_HMIN * L->hmin && L->t != L->t_switched) {
+        L->t_switched = L->t;
+        dense_output(n, L->t, L->t, L->h, L->order, D, w->yq, w->ypq);
+        /* (the first step as if the restart had come before the shrinking) */
+        L->h = restart_at(s, w, L->t, L->h_mode, L->h, L->order, D, L->hmin, &L->cj_lu);
+        return RESTARTED;
+    }
+    rescale_D(n, D, L->order, ETA_CF, w);
+    L->h *= ETA_CF;
+    L->n_equal = 0;
+    if (L->restart_pending) {
+        L->cj_lu = reprobe(s, w, L->t, L->h, D);
+        L->lu_valid = 0;
+    }
+    return RETRY;
+}
+
+/* Attempts at one step until one is accepted (ATTEMPT_CONVERGED), the method restarted at an
+   event (RESTARTED), or a failure status (UNDERFLOW, SINGULAR; L->fail_* say why). */
+static int take_step(const solver_t *s, work_t *w, loop_t *L) {
+    for (;;) {
+        if (L->h < L->hmin) return UNDERFLOW;
+        int attempt = step_attempt(s, w, L);
+        if (attempt == ATTEMPT_SINGULAR) return SINGULAR;
+        if (attempt == ATTEMPT_NEWTON_FAILED) {
+            if (newton_failure(s, w, L) == RESTARTED) return RESTARTED;
+            continue;
+        }
+        double err_n = error_norm(s, w, w->d, w->err_const[L->order], w->y, w->scale);
+        if (err_n > 1.0) {
+            error_test_failure(s, w, L, err_n);
+            continue;
+        }
+        if (s->n_roots == 0) return ATTEMPT_CONVERGED;
+        double t_acc = s->t_stop - L->t_new < L->hmin ? s->t_stop : L->t_new; /* (as complete_step) */
+        if (!modes_inconsistent(s, w, t_acc, L->h)) return ATTEMPT_CONVERGED;
+        if (mode_failure(s, w, L) == RESTARTED) return RESTARTED;
+    }
+}
+
+/* The loop's state after a restart at an event (handle_events' EV_RESTART, or a failed step
+   that restarted on its switch): order 1, a new iteration matrix, IDA's start-up phase, y' at
+   the restart (D[1] = h y') kept for a re-probe after an early failure. */
+static void enter_restart(const solver_t *s, work_t *w, loop_t *L) {
+    const int64_t n = s->n;
+    L->order = 1;
+    L->n_equal = 0;
+    L->lu_valid = 0;
+    L->restart_pending = 1;
+    L->ramp = 1;
+    for (int64_t m = 0; m < n; m++) w->yp_restart[m] = s->D[n + m] / L->h;
+}
+
+/* The accepted step (IDA's IDACompleteStep): counters, t, the differences; the events at its
+   end (handle_events); the start-up phase after an event restart; every order + 1 equal steps
+   the order and step choice (after_success). */
+static void complete_step(const solver_t *s, work_t *w, loop_t *L) {
+    const int64_t n = s->n, nr = s->n_roots;
+    double *D = s->D;
+    int64_t *stats = s->stats;
+    L->restart_pending = 0;
+    stats[ST_STEPS] += 1;
+    if (L->order > stats[ST_MAX_ORDER]) stats[ST_MAX_ORDER] = L->order;
+    L->steps_here += 1;
+    L->n_equal += 1;
+    double t_prev = L->t;
+    L->t = L->t_new;
+    if (s->t_stop - L->t < L->hmin)
+        /* a step cut to t_stop can end an ulp short of it (t + (t_stop - t) rounds): the next
+           step would be below hmin and underflow, so it has arrived */
+        L->t = s->t_stop;
+    update_differences(n, D, L->order, w->d);
+    if (nr > 0) {
+        /* the converged step point (y, yp): a sign change of a switching function? (w->g_new:
+           evaluated there by modes_inconsistent before the step was accepted) */
+        if (!any_crossing(nr, w->g_old, w->g_new)) {
+            memcpy(w->g_old, w->g_new, nr * sizeof(double));
+        } else {
+            double t_end = L->t;
+            double cj_ev = L->cj_lu;
+            int ev = handle_events(s, w, t_prev, &L->t, &L->h, L->order, D, L->hmin, &L->k_out, &cj_ev);
+            if (cj_ev != L->cj_lu) { /* the landing or the probe factorised G anew */
+                L->cj_lu = cj_ev;
+                L->lu_valid = cj_ev > 0;
+            }
+            if (ev == EV_RESTART) {
+                enter_restart(s, w, L);
+                return;
+            }
+            if (L->t != t_end) { /* the step was shortened to end at the root: a new step size */
+                L->n_equal = 0;
+                return;
+            }
+        }
+    }
+    if (L->ramp) {
+        double factor;
+        L->ramp = after_restart_step(s, w, D, &L->order, L->max_order, L->h, &factor);
+        if (L->ramp) {
+            rescale_D(n, D, L->order, factor, w);
+            L->h *= factor;
+            L->n_equal = 0;
+            return;
+        }
+    }
+    if (L->n_equal < L->order + 1) return;
+    /* order and step selection (every order+1 equal steps) */
+    const double *err_const = w->err_const;
+    double err_m = L->order > 1 ? error_norm(s, w, D + L->order * n, err_const[L->order - 1], w->y, w->scale)
+                                : INFINITY;
+    double err_p = L->order < L->max_order
+                       ? error_norm(s, w, D + (L->order + 2) * n, err_const[L->order + 1], w->y, w->scale)
+                       : INFINITY;
+    double err_n = error_norm(s, w, w->d, err_const[L->order], w->y, w->scale);
+    int64_t new_order;
+    double factor;
+    after_success(err_m, err_n, err_p, L->order, L->max_order, &new_order, &factor);
+    if (L->h * factor > s->hmax) factor = s->hmax / L->h;
+    L->order = new_order;
+    if (factor != 1.0) {
+        rescale_D(n, D, L->order, factor, w);
+        L->h *= factor;
+    }
+    L->n_equal = 0;
+}
+
+/* Carve the work arrays out of s->work (zeroed, as a fresh run of the step loop expects them)
+   and set the method's constants. */
+static void setup_work(solver_t *s, work_t *w) {
+    const int64_t n = s->n, nr = s->n_roots;
     memset(s->work, 0, bdf_work_size(n, s->nnz, nr, s->n_modes) * sizeof(double));
-    work_t w;
     double *p = s->work;
-    w.vals = p; p += s->nnz;
-    double **vecs[] = {&w.y_pred, &w.psi, &w.d, &w.y, &w.yp, &w.r, &w.scale, &w.dy, &w.yo, &w.ypo, &w.r2, &w.yq,
-                       &w.ypq, &w.yp_restart, &w.y_star};
+    w->vals = p; p += s->nnz;
+    double **vecs[] = {&w->y_pred, &w->psi, &w->d, &w->y, &w->yp, &w->r, &w->scale, &w->dy, &w->yo, &w->ypo,
+                       &w->r2, &w->yq, &w->ypq, &w->yp_restart, &w->y_star};
     for (size_t i = 0; i < sizeof(vecs) / sizeof(vecs[0]); i++) { *vecs[i] = p; p += n; }
     p += n; /* spare */
-    w.wR = p; p += NW * NW;
-    w.wU = p; p += NW * NW;
-    w.wRU = p; p += NW * NW;
-    w.wD = p; p += NW * n;
-    w.g_old = p; p += nr;
-    w.g_new = p; p += nr;
-    w.g_lo = p; p += nr;
-    w.g_hi = p; p += nr;
-    w.g_mid = p; p += nr;
-    w.m_new = p; p += s->n_modes;
-    w.m_past = p; p += s->n_modes;
-    w.D_prev = p; p += NROWS * n;
-    w.D_acc = p; p += NROWS * n;
+    w->wR = p; p += NW * NW;
+    w->wU = p; p += NW * NW;
+    w->wRU = p; p += NW * NW;
+    w->wD = p; p += NW * n;
+    w->g_old = p; p += nr;
+    w->g_new = p; p += nr;
+    w->g_lo = p; p += nr;
+    w->g_hi = p; p += nr;
+    w->g_mid = p; p += nr;
+    w->m_new = p; p += s->n_modes;
+    w->m_past = p; p += s->n_modes;
+    w->D_prev = p; p += NROWS * n;
+    w->D_acc = p; p += NROWS * n;
 
     int64_t nmask = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -936,253 +1323,69 @@ int64_t bdf_advance(solver_t *s) {
         for (int64_t i = 0; i < n; i++) s->mask[i] = 1;
         nmask = n;
     }
-    w.nmask = nmask;
-    w.gamma[0] = 0.0;
-    for (int64_t k = 1; k < MAX_ORDER + 2; k++) w.gamma[k] = w.gamma[k - 1] + 1.0 / (double)k;
-    const double *alpha = w.gamma; /* kappa = 0: alpha_k = gamma_k */
-    for (int64_t k = 0; k < MAX_ORDER + 2; k++) w.err_const[k] = 1.0 / (double)(k + 1);
-    const double *err_const = w.err_const;
-    const double newton_tol = NEWTON_TOL;
-    double *y = w.y, *yp = w.yp, *d = w.d, *r = w.r, *scale = w.scale, *yo = w.yo, *ypo = w.ypo;
-    const int64_t n_out = s->n_out;
-    int64_t steps_here = 0;
-    int status = OK;
-    int restart_pending = (ist[I_EVENT_PHASE] & 1) != 0; /* no step accepted since that restart */
-    int ramp = (ist[I_EVENT_PHASE] & 2) != 0; /* IDA's start-up phase after it (after_restart_step) */
-    if (restart_pending) /* still order 1 with D[1] = h y' */
-        for (int64_t m = 0; m < n; m++) w.yp_restart[m] = D[n + m] / h;
+    w->nmask = nmask;
+    w->gamma[0] = 0.0;
+    for (int64_t k = 1; k < MAX_ORDER + 2; k++) w->gamma[k] = w->gamma[k - 1] + 1.0 / (double)k;
+    for (int64_t k = 0; k < MAX_ORDER + 2; k++) w->err_const[k] = 1.0 / (double)(k + 1);
+}
+
+/* Integrate until every t_out is covered (dense output) or a failure.
+
+   st, ist: the solver state between calls, in the named slots S_* and I_* above. stats:
+   counters in the ST_* slots. sparse: factor G with splu_factor (column order q, factors in
+   Lp..Ux) instead of dense LU. roots, modes: the model's switching functions (n_roots of
+   them) and natural modes, the modes living in p[n_par:] (handle_events). Returns a status
+   code; on failure ist[I_FAIL_KIND] says what failed (FAIL_*) and ist[I_FAIL_INDEX] which
+   unknown, equation or mode. */
+int64_t bdf_advance(solver_t *s) {
+    const int64_t n = s->n, nr = s->n_roots;
+    double *D = s->D, *st = s->st;
+    int64_t *ist = s->ist;
+    loop_t L;
+    L.t = st[S_T]; L.h = st[S_H]; L.cj_lu = st[S_CJ_LU]; L.ss = st[S_SS]; L.cj_last = st[S_CJ_LAST];
+    L.order = ist[I_ORDER]; L.n_equal = ist[I_N_EQUAL]; L.k_out = ist[I_K_OUT];
+    L.lu_valid = ist[I_LU_VALID] == 1;
+    L.max_order = ist[I_MAX_ORDER] > 1 ? ist[I_MAX_ORDER] : 1;
+    if (L.max_order > MAX_ORDER) L.max_order = MAX_ORDER;
+    L.restart_pending = (ist[I_EVENT_PHASE] & PHASE_RESTART_PENDING) != 0;
+    L.ramp = (ist[I_EVENT_PHASE] & PHASE_RAMP) != 0;
+    L.fail_kind = ist[I_FAIL_KIND]; L.fail_index = ist[I_FAIL_INDEX];
+    L.t_new = L.t;
+    L.cj = 0.0;
+    L.t_switched = NAN;
+    L.steps_here = 0;
+
+    work_t w;
+    setup_work(s, &w);
+    if (L.restart_pending) /* still order 1 with D[1] = h y' */
+        for (int64_t m = 0; m < n; m++) w.yp_restart[m] = D[n + m] / L.h;
     if (nr > 0) {
-        if (stats[ST_STEPS] > 0) {
-            dense_output(n, t, t, h, order, D, yo, ypo);
+        if (s->stats[ST_STEPS] > 0) {
+            dense_output(n, L.t, L.t, L.h, L.order, D, w.yo, w.ypo);
         } else {
-            for (int64_t m = 0; m < n; m++) { yo[m] = D[m]; ypo[m] = D[n + m] / h; }
+            for (int64_t m = 0; m < n; m++) { w.yo[m] = D[m]; w.ypo[m] = D[n + m] / L.h; }
         }
-        s->roots(t, yo, ypo, s->p, w.g_old);
+        s->roots(L.t, w.yo, w.ypo, s->p, w.g_old);
     }
 
-    double t_new = t;
-    double t_switched = NAN; /* where a failed step last restarted on a switch */
-    int outcome = CONVERGED;
+    int status = OK;
     for (;;) {
-        k_out = emit_outputs(s, k_out, t, h, order, D, stats[ST_STEPS] > 0, yo, ypo);
-        if (k_out >= n_out) break;
-        if (steps_here >= s->max_steps) { status = TOO_MANY; break; }
-        /* step size limits */
-        double hmin = 10 * EPS * pmax(fabs(t), 1.0);
-        if (h > s->hmax) {
-            rescale_D(n, D, order, s->hmax / h, &w);
-            h = s->hmax;
-            n_equal = 0;
-        }
-        if (t + h > s->t_stop) {
-            double hn = s->t_stop - t;
-            rescale_D(n, D, order, hn / h, &w);
-            h = hn;
-            n_equal = 0;
-        }
-        int64_t n_err_fail = 0, n_cut = 0;
-        int restarted = 0; /* the step started on a switch: modes switched, order-1 restart */
-        for (;;) { /* attempts at this step */
-            if (h < hmin) { status = UNDERFLOW; break; }
-            t_new = t + h;
-            predict(s, D, order, w.gamma, alpha[order], w.y_pred, w.psi, scale);
-            double cj = alpha[order] / h;
-            /* IDA's rule: the factorised G(cj_lu) serves while cj/cj_lu stays in [0.6, 1.67] */
-            if (lu_valid && !(CJ_RATIO_LO <= cj / cj_lu && cj / cj_lu <= CJ_RATIO_HI)) lu_valid = 0;
-            double ss_old_g = ss; /* the rate measured on the G in use, before any reset below */
-            if (cj != cj_last || n_equal == 0)
-                /* the carried rate says nothing about a different cj (IDA), and it is measured
-                   afresh after each step decision: at fixed cj a rate carried unmeasured over
-                   many one-iteration steps left Newton errors that made the seed 003 slider
-                   crank 20x less accurate at rtol 1e-8 */
-                ss = 100.0;
-            cj_last = cj;
-            for (;;) { /* Newton, with one retry on a fresh G if an old one converged badly */
-                int fresh = 0;
-                if (!lu_valid) {
-                    for (int64_t m = 0; m < n; m++) yp[m] = w.psi[m] * cj;
-                    int64_t bad = factorize(s, t_new, w.y_pred, yp, cj, w.vals);
-                    stats[ST_JAC] += 1;
-                    stats[ST_LU] += 1;
-                    if (bad != -1) {
-                        if (nr > 0 && predicted_crossing(s, &w, t, h, cj) >= 0.0) {
-                            /* G past a switch (d/dx sqrt(1 - x) beyond x = 1): a failed attempt */
-                            outcome = NOT_FINITE;
-                            s->res(t_new, w.y_pred, yp, s->p, r); /* names the equation if h underflows */
-                            stats[ST_RES] += 1;
-                            break;
-                        }
-                        ist[I_FAIL_VAR] = bad;
-                        status = SINGULAR;
-                        break;
-                    }
-                    lu_valid = 1;
-                    /* IDA restarts the rate estimate at 20 after every new G. When the step has
-                       grown (cj fell), a G fresh at the new cj converges at least as fast as the
-                       old one did, so its measured rate stands: 4.1k of the Robotino's 10k new G
-                       then converge in one iteration instead of two (Newton iterations 94.4k ->
-                       91.8k). Not when the step shrank: the iteration matrix of an index-2 DAE
-                       gets worse conditioned as h falls (the index-2 pendulum underflowed at rtol
-                       1e-5 when a rate from the larger step was trusted there). */
-                    ss = cj < cj_lu ? pmin(ss_old_g, 20.0) : 20.0;
-                    cj_lu = cj;
-                    fresh = 1;
-                }
-                outcome = newton_solve(s, &w, t_new, cj, cj_lu, scale, newton_tol, &ss);
-                if (outcome == CONVERGED && fresh)
-                    /* a fresh G converges at exact Newton's rate (5e-9 measured), which says
-                       nothing of the same G a step later: on the Robotino the rows of the
-                       rolling constraints turn with the heading and a G one step old can
-                       contract by worse than 1. The next step measures it (IDA's 20 for an
-                       unmeasured rate; docs/solver.md) */
-                    ss = 20.0;
-                if (outcome == CONVERGED || fresh) break;
-                lu_valid = 0; /* refresh the iteration matrix and retry */
-                ss_old_g = 20.0; /* the old G's rate was too slow: nothing to carry */
-                stats[ST_NEWTON_FAIL] += 1;
-            }
-            if (status != OK) break;
-            if (outcome != CONVERGED) {
-                stats[ST_NEWTON_FAIL] += 1;
-                /* remember the equation with the largest residual: named if h underflows */
-                int64_t worst = 0;
-                double wv = -1.0;
-                for (int64_t m = 0; m < n; m++) {
-                    double a = isfinite(r[m]) ? fabs(r[m]) : INFINITY;
-                    if (a > wv) { wv = a; worst = m; }
-                }
-                ist[I_FAIL_VAR] = -3 - worst;
-                ramp = 0;
-                /* IDA: a quarter of the step and a new iteration matrix, unless a switching
-                   function changes sign inside the step (docs/solver.md, "Events") */
-                double factor = ETA_CF;
-                double frac = nr > 0 ? predicted_crossing(s, &w, t, h, cj) : -1.0;
-                if (frac >= 0.0) {
-                    double ttol = event_ttol(t, h);
-                    if (frac * h <= ttol) {
-                        /* the step starts on the switch: the modes just past it, and a restart
-                           (once at a point: a second would loop without a step accepted) */
-                        dense_output(n, t + ttol, t, h, order, D, w.yq, w.ypq);
-                        s->modes(t + ttol, w.yq, w.ypq, s->p, w.m_new);
-                        if (t != t_switched && modes_changed(s, w.m_new)) {
-                            t_switched = t;
-                            dense_output(n, t, t, h, order, D, w.yq, w.ypq);
-                            double cj_r;
-                            h = restart_at(s, &w, t, h, h, order, D, hmin, &cj_r);
-                            cj_lu = cj_r;
-                            restarted = 1;
-                            stats[ST_REJECTED] += 1;
-                            break;
-                        }
-                    } else {
-                        /* end the step ttol/2 short of the predicted switch; a second cut in
-                           the same step (the prediction was late) at least halves it */
-                        factor = frac - 0.5 * ttol / h;
-                        if (n_cut > 0) factor = pmin(factor, 0.5);
-                        n_cut += 1;
-                    }
-                }
-                rescale_D(n, D, order, factor, &w);
-                h *= factor;
-                n_equal = 0;
-                lu_valid = 0;
-                stats[ST_REJECTED] += 1;
-                continue;
-            }
-            double err_n = error_norm(s, &w, d, err_const[order], y, scale);
-            if (err_n <= 1.0) break;
-            n_err_fail += 1;
-            stats[ST_REJECTED] += 1;
-            stats[ST_ERR_FAIL] += 1;
-            ist[I_FAIL_VAR] = worst_unknown(n, d, scale, s->mask);
-            double err_m = order > 1 ? error_norm(s, &w, D + order * n, err_const[order - 1], y, scale) : INFINITY;
-            int64_t new_order;
-            double factor;
-            after_error_failure(err_n, err_m, order, n_err_fail, &new_order, &factor);
-            order = new_order;
-            rescale_D(n, D, order, factor, &w);
-            h *= factor;
-            n_equal = 0;
-            ramp = ramp && restart_pending; /* a failure after the first step ends the start-up phase */
-            if (restart_pending) {
-                cj_lu = reprobe(s, &w, t, h, D);
-                lu_valid = 0;
-            }
-        }
-        if (status != OK) break;
-        if (restarted) { /* as after handle_events' EV_RESTART */
-            enter_restart(n, D, h, w.yp_restart, &order, &n_equal, &lu_valid, &restart_pending, &ramp);
+        L.k_out = emit_outputs(s, L.k_out, L.t, L.h, L.order, D, s->stats[ST_STEPS] > 0, w.yo, w.ypo);
+        if (L.k_out >= s->n_out) break;
+        if (L.steps_here >= s->max_steps) { status = TOO_MANY; break; }
+        begin_step(s, &w, &L);
+        int r = take_step(s, &w, &L);
+        if (r == UNDERFLOW || r == SINGULAR) { status = r; break; }
+        if (r == RESTARTED) {
+            enter_restart(s, &w, &L);
             continue;
         }
-        /* accept */
-        restart_pending = 0;
-        stats[ST_STEPS] += 1;
-        if (order > stats[ST_MAX_ORDER]) stats[ST_MAX_ORDER] = order;
-        steps_here += 1;
-        n_equal += 1;
-        double t_prev = t;
-        t = t_new;
-        if (s->t_stop - t < hmin)
-            /* a step cut to t_stop can end an ulp short of it (t + (t_stop - t) rounds): the
-               next step would be below hmin and underflow, so it has arrived */
-            t = s->t_stop;
-        int ev = EV_RESTART; /* (any value but EV_NONE: switching functions to be checked) */
-        update_differences(n, D, order, d);
-        if (nr > 0) {
-            /* the converged step point (y, yp): a sign change of a switching function? */
-            s->roots(t, y, yp, s->p, w.g_new);
-            if (!any_crossing(nr, w.g_old, w.g_new)) {
-                memcpy(w.g_old, w.g_new, nr * sizeof(double));
-                ev = EV_NONE;
-            }
-        }
-        if (nr > 0 && ev != EV_NONE) {
-            double t_end = t;
-            double cj_ev = cj_lu;
-            ev = handle_events(s, &w, t_prev, &t, &h, order, D, hmin, &k_out, &cj_ev);
-            if (cj_ev != cj_lu) { /* the landing or the probe factorised G anew */
-                cj_lu = cj_ev;
-                lu_valid = cj_ev > 0;
-            }
-            if (ev == EV_RESTART) {
-                enter_restart(n, D, h, w.yp_restart, &order, &n_equal, &lu_valid, &restart_pending, &ramp);
-                continue;
-            }
-            if (t != t_end) { /* the step was shortened to end at the root: a new step size */
-                n_equal = 0;
-                continue;
-            }
-        }
-        if (ramp) {
-            double factor;
-            ramp = after_restart_step(s, &w, D, &order, max_order, h, &factor);
-            if (ramp) {
-                rescale_D(n, D, order, factor, &w);
-                h *= factor;
-                n_equal = 0;
-                continue;
-            }
-        }
-        if (n_equal < order + 1) continue;
-        /* order and step selection (every order+1 equal steps) */
-        double err_m = order > 1 ? error_norm(s, &w, D + order * n, err_const[order - 1], y, scale) : INFINITY;
-        double err_p = order < max_order ? error_norm(s, &w, D + (order + 2) * n, err_const[order + 1], y, scale)
-                                         : INFINITY;
-        double err_n = error_norm(s, &w, d, err_const[order], y, scale);
-        int64_t new_order;
-        double factor;
-        after_success(err_m, err_n, err_p, order, max_order, &new_order, &factor);
-        if (h * factor > s->hmax) factor = s->hmax / h;
-        order = new_order;
-        if (factor != 1.0) {
-            rescale_D(n, D, order, factor, &w);
-            h *= factor;
-        }
-        n_equal = 0;
+        complete_step(s, &w, &L);
     }
-    st[S_T] = t; st[S_H] = h; st[S_CJ_LU] = cj_lu; st[S_SS] = ss; st[S_CJ_LAST] = cj_last;
-    ist[I_ORDER] = order; ist[I_N_EQUAL] = n_equal; ist[I_LU_VALID] = lu_valid ? 1 : 0; ist[I_K_OUT] = k_out;
-    ist[I_EVENT_PHASE] = (restart_pending ? 1 : 0) + (ramp ? 2 : 0);
+    st[S_T] = L.t; st[S_H] = L.h; st[S_CJ_LU] = L.cj_lu; st[S_SS] = L.ss; st[S_CJ_LAST] = L.cj_last;
+    ist[I_ORDER] = L.order; ist[I_N_EQUAL] = L.n_equal; ist[I_LU_VALID] = L.lu_valid ? 1 : 0; ist[I_K_OUT] = L.k_out;
+    ist[I_EVENT_PHASE] = (L.restart_pending ? PHASE_RESTART_PENDING : 0) + (L.ramp ? PHASE_RAMP : 0);
+    ist[I_FAIL_KIND] = L.fail_kind; ist[I_FAIL_INDEX] = L.fail_index;
     return status;
 }
 
