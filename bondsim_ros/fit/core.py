@@ -485,8 +485,11 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
         success = False
         message = ("the residuals, Jacobian or covariance at the end are not finite (overflow); rescale the "
                    "data or give --weight")
-    warnings = _warnings(names, x0, x, lo, hi, sol.active_mask)
-    mismatches = problem.input_mismatches(x)
+    warnings = _warnings(names, x0, x, lo, hi, scale, sol.active_mask, sol.grad)
+    try:
+        mismatches = problem.input_mismatches(x)
+    except SolverError as exc:  # the estimate no longer simulates: no estimate
+        mismatches, success, message = [], False, f"the model fails to simulate at the estimate ({exc})"
     q = float(student_t.ppf(0.975, dof))
     resid = sol.fun.reshape(len(problem.t), -1, order="F") / problem.w
     rms = {col: float(np.sqrt(np.mean(resid[:, j] ** 2))) for j, (_, col) in enumerate(problem.output_map)}
@@ -498,15 +501,20 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
                      input_mismatches=mismatches)
 
 
-def _warnings(names, x0, x, lo, hi, active) -> list:
+def _warnings(names, x0, x, lo, hi, scale, active, grad) -> list:
     """Estimates the search pressed onto a bound, or moved by orders of magnitude from the start:
     the interval assumes an interior optimum, and a collapse of a physical constant (an inertia to
     1e-9) usually means the model is not the experiment (an input, a fixed parameter)."""
     out = []
     for i, name in enumerate(names):
         for side, bound, flag in (("lower", lo[i], -1), ("upper", hi[i], 1)):
-            if math.isfinite(bound) and (active[i] == flag or x[i] == bound
-                                         or abs(x[i] - bound) <= 1e-9 * max(abs(x0[i] - bound), 1e-300)):
+            if not math.isfinite(bound):
+                continue
+            gap = abs(x[i] - bound) / scale[i]  # in the optimiser's units (the start's magnitude)
+            # trust-region steps stay strictly inside the bounds and its active_mask has a tolerance:
+            # "at the bound" is also within 1e-4 of it with the cost still falling towards it
+            pressed = flag * grad[i] < 0
+            if active[i] == flag or gap <= 1e-9 or (gap <= 1e-4 and pressed):
                 out.append(f"{name} = {x[i]:.4g} is at its {side} bound {bound:g} (started at {x0[i]:.4g}): the "
                            f"data push it beyond, so its interval does not hold; check the inputs and the fixed "
                            f"parameters, or widen the bound (--bounds)")
