@@ -251,3 +251,16 @@ def test_video_speed_option(tmp_path):
                        size=(96, 72), progress=False)
     frames, fps, seconds = _video_seconds(slow_rows)
     assert abs(seconds - 2.0) <= 1.0 / fps + 1e-9, frames
+
+
+def test_video_refuses_time_going_back(tmp_path, capsys):
+    """Frames are picked by t: a CSV whose t goes back is refused, naming the line, before any
+    frame is drawn or file written."""
+    from bondsim_ros.cli import main
+
+    csv = tmp_path / "j.csv"
+    csv.write_text("t,pivot_joint\n0,0\n0.1,0.2\n0.05,0.3\n")
+    out = tmp_path / "v.mp4"
+    assert main(["render", str(PENDULUM), "--joints", str(csv), "-o", str(out), "--size", "96x72"]) == 2
+    assert "j.csv:4: column 't' goes back in time (0.1 -> 0.05)" in capsys.readouterr().err
+    assert not out.exists()

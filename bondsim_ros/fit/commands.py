@@ -16,7 +16,12 @@ def register(sub) -> None:
         description="Simulate MODEL with the logged inputs of DATA.csv and adjust the run-time parameters "
                     "--params so the simulated --outputs match the logged ones at the logged times "
                     "(scipy least_squares, finite-difference Jacobian). Reports estimates, standard "
-                    "errors and 95%% confidence intervals from s^2 (J^T J)^-1 at the optimum.")
+                    "errors and 95% confidence intervals from s^2 (J^T J)^-1 at the optimum, names the "
+                    "parameter combinations the data do not determine (SVD of the Jacobian scaled by the "
+                    "parameters' magnitudes) and warns of estimates at a bound or orders of magnitude from "
+                    "their start. Exit status 1 when the optimiser did not converge, a parameter is not "
+                    "determined, or the model does not follow a logged input (--config-out is then not "
+                    "written); 2 for bad input.")
     p.add_argument("model", metavar="MODEL", help="built-in model name, .yaml or .py model file")
     p.add_argument("data", metavar="DATA.csv", help="CSV with a header row; a time column and the logged columns")
     p.add_argument("--params", required=True, metavar="a,b,...", help="run-time parameters to estimate")

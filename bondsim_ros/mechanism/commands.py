@@ -30,7 +30,7 @@ def register(sub) -> None:
                                    "pose) and one column per joint, named like the XML joints. A video plays the "
                                    "CSV's t in real time (times --speed): each frame shows the row nearest to its "
                                    "time, whatever the rows' spacing. Progress: a bar on a terminal, a line every "
-                                   "5%% or 10 s on any other stderr (a log file).")
+                                   "5% or 10 s on any other stderr (a log file).")
     r.add_argument("file", metavar="FILE.xml|FILE.urdf")
     r.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.mp4|OUT.gif")
     r.add_argument("--joints", metavar="CSV", help="joint values, e.g. from `bondsim-ros simulate robotino --csv`")
