@@ -226,7 +226,7 @@ class FitProblem:
         return out
 
     def input_mismatches(self, theta) -> list:
-        """Warnings for inputs whose column the model records too and simulates differently from
+        """Messages for inputs whose column the model records too and simulates differently from
         the log: the input does not drive the model as the log says (e.g. the model's own step
         excitation adds to it); the fit would then explain another experiment."""
         if not self.echo:
@@ -276,7 +276,8 @@ class Direction:
         return [n for n, v in self.components.items() if abs(v) >= threshold]
 
     def describe(self) -> str:
-        """E.g. ``+0.707 da/a - 0.707 db/b (a*b is determined, a and b separately are not)``."""
+        """E.g. ``the outputs do not change along +0.707 da/a -0.707 db/b (only a*b is determined,
+        not a and b separately)``."""
         names = self.parameters()
         if len(names) == 1:
             return f"changes of {names[0]} by its own size do not show in the outputs"
