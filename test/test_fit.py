@@ -342,3 +342,187 @@ def test_bag2csv_names_what_is_missing(tmp_path, capsys):
     assert main(["bag2csv", str(tmp_path / "nope"), "-o", str(tmp_path / "c.csv")]) == 2
     assert "no such bag" in capsys.readouterr().err
     assert not any((tmp_path / n).exists() for n in ("a.csv", "b.csv", "c.csv"))
+
+
+# --------------------------------------------------------------------------------------
+# The README's recipe, and fits the data do not determine
+# --------------------------------------------------------------------------------------
+def _readme_commands(prefix):
+    """The `bondsim-ros ...` lines of the README's "Using it" block that start with ``prefix``."""
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text.split("## Using it", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    return [shlex.split(line, comments=True) for line in block.splitlines() if line.startswith(prefix)]
+
+
+def _recording_fit(monkeypatch):
+    """Keep each FitResult the CLI computes, so a command run as written can be checked by value."""
+    import bondsim_ros.fit.core as core
+
+    results, real = [], core.fit
+
+    def recorded(*args, **kwargs):
+        results.append(real(*args, **kwargs))
+        return results[-1]
+
+    monkeypatch.setattr(core, "fit", recorded)
+    return results
+
+
+def test_readme_fit_recipe_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The README's two lines (log a 5DPO yaw step, then fit Izz, kp, ki to it) through the CLI
+    entry point exactly as written: the fit converges and finds the values the log was made with,
+    Izz from Table II's 0.705 back to 1.1."""
+    from bondsim_ros.robots.omni5dpo.model import PAPER
+
+    (sim,) = _readme_commands("bondsim-ros simulate omni5dpo")
+    (fit_cmd,) = _readme_commands("bondsim-ros fit omni5dpo")
+    assert sim[0] == fit_cmd[0] == "bondsim-ros"
+    assert sim[sim.index("--csv") + 1] == fit_cmd[3]  # the fit reads the log the first line writes
+    monkeypatch.chdir(tmp_path)
+    results = _recording_fit(monkeypatch)
+    assert main(sim[1:]) == 0, capsys.readouterr().err
+    rc = main(fit_cmd[1:])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "converged" in out and "warning" not in err and "not identifiable" not in err
+    (res,) = results
+    assert res.initial[res.names.index("Izz")] == 0.705
+    for name, est in zip(res.names, res.estimate):
+        assert est == pytest.approx(PAPER[name], rel=1e-4), name
+
+
+PRODUCT_PY = textwrap.dedent('''
+    from bondsim_ros.bondgraph import EffortJunction, I, Model, R, Recorder, Se
+
+    def build():
+        m = Model("damping_product", "a mass pushed by V against a damper of coefficient a*b")
+        m.parameter("a", 2.0); m.parameter("b", 0.5); m.parameter("mass", 1.0); m.parameter("V", 1.0)
+        v = m.add(EffortJunction("v", output=True))
+        m.add(Se("F", "V"), I("m", "mass"), R("damper", effort="a*b*f"))
+        m.bond("F", v); m.bond(v, "m"); m.bond(v, "damper")
+        m.add(Recorder("rec", ["vel"]))
+        m.connect(v.out, "rec.vel")
+        return m
+''')
+
+
+@pytest.fixture(scope="module")
+def product_log(tmp_path_factory):
+    """A noisy velocity log of the damping-product model (a = 2, b = 0.5, mass = 1) under a
+    force step, written as CSV."""
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.models import resolve_model
+
+    folder = tmp_path_factory.mktemp("product")
+    model_path = folder / "damping.py"
+    model_path.write_text(PRODUCT_PY)
+    compiled = compile_model(resolve_model(str(model_path))[0])
+    t = np.linspace(0.0, 5.0, 101)
+    force = np.where(t < 1.0, 1.0, 2.0)
+    gen = FitProblem(compiled, LogData(["t", "V", "vel"], np.column_stack([t, force, 0 * t])), ["a"], ["vel"],
+                     inputs=["V"], rtol=1e-10, atol=1e-12)
+    vel = gen.simulate([2.0])[:, 0] + np.random.default_rng(5).normal(0.0, 0.01, len(t))
+    data = folder / "log.csv"
+    _write(data, LogData(["t", "V", "vel"], np.column_stack([t, force, vel])))
+    return model_path, data
+
+
+@pytest.mark.parametrize("params", ["a,b", "a,b,mass"])
+def test_parameters_seen_only_as_a_product_are_named_not_identifiable(product_log, tmp_path, capsys, params):
+    """a and b enter the model only as a*b: the fit must say so by name, report their standard
+    errors as undetermined (not a number of 1e10 %), not claim convergence, and exit 1; mass,
+    fitted beside them, stays determined."""
+    model_path, data = product_log
+    out = tmp_path / "fit.json"
+    cfg = tmp_path / "never.yaml"
+    rc = main(["fit", str(model_path), str(data), "--params", params, "--guess", "a=1.5", "--guess", "b=0.8",
+               "--inputs", "V", "--outputs", "vel", "--json", str(out)])
+    stdout, err = capsys.readouterr()
+    assert rc == 1, err
+    assert "not identifiable from these data: a, b" in err
+    assert "only a*b is determined, not a and b separately" in err
+    assert "converged" not in stdout and "undetermined" in stdout
+    doc = json.loads(out.read_text())
+    assert doc["identifiable"] is False and doc["usable"] is False
+    assert doc["not_identifiable"] == ["a", "b"]
+    (direction,) = doc["undetermined_directions"]
+    assert direction["components"]["a"] == pytest.approx(-direction["components"]["b"], abs=0.01)
+    for name in ("a", "b"):
+        assert doc["parameters"][name]["stderr"] is None  # undetermined, written as null
+    # what is determined is still right: the product, and the mass beside it
+    a, b = doc["parameters"]["a"]["estimate"], doc["parameters"]["b"]["estimate"]
+    assert a * b == pytest.approx(1.0, rel=0.01)
+    if "mass" in params:
+        m = doc["parameters"]["mass"]
+        assert m["ci95"][0] <= 1.0 <= m["ci95"][1] and m["stderr"] < 0.01
+    assert not cfg.exists()
+
+
+def test_identifiable_pair_from_the_same_log_converges(product_log, tmp_path, capsys):
+    """The same log determines a (with b fixed) and the mass: truth inside the intervals, no warning."""
+    model_path, data = product_log
+    out = tmp_path / "fit.json"
+    rc = main(["fit", str(model_path), str(data), "--params", "a,mass", "--guess", "a=1.5", "--guess", "mass=0.8",
+               "--inputs", "V", "--outputs", "vel", "--json", str(out)])
+    stdout, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "converged" in stdout and "warning" not in err
+    doc = json.loads(out.read_text())
+    assert doc["identifiable"] is True and doc["usable"] is True
+    for name, true in (("a", 2.0), ("mass", 1.0)):
+        p = doc["parameters"][name]
+        assert p["ci95"][0] <= true <= p["ci95"][1], (name, p)
+
+
+def test_input_the_model_adds_to_is_reported_not_converged(tmp_path, capsys):
+    """`simulate omni5dpo` logs wz_ref = its 3 rad/s step; fitting with that column as the input
+    wz_cmd while the model's own step (w_step = 3) stays on doubles the command, and Izz collapsed
+    to ~1e-9 with "converged" and a relative SE of 1e10 %. The fit must name the cause (the
+    model's wz_ref is not the logged one), flag the collapse, show Izz as undetermined and exit 1."""
+    data = tmp_path / "log.csv"
+    assert main(["simulate", "omni5dpo", "--csv", str(data)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "fit.json"
+    rc = main(["fit", "omni5dpo", str(data), "--params", "Izz,kp,ki", "--inputs", "wz_cmd=wz_ref",
+               "--outputs", "wz,w1,w2,w3", "--json", str(out)])
+    stdout, err = capsys.readouterr()
+    assert rc == 1
+    assert "converged" not in stdout
+    assert "input wz_cmd=wz_ref: the model's own column 'wz_ref'" in err and "is 6 at t = 0.2" in err
+    doc = json.loads(out.read_text())
+    izz = doc["parameters"]["Izz"]
+    # the collapse: named, and no standard error pretending to mean something
+    assert izz["estimate"] < 1e-6 and izz["stderr"] is None and "Izz" in doc["not_identifiable"]
+    assert any(w.startswith("Izz moved from 1.1 to") for w in doc["warnings"])
+    assert "is at its lower bound 0" in err
+    # and with the model's step off, the same log gives back the values it was made with
+    rc = main(["fit", "omni5dpo", str(data), "--params", "Izz,kp,ki", "--inputs", "wz_cmd=wz_ref",
+               "--param", "w_step=0", "--outputs", "wz,w1,w2,w3", "--json", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    assert json.loads(out.read_text())["parameters"]["Izz"]["estimate"] == pytest.approx(1.1, rel=1e-4)
+
+
+def test_estimate_at_a_bound_or_far_from_its_start_is_warned(product_log, tmp_path, capsys):
+    """a (truth 2) bounded to [2.5, 10] ends on its bound: its interval assumes an interior
+    optimum, so the fit warns and does not say "converged". Started at 1e-3, a is found at 2 but
+    has moved 3 orders of magnitude: warned too. The estimates are still reported (exit 0)."""
+    model_path, data = product_log
+    out = tmp_path / "fit.json"
+    rc = main(["fit", str(model_path), str(data), "--params", "a,mass", "--bounds", "a=2.5:10", "--guess", "a=3",
+               "--inputs", "V", "--outputs", "vel", "--json", str(out)])
+    stdout, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "warning: a = 2.5 is at its lower bound 2.5 (started at 3)" in err
+    assert "converged" not in stdout and "with the warnings above" in err
+    doc = json.loads(out.read_text())
+    assert doc["usable"] is True and len(doc["warnings"]) == 1
+    rc = main(["fit", str(model_path), str(data), "--params", "a", "--guess", "a=1e-3", "--inputs", "V",
+               "--outputs", "vel", "--json", str(out)])
+    stdout, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "warning: a moved from 0.001 to 2.003 (3 orders of magnitude)" in err
+    assert "converged" not in stdout
+    assert json.loads(out.read_text())["parameters"]["a"]["estimate"] == pytest.approx(2.0, rel=0.005)

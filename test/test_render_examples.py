@@ -203,3 +203,64 @@ def test_cli_renders_slider_crank_csv(tmp_path):
                  "-o", str(out)]) == 0
     _, fg = _foreground(out)
     assert max(_span(fg[40:])) > 0.6
+
+
+def _swing_csv(path, seconds=2.0, rate=50.0):
+    """A pendulum swinging for ``seconds`` at ``rate`` rows per second (as simulate writes them)."""
+    t = np.arange(0.0, seconds + 0.5 / rate, 1.0 / rate)
+    path.write_text("t,pivot_joint\n" + "".join(f"{tk:.6g},{0.5 * math.sin(3 * tk):.6g}\n" for tk in t))
+    return path
+
+
+def _video_seconds(path):
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    frames, _ = imageio_ffmpeg.count_frames_and_secs(str(path))
+    fps = float(next(imageio_ffmpeg.read_frames(str(path)))["fps"])
+    return frames, fps, frames / fps
+
+
+def test_video_plays_in_real_time_with_progress_lines(tmp_path, capsys):
+    """2 s of 50 Hz rows at the default 25 fps: a 2 s video (it was 101 frames, 4 s: one frame
+    per row), and on a stderr that is no terminal, progress lines with frames done/total and
+    the time elapsed (a rich bar draws nothing there)."""
+    from bondsim_ros.cli import main
+
+    out = tmp_path / "swing.mp4"
+    assert main(["render", str(PENDULUM), "--joints", str(_swing_csv(tmp_path / "s.csv")), "-o", str(out),
+                 "--size", "96x72"]) == 0
+    frames, fps, seconds = _video_seconds(out)
+    assert fps == 25
+    assert abs(seconds - 2.0) <= 1.0 / fps + 1e-9, (frames, fps)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("render: ")]
+    assert len(lines) >= 5, err  # every 5 % of 51 frames at least every few frames
+    assert lines[-1].startswith(f"render: {frames}/{frames} frames (100%)") and "elapsed" in lines[-1]
+    assert any("left" in line for line in lines[:-1])
+
+
+def test_video_speed_option(tmp_path):
+    """--speed 4 plays the run four times faster: 2 s in 0.5 s; rows sparser than the frames
+    (5 Hz) are held, so the video still lasts the run."""
+    from bondsim_ros.mechanism.render import render
+
+    fast = render(PENDULUM, tmp_path / "fast.mp4", joints_csv=_swing_csv(tmp_path / "a.csv"), size=(96, 72),
+                  progress=False, speed=4)
+    frames, fps, seconds = _video_seconds(fast)
+    assert abs(seconds - 0.5) <= 1.0 / fps + 1e-9, frames
+    slow_rows = render(PENDULUM, tmp_path / "sparse.mp4", joints_csv=_swing_csv(tmp_path / "b.csv", rate=5.0),
+                       size=(96, 72), progress=False)
+    frames, fps, seconds = _video_seconds(slow_rows)
+    assert abs(seconds - 2.0) <= 1.0 / fps + 1e-9, frames
+
+
+def test_video_refuses_time_going_back(tmp_path, capsys):
+    """Frames are picked by t: a CSV whose t goes back is refused, naming the line, before any
+    frame is drawn or file written."""
+    from bondsim_ros.cli import main
+
+    csv = tmp_path / "j.csv"
+    csv.write_text("t,pivot_joint\n0,0\n0.1,0.2\n0.05,0.3\n")
+    out = tmp_path / "v.mp4"
+    assert main(["render", str(PENDULUM), "--joints", str(csv), "-o", str(out), "--size", "96x72"]) == 2
+    assert "j.csv:4: column 't' goes back in time (0.1 -> 0.05)" in capsys.readouterr().err
+    assert not out.exists()

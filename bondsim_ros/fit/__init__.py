@@ -3,6 +3,6 @@
 ``bondsim-ros fit MODEL DATA.csv --params a,b --outputs col`` on the command line
 (:mod:`bondsim_ros.fit.commands`); :func:`fit` and :class:`FitProblem` from Python.
 """
-from .core import FitError, FitProblem, FitResult, LogData, covariance, fit, read_csv
+from .core import Direction, FitError, FitProblem, FitResult, LogData, covariance, fit, read_csv
 
-__all__ = ["FitError", "FitProblem", "FitResult", "LogData", "read_csv", "fit", "covariance"]
+__all__ = ["FitError", "FitProblem", "FitResult", "Direction", "LogData", "read_csv", "fit", "covariance"]

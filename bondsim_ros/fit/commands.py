@@ -16,7 +16,12 @@ def register(sub) -> None:
         description="Simulate MODEL with the logged inputs of DATA.csv and adjust the run-time parameters "
                     "--params so the simulated --outputs match the logged ones at the logged times "
                     "(scipy least_squares, finite-difference Jacobian). Reports estimates, standard "
-                    "errors and 95%% confidence intervals from s^2 (J^T J)^-1 at the optimum.")
+                    "errors and 95% confidence intervals from s^2 (J^T J)^-1 at the optimum, names the "
+                    "parameter combinations the data do not determine (SVD of the Jacobian scaled by the "
+                    "parameters' magnitudes) and warns of estimates at a bound or orders of magnitude from "
+                    "their start. Exit status 1 when the optimiser did not converge, a parameter is not "
+                    "determined, or the model does not follow a logged input (--config-out is then not "
+                    "written); 2 for bad input.")
     p.add_argument("model", metavar="MODEL", help="built-in model name, .yaml or .py model file")
     p.add_argument("data", metavar="DATA.csv", help="CSV with a header row; a time column and the logged columns")
     p.add_argument("--params", required=True, metavar="a,b,...", help="run-time parameters to estimate")
@@ -136,8 +141,9 @@ def cmd_fit(args) -> int:
         doc = {"model": compiled.name, "data": args.data, **result.as_dict()}
         # NaN/inf (a parameter the data do not determine) as null: the file stays strict JSON
         write_text_atomic(args.json, json.dumps(_json_safe(doc), indent=2) + "\n")
-    if args.config_out and not result.success:
-        print(f"[bondsim] {args.config_out} not written: the fit did not converge", file=sys.stderr)
+    if args.config_out and not result.usable:
+        why = "did not converge" if not result.success else "gave no usable estimate"
+        print(f"[bondsim] {args.config_out} not written: the fit {why}", file=sys.stderr)
         args.config_out = None
     if args.config_out:
         notes = {n: f"fitted by bondsim-ros fit to {args.data}: 95% CI [{lo:.6g}, {hi:.6g}]"
@@ -159,7 +165,7 @@ def cmd_fit(args) -> int:
         for f in (args.json, args.config_out, args.csv, args.plot):
             if f:
                 print(f"[bondsim] wrote {f}", file=sys.stderr)
-    return 0 if result.success else 1
+    return 0 if result.usable else 1
 
 
 def cmd_bag2csv(args) -> int:
@@ -255,25 +261,52 @@ def _run(problem, x0, bounds, args):
 
 
 def _report(result, problem, quiet):
+    """The table on stdout; what makes the estimates untrustworthy on stderr, and "converged" only
+    for a fit that converged with every parameter determined and no warning."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
+    err = Console(stderr=True, soft_wrap=True)  # one line per message, also in a log file
     table = Table(title=f"fit of {problem.compiled.name}: {result.n_data} residuals, {result.dof} dof, "
                         f"{result.n_eval} simulations, {result.seconds:.1f} s")
     for col in ("parameter", "initial", "estimate", "std. error", "95% CI low", "95% CI high", "rel. SE"):
         table.add_column(col, justify="right" if col != "parameter" else "left")
     for n, i, e, s, lo, hi in zip(result.names, result.initial, result.estimate, result.stderr, result.ci_low,
                                   result.ci_high):
+        if n in result.rank_deficient:
+            table.add_row(n, f"{i:.6g}", f"{e:.6g}", "undetermined", "-", "-", "-")
+            continue
         rel = f"{abs(s / e):.2%}" if e != 0 and math.isfinite(s) else "-"
         table.add_row(n, f"{i:.6g}", f"{e:.6g}", f"{s:.3g}", f"{lo:.6g}", f"{hi:.6g}", rel)
+    if not console.is_terminal:  # a file or pipe has no width: whole numbers rather than 80 columns of "0.06…"
+        wide = console.measure(table, options=console.options.update_width(1000)).maximum
+        console.width = max(console.width, wide)
     console.print(table)
     console.print(f"residual sigma {result.sigma:.4g}; RMS by output: "
                   + ", ".join(f"{k} {v:.4g}" for k, v in result.rms_by_output.items()))
-    if result.rank_deficient:
-        console.print(f"[yellow]not identifiable from these data: {', '.join(result.rank_deficient)}[/yellow]")
+    for m in result.input_mismatches:  # the cause of what follows, when there is one
+        err.print(f"[bold red]error: {m}[/bold red]", highlight=False)
+    for w in result.warnings:
+        err.print(f"[yellow]warning: {w}[/yellow]", highlight=False)
+    for d in result.undetermined:
+        names = d.parameters()
+        why = (f"scaled Jacobian: singular value {d.rel_singular_value:.2g} of the largest" if d.rel_stderr <= 1.0
+               else f"relative standard error {d.rel_stderr:.3g}")
+        advice = ("fix it with --param, or log an experiment that excites it" if len(names) == 1 else
+                  "fix all but one of them with --param, or log an experiment that separates them")
+        err.print(f"[bold red]not identifiable from these data: {', '.join(names)}[/bold red] — "
+                  f"{d.describe()} ({why}); {advice}", highlight=False)
     if not result.success:
-        console.print(f"[red]optimiser did not converge: {result.message}[/red]")
+        err.print(f"[red]optimiser did not converge: {result.message}[/red]", highlight=False)
+    elif not result.usable:
+        why = (f"the data do not determine {', '.join(result.rank_deficient)}" if result.rank_deficient
+               else "the model does not follow the logged inputs")
+        err.print(f"[red]no usable estimate: the optimiser stopped ({result.message}), but {why}[/red]",
+                  highlight=False)
+    elif result.warnings:
+        err.print(f"[yellow]optimiser stopped ({result.message}) with the warnings above: check them before "
+                  f"using the estimates[/yellow]", highlight=False)
     elif not quiet:
         console.print(f"converged: {result.message}")
 

@@ -176,6 +176,10 @@ class FitProblem:
             raise FitError(f"{len(self.t) * len(self.output_map)} data points cannot determine "
                            f"{len(self.params)} parameters")
         self.out_idx = [sim_names.index(m) - 1 for m, _ in self.output_map]  # into compiled outputs
+        # an input mapped to a column the model also records (``wz_cmd=wz_ref``): the model's own
+        # column must then reproduce the log, else something in the model adds to the input
+        self.echo = [(j, pname, col, sim_names.index(col) - 1) for j, (pname, col) in enumerate(self.input_map)
+                     if col in sim_names[1:]]
         self.n_eval = 0
 
     # ---------------------------------------------------------------------------------
@@ -192,15 +196,17 @@ class FitProblem:
         values.update(zip([p for p, _ in self.input_map], map(float, self.u[0])))
         return values
 
-    def simulate(self, theta) -> np.ndarray:
-        """Model outputs (rows = data times, columns = fitted outputs) for parameters ``theta``."""
+    def simulate(self, theta, columns=None) -> np.ndarray:
+        """Model outputs (rows = data times, columns = fitted outputs, or the compiled model's
+        output indices ``columns``) for parameters ``theta``."""
         from bondsim_ros.bondgraph.simulation import Simulation
 
+        out_idx = self.out_idx if columns is None else list(columns)
         names = [p for p, _ in self.input_map]
         sim = Simulation(self.compiled, rtol=self.rtol, atol=self.atol, hmax=self.hmax, t0=float(self.t[0]),
                          params=self.values(theta))
-        out = np.empty((len(self.t), len(self.out_idx)))
-        out[0] = sim.outputs_at(self.t[0], sim.solver.y, sim.solver.yp)[self.out_idx]
+        out = np.empty((len(self.t), len(out_idx)))
+        out[0] = sim.outputs_at(self.t[0], sim.solver.y, sim.solver.yp)[out_idx]
         # the inputs are held from one sample to the next: integrate in one call between changes
         if self.u.shape[1]:
             change = np.flatnonzero(np.any(self.u[1:] != self.u[:-1], axis=1)) + 1
@@ -209,14 +215,35 @@ class FitProblem:
         start = 1
         for k in change:  # rows start..k with the old inputs, then switch at t_k
             rows = sim.advance(self.t[start:k + 1])
-            out[start:k] = rows[:-1, 1:][:, self.out_idx]
+            out[start:k] = rows[:-1, 1:][:, out_idx]
             sim.set_params(dict(zip(names, map(float, self.u[k]))), restart=True)
-            out[k] = sim.outputs_at(self.t[k], sim.last_y, sim.last_yp)[self.out_idx]
+            out[k] = sim.outputs_at(self.t[k], sim.last_y, sim.last_yp)[out_idx]
             start = k + 1
         if start < len(self.t):
             rows = sim.advance(self.t[start:])
-            out[start:] = rows[:, 1:][:, self.out_idx]
+            out[start:] = rows[:, 1:][:, out_idx]
         self.n_eval += 1
+        return out
+
+    def input_mismatches(self, theta) -> list:
+        """Messages for inputs whose column the model records too and simulates differently from
+        the log: the input does not drive the model as the log says (e.g. the model's own step
+        excitation adds to it); the fit would then explain another experiment."""
+        if not self.echo:
+            return []
+        sim = self.simulate(theta, [k for *_, k in self.echo])
+        self.n_eval -= 1  # a check, not a step of the search
+        out = []
+        for i, (j, pname, col, _) in enumerate(self.echo):
+            logged = self.u[:, j]
+            diff = np.abs(sim[:, i] - logged)
+            tol = 1e-6 * max(1.0, float(np.max(np.abs(logged))))
+            if np.max(diff) > tol:
+                k = int(np.argmax(diff > tol))
+                out.append(f"input {pname}={col}: the model's own column {col!r}, simulated with the logged "
+                           f"inputs, is {sim[k, i]:.6g} at {self.time_col} = {self.t[k]:g} where the log has "
+                           f"{logged[k]:.6g}: something in the model adds to {pname!r} (a built-in excitation? "
+                           f"set it to 0 with --param), so the fit explains another experiment than the logged one")
         return out
 
     def residuals(self, theta) -> np.ndarray:
@@ -227,12 +254,51 @@ class FitProblem:
 # --------------------------------------------------------------------------------------
 # The fit
 # --------------------------------------------------------------------------------------
+# A direction of the parameters (relative changes) is not determined by the data when the
+# scaled Jacobian's singular value along it is below rcond times the largest. A finite-difference
+# Jacobian of solver runs is good to about rtol / diff_step (1e-5 at the defaults; a product a*b
+# fitted beside a third parameter measured 4e-5), so singular values near that are its noise, not
+# information: rcond = max(RCOND, 30 rtol / diff_step). Identifiable fits of the tests: >= 1.6e-2.
+RCOND = 1e-3
+MOVE_DECADES = 3  # an estimate this many orders of magnitude from its start is reported
+
+
+@dataclass
+class Direction:
+    """A combination of relative parameter changes the data do not determine (a right singular
+    vector of the Jacobian scaled by the parameters' magnitudes)."""
+
+    components: dict  # parameter -> relative change (the vector has unit length)
+    rel_singular_value: float  # its singular value over the largest
+    rel_stderr: float  # s / singular value: the standard error of a unit relative move along it
+
+    def parameters(self, threshold=0.1) -> list:
+        return [n for n, v in self.components.items() if abs(v) >= threshold]
+
+    def describe(self) -> str:
+        """E.g. ``the outputs do not change along +0.707 da/a -0.707 db/b (only a*b is determined,
+        not a and b separately)``."""
+        names = self.parameters()
+        if len(names) == 1:
+            return f"changes of {names[0]} by its own size do not show in the outputs"
+        terms = " ".join(f"{'-' if self.components[n] < 0 else '+'}{abs(self.components[n]):.3g} d{n}/{n}"
+                         for n in names)
+        text = f"the outputs do not change along {terms}"
+        if len(names) == 2:
+            va, vb = (self.components[n] for n in names)
+            if abs(abs(va) - abs(vb)) < 0.05 * max(abs(va), abs(vb)):
+                # equal relative changes of opposite sign keep the product, of the same sign the ratio
+                combo = f"{names[0]}*{names[1]}" if va * vb < 0 else f"{names[0]}/{names[1]}"
+                text += f" (only {combo} is determined, not {names[0]} and {names[1]} separately)"
+        return text
+
+
 @dataclass
 class FitResult:
     names: list
     initial: np.ndarray
     estimate: np.ndarray
-    stderr: np.ndarray
+    stderr: np.ndarray  # NaN where the data do not determine the parameter
     ci_low: np.ndarray
     ci_high: np.ndarray
     cov: np.ndarray
@@ -242,10 +308,23 @@ class FitResult:
     n_data: int
     dof: int
     n_eval: int
-    success: bool
+    success: bool  # the optimiser met a convergence test (says nothing of identifiability)
     message: str
     seconds: float
     rank_deficient: list = field(default_factory=list)  # parameters the data do not determine
+    undetermined: list = field(default_factory=list)  # Direction: the combinations behind them
+    singular_values: list = field(default_factory=list)  # of the scaled Jacobian, over the largest
+    warnings: list = field(default_factory=list)  # estimates at a bound or far from the start
+    input_mismatches: list = field(default_factory=list)  # logged inputs the model does not follow
+
+    @property
+    def identifiable(self) -> bool:
+        return not self.undetermined
+
+    @property
+    def usable(self) -> bool:
+        """Converged, every parameter determined, and the model driven as the log says."""
+        return self.success and self.identifiable and not self.input_mismatches
 
     def as_dict(self) -> dict:
         return {
@@ -255,31 +334,52 @@ class FitResult:
                                                          self.ci_low, self.ci_high)},
             "sigma": self.sigma, "rms_by_output": self.rms_by_output, "cost": self.cost,
             "n_data": self.n_data, "dof": self.dof, "evaluations": self.n_eval, "success": self.success,
-            "message": self.message, "seconds": self.seconds, "not_identifiable": self.rank_deficient,
+            "message": self.message, "seconds": self.seconds, "identifiable": self.identifiable,
+            "not_identifiable": self.rank_deficient,
+            "undetermined_directions": [{"components": d.components, "rel_singular_value": d.rel_singular_value,
+                                         "rel_stderr": d.rel_stderr, "description": d.describe()}
+                                        for d in self.undetermined],
+            "scaled_singular_values": self.singular_values, "warnings": self.warnings,
+            "input_mismatches": self.input_mismatches, "usable": self.usable,
             "covariance": self.cov.tolist(),
         }
 
 
-def covariance(J: np.ndarray, r: np.ndarray, names: list):
-    """s^2 (J^T J)^-1 by SVD; directions with singular values below 1e-10 s_max are not identifiable."""
+def covariance(J: np.ndarray, r: np.ndarray, names: list, scale=None, rcond: float = RCOND):
+    """s^2 (J^T J)^-1 and the directions the data do not determine.
+
+    The SVD is of J with column i multiplied by ``scale[i]`` (the parameter's magnitude), so the
+    singular vectors are relative changes and parameters of different units compare. A direction
+    is undetermined when its singular value is below ``rcond`` times the largest (numerically
+    rank-deficient) or when the data leave it uncertain by more than its own size (s / sv > 1:
+    one standard error is a 100 % change of the parameters). Parameters with a component of 0.1 or
+    more in such a direction get NaN standard errors and covariances.
+    Returns (cov, s2, dof, [Direction], relative singular values)."""
     m, n = J.shape
     dof = m - n
     s2 = float(r @ r) / dof
-    U, sv, Vt = np.linalg.svd(J, full_matrices=False)
-    tol = sv[0] * 1e-10 if sv.size and sv[0] > 0 else 0.0
-    good = sv > tol
-    inv = (Vt[good].T / sv[good] ** 2) @ Vt[good]
-    cov = s2 * inv
-    bad = []
-    if not good.all():
-        # a null direction of J: the parameters with the largest weight in it are not determined
-        for k in np.flatnonzero(~good):
-            bad.append(names[int(np.argmax(np.abs(Vt[k])))])
-        for name in bad:
+    d = np.ones(n) if scale is None else np.asarray(scale, dtype=float)
+    Js = J * d
+    _, sv, Vt = np.linalg.svd(Js, full_matrices=False)
+    smax = sv[0] if sv.size and sv[0] > 0 else 0.0
+    rel = sv / smax if smax > 0 else np.zeros_like(sv)
+    s = math.sqrt(s2) if s2 > 0 else 0.0
+    with np.errstate(divide="ignore"):
+        rel_se = np.where(sv > 0, s / np.where(sv > 0, sv, 1.0), np.inf)
+    bad = (rel <= rcond) | (rel_se > 1.0)
+    good = ~bad
+    # covariance of the scaled parameters on the determined directions, back to the parameters
+    inv_s = (Vt[good].T / sv[good] ** 2) @ Vt[good]
+    cov = s2 * inv_s * np.outer(d, d)
+    directions = []
+    for k in np.flatnonzero(bad):
+        v = Vt[k] * (np.sign(Vt[k][np.argmax(np.abs(Vt[k]) >= 0.1)]) or 1.0)  # first notable one positive
+        directions.append(Direction({nm: float(c) for nm, c in zip(names, v)}, float(rel[k]), float(rel_se[k])))
+    for direction in directions:
+        for name in direction.parameters():
             i = names.index(name)
             cov[i, :] = cov[:, i] = np.nan
-            cov[i, i] = np.inf
-    return cov, s2, dof, sorted(set(bad))
+    return cov, s2, dof, directions, [float(x) for x in rel]
 
 
 def _implied_bounds(problem: FitProblem, names, x0, lo, hi, explicit) -> None:
@@ -371,7 +471,12 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
         xp = x.copy()
         xp[i] += h
         J[:, i] = (fun_x(xp) - sol.fun) / h
-    cov, s2, dof, bad = covariance(J, sol.fun, names)
+    # columns scaled by the estimate's magnitude (the start's where the estimate is 0): a
+    # parameter that collapses towards 0 then shows as undetermined relative to its own size
+    mag = np.where(x != 0, np.abs(x), scale)
+    cov, s2, dof, directions, rel_sv = covariance(J, sol.fun, names, mag,
+                                                  rcond=max(RCOND, 30.0 * problem.rtol / diff_step))
+    bad = sorted({n for dvec in directions for n in dvec.parameters()}, key=names.index)
     se = np.sqrt(np.diag(cov))
     success, message = bool(sol.success), str(sol.message)
     determined = [i for i, n in enumerate(names) if n not in bad]
@@ -381,13 +486,46 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
         success = False
         message = ("the residuals, Jacobian or covariance at the end are not finite (overflow); rescale the "
                    "data or give --weight")
+    warnings = _warnings(names, x0, x, lo, hi, scale, sol.active_mask, sol.grad)
+    try:
+        mismatches = problem.input_mismatches(x)
+    except SolverError as exc:  # the estimate no longer simulates: no estimate
+        mismatches, success, message = [], False, f"the model fails to simulate at the estimate ({exc})"
     q = float(student_t.ppf(0.975, dof))
     resid = sol.fun.reshape(len(problem.t), -1, order="F") / problem.w
     rms = {col: float(np.sqrt(np.mean(resid[:, j] ** 2))) for j, (_, col) in enumerate(problem.output_map)}
     return FitResult(names=names, initial=x0, estimate=x, stderr=se, ci_low=x - q * se,
                      ci_high=x + q * se, cov=cov, sigma=math.sqrt(s2), rms_by_output=rms, cost=float(sol.cost),
                      n_data=len(sol.fun), dof=dof, n_eval=problem.n_eval, success=success,
-                     message=message, seconds=time.perf_counter() - tic, rank_deficient=bad)
+                     message=message, seconds=time.perf_counter() - tic, rank_deficient=bad,
+                     undetermined=directions, singular_values=rel_sv, warnings=warnings,
+                     input_mismatches=mismatches)
 
 
-__all__ = ["FitError", "FitProblem", "FitResult", "LogData", "read_csv", "fit", "covariance"]
+def _warnings(names, x0, x, lo, hi, scale, active, grad) -> list:
+    """Estimates the search pressed onto a bound, or moved by orders of magnitude from the start:
+    the interval assumes an interior optimum, and a collapse of a physical constant (an inertia to
+    1e-9) usually means the model is not the experiment (an input, a fixed parameter)."""
+    out = []
+    for i, name in enumerate(names):
+        for side, bound, flag in (("lower", lo[i], -1), ("upper", hi[i], 1)):
+            if not math.isfinite(bound):
+                continue
+            gap = abs(x[i] - bound) / scale[i]  # in the optimiser's units (the start's magnitude)
+            # trust-region steps stay strictly inside the bounds and its active_mask has a tolerance:
+            # "at the bound" is also within 1e-4 of it with the cost still falling towards it
+            pressed = flag * grad[i] < 0
+            if active[i] == flag or gap <= 1e-9 or (gap <= 1e-4 and pressed):
+                out.append(f"{name} = {x[i]:.4g} is at its {side} bound {bound:g} (started at {x0[i]:.4g}): the "
+                           f"data push it beyond, so its interval does not hold; check the inputs and the fixed "
+                           f"parameters, or widen the bound (--bounds)")
+        if x0[i] != 0 and x[i] != 0:
+            decades = abs(math.log10(abs(x[i] / x0[i])))
+            if decades >= MOVE_DECADES:
+                out.append(f"{name} moved from {x0[i]:.4g} to {x[i]:.4g} ({decades:.0f} orders of magnitude)")
+        elif x0[i] != 0 and x[i] == 0:
+            out.append(f"{name} moved from {x0[i]:.4g} to 0")
+    return out
+
+
+__all__ = ["FitError", "FitProblem", "FitResult", "Direction", "LogData", "read_csv", "fit", "covariance"]

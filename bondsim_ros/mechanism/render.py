@@ -31,6 +31,7 @@ BASE_COLUMNS = {"x": 0, "y": 1, "phi": 2}  # CSV base pose -> the planar virtual
 DEFAULT_RGBA = (0.7, 0.7, 0.7, 1.0)  # shapes of a mechanism without any <render> element
 MAX_SIDE = 8192  # largest image width or height [px]
 MAX_TRIANGLES = 1_000_000  # drawn triangles of a mechanism (matplotlib draws each as a polygon)
+MAX_FRAMES = 1_000_000  # frames of one video (11 h at 25 fps): more is a t column in other units
 SUBDIVIDE_BUDGET = 400_000  # triangles the depth-sort subdivision may add up to; beyond it shapes stay coarse
 
 
@@ -430,9 +431,12 @@ class Renderer:
 
 
 def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=(), size=(1280, 960), view="auto",
-           progress=True, quiet=None) -> str:
+           progress=True, quiet=None, speed=1.0) -> str:
     """Draw FILE (mechanism XML or URDF; None: the packaged Robotino project) to OUT (.png still,
-    .mp4 or .gif along the CSV rows). ``quiet=True`` is the same as ``progress=False``."""
+    .mp4 or .gif along the CSV rows). A video plays the CSV's ``t`` column at ``speed`` times real
+    time: frame j shows the row nearest to t_0 + j * speed / fps (:func:`frame_rows`), whatever
+    the rows' spacing; a CSV without ``t`` gives one frame per row. ``every``: use every K-th row
+    only. ``quiet=True`` is the same as ``progress=False``."""
     if file is None:
         from .probes import packaged_project
 
@@ -463,7 +467,17 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
         image = renderer.draw(rows[row], "" if times is None else f"t = {times[row]:.2f} s")
         _save_png(image, out)
         return str(out)
+    if not (isinstance(fps, (int, float)) and fps > 0 and np.isfinite(fps)):
+        raise RenderError(f"frame rate {fps!r}: must be a positive number")
+    if not (isinstance(speed, (int, float)) and speed > 0 and np.isfinite(speed)):
+        raise RenderError(f"speed {speed!r}: must be a positive number")
     picked = list(range(0, len(rows), every))
+    if times is not None and "t" in header:
+        bad = np.flatnonzero(np.diff(times) < 0)
+        if bad.size:
+            raise RenderError(f"{joints_csv}:{int(bad[0]) + 3}: column 't' goes back in time "
+                              f"({times[bad[0]]:g} -> {times[bad[0] + 1]:g}); a video needs the rows in time order")
+        picked = [picked[i] for i in frame_rows(times[picked], fps, speed)]
     trail = None
     if drawing.planar_joints and all(j in rows[0] for j in drawing.planar_joints[:2]):
         trail = np.array([[r[drawing.planar_joints[0]], r[drawing.planar_joints[1]]] for r in rows])
@@ -475,7 +489,33 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
         return renderer.draw(rows[k], "" if times is None else f"t = {times[k]:.2f} s",
                              None if trail is None else trail[: k + 1])
 
-    return _write_video((frame(k) for k in picked), len(picked), out, fps, progress)
+    def frames_seq():
+        last_k, last = None, None
+        for k in picked:
+            if k != last_k:  # rows sparser than the frames: a row is drawn once, shown as long as it lasts
+                last_k, last = k, frame(k)
+            yield last
+
+    return _write_video(frames_seq(), len(picked), out, fps, progress)
+
+
+def frame_rows(times, fps, speed=1.0) -> list:
+    """Indices of the rows a video at ``fps`` shows to play ``times`` (ascending) at ``speed``
+    times real time: frame j is the row nearest to t_0 + j * speed / fps, for the
+    floor((t_end - t_0) * fps / speed) + 1 frames that span the run, so the video lasts the run's
+    duration / speed to within one frame."""
+    times = np.asarray(times, dtype=float)
+    span = float(times[-1] - times[0])
+    n = int(np.floor(span * fps / speed * (1 + 1e-12))) + 1
+    if n > MAX_FRAMES:
+        raise RenderError(f"t spans {span:g} s: {n} frames at {fps:g} fps and speed {speed:g}, above the limit of "
+                          f"{MAX_FRAMES}; is t in seconds? (a faster --speed shortens the video)")
+    if len(times) == 1:
+        return [0]
+    want = times[0] + np.arange(n) * (speed / fps)
+    i = np.clip(np.searchsorted(times, want), 1, len(times) - 1)
+    nearer_left = (want - times[i - 1]) <= (times[i] - want)
+    return [int(k) for k in np.where(nearer_left, i - 1, i)]
 
 
 def _joint_names(drawing, file, search_path) -> set:
@@ -495,11 +535,53 @@ def _save_png(image, out):
         Image.fromarray(image).save(tmp)
 
 
-def _progress(total, enabled):
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+class _LineProgress:
+    """Progress for a stderr that is no terminal (a log file, a pipe): a line every 5 % of the
+    frames or every 10 s, whichever comes first, and one at the end; rich's bar draws nothing there."""
 
-    return Progress(TextColumn("rendering"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeRemainingColumn(), disable=not enabled, transient=True)
+    def __init__(self, total, stream=None, every_s=10.0):
+        import time
+
+        self.total, self.done, self.stream, self.every_s = max(total, 1), 0, stream or sys.stderr, every_s
+        self.clock = time.monotonic
+        self.t0 = self.last_t = self.clock()
+        self.last_pct = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def add_task(self, *args, **kwargs):
+        return 0
+
+    def advance(self, task, n=1):
+        self.done += n
+        now = self.clock()
+        pct = 100 * self.done // self.total
+        if self.done >= self.total or pct >= self.last_pct + 5 or now - self.last_t >= self.every_s:
+            self.last_pct, self.last_t = pct - pct % 5, now
+            elapsed = now - self.t0
+            left = elapsed / self.done * (self.total - self.done)
+            tail = "" if self.done >= self.total else f", about {_clock(left)} left"
+            print(f"render: {self.done}/{self.total} frames ({pct}%), {_clock(elapsed)} elapsed{tail}",
+                  file=self.stream, flush=True)
+
+
+def _clock(seconds) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+def _progress(total, enabled):
+    """A rich bar on a terminal, progress lines on any other stderr, nothing when disabled."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    if enabled and not sys.stderr.isatty():
+        return _LineProgress(total)
+    return Progress(TextColumn("rendering"), BarColumn(), TextColumn("{task.completed}/{task.total} frames"),
+                    TimeElapsedColumn(), TimeRemainingColumn(), disable=not enabled, transient=True)
 
 
 def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
