@@ -489,9 +489,9 @@ def _joint_names(drawing, file, search_path) -> set:
 def _save_png(image, out):
     from PIL import Image
 
-    from bondsim_ros.outfiles import atomic_path
+    from bondsim_ros.outfiles import output_path
 
-    with atomic_path(out) as tmp:
+    with output_path(out) as tmp:
         Image.fromarray(image).save(tmp)
 
 
@@ -503,11 +503,12 @@ def _progress(total, enabled):
 
 
 def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
-    """Write the frames to ``out`` (.mp4, falling back to .gif; .gif), each file under a
-    temporary name first, so an interrupted render leaves no partial video."""
+    """Write the frames to ``out`` (.mp4, falling back to .gif; .gif) under bondsim_ros.outfiles'
+    rule: a file under a temporary name first, so an interrupted render leaves no partial video;
+    a pipe or device gets the finished video copied into it (the MP4 muxer seeks)."""
     from PIL import Image
 
-    from bondsim_ros.outfiles import atomic_path
+    from bondsim_ros.outfiles import output_path
 
     with _progress(total, progress) as bar:
         task = bar.add_task("frames", total=total)
@@ -524,7 +525,7 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
 
                 first = next(frames_seq)
                 h, w = first.shape[:2]
-                with atomic_path(out) as tmp:
+                with output_path(out) as tmp:
                     writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264",
                                                          pix_fmt_out="yuv420p", macro_block_size=8, quality=7)
                     try:
@@ -543,7 +544,7 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
                 images = ([first] if "first" in locals() else []) + rest
                 frames_seq = iter(images)
         images = [Image.fromarray(f) for f in frames_seq]
-        with atomic_path(out) as tmp:
+        with output_path(out) as tmp:
             images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
                            duration=max(1, round(1000 / fps)), loop=0)
     return str(out)

@@ -11,10 +11,19 @@ def figure_path(out_png, tag: str = ""):
 
 
 def save_figure(fig, path) -> str:
-    """Lay out, write at 110 dpi, close (figures are many in long sessions); returns the path."""
+    """Lay out, write at 110 dpi under bondsim_ros.outfiles' rule (whole or not at all; a link
+    written through, a pipe or device written to), close (figures are many in long sessions);
+    returns the path. The format is the name's suffix (none: PNG)."""
+    from pathlib import Path
+
     import matplotlib.pyplot as plt
 
+    from bondsim_ros.outfiles import output_path
+
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with output_path(path) as tmp:
+            fig.savefig(tmp, dpi=110, format=Path(path).suffix.lstrip(".").lower() or "png")
+    finally:
+        plt.close(fig)
     return str(path)
