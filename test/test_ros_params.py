@@ -284,3 +284,25 @@ def test_real_time_factor_change_changes_the_pace_and_stamps_keep_increasing():
     print(f"simulated {pace:.2f} s per wall-clock second at real_time_factor 2")
     assert 1.5 < pace < 2.3
     assert np.all(np.diff(stamps) > 0)
+
+
+def test_a_fleet_twin_refuses_its_own_rate_but_takes_the_rest():
+    """Twins of a fleet run on one shared frame clock: a rate of one's own would desynchronise
+    its frames from the clock, so it is refused by name; the other live parameters apply."""
+    from bondsim_ros.ros.graph import start_fleet
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    graph = start_fleet(1, {}, context=context)
+    try:
+        node = rclpy.create_node("param_client", context=context)
+        graph.executor.add_node(node)
+        client = Client(graph, node)
+        res = client.set("robot0/dynamics_node", ("publish_rate", 10.0), ("max_angular_velocity", 1.0))
+        assert not res[0].successful and "shared frame clock" in res[0].reason
+        assert res[1].successful
+        assert client.get("robot0/dynamics_node", "publish_rate", "max_angular_velocity") == [33.0, 1.0]
+        assert graph.nodes["robot0"].limits.max_angular == 1.0
+    finally:
+        graph.shutdown()
+        rclpy.try_shutdown(context=context)
