@@ -54,6 +54,14 @@ def _kind(path) -> str:
     return "file" if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else "stream"
 
 
+def is_stream(path) -> bool:
+    """``path`` is standard output (``-``), a device, FIFO or socket: written to, never replaced."""
+    try:
+        return _kind(path) != "file"
+    except OSError:
+        return False
+
+
 def real_file(path) -> Path:
     """Where a file written at ``path`` lands: the target of a symbolic link (followed through
     every link in the chain; a dangling link's target is created), else ``path`` itself."""
@@ -220,4 +228,5 @@ def write_text_atomic(path, text: str, option: str = "") -> Path:
     return Path(path)
 
 
-__all__ = ["OutputError", "Output", "STDOUT", "check_output", "output_path", "real_file", "write_text_atomic"]
+__all__ = ["OutputError", "Output", "STDOUT", "check_output", "is_stream", "output_path", "real_file",
+           "write_text_atomic"]

@@ -183,3 +183,32 @@ def test_writer_failure_leaves_the_target_and_no_temporary(tmp_path):
             raise RuntimeError("writer failed")
     assert target.read_text() == "old\n" and link.is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.csv", "link.csv"]
+
+
+def test_plot_of_several_figures_into_a_pipe_is_refused_and_makes_no_files(tmp_path, capsys):
+    """arm3dof's plot is several figures named after --plot (r_joints.png, ...): a pipe or
+    device has no name to give them; they used to be made as files beside it (/dev/full_joints.png)."""
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    rc = main(["simulate", "arm3dof", "--t-end", "0.1", "--dt-out", "0.05", "-q", "--plot", str(fifo)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "a device or pipe takes one figure" in err and "Traceback" not in err, err
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe.png"]
+
+
+def test_mp4_into_a_pipe_without_ffmpeg_is_an_error_not_a_gif_beside_it(tmp_path, inputs, capsys, monkeypatch):
+    """Where MP4 cannot be written a file gets a GIF beside it instead; a pipe's reader wants
+    the MP4 it asked for, and no file is made beside the pipe."""
+    import imageio_ffmpeg
+
+    def no_ffmpeg(*a, **k):
+        raise RuntimeError("no ffmpeg here")
+
+    monkeypatch.setattr(imageio_ffmpeg, "write_frames", no_ffmpeg)
+    fifo = tmp_path / "pipe.mp4"
+    os.mkfifo(fifo)
+    argv, _, _ = COMMANDS["render -o mp4"]
+    rc = main(argv(inputs, str(fifo)))
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot write MP4 (no ffmpeg here)" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "pipe.mp4"]

@@ -508,7 +508,7 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
     a pipe or device gets the finished video copied into it (the MP4 muxer seeks)."""
     from PIL import Image
 
-    from bondsim_ros.outfiles import output_path
+    from bondsim_ros.outfiles import is_stream, output_path
 
     with _progress(total, progress) as bar:
         task = bar.add_task("frames", total=total)
@@ -537,6 +537,8 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
                         writer.close()
                 return str(out)
             except (ImportError, RuntimeError, OSError) as exc:
+                if is_stream(out):  # no file name beside a pipe or device for the GIF
+                    raise RenderError(f"{out}: cannot write MP4 ({exc})") from None
                 gif = out.with_suffix(".gif")
                 print(f"render: cannot write MP4 ({exc}); writing {gif.name} instead", file=sys.stderr)
                 out = gif

@@ -3,10 +3,17 @@ from __future__ import annotations
 
 
 def figure_path(out_png, tag: str = ""):
-    """Where a model's figure ``tag`` goes: ``out.png`` -> ``out_tag.png`` (no suffix: .png)."""
+    """Where a model's figure ``tag`` goes: ``out.png`` -> ``out_tag.png`` (no suffix: .png).
+    A tagged figure has no name to take after a device or pipe (``--plot /dev/stdout``): an
+    OutputError, rather than a file made beside the device."""
     from pathlib import Path
 
+    from bondsim_ros.outfiles import OutputError, is_stream
+
     out = Path(out_png)
+    if tag and is_stream(out):
+        raise OutputError(f"{out}: a device or pipe takes one figure, and this plot has several "
+                          f"(such as {out.stem}_{tag}{out.suffix or '.png'}): give a file name")
     return out.with_name(f"{out.stem}{'_' + tag if tag else ''}{out.suffix or '.png'}")
 
 
