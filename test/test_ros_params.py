@@ -231,7 +231,7 @@ def test_publish_rate_change_changes_the_joint_state_rate_and_is_reported():
           f"{fast} in 2 s back at 33 Hz")
     assert 12 <= len(wall) <= 34
     assert np.median(np.diff(stamps)) == pytest.approx(0.1, rel=0.05)  # stamps: one simulated frame apart
-    assert fast > 40  # 66 nominal
+    assert fast > 30  # 66 nominal; 10 Hz would give 20
     texts = [s.message for a in diag for s in a.status if s.name.endswith("/parameters")]
     assert any("publish_rate 33 -> 10" in t for t in texts), texts
 
