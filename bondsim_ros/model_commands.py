@@ -7,7 +7,6 @@ from __future__ import annotations
 from bondsim_ros.plotting import save_figure
 
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -66,12 +65,12 @@ def _params(items):
     return out
 
 
-def check_output_path(path, option: str) -> Path:
+def check_output_path(path, option: str, *, stdout_ok: bool = False) -> Path:
     """Refuse an output path that cannot be written, before any work is done (the commands'
     one check: bondsim_ros.outfiles)."""
     from bondsim_ros.outfiles import check_output
 
-    return check_output(path, option)
+    return check_output(path, option, stdout_ok=stdout_ok)
 
 
 def _check_run_options(t_end, dt_out, args):
@@ -91,18 +90,19 @@ def _check_run_options(t_end, dt_out, args):
         raise CLIError(f"--hmax must be positive, got {args.hmax:g}")
 
 
-def _write_csv(result, out: Path) -> Path:
-    """Write next to the target (renamed into place once the plots are written too): a failed
-    write (disk full) or a failed plot leaves neither a partial file nor a replaced one."""
+def _write_csv(result, out):
+    """Stage the CSV (bondsim_ros.outfiles.Output), put in place once the plots are written too:
+    a failed write (disk full) or a failed plot leaves neither a partial file nor a replaced one."""
     from bondsim_ros.cli import CLIError
+    from bondsim_ros.outfiles import Output
 
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    staged = Output(out, "--csv", stdout_ok=True)
     try:
-        result.to_csv(tmp)
+        result.to_csv(staged.stage())
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        staged.discard()
         raise CLIError(f"--csv {out}: cannot write: {exc.strerror or exc}") from None
-    return tmp
+    return staged
 
 
 def _warn_not_finite(result) -> None:
@@ -142,7 +142,7 @@ def cmd_simulate(args) -> int:
     if t_end is None or dt_out is None:
         raise CLIError("give --t-end and --dt-out (this model suggests no defaults)")
     _check_run_options(t_end, dt_out, args)
-    csv_out = check_output_path(args.csv, "--csv") if args.csv else None
+    csv_out = check_output_path(args.csv, "--csv", stdout_ok=True) if args.csv else None
     if args.plot:
         check_output_path(args.plot, "--plot")
     params = _params(args.param)
@@ -178,16 +178,14 @@ def cmd_simulate(args) -> int:
                 written = own(result, args.plot)
             else:
                 written = plot_result(result, args.plot)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, CLIError) as exc:
         if csv_tmp is not None:  # nothing half-done: the run's CSV goes with its failed plot
-            csv_tmp.unlink(missing_ok=True)
+            csv_tmp.discard()
+        if isinstance(exc, CLIError):  # a figure that could not be put in place (bondsim_ros.outfiles)
+            raise CLIError(f"--plot {exc}") from None
         raise CLIError(f"--plot {args.plot}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
     if csv_tmp is not None:
-        try:
-            os.replace(csv_tmp, csv_out)
-        except OSError as exc:
-            csv_tmp.unlink(missing_ok=True)
-            raise CLIError(f"--csv {csv_out}: cannot write: {exc.strerror or exc}") from None
+        csv_tmp.commit()
     if not args.quiet:
         s = result.stats
         print(f"[bondsim] {compiled.name}: t = 0..{t_end:g} s, {len(result.t)} output rows, "
@@ -195,7 +193,7 @@ def cmd_simulate(args) -> int:
               f"{', %d events' % s['events'] if s.get('events') else ''}), "
               f"solve {result.timings['solve']:.3f} s, build {t_build:.2f} s"
               f"{' (cached)' if compiled.from_cache else ''}", file=sys.stderr)
-        for f in ([args.csv] if args.csv else []) + list(written):
+        for f in ([args.csv] if args.csv and args.csv != "-" else []) + list(written):
             print(f"[bondsim] wrote {f}", file=sys.stderr)
     return 0
 
@@ -223,15 +221,18 @@ def cmd_draw(args) -> int:
     from bondsim_ros.bondgraph.draw import draw
     from bondsim_ros.cli import CLIError
 
+    from bondsim_ros.outfiles import output_path
+
     check_output_path(args.output, "--output")
     model, _ = _load(args.model)
     try:
-        out = draw(model, args.output, max_depth=args.depth)
+        with output_path(args.output, "--output") as tmp:  # the drawing takes its format from the suffix
+            draw(model, tmp, max_depth=args.depth)
     except (ValueError, RuntimeError) as exc:
         raise CLIError(str(exc)) from None
     except OSError as exc:
         raise CLIError(f"--output {args.output}: cannot write: {exc.strerror or exc}") from None
-    print(f"wrote {out}", file=sys.stderr)
+    print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 

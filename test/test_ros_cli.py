@@ -33,8 +33,9 @@ def test_bad_numbers_are_refused_by_name(capfd, argv, message):
 
 
 @pytest.mark.parametrize("body, message", [
-    ("publish_rate: -5.0", "publish_rate: must be a positive number, got -5.0"),
-    ("publish_rate: fast", "Trying to set parameter 'publish_rate' to 'fast'"),
+    ("publish_rate: -5.0", "publish_rate: must be finite, in [0.1, 1000], got -5.0"),
+    ("publish_rate: .nan", "publish_rate: must be finite, in [0.1, 1000], got nan"),
+    ("publish_rate: fast", "publish_rate: expected a floating-point number (write 3.0, not 3), got 'fast'"),
     ("no_such_parameter: 1", "unknown parameter 'no_such_parameter'"),
     ("reference: cmd_vel\n    cmd_vel_topic: 'bad topic'", "cmd_vel_topic: 'bad topic' is not a valid topic name"),
     ("reference: teleport", "reference: rose | builtin | cmd_vel | waypoints | joint_trajectory, got 'teleport'"),

@@ -171,11 +171,12 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     return LogData(names, np.column_stack(cols), str(bag), notes)
 
 
-def write_log(log: LogData, path) -> Path:
-    from bondsim_ros.outfiles import atomic_path
+def write_log(log: LogData, path, option: str = "") -> Path:
+    """Write the log as CSV under bondsim_ros.outfiles' rule (``-``: standard output)."""
+    from bondsim_ros.outfiles import output_path
 
     path = Path(path)
-    with atomic_path(path) as tmp, open(tmp, "w") as fh:
+    with output_path(path, option, stdout_ok=True) as tmp, open(tmp, "w") as fh:
         fh.write(",".join(log.names) + "\n")
         for row in log.data:
             fh.write(",".join(repr(float(v)) for v in row) + "\n")

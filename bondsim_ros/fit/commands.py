@@ -135,12 +135,12 @@ def cmd_fit(args) -> int:
     except (FitError, ModelError) as exc:
         raise CLIError(str(exc)) from None
     _report(result, problem, args.quiet)
-    from bondsim_ros.outfiles import atomic_path, write_text_atomic
+    from bondsim_ros.outfiles import output_path, write_text_atomic
 
     if args.json:
         doc = {"model": compiled.name, "data": args.data, **result.as_dict()}
         # NaN/inf (a parameter the data do not determine) as null: the file stays strict JSON
-        write_text_atomic(args.json, json.dumps(_json_safe(doc), indent=2) + "\n")
+        write_text_atomic(args.json, json.dumps(_json_safe(doc), indent=2) + "\n", "--json")
     if args.config_out and not result.usable:
         why = "did not converge" if not result.success else "gave no usable estimate"
         print(f"[bondsim] {args.config_out} not written: the fit {why}", file=sys.stderr)
@@ -149,18 +149,17 @@ def cmd_fit(args) -> int:
         notes = {n: f"fitted by bondsim-ros fit to {args.data}: 95% CI [{lo:.6g}, {hi:.6g}]"
                  for n, lo, hi in zip(result.names, result.ci_low, result.ci_high)}
         try:
-            with atomic_path(args.config_out) as tmp:
+            with output_path(args.config_out, "--config-out") as tmp:
                 entry.write_config(dict(zip(result.names, result.estimate)), tmp, notes)
         except (ValueError, OSError) as exc:
             raise CLIError(f"--config-out: {exc}") from None
     if args.csv or args.plot:
         fitted = problem.simulate(result.estimate)
         if args.csv:
-            with atomic_path(args.csv) as tmp:
+            with output_path(args.csv, "--csv") as tmp:
                 _write_csv(tmp, problem, fitted)
         if args.plot:
-            with atomic_path(args.plot) as tmp:
-                plot_fit(problem, problem.simulate(result.initial), fitted, tmp, result)
+            plot_fit(problem, problem.simulate(result.initial), fitted, args.plot, result)
     if not args.quiet:
         for f in (args.json, args.config_out, args.csv, args.plot):
             if f:
@@ -178,7 +177,7 @@ def cmd_bag2csv(args) -> int:
     from .bag import bag_to_log, write_log
     from .core import FitError
 
-    check_output(args.output, "-o")
+    check_output(args.output, "-o", stdout_ok=True)
     if Path(args.output).resolve() == Path(args.bag).resolve():
         raise CLIError(f"-o {args.output} is the bag itself")
     if args.wheel_sign is not None and not (math.isfinite(args.wheel_sign) and args.wheel_sign != 0):
@@ -218,7 +217,7 @@ def cmd_bag2csv(args) -> int:
         raise CLIError(f"{cfg_path}: robot_wheel_sign is {wheel_sign!r}, expected a finite, non-zero number")
     try:
         log = bag_to_log(args.bag, cmd_vel, joint_states, wheels, float(wheel_sign), odom=odom)
-        write_log(log, args.output)
+        write_log(log, args.output, "-o")
     except FitError as exc:
         raise CLIError(str(exc)) from None
     except OSError as exc:

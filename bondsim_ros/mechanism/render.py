@@ -529,9 +529,9 @@ def _joint_names(drawing, file, search_path) -> set:
 def _save_png(image, out):
     from PIL import Image
 
-    from bondsim_ros.outfiles import atomic_path
+    from bondsim_ros.outfiles import output_path
 
-    with atomic_path(out) as tmp:
+    with output_path(out) as tmp:
         Image.fromarray(image).save(tmp)
 
 
@@ -585,11 +585,12 @@ def _progress(total, enabled):
 
 
 def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
-    """Write the frames to ``out`` (.mp4, falling back to .gif; .gif), each file under a
-    temporary name first, so an interrupted render leaves no partial video."""
+    """Write the frames to ``out`` (.mp4, falling back to .gif; .gif) under bondsim_ros.outfiles'
+    rule: a file under a temporary name first, so an interrupted render leaves no partial video;
+    a pipe or device gets the finished video copied into it (the MP4 muxer seeks)."""
     from PIL import Image
 
-    from bondsim_ros.outfiles import atomic_path
+    from bondsim_ros.outfiles import is_stream, output_path
 
     with _progress(total, progress) as bar:
         task = bar.add_task("frames", total=total)
@@ -606,7 +607,7 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
 
                 first = next(frames_seq)
                 h, w = first.shape[:2]
-                with atomic_path(out) as tmp:
+                with output_path(out) as tmp:
                     writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264",
                                                          pix_fmt_out="yuv420p", macro_block_size=8, quality=7)
                     try:
@@ -618,6 +619,8 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
                         writer.close()
                 return str(out)
             except (ImportError, RuntimeError, OSError) as exc:
+                if is_stream(out):  # no file name beside a pipe or device for the GIF
+                    raise RenderError(f"{out}: cannot write MP4 ({exc})") from None
                 gif = out.with_suffix(".gif")
                 print(f"render: cannot write MP4 ({exc}); writing {gif.name} instead", file=sys.stderr)
                 out = gif
@@ -625,7 +628,7 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
                 images = ([first] if "first" in locals() else []) + rest
                 frames_seq = iter(images)
         images = [Image.fromarray(f) for f in frames_seq]
-        with atomic_path(out) as tmp:
+        with output_path(out) as tmp:
             images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
                            duration=max(1, round(1000 / fps)), loop=0)
     return str(out)

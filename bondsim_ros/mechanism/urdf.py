@@ -14,8 +14,6 @@ import json
 import math
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -421,7 +419,11 @@ def _source_files(mech: Mechanism) -> set:
 
 
 def write_atomically(payload: dict) -> list:
-    """Write every file into a temporary folder first, then move each into place."""
+    """Write every file under bondsim_ros.outfiles' rule (a file via a temporary one beside it, a
+    link through to its target, a pipe or device in place), putting none in place until all are
+    written."""
+    from bondsim_ros.outfiles import Output
+
     if not payload:
         return []
     for path in payload:
@@ -430,20 +432,20 @@ def write_atomically(payload: dict) -> list:
         for folder in path.parents:
             if folder.exists() and not folder.is_dir():
                 raise MechanismError(f"cannot write {path}: {folder} is not a folder")
-    root = Path(os.path.commonpath([str(p.parent.resolve()) for p in payload]))
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".xml2urdf-", dir=root))
+    staged = []
     try:
-        staged = []
-        for i, (path, data) in enumerate(payload.items()):
-            t = tmp / f"{i}"
-            t.write_bytes(data)
-            staged.append((t, path))
-        for t, path in staged:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(t, path)
+        for path, data in payload.items():
+            out = Output(path)
+            if out.kind == "file":
+                path.parent.mkdir(parents=True, exist_ok=True)
+            staged.append(out)
+            out.stage().write_bytes(data)
+        while staged:
+            staged[0].commit()
+            staged.pop(0)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for out in staged:
+            out.discard()
     return [str(p) for p in payload]
 
 

@@ -5,10 +5,12 @@ multicast; a user who sets the variable keeps full control. A twin beside a real
 the robot's computer: ROS's own default range, SUBNET, which the twin launch file
 (`discovery_range:=`) and `bondsim-ros up --bridge` (`--discovery`) select (docs/ros.md).
 """
+import math
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 DISCOVERY_RANGES = ("OFF", "LOCALHOST", "SUBNET", "SYSTEM_DEFAULT")  # ROS_AUTOMATIC_DISCOVERY_RANGE, Jazzy+
 
@@ -134,10 +136,159 @@ def run_node(node_class, args=None) -> None:
         rclpy.try_shutdown(context=context)
 
 
-def declare_parameters(node, params: dict) -> dict:
-    """Declare ``{name: (default, description)}`` on ``node``; returns the values in effect."""
-    from rcl_interfaces.msg import ParameterDescriptor
+class Param(NamedTuple):
+    """One row of a node's parameter table: the single source of its name (the key), type (the
+    default's), default, allowed values, description and whether it can change while running.
 
-    for key, (default, desc) in params.items():
-        node.declare_parameter(key, default, ParameterDescriptor(description=desc))
-    return {k: node.get_parameter(k).value for k in params}
+    ``low``/``high``: inclusive range of a number (NaN and inf are never allowed); ``nonzero``:
+    0 is not; ``choices``: the allowed strings; ``live``: applied while the node runs (else
+    read-only: it applies at start only)."""
+
+    default: Any
+    description: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple = ()
+    live: bool = False
+    nonzero: bool = False
+
+
+def _kind(default) -> str:
+    if isinstance(default, bool):
+        return "a boolean (true or false)"
+    if isinstance(default, int):
+        return "an integer"
+    if isinstance(default, float):
+        return "a floating-point number (write 3.0, not 3)"
+    if isinstance(default, str):
+        return "a string"
+    return "a list of strings" if default and isinstance(default[0], str) else "a list of numbers"
+
+
+def allowed(spec: Param) -> str:
+    """The allowed values of ``spec`` in words (descriptors' additional_constraints, errors)."""
+    if spec.choices:
+        return " | ".join(spec.choices)
+    parts = []
+    if isinstance(spec.default, float) or (isinstance(spec.default, list) and spec.default
+                                           and isinstance(spec.default[0], float)):
+        parts.append("finite")
+    if spec.low is not None or spec.high is not None:
+        lo = "-inf" if spec.low is None else f"{spec.low:g}"
+        hi = "inf" if spec.high is None else f"{spec.high:g}"
+        parts.append(f"in [{lo}, {hi}]")
+    if spec.nonzero:
+        parts.append("not 0")
+    return ", ".join(parts)
+
+
+def check_value(name: str, spec: Param, value) -> str | None:
+    """Why ``value`` is not allowed for parameter ``name`` (naming it and what is allowed), or
+    None. Types are strict, as ROS's: 3 is no double, "true" no boolean."""
+    import array
+
+    d = spec.default
+    if isinstance(d, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(d, (int, float)):
+        ok = isinstance(value, type(d)) and not isinstance(value, bool)
+    elif isinstance(d, str):
+        ok = isinstance(value, str)
+    else:
+        item = str if d and isinstance(d[0], str) else float
+        ok = isinstance(value, (list, tuple, array.array)) and all(
+            isinstance(v, item) and not isinstance(v, bool) for v in value)
+    if not ok:
+        return f"{name}: expected {_kind(d)}, got {value!r}"
+    rule = allowed(spec)
+    if isinstance(d, float):
+        bad = (not math.isfinite(value) or (spec.low is not None and value < spec.low)
+               or (spec.high is not None and value > spec.high) or (spec.nonzero and value == 0))
+        if bad:
+            return f"{name}: must be {rule}, got {value!r}"
+    elif isinstance(d, int) and not isinstance(d, bool):
+        if (spec.low is not None and value < spec.low) or (spec.high is not None and value > spec.high):
+            return f"{name}: must be {rule}, got {value!r}"
+    elif isinstance(d, list) and d and isinstance(d[0], float):
+        for i, v in enumerate(value):
+            if not math.isfinite(v):
+                return f"{name}: every entry must be a finite number, got {v!r} at index {i}"
+    if spec.choices and value not in spec.choices:
+        return f"{name}: {rule}, got {value!r}"
+    return None
+
+
+def descriptor(name: str, spec: Param):
+    """The rcl_interfaces ParameterDescriptor of a table row: type, description, range,
+    read_only."""
+    from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+
+    d = spec.default
+    if isinstance(d, bool):
+        ptype = ParameterType.PARAMETER_BOOL
+    elif isinstance(d, int):
+        ptype = ParameterType.PARAMETER_INTEGER
+    elif isinstance(d, float):
+        ptype = ParameterType.PARAMETER_DOUBLE
+    elif isinstance(d, str):
+        ptype = ParameterType.PARAMETER_STRING
+    elif d and isinstance(d[0], str):
+        ptype = ParameterType.PARAMETER_STRING_ARRAY
+    else:
+        ptype = ParameterType.PARAMETER_DOUBLE_ARRAY
+    desc = ParameterDescriptor(name=name, type=ptype, description=spec.description,
+                               additional_constraints=allowed(spec), read_only=not spec.live)
+    if spec.low is not None and spec.high is not None:
+        if ptype == ParameterType.PARAMETER_DOUBLE:
+            desc.floating_point_range = [FloatingPointRange(from_value=float(spec.low), to_value=float(spec.high),
+                                                            step=0.0)]
+        elif ptype == ParameterType.PARAMETER_INTEGER:
+            desc.integer_range = [IntegerRange(from_value=int(spec.low), to_value=int(spec.high), step=0)]
+    return desc
+
+
+def declare_parameters(node, params: dict, on_change=None) -> dict:
+    """Declare every row of ``params`` ({name: Param}) on ``node`` with its descriptor; returns
+    the values in effect. A start value that is not allowed is a ValueError naming every bad
+    parameter. Afterwards every SetParameters request is checked against the table (refused
+    with the reason) and the accepted changes of live parameters are passed, as {name: value},
+    to ``on_change``, which applies them (a ValueError from it refuses the change)."""
+    from rclpy.exceptions import ParameterException
+
+    errors, values = [], {}
+    for key, spec in params.items():
+        try:
+            node.declare_parameter(key, spec.default, descriptor(key, spec))
+        except ParameterException as exc:  # rclpy's type or range check of the start value
+            given = node._parameter_overrides.get(key)  # rcl's parse of --ros-args, files, overrides
+            errors.append((given is not None and check_value(key, spec, given.value)) or f"{key}: {exc}")
+            continue
+        values[key] = node.get_parameter(key).value
+        if error := check_value(key, spec, values[key]):
+            errors.append(error)
+    if errors:
+        raise ValueError(f"invalid {node.get_name()} parameters: " + "; ".join(errors))
+    node.add_on_set_parameters_callback(lambda changed: _on_set(params, changed, on_change))
+    return values
+
+
+def _on_set(params: dict, changed, on_change):
+    from rcl_interfaces.msg import SetParametersResult
+
+    changes = {}
+    for param in changed:
+        spec = params.get(param.name)
+        if spec is None:  # rclpy's own (use_sim_time)
+            continue
+        if not spec.live:  # rclpy refuses read-only ones first; kept for a table edited alone
+            return SetParametersResult(successful=False, reason=f"{param.name}: applies at start only (read-only)")
+        reason = check_value(param.name, spec, param.value)
+        if reason:
+            return SetParametersResult(successful=False, reason=reason)
+        changes[param.name] = param.value
+    if changes and on_change is not None:
+        try:
+            on_change(changes)
+        except ValueError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+    return SetParametersResult(successful=True)

@@ -30,7 +30,7 @@ from std_srvs.srv import SetBool, Trigger
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import CommandError, JointTrajectory, Limits
 
-from ._env import declare_parameters, run_node
+from ._env import Param, declare_parameters, run_node
 
 
 def tf_message():
@@ -65,48 +65,54 @@ def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
         out.append(Parameter(key, value=value))
     return out
 
-PARAMS = {
-    # name: (default, description)
-    "model": ("robotino", "robot to run: a registered robot (bondsim_ros.robots entry point) or a YAML model "
-                          "file with a mechanism: section"),
-    "reference": ("rose", "reference source: rose or builtin (the model's own) | cmd_vel | waypoints | "
-                          "joint_trajectory"),
-    "joint_trajectory_topic": ("joint_trajectory", "trajectory_msgs/JointTrajectory topic (reference=joint_trajectory)"),
-    "publish_clock": (True, "publish /clock (rosgraph_msgs/Clock) with the simulated time"),
-    "publish_rate": (33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)"),
-    "real_time_factor": (1.0, "simulated seconds per wall-clock second"),
-    "cmd_vel_topic": ("cmd_vel", "velocity command topic"),
-    "cmd_vel_type": ("auto", "auto | twist | stamped (Nav2: Twist on Jazzy, TwistStamped on Kilted)"),
-    "cmd_vel_timeout": (0.5, "seconds without a command before the twin is brought to rest"),
-    "max_linear_velocity": (1.0, "clamp for |(vx, vy)| [m/s]"),
-    "max_angular_velocity": (3.0, "clamp for |wz| [rad/s]"),
-    "waypoints": ([0.0], "flat list x1, y1, phi1, x2, y2, phi2, ... for reference=waypoints"),
-    "odom_frame": ("odom", "odometry frame id"),
-    "base_frame": ("base_footprint", "robot base frame id"),
-    "frame_prefix": ("", "prefix for frame ids (several robots); joint names stay the URDF's, as "
-                         "robot_state_publisher looks them up"),
-    "mechanism": ("", "mechanism XML whose probes are compared (empty: the robot's own)"),
-    "robot_config": ("", "the robot plug-in's parameter YAML (Robotino: e.g. calibrated by `bondsim-ros fit "
-                         "--config-out`; empty: its packaged config/robotino.yaml)"),
-    "probes": ([""], "probe names whose /probes/NAME points are compared with the model (empty: all)"),
-    "rtol": (1e-6, "solver relative tolerance"),
-    "hmax": (0.02, "largest solver step [s]"),
-}
-
-
 # reference parameter -> the twin's command kind
 COMMAND_OF_REFERENCE = {"rose": "builtin", "builtin": "builtin", "cmd_vel": "twist", "waypoints": "twist",
                         "joint_trajectory": "trajectory"}
+
+# The node's parameters: names, types (the defaults'), defaults, allowed values, descriptions
+# (config/dynamics.yaml lists them all; test_ros_params checks it against this table). Live
+# ones change the running node (SetParameters, `ros2 param set`); the rest apply at start.
+PARAMS = {
+    "model": Param("robotino", "robot to run: a registered robot (bondsim_ros.robots entry point) or a YAML model "
+                               "file with a mechanism: section"),
+    "reference": Param("rose", "reference source: rose or builtin (the model's own) | cmd_vel | waypoints | "
+                               "joint_trajectory", choices=tuple(COMMAND_OF_REFERENCE)),
+    "joint_trajectory_topic": Param("joint_trajectory",
+                                    "trajectory_msgs/JointTrajectory topic (reference=joint_trajectory)"),
+    "publish_clock": Param(True, "publish /clock (rosgraph_msgs/Clock) with the simulated time"),
+    "publish_rate": Param(33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)",
+                          low=0.1, high=1000.0, live=True),
+    "real_time_factor": Param(1.0, "simulated seconds per wall-clock second", low=0.001, high=1000.0, live=True),
+    "cmd_vel_topic": Param("cmd_vel", "velocity command topic"),
+    "cmd_vel_type": Param("auto", "auto | twist | stamped (Nav2: Twist on Jazzy, TwistStamped on Kilted)",
+                          choices=("auto", "twist", "stamped")),
+    "cmd_vel_timeout": Param(0.5, "seconds [s] without a command before the twin is brought to rest",
+                             low=0.001, high=3600.0, live=True),
+    "max_linear_velocity": Param(1.0, "clamp for |(vx, vy)| [m/s]", low=0.001, high=100.0, live=True),
+    "max_angular_velocity": Param(3.0, "clamp for |wz| [rad/s]", low=0.001, high=1000.0, live=True),
+    "waypoints": Param([0.0], "flat list x1, y1, phi1, x2, y2, phi2, ... [m, m, rad] for reference=waypoints"),
+    "odom_frame": Param("odom", "odometry frame id"),
+    "base_frame": Param("base_footprint", "robot base frame id"),
+    "frame_prefix": Param("", "prefix for frame ids (several robots); joint names stay the URDF's, as "
+                              "robot_state_publisher looks them up"),
+    "mechanism": Param("", "mechanism XML whose probes are compared (empty: the robot's own)"),
+    "robot_config": Param("", "the robot plug-in's parameter YAML (Robotino: e.g. calibrated by `bondsim-ros fit "
+                              "--config-out`; empty: its packaged config/robotino.yaml)"),
+    "probes": Param([""], "probe names whose /probes/NAME points are compared with the model (empty: all)"),
+    "rtol": Param(1e-6, "solver relative tolerance", low=1e-12, high=0.1),
+    "hmax": Param(0.02, "largest solver step [s]", low=1e-6, high=10.0),
+}
 
 
 class DynamicsNode(Node):
     def __init__(self, name="dynamics_node", overrides: dict | None = None, own_timer: bool = True, **kwargs):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
-        p = declare_parameters(self, PARAMS)
+        p = declare_parameters(self, PARAMS, on_change=self._apply_parameters)
         self._validate(p)
         self.p = p
         command = COMMAND_OF_REFERENCE[p["reference"]]
-        limits = Limits(max_linear=p["max_linear_velocity"], max_angular=p["max_angular_velocity"])
+        # one object shared with the twin: live changes of the limits reach its clamping
+        self.limits = limits = Limits(max_linear=p["max_linear_velocity"], max_angular=p["max_angular_velocity"])
         tic = time.perf_counter()
         from bondsim_ros.robots import RobotError, load_robot
 
@@ -152,6 +158,7 @@ class DynamicsNode(Node):
 
         self._cmd_sub = None
         self._next_cmd = None  # the newest accepted cmd_vel, applied at the next frame
+        self._last_cmd_raw = None  # that command as received, clamped anew when the limits change
         self._last_cmd_wall = None
         if p["reference"] == "cmd_vel":
             self._setup_cmd_vel()
@@ -189,16 +196,9 @@ class DynamicsNode(Node):
 
     # -- parameters ----------------------------------------------------------------------
     def _validate(self, p):
+        """What the table (PARAMS) cannot say of one value alone; types, ranges and choices are
+        checked by declare_parameters."""
         errors = []
-        if p["reference"] not in COMMAND_OF_REFERENCE:
-            errors.append(f"reference: {' | '.join(COMMAND_OF_REFERENCE)}, got {p['reference']!r}")
-        for key in ("publish_rate", "real_time_factor", "cmd_vel_timeout", "max_linear_velocity",
-                    "max_angular_velocity", "rtol", "hmax"):
-            v = p[key]
-            if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                errors.append(f"{key}: must be a positive number, got {v!r}")
-        if p["cmd_vel_type"] not in ("auto", "twist", "stamped"):
-            errors.append(f"cmd_vel_type: auto | twist | stamped, got {p['cmd_vel_type']!r}")
         try:
             self.resolve_topic_name(p["cmd_vel_topic"])
         except Exception as exc:  # noqa: BLE001 - rclpy's name validation: say which parameter
@@ -209,6 +209,45 @@ class DynamicsNode(Node):
             errors.append(f"robot_config: no such file {p['robot_config']!r}")
         if errors:
             raise ValueError("invalid dynamics_node parameters: " + "; ".join(errors))
+
+    def _apply_parameters(self, changes: dict):
+        """Apply accepted changes of the live parameters (values already checked against
+        PARAMS) and report them on /diagnostics; a ValueError refuses the whole request."""
+        if "publish_rate" in changes and self.timer is None:
+            raise ValueError("publish_rate: this twin's frames come from a shared frame clock (a fleet); "
+                             "its rate is set at start")
+        old = {k: self.p[k] for k in changes}
+        if "real_time_factor" in changes:
+            if not self.paused:  # re-anchor: the simulated time goes on from where it is now
+                self._sim_base, self._wall_base = self.sim_time_now(), time.monotonic()
+            self.p["real_time_factor"] = changes["real_time_factor"]
+            if not self.paused:
+                self._set_stamp_base()
+        if "publish_rate" in changes:
+            self.p["publish_rate"] = changes["publish_rate"]
+            self.period = 1.0 / changes["publish_rate"]
+            self.timer.timer_period_ns = int(round(self.period * 1e9))
+            self.timer.reset()  # the new period from now, not after the old one ran out
+            self._slot = None  # the skipped-frame count restarts on the new grid
+        if "cmd_vel_timeout" in changes:
+            self.p["cmd_vel_timeout"] = changes["cmd_vel_timeout"]
+        if "max_linear_velocity" in changes or "max_angular_velocity" in changes:
+            self.p.update({k: v for k, v in changes.items() if k.startswith("max_")})
+            self.limits.max_linear = self.p["max_linear_velocity"]
+            self.limits.max_angular = self.p["max_angular_velocity"]
+            if self.follower is not None:
+                self.follower.max_linear, self.follower.max_angular = self.limits.max_linear, self.limits.max_angular
+            if self._last_cmd_raw is not None and self._last_cmd_wall is not None:
+                self._next_cmd = self.twin.limit_twist(*self._last_cmd_raw)  # the command in force, clamped anew
+        text = ", ".join(f"{k} {old[k]:g} -> {v:g}" for k, v in changes.items())
+        self.get_logger().info(f"parameters set: {text}")
+        pre = self.p["frame_prefix"]
+        st = DiagnosticStatus(level=DiagnosticStatus.OK, name=f"{pre}{self.twin.name}/parameters",
+                              hardware_id=f"{pre}{self.twin.name}_twin", message=f"set: {text}")
+        st.values = [KeyValue(key=k, value=f"{self.p[k]:g}") for k, spec in PARAMS.items() if spec.live]
+        arr = DiagnosticArray(status=[st])
+        arr.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(arr)
 
     # -- cmd_vel ---------------------------------------------------------------------------
     def _setup_cmd_vel(self):
@@ -282,6 +321,7 @@ class DynamicsNode(Node):
             self.get_logger().warning(f"rejected cmd_vel: {exc}", throttle_duration_sec=1.0)
             return
         self._next_cmd = applied
+        self._last_cmd_raw = vals
         if any(abs(a - v) > 1e-12 for a, v in zip(applied, vals)):
             self.get_logger().warning(f"cmd_vel {vals} clamped to {applied}", throttle_duration_sec=1.0)
         self._last_cmd_wall = time.monotonic()

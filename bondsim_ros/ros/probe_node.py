@@ -21,15 +21,17 @@ from sensor_msgs.msg import JointState
 
 from bondsim_ros.mechanism.probes import ProbeKinematics
 
-from ._env import declare_parameters, run_node
+from ._env import Param, declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters, tf_message
 
+# The node's parameters (see dynamics_node.PARAMS): all apply at start.
 PARAMS = {
-    "mechanism": ("", "mechanism XML (project or robot root); default: the packaged Robotino"),
-    "odom_frame": ("odom", "frame the probe points are expressed in"),
-    "base_frame": ("base_footprint", "robot base frame (child of odom in /tf)"),
-    "frame_prefix": ("", "prefix of frame ids (several robots); joint names are the URDF's"),
-    "use_tf2": ("auto", "auto | true | false: look probe frames up with tf2 (auto: where tf2_ros is installed)"),
+    "mechanism": Param("", "mechanism XML (project or robot root); default: the packaged Robotino"),
+    "odom_frame": Param("odom", "frame the probe points are expressed in"),
+    "base_frame": Param("base_footprint", "robot base frame (child of odom in /tf)"),
+    "frame_prefix": Param("", "prefix of frame ids (several robots); joint names are the URDF's"),
+    "use_tf2": Param("auto", "auto | true | false: look probe frames up with tf2 (auto: where tf2_ros is installed)",
+                     choices=("auto", "true", "false")),
 }
 TF2_WAIT = 0.5  # s a joint state waits for its transforms in the tf2 buffer
 
@@ -47,8 +49,6 @@ class ProbeNode(Node):
         self.pubs = {name: self.create_publisher(PointStamped, f"probes/{name}", 10) for name in self.kin.probe_names}
         self.base_poses = collections.OrderedDict()  # stamp ns -> (x, y, phi)
         self.pending = collections.OrderedDict()  # joint states waiting for their base pose
-        if p["use_tf2"] not in ("auto", "true", "false"):
-            raise ValueError(f"invalid probe_node parameters: use_tf2: auto | true | false, got {p['use_tf2']!r}")
         self.tf2 = None
         if p["use_tf2"] != "false":
             try:

@@ -20,13 +20,14 @@ from std_msgs.msg import String
 
 from bondsim_ros.mechanism.urdf_chain import UrdfChain, translation_quaternion
 
-from ._env import declare_parameters, run_node
+from ._env import Param, declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters, tf_message
 
+# The node's parameters (see dynamics_node.PARAMS): all apply at start.
 PARAMS = {
-    "robot_description": ("", "URDF text; empty: read the file given by `urdf`"),
-    "urdf": ("", "URDF file; empty: the packaged urdf/robotino.urdf"),
-    "frame_prefix": ("", "prefix of every frame id (several robots), as robot_state_publisher's"),
+    "robot_description": Param("", "URDF text; empty: read the file given by `urdf`"),
+    "urdf": Param("", "URDF file; empty: the packaged urdf/robotino.urdf"),
+    "frame_prefix": Param("", "prefix of every frame id (several robots), as robot_state_publisher's"),
 }
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)

@@ -26,22 +26,25 @@ from sensor_msgs.msg import JointState
 
 from bondsim_ros.msgutil import stamp_ns, yaw
 
-from ._env import declare_parameters, run_node
+from ._env import Param, declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters
 
+# The node's parameters (see dynamics_node.PARAMS; config/robotino_bridge.yaml lists them all):
+# all apply at start.
 PARAMS = {
-    "robot_cmd_vel": ("/cmd_vel", "the real driver's velocity command topic (ros2-robotino: <namespace>/cmd_vel)"),
-    "robot_cmd_vel_stamped": (False, "true if the driver's cmd_vel is TwistStamped"),
-    "robot_odom": ("/odom", "the real driver's odometry"),
-    "robot_joint_states": ("/joint_states", "the real driver's wheel joint states"),
-    "robot_wheel_joints": (["wheel0_joint", "wheel1_joint", "wheel2_joint"],
-                           "the driver's wheel joint names, in the order of the twin's wheel1..3"),
-    "robot_wheel_sign": (-1.0, "multiply the driver's wheel speeds by this to match the twin's axle convention "
-                               "(ros2-robotino's wheels turn about -1 0 0, the twin's about 1 0 0)"),
-    "twin_cmd_vel": ("/twin/cmd_vel", "the twin's velocity command topic (its dynamics_node in cmd_vel mode)"),
-    "twin_odom": ("/twin/odom", "the twin's odometry"),
-    "twin_joint_states": ("/twin/joint_states", "the twin's joint states"),
-    "twin_wheel_joints": (["wheel1_axle", "wheel2_axle", "wheel3_axle"], "the twin's wheel joint names"),
+    "robot_cmd_vel": Param("/cmd_vel", "the real driver's velocity command topic (ros2-robotino: <namespace>/cmd_vel)"),
+    "robot_cmd_vel_stamped": Param(False, "true if the driver's cmd_vel is TwistStamped"),
+    "robot_odom": Param("/odom", "the real driver's odometry"),
+    "robot_joint_states": Param("/joint_states", "the real driver's wheel joint states"),
+    "robot_wheel_joints": Param(["wheel0_joint", "wheel1_joint", "wheel2_joint"],
+                                "the driver's wheel joint names, in the order of the twin's wheel1..3"),
+    "robot_wheel_sign": Param(-1.0, "multiply the driver's wheel speeds by this to match the twin's axle convention "
+                                    "(ros2-robotino's wheels turn about -1 0 0, the twin's about 1 0 0)",
+                              low=-1000.0, high=1000.0, nonzero=True),
+    "twin_cmd_vel": Param("/twin/cmd_vel", "the twin's velocity command topic (its dynamics_node in cmd_vel mode)"),
+    "twin_odom": Param("/twin/odom", "the twin's odometry"),
+    "twin_joint_states": Param("/twin/joint_states", "the twin's joint states"),
+    "twin_wheel_joints": Param(["wheel1_axle", "wheel2_axle", "wheel3_axle"], "the twin's wheel joint names"),
 }
 
 

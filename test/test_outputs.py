@@ -1,0 +1,214 @@
+"""Every output of every command follows one rule (bondsim_ros.outfiles): a regular file is
+replaced whole, a symbolic link is written through (the link stays), a FIFO or character device
+is written to and never replaced, ``-`` is standard output where the option allows it, and a
+write that fails (no space left on the device) is a clean error with exit status 2."""
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from bondsim_ros.cli import main
+
+ROBOT = """<robot id="r" name="R">
+  <joint name="j1">
+    <drive type="revolute_z"/>
+    <link id="l1" name="link1"/>
+    <cuboid id="c1" lx="1" ly="1" lz="1" mass="1"/>
+    <render ref="c1" color="red"/>
+  </joint>
+</robot>
+"""
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """A mechanism XML, a joint CSV and a small drive-log bag for the commands that read files."""
+    from test_fit_input import CMD, JS, T0, write_bag
+
+    src = tmp_path / "in" / "R.xml"
+    src.parent.mkdir()
+    src.write_text(ROBOT)
+    joints = src.parent / "j.csv"
+    joints.write_text("t,j1\n0,0\n0.1,0.5\n0.2,1\n")
+    bag = write_bag(src.parent / "bag", [(T0, 0.5, 0.0, 0.0)],
+                    [(T0 + k * 10**7, T0 + k * 10**7, (k, 2 * k, 3 * k)) for k in range(5)])
+    return {"xml": src, "joints": joints, "bag": bag, "cmd": CMD, "js": JS}
+
+
+# (name, argv for output OUT, output suffix, what the written bytes start with)
+COMMANDS = {
+    "simulate --csv": (lambda i, out: ["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.01", "-q",
+                                       "--csv", out], ".csv", b"t,"),
+    "simulate --plot": (lambda i, out: ["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.01", "-q",
+                                        "--plot", out], ".png", b"\x89PNG"),
+    "xml2urdf -o": (lambda i, out: ["xml2urdf", str(i["xml"]), "-o", out, "-q"], ".urdf", b"<?xml"),
+    "render -o png": (lambda i, out: ["render", str(i["xml"]), "-o", out, "--size", "80x64", "-q"], ".png",
+                      b"\x89PNG"),
+    "render -o mp4": (lambda i, out: ["render", str(i["xml"]), "-o", out, "--joints", str(i["joints"]),
+                                      "--size", "80x64", "-q"], ".mp4", None),
+    "bag2csv -o": (lambda i, out: ["bag2csv", str(i["bag"]), "-o", out, "--cmd-vel", i["cmd"], "--joint-states",
+                                   i["js"], "--wheel-joints", "a,b,c", "--no-odom"], ".csv", b"t,"),
+    "draw -o": (lambda i, out: ["draw", "dc_motor", "-o", out], ".dot", b"digraph"),
+}
+
+
+def starts_right(data: bytes, suffix: str, head) -> bool:
+    if head is None:  # MP4: a box size, then the ftyp box
+        return data[4:8] == b"ftyp"
+    return data.startswith(head)
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_symlinked_output_is_written_through(tmp_path, inputs, command):
+    """The link stays a link and its target gets the new content (a link to a file elsewhere,
+    e.g. results kept in another folder, is not replaced by a copy)."""
+    argv, suffix, head = COMMANDS[command]
+    target = tmp_path / "kept" / f"result{suffix}"
+    target.parent.mkdir()
+    target.write_bytes(b"old")
+    link = tmp_path / "out" / f"r{suffix}"
+    link.parent.mkdir()
+    link.symlink_to(os.path.relpath(target, link.parent))
+    assert main(argv(inputs, str(link))) == 0
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert starts_right(target.read_bytes(), suffix, head), target.read_bytes()[:40]
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temporary file left
+
+
+def read_fifo_in_thread(path):
+    got = {}
+
+    def reader():
+        with open(path, "rb") as fh:
+            got["data"] = fh.read()
+
+    t = threading.Thread(target=reader, daemon=True)  # daemon: a FIFO never opened cannot hang the run
+    t.start()
+    return t, got
+
+
+@pytest.mark.parametrize("command", ["simulate --csv", "xml2urdf -o", "render -o png", "render -o mp4",
+                                     "bag2csv -o"])
+def test_fifo_receives_the_output_and_stays_a_fifo(tmp_path, inputs, command):
+    argv, suffix, head = COMMANDS[command]
+    fifo = tmp_path / f"pipe{suffix}"
+    os.mkfifo(fifo)
+    thread, got = read_fifo_in_thread(fifo)
+    assert main(argv(inputs, str(fifo))) == 0
+    thread.join(timeout=60)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced by a file"
+    assert not thread.is_alive(), "nothing was written into the FIFO"
+    assert starts_right(got["data"], suffix, head), got["data"][:40]
+
+
+@pytest.fixture
+def full_device(tmp_path):
+    """A character device that behaves as /dev/full (major 1, minor 7: every write fails with
+    ENOSPC), made in the test's folder so that a regression cannot destroy the real one."""
+    node = tmp_path / "full"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("making a device node needs root (CAP_MKNOD)")
+    return node
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_full_device_gives_a_clean_error_and_survives(tmp_path, inputs, full_device, capsys, command):
+    argv, _, _ = COMMANDS[command]
+    if command == "render -o png":  # render takes the format from the name: a link with one
+        out = tmp_path / "full.png"
+        out.symlink_to(full_device)
+    elif command == "render -o mp4":
+        out = tmp_path / "full.mp4"
+        out.symlink_to(full_device)
+    elif command in ("xml2urdf -o", "draw -o"):
+        out = tmp_path / f"full{COMMANDS[command][1]}"
+        out.symlink_to(full_device)
+    else:
+        out = full_device
+    rc = main(argv(inputs, str(out)))
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "No space left on device" in err and "Traceback" not in err, err
+    assert str(out) in err, err
+    assert stat.S_ISCHR(os.stat(full_device).st_mode), "the device node was replaced"
+    assert os.path.islink(out) or out == full_device
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_csv_to_standard_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not a file named "-"
+    rc = main(["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.05", "-q", "--csv", "-"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("t,") and len(lines) == 4, out  # header and t = 0, 0.05, 0.1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["render", "{xml}", "-o", "-"], ["xml2urdf", "{xml}", "-o", "-"],
+                                  ["simulate", "dc_motor", "--plot", "-"], ["draw", "dc_motor", "-o", "-"]])
+def test_dash_is_refused_where_the_output_cannot_go_to_stdout(tmp_path, inputs, capsys, argv, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc = main([a.format(xml=inputs["xml"]) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot go to standard output" in err, err
+    assert not (tmp_path / "-").exists()
+
+
+def test_replaced_file_keeps_its_mode(tmp_path):
+    out = tmp_path / "r.csv"
+    out.write_text("old\n")
+    out.chmod(0o640)
+    assert main(["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.05", "-q", "--csv", str(out)]) == 0
+    assert out.read_text().startswith("t,")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+
+
+def test_writer_failure_leaves_the_target_and_no_temporary(tmp_path):
+    from bondsim_ros.outfiles import output_path
+
+    target = tmp_path / "kept.csv"
+    target.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    with pytest.raises(RuntimeError):
+        with output_path(link) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("writer failed")
+    assert target.read_text() == "old\n" and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.csv", "link.csv"]
+
+
+def test_plot_of_several_figures_into_a_pipe_is_refused_and_makes_no_files(tmp_path, capsys):
+    """arm3dof's plot is several figures named after --plot (r_joints.png, ...): a pipe or
+    device has no name to give them; they used to be made as files beside it (/dev/full_joints.png)."""
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    rc = main(["simulate", "arm3dof", "--t-end", "0.1", "--dt-out", "0.05", "-q", "--plot", str(fifo)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "a device or pipe takes one figure" in err and "Traceback" not in err, err
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe.png"]
+
+
+def test_mp4_into_a_pipe_without_ffmpeg_is_an_error_not_a_gif_beside_it(tmp_path, inputs, capsys, monkeypatch):
+    """Where MP4 cannot be written a file gets a GIF beside it instead; a pipe's reader wants
+    the MP4 it asked for, and no file is made beside the pipe."""
+    import imageio_ffmpeg
+
+    def no_ffmpeg(*a, **k):
+        raise RuntimeError("no ffmpeg here")
+
+    monkeypatch.setattr(imageio_ffmpeg, "write_frames", no_ffmpeg)
+    fifo = tmp_path / "pipe.mp4"
+    os.mkfifo(fifo)
+    argv, _, _ = COMMANDS["render -o mp4"]
+    rc = main(argv(inputs, str(fifo)))
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot write MP4 (no ffmpeg here)" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "pipe.mp4"]
