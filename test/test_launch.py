@@ -553,6 +553,7 @@ def test_generic_nav2_launch_runs_another_mobile_base(prefix, tmp_path):
 
 @pytest.mark.parametrize("launch_file,args,expected", [
     ("nav2.launch.py", ("model:=arm3dof",), "nav2.launch.py: model:=arm3dof has no planar base"),
+    ("nav2.launch.py", ("localization:=gps",), 'Argument "localization" provided value "gps" is not valid'),
     ("twin.launch.py", ("model:=arm3dof",), "twin.launch.py: model:=arm3dof has no planar base"),
     ("twin.launch.py", ("model:=omni5dpo",), "twin.launch.py: model:=omni5dpo needs bridge_config:=FILE"),
     ("rviz.launch.py", ("model:=no_such_robot",),
