@@ -1,14 +1,25 @@
-"""Drive a mobile-base twin with Nav2 (by default the Robotino on the paper's walled floor).
+"""Drive a mobile-base twin with Nav2, localized by AMCL on the twin's simulated laser scan (by
+default the Robotino in the RCLL-style arena).
 
     ros2 launch bondsim_ros nav2.launch.py [model:=robotino|omni5dpo|dualarm|FILE.yaml] [rviz:=true]
-                                           [map:=MAP.yaml] [params_file:=NAV2_PARAMS.yaml]
+                                           [localization:=amcl|static] [map:=MAP.yaml]
+                                           [params_file:=NAV2_PARAMS.yaml]
 
-The twin runs in cmd_vel mode; Nav2 (nav2_bringup navigation + map server) plans on map:=
-(default config/maps/robotino_floor.yaml) with params_file:= (default config/nav2_params.yaml,
-whose footprint is the Robotino's: robot_radius 0.19 m; give another base's own). The twin's
-odometry is exact, so map -> odom is a static identity transform instead of AMCL (there is no
-simulated laser). Nav2 commands /cmd_vel and plans for base_footprint in odom: the model must be
-a mobile base that takes /cmd_vel (the launch refuses others before any node starts).
+The twin runs in cmd_vel mode. sensor_node simulates its laser scanner (`scan`), IR sensors and
+bumper against map:= (default config/maps/rcll_arena.yaml), the same file map_server serves;
+bumper_stop passes Nav2's /cmd_vel on to the twin's cmd_vel_bumper and holds it at zero for 2 s
+after a bumper contact, as the Robotino's driver does. Nav2 (nav2_bringup's navigation_launch.py)
+plans on that map with params_file:= (default config/nav2_params.yaml: the Robotino's footprint,
+robot_radius 0.19 m, AMCL and the costmaps' obstacle layers on `scan`; give another base's own).
+
+localization:=amcl (default): nav2_amcl localizes on `scan` and publishes map -> odom; it starts
+at the twin's start pose (the map's origin: set_initial_pose in params_file), so it is localized
+from the first scan. map_server and amcl are lifecycle-managed by lifecycle_manager_localization,
+as nav2_bringup's localization_launch.py does. localization:=static: map -> odom is a static
+identity transform (the twin's odometry is exact), no AMCL.
+
+The model must be a mobile base that takes /cmd_vel (the launch refuses others before any node
+starts).
 """
 import os
 
@@ -21,6 +32,8 @@ from launch.substitutions import Command, LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
+LOCALIZATION = ("amcl", "static")
+
 
 def _nodes(context):
     import launch.logging
@@ -30,33 +43,50 @@ def _nodes(context):
     share = get_package_share_directory("bondsim_ros")
     nav2 = get_package_share_directory("nav2_bringup")
     params = os.path.join(share, "config", "dynamics.yaml")
+    localization = LaunchConfiguration("localization").perform(context)  # amcl | static: the argument's choices
     view = model_view(LaunchConfiguration("model").perform(context), "nav2.launch.py")
     require_cmd_vel(view, "nav2.launch.py", "Nav2 (it drives the base through /cmd_vel)")
     nav2_params = LaunchConfiguration("params_file").perform(context) or os.path.join(share, "config",
                                                                                        "nav2_params.yaml")
     map_yaml = LaunchConfiguration("map").perform(context) or os.path.join(share, "config", "maps",
-                                                                           "robotino_floor.yaml")
+                                                                           "rcll_arena.yaml")
     for arg, path in (("params_file", nav2_params), ("map", map_yaml)):
         if not os.path.isfile(path):
             raise ModelLaunchError(f"nav2.launch.py: {arg}:={path}: no such file")
+    map_yaml = os.path.abspath(map_yaml)  # one file for map_server and sensor_node, whatever the cwd
     if view.robot.name != "robotino" and not LaunchConfiguration("params_file").perform(context):
         launch.logging.get_logger("nav2.launch.py").warning(
             f"model:={view.spec} with config/nav2_params.yaml, whose footprint is the Robotino's (robot_radius "
             f"0.19 m): give params_file:= with this base's footprint")
     description = (ParameterValue(Command(["xacro ", str(view.xacro)]), value_type=str) if view.xacro
                    else view.description)
-    return [
+    managed = ["map_server"]
+    nodes = [
         Node(package="robot_state_publisher", executable="robot_state_publisher",
              parameters=[{"robot_description": description}]),
         Node(package="bondsim_ros", executable="dynamics_node", output="screen",
-             parameters=[params, {"model": view.spec, "reference": "cmd_vel", "cmd_vel_type": "auto"}]),
+             parameters=[params, {"model": view.spec, "reference": "cmd_vel", "cmd_vel_type": "auto",
+                                  "cmd_vel_topic": "cmd_vel_bumper"}]),
         Node(package="bondsim_ros", executable="probe_node", parameters=[params, {"mechanism": str(view.mechanism)}]),
-        Node(package="tf2_ros", executable="static_transform_publisher",
-             arguments=["--frame-id", "map", "--child-frame-id", "odom"]),
+        # the scan AMCL and the costmaps use, the IR sensors and the bumper, against the map Nav2 plans on;
+        # map -> odom is the identity at the start in both modes (the twin starts at the map's origin)
+        Node(package="bondsim_ros", executable="sensor_node", output="screen", parameters=[{"map": map_yaml}]),
+        Node(package="bondsim_ros", executable="bumper_stop", output="screen",
+             parameters=[{"cmd_vel_in": "cmd_vel", "cmd_vel_out": "cmd_vel_bumper"}]),
         Node(package="nav2_map_server", executable="map_server", name="map_server",
-             parameters=[{"yaml_filename": map_yaml}]),
-        Node(package="nav2_lifecycle_manager", executable="lifecycle_manager", name="lifecycle_manager_map",
-             parameters=[{"autostart": True, "node_names": ["map_server"]}]),
+             parameters=[nav2_params, {"yaml_filename": map_yaml}]),
+    ]
+    if localization == "amcl":
+        nodes.append(Node(package="nav2_amcl", executable="amcl", name="amcl", output="screen",
+                          parameters=[nav2_params]))
+        managed.append("amcl")
+    else:
+        nodes.append(Node(package="tf2_ros", executable="static_transform_publisher",
+                          arguments=["--frame-id", "map", "--child-frame-id", "odom"]))
+    # the name nav2_bringup's localization_launch.py gives it (RViz's Nav2 panel asks it)
+    nodes.append(Node(package="nav2_lifecycle_manager", executable="lifecycle_manager",
+                      name="lifecycle_manager_localization", parameters=[{"autostart": True, "node_names": managed}]))
+    return nodes + [
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(os.path.join(nav2, "launch", "navigation_launch.py")),
             launch_arguments={"params_file": nav2_params, "use_sim_time": "false"}.items()),
@@ -71,7 +101,12 @@ def generate_launch_description():
         DeclareLaunchArgument("model", default_value="robotino",
                               description="a mobile base that takes /cmd_vel: registered robot or YAML model file"),
         DeclareLaunchArgument("rviz", default_value="true"),
-        DeclareLaunchArgument("map", default_value="", description="map YAML; empty: config/maps/robotino_floor.yaml"),
+        DeclareLaunchArgument("localization", default_value="amcl", choices=list(LOCALIZATION),
+                              description="amcl: AMCL on the simulated scan publishes map -> odom; static: map -> "
+                                          "odom is the identity (exact odometry), no AMCL"),
+        DeclareLaunchArgument("map", default_value="",
+                              description="map YAML for map_server and sensor_node; empty: "
+                                          "config/maps/rcll_arena.yaml"),
         DeclareLaunchArgument("params_file", default_value="",
                               description="Nav2 parameters; empty: config/nav2_params.yaml (the Robotino's footprint)"),
         OpaqueFunction(function=_nodes),

@@ -1,7 +1,7 @@
-"""Drive the Robotino twin with Nav2 on the paper's walled floor: nav2.launch.py with
-model:=robotino, as before the generic launch files.
+"""Drive the Robotino twin with Nav2 in the arena: nav2.launch.py with model:=robotino, as before
+the generic launch files.
 
-    ros2 launch bondsim_ros robotino_nav2.launch.py [rviz:=true]
+    ros2 launch bondsim_ros robotino_nav2.launch.py [rviz:=true] [localization:=amcl|static] [map:=MAP.yaml]
 """
 import os
 
@@ -11,12 +11,13 @@ from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 
+ARGS = (("rviz", "true"), ("localization", "amcl"), ("map", ""))
+
 
 def generate_launch_description():
     share = get_package_share_directory("bondsim_ros")
-    return LaunchDescription([
-        DeclareLaunchArgument("rviz", default_value="true"),
-        IncludeLaunchDescription(
+    return LaunchDescription(
+        [DeclareLaunchArgument(name, default_value=default) for name, default in ARGS]
+        + [IncludeLaunchDescription(
             PythonLaunchDescriptionSource(os.path.join(share, "launch", "nav2.launch.py")),
-            launch_arguments={"model": "robotino", "rviz": LaunchConfiguration("rviz")}.items()),
-    ])
+            launch_arguments=[("model", "robotino")] + [(name, LaunchConfiguration(name)) for name, _ in ARGS])])

@@ -12,19 +12,23 @@ the main thread of a process may do.
 """
 import asyncio
 import json
+import math
+import os
 import sys
 import threading
 import time
 from pathlib import Path
 
 
-OURS = ("dynamics_node", "probe_node", "twin_bridge")
+OURS = ("dynamics_node", "probe_node", "twin_bridge", "sensor_node", "bumper_stop")
+# seconds watched after everything is up (LAUNCH_WATCH_SETTLE): longer where a test measures rates
+SETTLE = float(os.environ.get("LAUNCH_WATCH_SETTLE", "1.0"))
 
 
 def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started=()) -> None:
     """Watch the launched graph until ``joint_topic`` carries names, dynamics_node is up and
     every node of ours the launch started (``started``: executable names, filled in as the
-    launch starts them) has been discovered, then 1 s more; read their parameters."""
+    launch starts them) has been discovered, then SETTLE seconds more; read their parameters."""
     import rclpy
     from rcl_interfaces.srv import GetParameters, ListParameters
     from rclpy.parameter import parameter_value_to_python
@@ -35,6 +39,14 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started
     node = rclpy.create_node("launch_test_watcher", context=ctx)
     joint_names = {}
     subscribed = set()
+    from nav_msgs.msg import Odometry
+
+    def first_odom(m):  # the twin's start pose in odom (x, y, yaw): it rests until commanded
+        if "odom_start" not in out:
+            q = m.pose.pose.orientation
+            out["odom_start"] = [m.pose.pose.position.x, m.pose.pose.position.y,
+                                 math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y ** 2 + q.z ** 2))]
+    node.create_subscription(Odometry, "/odom", first_odom, 10)
     from rclpy.executors import SingleThreadedExecutor
 
     executor = SingleThreadedExecutor(context=ctx)
@@ -46,7 +58,7 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started
             up = {n for n, _ in node.get_node_names_and_namespaces()}
             if settled is None and joint_topic in joint_names and "dynamics_node" in up and \
                     {n for n in list(started) if n in OURS} <= up:  # discovery of each can lag the others
-                settled = time.monotonic() + 1.0
+                settled = time.monotonic() + SETTLE
             if settled is not None and time.monotonic() > settled:
                 break
             for topic, types in node.get_topic_names_and_types():

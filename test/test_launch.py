@@ -10,6 +10,7 @@ its `lifecycle_nodes` with the params_file, and lifecycle_manager_navigation man
 without RewrittenYaml, which with the default empty namespace passes the file through.
 """
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -40,7 +41,9 @@ NAV2_SERVERS = [("nav2_controller", "controller_server", "controller_server"),
                 ("opennav_docking", "opennav_docking", "docking_server")]
 STAND_INS = [("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2"),
              ("tf2_ros", "static_transform_publisher"), ("nav2_map_server", "map_server"),
-             ("nav2_lifecycle_manager", "lifecycle_manager")] + [(p, e) for p, e, _ in NAV2_SERVERS]
+             ("nav2_lifecycle_manager", "lifecycle_manager"), ("nav2_amcl", "amcl")] + [(p, e) for p, e, _ in NAV2_SERVERS]
+# stand-ins that behave as their programs where the tests rely on it (test/nav2_stand_ins.py)
+BEHAVING = ("robot_state_publisher", "static_transform_publisher", "map_server", "amcl", "lifecycle_manager", "controller_server", "planner_server")
 # what the stand-ins' real programs publish (robot_state_publisher: robot_description latched, tf, tf_static)
 THIRD_PARTY_PUBLISHES = {"robot_state_publisher": ["robot_description", "/tf", "/tf_static"]}
 
@@ -53,8 +56,14 @@ for i, a in enumerate(args[:-1]):
     if a == "--params-file":
         with open(args[i + 1]) as f:
             rec["params_files"][args[i + 1]] = f.read()
-with open(os.path.join(os.environ["STAND_IN_RECORDS"], f"{package}__{executable}__{{os.getpid()}}.json"), "w") as f:
+path = os.path.join(os.environ["STAND_IN_RECORDS"], f"{package}__{executable}__{{os.getpid()}}.json")
+with open(path, "w") as f:
     json.dump(rec, f)
+if {executable!r} in {behaving!r}:  # behaves as the real program where the tests rely on it
+    sys.path.insert(0, {here!r})
+    import nav2_stand_ins
+    nav2_stand_ins.main(rec, path)
+    sys.exit(0)
 signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
 while True:
@@ -122,14 +131,15 @@ def prefix(tmp_path_factory):
     (share / "package.xml").symlink_to(ROOT / "package.xml")
     lib = pre / "lib" / "bondsim_ros"
     lib.mkdir(parents=True)
-    for exe in ("dynamics_node", "probe_node", "twin_bridge", "state_publisher"):
+    for exe in ("dynamics_node", "probe_node", "twin_bridge", "state_publisher", "sensor_node", "bumper_stop"):
         (lib / exe).write_text(f"#!{sys.executable}\nfrom bondsim_ros.ros.{exe} import main\nmain()\n")
         (lib / exe).chmod(0o755)
     for package, exe in STAND_INS:
         _package(pre, package)
         (pre / "lib" / package).mkdir(parents=True, exist_ok=True)
         script = pre / "lib" / package / exe
-        script.write_text(STAND_IN.format(python=sys.executable, package=package, executable=exe))
+        script.write_text(STAND_IN.format(python=sys.executable, package=package, executable=exe, behaving=BEHAVING,
+                                          here=str(HERE)))
         script.chmod(0o755)
     nav2 = _package(pre, "nav2_bringup")
     (nav2 / "launch").mkdir()
@@ -140,7 +150,8 @@ def prefix(tmp_path_factory):
     return pre
 
 
-def run_launch(prefix: Path, tmp: Path, launch_file: str, joint_topic: str, *args: str) -> tuple[dict, list]:
+def run_launch(prefix: Path, tmp: Path, launch_file: str, joint_topic: str, *args: str,
+               settle: float = 1.0) -> tuple[dict, list]:
     records = tmp / "records"
     records.mkdir()
     env = dict(os.environ)
@@ -149,6 +160,7 @@ def run_launch(prefix: Path, tmp: Path, launch_file: str, joint_topic: str, *arg
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # xacro, as on a ROS install
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["STAND_IN_RECORDS"] = str(records)
+    env["LAUNCH_WATCH_SETTLE"] = str(settle)
     # data between processes over UDP on localhost: Fast DDS's shared-memory transport fails to
     # lock its port files on shared machines (open_and_lock_file failed) and then drops samples
     env.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
@@ -332,40 +344,112 @@ def test_twin_launch_discovers_over_the_subnet_by_default(monkeypatch):
         assert "".join(s.perform(LaunchContext()) for s in arg.default_value) == expected
 
 
-def test_nav2_launch(prefix, tmp_path):
-    seen, records = run_launch(prefix, tmp_path, "robotino_nav2.launch.py", "/joint_states", "rviz:=false")
+def _scan_rate(watch) -> float:
+    arrivals = watch["arrivals"]
+    assert len(arrivals) >= 10, f"{watch['topic']}: {len(arrivals)} scans"
+    return (len(arrivals) - 1) / (arrivals[-1] - arrivals[0])
+
+
+def _assert_scan_received(watch, who, frames):
+    """``who`` got scans from sensor_node as the real subscriber would: QoS compatible with the
+    publisher, frame laser_link connected to ``frames`` by /tf and /tf_static, ~15 Hz (bounds
+    for a loaded 2-core machine)."""
+    assert watch["topic"] == "/scan" and watch["reliability"] == "BEST_EFFORT", f"{who}: {watch}"
+    assert watch["publishers_compatible"] is True, f"{who}: QoS incompatible with /scan's publisher"
+    assert watch["frames"] == ["laser_link"], f"{who}: scan frames {watch['frames']}"
+    for frame in frames:
+        assert watch["resolvable"].get(f"laser_link->{frame}") is True, \
+            f"{who}: laser_link cannot be looked up in {frame} from /tf and /tf_static: {watch['resolvable']}"
+    assert 7.0 <= _scan_rate(watch) <= 25.0, f"{who}: scans at {_scan_rate(watch):.1f} Hz, sensor_node's 15 Hz"
+
+
+def _managers(records, tmp_path):
+    managed = {}
+    for m in [r for r in records if r["executable"] == "lifecycle_manager"]:
+        name = next(a.split(":=", 1)[1] for a in m["argv"] if a.startswith("__node:="))
+        vals, _ = _rcl(m, tmp_path, name)
+        assert vals["autostart"] is True
+        managed[name] = (vals["node_names"], m)
+    return managed
+
+
+@pytest.mark.parametrize("localization", ["default", "amcl", "static"])
+def test_nav2_launch(prefix, tmp_path, localization):
+    """robotino_nav2.launch.py: Nav2's servers, map_server and (localization:=amcl, the default)
+    AMCL get what they need, and the scan sensor_node simulates reaches AMCL and both costmaps'
+    obstacle layers as the real nodes subscribe to it."""
+    args = ("rviz:=false",) + (() if localization == "default" else (f"localization:={localization}",))
+    seen, records = run_launch(prefix, tmp_path, "robotino_nav2.launch.py", "/joint_states", *args, settle=5.0)
+    amcl_mode = localization != "static"
     rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
     values, _ = _rcl(rsp, tmp_path, "robot_state_publisher")
     urdf_joints = _check_urdf(values["robot_description"], tmp_path)
     assert set(seen["joint_names"]["/joint_states"]) <= urdf_joints
-    static = _one(records, "tf2_ros", "static_transform_publisher")["argv"]
-    assert static[static.index("--frame-id") + 1] == "map" and static[static.index("--child-frame-id") + 1] == "odom"
+    statics = [r for r in records if r["executable"] == "static_transform_publisher"]
+    if amcl_mode:  # AMCL publishes map -> odom
+        assert not statics, [r["argv"] for r in statics]
+    else:
+        static = _one(records, "tf2_ros", "static_transform_publisher")["argv"]
+        assert static[static.index("--frame-id") + 1] == "map" and static[static.index("--child-frame-id") + 1] == "odom"
+    # map_server and sensor_node read the same map file
     map_server = _one(records, "nav2_map_server", "map_server")
     values, unset = _rcl(map_server, tmp_path, "map_server")
     map_yaml = Path(values["yaml_filename"])
     assert map_yaml.is_file() and (map_yaml.parent / yaml.safe_load(map_yaml.read_text())["image"]).is_file()
-    managers = [r for r in records if r["executable"] == "lifecycle_manager"]
-    managed = {}
-    for m in managers:
-        name = next(a.split(":=", 1)[1] for a in m["argv"] if a.startswith("__node:="))
-        vals, _ = _rcl(m, tmp_path, name)
-        assert vals["autostart"] is True
-        managed[name] = vals["node_names"]
-    assert managed["lifecycle_manager_map"] == ["map_server"]
+    sensors = seen["parameters"]["/sensor_node"]
+    assert Path(sensors["map"]).resolve() == map_yaml.resolve() == (ROOT / "config" / "maps" / "rcll_arena.yaml")
+    # Nav2's commands reach the twin through bumper_stop
+    assert seen["parameters"]["/dynamics_node"]["reference"] == "cmd_vel"
+    assert seen["parameters"]["/bumper_stop"]["cmd_vel_in"] == "cmd_vel"
+    assert seen["parameters"]["/bumper_stop"]["cmd_vel_out"] == seen["parameters"]["/dynamics_node"][
+        "cmd_vel_topic"] == "cmd_vel_bumper"
+    managed = _managers(records, tmp_path)
+    assert managed["lifecycle_manager_localization"][0] == (["map_server", "amcl"] if amcl_mode else ["map_server"])
+    brought_up = managed["lifecycle_manager_localization"][1]
+    assert "failed" not in brought_up, brought_up["failed"]
+    assert all(states == ["inactive", "active"] for states in brought_up["managed"].values()), brought_up["managed"]
     for package, exe, node in NAV2_SERVERS:
         rec = _one(records, package, exe)
         vals, unset = _rcl(rec, tmp_path, node)
         assert not unset, f"{node}: parameters rcl parses as unset: {sorted(unset)}"
         assert vals, f"{node}: no parameters reach it from nav2_params.yaml"
-        assert node in managed["lifecycle_manager_navigation"]
-    # the costmaps live in the controller and planner servers' processes, from the same file
+        assert node in managed["lifecycle_manager_navigation"][0]
+    # the costmaps live in the controller and planner servers' processes, from the same file;
+    # their obstacle layers get the scan
     for rec, ns in ((_one(records, "nav2_controller", "controller_server"), "/local_costmap"),
                     (_one(records, "nav2_planner", "planner_server"), "/global_costmap")):
         vals, unset = _rcl(rec, tmp_path, ns.strip("/"), ns)
         assert not unset and vals["robot_base_frame"] == "base_footprint"
-    dyn = seen["parameters"]["/dynamics_node"]
-    assert dyn["reference"] == "cmd_vel"
-    _assert_no_node_died(seen, "robotino_nav2.launch.py")
+        source = rec["costmap"]["sources"].get("obstacle_layer.scan")
+        assert source and source["data_type"] == "LaserScan", f"{ns}: observation sources {rec['costmap']}"
+        assert vals["obstacle_layer.scan.obstacle_max_range"] == sensors["range_max"]
+        assert vals["obstacle_layer.scan.max_obstacle_height"] > sensors["laser_pose"][2]  # else every point is dropped
+        _assert_scan_received(source["watch"], ns, [vals["robot_base_frame"], vals["global_frame"]])
+    amcl = [r for r in records if r["executable"] == "amcl"]
+    if not amcl_mode:
+        assert not amcl
+    else:
+        amcl = _one(records, "nav2_amcl", "amcl")
+        vals, unset = _rcl(amcl, tmp_path, "amcl")
+        assert not unset
+        assert {k: vals[k] for k in ("base_frame_id", "odom_frame_id", "global_frame_id", "scan_topic",
+                                     "robot_model_type")} == {
+            "base_frame_id": "base_footprint", "odom_frame_id": "odom", "global_frame_id": "map", "scan_topic": "scan",
+            "robot_model_type": "nav2_amcl::OmniMotionModel"}
+        assert vals["laser_max_range"] == sensors["range_max"]
+        # AMCL starts where the twin starts: sensor_node's odom origin in the map composed with the first odometry
+        assert vals["set_initial_pose"] is True
+        mx, my, myaw = sensors["map_to_odom"]
+        ox, oy, oyaw = seen["odom_start"]
+        start = (mx + math.cos(myaw) * ox - math.sin(myaw) * oy, my + math.sin(myaw) * ox + math.cos(myaw) * oy,
+                 myaw + oyaw)
+        assert (vals["initial_pose.x"], vals["initial_pose.y"], vals["initial_pose.yaw"]) == pytest.approx(
+            start, abs=1e-6)
+        assert amcl["states"] == ["inactive", "active"]
+        assert amcl["configured_with"] == {"scan_topic": "scan", "base_frame_id": "base_footprint",
+                                           "odom_frame_id": "odom"}  # what the node got at runtime, too
+        _assert_scan_received(amcl["scan"], "amcl", ["base_footprint", "odom"])
+    _assert_no_node_died(seen, f"robotino_nav2.launch.py {' '.join(args)}")
 
 
 # -- the generic launch files with models other than the Robotino ------------------------------------
@@ -469,6 +553,7 @@ def test_generic_nav2_launch_runs_another_mobile_base(prefix, tmp_path):
 
 @pytest.mark.parametrize("launch_file,args,expected", [
     ("nav2.launch.py", ("model:=arm3dof",), "nav2.launch.py: model:=arm3dof has no planar base"),
+    ("nav2.launch.py", ("localization:=gps",), 'Argument "localization" provided value "gps" is not valid'),
     ("twin.launch.py", ("model:=arm3dof",), "twin.launch.py: model:=arm3dof has no planar base"),
     ("twin.launch.py", ("model:=omni5dpo",), "twin.launch.py: model:=omni5dpo needs bridge_config:=FILE"),
     ("rviz.launch.py", ("model:=no_such_robot",),

@@ -22,6 +22,9 @@ def register(sub) -> None:
     up.add_argument("--rtf", type=float, help="real-time factor")
     up.add_argument("--namespace", default="", help="namespace for all nodes (several robots)")
     up.add_argument("--bridge", action="store_true", help="also start twin_bridge (config/robotino_bridge.yaml)")
+    up.add_argument("--sensors", nargs="?", const="", default=None, metavar="MAP.yaml",
+                    help="also start sensor_node (laser scan, IR sensors, bumper against a Nav2 map; default "
+                         "config/maps/rcll_arena.yaml) and bumper_stop, which passes cmd_vel on to the twin")
     up.add_argument("--discovery", metavar="RANGE", default=None,
                     help="ROS discovery range: localhost | subnet | off | system_default (default: "
                          "$ROS_AUTOMATIC_DISCOVERY_RANGE, else subnet with --bridge to see the robot, else localhost)")
@@ -132,6 +135,7 @@ def cmd_up(args) -> int:
             bridge = load_ros_params(path).get("twin_bridge", {})
         except Exception as exc:  # noqa: BLE001 - any reading error: name the file
             raise CLIError(f"{path}: {exc}") from None
+    sensors = _sensor_params(args.sensors, dyn)
     try:
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = choose_discovery_range(args.discovery, args.bridge)
     except ValueError as exc:
@@ -144,7 +148,7 @@ def cmd_up(args) -> int:
         try:
             with sigterm_interrupts():
                 graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace, context=context,
-                                    state_publisher=None if args.no_state_publisher else state)
+                                    state_publisher=None if args.no_state_publisher else state, sensors=sensors)
         except _graph_errors() as exc:
             raise CLIError(str(exc)) from None
         if args.foxglove is not None:
@@ -171,6 +175,23 @@ def cmd_up(args) -> int:
             graph.shutdown()
         rclpy.try_shutdown(context=context)
     return 0
+
+
+def _sensor_params(map_yaml, dyn: dict) -> dict | None:
+    """sensor_node's and bumper_stop's parameters for ``--sensors [MAP.yaml]`` (None without it);
+    the twin then listens to bumper_stop's output instead of its own cmd_vel topic."""
+    from bondsim_ros.cli import CLIError
+
+    if map_yaml is None:
+        return None
+    if map_yaml:
+        if not Path(map_yaml).is_file():
+            raise CLIError(f"--sensors {map_yaml}: no such map file")
+        map_yaml = str(Path(map_yaml).resolve())
+    cmd_vel = dyn.get("cmd_vel_topic", "cmd_vel")
+    dyn["cmd_vel_topic"] = "cmd_vel_bumper"
+    return {"sensor_node": {"map": map_yaml},
+            "bumper_stop": {"cmd_vel_in": cmd_vel, "cmd_vel_out": "cmd_vel_bumper"}}
 
 
 def _check_foxglove(port, address) -> str | None:

@@ -130,11 +130,13 @@ def robot_description_params(robot) -> dict:
 
 def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge: dict | None = None,
                 namespace: str = "", context=None, with_probe: bool = True,
-                state_publisher: dict | None = None) -> Graph:
+                state_publisher: dict | None = None, sensors: dict | None = None) -> Graph:
     """Create the nodes of robotino_rviz.launch.py (rclpy must be initialised) on one executor:
     dynamics_node, probe_node, and state_publisher in place of robot_state_publisher (pass
     ``state_publisher=None`` where a real robot_state_publisher runs); twin_bridge if
-    ``bridge`` parameters are given."""
+    ``bridge`` parameters are given; sensor_node and bumper_stop if ``sensors`` is given
+    ({"sensor_node": {...}, "bumper_stop": {...}}: their parameters; the robot must have a
+    planar base)."""
     from rclpy.validate_namespace import validate_namespace
 
     from .dynamics_node import DynamicsNode
@@ -162,6 +164,19 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
         if not probe.get("mechanism"):  # the probes of the robot that runs
             probe["mechanism"] = str(nodes["dynamics_node"].twin.mechanism)
         nodes["probe_node"] = ProbeNode(overrides=probe, **kw)
+    if sensors is not None:
+        from .bumper_stop import BumperStop
+        from .sensor_node import SensorNode
+
+        if nodes["dynamics_node"].twin.state().pose is None:
+            for node in nodes.values():
+                node.destroy_node()
+            raise ValueError(f"--sensors: model {nodes['dynamics_node'].p['model']!r} has no planar base: the "
+                             f"sensors ride on a mobile base's odometry")
+        sensor_params = dict(sensors.get("sensor_node", {}))
+        sensor_params.setdefault("frame_prefix", nodes["dynamics_node"].p["frame_prefix"])
+        nodes["sensor_node"] = SensorNode(overrides=sensor_params, **kw)
+        nodes["bumper_stop"] = BumperStop(overrides=sensors.get("bumper_stop", {}), **kw)
     if bridge is not None:
         from .twin_bridge import TwinBridge
 

@@ -1,0 +1,82 @@
+"""`bondsim-ros up --sensors [MAP.yaml]`: the twin's laser scan, IR sensors and bumper in the
+one-process graph, and velocity commands through bumper_stop, as a user runs it."""
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+from geometry_msgs.msg import Twist, Vector3  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # noqa: E402
+from sensor_msgs.msg import LaserScan  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from bondsim_ros.cli import main  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_up_sensors_publishes_the_scan_and_passes_commands_on(context):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--reference", "cmd_vel", "--sensors",
+                             "--duration", "60"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    node = rclpy.create_node("up_sensors_listener", context=context)
+    scans, statics, odoms = [], [], []
+    node.create_subscription(LaserScan, "/scan", lambda m: scans.append((time.monotonic(), m)), qos_profile_sensor_data)
+    node.create_subscription(TFMessage, "/tf_static", statics.append,
+                             QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    node.create_subscription(Odometry, "/odom", odoms.append, 10)
+    cmd = node.create_publisher(Twist, "/cmd_vel", 10)
+    from rclpy.executors import SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+
+    def spin(seconds, until):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not until() and proc.poll() is None:
+            executor.spin_once(timeout_sec=0.05)
+
+    try:
+        spin(60, lambda: len(scans) >= 45)  # model build and imports take seconds on a loaded machine
+        assert len(scans) >= 45, f"{len(scans)} scans"
+        first = scans[0][1]
+        # then 1.5 s of 0.4 m/s forward through bumper_stop to the twin's cmd_vel_bumper
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            cmd.publish(Twist(linear=Vector3(x=0.4)))
+            spin(0.05, lambda: False)
+        cmd.publish(Twist())
+        spin(1.0, lambda: False)
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+        executor.shutdown()
+        node.destroy_node()
+    assert "sensor_node, bumper_stop running" in out, out[-3000:]
+    assert first.header.frame_id == "laser_link" and len(first.ranges) == 811
+    # the arena's +x wall's inner face is at x = 3.0, the scanner 0.12 m ahead of the centre
+    # (range noise sigma 0.02 m)
+    assert first.ranges[405] == pytest.approx(3.0 - 0.12, abs=0.1)
+    times = [t for t, _ in scans[:45]]
+    rate = 44 / (times[-1] - times[0])
+    assert 7.0 <= rate <= 25.0, f"{rate:.1f} Hz, sensor_node's 15 Hz (bounds for a loaded machine)"
+    static = {(t.header.frame_id, t.child_frame_id) for m in statics for t in m.transforms}
+    assert ("base_link", "laser_link") in static and ("base_footprint", "base_link") in static
+    assert odoms and odoms[-1].pose.pose.position.x > 0.3, "the commands did not reach the twin"
+    assert scans[-1][1].ranges[405] < first.ranges[405] - 0.3  # the wall seen nearer
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--sensors", "no_such_map.yaml"], "--sensors no_such_map.yaml: no such map file"),
+    (["--model", "arm3dof", "--sensors"], "--sensors: model 'arm3dof' has no planar base"),
+])
+def test_up_sensors_bad_input_is_named(capfd, argv, message):
+    rc = main(["up", *argv, "--duration", "0.5"])
+    _, err = capfd.readouterr()
+    assert rc == 2 and message in err and "Traceback" not in err, err
