@@ -11,6 +11,8 @@ import importlib
 import os
 import sys
 
+from bondsim_ros.cliargs import CLIError
+
 # Modules that contribute sub-commands, in the order they appear in --help.
 COMMAND_MODULES = [
     "bondsim_ros.model_commands",  # simulate, draw, models
@@ -18,10 +20,6 @@ COMMAND_MODULES = [
     "bondsim_ros.ros.commands",  # up, demo
     "bondsim_ros.fit.commands",  # fit
 ]
-
-
-class CLIError(Exception):
-    """A user-facing error: printed without a traceback, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,21 +37,6 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(sub)
     return parser
-
-
-def assignments(items, what: str, parse=float, form: str = "NAME=VALUE") -> dict:
-    """``["a=1", "b=2"]`` -> ``{"a": parse("1"), ...}`` for the repeatable NAME=VALUE options
-    (--param, --guess, --bounds, --weight); a malformed item is a CLIError naming it."""
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            if not sep or not name.strip():
-                raise ValueError
-            out[name.strip()] = parse(value)
-        except ValueError:
-            raise CLIError(f"{what} expects {form}, got {item!r}") from None
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,8 +91,4 @@ def _exit_now(code: int) -> None:
 
 
 if __name__ == "__main__":
-    # run the imported module's main: the commands raise bondsim_ros.cli.CLIError, which
-    # under `python -m` is not this __main__ module's class (it escaped as a traceback)
-    from bondsim_ros.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

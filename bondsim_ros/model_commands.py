@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 def _load(spec):
     from bondsim_ros.bondgraph.core import ModelError
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
     from bondsim_ros.models import resolve_model
 
     try:
@@ -56,7 +56,7 @@ MAX_OUTPUT_ROWS = 1_000_000
 
 
 def _params(items):
-    from bondsim_ros.cli import CLIError, assignments
+    from bondsim_ros.cliargs import CLIError, assignments
 
     out = assignments(items, "--param", form="NAME=NUMBER")
     for name, value in out.items():
@@ -74,7 +74,7 @@ def check_output_path(path, option: str, *, stdout_ok: bool = False) -> Path:
 
 
 def _check_run_options(t_end, dt_out, args):
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
 
     if not (math.isfinite(t_end) and math.isfinite(dt_out) and t_end > 0 and dt_out > 0):
         raise CLIError(f"--t-end and --dt-out must be positive finite numbers (got {t_end:g}, {dt_out:g})")
@@ -93,7 +93,7 @@ def _check_run_options(t_end, dt_out, args):
 def _write_csv(result, out):
     """Stage the CSV (bondsim_ros.outfiles.Output), put in place once the plots are written too:
     a failed write (disk full) or a failed plot leaves neither a partial file nor a replaced one."""
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
     from bondsim_ros.outfiles import Output
 
     staged = Output(out, "--csv", stdout_ok=True)
@@ -121,7 +121,7 @@ def cmd_simulate(args) -> int:
     from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.bondgraph.simulation import simulate
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
     from bondsim_ros.models import buildcache
     from bondsim_ros.solver import SolverError
 
@@ -219,7 +219,7 @@ def plot_result(result, out_png) -> list:
 
 def cmd_draw(args) -> int:
     from bondsim_ros.bondgraph.draw import draw
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
 
     from bondsim_ros.outfiles import output_path
 

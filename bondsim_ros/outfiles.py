@@ -29,7 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bondsim_ros.cli import CLIError
+from bondsim_ros.cliargs import CLIError
 
 STDOUT = "-"
 

@@ -217,7 +217,7 @@ def test_only_ros_imports_ros():
 def test_ros_imports_no_robot_by_name():
     # the Twin protocol (twin/), the robots registry (not a robot's own modules), the mechanism
     # layer and the package's small shared helpers
-    bad = violations("ros", allowed_layers={"twin", "mechanism", "sensors", "msgutil", "paths", "outfiles", "cli",
+    bad = violations("ros", allowed_layers={"twin", "mechanism", "sensors", "msgutil", "paths", "outfiles", "cliargs",
                                             "plotting"},
                      allowed_modules={"bondsim_ros.robots", "bondsim_ros.robots.plugin"})
     assert not bad, "ros/ imports something other than the Twin protocol, the robots registry and mechanism/:\n" \

@@ -86,7 +86,7 @@ def cmd_fit(args) -> int:
     from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.model_commands import _load
     from bondsim_ros.bondgraph.core import ModelError
-    from bondsim_ros.cli import CLIError, assignments
+    from bondsim_ros.cliargs import CLIError, assignments
 
     from .core import FitError, FitProblem, read_csv
 
@@ -170,7 +170,7 @@ def cmd_fit(args) -> int:
 def cmd_bag2csv(args) -> int:
     import yaml
 
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
     from bondsim_ros.outfiles import check_output
     from bondsim_ros.paths import share_file
 

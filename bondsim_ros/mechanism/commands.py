@@ -49,7 +49,7 @@ def register(sub) -> None:
 
 
 def cmd_xml2urdf(args) -> int:
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
     from bondsim_ros.outfiles import check_output
 
     from . import MechanismError, to_urdf
@@ -79,7 +79,7 @@ def cmd_xml2urdf(args) -> int:
 
 
 def cmd_render(args) -> int:
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
     from bondsim_ros.outfiles import check_output
 
     from . import MechanismError

@@ -60,7 +60,7 @@ def _positive(value, flag: str, what: str = "a positive number"):
     """A finite value > 0 or a CLIError naming the flag (argparse's float() admits 0, -1, nan, inf)."""
     import math
 
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
 
     if value is not None and not (math.isfinite(value) and value > 0):
         raise CLIError(f"{flag} must be {what}, got {value:g}")
@@ -70,7 +70,7 @@ def _positive(value, flag: str, what: str = "a positive number"):
 def _node_params(args):
     import yaml
 
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
 
     from .graph import load_ros_params
 
@@ -95,7 +95,7 @@ def _node_params(args):
 
 def _model_spec(spec: str) -> str:
     """A registered robot's name or a YAML model path (absolute), else a usage error naming both."""
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
     from bondsim_ros.robots import available
 
     if spec.endswith((".yaml", ".yml")):
@@ -121,7 +121,7 @@ def cmd_up(args) -> int:
 
     import os
 
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
 
     from ._env import choose_discovery_range, init_rclpy, sigterm_interrupts, spin_until_signal
     from .graph import load_ros_params, start_graph
@@ -180,7 +180,7 @@ def cmd_up(args) -> int:
 def _sensor_params(map_yaml, dyn: dict) -> dict | None:
     """sensor_node's and bumper_stop's parameters for ``--sensors [MAP.yaml]`` (None without it);
     the twin then listens to bumper_stop's output instead of its own cmd_vel topic."""
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
 
     if map_yaml is None:
         return None
@@ -198,7 +198,7 @@ def _check_foxglove(port, address) -> str | None:
     """--foxglove's port, address and libraries, checked before anything starts (usage errors:
     exit 2): a port in use ends the command here, before a graph or a recording exists.
     Returns the address to listen on (None without --foxglove)."""
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
 
     if port is None:
         if address is not None:
@@ -222,7 +222,7 @@ def _check_foxglove(port, address) -> str | None:
 
 
 def cmd_demo(args) -> int:
-    from bondsim_ros.cli import CLIError
+    from bondsim_ros.cliargs import CLIError
 
     from .demo import run_demo
 
