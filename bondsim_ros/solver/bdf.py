@@ -457,8 +457,8 @@ class BDFSolver:
     def failure(self) -> tuple:
         """What the last failure named: (kind, index), kind one of "error_test" (index: the
         unknown with the largest error estimate), "newton" (the equation with the largest
-        residual), "pivot" (the unknown without a pivot), "sparse_fill", "modes" (a mode the
-        step's end excluded at every step size, or one that chattered) or None."""
+        residual), "pivot" (the unknown without a pivot), "sparse_fill", "modes" (a mode that
+        chattered) or None."""
         kind = int(self.ist[core.I_FAIL_KIND])
         names = {core.FAIL_ERROR_TEST: "error_test", core.FAIL_NEWTON: "newton", core.FAIL_PIVOT: "pivot",
                  core.FAIL_SPARSE_FILL: "sparse_fill", core.FAIL_MODES: "modes"}
@@ -469,9 +469,7 @@ class BDFSolver:
         kind, k = self.failure()
         if status == core.UNDERFLOW:
             who = {"error_test": f" (last error-test failure on {self._var(k)})",
-                   "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})",
-                   "modes": f" (the step's end excludes mode {k} of the model's switching laws at every "
-                            f"step size)"}.get(kind, "")
+                   "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})"}.get(kind, "")
             raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h={h:.3g}{who}")
         if status == core.SINGULAR and kind == "sparse_fill":
             raise SolverError("sparse LU fill exceeded its work space; use linear_solver='dense'")

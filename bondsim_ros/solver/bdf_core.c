@@ -94,8 +94,7 @@ enum { OK = 0, UNDERFLOW = 1, SINGULAR = 2, TOO_MANY = 3,
        CHATTER = 4 /* a mode switched back and forth (wrong_mode_failure) */ };
 /* what a failure names: I_FAIL_KIND, with I_FAIL_INDEX the unknown (FAIL_ERROR_TEST: the largest
    error estimate; FAIL_PIVOT: no pivot), the equation (FAIL_NEWTON: the largest residual), or
-   the mode (FAIL_MODES: one that the step's end excludes at every step size, or one that
-   chatters) */
+   the mode (FAIL_MODES: one that chatters, CHATTER) */
 enum { FAIL_NONE, FAIL_ERROR_TEST, FAIL_NEWTON, FAIL_PIVOT, FAIL_SPARSE_FILL, FAIL_MODES };
 /* named slots of the state arrays kept between advance() calls: st (doubles), ist (integers) */
 enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST, N_FLOAT_STATE };
@@ -119,7 +118,7 @@ enum { EV_NONE, EV_SWITCHED, EV_RESTART };
 #define SAME_TOL 1e-3 /* a mode switch that moves the Newton solution by less than this (WRMS, in
    tolerance units) at the root and one step ahead only relabels the same law (Mod at a multiple) */
 #define MODE_HMIN 1000.0 /* a step whose modes its end excludes shrinks until below this x hmin,
-   then the method restarts at its start with the modes picked there (bdf_advance) */
+   then the method restarts at its start with the modes picked there (mode_failure) */
 #define CHATTER_MAX 10 /* a mode switched back at a step's start more often than this in a row, each */
 #define CHATTER_STEPS 100 /* within this many steps of the last, chatters (wrong_mode_failure) */
 #define PROBE 0.1 /* the probe step that measures y' after a restart, as a fraction of the first step */
@@ -1227,10 +1226,18 @@ static void error_test_failure(const solver_t *s, work_t *w, loop_t *L, double e
    start (IDA's quarter), which ends before the solution leaves the side the modes were chosen
    for, or crosses back into it so that the crossing is seen; once shorter steps cannot tell
    (below MODE_HMIN hmin), the modes the laws pick at the short step's end are taken at its
-   start and the method restarts there (once at a point). Returns RETRY or RESTARTED. */
+   start and the method restarts there (once at a point: if the laws exclude those too, no mode
+   is consistent just past the point, and the short step is accepted with them, its end checked
+   again by the next step; a StepSizeUnderflow here named the mode and stopped a fit of the
+   Robotino's parameters, whose wheel at rest picked its roller side from round-off both ways).
+   Returns RETRY, RESTARTED or ACCEPTED. */
 static int mode_failure(const solver_t *s, work_t *w, loop_t *L) {
     const int64_t n = s->n;
     double *D = s->D;
+    if (L->h * ETA_CF < MODE_HMIN * L->hmin && L->t == L->t_switched)
+        /* restarted here already with the modes picked past it, and the laws exclude those too:
+           no mode is consistent just past the point; accepted as wrong_mode_failure does */
+        return ACCEPTED;
     s->stats[ST_REJECTED] += 1;
     L->ramp = L->ramp && L->restart_pending;
     L->fail_kind = FAIL_MODES;
@@ -1238,7 +1245,7 @@ static int mode_failure(const solver_t *s, work_t *w, loop_t *L) {
     while (L->fail_index < s->n_modes && w->m_new[L->fail_index] == s->p[s->n_par + L->fail_index])
         L->fail_index++;
     if (L->h_mode == 0.0) L->h_mode = L->h;
-    if (L->h * ETA_CF < MODE_HMIN * L->hmin && L->t != L->t_switched) {
+    if (L->h * ETA_CF < MODE_HMIN * L->hmin) {
         L->t_switched = L->t;
         dense_output(n, L->t, L->t, L->h, L->order, D, w->yq, w->ypq);
         /* (the first step as if the restart had come before the shrinking) */
@@ -1260,8 +1267,7 @@ static int mode_failure(const solver_t *s, work_t *w, loop_t *L) {
    The start was accepted within the band, so the laws' modes just past the start are taken
    there and the method restarts (once at a point). If they are the current ones (the start was
    right, and the mode went wrong inside the step without a sign change), the step shrinks as
-   after any mode failure (mode_failure: a restart at a shorter step's end, then a
-   StepSizeUnderflow naming the mode). If the start has just been restarted with them and the
+   after any mode failure (mode_failure: a restart at a shorter step's end). If the start has just been restarted with them and the
    laws exclude the new mode too, no mode is consistent just past the point (the mode's own
    switching function jumps to the other side with it): the step is accepted with the mode the
    restart chose, as restart_at keeps a mode just switched, and the next step's end decides again,
@@ -1319,7 +1325,7 @@ static int take_step(const solver_t *s, work_t *w, loop_t *L) {
         if (mc == MODES_OK) return ATTEMPT_CONVERGED;
         int r = mc == MODES_WRONG ? wrong_mode_failure(s, w, L) : mode_failure(s, w, L);
         if (r == RESTARTED || r == CHATTERED) return r;
-        if (r == ACCEPTED) return ATTEMPT_CONVERGED;
+        if (r == ACCEPTED) return ATTEMPT_CONVERGED; /* (its end is checked again at the next step) */
     }
 }
 
