@@ -290,3 +290,110 @@ def test_a_switching_function_starting_on_zero_that_the_step_carries_across_is_s
     # z = t - 3e-6 (with K = -1 kept: z = 0). The dip is 7e-19 deep, far below atol, so where x
     # crosses zero again is known only as well as the tolerance allows: found at 9e-6
     assert np.max(np.abs(Y[:, 2] - (t - 3 * EPS_DIP))) < 30 * EPS_DIP
+
+
+# A relay whose switching function reads the rate it sets: x' = 2 - t while g = x + x'/10 is
+# negative, x' = -1 while it is positive, z' = the mode (1 while positive). From x = -1, g reaches
+# 0 at t1 = 1.9 - sqrt(2.01) (x = -(2 - t1)/10); there g jumps with the mode: to x - 0.1 < 0 with
+# the positive side's x' = -1, to x + (2 - t1)/10 > 0 with the negative side's. No mode is
+# consistent with its own switching function past t1 (the relay would have to slide along
+# g = 0). Unknowns x, z; CSC columns x (row 0), z (row 1).
+RELAY_C = """
+void res(double t, const double *y, const double *yp, const double *p, double *out) {
+    out[0] = yp[0] - (p[0] > 0.5 ? -1.0 : 2.0 - t);
+    out[1] = yp[1] - p[0];
+}
+void jac(double t, const double *y, const double *yp, const double *p, double cj, double *vals) {
+    vals[0] = cj;
+    vals[1] = cj;
+}
+void roots(double t, const double *y, const double *yp, const double *p, double *g) { g[0] = y[0] + 0.1 * yp[0]; }
+void modes(double t, const double *y, const double *yp, const double *p, double *m) {
+    m[0] = y[0] + 0.1 * yp[0] > 0.0 ? 1.0 : 0.0;
+}
+"""
+
+
+def test_a_mode_its_switching_function_excludes_is_not_carried_on(tmp_path):
+    """At t1 the relay switches to its positive side, whose x' = -1 puts g at -0.25 at once; the
+    restart keeps the mode (a mode just switched is not switched back) and g only falls from
+    there, so no sign change followed: the run went on to t = 1.5 with the mode its switching
+    function excludes all the way, x' = -1 and z' = 1, without a word. A mode that the laws
+    exclude beyond what the step's accuracy leaves undecided is switched back at the step's
+    start; switched back and forth at every step it is refused, naming the mode."""
+    from bondsim_ros.solver import BDFSolver, DAEProblem, ModeChatter, SolverError, native
+
+    lib = native.load_library(native.build_library(RELAY_C, "test_relay", tmp_path))
+    k = {name: native.CKernel(lib, name, "jac" if name == "jac" else "res")
+         for name in ("res", "jac", "roots", "modes")}
+    prob = DAEProblem(k["res"], k["jac"], indptr=np.array([0, 1, 2]), indices=np.array([0, 1]),
+                      differential=np.array([True, True]), params=np.zeros(0), roots=k["roots"],
+                      modes=k["modes"], n_roots=1, n_modes=1)
+    s = BDFSolver(prob, rtol=1e-8, atol=1e-10)
+    s.init(0.0, [-1.0, 0.0])
+    assert s.pm[0] == 0.0
+    t1 = 1.9 - math.sqrt(2.01)
+    with pytest.raises(ModeChatter, match=r"mode 0 of the model's switching laws chatters at t=0\.48") as e:
+        s.advance(np.linspace(0.1, 1.5, 15))
+    assert isinstance(e.value, SolverError)
+    assert s.failure() == ("modes", 0)
+    assert 0 <= s.t_step - t1 < 1e-3
+
+
+def _twin_replay(seed, t_end, rtol):
+    """The Robotino twin driven as benchmarks/twin_stress.py drives it (random twist commands,
+    frames of 1 to 606 ms) up to t_end; its unknowns at every frame."""
+    from bondsim_ros.robots.robotino.twin import RobotinoTwin
+
+    rng = np.random.default_rng(seed)
+    twin = RobotinoTwin(reference="twist", rtol=rtol, atol=rtol * 1e-2)
+    t, rows = 0.0, []
+    while t < t_end:
+        if rng.random() < 0.7:
+            wide = rng.random() < 0.33
+            twin.set_command(*(rng.uniform(-1, 1, 3) * ([1.5, 1.5, 6.0] if wide else [0.7, 0.7, 2.5])))
+        t += rng.choice([0.0303, 0.606, 0.05, 0.001])
+        twin.step_to(t)
+        rows.append(twin.sim.solver.y.copy())
+    return np.array(rows), twin.compiled.var_names
+
+
+def test_twin_pid_clip_kept_past_its_limit_is_switched_back():
+    """Command stream 10 of the twin stress at 14.18 s: drive 2's voltage clip switches to its
+    upper limit, and at the restart point the PID output is already back below it (the wheel
+    speed it reads moved with the switch); the restart keeps the clip. Nothing changed sign after
+    that, so the drive was held at 24 V while its PID asked for less, down to 14 V: against
+    the same commands at rtol 1e-9, the integrator was 30.7 V off and the heading 8.6 mrad. With a
+    mode the laws exclude beyond the step's accuracy switched back, the twin's default tolerances
+    (rtol 1e-6) follow the tight run to 1.4e-4 in the integrator and 1e-5 in the pose."""
+    Y, names = _twin_replay(10, 14.5, 1e-6)
+    ref, _ = _twin_replay(10, 14.5, 1e-9)
+    col = {k: names.index(k) for k in ("chassis.pos_x.x", "chassis.pos_y.x", "chassis.heading.x",
+                                       "chassis.drive2.pid.xi")}
+    pose = [col["chassis.pos_x.x"], col["chassis.pos_y.x"], col["chassis.heading.x"]]
+    assert np.max(np.abs(Y[:, pose] - ref[:, pose])) < 1e-4
+    assert np.max(np.abs(Y[:, col["chassis.drive2.pid.xi"]] - ref[:, col["chassis.drive2.pid.xi"]])) < 1e-2
+
+
+def test_robotino_wheel_at_rest_with_no_consistent_roller_side_goes_on():
+    """A fit of the Robotino's mass, yaw inertia and motor constant tried this point: at the
+    first command (t = 0.2 s) a wheel at rest starts exactly on a roller's switch, the first step
+    ends on the side its mode excludes, and the modes picked past it are excluded again after
+    the restart there (the side comes from round-off, both ways). The step then shrank to a
+    StepSizeUnderflow naming the mode, and the fit stopped. The step is now accepted with the
+    restart's modes and the next step's end decides: the run agrees with one at rtol 1e-10."""
+    from bondsim_ros.fit import FitProblem, LogData
+    from bondsim_ros.models import resolve_model
+
+    t = np.round(np.arange(0.0, 3.0 + 1e-9, 0.01), 10)
+    cmd = [np.where((t >= 0.2) & (t < 1.6), 0.6, 0.0), np.where((t >= 1.0) & (t < 2.2), -0.4, 0.0),
+           np.where(t >= 1.8, 2.0, 0.0)]
+    outs = ["w1", "w2", "w3", "i1", "i2", "i3"]
+    log = LogData(["t", "vx_cmd", "vy_cmd", "wz_cmd"] + outs, np.column_stack([t, *cmd] + [0 * t] * 6))
+    compiled = compile_model(resolve_model("robotino_twist")[0])
+    point = [15.696695157183381, 0.2258189467878833, 0.030060892994510542]
+    runs = [FitProblem(compiled, log, ["chassis_mass", "chassis_inertia", "motor_K"], outs,
+                       inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=rtol, atol=rtol * 1e-2).simulate(point)
+            for rtol in (1e-7, 1e-10)]
+    assert np.max(np.abs(runs[1][:, :3])) > 10.0  # the wheels turned (rad/s)
+    assert np.max(np.abs(runs[0] - runs[1])) < 1e-4

@@ -12,12 +12,14 @@ differential, and initial values::
 Importing it does not import numba (``kernels`` does so only for numba-compiled kernels).
 """
 from .bdf import (
-    BDFSolver, DAEProblem, InconsistentInitialValues, SingularMatrix, SolverError, StepSizeUnderflow, TooManySteps,
+    BDFSolver, DAEProblem, InconsistentInitialValues, ModeChatter, SingularMatrix, SolverError, StepSizeUnderflow,
+    TooManySteps,
 )
 from .kernels import jacobian_kernel, residual_kernel
 
 __all__ = ["BDFSolver", "DAEProblem", "SolverError", "StepSizeUnderflow", "SingularMatrix",
-           "InconsistentInitialValues", "TooManySteps", "RES_SIG", "JAC_SIG", "residual_kernel", "jacobian_kernel"]
+           "InconsistentInitialValues", "TooManySteps", "ModeChatter", "RES_SIG", "JAC_SIG", "residual_kernel",
+           "jacobian_kernel"]
 
 
 def __getattr__(name):

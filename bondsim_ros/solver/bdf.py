@@ -28,6 +28,11 @@ class TooManySteps(SolverError):
     pass
 
 
+class ModeChatter(SolverError):
+    """A mode of the model's switching laws switched back and forth at one place: both sides of
+    its switch drive the solution back to it (a sliding motion along the switch)."""
+
+
 @dataclass
 class DAEProblem:
     residual: object
@@ -121,8 +126,8 @@ class BDFSolver:
 
     Failures raise ``StepSizeUnderflow`` (naming the unknown that failed the error test or
     the equation where Newton diverged), ``SingularMatrix`` (naming the unknown without a
-    pivot), ``InconsistentInitialValues`` (naming the equation) or ``TooManySteps``;
-    ``failure()`` gives what the core reported as (kind, index).
+    pivot), ``InconsistentInitialValues`` (naming the equation), ``ModeChatter`` (naming a mode
+    switched back and forth) or ``TooManySteps``; ``failure()`` gives what the core reported as (kind, index).
     """
 
     def __init__(self, problem, rtol=1e-6, atol=1e-8, hmax=math.inf, h0=None, max_order=5, suppress_alg=True,
@@ -452,8 +457,8 @@ class BDFSolver:
     def failure(self) -> tuple:
         """What the last failure named: (kind, index), kind one of "error_test" (index: the
         unknown with the largest error estimate), "newton" (the equation with the largest
-        residual), "pivot" (the unknown without a pivot), "sparse_fill", "modes" (a mode the
-        step's end excluded at every step size) or None."""
+        residual), "pivot" (the unknown without a pivot), "sparse_fill", "modes" (a mode that
+        chattered) or None."""
         kind = int(self.ist[core.I_FAIL_KIND])
         names = {core.FAIL_ERROR_TEST: "error_test", core.FAIL_NEWTON: "newton", core.FAIL_PIVOT: "pivot",
                  core.FAIL_SPARSE_FILL: "sparse_fill", core.FAIL_MODES: "modes"}
@@ -464,15 +469,17 @@ class BDFSolver:
         kind, k = self.failure()
         if status == core.UNDERFLOW:
             who = {"error_test": f" (last error-test failure on {self._var(k)})",
-                   "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})",
-                   "modes": f" (the step's end excludes mode {k} of the model's switching laws at every "
-                            f"step size)"}.get(kind, "")
+                   "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})"}.get(kind, "")
             raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h={h:.3g}{who}")
         if status == core.SINGULAR and kind == "sparse_fill":
             raise SolverError("sparse LU fill exceeded its work space; use linear_solver='dense'")
         if status == core.SINGULAR:
             raise SingularMatrix(f"singular iteration matrix at t={t:.9g}: no pivot for unknown {self._var(k)}; "
                                  f"check the equations involving it")
+        if status == core.CHATTER:
+            raise ModeChatter(f"mode {k} of the model's switching laws chatters at t={t:.9g}: both sides of its "
+                              f"switch drive the solution back to it (a sliding motion along the switch, which "
+                              f"the solver does not integrate)")
         if status == core.TOO_MANY:
             raise TooManySteps(f"more than {self.max_steps} steps before reaching the output time (t={t:.9g})")
         raise SolverError(f"solver failed with status {status} at t={t}")

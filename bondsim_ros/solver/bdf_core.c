@@ -45,7 +45,9 @@ Functions, in file order:
     after_restart_step   IDA's start-up phase after a restart
     restart_at           switch modes at a point and restart at order 1
     predicted_crossing   a switch between the step start and the predictor (failed steps)
-    modes_inconsistent   a function that left exactly zero to the side its mode excludes
+    within_band          is a mode the laws exclude within the step's accuracy of its switch?
+    modes_inconsistent   may a step end with its modes: a function that left exactly zero to
+                         the side its mode excludes, or a mode excluded beyond the band
     handle_events        after an accepted step: detect, relabel, locate, land, restart
   the step loop (split as IDA's IDAStep)
     begin_step           step size limits (hmin, hmax, tstop) before the attempts
@@ -54,6 +56,8 @@ Functions, in file order:
                          on it (IDA's IDAHandleNFlag)
     error_test_failure   after an error-test failure: order and step (IDATestError's failure)
     mode_failure         after a step that ends with modes its laws exclude
+    wrong_mode_failure   after a step whose start and end have a mode the laws exclude: a
+                         restart at its start with their modes, or a chattering mode
     take_step            attempts until one is accepted, a restart or a failure
     enter_restart        the loop's state after a restart at an event
     complete_step        the accepted step: events, start-up phase, order and step choice
@@ -86,10 +90,11 @@ typedef void (*jac_fn)(double t, const double *y, const double *yp, const double
    (|y| + atol): the round-off its correction stalls at (newton_solve) */
 
 /* status codes of bdf_advance */
-enum { OK = 0, UNDERFLOW = 1, SINGULAR = 2, TOO_MANY = 3 };
+enum { OK = 0, UNDERFLOW = 1, SINGULAR = 2, TOO_MANY = 3,
+       CHATTER = 4 /* a mode switched back and forth (wrong_mode_failure) */ };
 /* what a failure names: I_FAIL_KIND, with I_FAIL_INDEX the unknown (FAIL_ERROR_TEST: the largest
    error estimate; FAIL_PIVOT: no pivot), the equation (FAIL_NEWTON: the largest residual), or
-   the mode (FAIL_MODES: one that the step's end excludes at every step size) */
+   the mode (FAIL_MODES: one that chatters, CHATTER) */
 enum { FAIL_NONE, FAIL_ERROR_TEST, FAIL_NEWTON, FAIL_PIVOT, FAIL_SPARSE_FILL, FAIL_MODES };
 /* named slots of the state arrays kept between advance() calls: st (doubles), ist (integers) */
 enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST, N_FLOAT_STATE };
@@ -113,7 +118,9 @@ enum { EV_NONE, EV_SWITCHED, EV_RESTART };
 #define SAME_TOL 1e-3 /* a mode switch that moves the Newton solution by less than this (WRMS, in
    tolerance units) at the root and one step ahead only relabels the same law (Mod at a multiple) */
 #define MODE_HMIN 1000.0 /* a step whose modes its end excludes shrinks until below this x hmin,
-   then the method restarts at its start with the modes picked there (bdf_advance) */
+   then the method restarts at its start with the modes picked there (mode_failure) */
+#define CHATTER_MAX 10 /* a mode switched back at a step's start more often than this in a row, each */
+#define CHATTER_STEPS 100 /* within this many steps of the last, chatters (wrong_mode_failure) */
 #define PROBE 0.1 /* the probe step that measures y' after a restart, as a fraction of the first step */
 
 #define NROWS (MAX_ORDER + 3) /* rows of the difference array D */
@@ -158,7 +165,7 @@ typedef struct {
 } solver_t;
 
 int64_t bdf_work_size(int64_t n, int64_t nnz, int64_t n_roots, int64_t n_modes) {
-    return nnz + 16 * n + 3 * NW * NW + NW * n + 5 * n_roots + 2 * n_modes + 2 * NROWS * n;
+    return nnz + 16 * n + 3 * NW * NW + NW * n + 5 * n_roots + 2 * n_modes + 2 * NROWS * n + 2 * n * n_roots;
 }
 
 int64_t bdf_struct_size(void) { return (int64_t)sizeof(solver_t); }
@@ -335,6 +342,7 @@ typedef struct {
     double *wR, *wU, *wRU, *wD;
     double *g_old, *g_new, *g_lo, *g_hi, *g_mid, *m_new, *m_past;
     double *D_prev, *D_acc;
+    double *dg; /* 2 n x n_roots: switching functions' changes (within_band) */
     double gamma[MAX_ORDER + 2], err_const[MAX_ORDER + 2];
     int64_t nmask;
 } work_t;
@@ -815,27 +823,91 @@ static double predicted_crossing(const solver_t *s, work_t *w, double t, double 
 }
 
 
-/* A converged step attempt ending at (t_acc, w->y, w->yp), switching functions in w->g_new
-   on return. A switching function that started the step exactly on zero and ends it off zero
-   changed no sign, for crosses(): the mode at the start was chosen for the side the solution
-   would move to. Did it move there? If the modes the laws pick just past the step's end (in
-   w->m_new) differ from the current ones, it did not (a wheel at rest whose angle moves by
-   round-off first one way, then the other), and a step with modes its laws exclude must not
-   be accepted. (A sign change is located by handle_events, which takes the modes just past
-   the root for every law. A function already on the wrong side at the start is one that
-   restart_at kept there on purpose: a mode just switched is not switched back.) */
-static int modes_inconsistent(const solver_t *s, work_t *w, double t_acc, double h) {
+/* Are the modes the laws pick at the step's end (t, w->y, w->yp; in w->m_new) within the step's
+   accuracy of the current ones? Each unknown of the point is known to within its error weight
+   (atol + rtol |y|, what the error test lets one step be off), and its derivative, y' = cj (y -
+   psi), to within cj times what this step's estimates leave in y: the local error estimate
+   ec |d_i| and Newton's remaining error ss |dy_i| (its convergence test's own estimate). A
+   switching function g_j is within its band of zero when moving the unknowns and derivatives
+   by those amounts can take it across zero, to first order: |g_j| <= sum_i |dg_j/dy_i| scale_i +
+   |dg_j/dy'_i| cj (ec |d_i| + ss |dy_i|) (the switching functions evaluated once per unknown and
+   once per derivative moved). The solver does not know which function belongs to which mode,
+   so it asks the laws: for each g_j within its band, the laws' modes at the corner of that box
+   that moves g_j furthest towards zero and beyond. If they are the current ones wherever the
+   end's differ, a point within the step's accuracy of the end is on the current mode's side and
+   the mode is tolerated. A restart point lies within one step's error of its root (the landing
+   that produced it is that far off the polynomial the root was found on), and y' there is what a
+   short probe measured: a mode just switched, which restart_at keeps, is within the band there
+   (a PID clip reads a wheel speed, y' of its angle); it leaves the band when the function moves
+   on. dg: n x n_roots for y, then n x n_roots for y'. */
+static int within_band(const solver_t *s, work_t *w, double t, double cj, double ec, double ss, double ttol) {
+    const int64_t n = s->n, nr = s->n_roots;
+    double *dg = w->dg, *dgp = w->dg + n * nr, *y_c = w->yq, *yp_c = w->ypq, *m_c = w->m_past;
+    double *dyp = w->r2; /* what y' may be off by */
+    for (int64_t i = 0; i < n; i++) dyp[i] = cj * (ec * fabs(w->d[i]) + ss * fabs(w->dy[i]));
+    memcpy(y_c, w->y, n * sizeof(double));
+    memcpy(yp_c, w->yp, n * sizeof(double));
+    for (int64_t i = 0; i < n; i++) {
+        y_c[i] = w->y[i] + w->scale[i];
+        s->roots(t, y_c, yp_c, s->p, dg + i * nr);
+        y_c[i] = w->y[i];
+        yp_c[i] = w->yp[i] + dyp[i];
+        s->roots(t, y_c, yp_c, s->p, dgp + i * nr);
+        yp_c[i] = w->yp[i];
+        for (int64_t j = 0; j < nr; j++) {
+            dg[i * nr + j] -= w->g_new[j];
+            dgp[i * nr + j] -= w->g_new[j];
+        }
+    }
+    for (int64_t j = 0; j < nr; j++) {
+        double band = 0.0;
+        for (int64_t i = 0; i < n; i++) band += fabs(dg[i * nr + j]) + fabs(dgp[i * nr + j]);
+        if (!(fabs(w->g_new[j]) <= band)) continue;
+        /* the corner: each unknown and derivative moved by its amount in the direction that takes
+           g_j to zero (those g_j does not read stay) */
+        double up = w->g_new[j] > 0.0 ? -1.0 : 1.0;
+        for (int64_t i = 0; i < n; i++) {
+            double a = dg[i * nr + j], b = dgp[i * nr + j];
+            y_c[i] = w->y[i] + (a > 0.0 ? up : a < 0.0 ? -up : 0.0) * w->scale[i] + ttol * w->yp[i];
+            yp_c[i] = w->yp[i] + (b > 0.0 ? up : b < 0.0 ? -up : 0.0) * dyp[i];
+        }
+        s->modes(t + ttol, y_c, yp_c, s->p, m_c);
+        int restored = 1;
+        for (int64_t k = 0; k < s->n_modes; k++)
+            if (w->m_new[k] != s->p[s->n_par + k] && m_c[k] != s->p[s->n_par + k]) restored = 0;
+        if (restored) return 1;
+    }
+    return 0;
+}
+
+/* A converged step attempt ending at (t_acc, w->y, w->yp): may it be accepted with the current
+   modes? Switching functions in w->g_new on return; when not, the modes the laws pick just past
+   the step's end in w->m_new. A sign change is no concern here (handle_events locates it and
+   takes the modes just past the root for every law). With the modes the laws pick there, the
+   residual is that of the laws themselves (every discontinuity of the model reads a mode), so
+   the point solves them as it solves F = 0. Otherwise (no sign change, modes differ):
+   - a switching function started the step exactly on zero and ends it off zero: MODES_LEFT_ZERO.
+     Such a start changed no sign, for crosses(): the mode there was chosen for the side the
+     solution would move to, and it did not move there (a wheel at rest whose angle moves by
+     round-off first one way, then the other);
+   - the end is within the step's accuracy of the current modes (within_band): MODES_OK, the mode is
+     tolerated. restart_at keeps a mode just switched although the restart point can lie a
+     step's error back across its root (switching it back would chatter at a PID's limit);
+   - else MODES_WRONG: a mode the laws exclude by more than the step's accuracy can tell, which
+     the step's start had too (kept by restart_at, then carried away from its switch). */
+enum { MODES_OK, MODES_LEFT_ZERO, MODES_WRONG };
+static int modes_inconsistent(const solver_t *s, work_t *w, double t_acc, double h, double cj, double ec,
+                              double ss) {
     const int64_t n = s->n, nr = s->n_roots;
     s->roots(t_acc, w->y, w->yp, s->p, w->g_new);
-    if (any_crossing(nr, w->g_old, w->g_new)) return 0;
-    int left_zero = 0;
-    for (int64_t j = 0; j < nr; j++)
-        if (w->g_old[j] == 0.0 && w->g_new[j] != 0.0) left_zero = 1;
-    if (!left_zero) return 0;
+    if (any_crossing(nr, w->g_old, w->g_new)) return MODES_OK;
     double ttol = event_ttol(t_acc, h);
     for (int64_t m = 0; m < n; m++) w->r2[m] = w->y[m] + ttol * w->yp[m];
     s->modes(t_acc + ttol, w->r2, w->yp, s->p, w->m_new);
-    return modes_changed(s, w->m_new);
+    if (!modes_changed(s, w->m_new)) return MODES_OK;
+    for (int64_t j = 0; j < nr; j++)
+        if (w->g_old[j] == 0.0 && w->g_new[j] != 0.0) return MODES_LEFT_ZERO;
+    return within_band(s, w, t_acc, cj, ec, ss, ttol) ? MODES_OK : MODES_WRONG;
 }
 
 
@@ -979,11 +1051,13 @@ typedef struct {
     /* per step (reset by begin_step) */
     int64_t n_err_fail, n_cut;       /* error-test failures; cuts short of a predicted switch */
     double h_mode;                   /* the step size at which its end first excluded its modes */
+    /* modes switched back at a step's start (wrong_mode_failure) */
+    int64_t n_back, k_back, steps_back; /* how often in a row, which mode, at which step count */
 } loop_t;
 
 /* outcomes of a step's attempt and of its failure handlers */
 enum { ATTEMPT_CONVERGED, ATTEMPT_NEWTON_FAILED, ATTEMPT_SINGULAR, /* step_attempt */
-       RETRY, RESTARTED };                                          /* the handlers */
+       RETRY, RESTARTED, CHATTERED, ACCEPTED };                     /* the handlers */
 
 /* The step size limits at t, before the attempts at a step: hmin, hmax and tstop. */
 static void begin_step(const solver_t *s, work_t *w, loop_t *L) {
@@ -1152,10 +1226,18 @@ static void error_test_failure(const solver_t *s, work_t *w, loop_t *L, double e
    start (IDA's quarter), which ends before the solution leaves the side the modes were chosen
    for, or crosses back into it so that the crossing is seen; once shorter steps cannot tell
    (below MODE_HMIN hmin), the modes the laws pick at the short step's end are taken at its
-   start and the method restarts there (once at a point). Returns RETRY or RESTARTED. */
+   start and the method restarts there (once at a point: if the laws exclude those too, no mode
+   is consistent just past the point, and the short step is accepted with them, its end checked
+   again by the next step; a StepSizeUnderflow here named the mode and stopped a fit of the
+   Robotino's parameters, whose wheel at rest picked its roller side from round-off both ways).
+   Returns RETRY, RESTARTED or ACCEPTED. */
 static int mode_failure(const solver_t *s, work_t *w, loop_t *L) {
     const int64_t n = s->n;
     double *D = s->D;
+    if (L->h * ETA_CF < MODE_HMIN * L->hmin && L->t == L->t_switched)
+        /* restarted here already with the modes picked past it, and the laws exclude those too:
+           no mode is consistent just past the point; accepted as wrong_mode_failure does */
+        return ACCEPTED;
     s->stats[ST_REJECTED] += 1;
     L->ramp = L->ramp && L->restart_pending;
     L->fail_kind = FAIL_MODES;
@@ -1163,7 +1245,7 @@ static int mode_failure(const solver_t *s, work_t *w, loop_t *L) {
     while (L->fail_index < s->n_modes && w->m_new[L->fail_index] == s->p[s->n_par + L->fail_index])
         L->fail_index++;
     if (L->h_mode == 0.0) L->h_mode = L->h;
-    if (L->h * ETA_CF < MODE_HMIN * L->hmin && L->t != L->t_switched) {
+    if (L->h * ETA_CF < MODE_HMIN * L->hmin) {
         L->t_switched = L->t;
         dense_output(n, L->t, L->t, L->h, L->order, D, w->yq, w->ypq);
         /* (the first step as if the restart had come before the shrinking) */
@@ -1180,8 +1262,49 @@ static int mode_failure(const solver_t *s, work_t *w, loop_t *L) {
     return RETRY;
 }
 
+/* The attempt ends with a mode its laws exclude beyond every switching function's band, a mode
+   its start had too (modes_inconsistent: MODES_WRONG; the laws' modes at the end in w->m_new).
+   The start was accepted within the band, so the laws' modes just past the start are taken
+   there and the method restarts (once at a point). If they are the current ones (the start was
+   right, and the mode went wrong inside the step without a sign change), the step shrinks as
+   after any mode failure (mode_failure: a restart at a shorter step's end). If the start has just been restarted with them and the
+   laws exclude the new mode too, no mode is consistent just past the point (the mode's own
+   switching function jumps to the other side with it): the step is accepted with the mode the
+   restart chose, as restart_at keeps a mode just switched, and the next step's end decides again,
+   from a new point. A mode switched back so more than CHATTER_MAX times in a row, each within
+   CHATTER_STEPS steps of the last, chatters: both sides of its switch drive the solution back to
+   it (a sliding motion along the switch, which no choice of mode follows); that is the failure
+   CHATTER naming the mode, not restarts by the million ending in TooManySteps.
+   Returns RETRY, RESTARTED, ACCEPTED or CHATTERED. */
+static int wrong_mode_failure(const solver_t *s, work_t *w, loop_t *L) {
+    const int64_t n = s->n;
+    double *D = s->D;
+    double ttol = event_ttol(L->t, L->h);
+    dense_output(n, L->t + ttol, L->t, L->h, L->order, D, w->yq, w->ypq);
+    s->modes(L->t + ttol, w->yq, w->ypq, s->p, w->m_past);
+    if (!modes_changed(s, w->m_past)) return mode_failure(s, w, L);
+    if (L->t == L->t_switched) return ACCEPTED;
+    int64_t k = 0;
+    while (w->m_past[k] == s->p[s->n_par + k]) k++;
+    L->fail_kind = FAIL_MODES;
+    L->fail_index = k;
+    if (k == L->k_back && s->stats[ST_STEPS] - L->steps_back <= CHATTER_STEPS) L->n_back += 1;
+    else L->n_back = 1;
+    L->k_back = k;
+    L->steps_back = s->stats[ST_STEPS];
+    if (L->n_back > CHATTER_MAX) return CHATTERED;
+    s->stats[ST_REJECTED] += 1;
+    L->ramp = L->ramp && L->restart_pending;
+    L->t_switched = L->t;
+    memcpy(w->m_new, w->m_past, s->n_modes * sizeof(double));
+    dense_output(n, L->t, L->t, L->h, L->order, D, w->yq, w->ypq);
+    L->h = restart_at(s, w, L->t, L->h, L->h, L->order, D, L->hmin, &L->cj_lu);
+    return RESTARTED;
+}
+
 /* Attempts at one step until one is accepted (ATTEMPT_CONVERGED), the method restarted at an
-   event (RESTARTED), or a failure status (UNDERFLOW, SINGULAR; L->fail_* say why). */
+   event (RESTARTED), a chattering mode (CHATTERED) or a failure status (UNDERFLOW, SINGULAR;
+   L->fail_* say why). */
 static int take_step(const solver_t *s, work_t *w, loop_t *L) {
     for (;;) {
         if (L->h < L->hmin) return UNDERFLOW;
@@ -1198,8 +1321,11 @@ static int take_step(const solver_t *s, work_t *w, loop_t *L) {
         }
         if (s->n_roots == 0) return ATTEMPT_CONVERGED;
         double t_acc = s->t_stop - L->t_new < L->hmin ? s->t_stop : L->t_new; /* (as complete_step) */
-        if (!modes_inconsistent(s, w, t_acc, L->h)) return ATTEMPT_CONVERGED;
-        if (mode_failure(s, w, L) == RESTARTED) return RESTARTED;
+        int mc = modes_inconsistent(s, w, t_acc, L->h, L->cj, w->err_const[L->order], L->ss);
+        if (mc == MODES_OK) return ATTEMPT_CONVERGED;
+        int r = mc == MODES_WRONG ? wrong_mode_failure(s, w, L) : mode_failure(s, w, L);
+        if (r == RESTARTED || r == CHATTERED) return r;
+        if (r == ACCEPTED) return ATTEMPT_CONVERGED; /* (its end is checked again at the next step) */
     }
 }
 
@@ -1313,6 +1439,7 @@ static void setup_work(solver_t *s, work_t *w) {
     w->m_past = p; p += s->n_modes;
     w->D_prev = p; p += NROWS * n;
     w->D_acc = p; p += NROWS * n;
+    w->dg = p; p += 2 * n * nr;
 
     int64_t nmask = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -1354,6 +1481,7 @@ int64_t bdf_advance(solver_t *s) {
     L.cj = 0.0;
     L.t_switched = NAN;
     L.steps_here = 0;
+    L.n_back = 0; L.k_back = -1; L.steps_back = 0;
 
     work_t w;
     setup_work(s, &w);
@@ -1376,6 +1504,7 @@ int64_t bdf_advance(solver_t *s) {
         begin_step(s, &w, &L);
         int r = take_step(s, &w, &L);
         if (r == UNDERFLOW || r == SINGULAR) { status = r; break; }
+        if (r == CHATTERED) { status = CHATTER; break; }
         if (r == RESTARTED) {
             enter_restart(s, &w, &L);
             continue;
