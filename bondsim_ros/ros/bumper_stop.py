@@ -17,15 +17,17 @@ from geometry_msgs.msg import Twist, TwistStamped
 from rclpy.node import Node
 from std_msgs.msg import Bool
 
-from ._env import declare_parameters, run_node
+from ._env import Param, declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters
 
 PARAMS = {
-    "cmd_vel_in": ("cmd_vel", "velocity commands to pass on (Nav2's, a teleop's)"),
-    "cmd_vel_out": ("cmd_vel_bumper", "where they go: the twin's cmd_vel_topic"),
-    "cmd_vel_type": ("auto", "auto (the first publisher's type) | twist | stamped"),
-    "bumper_topic": ("bumper", "std_msgs/Bool contact (sensor_node's, rto_node's topic)"),
-    "bumper_timeout": (2.0, "seconds commands are held at zero after a contact (rto_node's bumper_timeout)"),
+    "cmd_vel_in": Param("cmd_vel", "velocity commands to pass on (Nav2's, a teleop's)"),
+    "cmd_vel_out": Param("cmd_vel_bumper", "where they go: the twin's cmd_vel_topic"),
+    "cmd_vel_type": Param("auto", "auto (the first publisher's type) | twist | stamped", choices=("auto", "twist",
+                          "stamped")),
+    "bumper_topic": Param("bumper", "std_msgs/Bool contact (sensor_node's, rto_node's topic)"),
+    "bumper_timeout": Param(2.0, "seconds commands are held at zero after a contact (rto_node's bumper_timeout)",
+                            low=0.0, high=3600.0),
 }
 
 

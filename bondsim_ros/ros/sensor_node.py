@@ -27,47 +27,55 @@ from std_msgs.msg import Bool
 from bondsim_ros.paths import share_file
 from bondsim_ros.sensors import Bumper, IRSensorRing, LaserScanner, World, compose, load_map
 
-from ._env import declare_parameters, run_node
+from ._env import Param, declare_parameters, run_node
 from .dynamics_node import overrides_to_parameters, tf_message
 
 # rto_node's IR LaserScan fields (DistanceSensorArrayROS.cpp), kept as the driver sends them
 IR_SCAN_TIME, IR_RANGE_MIN, IR_RANGE_MAX, IR_POINT_Z = 0.1, 0.05, 0.65, 0.05
 
 PARAMS = {
-    "map": ("", "Nav2 map YAML (map.yaml + image) of the world the sensors see; empty: config/maps/rcll_arena.yaml"),
-    "map_to_odom": ([0.0, 0.0, 0.0], "pose of the odom frame in the map (x, y, yaw) [m, rad]"),
-    "occupied_threshold": (100, "occupancy (0..100) from which a map cell stops beams and the bumper"),
-    "unknown_is_occupied": (False, "unknown map cells (-1) stop beams and the bumper"),
-    "pose_source": ("odom", "odom (nav_msgs/Odometry on pose_topic) | tf (odom_frame -> base_frame on /tf)"),
-    "pose_topic": ("odom", "the twin's odometry topic (pose_source odom)"),
-    "odom_frame": ("odom", "odometry frame id (pose_source tf)"),
-    "base_frame": ("base_footprint", "robot base frame id (pose_source tf)"),
-    "frame_prefix": ("", "prefix of every frame id (several robots), as dynamics_node's"),
-    "sensor_parent_frame": ("base_link", "frame the sensor frames hang from (same planar pose as base_footprint)"),
+    "map": Param("",
+                 "Nav2 map YAML (map.yaml + image) of the world the sensors see; empty: config/maps/rcll_arena.yaml"),
+    "map_to_odom": Param([0.0, 0.0, 0.0], "pose of the odom frame in the map (x, y, yaw) [m, rad]"),
+    "occupied_threshold": Param(100, "occupancy (0..100) from which a map cell stops beams and the bumper",
+                                low=0, high=100),
+    "unknown_is_occupied": Param(False, "unknown map cells (-1) stop beams and the bumper"),
+    "pose_source": Param("odom", "odom (nav_msgs/Odometry on pose_topic) | tf (odom_frame -> base_frame on /tf)",
+                         choices=("odom", "tf")),
+    "pose_topic": Param("odom", "the twin's odometry topic (pose_source odom)"),
+    "odom_frame": Param("odom", "odometry frame id (pose_source tf)"),
+    "base_frame": Param("base_footprint", "robot base frame id (pose_source tf)"),
+    "frame_prefix": Param("", "prefix of every frame id (several robots), as dynamics_node's"),
+    "sensor_parent_frame": Param("base_link", "frame the sensor frames hang from (same planar pose as base_footprint)"),
     # laser scanner: SICK TiM571 defaults (bondsim_ros/sensors/models.py cites the data sheet)
-    "scan_topic": ("scan", "LaserScan topic"),
-    "laser_frame": ("laser_link", "LaserScan frame id"),
-    "laser_pose": ([0.12, 0.0, 0.25, 0.0], "scanner pose in sensor_parent_frame: x, y, z, yaw [m, rad]"),
-    "angle_min": (math.radians(-135.0), "first beam [rad]"),
-    "angle_max": (math.radians(135.0), "last beam [rad]"),
-    "angle_increment": (math.radians(1.0 / 3.0), "angle between beams [rad]"),
-    "range_min": (0.05, "minimum range [m]"),
-    "range_max": (25.0, "maximum range [m]; a beam that hits nothing within it returns it (or inf)"),
-    "scan_rate": (15.0, "scans per second of simulated time"),
-    "range_sigma": (0.02, "standard deviation of the Gaussian range noise [m] (0: exact)"),
-    "no_return": ("range_max", "what a beam without a hit returns: range_max | inf (REP 117)"),
-    "seed": (0, "seed of the noise generator (a run is reproducible)"),
-    "scan_qos": ("sensor_data", "sensor_data (best effort, as Nav2's costmaps subscribe) | reliable (depth 10)"),
+    "scan_topic": Param("scan", "LaserScan topic"),
+    "laser_frame": Param("laser_link", "LaserScan frame id"),
+    "laser_pose": Param([0.12, 0.0, 0.25, 0.0], "scanner pose in sensor_parent_frame: x, y, z, yaw [m, rad]"),
+    "angle_min": Param(math.radians(-135.0), "first beam [rad]"),
+    "angle_max": Param(math.radians(135.0), "last beam [rad]"),
+    "angle_increment": Param(math.radians(1.0 / 3.0), "angle between beams [rad]"),
+    "range_min": Param(0.05, "minimum range [m]", low=0.0, high=1000.0),
+    "range_max": Param(25.0, "maximum range [m]; a beam that hits nothing within it returns it (or inf)",
+                       low=0.0, high=1000.0),
+    "scan_rate": Param(15.0, "scans per second of simulated time", low=0.01, high=1000.0),
+    "range_sigma": Param(0.02, "standard deviation of the Gaussian range noise [m] (0: exact)", low=0.0, high=10.0),
+    "no_return": Param("range_max", "what a beam without a hit returns: range_max | inf (REP 117)",
+                       choices=("range_max", "inf")),
+    "seed": Param(0, "seed of the noise generator (a run is reproducible)"),
+    "scan_qos": Param("sensor_data", "sensor_data (best effort, as Nav2's costmaps subscribe) | reliable (depth 10)",
+                      choices=("sensor_data", "reliable")),
     # the IR sensors and bumper, as rto_node publishes them
-    "ir_scan_topic": ("irsensor_scan", "IR sensors as LaserScan (rto_node's topic)"),
-    "ir_pcl_topic": ("irsensor_pcl", "IR sensors as PointCloud (rto_node's topic)"),
-    "ir_scan_frame": ("irscan_link", "frame of the IR LaserScan (rto_node's)"),
-    "ir_pcl_frame": ("irpcl_link", "frame of the IR PointCloud (rto_node's)"),
-    "ir_radius": (0.185, "radius of the circle the IR sensors sit on [m] (the chassis' edge)"),
-    "ir_rate": (10.0, "IR readings per second of simulated time (rto_node's scan_time 0.1 s)"),
-    "ir_sigma": (0.0, "standard deviation of the IR distance noise [m]"),
-    "bumper_topic": ("bumper", "std_msgs/Bool contact (rto_node's topic)"),
-    "footprint_radius": (0.185, "radius of the bumper ring [m] (370 mm diameter)"),
+    "ir_scan_topic": Param("irsensor_scan", "IR sensors as LaserScan (rto_node's topic)"),
+    "ir_pcl_topic": Param("irsensor_pcl", "IR sensors as PointCloud (rto_node's topic)"),
+    "ir_scan_frame": Param("irscan_link", "frame of the IR LaserScan (rto_node's)"),
+    "ir_pcl_frame": Param("irpcl_link", "frame of the IR PointCloud (rto_node's)"),
+    "ir_radius": Param(0.185, "radius of the circle the IR sensors sit on [m] (the chassis' edge)",
+                       low=0.0, high=100.0),
+    "ir_rate": Param(10.0, "IR readings per second of simulated time (rto_node's scan_time 0.1 s)",
+                     low=0.01, high=1000.0),
+    "ir_sigma": Param(0.0, "standard deviation of the IR distance noise [m]", low=0.0, high=10.0),
+    "bumper_topic": Param("bumper", "std_msgs/Bool contact (rto_node's topic)"),
+    "footprint_radius": Param(0.185, "radius of the bumper ring [m] (370 mm diameter)", low=0.001, high=100.0),
 }
 
 
