@@ -39,7 +39,8 @@ floating-point power such as ``0.5**1e6`` is computed); integer exponents up to
 :data:`MAX_EXPONENT` on a symbolic base (sympy expands ``(2*x)**n``); at most
 :data:`MAX_MINMAX_ARGS` arguments to one ``Min``/``Max`` after sympy merges nested ones and
 :data:`MAX_MINMAX_TOTAL` to all of a law's (sympy compares them pairwise, a few milliseconds a
-pair).
+pair); :data:`MAX_MOD_NODES` expression nodes in the arguments of all of a law's ``Mod`` and
+``%`` (sympy simplifies them, in time growing steeply with their size).
 """
 from __future__ import annotations
 
@@ -63,16 +64,29 @@ MAX_DIGITS = 400
 MAX_EXPONENT = 1000
 MAX_MINMAX_ARGS = 16
 MAX_MINMAX_TOTAL = 128
+MAX_MOD_NODES = 100
 
 
 class clip(sp.Function):
-    """clip(u, lo, hi) = min(max(u, lo), hi), kept unevaluated: sympy's Min/Max re-derive their
-    argument order on every rebuild, which made code generation of saturated models slow."""
+    """clip(u, lo, hi) = min(max(u, lo), hi), kept unevaluated unless all three are numbers:
+    sympy's Min/Max re-derive their argument order on every rebuild, which made code generation
+    of saturated models slow."""
 
     nargs = 3
 
+    @classmethod
+    def eval(cls, u, lo, hi):
+        # of constants, a number (as Min/Max give it): Min, Max and comparisons need one
+        if u.is_number and lo.is_number and hi.is_number:
+            return _clip_value(u, lo, hi)
+        return None
+
     def fdiff(self, argindex=1):
         return _clip_fdiff(*self.args, argindex)
+
+
+def _clip_value(u, lo, hi):
+    return sp.Min(sp.Max(u, lo), hi)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -99,9 +113,11 @@ CONSTANTS = {"pi": sp.pi, "E": sp.E}
 assert set(FUNCTIONS) == set(LAW_FUNCTIONS) and set(CONSTANTS) == set(LAW_CONSTANTS), \
     "core.LAW_FUNCTIONS / LAW_CONSTANTS (the reserved names) must list what laws accept"
 
+# '%' is sympy's own, as sympify reads it (Float % Float is a Float); a remainder by the number 0
+# (which sympy gives as 0.5 % 0 = 0.5) is refused before
 _BINARY = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.Mod: lambda a, b: sp.Mod(a, b),
+    ast.Mod: operator.mod,
 }
 _COMPARE = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
@@ -115,6 +131,9 @@ _FAMILY = {ast.Add: "sum", ast.Sub: "sum", ast.Mult: "product", ast.Div: "produc
 def _family(op):
     return _FAMILY.get(type(op), type(op))
 
+
+# a longer chain of * / % is built as one product, not factor by factor
+_FOLD_LINKS = 32
 
 # operators whose result may be a non-real or non-finite number although their operands are real
 _CHECKED_OPS = (ast.Pow, ast.Div, ast.Mod)
@@ -269,7 +288,7 @@ def _constant_problem(value) -> str | None:
         number = complex(value)
     except OverflowError:
         return "is not finite in double precision"
-    except (TypeError, ValueError):  # not a number to sympy (clip of constants): its parts are checked
+    except (TypeError, ValueError):  # not a number to sympy: its parts are checked
         return None
     if number.imag != 0 and abs(number.imag) > 1e-12 * abs(number.real):
         return _NOT_REAL
@@ -280,7 +299,28 @@ def _constant_problem(value) -> str | None:
 
 def _check_constants(expr) -> None:
     """Every constant subexpression of the law as sympy holds it (sympy's own rewriting, such as
-    Piecewise(...)**1.5 into its branches, can make one): the tree is walked once, bottom up."""
+    Piecewise(...)**1.5 into its branches, can make one; clip as Min/Max, which sympy evaluates
+    where it can: clip(2**x + 1, -2, -1) is -1): the tree is walked bottom up."""
+    _check_constant_nodes(expr)
+    constant_clips = {}
+    for c in expr.atoms(clip):
+        try:
+            value = _clip_value(*c.args)
+        except (TypeError, ValueError):  # bounds sympy cannot compare with u
+            continue
+        if not value.free_symbols:
+            constant_clips[c] = value
+    if constant_clips:
+        try:
+            expr = expr.xreplace(constant_clips)
+        except ZeroDivisionError:
+            expr = sp.nan
+        if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+            raise LawError("divides by zero or is not finite (clip(u, lo, hi) read as Min(Max(u, lo), hi))")
+        _check_constant_nodes(expr)
+
+
+def _check_constant_nodes(expr) -> None:
     constant = {}
     stack = [(expr, False)]
     while stack:
@@ -309,6 +349,7 @@ class _Builder:
         # get_source_segment re-splits the whole text per literal, quadratic in a long law
         self.lines = source.encode().splitlines()  # bytes split at \n, \r, \r\n only, as ast does
         self.minmax_args = 0
+        self.mod_nodes = 0
 
     def segment(self, node) -> str:
         if node.lineno == node.end_lineno:
@@ -383,9 +424,14 @@ class _Builder:
             for link, right in zip(links, rights):  # a condition among the terms: sympy says what is wrong
                 acc = self.apply(type(link.op), acc, right)
             return acc
+        if len(links) > _FOLD_LINKS:
+            return self.product(acc, links)
         constant = _is_constant(acc)
         for link in links:
             right = self.build(link.right)
+            if isinstance(link.op, ast.Mod):
+                self.count_mod(link, (acc, right))
+            self.check_divisor(link, right)
             try:
                 acc = self.apply(type(link.op), acc, right)
             except ZeroDivisionError:  # sympy's Mod(5, 0)
@@ -394,6 +440,34 @@ class _Builder:
             if constant and isinstance(link.op, _CHECKED_OPS):
                 self.check_constant(link, acc)
         return acc
+
+    def product(self, acc, links):
+        """A long chain of * / %: each run of * and / one Mul (sympy's Mul of n factors one by
+        one is quadratic: 2000 factors took 80 s). a / b is Mul(a, Pow(b, -1)), as in sympy;
+        the tree can differ from the one-by-one product only where a partial product distributes
+        a number over a sum (2*(x + 1)*y), not in value."""
+        rights = [self.build(link.right) for link in links]
+        if not (isinstance(acc, sp.Expr) and all(isinstance(r, sp.Expr) for r in rights)):
+            for link, right in zip(links, rights):  # a condition among the factors: sympy says what is wrong
+                acc = self.apply(type(link.op), acc, right)
+            return acc
+        factors = [acc]
+        for link, right in zip(links, rights):
+            self.check_divisor(link, right)
+            op = type(link.op)
+            if op is ast.Mult:
+                factors.append(right)
+            elif op is ast.Div:
+                factors.append(sp.Pow(right, -1))
+            else:
+                left = sp.Mul(*factors)
+                if op is ast.Mod:
+                    self.count_mod(link, (left, right))
+                try:
+                    factors = [self.apply(op, left, right)]
+                except ZeroDivisionError:
+                    raise LawError(f"{self.quote(link)} divides by zero") from None
+        return sp.Mul(*factors)
 
     @staticmethod
     def apply(op, a, b):
@@ -450,12 +524,28 @@ class _Builder:
             self.check_constant(node, value)
         return value
 
+    def check_divisor(self, link, right):
+        if isinstance(link.op, (ast.Div, ast.Mod)) and isinstance(right, sp.Number) and right.is_zero:
+            raise LawError(f"{self.quote(link)} divides by zero")
+
+    def count_mod(self, node, args):
+        """sympy's Mod simplifies its arguments, in time growing steeply with their size (a sum
+        of 100 sines: 10 s): their expression nodes are bounded, for all of a law's Mod and %."""
+        for a in args:
+            for _ in sp.preorder_traversal(a):
+                self.mod_nodes += 1
+                if self.mod_nodes > MAX_MOD_NODES:
+                    raise LawError(f"{self.quote(node)}: the arguments of the law's Mod and % have more than "
+                                   f"{MAX_MOD_NODES} terms in all (limit {MAX_MOD_NODES})")
+
     def check_call(self, node, fname, fn, args):
         if fn is sp.Piecewise and args and isinstance(args[-1], tuple) and args[-1][1] is not sp.true:
             # where no condition holds sympy's Piecewise is NaN: a default branch says what it is
             raise LawError(f"{self.quote(node)} has no default branch: end it with (value, True)")
         if fn is clip and len(args) == 3 and all(isinstance(a, sp.Number) for a in args[1:]) and args[1] > args[2]:
             raise LawError(f"{self.quote(node)} has its lower bound above its upper bound")
+        if fn is sp.Mod:
+            self.count_mod(node, args)
         if fn in (sp.Min, sp.Max):
             # sympy compares the arguments pairwise, a few milliseconds a pair (and merges nested
             # Max into Max): 600 arguments take a minute
@@ -514,4 +604,4 @@ def parse_law(text: str, names: dict):
 
 
 __all__ = ["parse_law", "LawError", "FUNCTIONS", "CONSTANTS", "clip", "MAX_LAW_CHARS", "MAX_DEPTH",
-           "MAX_DIGITS", "MAX_EXPONENT", "MAX_MINMAX_ARGS", "MAX_MINMAX_TOTAL"]
+           "MAX_DIGITS", "MAX_EXPONENT", "MAX_MINMAX_ARGS", "MAX_MINMAX_TOTAL", "MAX_MOD_NODES"]
