@@ -182,7 +182,9 @@ def _xor_to_pow(text: str) -> str:
 def _parse_deep(text: str):
     """ast.parse with room for a long flat chain (``q + q + ... + q``): its tree is as deep as
     the chain is long, more than Python's recursion limit lets the tree be built. Retried in a
-    thread of its own with a large stack, the depth being bounded by the text's length."""
+    thread of its own with a large stack, the depth being bounded by the text's length. (Python
+    3.11 bounds building the tree by the recursion limit; a Python that bounds it by a fixed C
+    limit refuses such a chain as nested too deeply.)"""
     result = {}
 
     def run():
