@@ -34,7 +34,8 @@ ZOO_LAWS = {
     "trig": "sin(u) + cos(2*u) + tan(u/5) + asin(clip(u, -1, 1)) + acos(clip(u/3, -1, 1)) + atan(u)",
     "hyp": "atan2(u, 0.5) + atan2(-0.5, u) + sinh(u/4) + cosh(u/4) + tanh(u)",
     "explog": "exp(u/3) + log(abs(u) + 0.01) + E**(u/5) + pi*u",
-    "logic": "Piecewise((1.0, u > -1 and u < 1), (2.0, u < -2 or u == 5), (3.0, not u < 4), (4.0, u != 2.5))",
+    "logic": "Piecewise((1.0, u > -1 and u < 1), (2.0, u < -2 or u == 5), (3.0, not u < 4), (4.0, u != 2.5),"
+             " (5.0, True))",
 }
 ZOO = "\n".join([
     "model: law_zoo",
