@@ -305,3 +305,47 @@ def test_a_large_source_builds_as_parallel_units_with_the_same_kernels(cache, tm
             getattr(whole, kind)(*args, a)
             getattr(split, kind)(*args, b)
             np.testing.assert_array_equal(a, b, err_msg=kind)
+
+
+def test_heaviside_at_zero_is_sympys_half_in_the_compiled_outputs(tmp_path, monkeypatch):
+    """The law's value at the switch itself: sympy (and so every fold of a law, and lambdify)
+    gives Heaviside(0) = 1/2; the compiled output must say the same, not C's x > 0."""
+    from bondsim_ros.bondgraph.simulation import simulate
+
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path))
+    model = loads_model("\n".join([
+        "model: step_at_one",
+        "components:",
+        "  clock: {type: Function, expr: \"t - 1\", inputs: []}",
+        "  h: {type: Function, expr: \"Heaviside(u)\", inputs: [u]}",
+        "  h1: {type: Function, expr: \"Heaviside(u, 1)\", inputs: [u]}",
+        "  x: {type: Integrator, x0: 0.0}",
+        "  split: {type: Node, n: 3}",
+        "  rec: {type: Recorder, columns: [h, h1]}",
+        "signals:",
+        "  - [clock.out, split.in_]",
+        "  - [split.out1, h.u]",
+        "  - [split.out2, h1.u]",
+        "  - [split.out3, x.in_]",
+        "  - [h.out, rec.h]",
+        "  - [h1.out, rec.h1]",
+    ]), "step_at_one.yaml")
+    result = simulate(model, t_end=2.0, dt_out=0.5)
+    t = np.asarray(result.t)
+    at_one = int(np.flatnonzero(t == 1.0)[0])
+    assert list(result["h"][[0, at_one, -1]]) == [0.0, 0.5, 1.0]
+    assert list(result["h1"][[0, at_one, -1]]) == [0.0, 1.0, 1.0]
+
+
+def test_the_code_cache_key_covers_every_module_that_reads_or_prints_a_law():
+    """A cached library is reused while its key holds: a module that changes what a law means
+    (the parser, the reduction, the printer) must be part of the key, or a fixed misreading
+    would live on in every cache."""
+    from bondsim_ros.bondgraph import codegen
+
+    here = Path(codegen.__file__).parent
+    # what builds, parses, reduces or prints equations; not: drawing, running, file loading
+    # (whose result, the Model with its law texts, is fingerprinted itself), the package index
+    not_code = {"__init__.py", "draw.py", "simulation.py", "yamlmodel.py", "library.py"}
+    missing = sorted(p.name for p in here.glob("*.py") if p.name not in not_code and p.name not in codegen._ENGINE_FILES)
+    assert not missing, f"bondgraph modules outside the code cache's key: {missing}"

@@ -28,7 +28,8 @@ from .core import Component, Model, ModelError, locate
 
 CODEGEN_VERSION = "7"  # 2: pivots kernel; 3: large kernels in chunks; 4: parameter checks; 5: events; 6: C;
 # 7: own Add/Mul printers (terms in stored order), CSE at print time
-_ENGINE_FILES = ("core.py", "elements.py", "signals.py", "equations.py", "reduce.py", "codegen.py", "events.py")
+_ENGINE_FILES = ("core.py", "elements.py", "signals.py", "laws.py", "equations.py", "reduce.py", "codegen.py",
+                 "events.py")
 
 
 def cache_dir() -> Path:
@@ -281,8 +282,11 @@ def _printer(names: dict):
             u, lo, hi = (self._print(a) for a in expr.args)
             return f"bs_min(bs_max({u}, {lo}), {hi})"
 
-        def _print_Heaviside(self, expr):  # derivative of Min/Max: which branch is active
-            return f"(({self._print(expr.args[0])}) > 0.0 ? 1.0 : 0.0)"
+        def _print_Heaviside(self, expr):
+            # sympy's value at 0 (H0, 1/2 unless given), as lambdify and every fold of the law give
+            a = self._print(expr.args[0])
+            h0 = self._print(expr.args[1]) if len(expr.args) > 1 else "0.5"
+            return f"(({a}) > 0.0 ? 1.0 : (({a}) < 0.0 ? 0.0 : {h0}))"
 
         def _print_sign(self, expr):
             return f"bs_sign({self._print(expr.args[0])})"
