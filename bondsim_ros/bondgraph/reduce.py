@@ -50,6 +50,7 @@ class ReducedDAE:
     # _Context.require) and derivative coefficients that must not vanish; checked like pivots
     param_checks: list = None
     param_uses: dict = None  # parameter name -> element laws it enters
+    sources: list = None  # paths of the Se and Sf elements (named when nothing is left to simulate)
 
 
 class _Differentiator:
@@ -159,6 +160,20 @@ def _substitute(expr, v, rhs, free, memo):
     return r
 
 
+def _affine(expr, v, free) -> bool:
+    """True when ``v`` enters ``expr`` only as a term of a sum or a factor of a product whose
+    other factors are free of it, at any depth: then ``expr`` at v = 0 is what is left
+    without its v-term (the derivative alone cannot tell: Mod(v, 1) has derivative 1)."""
+    if v not in free(expr) or expr == v:
+        return True
+    if isinstance(expr, sp.Add):
+        return all(_affine(a, v, free) for a in expr.args)
+    if isinstance(expr, sp.Mul):
+        inner = [a for a in expr.args if v in free(a)]
+        return len(inner) == 1 and _affine(inner[0], v, free)
+    return False
+
+
 def _diff(expr, var):
     """d expr / d var (see _Differentiator.diff), without a memo shared between calls."""
     return _Differentiator().diff(expr, var)
@@ -206,9 +221,17 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
                 c = _linear_coefficient(eq, v, allowed, diff)
                 if c is None:
                     continue
+                rest = eq - c * v
+                if v in free(rest):
+                    # a parametric coefficient is not multiplied out (k*(x + v) - k*v stays as
+                    # it is): take the equation at v = 0 where v enters only as a term or a
+                    # factor, and leave v alone where it only looks affine (Mod(v, 1) - v)
+                    if not _affine(eq, v, free):
+                        continue
+                    rest = _substitute(eq, v, sp.S.Zero, free, {})
                 if c.free_symbols:
                     pivots.append((c, f"{names[i]} solved for {raw.state_names.get(v, v.name)}"))
-                rhs = -(eq - c * v) / c
+                rhs = -rest / c
                 alive[i] = False
                 alg_set.discard(v)
                 eliminated_order.append((v, rhs))
@@ -297,6 +320,7 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
             raise ModelError(raw.model_name, f"recorded column {col!r} clashes with a state name")
         outputs.append((col, expr.xreplace(eliminated)))
     y0 = np.array([raw.states.get(v, 0.0) for v in variables], dtype=float)
+    sources = list(raw.sources)
     return ReducedDAE(
         name=raw.model_name,
         variables=variables,
@@ -317,7 +341,20 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
         pivots=pivots,
         param_checks=checks,
         param_uses=dict(raw.param_uses),
+        sources=sources,
     )
+
+
+def require_unknowns(red: ReducedDAE) -> None:
+    """Refuse a model that leaves the solver nothing to integrate (an Se driving an R; an Se and
+    an Sf on one 1-junction): its sources fix every effort and flow. Its reduction is still
+    meaningful (every unknown is an expression of t), but there is no system to step."""
+    if red.variables:
+        return
+    srcs = red.sources or [red.name]
+    raise ModelError(srcs[0], f"nothing to simulate: the source(s) {', '.join(srcs[:8])} fix every effort and "
+                              f"flow of the model, which has no storage element (I, C) and no unknown left "
+                              f"for the solver")
 
 
 def _structural_report(eqs, eq_names, variables, var_names, deriv):
@@ -379,4 +416,4 @@ def _maximum_matching(adj: list, n_cols: int) -> list:
     return col_of
 
 
-__all__ = ["ReducedDAE", "reduce_dae", "T"]
+__all__ = ["ReducedDAE", "reduce_dae", "require_unknowns", "T"]
