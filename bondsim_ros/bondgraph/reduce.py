@@ -27,6 +27,17 @@ from .core import ModelError
 from .equations import RawDAE, T, derivative_symbol
 
 
+# Fill-in. An equation holding run-time parameters and more unknowns than this is not used to
+# eliminate one (it stays in the DAE with its unknown): substituting its right-hand side spreads
+# them into every equation of that unknown with coefficients that, unlike numbers, do not fold.
+# Along a ladder of N resistors given as a parameter each 0-junction's effort became the sum of
+# all before it and the parametric pivots then substituted through all of them: O(N^3), 11 s at
+# N = 300, N = 1000 did not finish; with the cap N = 1000 takes 7 s (benchmarks/model_size.py).
+# The built-in models' longest rows with parameters have 13 unknowns (robotino_twist); their
+# rows without parameters may be long (the dual-arm's longest has 313) and are not capped.
+MAX_PIVOT_ROW = 32
+
+
 @dataclass
 class ReducedDAE:
     name: str
@@ -215,6 +226,8 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
             cands = [s for s in free(eq) if s in alg_set]
             if not cands:
                 return False
+            if len(free(eq) - param_syms) > MAX_PIVOT_ROW and free(eq) & param_syms:
+                return False  # its right-hand side would spread this many unknowns (fill-in)
             # prefer unknowns that appear in few other equations: cheaper substitutions
             cands.sort(key=lambda s: (len(occurs[s]), s.name))
             for v in cands:
