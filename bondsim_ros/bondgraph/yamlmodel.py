@@ -227,14 +227,14 @@ class _Reader:
                 raise ModelError(name, f"definition {kind!r} contains itself ({' -> '.join(stack + (kind,))})")
             extra = set(kwargs) - {"description"}
             if extra:
-                raise ModelError(name, f"unexpected key(s) for an instance of {kind}: {', '.join(sorted(extra))}")
+                raise ModelError(name, f"unexpected key(s) for an instance of {kind}: {', '.join(sorted(map(str, extra)))}")
             return self.document(name, self.definitions[kind], stack + (kind,))
         if kind == "Component":
             return self.document(name, spec, stack)
         cls = ELEMENTS.get(kind) or SIGNALS.get(kind)
         factory = cls or _INPUT_SHAPES.get(kind)
         if factory is None:
-            known = sorted(set(ELEMENTS) | set(SIGNALS) | set(_INPUT_SHAPES) | set(self.definitions) | {"Component"})
+            known = sorted(set(ELEMENTS) | set(SIGNALS) | set(_INPUT_SHAPES) | set(map(str, self.definitions)) | {"Component"})
             raise ModelError(name, f"unknown element type {kind!r} (known: {', '.join(known)})")
         try:
             return factory(name, **kwargs)
@@ -303,7 +303,7 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     allowed = {"model", "description", "parameters", "definitions", "components", "bonds", "signals", "mechanism"}
     extra = set(data) - allowed
     if extra:
-        raise ModelError(f"{filename}:{data.line}", f"unexpected top-level key(s): {', '.join(sorted(extra))} "
+        raise ModelError(f"{filename}:{data.line}", f"unexpected top-level key(s): {', '.join(sorted(map(str, extra)))} "
                                                     f"(allowed: {', '.join(sorted(allowed))})")
     reader = _Reader(filename, data)
     reader.pending = []
