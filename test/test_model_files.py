@@ -220,3 +220,28 @@ def test_a_ladder_of_1000_resistors_given_as_a_parameter_builds_in_bounded_time(
     assert rc == 0, err
     out = np.genfromtxt(tmp_path / "out.csv", delimiter=",", skip_header=1)
     assert out.shape == (6, 2) and np.all(np.isfinite(out))  # t and load.p, 0 ... 0.05 s
+
+
+def test_equations_nested_past_the_recursion_limit_are_refused_by_name():
+    """sympy recurses once per level of an expression, and the elimination nests parametric
+    coefficients: a ladder of 10 000 resistors given as a parameter passed Python's recursion
+    limit after 99 s (RecursionError). Here a limit a few levels above the caller's stands in
+    for that ladder: the refusal is a ModelError naming the model, not a RecursionError."""
+    import inspect
+    import sys
+
+    from bondsim_ros.bondgraph.equations import build_dae
+    from bondsim_ros.bondgraph.reduce import reduce_dae
+    from bondsim_ros.bondgraph.yamlmodel import loads_model
+
+    raw = build_dae(loads_model(ladder(100, "k", "k: 1.5"), "ladder.yaml"))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 30)
+    try:
+        with pytest.raises(ModelError) as err:
+            reduce_dae(raw)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert str(err.value).startswith("ladder: the eliminated equations nest deeper than the symbolic reduction "
+                                     "can follow (403 equations; a long chain whose values are run-time "
+                                     "parameters)"), err.value
