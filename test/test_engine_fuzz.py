@@ -187,3 +187,142 @@ def test_random_law_text_is_read_or_refused_cleanly():
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert outcomes["ok"] > 0 and outcomes["refused"] > 0, outcomes
+
+
+# ---------------------------------------------------------------- structured hostile models
+# Classes of model files that once ended in a traceback or a hang: keys that are not names,
+# nesting past any limit, sources that conflict or leave nothing to integrate, long chains
+# (with values given as parameters too), garbage values in a valid structure.
+KEY_VALUES = [["a"], {"a": 1}, 1, 2.5, True, None, "", "a b", "☃", [], {}]
+ELEMENT_SPECS = ["{type: I, inertia: %s}", "{type: C, capacitance: %s}", "{type: R, resistance: %s}",
+                 "{type: Se, effort: %s}", "{type: Sf, flow: %s}"]
+
+
+def _ladder(rng, n, param):
+    kinds = rng.choice(["R", "IRC", "RC", "I", "CR"])
+    lines = ["model: chain"] + (["parameters: {k: 1.5}"] if param else [])
+    lines += ["components:", "  E: {type: Se, effort: \"sin(t)\"}"]
+    bonds = ["  - [E, j0]"]
+    for k in range(n):
+        kind = "IRC".index(kinds[k % len(kinds)])
+        lines.append(f"  j{k}: {{type: {'EffortJunction' if k % 2 == 0 else 'FlowJunction'}}}")
+        lines.append(f"  x{k}: " + ELEMENT_SPECS[kind] % ("k" if param else f"{1 + (k % 5) / 4:g}"))
+        bonds.append(f"  - [j{k}, x{k}]")
+        if k + 1 < n:
+            bonds.append(f"  - [j{k}, j{k + 1}]")
+    if rng.random() < 0.7:
+        lines.append("  load: {type: I, inertia: 1.0}")
+        bonds.append(f"  - [j{n - 1}, load]")
+    return "\n".join(lines + ["bonds:"] + bonds) + "\n"
+
+
+def structured_case(rng) -> tuple:
+    kind = rng.choice(["key", "deep_definitions", "deep_yaml", "sources", "chain", "garbage"])
+    if kind == "key":
+        data = yaml.safe_load(_ladder(rng, rng.randint(1, 5), rng.random() < 0.5))
+        section = rng.choice(["components", "parameters", "top"])
+        target = data if section == "top" else data.setdefault(section, {}) or {}
+        if section == "parameters":
+            data["parameters"] = target
+        bad = copy.deepcopy(rng.choice(KEY_VALUES))
+        text = yaml.safe_dump(data, sort_keys=False)
+        # PyYAML cannot dump a list or mapping as a key: write that line by hand
+        key = yaml.safe_dump(bad, default_flow_style=True).strip().replace("\n...", "") if bad is not None else "~"
+        if section == "top":
+            text += f"{key}: 1\n"
+        elif section == "components":
+            text = text.replace("components:\n", f"components:\n  {key}: {{type: I, inertia: 1.0}}\n", 1)
+        else:
+            text = text.replace("parameters:", "parameters:\n  " + f"{key}: 2.0", 1) if "parameters:" in text \
+                else text.replace("model: chain\n", f"model: chain\nparameters:\n  {key}: 2.0\n", 1)
+        return kind, text
+    if kind == "deep_definitions":
+        depth = rng.choice([rng.randint(2, 99), rng.randint(100, 2500)])
+        lines = ["model: deep", "definitions:"]
+        for i in range(depth - 1):
+            lines.append(f"  D{i}: {{ports: {{p: in}}, components: {{x: {{type: D{i + 1}}}}}, "
+                         f"bonds: [[self.p, x.p]]}}")
+        lines.append(f"  D{depth - 1}: {{ports: {{p: in}}, components: {{m: {{type: I, inertia: 1.0}}}}, "
+                     f"bonds: [[self.p, m]]}}")
+        lines += ["components:", "  E: {type: Se, effort: 1.0}", "  d: {type: D0}", "bonds: [[E, d.p]]"]
+        return kind, "\n".join(lines) + "\n"
+    if kind == "deep_yaml":
+        depth = rng.randint(50, 3000)
+        opener, closer = rng.choice([("[", "]"), ("{a: ", "}")])
+        value = opener * depth + "1" + closer * depth
+        return kind, rng.choice([f"model: m\ncomponents:\n  a: {{type: I, inertia: {value}}}\n",
+                                 f"model: m\nparameters: {{k: {value}}}\ncomponents: {{}}\n",
+                                 f"model: m\nbonds: {value}\n"])
+    if kind == "sources":
+        n_junctions = rng.randint(1, 3)
+        lines = ["model: sources", "components:"]
+        bonds = []
+        for j in range(n_junctions):
+            lines.append(f"  j{j}: {{type: {rng.choice(['EffortJunction', 'FlowJunction'])}}}")
+            if j:
+                bonds.append(f"  - [j{j - 1}, j{j}]")
+        for k in range(rng.randint(1, 5)):
+            spec = rng.choice(ELEMENT_SPECS) % rng.choice(["1.0", "2", "-1", "0", "sin(t)"])
+            lines.append(f"  e{k}: {spec}")
+            j = rng.randrange(n_junctions)
+            bonds.append(f"  - [e{k}, j{j}]" if ("Se" in spec or "Sf" in spec) else f"  - [j{j}, e{k}]")
+        return kind, "\n".join(lines + ["bonds:"] + bonds) + "\n"
+    if kind == "chain":
+        return kind, _ladder(rng, rng.choice([rng.randint(1, 40), rng.randint(100, 600)]), rng.random() < 0.5)
+    data = yaml.safe_load(_ladder(rng, rng.randint(1, 8), rng.random() < 0.5))
+    for _ in range(rng.randint(1, 3)):
+        data = mutate_tree(data, rng)
+    return kind, yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
+
+
+def make_structured_cases(n, seed):
+    rng = random.Random(seed)
+    return [(f"{k:04d}_{kind}", text) for k in range(n) for kind, text in [structured_case(rng)]]
+
+
+@pytest.mark.parametrize("name, text", make_structured_cases(CASES * 2, SEED + 1),
+                         ids=lambda v: v if len(v) < 40 else None)
+def test_structured_hostile_model_is_built_or_refused_cleanly(tmp_path, name, text):
+    """The engine alone (read, equations, elimination, the check that something is left to
+    integrate): a reduced model or a ModelError, within the time bound, never another
+    exception."""
+    from bondsim_ros.bondgraph.core import ModelError, locate
+    from bondsim_ros.bondgraph.equations import build_dae
+    from bondsim_ros.bondgraph.reduce import reduce_dae, require_unknowns
+    from bondsim_ros.bondgraph.yamlmodel import load_model
+
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+
+    def fire(signum, frame):
+        raise CaseTimeout(f"{name}: no answer within {CASE_SECONDS} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(CASE_SECONDS)
+    try:
+        model = load_model(path)
+        try:
+            red = reduce_dae(build_dae(model))
+            require_unknowns(red)
+        except ModelError as exc:
+            exc = locate(model, exc)
+            assert exc.where.startswith(str(path)), exc  # named by file (and line, where known)
+            return
+        assert red.variables
+        assert len(red.equations) == len(red.variables)
+    except ModelError as exc:
+        assert str(exc).startswith(str(path)), exc
+        assert "\n" not in str(exc)
+    except CaseTimeout as exc:
+        pytest.fail(f"hang: {exc}\n--- model ---\n{text[:2000]}")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("name, text", make_structured_cases(CASES // 2, SEED + 2),
+                         ids=lambda v: v if len(v) < 40 else None)
+def test_structured_hostile_model_through_simulate(tmp_path, capsys, name, text):
+    """The same classes through `bondsim-ros simulate`: exit 0 and a CSV, or exit 2 and one
+    error line; no traceback, no hang."""
+    test_mutated_model_is_simulated_or_refused_cleanly(tmp_path, capsys, name, text)

@@ -796,12 +796,13 @@ def _build(model, key, eliminate, src_path, meta_path, folder, log) -> dict:
     cache entry exists once the metadata does). A compile failure leaves nothing behind."""
     from .equations import build_dae
     from .events import extract_events
-    from .reduce import reduce_dae
+    from .reduce import reduce_dae, require_unknowns
 
     log(f"model {model.name!r}: building equations")
     try:
         raw = build_dae(model)
         red = reduce_dae(raw, eliminate=eliminate)
+        require_unknowns(red)
     except ModelError as exc:  # add the model-file line of the component it names
         raise locate(model, exc) from None
     log(f"model {model.name!r}: {len(raw.equations)} equations -> {len(red.equations)} after elimination; "

@@ -23,6 +23,9 @@ from typing import Iterable
 
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Components nest at most this deep below the model: the engine's tree walks (a component's
+# path, the port dimensions) recurse once per level
+MAX_NESTING = 100
 
 
 class ModelError(ValueError):
@@ -336,10 +339,15 @@ class Component:
     # -- traversal -------------------------------------------------------------------
     def walk(self) -> Iterable["Component"]:
         """Depth-first: this component, then every descendant (building documents on the way)."""
-        self.ensure_built()
-        yield self
-        for child in self.children.values():
-            yield from child.walk()
+        # iterative: a recursive generator fails past Python's recursion limit
+        stack = [(self, 0)]
+        while stack:
+            comp, depth = stack.pop()
+            if depth > MAX_NESTING:
+                raise ModelError(comp.parent.path, f"components nested more than {MAX_NESTING} deep: refused")
+            comp.ensure_built()
+            yield comp
+            stack.extend((child, depth + 1) for child in reversed(comp.children.values()))
 
 
 class Model(Component):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from .core import Component, ControlPort, Model, ModelError, PowerPort, at
-from .elements import Element, Junction
+from .elements import Element, Junction, Se, Sf
 
 T = sp.Symbol("t", real=True)
 
@@ -42,6 +42,7 @@ class RawDAE:
     # an element's law needs of a run-time parameter value (an inertia given as a parameter)
     param_checks: list = field(default_factory=list)
     param_uses: dict = field(default_factory=dict)  # parameter name -> ["r (resistance)", ...]
+    sources: list = field(default_factory=list)  # paths of the Se and Sf elements
 
 
 @dataclass
@@ -383,4 +384,5 @@ def build_dae(model: Model) -> RawDAE:
         bond_names=bond_names,
         param_checks=ctx.param_checks,
         param_uses=dict(ctx.param_uses),
+        sources=[c.path for c in comps if isinstance(c, (Se, Sf))],
     )

@@ -27,6 +27,17 @@ from .core import ModelError
 from .equations import RawDAE, T, derivative_symbol
 
 
+# Fill-in. An equation holding run-time parameters and more unknowns than this is not used to
+# eliminate one (it stays in the DAE with its unknown): substituting its right-hand side spreads
+# them into every equation of that unknown with coefficients that, unlike numbers, do not fold.
+# Along a ladder of N resistors given as a parameter each 0-junction's effort became the sum of
+# all before it and the parametric pivots then substituted through all of them: O(N^3), 11 s at
+# N = 300, N = 1000 did not finish; with the cap N = 1000 takes 7 s (benchmarks/model_size.py).
+# The built-in models' longest rows with parameters have 13 unknowns (robotino_twist); their
+# rows without parameters may be long (the dual-arm's longest has 313) and are not capped.
+MAX_PIVOT_ROW = 32
+
+
 @dataclass
 class ReducedDAE:
     name: str
@@ -50,6 +61,7 @@ class ReducedDAE:
     # _Context.require) and derivative coefficients that must not vanish; checked like pivots
     param_checks: list = None
     param_uses: dict = None  # parameter name -> element laws it enters
+    sources: list = None  # paths of the Se and Sf elements (named when nothing is left to simulate)
 
 
 class _Differentiator:
@@ -159,6 +171,20 @@ def _substitute(expr, v, rhs, free, memo):
     return r
 
 
+def _affine(expr, v, free) -> bool:
+    """True when ``v`` enters ``expr`` only as a term of a sum or a factor of a product whose
+    other factors are free of it, at any depth: then ``expr`` at v = 0 is what is left
+    without its v-term (the derivative alone cannot tell: Mod(v, 1) has derivative 1)."""
+    if v not in free(expr) or expr == v:
+        return True
+    if isinstance(expr, sp.Add):
+        return all(_affine(a, v, free) for a in expr.args)
+    if isinstance(expr, sp.Mul):
+        inner = [a for a in expr.args if v in free(a)]
+        return len(inner) == 1 and _affine(inner[0], v, free)
+    return False
+
+
 def _diff(expr, var):
     """d expr / d var (see _Differentiator.diff), without a memo shared between calls."""
     return _Differentiator().diff(expr, var)
@@ -174,6 +200,20 @@ def _linear_coefficient(expr, var, allowed=frozenset(), diff=_diff):
 
 
 def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
+    try:
+        return _reduce_dae(raw, eliminate)
+    except RecursionError:
+        # sympy and the memoised derivative recurse once per level of an expression; the
+        # elimination nests parametric coefficients (k*(x + (y + ...)/k)) as deep as a chain
+        # is long, and past Python's recursion limit (a ladder of 10 000 resistors given as a
+        # parameter) the model is refused by name instead
+        raise ModelError(raw.model_name, f"the eliminated equations nest deeper than the symbolic reduction "
+                                         f"can follow ({len(raw.equations)} equations; a long chain whose values "
+                                         f"are run-time parameters): give those values as numbers, or build "
+                                         f"shorter chains") from None
+
+
+def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
     states = list(raw.states)
     state_set = set(states)
     deriv = {s: derivative_symbol(s) for s in states}
@@ -200,15 +240,25 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
             cands = [s for s in free(eq) if s in alg_set]
             if not cands:
                 return False
+            if len(free(eq) - param_syms) > MAX_PIVOT_ROW and free(eq) & param_syms:
+                return False  # its right-hand side would spread this many unknowns (fill-in)
             # prefer unknowns that appear in few other equations: cheaper substitutions
             cands.sort(key=lambda s: (len(occurs[s]), s.name))
             for v in cands:
                 c = _linear_coefficient(eq, v, allowed, diff)
                 if c is None:
                     continue
+                rest = eq - c * v
+                if v in free(rest):
+                    # a parametric coefficient is not multiplied out (k*(x + v) - k*v stays as
+                    # it is): take the equation at v = 0 where v enters only as a term or a
+                    # factor, and leave v alone where it only looks affine (Mod(v, 1) - v)
+                    if not _affine(eq, v, free):
+                        continue
+                    rest = _substitute(eq, v, sp.S.Zero, free, {})
                 if c.free_symbols:
                     pivots.append((c, f"{names[i]} solved for {raw.state_names.get(v, v.name)}"))
-                rhs = -(eq - c * v) / c
+                rhs = -rest / c
                 alive[i] = False
                 alg_set.discard(v)
                 eliminated_order.append((v, rhs))
@@ -271,8 +321,12 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     # a derivative whose only coefficient is made of parameters: a value zeroing it turns the
     # state algebraic (R = 0 in an R-C loop), which the solver cannot integrate: refuse it by name
     checks = list(raw.param_checks)
+    eqs_of = defaultdict(list)  # derivative -> the equations it appears in (one pass, not one per state)
+    for i, eq in enumerate(rem_eqs):
+        for s in free(eq) & dsyms.keys():
+            eqs_of[s].append(i)
     for dsym, state in dsyms.items():
-        where = [i for i, eq in enumerate(rem_eqs) if dsym in free(eq)]
+        where = eqs_of.get(dsym, [])
         if len(where) == 1:
             coef = diff(rem_eqs[where[0]], dsym)
             if coef.free_symbols and coef.free_symbols <= param_syms:
@@ -297,6 +351,7 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
             raise ModelError(raw.model_name, f"recorded column {col!r} clashes with a state name")
         outputs.append((col, expr.xreplace(eliminated)))
     y0 = np.array([raw.states.get(v, 0.0) for v in variables], dtype=float)
+    sources = list(raw.sources)
     return ReducedDAE(
         name=raw.model_name,
         variables=variables,
@@ -317,7 +372,20 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
         pivots=pivots,
         param_checks=checks,
         param_uses=dict(raw.param_uses),
+        sources=sources,
     )
+
+
+def require_unknowns(red: ReducedDAE) -> None:
+    """Refuse a model that leaves the solver nothing to integrate (an Se driving an R; an Se and
+    an Sf on one 1-junction): its sources fix every effort and flow. Its reduction is still
+    meaningful (every unknown is an expression of t), but there is no system to step."""
+    if red.variables:
+        return
+    srcs = red.sources or [red.name]
+    raise ModelError(srcs[0], f"nothing to simulate: the source(s) {', '.join(srcs[:8])} fix every effort and "
+                              f"flow of the model, which has no storage element (I, C) and no unknown left "
+                              f"for the solver")
 
 
 def _structural_report(eqs, eq_names, variables, var_names, deriv):
@@ -327,6 +395,8 @@ def _structural_report(eqs, eq_names, variables, var_names, deriv):
     adj = [sorted({j for s in eq.free_symbols if (j := index.get(s, dindex.get(s))) is not None}) for eq in eqs]
     if not eqs:
         return
+    if len(eqs) == len(variables) and min(_maximum_matching(adj, len(variables), cheap=True)) >= 0:
+        return  # a perfect matching: structurally regular
     match = _maximum_matching(adj, len(variables))  # equation -> unknown
     unmatched_eq = [eq_names[i] for i in range(len(eqs)) if match[i] < 0]
     matched = {int(j) for j in match if j >= 0}
@@ -343,25 +413,33 @@ def _structural_report(eqs, eq_names, variables, var_names, deriv):
         raise ModelError(first, "structurally singular model: " + " | ".join(parts))
 
 
-def _maximum_matching(adj: list, n_cols: int) -> list:
+def _maximum_matching(adj: list, n_cols: int, cheap: bool = False) -> list:
     """A maximum matching of rows to columns (``adj[i]``: the columns row i may take), -1 for
-    an unmatched row: augmenting paths (Kuhn), iterative. Written here rather than taken from
+    an unmatched row: augmenting paths (Kuhn), iterative. ``cheap``: a row takes a free column
+    of its own before any search (faster on long chains; another maximum matching, so it only
+    decides whether one is perfect: the unmatched names of a singular model come from the plain
+    search). Written here rather than taken from
     scipy.sparse.csgraph because importing scipy.sparse cost 0.4 s of a 3 s cold Robotino
     build, for a graph of a few hundred equations at most (the ones left after elimination)."""
     col_of = [-1] * len(adj)
     row_of = [-1] * n_cols
+    seen = [-1] * n_cols  # the root whose search saw a column (no new list per root)
     for root in range(len(adj)):
+        if cheap:  # a free column of the row itself first: chains of thousands match without searching
+            j = next((j for j in adj[root] if row_of[j] < 0), -1)
+            if j >= 0:
+                col_of[root], row_of[j] = j, root
+                continue
         # depth-first search for an augmenting path from root, with an explicit stack
-        seen = [False] * n_cols
         stack = [(root, iter(adj[root]))]
         path = []  # (row, column) edges of the current path
         found = False
         while stack and not found:
             row, cols = stack[-1]
             for j in cols:
-                if seen[j]:
+                if seen[j] == root:
                     continue
-                seen[j] = True
+                seen[j] = root
                 path.append((row, j))
                 if row_of[j] < 0:
                     found = True
@@ -379,4 +457,4 @@ def _maximum_matching(adj: list, n_cols: int) -> list:
     return col_of
 
 
-__all__ = ["ReducedDAE", "reduce_dae", "T"]
+__all__ = ["ReducedDAE", "reduce_dae", "require_unknowns", "T"]

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from .core import Component, Model, ModelError
+from .core import MAX_NESTING, Component, Model, ModelError
 from .elements import ELEMENTS
 from .signals import SIGNALS, Input
 
@@ -46,8 +46,33 @@ class _LineList(list):
     line = 0
 
 
+class _KeyLine:
+    """The line of ``key`` in ``mapping``, for ``_Reader.fail``."""
+
+    def __init__(self, mapping, key):
+        self.line = getattr(mapping, "key_lines", {}).get(key, getattr(mapping, "line", 0))
+
+
 class _Loader(yaml.SafeLoader):
-    pass
+    """Marks every mapping and list with its line; refuses nesting deeper than MAX_YAML_DEPTH
+    (PyYAML composes and constructs recursively: 2000 nested lists end in a RecursionError)."""
+
+    depth = 0
+
+    def compose_node(self, parent, index):
+        self.depth += 1
+        try:
+            if self.depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise ModelError("", f"line {mark.line + 1}: values nested more than {MAX_YAML_DEPTH} deep: refused")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _short(value, n: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _construct_mapping(loader, node, deep=False):
@@ -57,6 +82,9 @@ def _construct_mapping(loader, node, deep=False):
     out.key_lines = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, (list, dict)):  # `[a]: ...`, `{a: 1}: ...`: a key is a name
+            raise ModelError("", f"line {key_node.start_mark.line + 1}: a key must be a name, got "
+                                 f"{'a list' if isinstance(key, list) else 'a mapping'} {_short(key)}")
         if key in out:
             raise ModelError("", f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
         out[key] = loader.construct_object(value_node, deep=True)
@@ -81,6 +109,9 @@ MAX_COMPONENTS = 20_000
 # YAML aliases share one node many times ("billion laughs"): the tree the reader walks (and an
 # error message prints) is bounded by its size with every alias expanded
 MAX_YAML_NODES = 1_000_000
+# Nesting: of YAML values (lists in lists ...), and of components (a definition that uses a
+# definition that uses ...; each level is a recursion in the engine's tree walks)
+MAX_YAML_DEPTH = 100
 
 
 def _check_expanded_size(data, filename):
@@ -130,12 +161,21 @@ class _Reader:
 
     def fill(self, comp: Component, spec, stack=()):
         comps = self.section(spec, "components", comp.path, dict)
+        depth = getattr(comp, "_yaml_depth", 0) + 1
+        if comps and depth > MAX_NESTING:
+            parts = comp.path.split(".")
+            where = ".".join(parts[:2] + [f"<{len(parts) - 4} levels>"] + parts[-2:]) if len(parts) > 6 else comp.path
+            self.fail(spec, where, f"components nested more than {MAX_NESTING} deep: refused")
         for name, cspec in comps.items():
             child_path = f"{comp.path}.{name}" if comp.parent is not None else str(name)
+            if not isinstance(name, str):  # `1:` or `true:` would become a name only by str()
+                self.fail(_KeyLine(comps, name), child_path,
+                          f"a component name is text (letters, digits, '_'), got {type(name).__name__} {name!r}")
             if not isinstance(cspec, dict) or "type" not in cspec:
                 self.fail(cspec if isinstance(cspec, dict) else spec, child_path, "needs a mapping with a 'type'")
             try:
                 child = self.make(str(name), cspec, stack)
+                child._yaml_depth = depth
                 # positions for the errors found later (build, reduction, run-time checks)
                 child.source_location = f"{self.path}:{cspec.line}"
                 if child.elementary:
@@ -187,14 +227,14 @@ class _Reader:
                 raise ModelError(name, f"definition {kind!r} contains itself ({' -> '.join(stack + (kind,))})")
             extra = set(kwargs) - {"description"}
             if extra:
-                raise ModelError(name, f"unexpected key(s) for an instance of {kind}: {', '.join(sorted(extra))}")
+                raise ModelError(name, f"unexpected key(s) for an instance of {kind}: {', '.join(sorted(map(str, extra)))}")
             return self.document(name, self.definitions[kind], stack + (kind,))
         if kind == "Component":
             return self.document(name, spec, stack)
         cls = ELEMENTS.get(kind) or SIGNALS.get(kind)
         factory = cls or _INPUT_SHAPES.get(kind)
         if factory is None:
-            known = sorted(set(ELEMENTS) | set(SIGNALS) | set(_INPUT_SHAPES) | set(self.definitions) | {"Component"})
+            known = sorted(set(ELEMENTS) | set(SIGNALS) | set(_INPUT_SHAPES) | set(map(str, self.definitions)) | {"Component"})
             raise ModelError(name, f"unknown element type {kind!r} (known: {', '.join(known)})")
         try:
             return factory(name, **kwargs)
@@ -251,7 +291,10 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 0
         raise ModelError(f"{filename}:{line}", f"YAML syntax error: {exc.problem}") from None
-    except ModelError as exc:
+    except ModelError as exc:  # raised while reading, with "line N: " for the file's position
+        line, _, message = str(exc).partition(": ")
+        if line.startswith("line ") and line[5:].isdigit():
+            raise ModelError(f"{filename}:{line[5:]}", message) from None
         raise ModelError(filename, str(exc)) from None
     _check_expanded_size(data, filename)
     if not isinstance(data, dict) or "model" not in data:
@@ -260,7 +303,7 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     allowed = {"model", "description", "parameters", "definitions", "components", "bonds", "signals", "mechanism"}
     extra = set(data) - allowed
     if extra:
-        raise ModelError(f"{filename}:{data.line}", f"unexpected top-level key(s): {', '.join(sorted(extra))} "
+        raise ModelError(f"{filename}:{data.line}", f"unexpected top-level key(s): {', '.join(sorted(map(str, extra)))} "
                                                     f"(allowed: {', '.join(sorted(allowed))})")
     reader = _Reader(filename, data)
     reader.pending = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -93,6 +94,19 @@ def entry_from(module: str, name: str):
     return found[-1] if found else None
 
 
+def _code_error(exc: Exception, path: Path, spec: str):
+    """A ModelError for an exception raised by a Python model file's code, at the deepest line
+    of that file in the traceback (file:line: ExceptionType: message)."""
+    from bondsim_ros.bondgraph.core import ModelError
+
+    line = 0
+    target = str(path.resolve())
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if str(Path(frame.f_code.co_filename).resolve()) == target:
+            line = lineno
+    return ModelError(f"{spec}:{line}" if line else spec, f"{type(exc).__name__}: {exc}")
+
+
 def resolve_model(spec: str):
     """Return (Model, ModelEntry or None) for a built-in name or a model file path."""
     from bondsim_ros.bondgraph.core import Model, ModelError
@@ -110,10 +124,21 @@ def resolve_model(spec: str):
             raise ModelError(spec, "no such model file")
         mspec = importlib.util.spec_from_file_location(f"bondsim_user_model_{path.stem}", path)
         module = importlib.util.module_from_spec(mspec)
-        mspec.loader.exec_module(module)
+        try:
+            mspec.loader.exec_module(module)
+        except SyntaxError as exc:  # IndentationError, a file that is not UTF-8 text too
+            where = f"{exc.filename or spec}:{exc.lineno}" if exc.lineno else (exc.filename or spec)
+            raise ModelError(where, f"{type(exc).__name__}: {exc.msg}") from None
+        except Exception as exc:  # noqa: BLE001 - the file's own code failed: say where in it
+            raise _code_error(exc, path, spec) from None
         if not hasattr(module, "build"):
             raise ModelError(spec, "a Python model file must define build() -> Model")
-        model = module.build()
+        try:
+            model = module.build()
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise _code_error(exc, path, spec) from None
         if not isinstance(model, Model):
             raise ModelError(spec, f"build() returned {type(model).__name__}, not a Model")
         return model, None

@@ -56,6 +56,23 @@ def _config_file(name: str) -> Path:
     return share_file("config", name)
 
 
+# Largest --rtf of `up` and `demo`: each frame steps the twin rtf/publish_rate simulated seconds
+# in one frame period of wall time; at 1000 (30 s per frame at 33 Hz) the Robotino twin overran
+# every frame and its solver failed (TooManySteps), at 100 it kept up
+MAX_RTF = 100.0
+
+
+def _rtf(value):
+    """--rtf: positive, finite and at most MAX_RTF, or a CLIError naming the flag."""
+    from bondsim_ros.cliargs import CLIError
+
+    _positive(value, "--rtf", "a positive real-time factor")
+    if value is not None and value > MAX_RTF:
+        raise CLIError(f"--rtf must be at most {MAX_RTF:g} (each frame steps the twin rtf/publish_rate "
+                       f"simulated seconds; faster than that it falls behind), got {value:g}")
+    return value
+
+
 def _positive(value, flag: str, what: str = "a positive number"):
     """A finite value > 0 or a CLIError naming the flag (argparse's float() admits 0, -1, nan, inf)."""
     import math
@@ -89,7 +106,7 @@ def _node_params(args):
     if getattr(args, "rate", None) is not None:
         dyn["publish_rate"] = _positive(args.rate, "--rate", "a positive rate in Hz")
     if getattr(args, "rtf", None) is not None:
-        dyn["real_time_factor"] = _positive(args.rtf, "--rtf", "a positive real-time factor")
+        dyn["real_time_factor"] = _rtf(args.rtf)
     return dyn, probe, state
 
 
@@ -224,10 +241,10 @@ def _check_foxglove(port, address) -> str | None:
 def cmd_demo(args) -> int:
     from bondsim_ros.cliargs import CLIError
 
-    from .demo import run_demo
+    from .demo import DemoOptionError, run_demo
 
     _positive(args.duration, "--duration", "a positive, finite number of simulated seconds")
-    _positive(args.rtf, "--rtf", "a positive real-time factor")
+    _rtf(args.rtf)
     foxglove_address = _check_foxglove(args.foxglove, args.foxglove_address)
     # the packaged parameter file with this --model; the demo has no --params/--reference/--rate,
     # and its --rtf goes to run_demo
@@ -239,7 +256,7 @@ def cmd_demo(args) -> int:
         summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
                            quiet=args.quiet, foxglove_port=args.foxglove, params=params,
                            foxglove_address=foxglove_address or "127.0.0.1")
-    except FileExistsError as exc:
+    except (FileExistsError, DemoOptionError) as exc:
         raise CLIError(str(exc)) from None
     except FoxgloveServeError as exc:  # the port taken between the check and the server's start
         raise CLIError(f"--foxglove: {exc}") from None

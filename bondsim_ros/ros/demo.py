@@ -18,6 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+# Fewest frames a demo run must publish for its bag to hold a trajectory: at real-time factor
+# rtf a frame (1/publish_rate of wall time) is rtf/publish_rate simulated seconds, so a short
+# run at a large factor publishes none (and had no /odom to plot)
+MIN_DEMO_FRAMES = 10
+
+
+class DemoOptionError(ValueError):
+    """An option of run_demo out of range (the command line reports it as a usage error)."""
+
 # topics the bag holds (fnmatch patterns; /probes/* picks up every probe the mechanism has)
 DEMO_TOPICS = ["/joint_states", "/tf", "/tf_static", "/odom", "/robot_description", "/reference_pose",
                "/probes/*", "/probe_error/*", "/probe_error_untimed/*", "/motor_states", "/diagnostics"]
@@ -237,9 +246,21 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
     state_publisher) parameters of the graph, as record() takes them (``bondsim-ros demo`` reads
     config/dynamics.yaml and sets its --model); None: the nodes' defaults."""
     if not (duration > 0 and math.isfinite(duration)):
-        raise ValueError(f"--duration must be a positive number of seconds, got {duration}")
+        raise DemoOptionError(f"--duration must be a positive number of seconds, got {duration}")
     if not (rtf > 0 and math.isfinite(rtf)):
-        raise ValueError(f"--rtf must be positive, got {rtf}")
+        raise DemoOptionError(f"--rtf must be positive, got {rtf}")
+    if params is not None and "publish_rate" in params[0]:
+        rate = float(params[0]["publish_rate"])
+    else:
+        from .dynamics_node import PARAMS
+
+        rate = float(PARAMS["publish_rate"][0])
+    frames = duration * rate / rtf
+    if frames < MIN_DEMO_FRAMES:
+        raise DemoOptionError(f"--rtf {rtf:g} with --duration {duration:g}: the run would publish {frames:.3g} frames "
+                         f"(one per {rtf / rate:.3g} simulated seconds at {rate:g} Hz), the demo needs at least "
+                         f"{MIN_DEMO_FRAMES}: use --rtf {duration * rate / MIN_DEMO_FRAMES:.3g} or less, or a longer "
+                         f"--duration")
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise FileExistsError(f"--out {out_dir}: exists and is not a folder")

@@ -82,7 +82,7 @@ PARAMS = {
     "publish_clock": Param(True, "publish /clock (rosgraph_msgs/Clock) with the simulated time"),
     "publish_rate": Param(33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)",
                           low=0.1, high=1000.0, live=True),
-    "real_time_factor": Param(1.0, "simulated seconds per wall-clock second", low=0.001, high=1000.0, live=True),
+    "real_time_factor": Param(1.0, "simulated seconds per wall-clock second", low=0.001, high=100.0, live=True),
     "cmd_vel_topic": Param("cmd_vel", "velocity command topic"),
     "cmd_vel_type": Param("auto", "auto | twist | stamped (Nav2: Twist on Jazzy, TwistStamped on Kilted)",
                           choices=("auto", "twist", "stamped")),

@@ -1,0 +1,247 @@
+"""Model files a careless or hostile user may give ``bondsim-ros simulate``: keys that are not
+names, nesting without end, sources that leave nothing to integrate, long chains, Python model
+files that do not run. Each is refused with one line naming file, line and component (exit
+status 2, no traceback) or, for a long chain, built in bounded time."""
+import signal
+import textwrap
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+from bondsim_ros.bondgraph import ModelError
+from bondsim_ros.cli import main
+
+
+@contextmanager
+def time_bound(seconds):
+    def fire(signum, frame):
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def simulate(path, capsys, *extra, seconds=120):
+    with time_bound(seconds):
+        rc = main(["simulate", str(path), "--t-end", "0.05", "--dt-out", "0.01", "-q", *map(str, extra)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return rc, err
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+def refused(rc, err):
+    """Exit status 2 and one line, the CLI's error line."""
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bondsim-ros simulate: error: "), err
+    return lines[0]
+
+
+# ----------------------------------------------------------------- keys that are not names
+def test_a_list_as_a_component_key_is_refused_with_its_line(tmp_path, capsys):
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        components:
+          [a]: {type: I, inertia: 1.0}
+        """)
+    line = refused(*simulate(path, capsys))
+    assert "m.yaml:3: a key must be a name, got a list ['a']" in line
+
+
+def test_a_mapping_as_a_parameter_key_is_refused_with_its_line(tmp_path, capsys):
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        parameters:
+          k: 1.0
+          {a: 1}: 2.0
+        components:
+          mass: {type: I, inertia: 1.0}
+        """)
+    line = refused(*simulate(path, capsys))
+    assert "m.yaml:4: a key must be a name, got a mapping" in line
+
+
+def test_a_number_as_a_component_name_is_refused_with_its_line(tmp_path, capsys):
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        components:
+          F: {type: Se, effort: 1.0}
+          1: {type: I, inertia: 1.0}
+        bonds: [[F, 1]]
+        """)
+    line = refused(*simulate(path, capsys))
+    assert "m.yaml:4: 1: a component name is text" in line
+
+
+# ----------------------------------------------------------------- nesting
+def nested_definitions(depth):
+    lines = ["model: deep", "definitions:"]
+    for i in range(depth - 1):
+        lines.append(f"  D{i}: {{ports: {{p: in}}, components: {{x: {{type: D{i + 1}}}}}, bonds: [[self.p, x.p]]}}")
+    lines.append(f"  D{depth - 1}: {{ports: {{p: in}}, components: {{m: {{type: I, inertia: 1.0}}}}, "
+                 f"bonds: [[self.p, m]]}}")
+    lines += ["components:", "  E: {type: Se, effort: 1.0}", "  d: {type: D0}", "bonds: [[E, d.p]]"]
+    return "\n".join(lines) + "\n"
+
+
+def test_definitions_nested_2000_deep_are_refused_past_the_limit(tmp_path, capsys):
+    path = tmp_path / "deep.yaml"
+    path.write_text(nested_definitions(2000))
+    line = refused(*simulate(path, capsys, seconds=60))
+    # the line of the definition whose components pass the limit, and the component path
+    assert "deep.yaml:102: d.x.<96 levels>.x.x: components nested more than 100 deep: refused" in line
+
+
+def test_definitions_nested_within_the_limit_simulate(tmp_path, capsys):
+    path = tmp_path / "deep.yaml"
+    path.write_text(nested_definitions(60))
+    rc, err = simulate(path, capsys, "--csv", tmp_path / "out.csv")
+    assert rc == 0, err
+    assert (tmp_path / "out.csv").exists()
+
+
+def test_yaml_values_nested_2000_deep_are_refused(tmp_path, capsys):
+    path = tmp_path / "deep.yaml"
+    path.write_text("model: m\ncomponents:\n  a: {type: I, inertia: " + "[" * 2000 + "]" * 2000 + "}\n")
+    line = refused(*simulate(path, capsys, seconds=60))
+    assert "deep.yaml:3: values nested more than 100 deep: refused" in line
+
+
+def test_components_nested_past_the_limit_in_python_are_refused():
+    from bondsim_ros.bondgraph import I, Se, compile_model
+    from bondsim_ros.bondgraph.core import Component, Model
+
+    model = Model("deep")
+    outer = model
+    for k in range(2000):
+        inner = Component(f"c{k}", ports={"p": "in"})
+        outer.add(inner)
+        if outer is model:
+            model.add(Se("E", 1.0))
+            model.bond("E", inner.p)
+        else:
+            outer.bond(outer.p, inner.p)
+        outer = inner
+    outer.add(I("m", 1.0))
+    outer.bond(outer.p, "m")
+    with time_bound(60), pytest.raises(ModelError, match="components nested more than 100 deep"):
+        compile_model(model, use_cache=False)
+
+
+# ----------------------------------------------------------------- sources without dynamics
+def test_an_se_and_an_sf_on_one_effort_junction_are_refused_by_name(tmp_path, capsys):
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        components:
+          j: {type: EffortJunction}
+          E: {type: Se, effort: 1.0}
+          F: {type: Sf, flow: 2.0}
+        bonds: [[E, j], [F, j]]
+        """)
+    line = refused(*simulate(path, capsys))
+    assert "m.yaml:4: E: nothing to simulate: the source(s) E, F fix every effort and flow" in line
+
+
+def test_a_source_driving_a_resistor_alone_is_refused(tmp_path, capsys):
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        components:
+          E: {type: Se, effort: 1.0}
+          r: {type: R, resistance: 2.0}
+        bonds: [[E, r]]
+        """)
+    line = refused(*simulate(path, capsys))
+    assert "m.yaml:3: E: nothing to simulate: the source(s) E fix" in line
+
+
+# ----------------------------------------------------------------- long chains
+def ladder(n, resistance="1.5", parameters=""):
+    """Se, then n resistors on alternating 1- and 0-junctions, closed by an inertia."""
+    lines = ["model: ladder"] + ([f"parameters: {{{parameters}}}"] if parameters else [])
+    lines += ["components:", "  E: {type: Se, effort: \"sin(10*t)\"}", "  load: {type: I, inertia: 0.5}"]
+    bonds = ["  - [E, j0]", f"  - [j{n - 1}, load]"]
+    for k in range(n):
+        lines.append(f"  j{k}: {{type: {'EffortJunction' if k % 2 == 0 else 'FlowJunction'}}}")
+        lines.append(f"  r{k}: {{type: R, resistance: {resistance}}}")
+        bonds.append(f"  - [j{k}, r{k}]")
+        if k + 1 < n:
+            bonds.append(f"  - [j{k}, j{k + 1}]")
+    return "\n".join(lines + ["bonds:"] + bonds) + "\n"
+
+
+def test_a_ladder_of_resistors_given_as_a_parameter_matches_the_numbers(tmp_path, capsys):
+    """The parametric pivots (R = k) must eliminate their unknown completely: the parameter's
+    k*(x + v) - k*v is not multiplied out by sympy, and an unknown left behind in the reduced
+    equations failed code generation ("unmapped symbol")."""
+    out = {}
+    for name, text in (("num", ladder(100)), ("par", ladder(100, "k", "k: 1.5"))):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        rc, err = simulate(path, capsys, "--no-cache", "--csv", tmp_path / f"{name}.csv")
+        assert rc == 0, err
+        out[name] = np.genfromtxt(tmp_path / f"{name}.csv", delimiter=",", names=True)
+    assert out["num"].dtype.names == out["par"].dtype.names
+    for col in out["num"].dtype.names:
+        np.testing.assert_allclose(out["par"][col], out["num"][col], rtol=1e-6, atol=1e-9)
+
+
+# ----------------------------------------------------------------- Python model files
+@pytest.mark.parametrize("code, expected", [
+    ("def build(:\n    pass\n", "bad.py:1: SyntaxError: invalid syntax"),
+    ("def build():\n    x = 1\n     y = 2\n", "bad.py:3: IndentationError: unexpected indent"),
+    ("import os\nimport no_such_module_here\n", "bad.py:2: ModuleNotFoundError: No module named 'no_such_module_here'"),
+    ("def inner():\n    return 1 / 0\n\ndef build():\n    return inner()\n", "bad.py:2: ZeroDivisionError: division by zero"),
+])
+def test_a_python_model_file_that_fails_is_named_by_file_and_line(tmp_path, capsys, code, expected):
+    path = tmp_path / "bad.py"
+    path.write_text(code)
+    line = refused(*simulate(path, capsys))
+    assert f"{path.parent}/{expected}" in line
+
+
+def test_a_ladder_of_1000_resistors_given_as_a_parameter_builds_in_bounded_time(tmp_path, capsys):
+    """Without a cap on the equations that spread parametric coefficients, the elimination of
+    this ladder grew cubically (300 resistors: 11 s; 1000 did not finish in 4 minutes)."""
+    path = tmp_path / "ladder.yaml"
+    path.write_text(ladder(1000, "k", "k: 1.5"))
+    rc, err = simulate(path, capsys, "--no-cache", "--csv", tmp_path / "out.csv", seconds=90)
+    assert rc == 0, err
+    out = np.genfromtxt(tmp_path / "out.csv", delimiter=",", skip_header=1)
+    assert out.shape == (6, 2) and np.all(np.isfinite(out))  # t and load.p, 0 ... 0.05 s
+
+
+def test_equations_nested_past_the_recursion_limit_are_refused_by_name():
+    """sympy recurses once per level of an expression, and the elimination nests parametric
+    coefficients: a ladder of 10 000 resistors given as a parameter passed Python's recursion
+    limit after 99 s (RecursionError). Here a limit a few levels above the caller's stands in
+    for that ladder: the refusal is a ModelError naming the model, not a RecursionError."""
+    import inspect
+    import sys
+
+    from bondsim_ros.bondgraph.equations import build_dae
+    from bondsim_ros.bondgraph.reduce import reduce_dae
+    from bondsim_ros.bondgraph.yamlmodel import loads_model
+
+    raw = build_dae(loads_model(ladder(100, "k", "k: 1.5"), "ladder.yaml"))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 30)
+    try:
+        with pytest.raises(ModelError) as err:
+            reduce_dae(raw)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert str(err.value).startswith("ladder: the eliminated equations nest deeper than the symbolic reduction "
+                                     "can follow (403 equations; a long chain whose values are run-time "
+                                     "parameters)"), err.value
