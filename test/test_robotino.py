@@ -156,23 +156,22 @@ def test_roller_switches_from_a_start_at_rest_without_the_pose_loop():
     sim = Simulation(c, rtol=1e-6, atol=1e-8, hmax=0.02)
     solver = sim.solver
     wheels = [c.var_names.index(f"wheel{i}.angle.x") for i in (1, 2, 3)]
-    # each wheel's floor mode K and rolling-side mode S (the arm's angle is theta - K pi/3 for
-    # S = 1, theta - (K + 1) pi/3 for S = 0), found from the modes the laws pick
+    # each wheel's floor mode K: the contact roller's index, floor((theta + pi/6) / (pi/3)); the
+    # arm's angle is theta - K pi/3. Found as the mode that changes across theta = pi/6.
     modes = lambda y: (solver.problem.modes(0.0, y, np.zeros(c.n), solver.pm, m) or m.copy())  # noqa: E731
     m = np.zeros(c.n_modes)
-    K, S = [], []
+    K = []
     for w in wheels:
         y = np.zeros(c.n)
-        a, b, d = (modes(np.where(np.arange(c.n) == w, th, y)) for th in (0.4, 0.6, 1.2))
-        S.append(int(np.flatnonzero(a != b)[0]))
-        K.append(int(np.flatnonzero((a != d) & (a == b))[0]))
+        a, b = (modes(np.where(np.arange(c.n) == w, th, y)) for th in (0.4, 0.6))
+        K.append(int(np.flatnonzero(a != b)[0]))
     worst, t_out = 0.0, np.arange(0.005, 3.0 + 1e-9, 0.005)
     rows = []
     for t in t_out:
         rows.append(sim.advance([t])[0])
         th = solver.y_step[wheels]  # the step the integrator stands on (at or past t)
-        mk, ms = solver.pm[solver.n_par + np.array(K)], solver.pm[solver.n_par + np.array(S)]
-        arm_angle = th - math.pi / 3 * (mk + 1.0 - ms)
+        mk = solver.pm[solver.n_par + np.array(K)]
+        arm_angle = th - math.pi / 3 * mk
         worst = max(worst, float(np.max(np.abs(arm_angle))))
     print(f"largest roller angle {worst:.6f} rad; {solver.stats}")
     assert sim.t == pytest.approx(3.0)

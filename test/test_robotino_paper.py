@@ -67,3 +67,23 @@ def test_firmware_is_a_registered_model():
 def test_bad_drive_name_is_refused():
     with pytest.raises(ValueError, match="drive must be"):
         rb.robotino(drive="fast")
+
+
+def test_command_step_with_a_wheel_at_rest_mid_roller():
+    """A vx step at t = 0.2 s leaves wheel 2 (its axle along x) at rest at theta = 0, mid-roller.
+    The rolling arm was a Piecewise of Mod(theta, pi/3), whose wrap sits at theta = 0: round-off
+    flipped its mode there and the step size underflowed at t = 0.2 (bondsim-ros fit of
+    robotino_twist failed at chassis_mass 17.24, chassis_inertia 0.342, motor_K 0.0517)."""
+    from bondsim_ros.fit import FitProblem, LogData
+
+    t = np.round(np.arange(0.0, 0.5 + 1e-9, 0.01), 10)
+    vx = np.where(t >= 0.2, 0.6, 0.0)
+    names = ["t", "vx_cmd", "vy_cmd", "wz_cmd", "w1", "w2", "w3"]
+    prob = FitProblem(compile_model(rb.robotino(reference="twist")),
+                      LogData(names, np.column_stack([t, vx, 0 * t, 0 * t] + [0 * t] * 3)),
+                      ["chassis_mass", "chassis_inertia", "motor_K"], ["w1", "w2", "w3"],
+                      inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=1e-7, atol=1e-9)
+    w = prob.simulate([17.240335435172163, 0.3421278838915108, 0.051694052652454005])
+    assert np.all(np.isfinite(w))
+    assert abs(w[-1, 1]) < 1e-6  # wheel 2 stays at rest
+    assert abs(w[-1, 0]) > 1.0  # wheels 1 and 3 turn

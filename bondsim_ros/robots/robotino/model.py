@@ -95,8 +95,8 @@ RUNTIME_PARAMS = {
     "motor_J": "motor.rotor_inertia",
     "motor_B": "motor.viscous_friction",
     "motor_Fc": "motor.coulomb_friction",
-    "pid_kp": "controller.kp",
-    "pid_ki": "controller.ki",
+    "pid_kp": "controller.firmware_kp",
+    "pid_ki": "controller.firmware_ki",
 }
 _RUNTIME_KEY = "__runtime__"  # prm entry: yaml key -> parameter name, for the keys made run-time
 
@@ -130,7 +130,8 @@ class Drive(Component):
         # reference scaled back through the gear: omega_m = -N omega_i  [section 3.4]
         self.add(Gain("ref_scale", -n), Sum("error", "+-"))
         lim = dict(umin=-vmax, umax=vmax) if self.limited else {}
-        self.add(PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=_p(p, "controller.kd", 0.0),
+        gains = ("controller.firmware_kp", "controller.firmware_ki") if self.limited else ("controller.kp", "controller.ki")
+        self.add(PID("pid", kp=_law(p, gains[0]), ki=_law(p, gains[1]), kd=_p(p, "controller.kd", 0.0),
                      tf=_p(p, "controller.derivative_filter_time", 0.002), **lim))
         self.add(Se("voltage_source", "u", inputs=["u"]))
         bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
@@ -166,8 +167,11 @@ class Wheel(Component):
         cx, cy = self.add(FlowJunction("contact_x")), self.add(FlowJunction("contact_y"))
         self.add(I("inertia", _law(p, "wheel.inertia_axle")), I("roller_inertia", _p(p, "wheel.roller_inertia", 2e-6)))
         self.add(TF("rotlin", -1.0 / rw))  # omega_i = -v_iy / R_w  [eqs. 8-9]
-        # rolling arm of the contact roller, switching every pi/3 [eqs. 10-13]
-        theta_b = "Piecewise((Mod(th, pi/3), Mod(th, pi/3) <= pi/6), (Mod(th, pi/3) - pi/3, True))"
+        # rolling arm of the contact roller, switching every pi/3 [eqs. 10-13]: theta_ib is
+        # mod(theta, pi/3) or that minus pi/3 (paper), written as one Mod whose only wrap is the
+        # roller switch at theta = pi/6 + k pi/3; a wheel at rest mid-roller (theta = 0) then sits
+        # on no law boundary for round-off to flip
+        theta_b = "Mod(th + pi/6, pi/3) - pi/6"
         self.add(TF("side_rolling", f"1/({rmax!r} - {rw!r}*(1 - cos({theta_b})))", inputs=["th"]))
         self.add(Integrator("angle", 0.0))
         self.bond(self.axle, spin)
