@@ -36,9 +36,9 @@ def test_derivatives_are_sympys():
 
 
 def test_derivatives_of_the_robotino_equations_are_sympys():
-    """The reduced Robotino: PID saturation (clip), the rollers' Mod/Piecewise, float
-    coefficients; every derivative the Jacobian is made of, before the fix-ups of kinks."""
-    red = reduce_dae(build_dae(registry()["robotino"].build()))
+    """The reduced Robotino with the firmware drive: PID saturation (clip), the rollers' Mod,
+    float coefficients; every derivative the Jacobian is made of, before the fix-ups of kinks."""
+    red = reduce_dae(build_dae(registry()["robotino_firmware"].build()))
     assert any(eq.has(clip) for eq in red.equations) and any(eq.has(sp.Mod) for eq in red.equations)
     d = _Differentiator()
     for eq in red.equations:

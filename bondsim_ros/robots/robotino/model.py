@@ -95,8 +95,8 @@ RUNTIME_PARAMS = {
     "motor_J": "motor.rotor_inertia",
     "motor_B": "motor.viscous_friction",
     "motor_Fc": "motor.coulomb_friction",
-    "pid_kp": "controller.kp",
-    "pid_ki": "controller.ki",
+    "pid_kp": "controller.firmware_kp",
+    "pid_ki": "controller.firmware_ki",
 }
 _RUNTIME_KEY = "__runtime__"  # prm entry: yaml key -> parameter name, for the keys made run-time
 
@@ -111,12 +111,17 @@ def _law(params, key, default=None):
 # Components
 # --------------------------------------------------------------------------------------
 class Drive(Component):
-    """DC motor, planetary gear and belt, PID wheel-speed controller [Fig. 28, eq. 25]."""
+    """DC motor, planetary gear and belt, PID wheel-speed controller [Fig. 28, eq. 25].
 
-    def __init__(self, name, prm):
+    ``limited``: the controller's voltage saturates at ``controller.voltage_limit`` with
+    back-calculation anti-windup, as a real drive's supply bounds it; the paper's driver
+    (a "common PID controller") has no limit.
+    """
+
+    def __init__(self, name, prm, limited=False):
         super().__init__(name, ports={"shaft": "out"},
                          controls={"omega_ref": "in", "current": "out", "omega_motor": "out", "voltage": "out"})
-        self.prm = prm
+        self.prm, self.limited = prm, limited
 
     def build(self):
         p = self.prm
@@ -124,8 +129,10 @@ class Drive(Component):
         vmax = _p(p, "controller.voltage_limit", _p(p, "motor.supply_voltage", 24.0))
         # reference scaled back through the gear: omega_m = -N omega_i  [section 3.4]
         self.add(Gain("ref_scale", -n), Sum("error", "+-"))
-        self.add(PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=_p(p, "controller.kd", 0.0),
-                     tf=_p(p, "controller.derivative_filter_time", 0.002), umin=-vmax, umax=vmax))
+        lim = dict(umin=-vmax, umax=vmax) if self.limited else {}
+        gains = ("controller.firmware_kp", "controller.firmware_ki") if self.limited else ("controller.kp", "controller.ki")
+        self.add(PID("pid", kp=_law(p, gains[0]), ki=_law(p, gains[1]), kd=_p(p, "controller.kd", 0.0),
+                     tf=_p(p, "controller.derivative_filter_time", 0.002), **lim))
         self.add(Se("voltage_source", "u", inputs=["u"]))
         bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
         # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
@@ -160,8 +167,11 @@ class Wheel(Component):
         cx, cy = self.add(FlowJunction("contact_x")), self.add(FlowJunction("contact_y"))
         self.add(I("inertia", _law(p, "wheel.inertia_axle")), I("roller_inertia", _p(p, "wheel.roller_inertia", 2e-6)))
         self.add(TF("rotlin", -1.0 / rw))  # omega_i = -v_iy / R_w  [eqs. 8-9]
-        # rolling arm of the contact roller, switching every pi/3 [eqs. 10-13]
-        theta_b = "Piecewise((Mod(th, pi/3), Mod(th, pi/3) <= pi/6), (Mod(th, pi/3) - pi/3, True))"
+        # rolling arm of the contact roller, switching every pi/3 [eqs. 10-13]: theta_ib is
+        # mod(theta, pi/3) or that minus pi/3 (paper), written as one Mod whose only wrap is the
+        # roller switch at theta = pi/6 + k pi/3; a wheel at rest mid-roller (theta = 0) then sits
+        # on no law boundary for round-off to flip
+        theta_b = "Mod(th + pi/6, pi/3) - pi/6"
         self.add(TF("side_rolling", f"1/({rmax!r} - {rw!r}*(1 - cos({theta_b})))", inputs=["th"]))
         self.add(Integrator("angle", 0.0))
         self.bond(self.axle, spin)
@@ -196,14 +206,14 @@ class Ground(Component):
 class Chassis(Component):
     """Chassis dynamics with the three drive units [Figs. 25-27]."""
 
-    def __init__(self, name, prm, start):
+    def __init__(self, name, prm, start, limited=False):
         ports = {f"hub{i}": "in" for i in (1, 2, 3)}
         ports.update({f"axle{i}": "out" for i in (1, 2, 3)})
         controls = {f"w{i}_ref": "in" for i in (1, 2, 3)}
         controls.update({k: "out" for k in ("x", "y", "phi", "vx", "vy", "wz")})
         controls.update({f"{k}{i}": "out" for k in ("i", "u", "wm") for i in (1, 2, 3)})
         super().__init__(name, ports=ports, controls=controls)
-        self.prm, self.start = prm, start
+        self.prm, self.start, self.limited = prm, start, limited
 
     def build(self):
         p = self.prm
@@ -219,7 +229,7 @@ class Chassis(Component):
         for i, alpha in zip((1, 2, 3), ALPHA):
             tr = wheel_frame(self, i, alpha, radius, (jx, jy, jw))
             self.bond(self.ports[f"hub{i}"], tr.local)
-            drive = self.add(Drive(f"drive{i}", p))
+            drive = self.add(Drive(f"drive{i}", p, self.limited))
             self.bond(drive.shaft, self.ports[f"axle{i}"])
             self.connect(self.ports[f"w{i}_ref"], drive.omega_ref)
             self.connect(drive.current, self.ports[f"i{i}"])
@@ -243,9 +253,14 @@ def rose_functions(A=2.0, k=3.0, a=0.1, phi0=5 * math.pi / 6):
 
 
 def robotino(params: dict | None = None, reference: str = "rose", start=None, config=None,
-             runtime=None) -> Model:
+             runtime=None, drive: str | None = None) -> Model:
     """Build the Robotino model. ``reference``: "rose" (the paper's case) or "twist" (cmd_vel).
 
+    The wheel-speed references are eq. 24 evaluated on the reference (x_ref, y_ref, phi_ref and
+    their rates): no pose feedback, as in the paper [Figs. 25, 29c].
+    ``drive``: "paper" (PID without limits, the paper's drivers) or "firmware" (the voltage
+    clipped at ``controller.voltage_limit`` with anti-windup, as on the robot); default
+    "paper" for the rose, "firmware" for the twist.
     In "twist" mode the body-frame command is the run-time parameters ``vx_cmd, vy_cmd, wz_cmd``
     (m/s, rad/s), so a ROS node can change it between solver steps without rebuilding.
     ``runtime``: names from :data:`RUNTIME_PARAMS` to make run-time parameters too (default: all
@@ -254,19 +269,23 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
     prm = load_params(config, params)
     if reference not in ("rose", "twist"):
         raise ValueError(f"reference must be 'rose' or 'twist', got {reference!r}")
+    drive = drive or ("paper" if reference == "rose" else "firmware")
+    if drive not in ("paper", "firmware"):
+        raise ValueError(f"drive must be 'paper' or 'firmware', got {drive!r}")
     if runtime is None:
         runtime = list(RUNTIME_PARAMS) if reference == "twist" else []
     unknown = [n for n in runtime if n not in RUNTIME_PARAMS]
     if unknown:
         raise ValueError(f"not a Robotino run-time parameter: {', '.join(unknown)} (choose from "
                          f"{', '.join(RUNTIME_PARAMS)})")
-    model = Model("robotino" if reference == "rose" else "robotino_twist", "Festo Robotino, seed 000 section 3")
+    name = "robotino_twist" if reference == "twist" else ("robotino" if drive == "paper" else "robotino_firmware")
+    model = Model(name, "Festo Robotino, seed 000 section 3")
     prm[_RUNTIME_KEY] = {}
-    for name in runtime:
-        key = RUNTIME_PARAMS[name]
-        model.parameter(name, _p(prm, key, 0.0 if "friction" in key else None),
+    for pname in runtime:
+        key = RUNTIME_PARAMS[pname]
+        model.parameter(pname, _p(prm, key, 0.0 if "friction" in key else None),
                         f"{key} [SI] from {Path(config).name if config else 'config/robotino.yaml'}")
-        prm[_RUNTIME_KEY][key] = name
+        prm[_RUNTIME_KEY][key] = pname
     radius, rw = _p(prm, "chassis.radius_to_wheel"), _p(prm, "wheel.radius")
     if reference == "rose":
         fns, phi_start = rose_functions(_p(prm, "reference.rose.A", 2.0), _p(prm, "reference.rose.k", 3.0),
@@ -274,7 +293,7 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
         start = start or (0.0, 0.0, phi_start)
     else:
         start = start or (0.0, 0.0, 0.0)
-    chassis = model.add(Chassis("chassis", prm, start))
+    chassis = model.add(Chassis("chassis", prm, start, limited=drive == "firmware"))
     model.add(Ground("ground"))
     for i in (1, 2, 3):
         model.add(Wheel(f"wheel{i}", prm))
@@ -305,26 +324,15 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
             model.add(Input(f"ref_{key}", fns[key]))
         model.add(Integrator("ref_phi", start[2]))
         model.connect("ref_w.out", "ref_phi.in_")
-        kp, kphi = _p(prm, "controller.pose_gain", 10.0), _p(prm, "controller.heading_gain", 10.0)
-        # outer pose loop: world velocity command = feed-forward + kp * pose error
-        model.add(Function("cmd_vX", f"vr + {kp!r}*(xr - x)", inputs=["vr", "xr", "x"]),
-                  Function("cmd_vY", f"vr + {kp!r}*(yr - y)", inputs=["vr", "yr", "y"]),
-                  Function("cmd_wz", f"wr + {kphi!r}*(pr - p)", inputs=["wr", "pr", "p"]))
-        model.connect("ref_vx.out", "cmd_vX.vr")
-        model.connect("ref_x.out", "cmd_vX.xr", "rec.x_ref")
-        model.connect(chassis.x, "cmd_vX.x")
-        model.connect("ref_vy.out", "cmd_vY.vr")
-        model.connect("ref_y.out", "cmd_vY.yr", "rec.y_ref")
-        model.connect(chassis.y, "cmd_vY.y")
-        model.connect("ref_w.out", "cmd_wz.wr")
-        model.connect("ref_phi.out", "cmd_wz.pr", "rec.phi_ref")
-        model.connect(chassis.phi, "cmd_wz.p")
+        model.connect("ref_x.out", "rec.x_ref")
+        model.connect("ref_y.out", "rec.y_ref")
+        # eq. 24 on the Reference outputs [eqs. 28, 30, 31]: phi_ref, not the measured phi
         for i, alpha in zip((1, 2, 3), ALPHA):
             model.add(Function(f"ik{i}", wheel_speed_law(alpha, radius, rw), inputs=["vX", "vY", "wz", "phi"]))
-            model.connect("cmd_vX.out", f"ik{i}.vX")
-            model.connect("cmd_vY.out", f"ik{i}.vY")
-            model.connect("cmd_wz.out", f"ik{i}.wz")
-            model.connect(chassis.phi, f"ik{i}.phi")
+            model.connect("ref_vx.out", f"ik{i}.vX")
+            model.connect("ref_vy.out", f"ik{i}.vY")
+            model.connect("ref_w.out", f"ik{i}.wz")
+            model.connect("ref_phi.out", f"ik{i}.phi", *(["rec.phi_ref"] if i == 1 else []))
     else:
         model.parameter("vx_cmd", 0.0, "body-frame forward velocity command [m/s]")
         model.parameter("vy_cmd", 0.0, "body-frame left velocity command [m/s]")
@@ -397,12 +405,19 @@ def _build_rose():
     return robotino(reference="rose")
 
 
+def _build_firmware():
+    return robotino(reference="rose", drive="firmware")
+
+
 def _build_twist():
     return robotino(reference="twist")
 
 
 ENTRIES = [
     ModelEntry("robotino", _build_rose, "Festo Robotino on the paper's rose path (seed 000)",
+               defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
+    ModelEntry("robotino_firmware", _build_firmware,
+               "Festo Robotino on the rose path, drive voltage clipped at the supply with anti-windup",
                defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
     ModelEntry("robotino_twist", _build_twist, "Festo Robotino driven by a body twist (vx_cmd, vy_cmd, wz_cmd)",
                defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns,
