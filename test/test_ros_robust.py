@@ -310,7 +310,7 @@ BOMB = ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
 
 
 @pytest.mark.parametrize("module, param, value, says", [
-    ("dynamics_node", "real_time_factor", "-1.0", "real_time_factor: must be finite, in [0.001, 1000], got -1.0"),
+    ("dynamics_node", "real_time_factor", "-1.0", "real_time_factor: must be finite, in [0.001, 100], got -1.0"),
     ("probe_node", "use_tf2", "maybe", "use_tf2: auto | true | false, got 'maybe'"),
     ("state_publisher", "robot_description", "<robot", "robot_description: not a URDF"),
     ("state_publisher", "robot_description", BOMB, "EntitiesForbidden"),
