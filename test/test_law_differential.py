@@ -12,14 +12,12 @@ import math
 import os
 import random
 import re
-import signal
-from contextlib import contextmanager
 
-import pytest
 import sympy as sp
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
 from bondsim_ros.bondgraph.laws import FUNCTIONS, LawError, clip, parse_law
+from time_limit import time_bound  # noqa: E402
 
 CASES = int(os.environ.get("BONDSIM_LAW_CASES", "600"))
 SEED = int(os.environ.get("BONDSIM_LAW_SEED", "20261125"))
@@ -177,18 +175,6 @@ class Stalled(Exception):
     pass
 
 
-@contextmanager
-def time_bound(seconds, error):
-    def fire(signum, frame):
-        raise error
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _oracle(text, evaluate=True):

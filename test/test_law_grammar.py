@@ -1,10 +1,8 @@
 """The law language reads a law as written: ``^`` is ``**`` with its precedence and right
 associativity, values that can only be NaN at run time are refused by name and line, and the
 parser's work is bounded whatever the text (docs/engine.md, "The law language")."""
-import signal
 import textwrap
 import time
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -16,23 +14,12 @@ from bondsim_ros.bondgraph.laws import (MAX_DIGITS, MAX_MINMAX_ARGS, MAX_MINMAX_
                                         parse_law)
 from bondsim_ros.bondgraph.yamlmodel import loads_model
 from bondsim_ros.cli import main
+from time_limit import time_bound  # noqa: E402
 
 X, Y, Z, Q, K, A = (sp.Symbol(n, real=True) for n in ("x", "y", "z", "q", "k", "a"))
 NAMES = {"x": X, "y": Y, "z": Z, "q": Q, "k": K, "a": A}
 
 
-@contextmanager
-def time_bound(seconds):
-    def fire(signum, frame):
-        raise TimeoutError(f"no answer within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 # ---------------------------------------------------------------- ^ is ** exactly

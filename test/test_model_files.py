@@ -2,29 +2,16 @@
 names, nesting without end, sources that leave nothing to integrate, long chains, Python model
 files that do not run. Each is refused with one line naming file, line and component (exit
 status 2, no traceback) or, for a long chain, built in bounded time."""
-import signal
 import textwrap
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
 from bondsim_ros.bondgraph import ModelError
 from bondsim_ros.cli import main
+from time_limit import time_bound  # noqa: E402
 
 
-@contextmanager
-def time_bound(seconds):
-    def fire(signum, frame):
-        raise TimeoutError(f"no answer within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def simulate(path, capsys, *extra, seconds=120):
