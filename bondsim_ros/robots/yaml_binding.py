@@ -33,6 +33,31 @@ def _section(path: Path):
     return None, root
 
 
+def read_commands(path) -> dict | None:
+    """The commands: section's twist: {vx|vy|wz: (parameter, line)}, or None without one."""
+    path = Path(path)
+    _, root = _section(path)
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    node = next((v for k, v in root.value if k.value == "commands"), None)
+    if node is None:
+        return None
+    twist = None
+    for key, value, line in _map(node, path, "commands"):
+        if key != "twist":
+            raise RobotError(f"{path}:{line}: commands: unknown key {key!r} (twist)")
+        twist = {}
+        for k, par, tl in _map(value, path, "commands.twist"):
+            if k not in ("vx", "vy", "wz"):
+                raise RobotError(f"{path}:{tl}: commands.twist: unknown key {k!r} (vx, vy, wz)")
+            if not isinstance(par, yaml.ScalarNode) or not par.value:
+                raise RobotError(f"{path}:{tl}: commands.twist.{k}: give a run-time parameter's name")
+            twist[k] = (str(par.value), tl)
+        if not twist:
+            raise RobotError(f"{path}:{line}: commands.twist needs at least one of vx, vy, wz")
+    return {"twist": twist}
+
+
 def _map(node, path, what):
     if not isinstance(node, yaml.MappingNode):
         raise RobotError(f"{path}:{node.start_mark.line + 1}: {what} must be a mapping")
@@ -136,6 +161,7 @@ def yaml_robot(path) -> Robot:
     if not path.is_file():
         raise RobotError(f"{path}: no such model file")
     spec = read_binding(path)
+    commands = read_commands(path) or {"twist": None}
     try:
         model = load_model(path)
     except ModelError as exc:
@@ -148,14 +174,24 @@ def yaml_robot(path) -> Robot:
         from bondsim_ros.bondgraph.codegen import compile_model
         from bondsim_ros.twin.model_twin import Binding, ModelTwin
 
-        if command != "builtin":
-            raise RobotError(f"{path}: a YAML model runs its own signals (no {command} command)")
+        if command != "builtin" and not (command == "twist" and commands["twist"]):
+            raise RobotError(f"{path}: the model declares no {command} command (commands: twist: {{vx:, vy:, wz:}} "
+                             f"binds /cmd_vel to its parameters)")
         if config:
             raise RobotError(f"{path}: robot_config is a Robotino parameter file")
         compiled = compile_model(model, log=log)
         joints, base = check_binding(path, spec, ["t"] + list(compiled.output_names))
         state["joints"] = joints
-        return ModelTwin(name, compiled, Binding(mechanism=xml, joints=joints, base=base, source=str(path)),
-                         rtol=rtol, atol=atol, hmax=hmax, limits=limits, log=log)
+        twist = None
+        if commands["twist"]:
+            for k, (par, line) in commands["twist"].items():
+                if par not in compiled.param_names:
+                    raise RobotError(f"{path}:{line}: commands.twist.{k}: the model has no run-time parameter {par!r} "
+                                     f"(parameters: {', '.join(compiled.param_names)})")
+            twist = {k: commands["twist"].get(k, (None, 0))[0] for k in ("vx", "vy", "wz")}
+        return ModelTwin(name, compiled, Binding(mechanism=xml, joints=joints, base=base, twist=twist,
+                                                 source=str(path)),
+                         rtol=rtol, atol=atol, hmax=hmax, limits=limits, command=command, log=log)
 
-    return Robot(name, f"{path.name} bound to {xml.name}", xml, make_twin, (), model=str(path))
+    return Robot(name, f"{path.name} bound to {xml.name}", xml, make_twin, ("twist",) if commands["twist"] else (),
+                 model=str(path))
