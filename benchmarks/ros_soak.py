@@ -46,16 +46,6 @@ HOSTILE = [math.nan, math.inf, -math.inf, 1e300, -1e300, 1e30]
 SUMMARY = re.compile(r"stopped \((\w+)\): (\d+) frames, (\d+) overruns, max lag ([\d.]+) ms, (\d+) solver failures")
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -247,7 +237,7 @@ def main(argv=None) -> int:
         "joint_states_received": joints["n"], "max_joint_state_gap_ms": round(joints["max_gap"] * 1e3, 1),
         "max_gap_began_at_cycle_s": round(joints.get("gap_phase", math.nan), 2),
         "commands_sent": sent, "hostile_commands": hostile_sent, "service_calls": services,
-        "machine": f"{cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "machine": f"{record.cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "logs": str(log_dir),
     }
     for k, v in res.items():
