@@ -273,3 +273,54 @@ def test_placement_keeps_the_model_and_moves_what_it_reports():
     assert s1.pose[1] - 1.0 == pytest.approx(0.1, rel=0.05) and s1.pose[0] == pytest.approx(2.0, abs=1e-3)
     twin.reset()
     assert twin.state().pose == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
+
+
+def _documented():
+    """The first column of docs/ros.md's table "Interfaces of `dynamics_node`": every name in
+    backticks."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "ros.md").read_text()
+    table = text.split("### Interfaces of `dynamics_node`", 1)[1].split("\n\n", 2)[2]
+    names = set()
+    for line in table.splitlines()[2:]:  # after the header and its rule
+        if not line.startswith("| `"):
+            break
+        names.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return names
+
+
+def test_the_docs_table_lists_every_topic_service_and_parameter():
+    from bondsim_ros.ros.dynamics_node import PARAMS
+
+    sim = Sim(reference="cmd_vel", cmd_vel_type="twist")
+    try:
+        sim.spin(0.3)
+        documented = _documented()
+
+        def doc_name(full):
+            if full.startswith("/dynamics_node/"):
+                return "~/" + full.split("/", 2)[2]
+            for wild in ("probe_error_untimed", "probe_error", "probes"):
+                if full.startswith(f"/{wild}/"):
+                    return f"{wild}/NAME"
+            return full if full in ("/tf", "/clock", "/diagnostics") else full.lstrip("/")
+
+        rclpy_own = {"/rosout", "/parameter_events"}
+        n = sim.node
+        pubs = {doc_name(t) for t, _ in n.get_publisher_names_and_types_by_node("dynamics_node", "/")
+                if t not in rclpy_own}
+        subs = {doc_name(t) for t, _ in n.get_subscriber_names_and_types_by_node("dynamics_node", "/")
+                if t not in rclpy_own}
+        parameter_services = ("describe_parameters", "get_parameter_types", "get_parameters", "list_parameters",
+                              "set_parameters", "set_parameters_atomically", "get_type_description")
+        srvs = {doc_name(t) for t, _ in n.get_service_names_and_types_by_node("dynamics_node", "/")
+                if t.rsplit("/", 1)[1] not in parameter_services}
+        params = set(PARAMS) | {"use_sim_time"}
+        print(sorted(pubs), sorted(subs), sorted(srvs))
+        assert "joint_commands" in subs and "set_entity_state" in srvs and "/clock" in pubs
+        missing = (pubs | subs | srvs | params) - documented
+        assert not missing, f"docs/ros.md's interface table lacks {sorted(missing)}"
+    finally:
+        sim.close()
