@@ -224,3 +224,25 @@ def test_parse_takes_positions_and_wheel_speeds():
     assert cmd.positions is None and cmd.twist == (2.0, 0.0, 2.0)
     with pytest.raises(JointCommandError, match="reference cmd_vel"):
         parse(["w1", "w2"], [], [1.0, 3.0], [], _Twin(), twist_allowed=False)
+
+
+def test_a_trajectory_naming_a_joint_the_twin_does_not_drive_is_refused_not_a_solver_failure():
+    """dualarm's wheels are joints of the twin, but its trajectory interface drives the arms only:
+    such a trajectory is a bad command (logged, refused), not a model failure."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    tw = Twin(model="dualarm", reference="joint_trajectory")
+    try:
+        assert "wheel_l" in tw.node.twin.joint_names and "wheel_l" not in tw.node.twin.trajectory_joints
+        pub = tw.aux.create_publisher(JointTrajectory, "/joint_trajectory", 10)
+        tw.run(0.5)
+        msg = JointTrajectory(joint_names=["wheel_l"],
+                              points=[JointTrajectoryPoint(positions=[1.0], time_from_start=Duration(sec=1))])
+        pub.publish(msg)
+        tw.run(1.5)
+        assert tw.node.solver_failures == 0 and tw.node.last_failure is None
+        errors = [s for d in tw.diag for s in d.status if s.level == DiagnosticStatus.ERROR]
+        assert not errors, errors[0].message
+    finally:
+        tw.close()

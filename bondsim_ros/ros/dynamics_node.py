@@ -394,6 +394,12 @@ class DynamicsNode(Node):
             unknown = [j for j in traj.joint_names if j not in self.twin.joint_names]
             if unknown:
                 raise CommandError(f"unknown joints {unknown}")
+            # checked now: refused at the frame, it would count as a model failure
+            driven = getattr(self.twin, "trajectory_joints", None)
+            not_driven = [j for j in traj.joint_names if driven is not None and j not in driven]
+            if not_driven:
+                raise CommandError(f"joints {not_driven} are not driven by {self.twin.name}'s trajectory interface "
+                                   f"(driven: {driven})")
         except (CommandError, ValueError, TypeError) as exc:
             self.get_logger().warning(f"rejected joint trajectory: {exc}", throttle_duration_sec=1.0)
             return
