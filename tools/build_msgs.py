@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Generate the ROS 2 interface packages that PyPI's ROS wheels lack into a venv: tf2_msgs (the
-nodes publish /tf) and composition_interfaces (launch_ros imports it).
+nodes publish /tf), composition_interfaces (launch_ros imports it) and simulation_interfaces
+(dynamics_node serves the simulation interfaces standard; its files are vendored, with their
+licence, in tools/msgs/simulation_interfaces).
 
     python tools/build_msgs.py --venv .venv [--distro kilted|jazzy]
 
@@ -28,7 +30,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PACKAGES = {"tf2_msgs": {"module": "tf2_msgs.msg", "deps": ["geometry_msgs"]},
-            "composition_interfaces": {"module": "composition_interfaces.srv", "deps": ["rcl_interfaces"]}}
+            "composition_interfaces": {"module": "composition_interfaces.srv", "deps": ["rcl_interfaces"]},
+            "simulation_interfaces": {"module": "simulation_interfaces.srv",
+                                      "deps": ["builtin_interfaces", "std_msgs", "geometry_msgs", "action_msgs"]}}
 DISTROS = ("kilted", "jazzy")  # ROS 2 distros with wheels on PyPI; the first is the default
 # ament_cmake_ros's core part is its own package from Kilted on; Jazzy has the whole one
 GENERATORS = {d: [f"ros-{d}-rosidl-default-generators", f"ros-{d}-ament-cmake", f"ros-{d}-ament-cmake-python",

@@ -27,6 +27,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from bondsim_ros.twin.placement import PlacedTwin
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import CommandError, JointTrajectory, Limits
 
@@ -79,6 +80,9 @@ PARAMS = {
                                "joint_trajectory", choices=tuple(COMMAND_OF_REFERENCE)),
     "joint_trajectory_topic": Param("joint_trajectory",
                                     "trajectory_msgs/JointTrajectory topic (reference=joint_trajectory)"),
+    "joint_commands_topic": Param("joint_commands",
+                                  "sensor_msgs/JointState command topic (ros2_control's topic-based hardware "
+                                  "interfaces): positions of driven joints, wheel speeds of a mobile base"),
     "publish_clock": Param(True, "publish /clock (rosgraph_msgs/Clock) with the simulated time"),
     "publish_rate": Param(33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)",
                           low=0.1, high=1000.0, live=True),
@@ -118,9 +122,10 @@ class DynamicsNode(Node):
 
         try:
             self.robot = load_robot(p["model"])
-            self.twin = self.robot.make_twin(command, rtol=p["rtol"], hmax=p["hmax"], limits=limits,
-                                             config=p["robot_config"] or None,
-                                             log=lambda m: self.get_logger().info(m))
+            # placeable: simulation_interfaces' SetEntityState puts a planar base elsewhere
+            self.twin = PlacedTwin(self.robot.make_twin(command, rtol=p["rtol"], hmax=p["hmax"], limits=limits,
+                                                        config=p["robot_config"] or None,
+                                                        log=lambda m: self.get_logger().info(m)))
         except RobotError as exc:
             raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None
         self.get_logger().info(f"{self.twin.name} ready in {time.perf_counter() - tic:.2f} s "
@@ -167,11 +172,25 @@ class DynamicsNode(Node):
             from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
             self.create_subscription(JointTrajectoryMsg, p["joint_trajectory_topic"], self._on_trajectory, 10)
+        self.joint_commands = {"accepted": 0, "refused": 0, "last_refusal": None, "wall": -math.inf}
+        if self.twin.commands:  # ros2_control's topic-based hardware interfaces
+            self.create_subscription(JointState, p["joint_commands_topic"], self._on_joint_command,
+                                     QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
+        self.sim_interfaces = None
+        from . import sim_interfaces
+
+        if sim_interfaces.available():
+            self.sim_interfaces = sim_interfaces.SimulationInterfaces(self)
+        else:
+            self.get_logger().warning("simulation_interfaces is missing: its services are not offered (on a ROS "
+                                      "install: apt install ros-$ROS_DISTRO-simulation-interfaces; in the pip "
+                                      "environment: tools/setup.sh generates it)")
 
         self.period = 1.0 / p["publish_rate"]
         self.paused = False
+        self.stopped = False  # simulation_interfaces' STATE_STOPPED: paused at the initial state
         self.overruns = 0
         self.skipped_frames = 0  # timer periods that never ran (_count_skipped_frames)
         self._grid0, self._slot = 0, None  # the timer's next call at the first tick [ns]; period index of the last tick
@@ -199,10 +218,11 @@ class DynamicsNode(Node):
         """What the table (PARAMS) cannot say of one value alone; types, ranges and choices are
         checked by declare_parameters."""
         errors = []
-        try:
-            self.resolve_topic_name(p["cmd_vel_topic"])
-        except Exception as exc:  # noqa: BLE001 - rclpy's name validation: say which parameter
-            errors.append(f"cmd_vel_topic: {p['cmd_vel_topic']!r} is not a valid topic name ({exc})")
+        for key in ("cmd_vel_topic", "joint_trajectory_topic", "joint_commands_topic"):
+            try:
+                self.resolve_topic_name(p[key])
+            except Exception as exc:  # noqa: BLE001 - rclpy's name validation: say which parameter
+                errors.append(f"{key}: {p[key]!r} is not a valid topic name ({exc})")
         if p["reference"] == "waypoints" and (len(p["waypoints"]) < 3 or len(p["waypoints"]) % 3):
             errors.append("waypoints: give x, y, phi triples")
         if p["robot_config"] and not Path(p["robot_config"]).is_file():
@@ -374,19 +394,108 @@ class DynamicsNode(Node):
             unknown = [j for j in traj.joint_names if j not in self.twin.joint_names]
             if unknown:
                 raise CommandError(f"unknown joints {unknown}")
+            # checked now: refused at the frame, it would count as a model failure
+            driven = getattr(self.twin, "trajectory_joints", None)
+            not_driven = [j for j in traj.joint_names if driven is not None and j not in driven]
+            if not_driven:
+                raise CommandError(f"joints {not_driven} are not driven by {self.twin.name}'s trajectory interface "
+                                   f"(driven: {driven})")
         except (CommandError, ValueError, TypeError) as exc:
             self.get_logger().warning(f"rejected joint trajectory: {exc}", throttle_duration_sec=1.0)
             return
         self._next_traj = traj
 
+    # -- joint commands (ros2_control's topic-based hardware interfaces) -------------------------
+    def _on_joint_command(self, msg):
+        """Check now, apply at the next frame, as cmd_vel and joint_trajectory: positions become
+        the trajectory interface's set points, wheel speeds the base's twist."""
+        from .joint_commands import JointCommandError, parse
+
+        try:
+            cmd = parse(msg.name, msg.position, msg.velocity, msg.effort, self.twin,
+                        twist_allowed=self.p["reference"] == "cmd_vel")
+            twist = self.twin.limit_twist(*cmd.twist) if cmd.twist is not None else None
+        except (JointCommandError, CommandError) as exc:
+            jc = self.joint_commands
+            jc["refused"] += 1
+            jc["last_refusal"], jc["wall"] = f"refused: {exc}", time.monotonic()
+            self.get_logger().warning(f"{self.p['joint_commands_topic']}: {exc}", throttle_duration_sec=1.0)
+            return
+        self.joint_commands["accepted"] += 1
+        if cmd.positions:
+            names = list(cmd.positions)
+            # one point at time 0: the set point from now on, held (a position command interface)
+            self._next_traj = JointTrajectory(names, np.zeros(1), np.array([[cmd.positions[n] for n in names]]))
+        if twist is not None:
+            self._next_cmd, self._last_cmd_raw = twist, cmd.twist
+            self._last_cmd_wall = time.monotonic()  # the cmd_vel watchdog covers wheel speeds too
+
+    def _joint_command_status(self, pre, hw):
+        jc = self.joint_commands
+        recent = jc["last_refusal"] is not None and time.monotonic() - jc["wall"] < 5.0
+        st = DiagnosticStatus(level=DiagnosticStatus.WARN if recent else DiagnosticStatus.OK,
+                              name=f"{pre}{self.twin.name}/joint_commands", hardware_id=hw,
+                              message=jc["last_refusal"] if recent else "ok")
+        st.values = [KeyValue(key="accepted", value=str(jc["accepted"])),
+                     KeyValue(key="refused", value=str(jc["refused"]))]
+        return st
+
     # -- services --------------------------------------------------------------------------
     def restart(self):
-        """Back to the initial state, with simulated time 0 at this wall-clock instant."""
+        """Back to the initial state, with simulated time 0 at this wall-clock instant. The
+        reset state is the next frame (paused: published now), so resets never stop
+        /joint_states."""
         self.twin.reset()
         self.history.clear()
-        self._pending = self.twin.state()  # the next frame shows the reset state: resets never stop /joint_states
+        self._pending = self.twin.state()
         self._wall_base, self._sim_base = time.monotonic(), 0.0
         self._set_stamp_base()
+        if self.paused:
+            self.publish_pending()
+
+    def pause(self):
+        """Stop the frame loop; the state computed for the next frame is published now, so the
+        last state published is the one the simulation holds."""
+        if not self.paused:
+            self._sim_base, self.paused = self.twin.t, True
+            self.publish_pending()
+
+    def resume(self):
+        if self.paused:
+            self._sim_base, self._wall_base, self.paused, self.stopped = self.twin.t, time.monotonic(), False, False
+            self._set_stamp_base()
+
+    def stop(self):
+        """simulation_interfaces' STATE_STOPPED: paused at the initial state."""
+        self.pause()
+        self.restart()
+        self.stopped = True
+
+    def step_frames(self, n: int):
+        """While paused: ``n`` frames, each 1/publish_rate x real_time_factor simulated seconds
+        after the one before, each published as the frame loop would (commands received since
+        are applied first)."""
+        self.stopped = False
+        t0, dt = self.twin.t, self.period * self.p["real_time_factor"]
+        for k in range(1, n + 1):
+            target = t0 + k * dt  # not a running sum: n frames are exactly n * dt
+            try:
+                self._apply_commands()
+                state = self.twin.step_to(target)
+                self._failures_in_row = 0
+            except Exception as exc:  # noqa: BLE001 - a model failure must not end the node
+                self._solver_failed(exc, f"stepping to t={target:.3f} s")
+                state = self.twin.state()
+            self.publish_state(state)
+            self.frames += 1
+        self._sim_base = self.twin.t
+
+    def place(self, x: float, y: float, yaw: float):
+        """Put the base at (x, y, yaw) in odom (simulation_interfaces' SetEntityState): shown by
+        the next frame, or now when paused."""
+        self._pending = self.twin.set_pose(x, y, yaw)
+        if self.paused:
+            self.publish_pending()
 
     def _on_reset(self, request, response):
         try:
@@ -398,11 +507,10 @@ class DynamicsNode(Node):
         return response
 
     def _on_pause(self, request, response):
-        if request.data and not self.paused:
-            self._sim_base, self.paused = self.twin.t, True
-        elif not request.data and self.paused:
-            self._wall_base, self.paused = time.monotonic(), False
-            self._set_stamp_base()
+        if request.data:
+            self.pause()
+        else:
+            self.resume()
         response.success, response.message = True, "paused" if self.paused else "running"
         return response
 
@@ -491,19 +599,7 @@ class DynamicsNode(Node):
         tic = time.perf_counter()
         target = self.sim_time_now() + self.period * self.p["real_time_factor"]  # the next frame's instant
         try:
-            if self._next_cmd is not None:
-                cmd, self._next_cmd = self._next_cmd, None
-                self.twin.set_twist(*cmd)
-            if self._next_traj is not None:
-                traj, self._next_traj = self._next_traj, None
-                self.twin.set_joint_trajectory(traj)
-            if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
-                if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
-                    self._last_cmd_wall = None
-                    self.get_logger().info("cmd_vel timeout: stopping")
-                    self.twin.set_twist(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
-            if self.follower is not None:
-                self.twin.set_twist(*self.follower.command(self.twin.state().pose))
+            self._apply_commands()
             self._pending = self.twin.step_to(target)
             self._failures_in_row = 0
         except Exception as exc:  # noqa: BLE001 - a model failure must not end the node
@@ -523,6 +619,22 @@ class DynamicsNode(Node):
             self.pub_overrun.publish(Float64(data=float(self._worst)))
             self.publish_diagnostics(self._pending)
             self._worst = 0.0
+
+    def _apply_commands(self):
+        """The commands received since the last frame, the watchdog and the waypoint follower."""
+        if self._next_cmd is not None:
+            cmd, self._next_cmd = self._next_cmd, None
+            self.twin.set_twist(*cmd)
+        if self._next_traj is not None:
+            traj, self._next_traj = self._next_traj, None
+            self.twin.set_joint_trajectory(traj)
+        if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
+            if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
+                self._last_cmd_wall = None
+                self.get_logger().info("cmd_vel timeout: stopping")
+                self.twin.set_twist(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
+        if self.follower is not None:
+            self.twin.set_twist(*self.follower.command(self.twin.state().pose))
 
     def _solver_failed(self, exc, doing: str):
         """Report a failure of the model on /diagnostics (ERROR) and the log, then restart the
@@ -575,6 +687,8 @@ class DynamicsNode(Node):
                      KeyValue(key="frames skipped", value=str(self.skipped_frames)),
                      KeyValue(key="sim time [s]", value=f"{state.t:.3f}")]
         arr.status.append(st)
+        if self.twin.commands:
+            arr.status.append(self._joint_command_status(pre, hw))
         self.pub_diag.publish(arr)
 
     def publish_state(self, state):

@@ -126,6 +126,11 @@ class ModelTwin:
         self.sim.set_params(values, restart=restart)
         self.twist = tuple(cmd)
 
+    @property
+    def trajectory_joints(self) -> list:
+        """The joints a joint trajectory (or a position command) drives."""
+        return list(self.binding.trajectory or ())
+
     def set_joint_trajectory(self, traj: JointTrajectory) -> None:
         if "trajectory" not in self.commands:
             raise CommandError(f"{self.name} takes no joint trajectory here (command: {self.command_kind})")

@@ -107,6 +107,15 @@ class RobotinoTwin:
     def set_joint_trajectory(self, trajectory) -> None:
         raise CommandError("the Robotino has no joint trajectory command (it takes cmd_vel)")
 
+    # the driven wheels, for wheel-speed commands (ros2_control's velocity interfaces)
+    wheel_joints = ("wheel1_axle", "wheel2_axle", "wheel3_axle")
+
+    def twist_for_wheel_speeds(self, speeds) -> tuple:
+        """The body twist (vx, vy, wz) whose kinematic wheel speeds [rad/s] are ``speeds``
+        (wheel1..3): eq. 24 inverted, three wheels for three unknowns."""
+        m = np.column_stack([wheel_speeds_for_twist(*e, self.params) for e in np.eye(3)])
+        return tuple(float(v) for v in np.linalg.solve(m, np.asarray(speeds, dtype=float)))
+
     def set_params(self, values: dict) -> None:
         self.sim.set_params(values, restart=True)
 

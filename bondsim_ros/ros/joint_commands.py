@@ -1,0 +1,94 @@
+"""sensor_msgs/JointState commands, as ros2_control's topic-based hardware interfaces publish them
+(ros-controls/topic_based_hardware_interfaces' joint_state_topic_hardware_interface, PickNik's
+topic_based_ros2_control): one message per controller-manager update, ``name`` every joint of
+the hardware component, and ``position``/``velocity``/``effort`` filled for the joints that have
+that command interface.
+
+What the twin makes of them: positions become the set points of its joint-trajectory interface
+(held until the next command, as a position command interface is), wheel speeds of a mobile
+base become the body twist whose wheel speeds they are (the base's inverse kinematics), efforts
+are refused (no model has effort inputs). NaN means "no command" for that joint. ROS-free: the
+node passes the message's fields.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+class JointCommandError(ValueError):
+    """A joint command the twin refuses (the message names what and why)."""
+
+
+@dataclass
+class JointCommand:
+    positions: dict | None = None  # joint -> set point [rad or m]
+    twist: tuple | None = None  # body twist (vx, vy, wz) from wheel speeds, before the limits
+
+
+def wheel_kinematics(twin) -> tuple | None:
+    """The twin's driven wheel joints, if it exposes its base's inverse kinematics
+    (``wheel_joints`` and ``twist_for_wheel_speeds``) and takes a twist command."""
+    wheels = getattr(twin, "wheel_joints", None)
+    if wheels and "twist" in twin.commands and callable(getattr(twin, "twist_for_wheel_speeds", None)):
+        return tuple(wheels)
+    return None
+
+
+def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -> JointCommand:
+    """The command in one JointState's fields for ``twin``; JointCommandError if it is refused
+    (whole: a message is one controller-manager update, applied all or nothing)."""
+    names = list(names)
+    if not names:
+        raise JointCommandError("no joint names")
+    if len(set(names)) != len(names):
+        raise JointCommandError(f"joint names repeat: {names}")
+    fields = {"position": list(position), "velocity": list(velocity), "effort": list(effort)}
+    for key, values in fields.items():
+        if values and len(values) != len(names):
+            raise JointCommandError(
+                f"{key} has {len(values)} entries for {len(names)} names: each of position, velocity, effort "
+                f"must be empty or give one entry per name (one command interface for all joints of a "
+                f"ros2_control hardware component)")
+    unknown = [n for n in names if n not in twin.joint_names]
+    if unknown:
+        raise JointCommandError(f"unknown joints {unknown} ({twin.name}'s joints: {list(twin.joint_names)})")
+    given = {}
+    for key, values in fields.items():
+        for n, v in zip(names, values):
+            if math.isnan(v):
+                continue  # no command for this joint
+            if not math.isfinite(v):
+                raise JointCommandError(f"{key} of {n} is {v}")
+            given.setdefault(key, {})[n] = float(v)
+    if "effort" in given:
+        raise JointCommandError(f"effort commands ({sorted(given['effort'])}): {twin.name} has no effort inputs")
+    cmd = JointCommand()
+    if "position" in given:
+        driven = list(getattr(twin, "trajectory_joints", ())) if "trajectory" in twin.commands else []
+        if not driven:
+            raise JointCommandError(f"position commands: {twin.name} drives no joint to a position here "
+                                    f"(commands: {', '.join(sorted(twin.commands)) or 'none, built-in reference'})")
+        not_driven = [n for n in given["position"] if n not in driven]
+        if not_driven:
+            raise JointCommandError(f"position commands for {not_driven}, which {twin.name} does not drive "
+                                    f"(driven: {driven})")
+        cmd.positions = given["position"]
+    if "velocity" in given:
+        wheels = wheel_kinematics(twin)
+        if wheels is None:
+            raise JointCommandError(f"velocity commands ({sorted(given['velocity'])}): {twin.name} takes wheel "
+                                    f"speeds only where it has a twist command and its base's inverse "
+                                    f"kinematics, and has not both here")
+        if not twist_allowed:
+            raise JointCommandError("wheel speeds drive the base as cmd_vel does: start the node with "
+                                    "reference cmd_vel")
+        others = [n for n in given["velocity"] if n not in wheels]
+        if others:
+            raise JointCommandError(f"velocity commands for {others}: only the wheels {list(wheels)} take speeds")
+        missing = [w for w in wheels if w not in given["velocity"]]
+        if missing:
+            raise JointCommandError(f"wheel speeds for {sorted(given['velocity'])} without {missing}: the base's "
+                                    f"twist needs every wheel")
+        cmd.twist = tuple(twin.twist_for_wheel_speeds([given["velocity"][w] for w in wheels]))
+    return cmd

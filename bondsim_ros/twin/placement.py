@@ -1,0 +1,77 @@
+"""Placing a twin's planar base somewhere else (simulation_interfaces' SetEntityState).
+
+A planar base model has nothing fixed in its world but its own built-in reference: its motion
+does not depend on where it stands or which way it faces. Placing the base at (x, y, yaw) is
+therefore a rigid planar transform between the model's frame and odom, applied to everything the
+twin reports in odom (base pose, world twist, the built-in reference); the model itself, its
+joints and its body twist are untouched, so the placement costs no solver restart and cannot
+break a constraint. A built-in reference (the Robotino's rose) moves with the base: it is the
+model's own. ``reset`` returns to the model's initial state in its own frame (no placement).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from .protocol import CommandError, TwinState
+
+
+def _compose(a: tuple, b: tuple) -> tuple:
+    """Planar pose a ∘ b (b given in a's frame)."""
+    c, s = math.cos(a[2]), math.sin(a[2])
+    return (a[0] + c * b[0] - s * b[1], a[1] + s * b[0] + c * b[1], a[2] + b[2])
+
+
+def _inverse(a: tuple) -> tuple:
+    c, s = math.cos(a[2]), math.sin(a[2])
+    return (-(c * a[0] + s * a[1]), s * a[0] - c * a[1], -a[2])
+
+
+class PlacedTwin:
+    """A Twin (protocol.py) whose planar base can be placed with ``set_pose``; every other member
+    is the wrapped twin's."""
+
+    def __init__(self, twin):
+        self.inner = twin
+        self.offset = None  # odom <- model frame; None: the model's frame is odom
+
+    def __getattr__(self, name):  # everything not placed is the wrapped twin's
+        return getattr(self.inner, name)
+
+    @property
+    def placeable(self) -> bool:
+        return self.inner.state().pose is not None
+
+    def set_pose(self, x: float, y: float, yaw: float) -> TwinState:
+        """Put the base at (x, y, yaw) in odom now, keeping its body twist; returns the state."""
+        pose = self.inner.state().pose
+        if pose is None:
+            raise CommandError(f"{self.inner.name} has a fixed base: it cannot be placed")
+        target = (float(x), float(y), float(yaw))
+        if not all(math.isfinite(v) for v in target):
+            raise CommandError(f"pose not finite: {target}")
+        self.offset = _compose(target, _inverse(tuple(float(v) for v in pose)))
+        return self.state()
+
+    def _placed(self, state: TwinState) -> TwinState:
+        if self.offset is None or state.pose is None:
+            return state
+        o = self.offset
+        c, s = math.cos(o[2]), math.sin(o[2])
+        changes = {"pose": _compose(o, state.pose)}
+        if state.twist_world is not None:
+            vx, vy, wz = state.twist_world
+            changes["twist_world"] = (c * vx - s * vy, s * vx + c * vy, wz)
+        if state.reference is not None:
+            changes["reference"] = _compose(o, tuple(float(v) for v in state.reference))
+        return dataclasses.replace(state, **changes)
+
+    def state(self) -> TwinState:
+        return self._placed(self.inner.state())
+
+    def step_to(self, t: float) -> TwinState:
+        return self._placed(self.inner.step_to(t))
+
+    def reset(self) -> None:
+        self.inner.reset()
+        self.offset = None

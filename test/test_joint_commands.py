@@ -1,0 +1,248 @@
+"""sensor_msgs/JointState commands as ros2_control's topic-based hardware interface sends them
+(joint_state_topic_hardware_interface / topic_based_ros2_control), against dynamics_node."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+from bondsim_ros.ros.joint_commands import JointCommandError, parse
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import QoSProfile, qos_profile_sensor_data  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from bondsim_ros.ros.dynamics_node import DynamicsNode  # noqa: E402
+
+THRESHOLD = 1e-5  # the plugin's trigger_joint_command_threshold default
+
+
+class TopicBasedHardware:
+    """Stands in for the plugin in a controller manager at ``rate`` Hz: ``read`` keeps the newest
+    /joint_states message (SensorDataQoS subscription), ``write`` publishes every joint of the
+    hardware by name with the command interfaces it has (QoS depth 1, reliable), and publishes
+    nothing while the position commands are within the threshold of the position states (sum of
+    absolute differences over the joints, 0 where a joint has no position interface)."""
+
+    def __init__(self, node, joints, interface, topic="/joint_commands", threshold=THRESHOLD):
+        self.joints, self.interface, self.threshold = list(joints), interface, threshold
+        self.commands = {j: 0.0 for j in joints}
+        self.states = {j: 0.0 for j in joints}
+        self.pub = node.create_publisher(JointState, topic, QoSProfile(depth=1))
+        node.create_subscription(JointState, "/joint_states", self._read, qos_profile_sensor_data)
+        self.node, self.sent = node, 0
+
+    def _read(self, msg):
+        for n, q in zip(msg.name, msg.position):
+            if n in self.states:
+                self.states[n] = q
+
+    def write(self):
+        if self.interface == "position":
+            diff = sum(abs(self.states[j] - self.commands[j]) for j in self.joints)
+        else:
+            diff = sum(abs(self.states[j]) for j in self.joints)  # position commands stay 0
+        if diff <= self.threshold:
+            return
+        msg = JointState()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.name = self.joints
+        setattr(msg, self.interface, [self.commands[j] for j in self.joints])
+        self.pub.publish(msg)
+        self.sent += 1
+
+
+class Twin:
+    def __init__(self, **overrides):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = DynamicsNode(overrides={"publish_rate": 33.0, **overrides}, context=self.context)
+        self.aux = rclpy.create_node("controller_manager", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.aux)
+        self.joints, self.odom, self.diag = [], [], []
+        self.aux.create_subscription(JointState, "/joint_states", self.joints.append, qos_profile_sensor_data)
+        self.aux.create_subscription(Odometry, "/odom", self.odom.append, 10)
+        self.aux.create_subscription(DiagnosticArray, "/diagnostics", self.diag.append, 10)
+
+    def run(self, seconds, hw=None, rate=100.0, update=None):
+        """Spin; every 1/rate s the controller manager updates: ``update(t)`` sets the commands,
+        then the hardware writes."""
+        start = time.monotonic()
+        nxt = start
+        while (now := time.monotonic()) < start + seconds:
+            if hw is not None and now >= nxt:
+                if update:
+                    update(now - start)
+                hw.write()
+                nxt += 1.0 / rate
+            self.executor.spin_once(timeout_sec=0.002)
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.aux.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def test_position_commands_from_a_joint_trajectory_controller_are_followed():
+    """A trajectory as joint_trajectory_controller samples it at 100 Hz (a smooth path from rest
+    to the goal in 2 s), sent through the plugin: the arm follows it and reaches the goal."""
+    tw = Twin(model="arm3dof", reference="joint_trajectory")
+    try:
+        names = list(tw.node.twin.joint_names)
+        hw = TopicBasedHardware(tw.aux, names, "position")
+        tw.run(0.5)
+        q0 = dict(zip(tw.joints[-1].name, tw.joints[-1].position))
+        goal = {"q1": q0["q1"] + 0.5, "q2": q0["q2"] - 0.4, "q3": q0["q3"] + 0.3}
+        path = lambda t: {j: q0[j] + (goal[j] - q0[j]) * (1 - math.cos(math.pi * min(t, 2.0) / 2)) / 2  # noqa: E731
+                          for j in names}
+        errors = []
+
+        def update(t):
+            hw.commands.update(path(t))
+            if 0.5 < t < 2.0:  # tracking along the way, as the plugin reads the state
+                errors.append(max(abs(hw.states[j] - path(t)[j]) for j in names))
+
+        tw.run(4.0, hw, update=update)
+        final = dict(zip(tw.joints[-1].name, tw.joints[-1].position))
+        err = max(abs(final[j] - goal[j]) for j in names)
+        print(f"{hw.sent} commands; tracking error along the path up to {max(errors):.4f} rad, "
+              f"at the goal {err:.5f} rad")
+        assert err < 0.01
+        assert max(errors) < 0.1
+        assert tw.node.joint_commands["accepted"] > 100 and tw.node.joint_commands["refused"] == 0
+    finally:
+        tw.close()
+
+
+def test_refused_commands_are_reported_and_nan_means_no_command():
+    tw = Twin(model="arm3dof", reference="joint_trajectory")
+    try:
+        pub = tw.aux.create_publisher(JointState, "/joint_commands", QoSProfile(depth=1))
+        tw.run(0.5)
+        q0 = dict(zip(tw.joints[-1].name, tw.joints[-1].position))
+        for bad in (dict(name=["q1", "gripper"], position=[0.1, 0.0]),
+                    dict(name=["q1", "q2", "q3"], velocity=[0.1, 0.0, 0.0]),
+                    dict(name=["q1", "q2", "q3"], position=[0.1, 0.2])):
+            pub.publish(JointState(**bad))
+            tw.run(0.3)
+        assert tw.node.joint_commands["refused"] == 3
+        tw.run(1.2)  # a /diagnostics round
+        status = [s for d in tw.diag for s in d.status if s.name.endswith("/joint_commands")]
+        assert status and status[-1].level == DiagnosticStatus.WARN
+        assert "entries for 3 names" in status[-1].message
+        values = dict((kv.key, kv.value) for kv in status[-1].values)
+        assert values["refused"] == "3" and values["accepted"] == "0"
+        final = dict(zip(tw.joints[-1].name, tw.joints[-1].position))
+        assert max(abs(final[j] - q0[j]) for j in q0) < 1e-3, "a refused command moved the arm"
+
+        # NaN: no command for that joint; the others go to their set points
+        for _ in range(20):
+            pub.publish(JointState(name=["q1", "q2", "q3"], position=[math.nan, q0["q2"] + 0.3, math.nan]))
+            tw.run(0.1)
+        tw.run(1.5)
+        final = dict(zip(tw.joints[-1].name, tw.joints[-1].position))
+        assert final["q2"] == pytest.approx(q0["q2"] + 0.3, abs=0.01)
+        assert final["q1"] == pytest.approx(q0["q1"], abs=0.01) and final["q3"] == pytest.approx(q0["q3"], abs=0.01)
+    finally:
+        tw.close()
+
+
+def test_wheel_speed_commands_drive_the_base_at_the_twist_they_make():
+    """Velocity command interfaces on the Robotino's three wheels (as a diff/omni drive's
+    hardware has them): the base moves at the body twist whose wheel speeds they are.
+
+    The plugin compares positions only: joints with velocity commands alone, resting at exactly
+    0 (a twin just started), would get no command with the default threshold; a negative
+    trigger_joint_command_threshold makes it send every update, as docs/ros.md says."""
+    from bondsim_ros.robots.robotino.model import load_params
+    from bondsim_ros.robots.robotino.twin import wheel_speeds_for_twist
+
+    tw = Twin(reference="cmd_vel", cmd_vel_timeout=0.5)
+    try:
+        wheels = ["wheel1_axle", "wheel2_axle", "wheel3_axle"]
+        hw = TopicBasedHardware(tw.aux, wheels, "velocity", threshold=-1.0)
+        speeds = wheel_speeds_for_twist(0.25, -0.1, 0.4, load_params(None))
+        hw.commands.update(dict(zip(wheels, speeds)))
+        tw.run(0.3)
+        tw.run(1.5, hw)
+        o = tw.odom[-1].twist.twist
+        got = (o.linear.x, o.linear.y, o.angular.z)
+        js = tw.joints[-1]
+        wheel_now = [js.velocity[list(js.name).index(w)] for w in wheels]
+        print(f"wheel speeds {np.round(speeds, 3)} -> body twist {np.round(got, 4)}, wheels now {np.round(wheel_now, 3)}")
+        assert got == pytest.approx((0.25, -0.1, 0.4), rel=0.03)
+        assert wheel_now == pytest.approx(list(speeds), rel=0.03)
+        tw.run(1.5)  # the plugin gone silent: the cmd_vel watchdog stops the base
+        o = tw.odom[-1].twist.twist
+        assert max(abs(o.linear.x), abs(o.linear.y), abs(o.angular.z)) < 1e-3
+    finally:
+        tw.close()
+
+
+class _Twin:
+    """What parse() reads of a twin."""
+
+    name = "demo"
+    joint_names = ["a", "b", "w1", "w2"]
+    commands = frozenset({"trajectory", "twist"})
+    trajectory_joints = ["a", "b"]
+    wheel_joints = ("w1", "w2")
+
+    @staticmethod
+    def twist_for_wheel_speeds(speeds):
+        return (0.5 * (speeds[0] + speeds[1]), 0.0, speeds[1] - speeds[0])
+
+
+@pytest.mark.parametrize("fields, says", [
+    (dict(names=[]), "no joint names"),
+    (dict(names=["a", "a"], position=[0.0, 0.0]), "repeat"),
+    (dict(names=["a", "x"], position=[0.0, 0.0]), "unknown joints ['x']"),
+    (dict(names=["a", "b"], position=[0.0]), "position has 1 entries for 2 names"),
+    (dict(names=["a"], position=[math.inf]), "position of a is inf"),
+    (dict(names=["a"], effort=[1.0]), "no effort inputs"),
+    (dict(names=["w1"], position=[0.0]), "which demo does not drive"),
+    (dict(names=["a"], velocity=[1.0]), "only the wheels"),
+    (dict(names=["w1", "w2"], velocity=[1.0, math.nan]), "without ['w2']"),
+])
+def test_parse_refuses_with_the_reason(fields, says):
+    kw = {"position": [], "velocity": [], "effort": [], **{k: v for k, v in fields.items() if k != "names"}}
+    with pytest.raises(JointCommandError) as info:
+        parse(fields["names"], kw["position"], kw["velocity"], kw["effort"], _Twin())
+    assert says in str(info.value)
+
+
+def test_parse_takes_positions_and_wheel_speeds():
+    cmd = parse(["a", "b"], [0.1, math.nan], [], [], _Twin())
+    assert cmd.positions == {"a": 0.1} and cmd.twist is None
+    cmd = parse(["w1", "w2"], [], [1.0, 3.0], [], _Twin())
+    assert cmd.positions is None and cmd.twist == (2.0, 0.0, 2.0)
+    with pytest.raises(JointCommandError, match="reference cmd_vel"):
+        parse(["w1", "w2"], [], [1.0, 3.0], [], _Twin(), twist_allowed=False)
+
+
+def test_a_trajectory_naming_a_joint_the_twin_does_not_drive_is_refused_not_a_solver_failure():
+    """dualarm's wheels are joints of the twin, but its trajectory interface drives the arms only:
+    such a trajectory is a bad command (logged, refused), not a model failure."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    tw = Twin(model="dualarm", reference="joint_trajectory")
+    try:
+        assert "wheel_l" in tw.node.twin.joint_names and "wheel_l" not in tw.node.twin.trajectory_joints
+        pub = tw.aux.create_publisher(JointTrajectory, "/joint_trajectory", 10)
+        tw.run(0.5)
+        msg = JointTrajectory(joint_names=["wheel_l"],
+                              points=[JointTrajectoryPoint(positions=[1.0], time_from_start=Duration(sec=1))])
+        pub.publish(msg)
+        tw.run(1.5)
+        assert tw.node.solver_failures == 0 and tw.node.last_failure is None
+        errors = [s for d in tw.diag for s in d.status if s.level == DiagnosticStatus.ERROR]
+        assert not errors, errors[0].message
+    finally:
+        tw.close()

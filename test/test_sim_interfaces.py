@@ -1,0 +1,326 @@
+"""dynamics_node's simulation_interfaces services, called through rclpy as a client would, with
+their effect checked on /joint_states, /clock and /odom."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+pytest.importorskip("simulation_interfaces", reason="simulation_interfaces missing (tools/setup.sh generates it)")
+from geometry_msgs.msg import TwistStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from simulation_interfaces import srv  # noqa: E402
+from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures  # noqa: E402
+from std_srvs.srv import SetBool  # noqa: E402
+
+from bondsim_ros.ros.dynamics_node import DynamicsNode  # noqa: E402
+
+RATE = 33.0
+PERIOD_NS = 1e9 / RATE  # 30303030.3 ns: stamps are whole ns, so within 1 ns of a multiple
+
+
+def ns(stamp):
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+class Sim:
+    """A dynamics node and a client node on one executor; ``call`` waits for an answer."""
+
+    def __init__(self, **overrides):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = DynamicsNode(overrides={"publish_rate": RATE, **overrides}, context=self.context)
+        self.initial = self.node.twin.state()  # the state a reset must bring back
+        self.client = rclpy.create_node("sim_client", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.client)
+        self.joints, self.clock, self.odom = [], [], []
+        self.client.create_subscription(JointState, "/joint_states", self.joints.append, 100)
+        self.client.create_subscription(Clock, "/clock", lambda m: self.clock.append(ns(m.clock)), 100)
+        self.client.create_subscription(Odometry, "/odom", self.odom.append, 100)
+        self.clients = {}
+
+    def spin(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.005)
+
+    def call(self, kind, name, **fields):
+        if name not in self.clients:
+            self.clients[name] = self.client.create_client(kind, name)
+            end = time.monotonic() + 10.0
+            while not self.clients[name].service_is_ready() and time.monotonic() < end:
+                self.spin(0.05)
+        req = kind.Request()
+        for k, v in fields.items():
+            setattr(req, k, v)
+        fut = self.clients[name].call_async(req)
+        end = time.monotonic() + 30.0
+        while not fut.done() and time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+        assert fut.done(), f"{name}: no answer"
+        return fut.result()
+
+    def set_state(self, state):
+        return self.call(srv.SetSimulationState, "/set_simulation_state",
+                         state=SimulationState(state=state)).result
+
+    def get_state(self):
+        return self.call(srv.GetSimulationState, "/get_simulation_state").state.state
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.client.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def test_features_list_what_is_served():
+    sim = Sim(reference="cmd_vel")
+    try:
+        feats = set(sim.call(srv.GetSimulatorFeatures, "/get_simulator_features").features.features)
+        F = SimulatorFeatures
+        assert feats == {F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
+                         F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING, F.SIMULATION_STATE_PAUSE,
+                         F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE}
+        served = dict(sim.client.get_service_names_and_types())
+        for name in ("get_simulator_features", "get_simulation_state", "set_simulation_state", "step_simulation",
+                     "reset_simulation", "get_entities", "get_entities_states", "get_entity_state",
+                     "set_entity_state"):
+            kind = "".join(w.capitalize() for w in name.split("_"))
+            assert served.get(f"/{name}") == [f"simulation_interfaces/srv/{kind}"], name
+    finally:
+        sim.close()
+
+
+def test_pause_step_reset_stop_and_play():
+    sim = Sim(reference="rose")
+    try:
+        sim.spin(1.0)
+        assert sim.get_state() == SimulationState.STATE_PLAYING
+        assert sim.set_state(SimulationState.STATE_PLAYING).result == 101  # ALREADY_IN_TARGET_STATE
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == Result.RESULT_OK
+        assert sim.get_state() == SimulationState.STATE_PAUSED
+        sim.spin(0.3)  # anything still on its way
+        n_joints, n_clock = len(sim.joints), len(sim.clock)
+        last_stamp, last_clock = ns(sim.joints[-1].header.stamp), sim.clock[-1]
+        sim.spin(1.0)
+        assert len(sim.joints) == n_joints and len(sim.clock) == n_clock, "paused, yet frames were published"
+        assert sim.node.twin.t * 1e9 == pytest.approx(last_clock, abs=1), "paused: the last frame shown is the state"
+
+        # stepping: exactly that many frames, each one period of simulated time later
+        playing = sim.call(srv.StepSimulation, "/step_simulation", steps=5).result
+        assert playing.result == Result.RESULT_OK, playing.error_message
+        sim.spin(0.5)
+        new_clock = sim.clock[n_clock:]
+        new_stamps = [ns(m.header.stamp) for m in sim.joints[n_joints:]]
+        print(f"5 steps: clock {last_clock} -> {new_clock}")
+        assert len(new_clock) == 5 and len(new_stamps) == 5
+        assert abs(new_clock[-1] - last_clock - 5 * PERIOD_NS) <= 1
+        assert all(abs(b - a - PERIOD_NS) <= 1 for a, b in zip([last_clock] + new_clock, new_clock))
+        assert abs(new_stamps[-1] - last_stamp - 5 * PERIOD_NS) <= 1
+        assert sim.get_state() == SimulationState.STATE_PAUSED
+        bad = sim.call(srv.StepSimulation, "/step_simulation", steps=0).result
+        assert bad.result == Result.RESULT_OPERATION_FAILED
+
+        # reset while paused: the initial state, shown at once, still paused
+        assert sim.call(srv.ResetSimulation, "/reset_simulation").result.result == Result.RESULT_OK
+        sim.spin(0.3)
+        assert sim.clock[-1] == 0
+        assert list(sim.joints[-1].position) == sim.initial.position.tolist()
+        odom = sim.odom[-1].pose.pose
+        assert (odom.position.x, odom.position.y) == sim.initial.pose[:2]
+        assert 2 * math.atan2(odom.orientation.z, odom.orientation.w) == pytest.approx(sim.initial.pose[2], abs=1e-12)
+        assert sim.get_state() == SimulationState.STATE_PAUSED
+        unsupported = sim.call(srv.ResetSimulation, "/reset_simulation", scope=1).result  # time alone
+        assert unsupported.result == Result.RESULT_FEATURE_UNSUPPORTED
+
+        # play, then step refused, then stop: the initial state again, paused
+        assert sim.set_state(SimulationState.STATE_PLAYING).result == Result.RESULT_OK
+        sim.spin(1.0)
+        assert len(sim.clock) > n_clock + 15 and sim.clock[-1] > 0.5e9
+        step_playing = sim.call(srv.StepSimulation, "/step_simulation", steps=1).result
+        assert step_playing.result == Result.RESULT_OPERATION_FAILED
+        assert sim.set_state(SimulationState.STATE_STOPPED).result == Result.RESULT_OK
+        assert sim.get_state() == SimulationState.STATE_STOPPED
+        sim.spin(0.3)
+        n = len(sim.joints)
+        assert sim.clock[-1] == 0 and list(sim.joints[-1].position) == sim.initial.position.tolist()
+        sim.spin(0.5)
+        assert len(sim.joints) == n
+        assert sim.set_state(SimulationState.STATE_STOPPED).result == 101  # ALREADY_IN_TARGET_STATE
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == 103  # INCORRECT_TRANSITION
+        assert sim.set_state(SimulationState.STATE_QUITTING).result == Result.RESULT_FEATURE_UNSUPPORTED
+        assert sim.set_state(SimulationState.STATE_PLAYING).result == Result.RESULT_OK
+        sim.spin(1.0)
+        assert len(sim.joints) > n + 15 and sim.get_state() == SimulationState.STATE_PLAYING
+
+        # the node's own pause service is the same state
+        assert sim.call(SetBool, "/dynamics_node/pause", data=True).success
+        assert sim.get_state() == SimulationState.STATE_PAUSED
+        assert sim.call(SetBool, "/dynamics_node/pause", data=False).success
+        assert sim.get_state() == SimulationState.STATE_PLAYING
+    finally:
+        sim.close()
+
+
+def _yaw(q):
+    return 2 * math.atan2(q.z, q.w)
+
+
+def test_entities_their_state_and_placing_the_base():
+    sim = Sim(reference="cmd_vel", cmd_vel_type="stamped")
+    try:
+        sim.spin(0.5)
+        from simulation_interfaces.msg import EntityCategory, EntityFilters
+
+        got = sim.call(srv.GetEntities, "/get_entities")
+        assert got.result.result == Result.RESULT_OK and list(got.entities) == ["robotino"]
+        assert list(sim.call(srv.GetEntities, "/get_entities", filters=EntityFilters(filter="^robo")).entities) == ["robotino"]
+        assert list(sim.call(srv.GetEntities, "/get_entities", filters=EntityFilters(filter="^arm")).entities) == []
+        cats = EntityFilters(categories=[EntityCategory(category=EntityCategory.CATEGORY_ROBOT)])
+        assert sim.call(srv.GetEntities, "/get_entities", filters=cats).result.result == Result.RESULT_FEATURE_UNSUPPORTED
+        assert sim.call(srv.GetEntityState, "/get_entity_state", entity="nobody").result.result == Result.RESULT_NOT_FOUND
+
+        # place the base: /odom and GetEntityState show the new pose
+        from simulation_interfaces.msg import EntityState
+
+        target = EntityState()
+        target.header.frame_id = "odom"
+        target.pose.position.x, target.pose.position.y = 1.5, -0.5
+        target.pose.orientation.z, target.pose.orientation.w = math.sin(0.35), math.cos(0.35)  # yaw 0.7
+        res = sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino", state=target).result
+        assert res.result == Result.RESULT_OK, res.error_message
+        sim.odom.clear()
+        sim.spin(0.3)
+        pose = sim.odom[0].pose.pose
+        assert (pose.position.x, pose.position.y) == pytest.approx((1.5, -0.5), abs=1e-9)
+        assert _yaw(pose.orientation) == pytest.approx(0.7, abs=1e-9)
+        st = sim.call(srv.GetEntityState, "/get_entity_state", entity="robotino")
+        assert st.result.result == Result.RESULT_OK and st.state.header.frame_id == "odom"
+        assert (st.state.pose.position.x, st.state.pose.position.y) == pytest.approx((1.5, -0.5), abs=1e-9)
+
+        # it drives on from there: forward in the body frame is along yaw 0.7 in odom
+        pub = sim.client.create_publisher(TwistStamped, "/cmd_vel", 10)
+        cmd = TwistStamped()
+        cmd.twist.linear.x = 0.3
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            pub.publish(cmd)
+            sim.spin(0.05)
+        st = sim.call(srv.GetEntityState, "/get_entity_state", entity="robotino").state
+        vx, vy = st.twist.linear.x, st.twist.linear.y
+        print(f"after placing at yaw 0.7 and 1.5 s of vx=0.3: odom twist ({vx:.4f}, {vy:.4f})")
+        assert (vx, vy) == pytest.approx((0.3 * math.cos(0.7), 0.3 * math.sin(0.7)), rel=0.03)
+        dx, dy = st.pose.position.x - 1.5, st.pose.position.y + 0.5
+        assert math.atan2(dy, dx) == pytest.approx(0.7, abs=0.05) and math.hypot(dx, dy) > 0.2
+
+        # what cannot be set is refused, and nothing moves
+        before = sim.node.twin.offset
+        tilted = EntityState()
+        tilted.pose.position.z = 0.1
+        tilted.pose.orientation.w = 1.0
+        assert sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino",
+                        state=tilted).result.result == srv.SetEntityState.Response.INVALID_POSE
+        moving = EntityState()
+        moving.pose.orientation.w = 1.0
+        moving.twist.linear.x = 1.0
+        assert sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino",
+                        state=moving).result.result == Result.RESULT_FEATURE_UNSUPPORTED
+        assert sim.node.twin.offset == before
+    finally:
+        sim.close()
+
+
+def test_a_fixed_base_is_an_entity_that_cannot_be_placed():
+    sim = Sim(model="arm3dof", reference="joint_trajectory")
+    try:
+        feats = set(sim.call(srv.GetSimulatorFeatures, "/get_simulator_features").features.features)
+        assert SimulatorFeatures.ENTITY_STATE_SETTING not in feats
+        assert list(sim.call(srv.GetEntities, "/get_entities").entities) == ["arm3dof"]
+        from simulation_interfaces.msg import EntityState
+
+        st = EntityState()
+        st.pose.orientation.w = 1.0
+        res = sim.call(srv.SetEntityState, "/set_entity_state", entity="arm3dof", state=st).result
+        assert res.result == Result.RESULT_FEATURE_UNSUPPORTED and "fixed base" in res.error_message
+        state = sim.call(srv.GetEntityState, "/get_entity_state", entity="arm3dof")
+        assert state.result.result == Result.RESULT_OK and state.state.pose.orientation.w == 1.0
+    finally:
+        sim.close()
+
+
+def test_placement_keeps_the_model_and_moves_what_it_reports():
+    """ROS-free: the placed pose is exactly the one asked for, the body twist is the model's, the
+    world twist turns with the placement, and a reset drops it."""
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.twin.placement import PlacedTwin
+
+    twin = PlacedTwin(load_robot("robotino").make_twin("twist"))
+    twin.set_twist(0.2, 0.0, 0.0)
+    s0 = twin.step_to(0.5)
+    placed = twin.set_pose(2.0, 1.0, math.pi / 2)
+    assert placed.pose == pytest.approx((2.0, 1.0, math.pi / 2), abs=1e-12)
+    assert placed.twist_body == s0.twist_body
+    assert np.allclose(placed.position, s0.position)
+    s1 = twin.step_to(1.0)
+    assert s1.twist_world[0] == pytest.approx(0.0, abs=1e-3) and s1.twist_world[1] == pytest.approx(0.2, rel=0.02)
+    assert s1.pose[1] - 1.0 == pytest.approx(0.1, rel=0.05) and s1.pose[0] == pytest.approx(2.0, abs=1e-3)
+    twin.reset()
+    assert twin.state().pose == pytest.approx((0.0, 0.0, 0.0), abs=1e-12)
+
+
+def _documented():
+    """The first column of docs/ros.md's table "Interfaces of `dynamics_node`": every name in
+    backticks."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "ros.md").read_text()
+    table = text.split("### Interfaces of `dynamics_node`", 1)[1].split("\n\n", 2)[2]
+    names = set()
+    for line in table.splitlines()[2:]:  # after the header and its rule
+        if not line.startswith("| `"):
+            break
+        names.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return names
+
+
+def test_the_docs_table_lists_every_topic_service_and_parameter():
+    from bondsim_ros.ros.dynamics_node import PARAMS
+
+    sim = Sim(reference="cmd_vel", cmd_vel_type="twist")
+    try:
+        sim.spin(0.3)
+        documented = _documented()
+
+        def doc_name(full):
+            if full.startswith("/dynamics_node/"):
+                return "~/" + full.split("/", 2)[2]
+            for wild in ("probe_error_untimed", "probe_error", "probes"):
+                if full.startswith(f"/{wild}/"):
+                    return f"{wild}/NAME"
+            return full if full in ("/tf", "/clock", "/diagnostics") else full.lstrip("/")
+
+        rclpy_own = {"/rosout", "/parameter_events"}
+        n = sim.node
+        pubs = {doc_name(t) for t, _ in n.get_publisher_names_and_types_by_node("dynamics_node", "/")
+                if t not in rclpy_own}
+        subs = {doc_name(t) for t, _ in n.get_subscriber_names_and_types_by_node("dynamics_node", "/")
+                if t not in rclpy_own}
+        parameter_services = ("describe_parameters", "get_parameter_types", "get_parameters", "list_parameters",
+                              "set_parameters", "set_parameters_atomically", "get_type_description")
+        srvs = {doc_name(t) for t, _ in n.get_service_names_and_types_by_node("dynamics_node", "/")
+                if t.rsplit("/", 1)[1] not in parameter_services}
+        params = set(PARAMS) | {"use_sim_time"}
+        print(sorted(pubs), sorted(subs), sorted(srvs))
+        assert "joint_commands" in subs and "set_entity_state" in srvs and "/clock" in pubs
+        missing = (pubs | subs | srvs | params) - documented
+        assert not missing, f"docs/ros.md's interface table lacks {sorted(missing)}"
+    finally:
+        sim.close()
