@@ -264,3 +264,27 @@ def test_video_refuses_time_going_back(tmp_path, capsys):
     assert main(["render", str(PENDULUM), "--joints", str(csv), "-o", str(out), "--size", "96x72"]) == 2
     assert "j.csv:4: column 't' goes back in time (0.1 -> 0.05)" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_render_inset_draws_the_instant_in_the_top_right_corner(tmp_path):
+    """``inset`` gets a 2-D axes in the frame's top-right corner and the row's time (the demo
+    draws the latest laser scan there)."""
+    from matplotlib.patches import Rectangle
+
+    from bondsim_ros.mechanism.render import render
+
+    csv = tmp_path / "arm.csv"
+    csv.write_text("t,q1,q2,q3\n0.25,-1.3,1.0,0.3\n")
+    seen = []
+
+    def inset(ax, t):
+        seen.append(t)
+        ax.add_patch(Rectangle((0, 0), 1, 1, color=(0.0, 0.8, 0.0)))
+
+    out = render(ARM, tmp_path / "arm.png", joints_csv=csv, size=(480, 360), progress=False, inset=inset)
+    img, _ = _foreground(out)
+    green = (img[:, :, 1] > 150) & (img[:, :, 0] < 60) & (img[:, :, 2] < 60)
+    ys, xs = np.nonzero(green)
+    assert seen == [0.25]
+    assert green.sum() > 0.05 * img.shape[0] * img.shape[1]
+    assert xs.min() > 0.6 * img.shape[1] and ys.max() < 0.45 * img.shape[0], "inset not in the top-right corner"

@@ -190,3 +190,32 @@ def test_twin_bridge_follows_a_robot_driven_by_the_same_commands(context):
     assert np.all(np.abs(dev[:, :2]) < 0.02) and np.all(np.abs(dev[:, 2]) < 0.01)
     w = np.array([m.velocity for m in wheel_dev[-10:]])
     assert np.all(np.abs(w) < 0.5)  # rad/s, against wheel speeds of ~7 rad/s
+
+
+def test_demo_records_the_scan_against_the_floor_walls(tmp_path):
+    """The demo's sensor_node scans the walls of the floor the video draws (6.4 m square, 0.1 m
+    walls: inner faces at |x| = 3.1 m and |y| = 3.1 m). Every hit rebuilt from the bag alone (the
+    scan, the /odom pose of equal stamp, the scanner's mount from /tf_static) lies on a face
+    within the range noise (sigma 0.02 m) plus a cell; and /tf_static keeps both publishers'
+    frames (the robot's and the sensors')."""
+    from bondsim_ros.paths import share_file
+    from bondsim_ros.ros.bag import read_bag
+    from bondsim_ros.ros.demo import DEMO_MAP, bag_to_series, plot_series, record
+
+    floor = str(share_file(*DEMO_MAP))
+    duration = 4.0
+    stats = record(duration, tmp_path / "bag", rtf=1.0, sensor_map=floor)
+    msgs = read_bag(tmp_path / "bag", ["/scan", "/tf_static", "/bumper"])
+    children = {tf.child_frame_id for _, m in msgs["/tf_static"] for tf in m.transforms}
+    assert {"base_link", "laser_link"} <= children, children
+    scans = len(msgs["/scan"]) + stats["skipped_frames"] * 15.0 / PUBLISH_RATE
+    assert abs(scans - 15.0 * duration) <= 2, f"{len(msgs['/scan'])} scans in {duration} s at 15 Hz"
+    assert not any(m.data for _, m in msgs["/bumper"])  # the rose path stays clear of the walls
+    series = bag_to_series(tmp_path / "bag")
+    assert len(series["scan_t"]) == len(msgs["/scan"])
+    hits = np.concatenate(series["scan_points"])
+    assert len(hits) > 0.9 * len(series["scan_t"]) * series["scan_beams"]  # the walls close the room
+    off_wall = np.abs(np.max(np.abs(hits), axis=1) - 3.1)
+    assert np.max(off_wall) < 0.02 * 5 + 0.05, f"a hit {np.max(off_wall):.3f} m off the walls"
+    written = plot_series(series, tmp_path, map_yaml=floor)
+    assert tmp_path / "scan.png" in written

@@ -254,6 +254,7 @@ class Renderer:
         self.box = None
         self.elev, self.azim = ELEV, AZIM
         self.floor_box = None  # x-y extent of the drawn floor (static scene), None: the view box
+        self.inset_ax = None  # 2-D axes of draw()'s inset, made on first use
         # camera framing: zoom of the 3-D box and the axes' shift [px]; matplotlib keeps 3-D axes
         # square, so the square is made larger than the frame (else a 4:3 frame draws into its
         # middle square only and cuts the floor off with vertical edges: the "thick slab" look)
@@ -366,8 +367,10 @@ class Renderer:
             segs.append([[lo[0], k * step, z], [hi[0], k * step, z]])
         return segs
 
-    def draw(self, q, title="", trail=None):
-        """One image at joint values q; ``trail``: (N, 2) base positions drawn on the floor."""
+    def draw(self, q, title="", trail=None, inset=None):
+        """One image at joint values q; ``trail``: (N, 2) base positions drawn on the floor;
+        ``inset``: a callable given a 2-D matplotlib axes in the frame's top-right corner to draw
+        into (a top-down map, a sensor's view)."""
         from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 
         ax = self.ax
@@ -426,17 +429,24 @@ class Renderer:
         ax.set_axis_off()
         if title:
             ax.text2D(0.02, 0.96, title, transform=self.fig.transFigure, fontsize=12)
+        if inset is not None:
+            if self.inset_ax is None:
+                self.inset_ax = self.fig.add_axes((0.70, 0.60, 0.28, 0.35))
+            self.inset_ax.cla()
+            inset(self.inset_ax)
         self.canvas.draw()
         return np.asarray(self.canvas.buffer_rgba())[:, :, :3].copy()
 
 
 def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=(), size=(1280, 960), view="auto",
-           progress=True, quiet=None, speed=1.0) -> str:
+           progress=True, quiet=None, speed=1.0, inset=None) -> str:
     """Draw FILE (mechanism XML or URDF; None: the packaged Robotino project) to OUT (.png still,
     .mp4 or .gif along the CSV rows). A video plays the CSV's ``t`` column at ``speed`` times real
     time: frame j shows the row nearest to t_0 + j * speed / fps (:func:`frame_rows`), whatever
     the rows' spacing; a CSV without ``t`` gives one frame per row. ``every``: use every K-th row
-    only. ``quiet=True`` is the same as ``progress=False``."""
+    only. ``quiet=True`` is the same as ``progress=False``. ``inset``: a callable (axes, t) that
+    draws a 2-D view of the instant t (or of the row index without a ``t`` column) into the
+    frame's top-right corner, e.g. a laser scan over the map."""
     if file is None:
         from .probes import packaged_project
 
@@ -464,7 +474,9 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
         if not 0 <= row < len(rows):
             raise RenderError(f"--row {row} is outside the CSV (0..{len(rows) - 1})")
         renderer.fit([rows[row]])
-        image = renderer.draw(rows[row], "" if times is None else f"t = {times[row]:.2f} s")
+        at = row if times is None else float(times[row])
+        image = renderer.draw(rows[row], "" if times is None else f"t = {times[row]:.2f} s",
+                              inset=None if inset is None else (lambda ax: inset(ax, at)))
         _save_png(image, out)
         return str(out)
     if not (isinstance(fps, (int, float)) and fps > 0 and np.isfinite(fps)):
@@ -486,8 +498,10 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     def frame(k):
         if view == "follow":
             renderer.follow(rows[k])
+        at = k if times is None else float(times[k])
         return renderer.draw(rows[k], "" if times is None else f"t = {times[k]:.2f} s",
-                             None if trail is None else trail[: k + 1])
+                             None if trail is None else trail[: k + 1],
+                             None if inset is None else (lambda ax: inset(ax, at)))
 
     def frames_seq():
         last_k, last = None, None

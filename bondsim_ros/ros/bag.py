@@ -64,7 +64,10 @@ class BagRecorder(Node):
             # like ros2 bag: latch if the publishers latch, so /tf_static and /robot_description arrive
             transient = all(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
             reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
-            qos = QoSProfile(depth=1 if transient else 100,
+            # depth 100 for latched topics too: a keyless topic is one DDS instance, so a depth-1
+            # reader keeps only the last of the latched samples that several publishers (the
+            # robot's and the sensors' /tf_static) hand it at once, and the others never reach the bag
+            qos = QoSProfile(depth=100,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE,
                              reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT)
             self.connections[topic] = self.writer.add_connection(

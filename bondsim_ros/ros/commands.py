@@ -43,6 +43,8 @@ def register(sub) -> None:
     demo.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
     demo.add_argument("--rtf", type=float, default=1.0, help="real-time factor (default 1: as the real robot)")
     demo.add_argument("--no-video", action="store_true", help="skip the rendered video")
+    demo.add_argument("--no-sensors", action="store_true",
+                      help="a mobile base without its simulated laser scanner, IR sensors and bumper")
     demo.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
                       help="also serve the run live to Foxglove over WebSocket (default port 8765)")
     demo.add_argument("--foxglove-address", default=None, metavar="ADDR", help=FOXGLOVE_ADDRESS_HELP)
@@ -255,7 +257,7 @@ def cmd_demo(args) -> int:
     try:
         summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
                            quiet=args.quiet, foxglove_port=args.foxglove, params=params,
-                           foxglove_address=foxglove_address or "127.0.0.1")
+                           foxglove_address=foxglove_address or "127.0.0.1", sensors=not args.no_sensors)
     except (FileExistsError, DemoOptionError) as exc:
         raise CLIError(str(exc)) from None
     except FoxgloveServeError as exc:  # the port taken between the check and the server's start

@@ -9,6 +9,7 @@ what the user sees is what went over the wire.
 from __future__ import annotations
 
 from bondsim_ros.msgutil import stamp_ns, yaw
+from bondsim_ros.paths import share_file
 from bondsim_ros.plotting import save_figure
 
 import math
@@ -29,15 +30,21 @@ class DemoOptionError(ValueError):
 
 # topics the bag holds (fnmatch patterns; /probes/* picks up every probe the mechanism has)
 DEMO_TOPICS = ["/joint_states", "/tf", "/tf_static", "/odom", "/robot_description", "/reference_pose",
-               "/probes/*", "/probe_error/*", "/probe_error_untimed/*", "/motor_states", "/diagnostics"]
+               "/probes/*", "/probe_error/*", "/probe_error_untimed/*", "/motor_states", "/diagnostics",
+               "/scan", "/irsensor_scan", "/bumper"]
+
+# the world a mobile base's sensors see in the demo: the floor and walls the mechanism draws
+# (docs/mechanism.md), so the scan in the plots and the video is of the scene in the video
+DEMO_MAP = ("config", "maps", "robotino_floor.yaml")
 
 
 def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None,
            domain_id: int | None = None, foxglove_port: int | None = None,
-           foxglove_address: str = "127.0.0.1") -> dict:
+           foxglove_address: str = "127.0.0.1", sensor_map: str | None = None) -> dict:
     """Run the graph for ``duration`` simulated seconds and record it; returns run statistics.
     ``domain_id``: the ROS domain of the run (None: ROS_DOMAIN_ID, else 0); ``foxglove_port``:
-    also serve the run live to Foxglove (foxglove_live.py) on ``foxglove_address``."""
+    also serve the run live to Foxglove (foxglove_live.py) on ``foxglove_address``;
+    ``sensor_map``: a mobile base also runs sensor_node against this Nav2 map (None: none)."""
     import rclpy
 
     from ._env import ensure_local_discovery, init_rclpy
@@ -53,6 +60,16 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
     graph = None
     try:
         graph = start_graph(dyn, probe, state_publisher=state, context=context)
+        dn = graph.nodes["dynamics_node"]
+        if sensor_map is not None and dn.twin.state().pose is not None:
+            from .sensor_node import SensorNode
+
+            # reliable scans: the bag should hold every scan (best effort is for Nav2's costmaps);
+            # no bumper_stop: the rose path takes no /cmd_vel to stop
+            graph.nodes["sensor_node"] = SensorNode(
+                overrides={"map": sensor_map, "scan_qos": "reliable", "frame_prefix": dn.p["frame_prefix"]},
+                context=context)
+            graph.executor.add_node(graph.nodes["sensor_node"])
         recorder = BagRecorder(bag_dir, DEMO_TOPICS, context=context)
         graph.executor.add_node(recorder)
         graph.nodes["bag_recorder"] = recorder
@@ -62,7 +79,6 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
             graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, host=foxglove_address, context=context,
                                                         probes=graph.nodes["dynamics_node"].probe_names)
             graph.executor.add_node(graph.nodes["foxglove_live"])
-        dn = graph.nodes["dynamics_node"]
         # wait until the recorder subscribed to every publishing topic, then start from t = 0
         state = dn.twin.state()
         need = {"/joint_states", "/tf_static", "/robot_description"}
@@ -71,6 +87,8 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
             need |= {"/tf", "/odom"}
         if state.reference is not None:
             need.add("/reference_pose")
+        if "sensor_node" in graph.nodes:
+            need |= {"/scan", "/bumper"}
         if not graph.spin_until(lambda: need <= set(recorder.connections), timeout=10.0):
             missing = sorted(need - set(recorder.connections))
             raise RuntimeError(f"demo: topics never appeared: {', '.join(missing)}")
@@ -129,11 +147,66 @@ def bag_to_series(bag_dir: Path, rtf: float = 1.0) -> dict:
         for topic, items in msgs.items():
             if topic.startswith(f"/{kind}/"):
                 out[f"{kind}:{topic.rsplit('/', 1)[1]}"] = np.array([m.data for _, m in items])
+    out.update(_scan_series(msgs, odom, t_of))
     out["log_times"] = {topic: np.array([ns for ns, _ in items]) for topic, items in msgs.items()}
     return out
 
 
-def plot_series(s: dict, out_dir: Path) -> list:
+def _laser_mount(msgs: dict, frame: str) -> tuple:
+    """(x, y, yaw) of ``frame`` in its parent, from the recorded /tf_static."""
+    for _, m in msgs.get("/tf_static", []):
+        for tf in m.transforms:
+            if tf.child_frame_id == frame:
+                t = tf.transform
+                return t.translation.x, t.translation.y, yaw(t.rotation)
+    return None
+
+
+def _scan_series(msgs: dict, odom: list, t_of) -> dict:
+    """The recorded /scan as hit points in the odom frame: each scan carries the stamp of the
+    /odom pose it was cast from, and the scanner's mount comes from /tf_static, so the points are
+    rebuilt from the wire alone. Beams without a return (range_max or inf) are left out."""
+    scans = msgs.get("/scan", [])
+    if not scans or not odom:
+        return {}
+    mount = _laser_mount(msgs, scans[0][1].header.frame_id)
+    if mount is None:
+        return {}
+    poses = {stamp_ns(m.header.stamp): m.pose.pose for _, m in odom}
+    t, points, origins = [], [], []
+    for _, m in scans:
+        pose = poses.get(stamp_ns(m.header.stamp))
+        if pose is None:
+            continue
+        r = np.asarray(m.ranges, float)
+        a = m.angle_min + m.angle_increment * np.arange(len(r))
+        hit = np.isfinite(r) & (r < m.range_max) & (r >= m.range_min)
+        bx, by, bphi = pose.position.x, pose.position.y, yaw(pose.orientation)
+        lx = bx + math.cos(bphi) * mount[0] - math.sin(bphi) * mount[1]
+        ly = by + math.sin(bphi) * mount[0] + math.cos(bphi) * mount[1]
+        heading = bphi + mount[2] + a[hit]
+        points.append(np.column_stack([lx + r[hit] * np.cos(heading), ly + r[hit] * np.sin(heading)]))
+        origins.append((lx, ly))
+        t.append(t_of(m.header))
+    if not t:
+        return {}
+    bumper = msgs.get("/bumper", [])
+    return {"scan_t": np.array(t), "scan_points": points, "scan_origin": np.array(origins),
+            "scan_beams": len(scans[0][1].ranges), "bumper_contacts": sum(bool(m.data) for _, m in bumper)}
+
+
+def map_image(map_yaml) -> tuple:
+    """(image, extent) of a Nav2 map for imshow: occupied black, free white, unknown grey."""
+    from bondsim_ros.sensors import load_map
+
+    grid = load_map(map_yaml)
+    shade = np.where(grid.data < 0, 0.75, 1.0 - np.clip(grid.data, 0, 100) / 100.0)
+    x0, y0, _ = grid.origin  # a map's yaw is drawn unrotated, as Nav2's costmaps read it
+    extent = (x0, x0 + grid.width * grid.resolution, y0, y0 + grid.height * grid.resolution)
+    return shade, extent
+
+
+def plot_series(s: dict, out_dir: Path, map_yaml=None) -> list:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,6 +241,26 @@ def plot_series(s: dict, out_dir: Path) -> list:
         axes[-1].set_xlabel("t [s]")
         axes[0].set_title("Tracking errors from the recorded topics (cf. seed 000 Fig. 34)")
         save(fig, "tracking_errors.png")
+
+    if "scan_t" in s:
+        fig, ax = plt.subplots(figsize=(6.4, 6))
+        if map_yaml is not None:
+            image, extent = map_image(map_yaml)
+            ax.imshow(image, cmap="gray", vmin=0, vmax=1, origin="lower", extent=extent, alpha=0.35)
+        every = max(1, len(s["scan_t"]) // 150)
+        cloud = np.concatenate(s["scan_points"][::every])
+        ax.plot(cloud[:, 0], cloud[:, 1], ",", color="0.45")
+        ax.plot(s["x"], s["y"], lw=1, color="tab:red", label="path (/odom)")
+        picks = np.linspace(0, len(s["scan_t"]) - 1, 4).astype(int)
+        for k, color in zip(picks, ("tab:blue", "tab:green", "tab:orange", "tab:purple")):
+            pts, (ox, oy) = s["scan_points"][k], s["scan_origin"][k]
+            ax.plot(pts[:, 0], pts[:, 1], ".", ms=2, color=color, label=f"scan at t = {s['scan_t'][k]:.1f} s")
+            ax.plot([ox], [oy], "o", ms=5, color=color)
+        ax.set_aspect("equal")
+        ax.set(xlabel="X [m]", ylabel="Y [m]",
+               title=f"/scan from the bag: {len(s['scan_t'])} scans of {s['scan_beams']} beams")
+        ax.legend(loc="upper right", fontsize=7)
+        save(fig, "scan.png")
 
     names = s["joint_names"]
     wheels = [f"wheel{i}_axle" for i in (1, 2, 3) if f"wheel{i}_axle" in names]
@@ -214,6 +307,33 @@ def plot_series(s: dict, out_dir: Path) -> list:
     return written
 
 
+def scan_inset(s: dict, map_yaml=None):
+    """The video's inset: the map, the path so far and the latest recorded scan at time t."""
+    image = map_image(map_yaml) if map_yaml is not None else None
+
+    def draw(ax, t):
+        if image is not None:
+            ax.imshow(image[0], cmap="gray", vmin=0, vmax=1, origin="lower", extent=image[1], alpha=0.5)
+        done = s["odom_t"] <= t + 1e-9
+        ax.plot(s["x"][done], s["y"][done], lw=0.8, color="tab:red")
+        k = int(np.searchsorted(s["scan_t"], t + 1e-9)) - 1
+        if k >= 0:
+            pts, (ox, oy) = s["scan_points"][k], s["scan_origin"][k]
+            # the area the beams swept (hits are in beam order), then the hits themselves
+            ax.fill(np.r_[ox, pts[:, 0]], np.r_[oy, pts[:, 1]], color="tab:blue", alpha=0.2, lw=0)
+            ax.plot(pts[:, 0], pts[:, 1], ".", ms=1.5, color="tab:blue")
+            ax.plot([ox], [oy], "o", ms=3, color="tab:blue")
+        if image is not None:
+            ax.set_xlim(image[1][:2])
+            ax.set_ylim(image[1][2:])
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title("/scan", fontsize=9)
+
+    return draw
+
+
 def joints_csv(s: dict, path: Path) -> Path:
     """Joint trajectory in the CSV layout of ``bondsim-ros simulate`` (t, x, y, phi, joints...);
     joint states and odometry carry equal stamps, so the pose is looked up by time."""
@@ -241,10 +361,12 @@ def private_domain() -> int:
 
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
              quiet: bool = False, domain_id: int | None = None, foxglove_port: int | None = None,
-             params: tuple | None = None, foxglove_address: str = "127.0.0.1") -> list:
+             params: tuple | None = None, foxglove_address: str = "127.0.0.1", sensors: bool = True) -> list:
     """Record, plot, render; returns summary lines. ``params``: the (dynamics_node, probe_node,
     state_publisher) parameters of the graph, as record() takes them (``bondsim-ros demo`` reads
-    config/dynamics.yaml and sets its --model); None: the nodes' defaults."""
+    config/dynamics.yaml and sets its --model); None: the nodes' defaults. ``sensors``: a mobile
+    base also carries the simulated laser scanner, IR sensors and bumper (sensor_node) in the
+    floor's walls (DEMO_MAP), recorded, plotted and shown in the video."""
     if not (duration > 0 and math.isfinite(duration)):
         raise DemoOptionError(f"--duration must be a positive number of seconds, got {duration}")
     if not (rtf > 0 and math.isfinite(rtf)):
@@ -266,8 +388,9 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
         raise FileExistsError(f"--out {out_dir}: exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     bag_dir = new_bag_dir(out_dir)
+    sensor_map = str(share_file(*DEMO_MAP)) if sensors else None
     return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port,
-                              foxglove_address)
+                              foxglove_address, sensor_map)
 
 
 def new_bag_dir(out_dir: Path) -> Path:
@@ -281,7 +404,7 @@ def new_bag_dir(out_dir: Path) -> Path:
 
 
 def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port=None,
-                       foxglove_address="127.0.0.1") -> list:
+                       foxglove_address="127.0.0.1", sensor_map=None) -> list:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     with Progress(TextColumn("[bold]demo[/] {task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
@@ -295,13 +418,13 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
         domain_id = private_domain() if domain_id is None else domain_id
         try:
             stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id,
-                           foxglove_port=foxglove_port, foxglove_address=foxglove_address)
+                           foxglove_port=foxglove_port, foxglove_address=foxglove_address, sensor_map=sensor_map)
         except BaseException:
             shutil.rmtree(bag_dir, ignore_errors=True)  # this run's own, unfinished recording only
             raise
         bar.update(task, completed=duration)
     series = bag_to_series(bag_dir, rtf=rtf)
-    plots = plot_series(series, out_dir)
+    plots = plot_series(series, out_dir, map_yaml=sensor_map)
     lines = [f"ROS domain {domain_id} (set ROS_DOMAIN_ID to choose it)",
              f"bag: {bag_dir} ({sum(stats['counts'].values())} messages on {len(stats['counts'])} topics)"]
     span = stats["wall_s"]
@@ -320,6 +443,10 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
         v = series[key]
         if len(v):
             lines.append(f"{key}: max {np.max(v):.2e} m over {len(v)} points")
+    if "scan_t" in series:
+        ranges = np.concatenate([np.hypot(*(p - o).T) for p, o in zip(series["scan_points"], series["scan_origin"])])
+        lines.append(f"scan: {len(series['scan_t'])} scans of {series['scan_beams']} beams, hits "
+                     f"{ranges.min():.2f}..{ranges.max():.2f} m; bumper contacts {series['bumper_contacts']}")
     csv = joints_csv(series, out_dir / "joints.csv")
     lines.append(f"joint trajectory: {csv}")
     if video:
@@ -328,8 +455,9 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
         target = out_dir / f"{stats['name']}.mp4"
         try:
             # every third 33 Hz frame at 11 fps: real-time playback, a third of the drawing work
+            inset = scan_inset(series, sensor_map) if "scan_t" in series else None
             written = render(stats.get("mechanism"), target, joints_csv=csv, fps=11, every=3, size=(960, 720), view="follow",
-                             quiet=quiet)
+                             quiet=quiet, inset=inset)
             lines.append(f"video: {written}")
         except Exception as exc:  # noqa: BLE001 - the bag and plots stand without the video
             lines.append(f"video not written: {exc}")
