@@ -52,12 +52,44 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     end = time.monotonic() + seconds
+    lifecycle = {"next": 0.0, "active": False, "pending": {}}
+
+    def lifecycle_active() -> bool:
+        """Every lifecycle node of the graph (Nav2's map_server, amcl, ...) reports active
+        through its get_state service, as a user checks a bring-up: a lifecycle manager
+        configures and activates its nodes some time after they appear, longer on a loaded
+        machine, and what its nodes receive is only watched once they are active."""
+        from lifecycle_msgs.msg import State
+        from lifecycle_msgs.srv import GetState
+
+        if lifecycle["active"] or time.monotonic() < lifecycle["next"]:
+            return lifecycle["active"]
+        lifecycle["next"] = time.monotonic() + 0.5
+        services = [n for n, types in node.get_service_names_and_types()
+                    if "lifecycle_msgs/srv/GetState" in types]
+        states = {}
+        for name in services:
+            fut = lifecycle["pending"].get(name)
+            if fut is None or fut.done():
+                if fut is not None and fut.result() is not None:
+                    states[name] = fut.result().current_state.id
+                client = lifecycle.setdefault(f"client:{name}", node.create_client(GetState, name))
+                lifecycle["pending"][name] = client.call_async(GetState.Request())
+        # all active, and no lifecycle node discovered since the last poll (discovery of one
+        # can lag another's activation); a launch with a lifecycle manager has lifecycle nodes
+        same = sorted(services) == lifecycle.get("last", [])
+        lifecycle["last"] = sorted(services)
+        lifecycle["active"] = same and len(states) == len(services) and \
+            all(v == State.PRIMARY_STATE_ACTIVE for v in states.values()) and \
+            (bool(services) or "lifecycle_manager" not in started)
+        return lifecycle["active"]
     try:
         settled = None
         while time.monotonic() < end and not (ended is not None and ended.is_set()):
             up = {n for n, _ in node.get_node_names_and_namespaces()}
             if settled is None and joint_topic in joint_names and "dynamics_node" in up and \
-                    {n for n in list(started) if n in OURS} <= up:  # discovery of each can lag the others
+                    {n for n in list(started) if n in OURS} <= up and \
+                    lifecycle_active():  # discovery of each can lag the others
                 settled = time.monotonic() + SETTLE
             if settled is not None and time.monotonic() > settled:
                 break
