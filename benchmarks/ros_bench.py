@@ -6,10 +6,9 @@
    real-time factor the node can sustain at 33 Hz.
 2. Jitter: publication period of /joint_states as received by a subscriber in another
    process-local node, p50/p99 deviation from 30.3 ms.
-3. Fleet: N twins (namespaces robot0..N-1) in one process at real time; the largest N for which
-   every robot keeps 33 Hz with no overruns and p99 jitter < 2 ms.
+Fleets (many twins, in one process or several): benchmarks/fleet_bench.py.
 
-    python benchmarks/ros_bench.py [--seconds 5] [--rtf 50] [--max-robots 40]
+    python benchmarks/ros_bench.py [--seconds 5] [--rtf 50]
 """
 from __future__ import annotations
 
@@ -153,7 +152,6 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--rtf", type=float, default=50.0)
-    ap.add_argument("--max-robots", type=int, default=40)
     ap.add_argument("--executor", choices=["events", "single"], default="events",
                     help="rclpy EventsExecutor (default) or SingleThreadedExecutor")
     record.add_argument(ap, "ros_bench")
@@ -182,30 +180,9 @@ def main(argv=None):
     r50, r99, rrate = jitter_stats(res["periods"], nominal)
     fig["real_time"] = {"rate_hz": rate, "jitter_p50_ms": p50, "jitter_p99_ms": p99, "overruns": res["overruns"],
                         "subscriber_p50_ms": r50, "subscriber_p99_ms": r99}
-    fig["fleet"] = []
     print(f"rtf 1: publication {rate:.2f} Hz, period jitter p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
           f"overruns {res['overruns']}; at a subscriber in another process: p50 {r50:.2f} ms, p99 {r99:.2f} ms")
-    best = 0
-    n = 5
-    while n <= args.max_robots:
-        res, _ = run(n, 1.0, args.seconds)
-        p50, p99, rate = jitter_stats(res["pub_periods"], nominal)
-        r50, r99, rrate = jitter_stats(res["periods"], nominal)
-        ok = res["overruns"] == 0 and p99 < 2.0 and rate > 0.95 * 33.0
-        fig["fleet"].append({"robots": n, "min_rate_hz": rate, "jitter_p50_ms": p50, "jitter_p99_ms": p99,
-                             "overruns": res["overruns"], "subscriber_p50_ms": r50, "subscriber_p99_ms": r99,
-                             "ok": bool(ok)})
-        print(f"{n:3d} robots: min rate {rate:.2f} Hz, publication jitter p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
-              f"overruns {res['overruns']} -> {'ok' if ok else 'NOT ok'}; "
-              f"at a subscriber process: p50 {r50:.2f} ms, p99 {r99:.2f} ms")
-        if not ok:
-            break
-        best = n
-        n += 5
-    print(f"robots in real time at 33 Hz in one process: {best}{'+' if best >= args.max_robots else ''}")
     if args.record:
-        fig["fleet_max"] = best
-        fig["fleet_max_is_search_limit"] = best >= args.max_robots
         record.write("ros_bench", sys.argv[1:] if argv is None else argv, {"runs": [fig]})
 
 

@@ -17,7 +17,7 @@ from bondsim_ros.cliargs import CLIError
 COMMAND_MODULES = [
     "bondsim_ros.model_commands",  # simulate, draw, models
     "bondsim_ros.mechanism.commands",  # xml2urdf, render
-    "bondsim_ros.ros.commands",  # up, demo
+    "bondsim_ros.ros.commands",  # up, demo, fleet
     "bondsim_ros.fit.commands",  # fit
 ]
 

@@ -1,4 +1,4 @@
-"""``bondsim-ros up`` and ``bondsim-ros demo``: the ROS 2 graph without ``launch``."""
+"""``bondsim-ros up``, ``demo`` and ``fleet``: the ROS 2 graph without ``launch``."""
 from __future__ import annotations
 
 import argparse
@@ -50,6 +50,22 @@ def register(sub) -> None:
     demo.add_argument("--foxglove-address", default=None, metavar="ADDR", help=FOXGLOVE_ADDRESS_HELP)
     demo.add_argument("--quiet", "-q", action="store_true")
     demo.set_defaults(func=cmd_demo)
+
+    fleet = sub.add_parser("fleet", help="N twins over P processes (namespaces robot0..), and whether they "
+                                         "held real time")
+    fleet.add_argument("robots", type=int, metavar="N", help="number of twins")
+    fleet.add_argument("--processes", "-p", type=int, default=1, metavar="P",
+                       help="processes to spread them over (default 1; at most N)")
+    fleet.add_argument("--model", default="robotino", metavar="NAME|FILE.yaml",
+                       help="robot each twin runs (default robotino)")
+    fleet.add_argument("--reference", choices=["rose", "builtin", "cmd_vel", "waypoints", "joint_trajectory"],
+                       help="reference source of every twin (default: the model's, as config/dynamics.yaml)")
+    fleet.add_argument("--duration", type=float, default=None,
+                       help="measured wall seconds after the warm-up (default: until Ctrl-C)")
+    fleet.add_argument("--warmup", type=float, default=2.0, help="seconds run before measuring (default 2)")
+    fleet.add_argument("--json", metavar="FILE", help="also write each process's figures to FILE")
+    fleet.add_argument("--quiet", "-q", action="store_true")
+    fleet.set_defaults(func=cmd_fleet)
 
 
 def _config_file(name: str) -> Path:
@@ -266,6 +282,42 @@ def cmd_demo(args) -> int:
         for line in summary:
             print(f"[demo] {line}", file=sys.stderr)
     return 0
+
+
+def cmd_fleet(args) -> int:
+    """Exit 0 when every process held real time over the run, 1 when one did not."""
+    import json
+    import math
+
+    from bondsim_ros.cliargs import CLIError
+
+    from .fleet import held, run_fleet, summary
+
+    if args.robots < 1:
+        raise CLIError(f"N: a fleet needs at least one robot, got {args.robots}")
+    if not 1 <= args.processes <= args.robots:
+        raise CLIError(f"--processes must be 1..{args.robots} (at least one robot per process), got {args.processes}")
+    _positive(args.duration, "--duration", "a positive number of seconds")
+    if not (math.isfinite(args.warmup) and args.warmup >= 0):
+        raise CLIError(f"--warmup must be a finite number of seconds >= 0, got {args.warmup}")
+    ns = argparse.Namespace(params=None, model=args.model, reference=args.reference, rate=None, rtf=None)
+    dyn, _, _ = _node_params(ns)
+    dyn["probes"] = []  # no probe_node in a fleet: nothing would read them
+    if args.json:
+        out = Path(args.json)
+        if out.is_dir() or not out.parent.is_dir():
+            raise CLIError(f"--json {out}: not a file in an existing folder")
+    say = None if args.quiet else (lambda line: print(f"[fleet] {line}", file=sys.stderr))
+    try:
+        stats = run_fleet(args.robots, args.processes, dyn, duration=args.duration, warmup=args.warmup,
+                          progress=say)
+    except (ValueError, RuntimeError) as exc:
+        raise CLIError(str(exc)) from None
+    if args.json:
+        Path(args.json).write_text(json.dumps(stats, indent=1) + "\n")
+    for line in summary(stats):
+        print(f"[fleet] {line}", file=sys.stderr)
+    return 0 if stats and all(not s.get("error") and held(s) for s in stats) else 1
 
 
 __all__ = ["register"]

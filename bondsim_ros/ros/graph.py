@@ -74,17 +74,25 @@ class FleetClock:
     """One timer for many twins. Each tick: every robot's /joint_states first, then every
     robot's odometry with all odom -> base transforms in one /tf message, then every robot
     computes its next frame. The joint states so never queue behind other robots' odometry or
-    solver work, and /tf costs one publication per frame instead of one per robot."""
+    solver work, and /tf costs one publication per frame instead of one per robot.
+
+    It keeps what says whether the fleet held real time: the wall time of every tick (all the
+    robots' work of one frame) and the tick start times, from which the frames the timer never
+    ran (the process held up longer than a period) are counted."""
 
     def __init__(self, node, twins, rate):
         from .dynamics_node import tf_message
 
         self.twins = twins
+        self.period = 1.0 / rate
         self.TFMessage = tf_message()
         self.pub_tf = node.create_publisher(self.TFMessage, "/tf", 100)
-        self.timer = node.create_timer(1.0 / rate, self._tick)
+        self.timer = node.create_timer(self.period, self._tick)
+        self.tick_seconds: list = []  # wall time of each tick's work
+        self.tick_starts: list = []  # time.monotonic() at each tick's start
 
     def _tick(self):
+        tic = time.monotonic()
         for t in self.twins:
             t.publish_pending_joints()
         tf_batch = []
@@ -94,10 +102,34 @@ class FleetClock:
             self.pub_tf.publish(self.TFMessage(transforms=tf_batch))
         for t in self.twins:
             t.compute_next()
+        self.tick_starts.append(tic)
+        self.tick_seconds.append(time.monotonic() - tic)
+
+    def reset_stats(self) -> None:
+        """Forget the ticks so far (a warm-up) and the twins' overrun counts."""
+        self.tick_seconds.clear()
+        self.tick_starts.clear()
+        for t in self.twins:
+            t.overruns, t.max_lag = 0, 0.0
+
+    def stats(self) -> dict:
+        """Ticks, the frames the timer skipped, tick wall time p50/p99/max [s], and the twins'
+        overruns (a frame whose robot was computed after its instant had passed)."""
+        import numpy as np
+
+        ticks = np.asarray(self.tick_seconds)
+        starts = np.asarray(self.tick_starts)
+        skipped = int(max(0, round((starts[-1] - starts[0]) / self.period) - (len(starts) - 1))) if len(starts) > 1 else 0
+        pct = (lambda q: float(np.percentile(ticks, q))) if len(ticks) else (lambda q: float("nan"))
+        return {"robots": len(self.twins), "ticks": int(len(ticks)), "skipped": skipped,
+                "tick_p50_s": pct(50), "tick_p99_s": pct(99), "tick_max_s": float(ticks.max()) if len(ticks) else float("nan"),
+                "overruns": int(sum(t.overruns for t in self.twins)), "period_s": self.period}
 
 
-def start_fleet(n: int, dynamics: dict | None = None, context=None) -> Graph:
-    """``n`` Robotino twins in namespaces robot0..robot{n-1}, driven by one FleetClock."""
+def start_fleet(n: int, dynamics: dict | None = None, context=None, first: int = 0,
+                clock_name: str = "fleet_clock") -> Graph:
+    """``n`` twins in namespaces robot{first}..robot{first+n-1}, driven by one FleetClock (node
+    ``clock_name``: each process of a fleet spread over processes has its own)."""
     import rclpy
 
     from .dynamics_node import DynamicsNode
@@ -105,12 +137,12 @@ def start_fleet(n: int, dynamics: dict | None = None, context=None) -> Graph:
     kw = {"context": context} if context is not None else {}
     executor = make_executor(context)
     nodes = {}
-    for k in range(n):
+    for k in range(first, first + n):
         node = DynamicsNode(overrides=dynamics or {}, own_timer=False, namespace=f"robot{k}",
                             **kw)
         nodes[f"robot{k}"] = node
         executor.add_node(node)
-    clock_node = rclpy.create_node("fleet_clock", **kw)
+    clock_node = rclpy.create_node(clock_name, **kw)
     rate = next(iter(nodes.values())).p["publish_rate"] if nodes else 33.0
     clock_node.fleet = FleetClock(clock_node, list(nodes.values()), rate)
     nodes["fleet_clock"] = clock_node

@@ -1,0 +1,161 @@
+"""``bondsim-ros fleet N --processes P``: N twins over P processes, talking over DDS.
+
+Each process runs its share of the robots (namespaces ``robot0`` .. ``robot{N-1}``, numbered
+across processes) on one executor and one FleetClock (graph.start_fleet). The processes are
+independent ROS participants: their topics meet on the DDS domain as those of separate robots
+would, and a machine's cores share the solver work.
+
+Whether the fleet held real time is judged over the whole measured run, per process: no frame
+the timer skipped, no twin that computed a frame after its instant (an overrun), and the 99th
+percentile of a tick's wall time (every robot of the process: publish, then step) under the
+frame period.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+
+def split(n: int, processes: int) -> list:
+    """(first robot, robots) of each process: as even as possible, the larger shares first."""
+    base, extra = divmod(n, processes)
+    out, first = [], 0
+    for k in range(processes):
+        count = base + (1 if k < extra else 0)
+        out.append((first, count))
+        first += count
+    return out
+
+
+def held(stats: dict) -> bool:
+    """Real time held by one process over the run (see the module's docstring)."""
+    return stats["ticks"] > 0 and stats["skipped"] == 0 and stats["overruns"] == 0 and \
+        stats["tick_p99_s"] < stats["period_s"]
+
+
+def _process(index: int, first: int, count: int, dynamics: dict, warmup: float, duration: float | None,
+             ready, go, results) -> None:
+    """One process of the fleet: build its twins, wait for all processes, warm up, measure."""
+    import rclpy
+
+    from ._env import ensure_local_discovery, init_rclpy
+    from .graph import start_fleet
+
+    ensure_local_discovery()
+    context = rclpy.Context()
+    init_rclpy(context=context)
+    graph = None
+    stats = {"process": index, "first": first, "error": None}
+    try:
+        graph = start_fleet(count, dynamics, context=context, first=first, clock_name=f"fleet_clock_{index}")
+        clock = graph.nodes["fleet_clock"].fleet
+        ready.wait()  # every process built its twins (model loading is not part of the run)
+        go.wait()
+        for node in graph.nodes.values():  # the twins' clocks start together, at the measured run
+            if hasattr(node, "restart"):
+                node.restart()
+        graph.spin_for(warmup)
+        clock.reset_stats()
+        try:
+            graph.spin_for(math.inf if duration is None else duration)
+        except KeyboardInterrupt:
+            pass  # Ctrl-C: report the run so far
+        stats.update(clock.stats())
+    except KeyboardInterrupt:
+        stats["error"] = "interrupted before the run started"
+        ready.abort()
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the process
+        stats["error"] = f"{type(exc).__name__}: {exc}"
+        ready.abort()  # the others (and the parent) stop waiting for this process
+    finally:
+        results.put(stats)
+        if graph is not None:
+            graph.shutdown()
+        rclpy.try_shutdown(context=context)
+
+
+def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration: float | None = 10.0,
+              warmup: float = 2.0, progress=None) -> list:
+    """Run ``n`` twins over ``processes`` processes for ``duration`` wall seconds (None: until
+    Ctrl-C) after ``warmup`` seconds; returns each process's stats (FleetClock.stats() plus
+    ``process``, ``first``, ``error``), in process order."""
+    import multiprocessing as mp
+
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"a fleet needs at least one robot, got {n!r}")
+    if not (isinstance(processes, int) and 1 <= processes <= n):
+        raise ValueError(f"--processes must be 1..{n} (one robot at least per process), got {processes!r}")
+    ctx = mp.get_context("spawn")  # a fresh interpreter per process: rclpy is not fork-safe
+    parts = split(n, processes)
+    ready = ctx.Barrier(processes + 1)
+    go = ctx.Event()
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_process, args=(k, first, count, dict(dynamics or {}), warmup, duration,
+                                                ready, go, results), name=f"fleet-{k}")
+             for k, (first, count) in enumerate(parts)]
+    for p in procs:
+        p.start()
+    out = []
+    try:
+        try:
+            ready.wait(timeout=600)
+        except threading.BrokenBarrierError:  # a process could not build its twins
+            go.set()
+            errors = []
+            for _ in procs:
+                try:
+                    s = results.get(timeout=30)
+                except Exception:  # noqa: BLE001 - queue.Empty
+                    break
+                if s.get("error"):
+                    errors.append(f"process {s['process']}: {s['error']}")
+            raise RuntimeError("; ".join(errors) or "a fleet process ended before its twins were built") from None
+        go.set()
+        if progress:
+            progress(f"{n} robots in {processes} process(es): warming up {warmup:g} s, then "
+                     + ("until Ctrl-C" if duration is None else f"{duration:g} s measured"))
+        deadline = None if duration is None else time.monotonic() + warmup + duration + 60
+        while len(out) < processes:
+            timeout = None if deadline is None else max(1.0, deadline - time.monotonic())
+            try:
+                out.append(results.get(timeout=timeout))
+            except Exception:  # noqa: BLE001 - queue.Empty: a process died without a report
+                dead = [p.name for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
+                raise RuntimeError(f"fleet: no report from {', '.join(dead) or 'a process'} in time") from None
+    except KeyboardInterrupt:
+        # the children got the same Ctrl-C and report what they ran
+        while len(out) < processes:
+            try:
+                out.append(results.get(timeout=30))
+            except Exception:  # noqa: BLE001
+                break
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.terminate()
+    return sorted(out, key=lambda s: s["process"])
+
+
+def summary(stats: list) -> list:
+    """Lines for the user: one per process and the verdict."""
+    lines = []
+    for s in stats:
+        if s.get("error"):
+            lines.append(f"process {s['process']}: {s['error']}")
+            continue
+        last = s["first"] + s["robots"] - 1
+        lines.append(f"process {s['process']}: robot{s['first']}..robot{last} ({s['robots']}), {s['ticks']} frames, "
+                     f"tick p50 {s['tick_p50_s'] * 1e3:.2f} ms, p99 {s['tick_p99_s'] * 1e3:.2f} ms, "
+                     f"max {s['tick_max_s'] * 1e3:.2f} ms (period {s['period_s'] * 1e3:.1f} ms), "
+                     f"{s['skipped']} skipped, {s['overruns']} overruns: "
+                     + ("real time held" if held(s) else "real time NOT held"))
+    ok = bool(stats) and all(not s.get("error") and held(s) for s in stats)
+    robots = sum(s.get("robots", 0) for s in stats)
+    lines.append(f"fleet of {robots} robots in {len(stats)} process(es): "
+                 + ("held real time over the whole run" if ok else "did not hold real time"))
+    return lines
+
+
+__all__ = ["run_fleet", "split", "held", "summary"]

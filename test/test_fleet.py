@@ -1,0 +1,96 @@
+"""`bondsim-ros fleet N --processes P`: twins spread over processes meet on DDS as separate
+robots, each process reports whether it held real time, and bad input is refused by name."""
+import threading
+import time
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from bondsim_ros.cli import main  # noqa: E402
+from bondsim_ros.ros.fleet import held, run_fleet, split  # noqa: E402
+
+
+def test_split_numbers_robots_across_processes():
+    assert split(5, 2) == [(0, 3), (3, 2)]
+    assert split(4, 4) == [(0, 1), (1, 1), (2, 1), (3, 1)]
+    assert split(1, 1) == [(0, 1)]
+
+
+def test_robots_of_two_processes_publish_under_their_own_namespaces():
+    """A listener in this process hears /robot0/joint_states and /robot1/joint_states while the
+    two robots run in two other processes; each process reports its frames."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("fleet_listener", context=context)
+    heard = {"/robot0/joint_states": [], "/robot1/joint_states": []}
+    for topic, got in heard.items():
+        node.create_subscription(JointState, topic, lambda m, got=got: got.append(list(m.name)), 100)
+    result = {}
+    runner = threading.Thread(target=lambda: result.update(
+        stats=run_fleet(2, 2, {"model": "robotino", "probes": []}, duration=3.0, warmup=1.0)))
+    try:
+        runner.start()
+        executor = rclpy.executors.SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        while runner.is_alive():
+            executor.spin_once(timeout_sec=0.05)
+        runner.join()
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+    stats = result["stats"]
+    assert [s["process"] for s in stats] == [0, 1] and all(s["error"] is None for s in stats), stats
+    assert [(s["first"], s["robots"]) for s in stats] == [(0, 1), (1, 1)]
+    # 3 s measured at 33 Hz: about 99 frames each, fewer only by the frames a loaded machine skipped
+    for s in stats:
+        assert s["ticks"] + s["skipped"] >= 90, s
+        assert s["tick_p50_s"] < s["period_s"], s
+    for topic, got in heard.items():
+        assert len(got) > 60, f"{topic}: {len(got)} messages"
+        assert "wheel1_axle" in got[-1], got[-1]
+
+
+def test_a_process_that_cannot_build_its_twins_ends_the_fleet_with_its_error():
+    tic = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"process [01]: .*publish_rate"):
+        run_fleet(2, 2, {"model": "robotino", "probes": [], "publish_rate": -1.0}, duration=1.0, warmup=0.0)
+    assert time.monotonic() - tic < 120  # not the 600 s the others would wait for it
+
+
+def test_held_needs_every_criterion():
+    ok = {"ticks": 100, "skipped": 0, "overruns": 0, "tick_p99_s": 0.01, "period_s": 1 / 33}
+    assert held(ok)
+    assert not held({**ok, "skipped": 1})
+    assert not held({**ok, "overruns": 1})
+    assert not held({**ok, "tick_p99_s": 0.031})
+    assert not held({**ok, "ticks": 0})
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["fleet", "0"], "N: a fleet needs at least one robot, got 0"),
+    (["fleet", "2", "--processes", "3"], "--processes must be 1..2 (at least one robot per process), got 3"),
+    (["fleet", "2", "--processes", "0"], "--processes must be 1..2 (at least one robot per process), got 0"),
+    (["fleet", "2", "--duration", "0"], "--duration must be a positive number of seconds, got 0"),
+    (["fleet", "2", "--warmup", "nan"], "--warmup must be a finite number of seconds >= 0, got nan"),
+    (["fleet", "2", "--model", "nosuchrobot"], "--model 'nosuchrobot': not a registered robot"),
+])
+def test_bad_fleet_arguments_are_refused_by_name(capfd, argv, message):
+    rc = main(argv)
+    out, err = capfd.readouterr()
+    assert rc == 2 and "Traceback" not in out + err
+    assert f"bondsim-ros fleet: error: {message}" in err
+
+
+def test_fleet_command_writes_its_figures(tmp_path, capfd):
+    import json
+
+    out = tmp_path / "fleet.json"
+    rc = main(["fleet", "2", "--duration", "2", "--warmup", "0.5", "--json", str(out)])
+    _, err = capfd.readouterr()
+    stats = json.loads(out.read_text())
+    assert len(stats) == 1 and stats[0]["robots"] == 2 and stats[0]["ticks"] > 0
+    # the exit status is the verdict the summary prints
+    assert rc == (0 if held(stats[0]) else 1)
+    assert ("held real time over the whole run" in err) == (rc == 0)
