@@ -119,6 +119,15 @@ class RobotinoTwin:
     def set_params(self, values: dict) -> None:
         self.sim.set_params(values, restart=True)
 
+    @property
+    def columns(self) -> list:
+        """The model's output columns, as `bondsim-ros simulate robotino_twist` writes them."""
+        return list(self._col)
+
+    def column(self, name: str) -> float:
+        """The value of a column at the newest state."""
+        return float(self._last[self._col[name]])
+
     def probe_points(self, state) -> dict:
         if self._kinematics is None:
             from bondsim_ros.mechanism.probes import ProbeKinematics
