@@ -117,7 +117,10 @@ class RobotinoTwin:
         return tuple(float(v) for v in np.linalg.solve(m, np.asarray(speeds, dtype=float)))
 
     def set_params(self, values: dict) -> None:
-        self.sim.set_params(values, restart=True)
+        try:
+            self.sim.set_params(values, restart=True)  # checks every value before setting any
+        except (KeyError, ValueError) as exc:  # an unknown name, or the engine's ModelError
+            raise CommandError(f"parameter value(s) refused: {exc}") from None
 
     @property
     def columns(self) -> list:
