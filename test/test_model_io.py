@@ -288,6 +288,7 @@ def test_the_outputs_parameter_publishes_a_python_robots_columns():
     ({"outputs": ["/arm/1q=q1"]}, "not a ROS topic name"),
     ({"outputs": ["/arm/q=q1", "/arm/q=q2"]}, "given twice"),
     ({"outputs": ["joint_states=q1"]}, "already dynamics_node's joint_states"),
+    ({"outputs": ["probe_error/gripper=q1"]}, "already dynamics_node's probe_error/NAME"),
 ])
 def test_bad_outputs_parameters_are_refused_by_name(overrides, message):
     context = rclpy.Context()

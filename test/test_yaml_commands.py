@@ -176,7 +176,7 @@ def test_topic_names_follow_the_ros_rules():
     assert topic_name_error("~a") == "'~' must be followed by '/'"
 
 
-def test_up_refuses_a_bad_commands_section_with_exit_2(tmp_path, capfd):
+def test_up_and_demo_refuse_a_bad_commands_section_with_exit_2(tmp_path, capfd):
     from bondsim_ros.cli import main
 
     path = write(tmp_path, "outputs:\n  /slider/x: position\n")
@@ -184,6 +184,11 @@ def test_up_refuses_a_bad_commands_section_with_exit_2(tmp_path, capfd):
     err = capfd.readouterr().err
     assert f"{path}:{len(path.read_text().splitlines())}: outputs./slider/x: the model has no output column" in err
     assert "Traceback" not in err
+    out = tmp_path / "demo_out"
+    assert main(["demo", "--model", str(path), "--out", str(out), "--no-video", "--duration", "1", "-q"]) == 2
+    err = capfd.readouterr().err
+    assert f"{path}:{len(path.read_text().splitlines())}: outputs./slider/x" in err and "Traceback" not in err, err
+    assert not out.exists()
 
 
 def test_the_robotino_twin_refuses_parameters_it_cannot_take():

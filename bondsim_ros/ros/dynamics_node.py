@@ -358,6 +358,8 @@ class DynamicsNode(Node):
         own = {t: t for t in ("joint_states", "odom", "/tf", "/clock", "/diagnostics", "motor_states",
                               "reference_pose", "~/frame_cost")}
         own.update({p[k]: k for k in ("cmd_vel_topic", "joint_trajectory_topic", "joint_commands_topic")})
+        own.update({f"{kind}/{n}": f"{kind}/NAME" for n in self.probe_names
+                    for kind in ("probes", "probe_error", "probe_error_untimed")})
         try:
             self.model_io = ModelIO(self.twin, [o for o in p["outputs"] if o])
             reserved = {self.resolve_topic_name(t): f"dynamics_node's {what}" for t, what in own.items()}
