@@ -299,10 +299,10 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     _check_expanded_size(data, filename)
     if not isinstance(data, dict) or "model" not in data:
         raise ModelError(filename, "a model file is a mapping with at least 'model: NAME' and 'components'")
-    # mechanism:, commands:: the IPC binding to a mechanism XML and what ROS may set, read by
-    # bondsim_ros.robots.yaml_binding
+    # mechanism:, commands:, outputs:: the IPC binding to a mechanism XML, what ROS may set and
+    # which columns it publishes, read by bondsim_ros.robots.yaml_binding
     allowed = {"model", "description", "parameters", "definitions", "components", "bonds", "signals", "mechanism",
-               "commands"}
+               "commands", "outputs"}
     extra = set(data) - allowed
     if extra:
         raise ModelError(f"{filename}:{data.line}", f"unexpected top-level key(s): {', '.join(sorted(map(str, extra)))} "

@@ -4,6 +4,11 @@
       file: cart_pole.xml          # relative to the model file
       joints: {cart: x_cart, pole: theta}   # mechanism joint: output column of the model
       base: {x: X, y: Y, yaw: phi} # optional: planar base pose -> odom/TF
+    commands:                      # optional: what ROS sets, by run-time parameters
+      twist: {vx: vx_cmd, wz: wz_cmd}       # /cmd_vel
+      joints: {cart: x_ref}                 # joint commands (positions by joint name), trajectories
+      topics: {/heater/voltage: u}          # std_msgs/Float64 topics
+    outputs: {/cart/force: F.e}    # optional: columns published as std_msgs/Float64 every frame
 
 Every error names the model file and the line of the offending entry.
 """
@@ -33,29 +38,86 @@ def _section(path: Path):
     return None, root
 
 
-def read_commands(path) -> dict | None:
-    """The commands: section's twist: {vx|vy|wz: (parameter, line)}, or None without one."""
-    path = Path(path)
+def _top(path: Path, key: str):
+    """A top-level section of the model file as a yaml node (for line numbers), or None."""
     _, root = _section(path)
     if not isinstance(root, yaml.MappingNode):
         return None
-    node = next((v for k, v in root.value if k.value == "commands"), None)
+    return next((v for k, v in root.value if k.value == key), None)
+
+
+def _names(node, path, what, value_is: str) -> dict:
+    """{key: (scalar value, line)} of a mapping whose values are names; a key given twice is
+    refused with both lines."""
+    out = {}
+    for key, value, line in _map(node, path, what):
+        if not isinstance(value, yaml.ScalarNode) or not value.value:
+            raise RobotError(f"{path}:{line}: {what}.{key}: give {value_is}")
+        if key in out:
+            raise RobotError(f"{path}:{line}: {what}: {key!r} given twice (first at line {out[key][1]})")
+        out[str(key)] = (str(value.value), line)
+    return out
+
+
+def _topics(node, path, what, value_is: str, seen: dict) -> dict:
+    """{topic: (name, line)}; a topic that is not a ROS 2 topic name, or that ``seen`` (topic ->
+    where) already holds, is refused."""
+    from bondsim_ros.msgutil import topic_name_error
+
+    out = _names(node, path, what, value_is)
+    for topic, (_, line) in out.items():
+        why = topic_name_error(topic)
+        if why:
+            raise RobotError(f"{path}:{line}: {what}: {topic!r} is not a ROS topic name: {why}")
+        if topic in seen:
+            raise RobotError(f"{path}:{line}: {what}: topic {topic!r} is already {seen[topic]}")
+        seen[topic] = f"in {what} (line {line})"
+    return out
+
+
+def read_commands(path) -> dict | None:
+    """The commands: section, or None without one: {"twist": {vx|vy|wz: (parameter, line)},
+    "joints": {joint: (parameter, line)}, "topics": {topic: (parameter, line)}}, each None where
+    the section lacks it."""
+    path = Path(path)
+    node = _top(path, "commands")
     if node is None:
         return None
-    twist = None
+    out = {"twist": None, "joints": None, "topics": None}
+    seen = {}
     for key, value, line in _map(node, path, "commands"):
-        if key != "twist":
-            raise RobotError(f"{path}:{line}: commands: unknown key {key!r} (twist)")
-        twist = {}
-        for k, par, tl in _map(value, path, "commands.twist"):
-            if k not in ("vx", "vy", "wz"):
-                raise RobotError(f"{path}:{tl}: commands.twist: unknown key {k!r} (vx, vy, wz)")
-            if not isinstance(par, yaml.ScalarNode) or not par.value:
-                raise RobotError(f"{path}:{tl}: commands.twist.{k}: give a run-time parameter's name")
-            twist[k] = (str(par.value), tl)
-        if not twist:
-            raise RobotError(f"{path}:{line}: commands.twist needs at least one of vx, vy, wz")
-    return {"twist": twist}
+        if key == "twist":
+            twist = {}
+            for k, par, tl in _map(value, path, "commands.twist"):
+                if k not in ("vx", "vy", "wz"):
+                    raise RobotError(f"{path}:{tl}: commands.twist: unknown key {k!r} (vx, vy, wz)")
+                if not isinstance(par, yaml.ScalarNode) or not par.value:
+                    raise RobotError(f"{path}:{tl}: commands.twist.{k}: give a run-time parameter's name")
+                twist[k] = (str(par.value), tl)
+            if not twist:
+                raise RobotError(f"{path}:{line}: commands.twist needs at least one of vx, vy, wz")
+            out["twist"] = twist
+        elif key == "joints":
+            out["joints"] = _names(value, path, "commands.joints", "a run-time parameter's name")
+            if not out["joints"]:
+                raise RobotError(f"{path}:{line}: commands.joints needs at least one {{joint: parameter}}")
+        elif key == "topics":
+            out["topics"] = _topics(value, path, "commands.topics", "a run-time parameter's name", seen)
+        else:
+            raise RobotError(f"{path}:{line}: commands: unknown key {key!r} (twist, joints, topics)")
+    return out
+
+
+def read_outputs(path, commands: dict | None = None) -> dict:
+    """The outputs: section, {topic: (column, line)} (empty without one); a topic that
+    ``commands.topics`` subscribes to is refused (the twin would hear itself)."""
+    path = Path(path)
+    node = _top(path, "outputs")
+    if node is None:
+        return {}
+    seen = {t: f"a command topic (commands.topics, line {ln})"
+            for t, (_, ln) in ((commands or {}).get("topics") or {}).items()}
+    return _topics(node, path, "outputs", "an output column's name", seen)
 
 
 def _map(node, path, what):
@@ -152,6 +214,35 @@ def check_binding(path, spec: dict, columns: list) -> tuple[dict, dict | None]:
     return {n: cols[n] for n in order}, base
 
 
+def check_commands(path, commands: dict, outputs: dict, params: list, columns: list, joints: dict, xml) -> None:
+    """Parameters, joints and columns named by commands: and outputs: against the model and its
+    mechanism binding; the first that does not fit is refused with its file and line."""
+    def param(what, par, line):
+        if par not in params:
+            raise RobotError(f"{path}:{line}: {what}: the model has no run-time parameter {par!r} "
+                             f"(parameters: {', '.join(params) or 'none'})")
+
+    for k, (par, line) in (commands["twist"] or {}).items():
+        param(f"commands.twist.{k}", par, line)
+    for joint, (par, line) in (commands["joints"] or {}).items():
+        if joint not in joints:
+            from bondsim_ros.twin.model_twin import mechanism_joints
+
+            moving = [j.name for j in mechanism_joints(xml)]
+            if joint in moving:
+                raise RobotError(f"{path}:{line}: commands.joints: {joint!r} is not bound in mechanism.joints "
+                                 f"(a joint command names a joint /joint_states carries: {', '.join(joints)})")
+            raise RobotError(f"{path}:{line}: commands.joints: {xml.name} has no joint {joint!r} "
+                             f"(its joints: {', '.join(moving)})")
+        param(f"commands.joints.{joint}", par, line)
+    for topic, (par, line) in (commands["topics"] or {}).items():
+        param(f"commands.topics.{topic}", par, line)
+    for topic, (col, line) in outputs.items():
+        if col not in columns:
+            raise RobotError(f"{path}:{line}: outputs.{topic}: the model has no output column {col!r} "
+                             f"(columns: {', '.join(columns)})")
+
+
 def yaml_robot(path) -> Robot:
     """A Robot from a model file with a mechanism: section; the model's built-in signals drive it."""
     from bondsim_ros.bondgraph.core import ModelError
@@ -161,7 +252,9 @@ def yaml_robot(path) -> Robot:
     if not path.is_file():
         raise RobotError(f"{path}: no such model file")
     spec = read_binding(path)
-    commands = read_commands(path) or {"twist": None}
+    commands = read_commands(path) or {"twist": None, "joints": None, "topics": None}
+    outputs = read_outputs(path, commands)
+    kinds = tuple(k for k, key in (("trajectory", "joints"), ("twist", "twist")) if commands[key])
     try:
         model = load_model(path)
     except ModelError as exc:
@@ -174,24 +267,27 @@ def yaml_robot(path) -> Robot:
         from bondsim_ros.bondgraph.codegen import compile_model
         from bondsim_ros.twin.model_twin import Binding, ModelTwin
 
-        if command != "builtin" and not (command == "twist" and commands["twist"]):
+        if command != "builtin" and command not in kinds:
             raise RobotError(f"{path}: the model declares no {command} command (commands: twist: {{vx:, vy:, wz:}} "
-                             f"binds /cmd_vel to its parameters)")
+                             f"binds /cmd_vel, commands: joints: {{joint: parameter}} joint commands and "
+                             f"trajectories to its parameters)")
         if config:
             raise RobotError(f"{path}: robot_config is a Robotino parameter file")
         compiled = compile_model(model, log=log)
         joints, base = check_binding(path, spec, ["t"] + list(compiled.output_names))
         state["joints"] = joints
+        columns = ["t"] + list(compiled.output_names)
+        check_commands(path, commands, outputs, list(compiled.param_names), columns, joints, xml)
         twist = None
         if commands["twist"]:
-            for k, (par, line) in commands["twist"].items():
-                if par not in compiled.param_names:
-                    raise RobotError(f"{path}:{line}: commands.twist.{k}: the model has no run-time parameter {par!r} "
-                                     f"(parameters: {', '.join(compiled.param_names)})")
             twist = {k: commands["twist"].get(k, (None, 0))[0] for k in ("vx", "vy", "wz")}
-        return ModelTwin(name, compiled, Binding(mechanism=xml, joints=joints, base=base, twist=twist,
-                                                 source=str(path)),
-                         rtol=rtol, atol=atol, hmax=hmax, limits=limits, command=command, log=log)
+        # a joint command sets its parameter; no velocity reference (None)
+        trajectory = {j: (par, None) for j, (par, _) in commands["joints"].items()} if commands["joints"] else None
+        binding = Binding(mechanism=xml, joints=joints, base=base, twist=twist, trajectory=trajectory,
+                          hold=False, source=str(path),
+                          param_topics={t: par for t, (par, _) in (commands["topics"] or {}).items()},
+                          output_topics={t: col for t, (col, _) in outputs.items()})
+        return ModelTwin(name, compiled, binding, rtol=rtol, atol=atol, hmax=hmax, limits=limits, command=command,
+                         log=log)
 
-    return Robot(name, f"{path.name} bound to {xml.name}", xml, make_twin, ("twist",) if commands["twist"] else (),
-                 model=str(path))
+    return Robot(name, f"{path.name} bound to {xml.name}", xml, make_twin, kinds, model=str(path))

@@ -59,7 +59,13 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
     init_rclpy(context=context, **({} if domain_id is None else {"domain_id": int(domain_id)}))
     graph = None
     try:
-        graph = start_graph(dyn, probe, state_publisher=state, context=context)
+        from rclpy.exceptions import NameValidationException, ParameterException
+
+        try:
+            graph = start_graph(dyn, probe, state_publisher=state, context=context)
+        except (ValueError, TypeError, ParameterException, NameValidationException) as exc:
+            # a bad parameter or model file (the nodes name it), before anything is recorded
+            raise DemoOptionError(str(exc)) from None
         dn = graph.nodes["dynamics_node"]
         if sensor_map is not None and dn.twin.state().pose is not None:
             from .sensor_node import SensorNode
@@ -386,11 +392,17 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise FileExistsError(f"--out {out_dir}: exists and is not a folder")
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     bag_dir = new_bag_dir(out_dir)
     sensor_map = str(share_file(*DEMO_MAP)) if sensors else None
-    return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port,
-                              foxglove_address, sensor_map)
+    try:
+        return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port,
+                                  foxglove_address, sensor_map)
+    except DemoOptionError:
+        if created and not any(out_dir.iterdir()):
+            out_dir.rmdir()  # refused before anything was written: leave no empty folder behind
+        raise
 
 
 def new_bag_dir(out_dir: Path) -> Path:

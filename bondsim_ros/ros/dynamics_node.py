@@ -83,6 +83,8 @@ PARAMS = {
     "joint_commands_topic": Param("joint_commands",
                                   "sensor_msgs/JointState command topic (ros2_control's topic-based hardware "
                                   "interfaces): positions of driven joints, wheel speeds of a mobile base"),
+    "outputs": Param([""], "TOPIC=COLUMN entries: model columns published as std_msgs/Float64 every frame, besides "
+                           "a YAML model's own outputs: section (empty: none)"),
     "publish_clock": Param(True, "publish /clock (rosgraph_msgs/Clock) with the simulated time"),
     "publish_rate": Param(33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)",
                           low=0.1, high=1000.0, live=True),
@@ -176,6 +178,7 @@ class DynamicsNode(Node):
         if self.twin.commands:  # ros2_control's topic-based hardware interfaces
             self.create_subscription(JointState, p["joint_commands_topic"], self._on_joint_command,
                                      QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self._setup_model_io()
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
         self.sim_interfaces = None
@@ -345,6 +348,35 @@ class DynamicsNode(Node):
         if any(abs(a - v) > 1e-12 for a, v in zip(applied, vals)):
             self.get_logger().warning(f"cmd_vel {vals} clamped to {applied}", throttle_duration_sec=1.0)
         self._last_cmd_wall = time.monotonic()
+
+    # -- a model's own signals: Float64 topics -> parameters, columns -> Float64 topics ---------
+    def _setup_model_io(self):
+        from .model_io import ModelIO
+
+        p = self.p
+        # the node's own topics (label: the name it is documented by)
+        own = {t: t for t in ("joint_states", "odom", "/tf", "/clock", "/diagnostics", "motor_states",
+                              "reference_pose", "~/frame_cost")}
+        own.update({p[k]: k for k in ("cmd_vel_topic", "joint_trajectory_topic", "joint_commands_topic")})
+        own.update({f"{kind}/{n}": f"{kind}/NAME" for n in self.probe_names
+                    for kind in ("probes", "probe_error", "probe_error_untimed")})
+        try:
+            self.model_io = ModelIO(self.twin, [o for o in p["outputs"] if o])
+            reserved = {self.resolve_topic_name(t): f"dynamics_node's {what}" for t, what in own.items()}
+            self.model_io.check_resolved(self.resolve_topic_name, reserved)
+        except ValueError as exc:
+            raise ValueError(f"invalid dynamics_node parameters: model/outputs: {exc}") from None
+        for topic in self.model_io.inputs:
+            self.create_subscription(Float64, topic, lambda m, t=topic: self._on_param(t, m),
+                                     QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.pub_outputs = {topic: self.create_publisher(Float64, topic, 10) for topic in self.model_io.outputs}
+
+    def _on_param(self, topic, msg):
+        """Check now, apply at the next frame, as cmd_vel."""
+        try:
+            self.model_io.receive(topic, msg.data)
+        except CommandError as exc:
+            self.get_logger().warning(f"rejected {topic}: {exc}", throttle_duration_sec=1.0)
 
     # -- probes ----------------------------------------------------------------------------
     def _probe_names(self, names):
@@ -622,6 +654,7 @@ class DynamicsNode(Node):
 
     def _apply_commands(self):
         """The commands received since the last frame, the watchdog and the waypoint follower."""
+        self.model_io.apply()
         if self._next_cmd is not None:
             cmd, self._next_cmd = self._next_cmd, None
             self.twin.set_twist(*cmd)
@@ -725,7 +758,11 @@ class DynamicsNode(Node):
         return Time(nanoseconds=ns).to_msg()
 
     def publish_rest(self, state, stamp, tf_batch: list):
-        """/odom, motor states and the reference at ``stamp``; odom -> base appended to ``tf_batch``."""
+        """/odom, motor states, the model's output topics and the reference at ``stamp``; odom ->
+        base appended to ``tf_batch``. ``state`` is always the twin's newest (the frame loop
+        publishes a state before stepping on), so the output columns are read from the twin."""
+        for topic, value in self.model_io.values():
+            self.pub_outputs[topic].publish(Float64(data=value))
         if self.pub_motors is not None:
             names, pos, vel, eff = self.twin.motor_states(state)
             motors = JointState()

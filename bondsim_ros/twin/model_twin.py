@@ -6,6 +6,7 @@ from the mechanism's own kinematics at the same state, so they can be compared a
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -30,7 +31,10 @@ class Binding:
     efforts: dict = field(default_factory=dict)  # joint -> effort column (optional, all or none)
     derive: Callable | None = None  # derive(result) -> result with more columns (SimulationResult API)
     twist: dict | None = None  # {"vx": param, "vy": param or None, "wz": param}
-    trajectory: dict | None = None  # joint -> (q_ref param, qd_ref param)
+    trajectory: dict | None = None  # joint -> (q_ref param, qd_ref param or None)
+    hold: bool = True  # at reset, q_ref := the joints' positions (False: the model's own values)
+    param_topics: dict = field(default_factory=dict)  # std_msgs/Float64 topic -> run-time parameter
+    output_topics: dict = field(default_factory=dict)  # topic -> column, published each frame
     source: str = ""  # where the binding was declared, for messages
 
 
@@ -91,7 +95,7 @@ class ModelTwin:
             self._apply_twist(self.twist, restart=False)
         solver = self.sim.solver
         self._set_row(0.0, self.sim.outputs_at(0.0, solver.y, solver.yp))
-        if "trajectory" in self.commands:
+        if "trajectory" in self.commands and self.binding.hold:
             self._hold(self.state())
 
     def recover(self) -> str:
@@ -163,8 +167,47 @@ class ModelTwin:
                 values[qdp] = float(qd[k])
         return values
 
+    @property
+    def param_topics(self) -> dict:
+        return dict(self.binding.param_topics)
+
+    @property
+    def output_topics(self) -> dict:
+        return dict(self.binding.output_topics)
+
+    def check_params(self, values: dict) -> dict:
+        """``values`` as floats if the model takes them, else CommandError naming the parameter:
+        a parameter it lacks, a value that is not a finite number, or one its laws refuse (a
+        negative resistance...). Nothing is set."""
+        out = {}
+        for name, value in values.items():
+            if name not in self.compiled.param_names:
+                raise CommandError(f"{self.name} has no run-time parameter {name!r}")
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                raise CommandError(f"parameter {name}: not a number: {value!r}") from None
+            if not math.isfinite(v):
+                raise CommandError(f"parameter {name}: value not finite: {v}")
+            out[name] = v
+        p = self.sim.problem.params.copy()
+        for name, v in out.items():
+            p[self.compiled.param_index(name)] = v
+        try:
+            self.compiled.check_params(p)
+        except ValueError as exc:  # the engine's ModelError
+            raise CommandError(f"parameter value(s) refused: {exc}") from None
+        return out
+
     def set_params(self, values: dict) -> None:
-        self.sim.set_params(values, restart=True)
+        """Set run-time parameters now (at ``t``), the integration restarting there;
+        CommandError (nothing set) as check_params says."""
+        self.sim.set_params(self.check_params(values), restart=True)
+
+    @property
+    def columns(self) -> list:
+        """The columns ``column`` reads (the model's outputs and the derived ones)."""
+        return list(self._row_names)
 
     # -- time ------------------------------------------------------------------------------
     def step_to(self, t: float) -> TwinState:

@@ -70,7 +70,12 @@ class JointTrajectory:
 @runtime_checkable
 class Twin(Protocol):
     """Members the dynamics node uses. ``commands`` holds "twist" and/or "trajectory" (empty:
-    the model follows its built-in reference)."""
+    the model follows its built-in reference).
+
+    Optional (the node looks them up, ros/model_io.py): ``columns`` and ``column(name)``, the
+    model's output columns at the newest state (for the node's ``outputs`` parameter);
+    ``param_topics`` {std_msgs/Float64 topic: parameter} with ``check_params(values)`` (the
+    values as floats, or CommandError, nothing set); ``output_topics`` {topic: column}."""
 
     name: str
     joint_names: list
@@ -96,7 +101,9 @@ class Twin(Protocol):
 
     def set_joint_trajectory(self, trajectory: JointTrajectory) -> None: ...
 
-    def set_params(self, values: dict) -> None: ...
+    def set_params(self, values: dict) -> None:
+        """Set run-time parameters at ``t``, the integration restarting there; CommandError if
+        the model cannot take them (not finite, unknown, refused by a law)."""
 
     def diagnostics(self, state: TwinState) -> list: ...
 

@@ -117,7 +117,19 @@ class RobotinoTwin:
         return tuple(float(v) for v in np.linalg.solve(m, np.asarray(speeds, dtype=float)))
 
     def set_params(self, values: dict) -> None:
-        self.sim.set_params(values, restart=True)
+        try:
+            self.sim.set_params(values, restart=True)  # checks every value before setting any
+        except (KeyError, ValueError) as exc:  # an unknown name, or the engine's ModelError
+            raise CommandError(f"parameter value(s) refused: {exc}") from None
+
+    @property
+    def columns(self) -> list:
+        """The model's output columns, as `bondsim-ros simulate robotino_twist` writes them."""
+        return list(self._col)
+
+    def column(self, name: str) -> float:
+        """The value of a column at the newest state."""
+        return float(self._last[self._col[name]])
 
     def probe_points(self, state) -> dict:
         if self._kinematics is None:
