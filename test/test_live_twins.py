@@ -220,3 +220,20 @@ def test_demo_records_another_model(tmp_path):
     assert max(m.data for _, m in msgs["/probe_error/gripper"]) <= 1e-9
     assert (out / "joints.png").is_file() and not (out / "path.png").exists()
     assert (out / "joints.csv").read_text().splitlines()[0] == "t,q1,q2,q3"
+
+
+def test_demo_records_the_model_output_topics(tmp_path):
+    """A YAML model's outputs: topics (cart.yaml: cart/momentum) go into the demo's bag with the
+    rest of the graph, one value per frame."""
+    from bondsim_ros.cli import main
+    from bondsim_ros.ros.bag import read_bag
+
+    model = ROOT / "test" / "data" / "live" / "cart.yaml"
+    out = tmp_path / "demo"
+    assert main(["demo", "--model", str(model), "--duration", "1.5", "--out", str(out), "--no-video",
+                 "--no-sensors", "-q"]) == 0
+    msgs = read_bag(out / "bag")
+    outputs = [t for t in msgs if t.startswith("/cart/")]
+    assert outputs, sorted(msgs)
+    for topic in outputs:
+        assert abs(len(msgs[topic]) - len(msgs["/joint_states"])) <= 1, topic

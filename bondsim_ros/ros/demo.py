@@ -76,7 +76,9 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
                 overrides={"map": sensor_map, "scan_qos": "reliable", "frame_prefix": dn.p["frame_prefix"]},
                 context=context)
             graph.executor.add_node(graph.nodes["sensor_node"])
-        recorder = BagRecorder(bag_dir, DEMO_TOPICS, context=context)
+        # the model's own output topics (a YAML model's outputs:, the outputs parameter) too
+        outputs = sorted(dn.resolve_topic_name(t) for t in dn.model_io.outputs)
+        recorder = BagRecorder(bag_dir, DEMO_TOPICS + outputs, context=context)
         graph.executor.add_node(recorder)
         graph.nodes["bag_recorder"] = recorder
         if foxglove_port is not None:
@@ -95,6 +97,7 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
             need.add("/reference_pose")
         if "sensor_node" in graph.nodes:
             need |= {"/scan", "/bumper"}
+        need |= set(outputs)
         if not graph.spin_until(lambda: need <= set(recorder.connections), timeout=10.0):
             missing = sorted(need - set(recorder.connections))
             raise RuntimeError(f"demo: topics never appeared: {', '.join(missing)}")
