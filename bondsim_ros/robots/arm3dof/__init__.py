@@ -14,3 +14,9 @@ def robot():
 
 
 ROBOT = robot
+
+
+def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
+    from .model import ENTRIES
+
+    return ENTRIES

@@ -42,7 +42,7 @@ import numpy as np
 
 from bondsim_ros.bondgraph import Function, Input, Model, Recorder
 
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.physics.bodies import PlanarBody, RevoluteJoint
 from bondsim_ros.physics.drives import ServoDrive, servo_gains
 

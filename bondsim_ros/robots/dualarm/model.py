@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bondsim_ros.bondgraph import Function, Gain, Input, Integrator, Model, Recorder
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.paths import share_file
 from bondsim_ros.physics import G
 from bondsim_ros.physics import number as _f

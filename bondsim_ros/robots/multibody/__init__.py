@@ -19,3 +19,13 @@ def SLIDER_CRANK_LAGRANGE():  # noqa: N802 - entry point names the variant
 
 def PENDULUM_LAGRANGE():  # noqa: N802
     return _variant("pendulum_lagrange", "Pendulum.xml", "add_pendulum_joint_columns")
+
+
+# two robots in one plug-in
+ROBOT = {"slider_crank_lagrange": SLIDER_CRANK_LAGRANGE, "pendulum_lagrange": PENDULUM_LAGRANGE}
+
+
+def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
+    from .model import ENTRIES
+
+    return ENTRIES

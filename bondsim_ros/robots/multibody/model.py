@@ -40,7 +40,7 @@ import math
 import numpy as np
 
 from bondsim_ros.bondgraph import TF, EffortJunction, Function, I, Integrator, Model, R, Recorder, Se
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.physics import G  # gravity [m/s^2]; the paper does not state it
 from bondsim_ros.physics import number as _f
 from bondsim_ros.physics.bodies import PlanarBody, PlanarJoint, joint_channel, planar_body

@@ -41,7 +41,7 @@ from __future__ import annotations
 from bondsim_ros.bondgraph import (
     GY, PID, TF, Component, EffortJunction, Function, Gain, Input, Integrator, Model, R, Recorder, Se, Sum,
 )
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.physics.omni import ALPHA, OmniWheel, omni_chassis, wheel_frame, wheel_speed_law
 from bondsim_ros.physics.rotations import rotate_planar
 

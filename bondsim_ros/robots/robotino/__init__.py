@@ -24,3 +24,9 @@ def robot() -> Robot:
 
 
 ROBOT = robot
+
+
+def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
+    from .model import ENTRIES
+
+    return ENTRIES

@@ -33,7 +33,7 @@ from bondsim_ros.bondgraph import (
     PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model,
     Recorder, Se, Sf, Sum,
 )
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.paths import share_file
 from bondsim_ros.physics.omni import ALPHA, omni_chassis, wheel_frame, wheel_speed_law
 
