@@ -294,7 +294,7 @@ SECTIONS = [
      "Real rclpy (EventsExecutor, Fast DDS, localhost discovery). One Robotino twin on the rose path "
      "publishing at 33 Hz at a real-time factor of 50 and of 1 (publication period jitter, and as "
      "received by a subscriber in another process), then fleets of 5, 10, … robots in one process "
-     "(one clock for all: `start_fleet`) until one misses 33 Hz, overruns or exceeds 2 ms p99 jitter.",
+     "(one clock for all: `benchmarks/fleet.py`) until one misses 33 Hz, overruns or exceeds 2 ms p99 jitter.",
      ros_bench),
     ("ros_soak", "Soak: the running graph under hostile commands",
      "`bondsim-ros up --reference cmd_vel` in its own process at a real-time factor of 20, under a "

@@ -52,8 +52,8 @@ def run(n_robots: int, rtf: float, seconds: float, reference="rose"):
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     overrides = {"reference": reference, "real_time_factor": rtf, "probes": []}
-    if n_robots > 1:  # a fleet: one clock for all robots (bondsim_ros.ros.graph.start_fleet)
-        from bondsim_ros.ros.graph import start_fleet
+    if n_robots > 1:  # a fleet: one clock for all robots (fleet.py, beside this script)
+        from fleet import start_fleet
 
         graph = start_fleet(n_robots, overrides, context=ctx)
         ex = graph.executor

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 
@@ -375,11 +375,3 @@ class Model(Component):
         import sympy as sp
 
         return sp.Symbol(f"param:{name}", real=True)
-
-
-@dataclass
-class ElementLaw:
-    """What an elementary component contributes once its ports are resolved to bond variables."""
-
-    equations: list = field(default_factory=list)
-    states: list = field(default_factory=list)  # (symbol, initial value, name)

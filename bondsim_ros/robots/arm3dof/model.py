@@ -52,7 +52,6 @@ LENGTHS = (0.15, 0.10, 0.10)
 MASSES = (0.18, 0.13, 0.17)
 INERTIAS = (0.0481, 0.0139, 0.0229)
 COM = tuple(0.5 * l for l in LENGTHS)  # "mass centres in the middle of the links"
-Q_LIMIT = math.pi / 2  # Table 1: -pi/2 <= q_i <= pi/2
 # Section 3.2.2: gripper path and time.
 POINT_A = (0.233, -0.172)
 POINT_B = (0.269, 0.155)
