@@ -170,3 +170,17 @@ def test_a_new_robot_folder_is_registered_by_existing(tmp_path):
     names, description, model = proc.stdout.splitlines()
     assert "'slidebot'" in names and "'robotino'" in names
     assert description == "a block on a rail" and model.startswith("slidebot:")
+
+
+def test_the_listings_name_each_system_not_a_number(capsys):
+    """`models` and `robots` describe each built-in by what it is and whose paper it follows."""
+    from bondsim_ros.cli import main
+
+    assert main(["models"]) == 0 and main(["robots"]) == 0
+    out = capsys.readouterr().out
+    assert "seed" not in out.lower()
+    rows = {line.split()[0]: line for line in out.splitlines()}
+    for name, words in {"dualarm": "dual-arm mobile manipulator (Qian & Rahmani", "omni5dpo": "5DPO",
+                        "arm3dof": "3-DOF planar arm (Boiadjiev et al.)", "robotino": "Damic & Cohodar Husic",
+                        "slider_crank_lagrange": "Boudon et al.", "pendulum_minimal": "pendulum benchmark"}.items():
+        assert words in rows[name], rows[name]

@@ -348,7 +348,7 @@ _C_FUNCTIONS = {
 
 
 # Largest number of expressions printed into one C function: the compiler's optimiser is
-# superlinear in the size of a function (as LLVM's was for numba: the 18-DOF seed 001 Jacobian,
+# superlinear in the size of a function (as LLVM's was for numba: the 18-DOF dual-arm Jacobian,
 # 1837 entries, took about 4 min in one function). Each chunk is a function of its own that the
 # compiler must not inline back (noinline); the price is common subexpressions recomputed
 # across chunks. Small models stay in one function.

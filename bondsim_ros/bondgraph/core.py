@@ -1,4 +1,4 @@
-"""Components, ports and bonds: the acausal bond-graph language (seed 000, section 3.1).
+"""Components, ports and bonds: the acausal bond-graph language (Damic & Cohodar Husic, section 3.1).
 
 A model is a tree of components. Every component has a *document* holding inner components,
 the bonds between their power ports and the signal connections between their control ports

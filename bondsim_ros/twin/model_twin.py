@@ -1,6 +1,6 @@
 """ModelTwin: any compiled bond-graph model bound to a mechanism XML, stepped in (scaled) real time.
 
-The binding is the paper's IPC block (seed 000 section 3.8): mechanism joint -> output column of
+The binding is the paper's IPC block (Damic & Cohodar Husic section 3.8): mechanism joint -> output column of
 the model, and optionally the planar base pose {x, y, yaw} -> columns. Probe points come back
 from the mechanism's own kinematics at the same state, so they can be compared at equal stamps.
 """

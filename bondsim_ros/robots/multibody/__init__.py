@@ -1,4 +1,4 @@
-"""Seed 003's pendulum and slider-crank variants (model.py) bound to
+"""The pendulum and slider-crank benchmarks of Boudon et al. (model.py) bound to
 urdf/multibody/Pendulum.xml and SliderCrank.xml; the joint columns come per row from the
 same postprocessors ``bondsim-ros simulate`` uses."""
 from __future__ import annotations
@@ -7,9 +7,10 @@ from __future__ import annotations
 def _variant(name, xml, derive_name):
     from . import model as m
 
-    from .._seed import seed_robot
+    from .._xml_robot import xml_robot
 
-    return seed_robot(name, f"seed 003 {name.replace('_', ' ')}", m, getattr(m, name), ("multibody", xml),
+    return xml_robot(name, f"{name.replace('_', ' ')} (multibody benchmark, Boudon et al.)", m, getattr(m, name),
+                      ("multibody", xml),
                       mobile=False, derive=getattr(m, derive_name))
 
 
