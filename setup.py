@@ -22,6 +22,14 @@ def tree(folder):
     return sorted(entries.items())
 
 
+def robot_entry_points():
+    """One entry point per robot folder (bondsim_ros/robots/<name>/__init__.py, its ROBOT): the
+    same scan as bondsim_ros.robots.builtin_plugins, so a new folder is registered by existing."""
+    robots = os.path.join(os.path.dirname(os.path.abspath(__file__)), PACKAGE, "robots")
+    return [f"{name} = {PACKAGE}.robots.{name}:ROBOT" for name in sorted(os.listdir(robots))
+            if os.path.isfile(os.path.join(robots, name, "__init__.py")) and not name.startswith(("_", "."))]
+
+
 # ROS 2 distros with wheels on PyPI (ros-<distro>-*); the first is the default. The `ros` extra
 # is for the pip environment only (a ROS install brings its own): ROS_DISTRO=jazzy selects the
 # Jazzy wheels (tools/setup.sh does so for `ROS_DISTRO=jazzy bash tools/setup.sh`); any other
@@ -78,14 +86,7 @@ setup(
     tests_require=["pytest"],
     entry_points={
         # robots as plug-ins (bondsim_ros/robots): another package adds its own under this group
-        "bondsim_ros.robots": [
-            "robotino = bondsim_ros.robots.robotino:ROBOT",
-            "dualarm = bondsim_ros.robots.dualarm:ROBOT",
-            "arm3dof = bondsim_ros.robots.arm3dof:ROBOT",
-            "omni5dpo = bondsim_ros.robots.omni5dpo:ROBOT",
-            "slider_crank_lagrange = bondsim_ros.robots.multibody:SLIDER_CRANK_LAGRANGE",
-            "pendulum_lagrange = bondsim_ros.robots.multibody:PENDULUM_LAGRANGE",
-        ],
+        "bondsim_ros.robots": robot_entry_points(),
         "console_scripts": [
             "bondsim-ros = bondsim_ros.cli:main",
             "dynamics_node = bondsim_ros.ros.dynamics_node:main",

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import record  # noqa: E402  (benchmarks/record.py, beside this script)
 
 HERE = Path(__file__).resolve().parents[1]
-# seed 000 section 4, as README and docs/robotino.md give it
+# Damic & Cohodar Husic section 4, as README and docs/robotino.md give it
 ROBOTINO = ["robotino", "--t-end", "50", "--dt-out", "0.02", "--hmax", "0.02", "--rtol", "1e-6"]
 DUALARM = ["dualarm"]
 

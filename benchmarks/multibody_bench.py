@@ -1,4 +1,4 @@
-"""Seed 003 comparison (Boudon et al., Tables 1 and 5, Figs. 21 and 31): every pendulum and
+"""Multibody benchmark comparison (Boudon et al., Tables 1 and 5, Figs. 21 and 31): every pendulum and
 slider-crank variant, its DAE size, solver effort, computing time and error against the
 minimal-coordinates model.
 
@@ -51,7 +51,7 @@ def main(argv=None):
     ap.add_argument("--atol", type=float, default=1e-8)
     args = ap.parse_args(argv)
     tol = dict(rtol=args.rtol, atol=args.atol)
-    print(f"# seed 003 multibody benchmark: {platform.machine()}, {platform.python_version()}, "
+    print(f"# multibody benchmark (Boudon et al.): {platform.machine()}, {platform.python_version()}, "
           f"rtol={args.rtol:g}, atol={args.atol:g}, best of {args.repeat}")
     print("| model | method | bonds | structure | unknowns | steps | build [s] | time [s] | error vs minimal "
           "| 20-sim [s] |")

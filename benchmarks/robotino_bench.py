@@ -10,7 +10,7 @@ Prints, in one process on the same generated equations:
   - ratios, the work counters of both solvers (Newton iterations, Jacobian evaluations/LU
     factorisations, rejected steps), the tracking errors and the pose difference.
 
-The paper's C++ BondSim: 0.51 s on a Ryzen 7 PRO 4750G (seed 000, section 4).
+The paper's C++ BondSim: 0.51 s on a Ryzen 7 PRO 4750G (Damic & Cohodar Husic, section 4).
 
     python benchmarks/robotino_bench.py [--repeat 5]
 """

@@ -77,7 +77,7 @@ def cases(with_dualarm=False):
         ("DC motor, rigid gear (index 2)", ex.dc_motor, 0.5, 0.0005, math.inf, motor_ref, True),
         ("lossless oscillator, 20 periods", ex.lossless_oscillator, 40 * math.pi, 0.05, math.inf, osc_ref, True),
         ("pendulum, length constraint (index 2)", ex.pendulum, 10.0, 0.01, math.inf, None, True),
-        ("pendulum, seed 003 Lagrange Sf(0)", mb.pendulum_lagrange, 10.0, 0.01, math.inf, pend_ref, True),
+        ("pendulum benchmark, Lagrange Sf(0)", mb.pendulum_lagrange, 10.0, 0.01, math.inf, pend_ref, True),
         ("Robotino, paper case (50 s)", robotino, 50.0, 0.02, 0.02, None, True),
     ]
     if with_dualarm:
@@ -86,7 +86,7 @@ def cases(with_dualarm=False):
         # index-2 unknown outside the error test; neither is a fair accuracy measure
         positions = ["x", "y", "phi", "wheel_l", "wheel_r", "w_q1", "w_q2"] + \
             [f"{arm}_q{k}" for arm in "rl" for k in range(1, 8)]
-        out.append(("dual-arm, seed 001 (2 s)", dualarm, 2.0, 0.01, math.inf, positions, False))
+        out.append(("dual-arm manipulator (2 s)", dualarm, 2.0, 0.01, math.inf, positions, False))
     return out
 
 

@@ -38,15 +38,21 @@ def register(sub) -> None:
     m = sub.add_parser("models", help="list the built-in models")
     m.set_defaults(func=cmd_models)
 
+    r = sub.add_parser("robots", help="list the registered robots (built-in and installed plug-ins)",
+                       description="List the robots `bondsim-ros up --model NAME` runs: name, commands it takes "
+                                   "besides its built-in reference, description.")
+    r.set_defaults(func=cmd_robots)
+
 
 def _load(spec):
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.cliargs import CLIError
     from bondsim_ros.models import resolve_model
+    from bondsim_ros.robots import RobotError
 
     try:
         return resolve_model(spec)
-    except ModelError as exc:
+    except (ModelError, RobotError) as exc:  # RobotError: an installed plug-in that does not load
         raise CLIError(str(exc)) from None
 
 
@@ -237,10 +243,29 @@ def cmd_draw(args) -> int:
 
 
 def cmd_models(args) -> int:
+    from bondsim_ros.cliargs import CLIError
     from bondsim_ros.models import registry
+    from bondsim_ros.robots import RobotError
 
-    for name, entry in sorted(registry().items()):
+    try:
+        entries = registry()
+    except RobotError as exc:
+        raise CLIError(str(exc)) from None
+    for name, entry in sorted(entries.items()):
         print(f"{name:22s} {entry.description}")
+    return 0
+
+
+def cmd_robots(args) -> int:
+    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.robots import RobotError, available, load_robot
+
+    for name in sorted(available()):
+        try:
+            robot = load_robot(name)
+        except RobotError as exc:
+            raise CLIError(str(exc)) from None
+        print(f"{name:22s} {','.join(robot.commands) or '-':18s} {robot.description}")
     return 0
 
 

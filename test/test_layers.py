@@ -3,11 +3,14 @@ README.md states ("What is where").
 
 Imports are read from the source (ast), not by importing: every ``import`` and ``from ... import``
 counts wherever it stands, inside a function too (a lazy import that closes a cycle is still a
-cycle: it only moves the failure to the first call). A name given as text to importlib (the
-command modules in cli.COMMAND_MODULES, the model modules of the models registry, the robots'
-entry points) is plug-in discovery, not an import: the plug-in depends on the registry's types,
-the registry only on the plug-in's name. Nor is the parent package that Python runs before a
-submodule (``import a.b`` runs a/__init__.py): only the module named counts.
+cycle: it only moves the failure to the first call). So does a module named as text to
+``importlib.import_module`` or ``__import__``: a string constant that reaches the call's first
+argument -- written in the call, or a module-level constant (a name, a list or dict of names, an
+item of one, a loop over one) -- and names a module of the package, absolute or relative to the
+``package=`` argument (``__package__`` or ``__name__``). What the code cannot know before it runs
+(the robots' entry points, a folder scan) is plug-in discovery, not an import. Nor is the parent
+package that Python runs before a submodule (``import a.b`` runs a/__init__.py): only the module
+named counts.
 """
 from __future__ import annotations
 
@@ -25,13 +28,6 @@ ROOT = Path(bondsim_ros.__file__).resolve().parent
 ROS_PREFIXES = ("rclpy", "rcl_interfaces", "launch", "launch_ros", "rosidl", "rmw", "rosgraph_msgs")
 ROS_SUFFIXES = ("_msgs", "_srvs", "_interfaces")
 
-# Cycles between layers (top-level packages) that are known and being dissolved, with the reason.
-# Every entry must still be a cycle: a stale one fails the test, so it is deleted, not forgotten.
-LAYER_CYCLE_EXEMPTIONS: dict = {
-    # frozenset({"layer_a", "layer_b"}): "why this cycle must stay for now (and what removes it)"
-}
-
-
 def module_files(root: Path, package: str) -> dict[str, Path]:
     """Dotted module name -> source file, for every .py file below ``root`` (package ``package``)."""
     out = {}
@@ -40,6 +36,70 @@ def module_files(root: Path, package: str) -> dict[str, Path]:
         if parts[-1] == "__init__":
             parts = parts[:-1]
         out[".".join([package, *parts])] = path
+    return out
+
+
+def is_import_call(node: ast.Call) -> bool:
+    """importlib.import_module(...), import_module(...) or __import__(...)."""
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    return name in ("import_module", "__import__")
+
+
+def module_constants(tree: ast.Module) -> dict:
+    """name -> the expressions bound to it at module level, and to each loop variable the
+    expression it loops over (``for name in COMMAND_MODULES``)."""
+    out = defaultdict(list)
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(t, ast.Name):
+                    out[t.id].append(node.value)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            out[node.target.id].append(node.iter)
+    return out
+
+
+def strings_reaching(expr, consts: dict, seen=None) -> set:
+    """The string constants in ``expr`` and in the module-level constants it names."""
+    seen = set() if seen is None else seen
+    out = set()
+    # the pieces of an f-string are not module names: what it names is known only when it runs
+    pieces = {id(n) for j in ast.walk(expr) if isinstance(j, ast.JoinedStr) for n in ast.walk(j)}
+    for node in ast.walk(expr):
+        if id(node) in pieces:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.add(node.value)
+        elif isinstance(node, ast.Name) and node.id in consts and node.id not in seen:
+            seen.add(node.id)
+            for value in consts[node.id]:
+                out |= strings_reaching(value, consts, seen)
+    return out
+
+
+def named_modules(call: ast.Call, consts: dict, mod: str, is_pkg: bool) -> list:
+    """The dotted names an import_module / __import__ call may import: absolute strings as they
+    are, relative ones (".x") against its package= argument (__package__ or __name__)."""
+    if not call.args:
+        return []
+    package = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "package"),
+                                                              None)
+    here = mod if is_pkg else mod.rpartition(".")[0]
+    if isinstance(package, ast.Name) and package.id == "__name__":
+        here = mod  # __name__ as the package: only meaningful in a package's __init__
+    out = []
+    for text in strings_reaching(call.args[0], consts):
+        if text.startswith("."):
+            if not isinstance(package, ast.Name) or package.id not in ("__package__", "__name__"):
+                continue
+            level = len(text) - len(text.lstrip("."))
+            base = here.split(".")
+            base = base[: len(base) - (level - 1)]
+            out.append(".".join(base + [text[level:]]) if text[level:] else ".".join(base))
+        elif text.replace("_", "").replace(".", "").isalnum():
+            out.append(text)
     return out
 
 
@@ -57,8 +117,12 @@ def imports(root: Path, package: str):
 
     for mod, path in mods.items():
         is_pkg = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            if isinstance(node, ast.Import):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        consts = module_constants(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and is_import_call(node):
+                targets = named_modules(node, consts, mod, is_pkg)
+            elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
@@ -169,11 +233,8 @@ def test_no_import_cycle_between_layers():
         if la != lb:
             layer_edges.setdefault((la, lb), where(a, line))
     found = cycles({layer(m) for m in MODS}, layer_edges)
-    unexpected = [c for c in found if frozenset(c) not in LAYER_CYCLE_EXEMPTIONS]
-    assert not unexpected, "import cycles between layers (layer (first import) -> ...):\n" + "\n".join(
-        " -> ".join(f"{a} ({layer_edges[(a, b)]})" for a, b in zip(c, c[1:])) + f" -> {c[-1]}" for c in unexpected)
-    stale = [sorted(k) for k in LAYER_CYCLE_EXEMPTIONS if k not in {frozenset(c) for c in found}]
-    assert not stale, f"exempted layer cycles that no longer exist, delete their exemptions: {stale}"
+    assert not found, "import cycles between layers (layer (first import) -> ...):\n" + "\n".join(
+        " -> ".join(f"{a} ({layer_edges[(a, b)]})" for a, b in zip(c, c[1:])) + f" -> {c[-1]}" for c in found)
 
 
 def violations(of: str, allowed_layers: set, forbidden_external=(), allowed_modules=()):
@@ -272,3 +333,26 @@ def test_checker_finds_a_longer_cycle_and_none_in_a_tree(tmp_path):
     assert cycles(mods, edges) == [["pkg.x", "pkg.y", "pkg.z", "pkg.x"]]
     del edges[("pkg.z", "pkg.x")]
     assert cycles(mods, edges) == []
+
+
+def test_checker_follows_module_names_given_to_importlib(tmp_path):
+    root = make_package(tmp_path, {
+        "__init__.py": "",
+        "registry.py": ("import importlib\n\nPLUGINS = ['pkg.plug']\n\n\ndef load():\n"
+                        "    for name in PLUGINS:\n        importlib.import_module(name)\n"),
+        "plug.py": "from pkg.registry import load\n",
+        "lazy/__init__.py": ("import importlib\n_EXPORTS = {'Thing': '.things'}\n\n\ndef __getattr__(name):\n"
+                             "    return importlib.import_module(_EXPORTS[name], __name__)\n"),
+        "lazy/things.py": "from pkg import lazy\n",
+        "direct.py": "def f():\n    return __import__('pkg.plug')\n",
+        "rel.py": "import importlib\nimportlib.import_module('.direct', package=__package__)\n",
+        "other.py": "import importlib\nimportlib.import_module('json')\nimportlib.import_module(f'pkg.{1}')\n",
+    })
+    edges, external, mods = imports(root, "pkg")
+    assert edges[("pkg.registry", "pkg.plug")] == 8  # the call's line
+    assert ("pkg.lazy", "pkg.lazy.things") in edges
+    assert ("pkg.direct", "pkg.plug") in edges and ("pkg.rel", "pkg.direct") in edges
+    assert not [e for e in edges if e[0] == "pkg.other"]  # not the package's, or not known before it runs
+    assert external["pkg.other"] >= {("json", 2)}
+    assert sorted(map(tuple, cycles(mods, edges))) == [("pkg.lazy", "pkg.lazy.things", "pkg.lazy"),
+                                                       ("pkg.plug", "pkg.registry", "pkg.plug")]

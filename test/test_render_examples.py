@@ -1,4 +1,4 @@
-"""Mechanism XML of seeds 002 (5DPO omni robot) and 003 (pendulum, slider crank): conversion,
+"""Mechanism XML of the 5DPO omni robot and the multibody benchmarks (pendulum, slider crank): conversion,
 simulate CSV columns named like the XML joints, kinematic agreement with the models, and the
 renderer's framing and orientation."""
 import math

@@ -239,20 +239,3 @@ def test_joint_trajectory_brings_the_joint_to_its_goal(diffbot_installed):
     assert np.max(np.abs(q[late] - 0.2)) <= 1e-3
     assert np.max(q) <= 0.2 + 1e-3  # Hermite with zero end velocity: no overshoot of the goal
 
-
-def test_setup_py_registers_the_built_in_robots_as_plugins():
-    """The built-ins are entry points like any plug-in; BUILTIN (the source-checkout fallback)
-    names the same targets, and each loads to a Robot of that name with its mechanism XML."""
-    import re
-    from pathlib import Path
-
-    from bondsim_ros.robots import BUILTIN
-
-    text = (Path(__file__).resolve().parents[1] / "setup.py").read_text()
-    group = text[text.index('"bondsim_ros.robots": ['):]
-    group = group[: group.index("]")]
-    declared = dict(re.findall(r'"(\w+) = ([\w.]+:\w+)"', group))
-    assert declared == BUILTIN
-    for name in BUILTIN:
-        robot = load_robot(name)
-        assert robot.name == name and robot.mechanism.is_file()

@@ -1,4 +1,4 @@
-"""The Robotino model against the paper (seed 000, section 4) and against physics."""
+"""The Robotino model against the paper (Damic & Cohodar Husic, section 4) and against physics."""
 import math
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The Robotino paper case in the paper's structure (seed 000, eq. 24 on the reference, PID
+"""The Robotino paper case in the paper's structure (Damic & Cohodar Husic, eq. 24 on the reference, PID
 wheel-speed drivers, no pose loop) against Fig. 34, its error budget, and the firmware variant."""
 import numpy as np
 import pytest

@@ -286,9 +286,10 @@ def test_real_time_factor_change_changes_the_pace_and_stamps_keep_increasing():
     assert np.all(np.diff(stamps) > 0)
 
 
-def test_a_fleet_twin_refuses_its_own_rate_but_takes_the_rest():
-    """Twins of a fleet run on one shared frame clock: a rate of one's own would desynchronise
-    its frames from the clock, so it is refused by name; the other live parameters apply."""
+def test_a_fleet_twin_refuses_its_own_rate_but_takes_the_rest(monkeypatch):
+    """Twins of a fleet (`bondsim-ros fleet`) run on one shared frame clock: a rate of one's own
+    would desynchronise its frames from the clock, so it is refused by name; the other live
+    parameters apply."""
     from bondsim_ros.ros.graph import start_fleet
 
     context = rclpy.Context()

@@ -1,4 +1,4 @@
-"""Seed 001 (Qian & Rahmani): dual-arm mobile manipulator. Mechanism XML -> URDF (check_urdf,
+"""The dual-arm mobile manipulator (Qian & Rahmani). Mechanism XML -> URDF (check_urdf,
 yourdfpy, Pinocchio), a body-frame Newton-Euler inverse dynamics against Pinocchio's RNEA, the
 wheel/lambda mapping against Pinocchio's constrained dynamics, and the 18-DOF bond graph driven
 open loop by the inverse-motor-model voltages: tracking, no lateral slip, torques, render.

@@ -1,4 +1,4 @@
-"""Seed 002 (5DPO omni robot): the model obeys the paper's kinematics (eq. 1), its steady-state
+"""The 5DPO omni robot (Magalhães et al.): the model obeys the paper's kinematics (eq. 1), its steady-state
 motor law (eq. 4 with the friction at the wheel axle, plus the dead band) and the wheel
 acceleration limit of section V."""
 import math

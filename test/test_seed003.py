@@ -1,4 +1,4 @@
-"""Seed 003 (Boudon et al.): pendulum and slider-crank variants against minimal coordinates.
+"""The multibody benchmarks (Boudon et al.): pendulum and slider-crank variants against minimal coordinates.
 
 Bounds reached (rtol 1e-8, atol 1e-10), see docs/examples/003.md for the measured numbers:
 pendulum rigid variants agree with SciPy's DOP853 on the closed-form ODE to ~3e-8 rad/s, the

@@ -1,4 +1,4 @@
-"""Seed 004 (Boiadjiev et al. 2021): 3-DOF planar arm, mechanism XML -> URDF, inverse dynamics
+"""The 3-DOF planar arm (Boiadjiev et al. 2021): mechanism XML -> URDF, inverse dynamics
 against Pinocchio's RNEA and an independent sympy Lagrangian, bond-graph forward model driven
 by the computed torques."""
 import math

@@ -291,7 +291,7 @@ def switch_jac(t, y, yp, p, cj, vals):
 
 
 def test_stop_time_at_a_switch_of_the_input():
-    """simulate() stops the last step at t_end; a law that switches exactly there (seed 004's
+    """simulate() stops the last step at t_end; a law that switches exactly there (the 3-DOF arm's
     torque profile ends at t_end) fails every step that ends on t_end, so the solver closes in
     on it from below and must count an ulp short as arrived, not underflow."""
     indptr, indices = dense_pattern(1)

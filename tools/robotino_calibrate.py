@@ -1,4 +1,4 @@
-"""Calibrate the Robotino's wheel-speed PI gains to the paper's Fig. 34 (seed 000).
+"""Calibrate the Robotino's wheel-speed PI gains to the paper's Fig. 34 (Damic & Cohodar Husic).
 
 No datasheet or paper text gives the gains. With eq. 24 fed by the reference and PI speed
 loops, the heading error is e_phi = -(kappa/ki) phi_ref'(t) with kappa = K + R_a b_v / K

@@ -6,7 +6,8 @@ compiled by the system C compiler into a shared library, so the BDF core calls t
 plain function pointers without Python in the loop. BondGraphTools lambdifies and loops in
 Python; BondSim compiles to .NET: this is the Python-native equivalent.
 
-Generated code is cached under ``$BONDSIM_CACHE_DIR`` (default ``~/.cache/bondsim_ros``),
+Generated code is cached in ``models/`` under the cache root (``$BONDSIM_CACHE_DIR``, else
+``$XDG_CACHE_HOME/bondsim_ros``, else ``~/.cache/bondsim_ros``: ``native.cache_root``),
 keyed by a fingerprint of the model *structure* (component tree, parameters, bonds, laws) and
 of this package's engine source: ``m_<key>.c`` (the source), ``m_<key>_<hash>.so`` (the
 library) and ``m_<key>.json`` (names, sparsity, the library's name; written last), so a second
@@ -347,7 +348,7 @@ _C_FUNCTIONS = {
 
 
 # Largest number of expressions printed into one C function: the compiler's optimiser is
-# superlinear in the size of a function (as LLVM's was for numba: the 18-DOF seed 001 Jacobian,
+# superlinear in the size of a function (as LLVM's was for numba: the 18-DOF dual-arm Jacobian,
 # 1837 entries, took about 4 min in one function). Each chunk is a function of its own that the
 # compiler must not inline back (noinline); the price is common subexpressions recomputed
 # across chunks. Small models stay in one function.

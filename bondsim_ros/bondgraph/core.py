@@ -1,4 +1,4 @@
-"""Components, ports and bonds: the acausal bond-graph language (seed 000, section 3.1).
+"""Components, ports and bonds: the acausal bond-graph language (Damic & Cohodar Husic, section 3.1).
 
 A model is a tree of components. Every component has a *document* holding inner components,
 the bonds between their power ports and the signal connections between their control ports
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 
@@ -375,11 +375,3 @@ class Model(Component):
         import sympy as sp
 
         return sp.Symbol(f"param:{name}", real=True)
-
-
-@dataclass
-class ElementLaw:
-    """What an elementary component contributes once its ports are resolved to bond variables."""
-
-    equations: list = field(default_factory=list)
-    states: list = field(default_factory=list)  # (symbol, initial value, name)

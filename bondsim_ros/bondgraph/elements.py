@@ -1,4 +1,4 @@
-"""The nine elementary bond-graph components (seed 000, Table 1).
+"""The nine elementary bond-graph components (Damic & Cohodar Husic, Table 1).
 
 Each turns into implicit equations over its port variables; nothing here decides causality.
 Sign conventions follow the paper: power is positive in the direction of the half arrow; at a

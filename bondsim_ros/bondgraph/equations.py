@@ -1,4 +1,4 @@
-"""From a hierarchical bond graph to the raw implicit DAE (seed 000, section 3.7).
+"""From a hierarchical bond graph to the raw implicit DAE (Damic & Cohodar Husic, section 3.7).
 
 Passes over the model tree, as BondSim does: check every connection, resolve vector ports into
 scalar bonds (a port's dimension is the number of bonds joined to it inside), trace every

@@ -1,7 +1,7 @@
 """Reusable components built from the elements: the parts several systems share.
 
-``DCMotor`` is the drive of the Robotino (seed 000 Fig. 28), of the dual-arm manipulator's
-joints (seed 001 Fig. 9) and of the DC-motor example.
+``DCMotor`` is the drive of the Robotino (Damic & Cohodar Husic Fig. 28), of the dual-arm manipulator's
+joints (Qian & Rahmani Fig. 9) and of the DC-motor example.
 """
 from __future__ import annotations
 

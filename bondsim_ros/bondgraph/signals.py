@@ -1,4 +1,4 @@
-"""Control signal blocks (seed 000, section 3.1.3, Fig. 15).
+"""Control signal blocks (Damic & Cohodar Husic, section 3.1.3, Fig. 15).
 
 Signals carry information, not power: each output port is one scalar variable defined by its
 block's relation. Blocks: input generators, summator, gain, function, integrator, derivative,

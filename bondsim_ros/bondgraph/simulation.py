@@ -161,7 +161,7 @@ def simulate(model, t_end: float, dt_out: float, t0: float = 0.0, rtol=1e-6, ato
     first = np.concatenate([[t0], sim.outputs_at(t0, sim.solver.y, sim.solver.yp)])
     prog, cb = _progress_bar(t0, t_end, quiet)
     tic = time.perf_counter()
-    # the last step ends at t_end, not beyond: inputs given on [t0, t_end] (seed 001's voltage
+    # the last step ends at t_end, not beyond: inputs given on [t0, t_end] (the dual-arm manipulator's voltage
     # series) are not evaluated outside it, and the last row is a step point, not interpolated
     if prog:
         with prog:

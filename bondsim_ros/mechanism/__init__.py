@@ -1,4 +1,4 @@
-"""bondsim_ros.mechanism: the mechanism XML of seed 000 (BondSim3DVisual) -> URDF, kinematics, rendering.
+"""bondsim_ros.mechanism: the mechanism XML of Damic & Cohodar Husic (BondSim3DVisual) -> URDF, kinematics, rendering.
 
 ROS-free. The format is docs/mechanism-xml.md; the conversion and rendering, docs/mechanism.md.
 

@@ -26,8 +26,6 @@ from .geometry import geometry_key, link_inertial, mesh_stl
 from .loader import load_mechanism
 from .model import Edge, Link, Mechanism, Unit
 
-MARKER_TYPES = {"cuboid": "cube", "cylinder": "cylinder", "sphere": "sphere"}
-
 
 @dataclass
 class Graph:

@@ -1,36 +1,20 @@
-"""Built-in models and model-file loading, by name or path: the registry ``simulate`` uses.
+"""Models by name or path: the registry ``simulate`` uses.
 
-The worked examples live here (examples.py); the robot models in their plug-in folders
-(bondsim_ros/robots/<name>/model.py, listed in _EXTRA_MODULES), their figures in
-bondsim_ros/plotting/models.py.
+The worked examples live here (examples.py); every other named model comes from a robot
+plug-in's ``MODELS`` (bondsim_ros.robots: the built-in robot folders and the packages registered
+under the ``bondsim_ros.robots`` entry points), their figures in bondsim_ros/plotting/models.py.
 
-``resolve_model("dc_motor")`` builds a built-in model; a path ending in .yaml/.yml is read as a
+``resolve_model("dc_motor")`` builds a named model; a path ending in .yaml/.yml is read as a
 declarative model file; a .py file must define ``build() -> Model``.
 """
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-
-@dataclass
-class ModelEntry:
-    name: str
-    build: Callable
-    description: str
-    # plot(result, out_png) -> list of written files: a plug-in's own figure; the built-in
-    # models' figures live in bondsim_ros.plotting.models (models do not plot), which
-    # `simulate --plot` asks by name
-    plot: Callable | None = None
-    defaults: dict = field(default_factory=dict)  # suggested simulate options (t_end, dt_out, hmax, rtol)
-    postprocess: Callable | None = None  # postprocess(result) -> result with derived columns
-    # write_config(estimates: dict, out_path, notes: dict): the model's parameter file with fitted
-    # values substituted (``bondsim-ros fit --config-out``), for models built from one
-    write_config: Callable | None = None
+# the entry type lives below both registries (a plug-in imports it without importing this one)
+from bondsim_ros.robots.plugin import ModelEntry
 
 
 def _examples():
@@ -49,49 +33,41 @@ def _examples():
     ]
 
 
-# Optional model modules register more entries through a module-level ENTRIES list.
-_EXTRA_MODULES = [
-    "bondsim_ros.robots.robotino.model",  # the Robotino plug-in's model
-    "bondsim_ros.robots.multibody.model",  # seed 003: pendulum and slider-crank variants
-    "bondsim_ros.robots.arm3dof.model",  # seed 004: 3-DOF planar arm
-    "bondsim_ros.robots.omni5dpo.model",  # seed 002: 5DPO omnidirectional robot
-    "bondsim_ros.robots.dualarm.model",  # seed 001: dual-arm mobile manipulator
-]
-
-
 _EXAMPLES = "bondsim_ros.models.examples"
 
 
 def registry(sources: dict | None = None) -> dict:
-    """name -> ModelEntry of every built-in model; ``sources`` (if given) gets name -> the
-    module providing it (for :func:`entry_from`)."""
+    """name -> ModelEntry of every named model (the examples, then each robot plug-in's MODELS;
+    the first of two that give the same name); ``sources`` (if given) gets name -> the module
+    providing it (for :func:`entry_from`)."""
+    from bondsim_ros.robots import plugin_models
+
     entries = {e.name: e for e in _examples()}
     where = dict.fromkeys(entries, _EXAMPLES)
-    for modname in _EXTRA_MODULES:
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as exc:
-            if exc.name == modname:
-                continue
-            raise
-        for e in getattr(mod, "ENTRIES", []):
-            entries[e.name] = e
-            where[e.name] = modname
+    for module, found in plugin_models():
+        for e in found:
+            if e.name not in entries:
+                entries[e.name] = e
+                where[e.name] = module
     if sources is not None:
         sources.update(where)
     return entries
 
 
 def entry_from(module: str, name: str):
-    """The entry ``name`` as ``module`` provides it, importing no other model module (the warm
-    ``simulate`` path: buildcache); None if that module has no such entry (any more)."""
+    """The entry ``name`` as ``module`` (the examples or a plug-in module) provides it, importing
+    no other plug-in (the warm ``simulate`` path: buildcache); None if that module has no such
+    entry (any more) or does not import."""
     if module == _EXAMPLES:
         found = [e for e in _examples() if e.name == name]
-    elif module in _EXTRA_MODULES:
-        found = [e for e in getattr(importlib.import_module(module), "ENTRIES", []) if e.name == name]
     else:
-        found = []
-    return found[-1] if found else None
+        from bondsim_ros.robots import models_of
+
+        try:
+            found = [e for e in models_of(module) if e.name == name]
+        except ImportError:  # an uninstalled plug-in: the caller builds the model by name again
+            found = []
+    return found[0] if found else None
 
 
 def _code_error(exc: Exception, path: Path, spec: str):
@@ -111,10 +87,13 @@ def resolve_model(spec: str):
     """Return (Model, ModelEntry or None) for a built-in name or a model file path."""
     from bondsim_ros.bondgraph.core import Model, ModelError
 
-    entries = registry()
-    if spec in entries:
-        return entries[spec].build(), entries[spec]
     path = Path(spec)
+    if path.suffix not in (".yaml", ".yml", ".py"):  # a name (no model file needs the plug-ins)
+        entries = registry()
+        if spec in entries:
+            return entries[spec].build(), entries[spec]
+        raise ModelError(spec, f"unknown model: not a built-in ({', '.join(sorted(entries))}) "
+                               f"nor a .yaml/.py model file")
     if path.suffix in (".yaml", ".yml"):
         from bondsim_ros.bondgraph.yamlmodel import load_model
 
@@ -142,5 +121,3 @@ def resolve_model(spec: str):
         if not isinstance(model, Model):
             raise ModelError(spec, f"build() returned {type(model).__name__}, not a Model")
         return model, None
-    raise ModelError(spec, f"unknown model: not a built-in ({', '.join(sorted(entries))}) "
-                           f"nor a .yaml/.py model file")

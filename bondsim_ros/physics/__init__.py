@@ -4,9 +4,9 @@ robot plug-ins (bondsim_ros/robots/<name>/model.py) build their bond graphs from
 - :mod:`.rotations`: elementary rotations (numeric and symbolic), planar rotation laws;
 - :mod:`.bodies`: rigid planar bodies, planar joints (Lagrange / parasitic / driven revolute);
 - :mod:`.spatial`: rigid spatial bodies (links in their own frame), revolute joints, rolling
-  wheels and floor support (seed 001);
+  wheels and floor support (Qian & Rahmani);
 - :mod:`.omni`: three-wheel omnidirectional bases: chassis, wheel-frame transform, inverse
-  kinematics (seed 000 eq. 24), ideal omni wheel;
+  kinematics (Damic & Cohodar Husic eq. 24), ideal omni wheel;
 - :mod:`.drives`: DC-motor drives (joint servo, open-loop voltage drive) and their gains.
 
 It imports the engine (bondsim_ros.bondgraph) and nothing of the robots, the CLI or ROS.

@@ -3,8 +3,8 @@
 A body's centre-of-mass velocities v_x, v_y and rate w sit on 1-junctions with I elements
 m, m, J; its pose comes from integrators. A point P at body-frame offset (a, b) from the centre
 of mass moves with v_P = v_G + w k x r, r = R(theta) (a, b): a 0-junction summing v_G and the
-rate through a TF modulated by theta (x: -r_y w, y: +r_x w). Used by the seed 003 mechanisms,
-the seed 004 arm and (without points) the chassis of the omni robots.
+rate through a TF modulated by theta (x: -r_y w, y: +r_x w). Used by the multibody benchmark mechanisms,
+the 3-DOF arm and (without points) the chassis of the omni robots.
 
 A joint "channel" of a body point is one scalar velocity: ("x", a, b) or ("y", a, b) for the
 point at (a, b), ("w",) for the body rotation; for an out-of-plane layer ("z", a, b), ("wx",),

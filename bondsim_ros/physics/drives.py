@@ -1,6 +1,6 @@
 """DC-motor drives of the robot models.
 
-``VoltageDrive``: a motor under an open-loop voltage law (seed 001 Fig. 9).
+``VoltageDrive``: a motor under an open-loop voltage law (Qian & Rahmani Fig. 9).
 ``ServoDrive``: joint position servo on a DC-motor drive, the feedback loop that lets an arm follow a
 ``trajectory_msgs/JointTrajectory``, in the same shape as the Robotino's wheel-speed
 loops: a PID whose output is the motor's supply voltage.
@@ -91,7 +91,7 @@ class ServoDrive(Component):
 
 
 class VoltageDrive(Component):
-    """A DC-motor joint drive under an open-loop voltage law (seed 001 Fig. 9): Se(U(t)) ->
+    """A DC-motor joint drive under an open-loop voltage law (Qian & Rahmani Fig. 9): Se(U(t)) ->
     DCMotor (R_a, L_a, GY(k_t), I_a, B_m, TF(k_r)) -> 0(tau) -> shaft.
 
     The 0-junction after the gear has the joint torque as its common effort (output ``tau``);

@@ -1,4 +1,4 @@
-"""Three-wheel omnidirectional bases (seed 000 section 3, after Fig. 19; seed 002 reuses the
+"""Three-wheel omnidirectional bases (Damic & Cohodar Husic section 3, after Fig. 19; the 5DPO robot reuses the
 layout): the chassis as a planar body in world coordinates, the wheel-frame <-> world
 transform, the inverse kinematics of eq. 24 and an ideal omni wheel."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from bondsim_ros.bondgraph import TF, Component, EffortJunction, FlowJunction, F
 from .bodies import planar_body
 from .rotations import planar_rotation_matrix
 
-# Wheel directions alpha_i in the chassis frame [seed 000 eq. 4]; the 5DPO has the same layout
+# Wheel directions alpha_i in the chassis frame [Damic & Cohodar Husic eq. 4]; the 5DPO has the same layout
 ALPHA = (math.pi / 3, math.pi, -math.pi / 3)
 
 # The chassis of an omni base: a planar body whose velocity junctions are the world X, Y and
@@ -93,7 +93,7 @@ def wheel_speeds(vx, vy, wz, alphas, radius, rw) -> np.ndarray:
 
 
 class OmniWheel(Component):
-    """Ideal omni wheel [seed 002 eq. 1]: rolls without slip along its rolling direction
+    """Ideal omni wheel [Magalhães et al. eq. 1]: rolls without slip along its rolling direction
     (RotLin v_y = -r_w omega, a rigid TF into the chassis, no contact force unknown) and its
     rollers turn freely sideways (zero force along the axle)."""
 

@@ -1,4 +1,4 @@
-"""Rigid spatial bodies and joints as bond graphs, after seed 001 section IV (Figs. 9-17):
+"""Rigid spatial bodies and joints as bond graphs, after Qian & Rahmani section IV (Figs. 9-17):
 a link in its own frame with the Eulerian junction structure, a revolute joint as the
 modulated transformer of the frame rotation, rolling without slip of a wheel and a floor
 support. Ports carry the velocity channels named in CHANNELS (body-frame angular velocity,

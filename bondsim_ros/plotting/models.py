@@ -31,7 +31,7 @@ def plot_robotino(result, out_png) -> list:
     ax.set_aspect("equal")
     ax.set_xlabel("X [m]")
     ax.set_ylabel("Y [m]")
-    ax.set_title("Path of the Robotino (cf. seed 000 Fig. 29)")
+    ax.set_title("Path of the Robotino (cf. Damic & Cohodar Husic 2025, Fig. 29)")
     ax.legend(loc="upper right")
     ax.grid(alpha=0.3)
     written.append(save_figure(fig, out_png))
@@ -48,7 +48,7 @@ def plot_robotino(result, out_png) -> list:
             a.text(0.99, 0.95, f"start-up peak {np.max(np.abs(err)):.1e} {unit} (not shown)", transform=a.transAxes,
                    ha="right", va="top", fontsize=8, color="0.4")
         axes[-1].set_xlabel("t [s]")
-        axes[0].set_title("Tracking errors after the start-up transient (cf. seed 000 Fig. 34)")
+        axes[0].set_title("Tracking errors after the start-up transient (cf. Damic & Cohodar Husic 2025, Fig. 34)")
         written.append(save_figure(fig, figure_path(out_png, "errors")))
     for key, label, unit in (("w", "wheel speed", "rad/s"), ("i", "motor current", "A")):
         fig, ax = plt.subplots(figsize=(8, 3.6))

@@ -1,56 +1,111 @@
-"""Robots as plug-ins: each robot a folder (``bondsim_ros/robots/<name>/``) exposing a
-:class:`Robot`, registered under the ``bondsim_ros.robots`` entry-point group (setup.py), so that
-another installed package adds robots the same way::
+"""Robots as plug-ins, and the one registry of them: each robot a folder
+(``bondsim_ros/robots/<name>/``) whose ``__init__.py`` is its plug-in module, registered under the
+``bondsim_ros.robots`` entry-point group, so that another installed package adds robots the same
+way::
 
     entry_points={"bondsim_ros.robots": ["mybot = mypkg.mybot:ROBOT"]}
 
-The value is a Robot or a zero-argument callable returning one. ``load_robot(spec)`` also takes a
-YAML model file with a ``mechanism:`` section (bondsim_ros.robots.yaml_binding).
+A plug-in module holds
+
+- ``ROBOT`` (the attribute the entry point names): a :class:`Robot`, a zero-argument callable
+  returning one, or a dict {robot name: either} for a plug-in of several robots; a single robot
+  takes the entry point's name;
+- ``MODELS`` (optional): a list of :class:`ModelEntry`, or a zero-argument callable returning
+  one: the models ``bondsim-ros simulate`` runs and ``bondsim-ros models`` lists by name
+  (bondsim_ros.models reads them from here).
+
+The package's own robots are the folders below this one with an ``__init__.py``, each
+``<folder> = bondsim_ros.robots.<folder>:ROBOT``: setup.py declares exactly these entry points
+(from the same scan), and this registry scans the folders itself instead of trusting the
+installed metadata for them, so the robots are the same from a pip or colcon install and from a
+source checkout run through PYTHONPATH (no metadata, or an older install's).
+
+``load_robot(spec)`` also takes a YAML model file with a ``mechanism:`` section
+(bondsim_ros.robots.yaml_binding).
 """
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
-# the plug-in types live in .plugin so that yaml_binding (imported by load_robot) need not import
-# this registry back
-from .plugin import Robot, RobotError
+# the plug-in types live in .plugin so that the plug-ins and yaml_binding (imported by load_robot)
+# need not import this registry back
+from .plugin import ModelEntry, Robot, RobotError
 
 GROUP = "bondsim_ros.robots"
+ATTR = "ROBOT"  # what a built-in folder's entry point names
 
-# The built-in robots, as setup.py registers them; also used from a source checkout whose
-# installed metadata does not list them (e.g. PYTHONPATH on a worktree).
-BUILTIN = {
-    "robotino": "bondsim_ros.robots.robotino:ROBOT",
-    "dualarm": "bondsim_ros.robots.dualarm:ROBOT",
-    "arm3dof": "bondsim_ros.robots.arm3dof:ROBOT",
-    "omni5dpo": "bondsim_ros.robots.omni5dpo:ROBOT",
-    "slider_crank_lagrange": "bondsim_ros.robots.multibody:SLIDER_CRANK_LAGRANGE",
-    "pendulum_lagrange": "bondsim_ros.robots.multibody:PENDULUM_LAGRANGE",
-}
+
+class Plugin(NamedTuple):
+    """An entry point of the group: its name, the plug-in module and the attribute it names."""
+
+    name: str
+    module: str
+    attr: str
+
+    def __str__(self):
+        return f"{self.name} = {self.module}:{self.attr}"
+
+
+def builtin_plugins() -> list:
+    """The package's own robot folders as the entry points setup.py declares for them."""
+    here = Path(__file__).resolve().parent
+    return [Plugin(d.name, f"{__name__}.{d.name}", ATTR) for d in sorted(here.iterdir())
+            if (d / "__init__.py").is_file() and not d.name.startswith(("_", "."))]
+
+
+def plugins() -> list:
+    """Every registered plug-in: the built-in folders, then other packages' entry points."""
+    from importlib.metadata import entry_points  # 0.1 s: only when plug-ins are looked up
+
+    out = builtin_plugins()
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        module, _, attr = ep.value.partition(":")
+        module, attr = module.strip(), attr.strip()
+        # this package's own entries: the folders scanned above are what is imported
+        if module == __name__ or module.startswith(__name__ + "."):
+            continue
+        out.append(Plugin(ep.name, module, attr))
+    return out
+
+
+def _load(plugin: Plugin):
+    try:
+        value = importlib.import_module(plugin.module)
+        for part in plugin.attr.split(".") if plugin.attr else ():
+            value = getattr(value, part)
+    except Exception as exc:  # noqa: BLE001 - an installed plug-in that does not load: say which
+        raise RobotError(f"robot plug-in {plugin}: cannot load: {type(exc).__name__}: {exc}") from exc
+    return value
+
+
+def _members(plugin: Plugin) -> dict:
+    """robot name -> (Robot or callable) that the plug-in's attribute holds."""
+    value = _load(plugin)
+    return dict(value) if isinstance(value, dict) else {plugin.name: value}
+
+
+def available() -> dict:
+    """robot name -> the Plugin that provides it, built-ins and installed plug-ins (the first of
+    two that give the same name). A plug-in that does not import is listed under its entry
+    point's name; loading it says why."""
+    out: dict = {}
+    for plugin in plugins():
+        try:
+            names = _members(plugin)
+        except RobotError:
+            names = {plugin.name: None}
+        for name in names:
+            out.setdefault(name, plugin)
+    return out
 
 
 def _resolve(value) -> Robot:
-    if isinstance(value, str):
-        mod, _, attr = value.partition(":")
-        value = getattr(importlib.import_module(mod), attr)
-    elif hasattr(value, "load"):  # an importlib.metadata EntryPoint
-        value = value.load()
     robot = value() if callable(value) and not isinstance(value, Robot) else value
     if not isinstance(robot, Robot):
         raise RobotError(f"robot plug-in {value!r} is not a bondsim_ros.robots.Robot")
     return robot
-
-
-def available() -> dict:
-    """name -> entry (a 'module:attr' string or an EntryPoint), built-ins and installed plug-ins."""
-    from importlib.metadata import entry_points  # 0.1 s: only when robots are looked up
-
-    out = dict(BUILTIN)
-    for ep in entry_points(group=GROUP):
-        out[ep.name] = ep
-    return out
 
 
 def load_robot(spec: str) -> Robot:
@@ -63,10 +118,30 @@ def load_robot(spec: str) -> Robot:
     if spec not in entries:
         raise RobotError(f"unknown robot {spec!r}: registered are {', '.join(sorted(entries))}, "
                          f"or give a .yaml model file with a mechanism: section")
-    robot = _resolve(entries[spec])
+    robot = _resolve(_members(entries[spec])[spec])
     if robot.name != spec:
         robot = Robot(**{**robot.__dict__, "name": spec})
     return robot
+
+
+def models_of(module: str) -> list:
+    """The ModelEntry list a plug-in module declares (``MODELS``; empty without one)."""
+    value = getattr(importlib.import_module(module), "MODELS", None) or []
+    return list(value() if callable(value) else value)
+
+
+def plugin_models() -> list:
+    """(plug-in module, its ModelEntry list) for every registered plug-in module, once each."""
+    out, seen = [], set()
+    for plugin in plugins():
+        if plugin.module in seen:
+            continue
+        seen.add(plugin.module)
+        try:
+            out.append((plugin.module, models_of(plugin.module)))
+        except Exception as exc:  # noqa: BLE001 - an installed plug-in that does not load: say which
+            raise RobotError(f"robot plug-in {plugin}: cannot load its MODELS: {type(exc).__name__}: {exc}") from exc
+    return out
 
 
 def model_robot(name: str, description: str, build: Callable, mechanism, joints: dict, *, base: dict | None = None,
@@ -105,4 +180,5 @@ def command_models(module) -> dict:
     return dict(getattr(module, "COMMAND_MODELS", {}) or {})
 
 
-__all__ = ["Robot", "RobotError", "GROUP", "BUILTIN", "available", "load_robot", "model_robot", "command_models"]
+__all__ = ["Robot", "RobotError", "ModelEntry", "GROUP", "Plugin", "builtin_plugins", "plugins", "available",
+           "load_robot", "models_of", "plugin_models", "model_robot", "command_models"]

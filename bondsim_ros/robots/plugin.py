@@ -1,7 +1,9 @@
-"""The plug-in types of bondsim_ros.robots: a Robot and the error a plug-in or binding raises.
+"""The plug-in types: a Robot, a ModelEntry (a model ``bondsim-ros simulate`` runs by name) and
+the error a plug-in or binding raises.
 
-Their own module, so that the modules the registry loads (yaml_binding) import them without
-importing the registry back."""
+Their own module, below both registries (bondsim_ros.robots, bondsim_ros.models), so that a
+plug-in's modules and the modules the registries load (yaml_binding) import them without
+importing a registry back. It imports nothing else of the package."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,4 +35,22 @@ class Robot:
     extra: dict = field(default_factory=dict)
 
 
-__all__ = ["Robot", "RobotError"]
+@dataclass
+class ModelEntry:
+    """A model known by name (``bondsim-ros simulate NAME``, ``bondsim-ros models``)."""
+
+    name: str
+    build: Callable  # build() -> bondsim_ros.bondgraph.Model
+    description: str
+    # plot(result, out_png) -> list of written files: a plug-in's own figure; the built-in
+    # models' figures live in bondsim_ros.plotting.models (models do not plot), which
+    # `simulate --plot` asks by name
+    plot: Callable | None = None
+    defaults: dict = field(default_factory=dict)  # suggested simulate options (t_end, dt_out, hmax, rtol)
+    postprocess: Callable | None = None  # postprocess(result) -> result with derived columns
+    # write_config(estimates: dict, out_path, notes: dict): the model's parameter file with fitted
+    # values substituted (``bondsim-ros fit --config-out``), for models built from one
+    write_config: Callable | None = None
+
+
+__all__ = ["Robot", "RobotError", "ModelEntry"]

@@ -248,7 +248,7 @@ def plot_series(s: dict, out_dir: Path, map_yaml=None) -> list:
             a.grid(alpha=0.3)
             a.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
         axes[-1].set_xlabel("t [s]")
-        axes[0].set_title("Tracking errors from the recorded topics (cf. seed 000 Fig. 34)")
+        axes[0].set_title("Tracking errors from the recorded topics (cf. Damic & Cohodar Husic 2025, Fig. 34)")
         save(fig, "tracking_errors.png")
 
     if "scan_t" in s:

@@ -613,7 +613,7 @@ class DynamicsNode(Node):
             self._pending = None
 
     def publish_pending_joints(self):
-        """First half of publish_pending, for a fleet clock: /joint_states only (see FleetClock)."""
+        """First half of publish_pending, for a fleet clock: /joint_states only (bondsim_ros.ros.graph.FleetClock)."""
         if self._pending is not None:
             self._pending_stamp = self.publish_joints(self._pending)
 

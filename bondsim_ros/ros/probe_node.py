@@ -1,6 +1,6 @@
 """probe_node: world coordinates of the mechanism's probe frames, published back to the model.
 
-Replaces the paper's named pipe (seed 000, section 3.8): for each probe of the mechanism XML it
+Replaces the paper's named pipe (Damic & Cohodar Husic, section 3.8): for each probe of the mechanism XML it
 publishes geometry_msgs/PointStamped on /probes/NAME, stamped with the time of the joint
 state it was computed from, so the receiver can compare at equal stamps (no one-frame lag).
 

@@ -270,7 +270,7 @@ class BDFSolver:
             # hidden constraints: every combination w of the equations free of y' (w^T Fyp = 0)
             # must also hold to first order, w^T (Fy yp + Ft) = 0. Rows without y' are such
             # combinations, but so is a constraint that contains a derivative of a state
-            # together with that state's own equation (seed 001: a velocity constraint on a
+            # together with that state's own equation (the dual-arm manipulator: a velocity constraint on a
             # flow eliminated as q'); without them the multipliers were a minimum-norm guess.
             W = _left_null_space(Fyp)
             eps = 1e-5 * max(1.0, abs(t0))
@@ -331,7 +331,7 @@ class BDFSolver:
             try:
                 y, yp = self.consistent(t0, y, yp)
             except InconsistentInitialValues:
-                # a law that is singular exactly at t0 on the side the run leaves to (seed 001's
+                # a law that is singular exactly at t0 on the side the run leaves to (the dual-arm manipulator's
                 # acos(clip(2t/T - 1, -1, 1)) at t0 = 0: the derivative of acos at -1): keep the
                 # values solved with the modes at t0; the first step evaluates past t0
                 break

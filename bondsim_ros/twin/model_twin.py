@@ -1,6 +1,6 @@
 """ModelTwin: any compiled bond-graph model bound to a mechanism XML, stepped in (scaled) real time.
 
-The binding is the paper's IPC block (seed 000 section 3.8): mechanism joint -> output column of
+The binding is the paper's IPC block (Damic & Cohodar Husic section 3.8): mechanism joint -> output column of
 the model, and optionally the planar base pose {x, y, yaw} -> columns. Probe points come back
 from the mechanism's own kinematics at the same state, so they can be compared at equal stamps.
 """
@@ -252,9 +252,6 @@ class ModelTwin:
             ref = (float(r["x_ref"]), float(r["y_ref"]), float(r["phi_ref"]))
         return TwinState(t=self.t, joint_names=self.joint_names, position=pos, velocity=vel, effort=eff,
                          pose=pose, twist_body=twist_body, twist_world=twist_world, reference=ref)
-
-    def column(self, name: str) -> float:
-        return float(self._row[name])
 
     def probe_points(self, state: TwinState) -> dict:
         return self.kinematics.probe_points(state.pose or (0.0, 0.0, 0.0), state.joint_map())

@@ -1,6 +1,6 @@
 """The Twin protocol: what the ROS layer needs of a live model, and nothing else.
 
-A twin is the paper's IPC block seen from outside (seed 000 section 3.8): signals out (joint
+A twin is the paper's IPC block seen from outside (Damic & Cohodar Husic section 3.8): signals out (joint
 positions, velocities, efforts, a planar base pose), probe coordinates back (from the mechanism's
 kinematics at the same state), commands in. ``bondsim_ros.ros`` imports only this module (and
 the mechanism layer), so any object with these members runs in the generic dynamics node.

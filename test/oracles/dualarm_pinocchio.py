@@ -1,4 +1,4 @@
-"""Seed 001's dual-arm robot in Pinocchio (an independent rigid-body library): the oracle the
+"""The dual-arm robot (Qian & Rahmani) in Pinocchio (an independent rigid-body library): the oracle the
 tests hold the model's own Newton-Euler inverse dynamics (bondsim_ros.robots.dualarm.model.
 newton_euler, which drives the bond graph and sets the servo gains) and the bond graph against.
 Pinocchio reads the URDF that bondsim_ros.mechanism writes from the same mechanism XML."""

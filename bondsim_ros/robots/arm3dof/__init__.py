@@ -1,4 +1,4 @@
-"""Seed 004's 3-DOF planar arm (model.py) bound to urdf/arm3dof/Arm3DOF.xml:
+"""The 3-DOF planar arm of Boiadjiev et al. (model.py) bound to urdf/arm3dof/Arm3DOF.xml:
 joints q1..q3 are relative angles, computed per row from the recorded link angles by the
 model's own postprocessor (add_columns), as ``bondsim-ros simulate arm3dof`` does."""
 from __future__ import annotations
@@ -7,10 +7,17 @@ from __future__ import annotations
 def robot():
     from . import model as m
 
-    from .._seed import seed_robot
+    from .._xml_robot import xml_robot
 
-    return seed_robot("arm3dof", "seed 004 3-DOF planar arm, A -> B in 2 s", m, m.arm3dof, ("arm3dof", "Arm3DOF.xml"),
+    return xml_robot("arm3dof", "3-DOF planar arm (Boiadjiev et al.), A -> B in 2 s", m, m.arm3dof,
+                      ("arm3dof", "Arm3DOF.xml"),
                       mobile=False, derive=m.add_columns)
 
 
 ROBOT = robot
+
+
+def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
+    from .model import ENTRIES
+
+    return ENTRIES

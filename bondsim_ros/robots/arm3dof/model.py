@@ -1,4 +1,4 @@
-"""Seed 004 (Boiadjiev et al., "A Novel, Oriented to Graphs Model of Robot Arm Dynamics",
+"""The 3-DOF planar arm (Boiadjiev et al., "A Novel, Oriented to Graphs Model of Robot Arm Dynamics",
 Robotics 2021, 10, 128): the 3-DOF planar arm, inverse dynamics and a bond-graph forward model.
 
 Data (section 3.1 and Table 1 of the paper):
@@ -42,7 +42,7 @@ import numpy as np
 
 from bondsim_ros.bondgraph import Function, Input, Model, Recorder
 
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.physics.bodies import PlanarBody, RevoluteJoint
 from bondsim_ros.physics.drives import ServoDrive, servo_gains
 
@@ -52,7 +52,6 @@ LENGTHS = (0.15, 0.10, 0.10)
 MASSES = (0.18, 0.13, 0.17)
 INERTIAS = (0.0481, 0.0139, 0.0229)
 COM = tuple(0.5 * l for l in LENGTHS)  # "mass centres in the middle of the links"
-Q_LIMIT = math.pi / 2  # Table 1: -pi/2 <= q_i <= pi/2
 # Section 3.2.2: gripper path and time.
 POINT_A = (0.233, -0.172)
 POINT_B = (0.269, 0.155)
@@ -230,7 +229,7 @@ def arm3dof(torques=None) -> Model:
     """Forward model driven by ``torques`` (3 expressions of t; default: inverse dynamics of the
     A -> B trapezoid), starting at rest in A."""
     torques = torque_laws() if torques is None else torques
-    model = Model("arm3dof", "seed 004: 3-DOF planar arm, Newton-Euler bond graph driven by joint torques")
+    model = Model("arm3dof", "3-DOF planar arm (Boiadjiev et al.), Newton-Euler bond graph driven by joint torques")
     qa, _ = joint_endpoints()
     cols = [f"{k}{i}" for i in (1, 2, 3) for k in ("x", "y", "th")] + ["T1", "T2", "T3"]
     model.add(Recorder("rec", cols))
@@ -278,7 +277,8 @@ def servo_params(model: Model, joints, loads, motor, wn, prefix_doc="") -> dict:
 def arm3dof_trajectory() -> Model:
     """The arm with a DC-motor servo on each joint (``physics.drives.ServoDrive``) tracking the
     run-time references q_ref_qi, qd_ref_qi; at rest in A, references default to A."""
-    model = Model("arm3dof_trajectory", "seed 004: 3-DOF planar arm, joint servos on DC motors tracking references")
+    model = Model("arm3dof_trajectory",
+                  "3-DOF planar arm (Boiadjiev et al.), joint servos on DC motors tracking references")
     qa, _ = joint_endpoints()
     gains = servo_params(model, JOINT_NAMES, _J_LOAD, SERVO_MOTOR, SERVO_WN)
     model.parameter("kff", 1.0, "weight of the servos' back-emf feedforward K k_r qd_ref (1: full, 0: none)")
@@ -348,6 +348,7 @@ def add_columns(result):
 
 
 ENTRIES = [
-    ModelEntry("arm3dof", arm3dof, "seed 004: 3-DOF planar arm driven by inverse-dynamics torques, A -> B in 2 s",
+    ModelEntry("arm3dof", arm3dof,
+               "3-DOF planar arm (Boiadjiev et al.) driven by inverse-dynamics torques, A -> B in 2 s",
                defaults=dict(t_end=DURATION, dt_out=0.01), postprocess=add_columns),
 ]

@@ -1,4 +1,4 @@
-"""Seed 001's dual-arm mobile manipulator (model.py) bound to
+"""The dual-arm mobile manipulator of Qian & Rahmani (model.py) bound to
 urdf/dualarm/DualArm_project.xml: 18 joints (two wheels, waist, two 7-DOF arms), planar base."""
 from __future__ import annotations
 
@@ -6,10 +6,16 @@ from __future__ import annotations
 def robot():
     from . import model as m
 
-    from .._seed import seed_robot
+    from .._xml_robot import xml_robot
 
-    return seed_robot("dualarm", "seed 001 dual-arm mobile manipulator on its section V trajectories", m, m.dualarm,
-                      ("dualarm", "DualArm_project.xml"), mobile=True)
+    return xml_robot("dualarm", "dual-arm mobile manipulator (Qian & Rahmani) on the paper's section V trajectories",
+                      m, m.dualarm, ("dualarm", "DualArm_project.xml"), mobile=True)
 
 
 ROBOT = robot
+
+
+def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
+    from .model import ENTRIES
+
+    return ENTRIES

@@ -1,4 +1,4 @@
-"""Seed 001 (Qian & Rahmani, "Bond Graph Modeling and Simulation of a Dual-Arm Mobile
+"""The dual-arm mobile manipulator (Qian & Rahmani, "Bond Graph Modeling and Simulation of a Dual-Arm Mobile
 Manipulator", LAGIS / Ecole Centrale de Lille): an 18-DOF nonholonomic mobile manipulator as a
 Newton-Euler bond graph, driven open loop by an independent inverse-dynamics computation.
 
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bondsim_ros.bondgraph import Function, Gain, Input, Integrator, Model, Recorder
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.paths import share_file
 from bondsim_ros.physics import G
 from bondsim_ros.physics import number as _f
@@ -438,7 +438,8 @@ def dualarm(joints=None, t_end: float = T_END, degree: int = CHEB_DEGREE) -> Mod
     keep = set(ARM_JOINTS if joints is None else joints) | set(WHEELS) | {"base"}
     bodies = {n: b for n, b in bodies.items() if n in keep and (b.parent is None or b.parent in keep)}
     series = voltage_series(t_end, degree)
-    model = Model("dualarm", "seed 001: dual-arm mobile manipulator, Newton-Euler bond graph, open-loop voltages")
+    model = Model("dualarm",
+                  "dual-arm mobile manipulator (Qian & Rahmani), Newton-Euler bond graph, open-loop voltages")
     model.add(Function("cheb", f"acos(clip({_f(2.0 / t_end)}*t - 1.0, -1.0, 1.0))", inputs=()))
     cols = ["x", "y", "phi", "slip", "lam", "F_l", "F_r"]
     _add_links(model, bodies)
@@ -521,7 +522,7 @@ def dualarm_command() -> Model:
     """
     bodies = build_chain()
     start = start_loads()
-    model = Model("dualarm_command", "seed 001: dual-arm mobile manipulator, Newton-Euler bond graph, "
+    model = Model("dualarm_command", "dual-arm mobile manipulator (Qian & Rahmani), Newton-Euler bond graph, "
                   "cmd_vel wheel-speed loops and joint servos")
     model.parameter("vx_cmd", 0.0, "platform forward velocity command [m/s] (axle midpoint, body frame)")
     model.parameter("wz_cmd", 0.0, "platform yaw rate command [rad/s]")
@@ -627,7 +628,7 @@ def add_columns(result):
 
 ENTRIES = [
     ModelEntry("dualarm", dualarm,
-               "seed 001: dual-arm mobile manipulator (18 DOF), Newton-Euler bond graph driven open loop by "
+               "dual-arm mobile manipulator (Qian & Rahmani, 18 DOF), Newton-Euler bond graph driven open loop by "
                "inverse-motor-model voltages from its Newton-Euler inverse dynamics, section V references",
                defaults=dict(t_end=T_END, dt_out=0.01), postprocess=add_columns),
 ]

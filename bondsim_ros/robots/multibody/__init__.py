@@ -1,4 +1,4 @@
-"""Seed 003's pendulum and slider-crank variants (model.py) bound to
+"""The pendulum and slider-crank benchmarks of Boudon et al. (model.py) bound to
 urdf/multibody/Pendulum.xml and SliderCrank.xml; the joint columns come per row from the
 same postprocessors ``bondsim-ros simulate`` uses."""
 from __future__ import annotations
@@ -7,9 +7,10 @@ from __future__ import annotations
 def _variant(name, xml, derive_name):
     from . import model as m
 
-    from .._seed import seed_robot
+    from .._xml_robot import xml_robot
 
-    return seed_robot(name, f"seed 003 {name.replace('_', ' ')}", m, getattr(m, name), ("multibody", xml),
+    return xml_robot(name, f"{name.replace('_', ' ')} (multibody benchmark, Boudon et al.)", m, getattr(m, name),
+                      ("multibody", xml),
                       mobile=False, derive=getattr(m, derive_name))
 
 
@@ -19,3 +20,13 @@ def SLIDER_CRANK_LAGRANGE():  # noqa: N802 - entry point names the variant
 
 def PENDULUM_LAGRANGE():  # noqa: N802
     return _variant("pendulum_lagrange", "Pendulum.xml", "add_pendulum_joint_columns")
+
+
+# two robots in one plug-in
+ROBOT = {"slider_crank_lagrange": SLIDER_CRANK_LAGRANGE, "pendulum_lagrange": PENDULUM_LAGRANGE}
+
+
+def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
+    from .model import ENTRIES
+
+    return ENTRIES

@@ -1,4 +1,4 @@
-"""Seed 003 (Boudon et al., bond-graph multibody benchmarks): planar pendulum and slider crank.
+"""The bond-graph multibody benchmarks (Boudon et al.): planar pendulum and slider crank.
 
 Every variant of the paper that this engine can express is a built-in model:
 
@@ -40,7 +40,7 @@ import math
 import numpy as np
 
 from bondsim_ros.bondgraph import TF, EffortJunction, Function, I, Integrator, Model, R, Recorder, Se
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.physics import G  # gravity [m/s^2]; the paper does not state it
 from bondsim_ros.physics import number as _f
 from bondsim_ros.physics.bodies import PlanarBody, PlanarJoint, joint_channel, planar_body
@@ -366,22 +366,23 @@ def add_slider_joint_columns(result):
 _PD = dict(t_end=3.0, dt_out=0.01)
 _SD = dict(t_end=2.0, dt_out=0.002)
 _VARIANTS = [
-    (pendulum_minimal, "seed 003 pendulum, minimal coordinate (reference)"),
-    (pendulum_zcp, "seed 003 pendulum, dependent inertias (ZCP)"),
-    (pendulum_lagrange, "seed 003 pendulum, Sf(0) multipliers, vector bonds"),
-    (pendulum_lagrange_scalar, "seed 003 pendulum, Sf(0) multipliers, scalar bonds"),
-    (pendulum_parasitic, "seed 003 pendulum, parasitic C/R pivot, vector bonds"),
-    (pendulum_parasitic_scalar, "seed 003 pendulum, parasitic C/R pivot, scalar bonds"),
-    (slider_crank_minimal, "seed 003 slider crank, minimal coordinate (reference)"),
-    (slider_crank_lagrange, "seed 003 slider crank, Sf(0) joints, vector bonds"),
-    (slider_crank_lagrange_scalar, "seed 003 slider crank, Sf(0) joints, scalar bonds"),
-    (slider_crank_parasitic, "seed 003 slider crank, parasitic C/R joints, vector bonds"),
-    (slider_crank_parasitic_scalar, "seed 003 slider crank, parasitic C/R joints, scalar bonds"),
+    (pendulum_minimal, "pendulum benchmark (Boudon et al.), minimal coordinate (reference)"),
+    (pendulum_zcp, "pendulum benchmark (Boudon et al.), dependent inertias (ZCP)"),
+    (pendulum_lagrange, "pendulum benchmark (Boudon et al.), Sf(0) multipliers, vector bonds"),
+    (pendulum_lagrange_scalar, "pendulum benchmark (Boudon et al.), Sf(0) multipliers, scalar bonds"),
+    (pendulum_parasitic, "pendulum benchmark (Boudon et al.), parasitic C/R pivot, vector bonds"),
+    (pendulum_parasitic_scalar, "pendulum benchmark (Boudon et al.), parasitic C/R pivot, scalar bonds"),
+    (slider_crank_minimal, "slider-crank benchmark (Boudon et al.), minimal coordinate (reference)"),
+    (slider_crank_lagrange, "slider-crank benchmark (Boudon et al.), Sf(0) joints, vector bonds"),
+    (slider_crank_lagrange_scalar, "slider-crank benchmark (Boudon et al.), Sf(0) joints, scalar bonds"),
+    (slider_crank_parasitic, "slider-crank benchmark (Boudon et al.), parasitic C/R joints, vector bonds"),
+    (slider_crank_parasitic_scalar, "slider-crank benchmark (Boudon et al.), parasitic C/R joints, scalar bonds"),
     (slider_crank_hyperstatic_parasitic,
-     "seed 003 hyperstatic slider crank in 3-D (3 revolute + prismatic), parasitic C/R"),
+     "hyperstatic slider-crank benchmark (Boudon et al.) in 3-D (3 revolute + prismatic), parasitic C/R"),
     (slider_crank_hyperstatic_lagrange,
-     "seed 003 hyperstatic slider crank with Sf(0): fails on load, naming the redundant constraints"),
-    (slider_crank_isostatic3d_lagrange, "seed 003 isostatic slider crank in 3-D (Table 3 joints), Sf(0)"),
+     "hyperstatic slider-crank benchmark (Boudon et al.) with Sf(0): fails on load, naming the redundant constraints"),
+    (slider_crank_isostatic3d_lagrange,
+     "isostatic slider-crank benchmark (Boudon et al.) in 3-D (Table 3 joints), Sf(0)"),
 ]
 ENTRIES = [
     ModelEntry(build.__name__, build, text, defaults=_PD, postprocess=add_pendulum_joint_columns)

@@ -1,4 +1,4 @@
-"""Seed 002's 5DPO omnidirectional robot (model.py) bound to
+"""The 5DPO omnidirectional robot of Magalhães et al. (model.py) bound to
 urdf/omni5dpo/Omni5DPO_project.xml: three wheel axles (speeds w1..w3), planar base."""
 from __future__ import annotations
 
@@ -6,11 +6,17 @@ from __future__ import annotations
 def robot():
     from . import model as m
 
-    from .._seed import seed_robot
+    from .._xml_robot import xml_robot
 
-    return seed_robot("omni5dpo", "seed 002 5DPO omni robot, yaw-rate step", m, m.omni5dpo,
+    return xml_robot("omni5dpo", "5DPO omni robot (Magalhães et al.), yaw-rate step", m, m.omni5dpo,
                       ("omni5dpo", "Omni5DPO_project.xml"), mobile=True,
                       velocities={f"wheel{i}_axle": f"w{i}" for i in (1, 2, 3)})
 
 
 ROBOT = robot
+
+
+def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
+    from .model import ENTRIES
+
+    return ENTRIES

@@ -1,4 +1,4 @@
-"""The 5DPO three-wheel omnidirectional soccer robot (seed 002: Magalhães, Moreira, Costa,
+"""The 5DPO three-wheel omnidirectional soccer robot (Magalhães, Moreira, Costa,
 ICARSC 2020) as a bond graph with the Robotino's structure.
 
     Omni5DPO
@@ -41,7 +41,7 @@ from __future__ import annotations
 from bondsim_ros.bondgraph import (
     GY, PID, TF, Component, EffortJunction, Function, Gain, Input, Integrator, Model, R, Recorder, Se, Sum,
 )
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.physics.omni import ALPHA, OmniWheel, omni_chassis, wheel_frame, wheel_speed_law
 from bondsim_ros.physics.rotations import rotate_planar
 
@@ -124,7 +124,7 @@ def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0), kp=PAPER
     vy_cmd, wz_cmd from the log (``bondsim-ros fit --inputs``).
     """
     P = PAPER
-    model = Model("omni5dpo", "5DPO three-wheel omnidirectional robot (seed 002)")
+    model = Model("omni5dpo", "5DPO three-wheel omnidirectional robot (Magalhães et al.)")
     prm = {
         "Izz": (P["Izz"], "yaw inertia [kg m^2] (section IV-B, identified)"),
         "kp": (kp, "PI proportional gain on motor speed [V s/rad] (eq. 6)"),
@@ -220,7 +220,7 @@ COMMAND_MODELS = {"twist": (omni5dpo_twist, {"vx": "vx_cmd", "vy": "vy_cmd", "wz
 
 
 ENTRIES = [
-    ModelEntry("omni5dpo", omni5dpo, "5DPO omni robot (seed 002): yaw-rate step, paper's motor/PID values",
+    ModelEntry("omni5dpo", omni5dpo, "5DPO omni robot (Magalhães et al.): yaw-rate step, paper's motor/PID values",
                defaults=dict(t_end=6.0, dt_out=0.01)),
 ]
 

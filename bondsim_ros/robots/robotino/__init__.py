@@ -1,5 +1,5 @@
-"""The Festo Robotino (seed 000) as a plug-in: model, parameters and reference (model.py,
-config/robotino.yaml), its twin binding (twin.py: the roller joints are integrated there)."""
+"""The Festo Robotino (Damic & Cohodar Husic 2025) as a plug-in: model, parameters and reference
+(model.py, config/robotino.yaml), its twin binding (twin.py: the roller joints are integrated there)."""
 from __future__ import annotations
 
 from bondsim_ros.paths import share_file
@@ -18,9 +18,15 @@ def _make_twin(command: str = "builtin", rtol=1e-6, atol=1e-8, hmax=0.02, limits
 
 
 def robot() -> Robot:
-    return Robot("robotino", "Festo Robotino on the paper's rose path, or driven by /cmd_vel (seed 000)",
+    return Robot("robotino", "Festo Robotino on the rose path of Damic & Cohodar Husic (2025), or driven by /cmd_vel",
                  share_file("urdf", "robotino", "Robotino_project.xml"), _make_twin, ("twist",),
                  urdf=share_file("urdf", "robotino.urdf"), model="robotino")
 
 
 ROBOT = robot
+
+
+def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
+    from .model import ENTRIES
+
+    return ENTRIES

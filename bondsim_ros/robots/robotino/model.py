@@ -1,4 +1,4 @@
-"""The Festo Robotino as a bond graph, built as seed 000 section 3 describes it.
+"""The Festo Robotino as a bond graph, built as Damic & Cohodar Husic section 3 describes it.
 
 Structure (paper figure in brackets)::
 
@@ -33,7 +33,7 @@ from bondsim_ros.bondgraph import (
     PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model,
     Recorder, Se, Sf, Sum,
 )
-from bondsim_ros.models import ModelEntry
+from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.paths import share_file
 from bondsim_ros.physics.omni import ALPHA, omni_chassis, wheel_frame, wheel_speed_law
 
@@ -279,7 +279,7 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
         raise ValueError(f"not a Robotino run-time parameter: {', '.join(unknown)} (choose from "
                          f"{', '.join(RUNTIME_PARAMS)})")
     name = "robotino_twist" if reference == "twist" else ("robotino" if drive == "paper" else "robotino_firmware")
-    model = Model(name, "Festo Robotino, seed 000 section 3")
+    model = Model(name, "Festo Robotino, as Damic & Cohodar Husic (2025) section 3 builds it")
     prm[_RUNTIME_KEY] = {}
     for pname in runtime:
         key = RUNTIME_PARAMS[pname]
@@ -414,7 +414,7 @@ def _build_twist():
 
 
 ENTRIES = [
-    ModelEntry("robotino", _build_rose, "Festo Robotino on the paper's rose path (seed 000)",
+    ModelEntry("robotino", _build_rose, "Festo Robotino on the rose path of Damic & Cohodar Husic (2025)",
                defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
     ModelEntry("robotino_firmware", _build_firmware,
                "Festo Robotino on the rose path, drive voltage clipped at the supply with anti-windup",

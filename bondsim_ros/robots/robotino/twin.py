@@ -28,7 +28,6 @@ class RobotinoState(TwinState):
     currents: np.ndarray = field(default_factory=lambda: np.zeros(3))
     voltages: np.ndarray = field(default_factory=lambda: np.zeros(3))
     wheel_speeds: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    wheel_speed_refs: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
 
 class RobotinoTwin:
@@ -196,7 +195,6 @@ class RobotinoTwin:
             currents=np.array([row[c[f"i{i}"]] for i in (1, 2, 3)]),
             voltages=np.array([row[c[f"u{i}"]] for i in (1, 2, 3)]),
             wheel_speeds=np.array([row[c[f"w{i}"]] for i in (1, 2, 3)]),
-            wheel_speed_refs=np.array([row[c[f"w{i}_ref"]] for i in (1, 2, 3)]),
             reference=ref,
         )
 

@@ -1,4 +1,4 @@
-"""Bindings of the seed models (bondsim_ros/robots/<name>/model.py) to their mechanism XML
+"""Bindings of the built-in robot models (bondsim_ros/robots/<name>/model.py) to their mechanism XML
 (urdf/...): every non-virtual joint of the XML, document order, to the model column of the same name (added per
 row by the model's own postprocessor where the model records something else, e.g. absolute link
 angles), and the planar base pose of the mobile ones."""
@@ -9,8 +9,8 @@ from bondsim_ros.paths import share_file
 from . import command_models, model_robot
 
 
-def seed_robot(name, description, module, build, xml: tuple, *, mobile: bool, derive=None, velocities=None,
-               model=""):
+def xml_robot(name, description, module, build, xml: tuple, *, mobile: bool, derive=None, velocities=None,
+              model=""):
     from bondsim_ros.twin.model_twin import mechanism_joints
 
     mechanism = share_file("urdf", *xml)

@@ -1,0 +1,186 @@
+"""The one registry of robots and named models: a package of its own, registered only through an
+entry point (a dist-info's entry_points.txt on the path, as pip leaves it), is a robot
+`bondsim-ros robots` lists and `up --model` accepts, and its models are models `bondsim-ros
+simulate NAME` runs and `bondsim-ros models` lists -- the command line run as a program. The
+built-in robots are the folders below bondsim_ros/robots, declared in setup.py the same way."""
+import csv
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+SLIDE_XML = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<robot id="r-slidebot" name="SlideBot">
+  <cuboid id="rail" name="rail" lx="1.0" ly="0.04" lz="0.02"/>
+  <render ref="rail" color="dimgray"/>
+  <joint name="slide">
+    <drive type="prismatic_x"/>
+    <link id="block_frame" name="block"/>
+    <cuboid id="block" name="block" lx="0.1" ly="0.1" lz="0.1" mass="1.0"/>
+    <render ref="block" color="steelblue"/>
+  </joint>
+</robot>
+"""
+
+# a block whose position follows a 0.2 m step through a first-order loop: q = 0.2 (1 - exp(-k t))
+SLIDE_YAML = """\
+model: slide_step
+parameters: {q_ref: 0.2, k: 4.0}
+components:
+  law: {type: Function, expr: "k*(q_ref - u)", inputs: [u]}
+  q: {type: Integrator}
+  rec: {type: Recorder, columns: [slide_q]}
+signals:
+  - [law.out, q.in_]
+  - [q.out, law.u, rec.slide_q]
+"""
+
+PLUGIN = '''\
+"""slidebot: a robot plug-in of another package."""
+from pathlib import Path
+
+from bondsim_ros.bondgraph.yamlmodel import load_model
+from bondsim_ros.robots import ModelEntry, model_robot
+
+HERE = Path(__file__).parent
+
+
+def build():
+    return load_model(HERE / "slide.yaml")
+
+
+def ROBOT():
+    return model_robot("slidebot", "a block on a rail", build, HERE / "slidebot.xml", {"slide": "slide_q"},
+                       model="slide_step")
+
+
+MODELS = [ModelEntry("slide_step", build, "slidebot: a 0.2 m step of the block", defaults={"t_end": 1.0, "dt_out": 0.25})]
+'''
+
+
+def install_plugin(where: Path, name: str, entry: str, files: dict) -> None:
+    """A package folder and the dist-info pip would leave for it, with one robot entry point."""
+    pkg = where / name
+    pkg.mkdir(parents=True)
+    for fname, text in files.items():
+        (pkg / fname).write_text(text)
+    info = where / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[bondsim_ros.robots]\n{entry}\n")
+
+
+def cli(site: Path, *args):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    return subprocess.run([sys.executable, "-m", "bondsim_ros.cli", *args], env=env, cwd=site, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.fixture
+def site(tmp_path):
+    site = tmp_path / "site"
+    install_plugin(site, "slidebot_plugin", "slidebot = slidebot_plugin:ROBOT",
+                   {"__init__.py": PLUGIN, "slide.yaml": SLIDE_YAML, "slidebot.xml": SLIDE_XML})
+    return site
+
+
+def test_simulate_runs_an_installed_plugins_model_by_name(site, tmp_path):
+    listed = cli(site, "models")
+    assert listed.returncode == 0, listed.stderr
+    assert "slide_step" in listed.stdout and "dc_motor" in listed.stdout and "robotino_twist" in listed.stdout
+    robots = cli(site, "robots")
+    assert robots.returncode == 0, robots.stderr
+    rows = {line.split()[0]: line for line in robots.stdout.splitlines()}
+    assert "a block on a rail" in rows["slidebot"]
+    assert {"robotino", "dualarm", "arm3dof", "omni5dpo", "slider_crank_lagrange", "pendulum_lagrange"} <= set(rows)
+    # twice: the second run finds the compiled code through its build record, and the plug-in's
+    # entry (its default t_end, dt_out) through the plug-in module alone
+    for run in (1, 2):
+        out = tmp_path / f"slide{run}.csv"
+        proc = cli(site, "simulate", "slide_step", "--csv", str(out))
+        assert proc.returncode == 0, proc.stderr
+        with open(out) as fh:
+            table = list(csv.DictReader(fh))
+        assert [float(r["t"]) for r in table] == pytest.approx([0.0, 0.25, 0.5, 0.75, 1.0])
+        for r in table:
+            assert float(r["slide_q"]) == pytest.approx(0.2 * (1 - math.exp(-4.0 * float(r["t"]))), abs=1e-5)
+    assert "(cached)" in proc.stderr
+
+
+def test_a_plugin_that_does_not_load_is_named(tmp_path):
+    site = tmp_path / "site"
+    install_plugin(site, "broken_plugin", "brokenbot = broken_plugin:ROBOT",
+                   {"__init__.py": "import numpy\nraise RuntimeError('no calibration file')\n"})
+    for args in (("models",), ("simulate", "nosuchmodel"), ("robots",)):
+        proc = cli(site, *args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert "brokenbot = broken_plugin:ROBOT" in proc.stderr and "no calibration file" in proc.stderr, proc.stderr
+    # a model file does not depend on the plug-ins
+    model = tmp_path / "m.yaml"
+    model.write_text(SLIDE_YAML)
+    proc = cli(site, "simulate", str(model), "--t-end", "0.5", "--dt-out", "0.5", "--csv", str(tmp_path / "m.csv"))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_setup_py_declares_the_robot_folders_as_entry_points(tmp_path):
+    """The metadata setup.py writes (what pip and colcon install) lists one entry point per robot
+    folder, the same the registry scans from a source checkout; each loads to its robots."""
+    from bondsim_ros.robots import builtin_plugins, load_robot
+
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "bondsim_ros.egg-info" / "entry_points.txt").read_text()
+    group = text.split("[bondsim_ros.robots]\n")[1].split("\n\n")[0]
+    declared = sorted(line.replace(" ", "") for line in group.strip().splitlines())
+    assert declared == sorted(str(p).replace(" ", "") for p in builtin_plugins())
+    assert {p.name for p in builtin_plugins()} == {"arm3dof", "dualarm", "multibody", "omni5dpo", "robotino"}
+    for name in ("robotino", "slider_crank_lagrange", "pendulum_lagrange"):
+        robot = load_robot(name)
+        assert robot.name == name and robot.mechanism.is_file()
+
+
+def test_a_new_robot_folder_is_registered_by_existing(tmp_path):
+    """A copy of the package with one more robot folder (and no installed metadata for it): the
+    registry lists the robot and its model."""
+    import shutil
+
+    copy = tmp_path / "src"
+    shutil.copytree(REPO / "bondsim_ros", copy / "bondsim_ros", ignore=shutil.ignore_patterns("__pycache__"))
+    for share in ("urdf", "config"):  # the checkout's shared files (bondsim_ros.paths)
+        (copy / share).symlink_to(REPO / share)
+    folder = copy / "bondsim_ros" / "robots" / "slidebot"
+    folder.mkdir()
+    (folder / "__init__.py").write_text(PLUGIN)
+    (folder / "slide.yaml").write_text(SLIDE_YAML)
+    (folder / "slidebot.xml").write_text(SLIDE_XML)
+    code = ("from bondsim_ros.robots import available, load_robot; from bondsim_ros.models import registry; "
+            "print(sorted(available())); print(load_robot('slidebot').description); "
+            "print(registry()['slide_step'].description)")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(copy)}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    names, description, model = proc.stdout.splitlines()
+    assert "'slidebot'" in names and "'robotino'" in names
+    assert description == "a block on a rail" and model.startswith("slidebot:")
+
+
+def test_the_listings_name_each_system_not_a_number(capsys):
+    """`models` and `robots` describe each built-in by what it is and whose paper it follows."""
+    from bondsim_ros.cli import main
+
+    assert main(["models"]) == 0 and main(["robots"]) == 0
+    out = capsys.readouterr().out
+    assert "seed" not in out.lower()
+    rows = {line.split()[0]: line for line in out.splitlines()}
+    for name, words in {"dualarm": "dual-arm mobile manipulator (Qian & Rahmani", "omni5dpo": "5DPO",
+                        "arm3dof": "3-DOF planar arm (Boiadjiev et al.)", "robotino": "Damic & Cohodar Husic",
+                        "slider_crank_lagrange": "Boudon et al.", "pendulum_minimal": "pendulum benchmark"}.items():
+        assert words in rows[name], rows[name]
