@@ -253,6 +253,10 @@ class ModelTwin:
         return TwinState(t=self.t, joint_names=self.joint_names, position=pos, velocity=vel, effort=eff,
                          pose=pose, twist_body=twist_body, twist_world=twist_world, reference=ref)
 
+    def column(self, name: str) -> float:
+        """The value of output column ``name`` at the current state (a model's outputs: topics)."""
+        return float(self._row[name])
+
     def probe_points(self, state: TwinState) -> dict:
         return self.kinematics.probe_points(state.pose or (0.0, 0.0, 0.0), state.joint_map())
 
