@@ -25,7 +25,9 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [r
 rto_srv = pytest.importorskip("rto_msgs.srv", reason="rto_msgs missing: tools/setup.sh generates it")
 from geometry_msgs.msg import Twist  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
+from rto_msgs.msg import MotorReadings  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Bool  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +57,9 @@ class TeamStack:
         self.enable = self.node.create_client(rto_srv.SetOmniDriveEnabled, "cmd_vel_enable")
         self.limits = self.node.create_client(rto_srv.SetVelLimits, "set_velocity_limits")
         self.reset = self.node.create_client(rto_srv.ResetOdometry, "reset_odometry")
-        self.odom, self.joints, self.tf = [], [], []
+        self.bumper = self.node.create_publisher(Bool, "bumper", 10)
+        self.odom, self.joints, self.tf, self.motors = [], [], [], []
+        self.node.create_subscription(MotorReadings, "motor_readings", self.motors.append, 50)
         self.node.create_subscription(Odometry, "odom", self.odom.append, 50)
         self.node.create_subscription(JointState, "joint_states", self.joints.append, 50)
         self.node.create_subscription(TFMessage, "/tf", self.tf.append, 100)
@@ -188,6 +192,10 @@ def test_cmd_vel_moves_the_twin_with_the_driver_s_wheel_signs(driver):
     assert speed["wheel0_joint"] == pytest.approx(-expected, rel=0.03), speed
     assert speed["wheel2_joint"] == pytest.approx(expected, rel=0.03), speed
     assert abs(speed["wheel1_joint"]) < 0.03 * expected, speed
+    # motor_readings: motors 0, 1, 2 of wheel0..2_joint in rpm, speed = rpm / 16 * 2 pi / 60 (MotorArrayROS)
+    rpm = team.motors[-1].velocities
+    assert [r / 16 * 2 * math.pi / 60 for r in rpm] == pytest.approx(
+        [speed["wheel0_joint"], speed["wheel1_joint"], speed["wheel2_joint"]], rel=0.03, abs=0.05)
 
     team.spin(2.0, command=(0.0, 0.0, 0.5))
     js = team.joints[-1]
@@ -251,3 +259,46 @@ def test_reset_odometry_sets_odom(driver):
     team.spin(2.0, command=(0.3, 0.0, 0.0))
     pose = team.odom[-1].pose.pose
     assert math.atan2(pose.position.y + 2.0, pose.position.x - 1.0) == pytest.approx(0.5, abs=0.02)
+
+
+def test_a_bumper_contact_stops_it_and_holds_cmd_vel_for_bumper_timeout(driver):
+    team, _, _ = driver
+    team.set_enabled(True)
+    team.spin(1.5, command=(0.3, 0.0, 0.0))
+    team.bumper.publish(Bool(data=True))
+    team.spin(0.2, command=(0.3, 0.0, 0.0))
+    team.bumper.publish(Bool(data=False))
+    team.spin(1.0, command=(0.3, 0.0, 0.0))  # bumper_timeout 2.0 (the team's file): still held
+    assert abs(team.odom[-1].twist.twist.linear.x) < 0.01
+    team.spin(2.0, command=(0.3, 0.0, 0.0))  # then commands pass again
+    assert team.odom[-1].twist.twist.linear.x == pytest.approx(0.3, rel=0.03)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--interface", "nosuch"], "--interface nosuch: robotino has no such interface profile (has: driver)"),
+    (["--interface", "driver", "--model", "arm3dof"], "--interface driver: arm3dof has no such interface profile"),
+    (["--interface", "driver", "--reference", "rose"], "--reference must be cmd_vel, not rose"),
+])
+def test_up_refuses_an_interface_that_does_not_fit(tmp_path, args, expected):
+    env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    r = subprocess.run([sys.executable, "-m", "bondsim_ros.cli", "up", *args, "--duration", "1"], env=env,
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and expected in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_profile_that_does_not_fit_the_twin_is_refused_naming_the_key():
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.twin.interface_profile import ProfileError, parse_profile
+
+    robot = load_robot("robotino")
+    good = robot.interfaces["driver"]
+    twin_joints = [f"wheel{i}_axle" for i in (1, 2, 3)]
+    assert [j.name for j in parse_profile("driver", good, twin_joints).joints] == [
+        "wheel2_joint", "wheel0_joint", "wheel1_joint"]
+    bad = dict(good, joints=[dict(good["joints"][0], twin="wheel9_axle")])
+    with pytest.raises(ProfileError, match=r"interface profile 'driver': joints\[0\]\.twin: 'wheel9_axle' is not a joint"):
+        parse_profile("driver", bad, twin_joints)
+    bad = dict(good, services={"x": dict(good["services"]["cmd_vel_enable"], type="rto_msgs/SetOmniDriveEnabled")})
+    with pytest.raises(ProfileError, match=r"services\.x\.type: expected package/srv/Type"):
+        parse_profile("driver", bad)
