@@ -95,6 +95,16 @@ class TeamStack:
         return self.call(self.limits, rto_srv.SetVelLimits.Request(max_linear_vel=max_lin, min_linear_vel=min_lin,
                                                                    max_angular_vel=max_ang, min_angular_vel=min_ang))
 
+    def parameters(self, *names):
+        """robotino_node's parameters, as `ros2 param get` reads them."""
+        from rcl_interfaces.srv import GetParameters
+
+        client = self.node.create_client(GetParameters, "robotino_node/get_parameters")
+        try:
+            return [v.double_value for v in self.call(client, GetParameters.Request(names=list(names))).values]
+        finally:
+            self.node.destroy_client(client)
+
     def reset_odometry(self, x=0.0, y=0.0, phi=0.0):
         return self.call(self.reset, rto_srv.ResetOdometry.Request(x=x, y=y, phi=phi))
 
@@ -225,6 +235,8 @@ def test_velocity_limits_clip_each_component(driver):
     team.at_rest()
     try:
         assert team.set_limits(0.1, 0.05, 0.5, 0.07).success
+        assert team.parameters("max_linear_vel", "min_linear_vel") == pytest.approx([0.1, 0.05])  # ros2 param get
+        assert not team.set_limits(-1.0, 0.05, math.nan, 0.07).success  # refused whole
         # vx above the maximum: clipped; vy below the minimum: raised to it; wz clipped
         team.spin(2.5, command=(0.4, 0.01, 2.0))
         tw = team.odom[-1].twist.twist

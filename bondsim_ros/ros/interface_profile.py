@@ -127,15 +127,20 @@ class ProfileInterface:
         f = s.fields
         values = {role: float(getattr(request, f[role])) for role in ("max_linear", "min_linear", "max_angular",
                                                                      "min_angular")}
-        bad = [f"{f[r]}={v!r}" for r, v in values.items() if not (math.isfinite(v) and v >= 0)]
-        ok = not bad and self.limits is not None
+        ok, reason = self.limits is not None, "the profile declares no limit parameters"
         if ok:
-            self.limits = VelocityLimits(**values)
-            for role, value in values.items():  # `ros2 param get` shows what is in force
-                self.values[self._role_param[role]] = value
+            from rclpy.parameter import Parameter
+
+            # through the parameters (all or none, checked as `ros2 param set` is): `ros2 param
+            # get` then shows the limits in force, and _on_parameters applies them
+            result = self.node.set_parameters_atomically(
+                [Parameter(self._role_param[r], value=v) for r, v in values.items()])
+            ok, reason = result.successful, result.reason
+        if ok:
             self.node.get_logger().info(f"{s.name}: " + ", ".join(f"{f[r]} {v:g}" for r, v in values.items()))
         else:
-            self.node.get_logger().warning(f"{s.name}: refused, limits must be finite and >= 0: {', '.join(bad)}")
+            self.node.get_logger().warning(f"{s.name}: refused ({reason}): "
+                                           + ", ".join(f"{f[r]} {v!r}" for r, v in values.items()))
         if "success" in f:
             setattr(response, f["success"], ok)
         return response
