@@ -43,6 +43,11 @@ TEAM_PARAMS = f"""\
     hostname: 172.26.1.1:12080
     bumper_timeout: 2.0
     motor_timeout: 0.0
+/{NS}/robotino_odometry_node:
+  ros__parameters:
+    hostname: 172.26.1.1:12080
+    tf_prefix: {NS}/
+    publish_odom_tf: true
 """
 
 
@@ -314,3 +319,20 @@ def test_a_profile_that_does_not_fit_the_twin_is_refused_naming_the_key():
     bad = dict(good, services={"x": dict(good["services"]["cmd_vel_enable"], type="rto_msgs/SetOmniDriveEnabled")})
     with pytest.raises(ProfileError, match=r"services\.x\.type: expected package/srv/Type"):
         parse_profile("driver", bad)
+
+
+def test_up_takes_the_parameter_file_sections_of_both_driver_nodes(tmp_path):
+    """A team's file keys publish_odom_tf by robotino_odometry_node (RTOOdometryNode.cpp) and the
+    rest by robotino_node (RTONode.cpp); the twin's one node takes both."""
+    import argparse
+
+    from bondsim_ros.ros.commands import _node_params
+
+    f = tmp_path / "team.yaml"
+    f.write_text(f"/{NS}/robotino_node:\n  ros__parameters:\n    bumper_timeout: 1.5\n"
+                 f"/{NS}/robotino_odometry_node:\n  ros__parameters:\n    publish_odom_tf: false\n")
+    args = argparse.Namespace(params=str(f), model=None, reference=None, rate=None, rtf=None, interface="driver",
+                              namespace=NS)
+    dyn, _, _ = _node_params(args)
+    assert (dyn["publish_odom_tf"], dyn["bumper_timeout"], dyn["tf_prefix"]) == (False, 1.5, f"{NS}/")
+    assert (dyn["node_name"], dyn["interface"], dyn["reference"]) == ("robotino_node", "driver", "cmd_vel")

@@ -140,7 +140,8 @@ def _interface_params(args, dyn: dict, params: dict) -> dict:
         raise CLIError(f"--interface {args.interface} takes velocity commands: --reference must be cmd_vel, "
                        f"not {args.reference}")
     out = {"interface": args.interface, "reference": "cmd_vel", "node_name": profile.node_name}
-    out.update(params.get(profile.node_name, {}))  # a team's parameter file, keyed by the driver's node name
+    for name in [*profile.merged_node_names, profile.node_name]:  # a team's parameter file, keyed by the driver's nodes
+        out.update(params.get(name, {}))
     prefix = profile.parameter("frame_prefix")
     if prefix is not None and prefix.name not in out:
         out[prefix.name] = profile.frame_prefix_for(getattr(args, "namespace", "") or "")
@@ -221,7 +222,8 @@ def cmd_up(args) -> int:
             graph.nodes["foxglove_live"] = live
             graph.executor.add_node(live)
             print(f"bondsim-ros up: Foxglove at {live.url}", file=sys.stderr)
-        print(f"bondsim-ros up: {', '.join(graph.nodes)} running, discovery range "
+        names = [node.get_name() if hasattr(node, "get_name") else key for key, node in graph.nodes.items()]
+        print(f"bondsim-ros up: {', '.join(names)} running, discovery range "
               f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
         why = spin_until_signal(graph.executor, context, duration=args.duration)
         dn = graph.nodes["dynamics_node"]

@@ -84,6 +84,7 @@ class InterfaceProfile:
     motor_readings_type: str = ""
     motors: dict = field(default_factory=dict)
     ignored_parameters: dict = field(default_factory=dict)  # name -> why it has no effect in the twin
+    merged_node_names: list = field(default_factory=list)  # the program's other nodes, whose parameters node_name takes
     frame_prefix_of_namespace: str = ""  # e.g. "{namespace}/": the frame prefix a launch gives a namespace
 
     def frame_prefix_for(self, namespace: str) -> str:
@@ -170,7 +171,14 @@ def parse_profile(name: str, data: dict, twin_joints=()) -> InterfaceProfile:
                             cmd_vel_type=cmd_vel_type, joints=joints, parameters=params, services=services,
                             motor_readings_type=str(data.get("motor_readings_type", "")), motors=motors,
                             ignored_parameters=_strings(where, data.get("ignored_parameters") or {}),
+                            merged_node_names=_names(where, data.get("merged_node_names") or []),
                             frame_prefix_of_namespace=_template(where, data.get("frame_prefix_of_namespace", "")))
+
+
+def _names(where: str, names) -> list:
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise ProfileError(f"{where}: merged_node_names: expected a list of node names, got {names!r}")
+    return list(names)
 
 
 def _strings(where: str, mapping) -> dict:

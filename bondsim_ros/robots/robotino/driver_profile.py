@@ -16,8 +16,10 @@ SOURCE = "robocup-logistics/ros2-robotino@dc2883a2dbc6231b5364f3ab0800133ab8b762
 
 DRIVER = {
     "source": SOURCE,
-    # the driver's executables rto_node and rto_odometry_node are two nodes; the twin is one
+    # the driver's executables rto_node and rto_odometry_node are two nodes; the twin is one,
+    # which takes the parameter file sections of both (bondsim-ros up --params)
     "node_name": "robotino_node",
+    "merged_node_names": ["robotino_odometry_node"],
     # robotino_driver.launch.py: tf_prefix = namespace + '/' (bondsim-ros up --namespace does the same)
     "frame_prefix_of_namespace": "{namespace}/",
     # OdometryROS::setFrameId: tf_prefix + "odom", tf_prefix + "base_link"
