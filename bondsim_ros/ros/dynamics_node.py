@@ -66,6 +66,7 @@ def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
         out.append(Parameter(key, value=value))
     return out
 
+
 def _untyped_parameters(values: dict) -> list:
     """rclpy Parameters for names no table knows yet (an interface profile's, checked when it
     is loaded); ints become floats, as the profiles' numbers are."""

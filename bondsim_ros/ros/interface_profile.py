@@ -42,8 +42,8 @@ def interface_type(spec: str):
 
 
 def parameter_table(profile: InterfaceProfile) -> dict:
-    """The profile's parameters as a node parameter table (Param rows, as PARAMS); the limits
-    and the bumper timeout live, like the driver's services that set them."""
+    """The profile's parameters as a node parameter table (Param rows, as PARAMS); live: the
+    limits (a velocity_limits service sets them too) and the bumper timeout."""
     table = {}
     for p in profile.parameters:
         low = 0.0 if isinstance(p.default, float) else None
@@ -68,7 +68,6 @@ class ProfileInterface:
         self.enabled = True
         self.hold_until = 0.0  # time.monotonic() until which velocity commands are ignored (bumper)
         self.contact = False
-        self.ignored = 0
         self.frame_prefix = v("frame_prefix") if "frame_prefix" in self._role_param else None
         self.publish_tf = v("publish_odom_tf") if "publish_odom_tf" in self._role_param else True
         # joint states: the twin's joints the profile publishes, by index
@@ -108,7 +107,8 @@ class ProfileInterface:
     def command(self, vx: float, vy: float, wz: float) -> tuple | None:
         """The command the profile passes on (its limits applied), or None: ignored."""
         if not self.enabled or time.monotonic() < self.hold_until:
-            self.ignored += 1
+            why = "disabled by the enable service" if not self.enabled else "held after a bumper contact"
+            self.node.get_logger().info(f"velocity command ignored: {why}", throttle_duration_sec=2.0)
             return None
         if self.limits is None or not all(math.isfinite(c) for c in (vx, vy, wz)):
             return (vx, vy, wz)  # non-finite: the twin's own check refuses it with the reason
