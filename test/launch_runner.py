@@ -23,6 +23,8 @@ from pathlib import Path
 OURS = ("dynamics_node", "probe_node", "twin_bridge", "sensor_node", "bumper_stop")
 # seconds watched after everything is up (LAUNCH_WATCH_SETTLE): longer where a test measures rates
 SETTLE = float(os.environ.get("LAUNCH_WATCH_SETTLE", "1.0"))
+# the dynamics_node executable's node name (LAUNCH_WATCH_NODE): another under an interface profile
+DYNAMICS = os.environ.get("LAUNCH_WATCH_NODE", "dynamics_node")
 
 
 def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started=()) -> None:
@@ -87,8 +89,8 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started
         settled = None
         while time.monotonic() < end and not (ended is not None and ended.is_set()):
             up = {n for n, _ in node.get_node_names_and_namespaces()}
-            if settled is None and joint_topic in joint_names and "dynamics_node" in up and \
-                    {n for n in list(started) if n in OURS} <= up and \
+            if settled is None and joint_topic in joint_names and DYNAMICS in up and \
+                    {DYNAMICS if n == "dynamics_node" else n for n in list(started) if n in OURS} <= up and \
                     lifecycle_active():  # discovery of each can lag the others
                 settled = time.monotonic() + SETTLE
             if settled is not None and time.monotonic() > settled:
@@ -105,7 +107,7 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started
         out["nodes"] = sorted(f"{ns.rstrip('/')}/{n}" for n, ns in node.get_node_names_and_namespaces())
         params = {}
         for fqn in out["nodes"]:
-            if fqn.rsplit("/", 1)[-1] not in OURS:
+            if fqn.rsplit("/", 1)[-1] not in OURS + (DYNAMICS,):
                 continue
             lister = node.create_client(ListParameters, f"{fqn}/list_parameters")
             getter = node.create_client(GetParameters, f"{fqn}/get_parameters")

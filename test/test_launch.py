@@ -151,7 +151,7 @@ def prefix(tmp_path_factory):
 
 
 def run_launch(prefix: Path, tmp: Path, launch_file: str, joint_topic: str, *args: str,
-               settle: float = 1.0) -> tuple[dict, list]:
+               settle: float = 1.0, watch_node: str = "dynamics_node") -> tuple[dict, list]:
     records = tmp / "records"
     records.mkdir()
     env = dict(os.environ)
@@ -161,6 +161,7 @@ def run_launch(prefix: Path, tmp: Path, launch_file: str, joint_topic: str, *arg
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env["STAND_IN_RECORDS"] = str(records)
     env["LAUNCH_WATCH_SETTLE"] = str(settle)
+    env["LAUNCH_WATCH_NODE"] = watch_node  # the dynamics_node executable's node name
     # data between processes over UDP on localhost: Fast DDS's shared-memory transport fails to
     # lock its port files on shared machines (open_and_lock_file failed) and then drops samples
     env.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
@@ -318,6 +319,30 @@ def test_twin_launch(prefix, tmp_path):
     # the test run's explicit LOCALHOST (conftest) wins over the launch file's SUBNET default
     assert rsp["discovery_range"] == os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
     _assert_no_node_died(seen, "robotino_twin.launch.py")
+
+
+def test_driver_launch_stands_in_for_the_robotino_driver(prefix, tmp_path):
+    """driver.launch.py started as robocup-logistics/ros2-robotino's robotino_driver.launch.py is
+    (namespace:=robotinobase1; its launch_odom_tf, bumper_timeout, motor_timeout and hostname
+    defaults): robotinobase1/robotino_node with the driver's joint names and parameters, and
+    robot_state_publisher with frame_prefix robotinobase1/ (the driver's tf_prefix)."""
+    xacro = ROOT / "urdf" / "robotino.urdf.xacro"
+    seen, records = run_launch(prefix, tmp_path, "driver.launch.py", "/robotinobase1/joint_states",
+                               "namespace:=robotinobase1", f"robot_description:={xacro}", watch_node="robotino_node")
+    assert seen["joint_names"].get("/robotinobase1/joint_states") == ["wheel2_joint", "wheel0_joint", "wheel1_joint"]
+    node = seen["parameters"].get("/robotinobase1/robotino_node")
+    assert node, f"/robotinobase1/robotino_node not running (nodes: {seen['nodes']}):\n{seen['log'][-3000:]}"
+    assert (node["interface"], node["reference"], node["tf_prefix"]) == ("driver", "cmd_vel", "robotinobase1/")
+    assert node["publish_odom_tf"] is False and node["bumper_timeout"] == 2.0  # the driver launch's defaults
+    for topic in ("/robotinobase1/odom", "/robotinobase1/joint_states", "/robotinobase1/motor_readings"):
+        assert topic in seen["published_topics"], topic
+    assert "hostname: no effect in the twin" in seen["log"] and "motor_timeout: no effect" in seen["log"]
+    rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
+    assert "__ns:=/robotinobase1" in rsp["argv"]
+    values, unset = _rcl(rsp, tmp_path, "robot_state_publisher", "/robotinobase1")
+    assert not unset and values["frame_prefix"] == "robotinobase1/" and values["publish_frequency"] == 20.0
+    _check_urdf(values["robot_description"], tmp_path)
+    _assert_no_node_died(seen, "driver.launch.py")
 
 
 def test_twin_launch_discovers_over_the_subnet_by_default(monkeypatch):

@@ -2,7 +2,9 @@
 """Generate the ROS 2 interface packages that PyPI's ROS wheels lack into a venv: tf2_msgs (the
 nodes publish /tf), composition_interfaces (launch_ros imports it) and simulation_interfaces
 (dynamics_node serves the simulation interfaces standard; its files are vendored, with their
-licence, in tools/msgs/simulation_interfaces).
+licence, in tools/msgs/simulation_interfaces) and rto_msgs (the Robotino driver's service types,
+which dynamics_node's driver interface serves; tools/msgs/rto_msgs/README.md says where they
+come from).
 
     python tools/build_msgs.py --venv .venv [--distro kilted|jazzy]
 
@@ -32,7 +34,9 @@ HERE = Path(__file__).resolve().parent
 PACKAGES = {"tf2_msgs": {"module": "tf2_msgs.msg", "deps": ["geometry_msgs"]},
             "composition_interfaces": {"module": "composition_interfaces.srv", "deps": ["rcl_interfaces"]},
             "simulation_interfaces": {"module": "simulation_interfaces.srv",
-                                      "deps": ["builtin_interfaces", "std_msgs", "geometry_msgs", "action_msgs"]}}
+                                      "deps": ["builtin_interfaces", "std_msgs", "geometry_msgs", "action_msgs"]},
+            # the Robotino driver's service and message types (dynamics_node's driver interface)
+            "rto_msgs": {"module": "rto_msgs.srv", "deps": ["std_msgs"]}}
 DISTROS = ("kilted", "jazzy")  # ROS 2 distros with wheels on PyPI; the first is the default
 # ament_cmake_ros's core part is its own package from Kilted on; Jazzy has the whole one
 GENERATORS = {d: [f"ros-{d}-rosidl-default-generators", f"ros-{d}-ament-cmake", f"ros-{d}-ament-cmake-python",

@@ -33,6 +33,9 @@ class Robot:
     urdf: Path | None = None  # a packaged URDF (with meshes); None: generated from the mechanism
     model: str = ""
     extra: dict = field(default_factory=dict)
+    # other programs' ROS interfaces the twin can stand in for (name -> profile mapping,
+    # bondsim_ros.twin.interface_profile), e.g. the Robotino's "driver"
+    interfaces: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -21,6 +21,11 @@ def register(sub) -> None:
     up.add_argument("--rate", type=float, help="publish rate [Hz]")
     up.add_argument("--rtf", type=float, help="real-time factor")
     up.add_argument("--namespace", default="", help="namespace for all nodes (several robots)")
+    up.add_argument("--interface", default=None, metavar="PROFILE",
+                    help="stand in for another program's ROS interface, one the robot declares (robotino: driver, "
+                         "robocup-logistics/ros2-robotino's rto_node: its node name, topics, services, parameters, "
+                         "joint names and, from --namespace, its frame prefix NAMESPACE/); implies --reference "
+                         "cmd_vel, no state_publisher and no probe_node (docs/ros.md)")
     up.add_argument("--bridge", action="store_true", help="also start twin_bridge (config/robotino_bridge.yaml)")
     up.add_argument("--sensors", nargs="?", const="", default=None, metavar="MAP.yaml",
                     help="also start sensor_node (laser scan, IR sensors, bumper against a Nav2 map; default "
@@ -125,7 +130,40 @@ def _node_params(args):
         dyn["publish_rate"] = _positive(args.rate, "--rate", "a positive rate in Hz")
     if getattr(args, "rtf", None) is not None:
         dyn["real_time_factor"] = _rtf(args.rtf)
+    if getattr(args, "interface", None):
+        dyn.update(_interface_params(args, dyn, params))
     return dyn, probe, state
+
+
+def _interface_params(args, dyn: dict, params: dict) -> dict:
+    """--interface PROFILE: the node takes the profile's name (its section of --params applies
+    too) and the frame prefix its launch gives --namespace; the reference is cmd_vel."""
+    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.robots import RobotError, load_robot
+    from bondsim_ros.twin.interface_profile import ProfileError, parse_profile
+
+    model = dyn.get("model", "robotino")
+    try:
+        robot = load_robot(model)
+    except RobotError as exc:
+        raise CLIError(f"--interface {args.interface}: {exc}") from None
+    if args.interface not in robot.interfaces:
+        raise CLIError(f"--interface {args.interface}: {robot.name} has no such interface profile (has: "
+                       f"{', '.join(sorted(robot.interfaces)) or 'none'})")
+    try:
+        profile = parse_profile(args.interface, robot.interfaces[args.interface])
+    except ProfileError as exc:
+        raise CLIError(f"--interface {args.interface}: {exc}") from None
+    if args.reference not in (None, "cmd_vel"):
+        raise CLIError(f"--interface {args.interface} takes velocity commands: --reference must be cmd_vel, "
+                       f"not {args.reference}")
+    out = {"interface": args.interface, "reference": "cmd_vel", "node_name": profile.node_name}
+    for name in [*profile.merged_node_names, profile.node_name]:  # a team's parameter file, keyed by the driver's nodes
+        out.update(params.get(name, {}))
+    prefix = profile.parameter("frame_prefix")
+    if prefix is not None and prefix.name not in out:
+        out[prefix.name] = profile.frame_prefix_for(getattr(args, "namespace", "") or "")
+    return out
 
 
 def _model_spec(spec: str) -> str:
@@ -170,7 +208,8 @@ def cmd_up(args) -> int:
             bridge = load_ros_params(path).get("twin_bridge", {})
         except Exception as exc:  # noqa: BLE001 - any reading error: name the file
             raise CLIError(f"{path}: {exc}") from None
-    sensors = _sensor_params(args.sensors, dyn)
+    sensors = _sensor_params(args.sensors, dyn, interface=bool(args.interface))
+    node_name = dyn.pop("node_name", "dynamics_node")
     try:
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = choose_discovery_range(args.discovery, args.bridge)
     except ValueError as exc:
@@ -182,8 +221,11 @@ def cmd_up(args) -> int:
     try:
         try:
             with sigterm_interrupts():
+                # an interface profile's program runs without the twin's URDF and probes (its own
+                # robot_state_publisher names other links and joints)
                 graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace, context=context,
-                                    state_publisher=None if args.no_state_publisher else state, sensors=sensors)
+                                    state_publisher=None if args.no_state_publisher or args.interface else state,
+                                    sensors=sensors, with_probe=not args.interface, dynamics_name=node_name)
         except _graph_errors() as exc:
             raise CLIError(str(exc)) from None
         if args.foxglove is not None:
@@ -198,7 +240,8 @@ def cmd_up(args) -> int:
             graph.nodes["foxglove_live"] = live
             graph.executor.add_node(live)
             print(f"bondsim-ros up: Foxglove at {live.url}", file=sys.stderr)
-        print(f"bondsim-ros up: {', '.join(graph.nodes)} running, discovery range "
+        names = [node.get_name() if hasattr(node, "get_name") else key for key, node in graph.nodes.items()]
+        print(f"bondsim-ros up: {', '.join(names)} running, discovery range "
               f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
         why = spin_until_signal(graph.executor, context, duration=args.duration)
         dn = graph.nodes["dynamics_node"]
@@ -212,9 +255,11 @@ def cmd_up(args) -> int:
     return 0
 
 
-def _sensor_params(map_yaml, dyn: dict) -> dict | None:
+def _sensor_params(map_yaml, dyn: dict, interface: bool = False) -> dict | None:
     """sensor_node's and bumper_stop's parameters for ``--sensors [MAP.yaml]`` (None without it);
-    the twin then listens to bumper_stop's output instead of its own cmd_vel topic."""
+    the twin then listens to bumper_stop's output instead of its own cmd_vel topic. With an
+    interface profile the node's own bumper stop (the profile's) takes sensor_node's bumper
+    instead: no bumper_stop."""
     from bondsim_ros.cliargs import CLIError
 
     if map_yaml is None:
@@ -223,6 +268,8 @@ def _sensor_params(map_yaml, dyn: dict) -> dict | None:
         if not Path(map_yaml).is_file():
             raise CLIError(f"--sensors {map_yaml}: no such map file")
         map_yaml = str(Path(map_yaml).resolve())
+    if interface:
+        return {"sensor_node": {"map": map_yaml}}
     cmd_vel = dyn.get("cmd_vel_topic", "cmd_vel")
     dyn["cmd_vel_topic"] = "cmd_vel_bumper"
     return {"sensor_node": {"map": map_yaml},

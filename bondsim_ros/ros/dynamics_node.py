@@ -66,6 +66,16 @@ def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
         out.append(Parameter(key, value=value))
     return out
 
+
+def _untyped_parameters(values: dict) -> list:
+    """rclpy Parameters for names no table knows yet (an interface profile's, checked when it
+    is loaded); ints become floats, as the profiles' numbers are."""
+    from rclpy.parameter import Parameter
+
+    return [Parameter(k, value=float(v) if isinstance(v, int) and not isinstance(v, bool) else v)
+            for k, v in values.items()]
+
+
 # reference parameter -> the twin's command kind
 COMMAND_OF_REFERENCE = {"rose": "builtin", "builtin": "builtin", "cmd_vel": "twist", "waypoints": "twist",
                         "joint_trajectory": "trajectory"}
@@ -101,6 +111,10 @@ PARAMS = {
     "base_frame": Param("base_footprint", "robot base frame id"),
     "frame_prefix": Param("", "prefix for frame ids (several robots); joint names stay the URDF's, as "
                               "robot_state_publisher looks them up"),
+    "interface": Param("", "another program's ROS interface the twin stands in for: empty (the node's own) or an "
+                           "interface profile of the robot (robotino: driver, robocup-logistics/ros2-robotino's "
+                           "rto_node); the profile's topics, frames, joint names, parameters and services then "
+                           "replace cmd_vel_topic, cmd_vel_type, odom_frame, base_frame and frame_prefix"),
     "mechanism": Param("", "mechanism XML whose probes are compared (empty: the robot's own)"),
     "robot_config": Param("", "the robot plug-in's parameter YAML (Robotino: e.g. calibrated by `bondsim-ros fit "
                               "--config-out`; empty: its packaged config/robotino.yaml)"),
@@ -112,7 +126,14 @@ PARAMS = {
 
 class DynamicsNode(Node):
     def __init__(self, name="dynamics_node", overrides: dict | None = None, own_timer: bool = True, **kwargs):
-        super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
+        overrides = dict(overrides or {})
+        # an interface profile declares parameters of its own, checked once it is loaded
+        extra = {k: v for k, v in overrides.items() if k not in PARAMS and k != "use_sim_time"}
+        if extra and not overrides.get("interface"):
+            raise ValueError(f"unknown parameter {next(iter(extra))!r}")
+        own = {k: v for k, v in overrides.items() if k not in extra}
+        super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, own) + _untyped_parameters(extra),
+                         **kwargs)
         p = declare_parameters(self, PARAMS, on_change=self._apply_parameters)
         self._validate(p)
         self.p = p
@@ -132,6 +153,9 @@ class DynamicsNode(Node):
             raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None
         self.get_logger().info(f"{self.twin.name} ready in {time.perf_counter() - tic:.2f} s "
                                f"({self.twin.compiled.n} unknowns, reference={p['reference']})")
+        self.interface = None
+        if p["interface"]:
+            self._setup_interface(p, extra)
         self.use_sim_time = bool(self.get_parameter("use_sim_time").value)
         self.follower = None
         if p["reference"] == "waypoints":
@@ -143,9 +167,11 @@ class DynamicsNode(Node):
         self.joint_names = list(self.twin.joint_names)
         self.odom_frame, self.base_frame = pre + p["odom_frame"], pre + p["base_frame"]
 
-        self.pub_joints = self.create_publisher(JointState, "joint_states", 10)
+        topics = self.interface.profile.topics if self.interface is not None else {}
+        self.pub_joints = self.create_publisher(JointState, topics.get("joint_states", "joint_states"), 10)
         # odometry only for a mobile base: a fixed one would advertise a topic that never speaks
-        self.pub_odom = self.create_publisher(Odometry, "odom", 10) if self.twin.state().pose is not None else None
+        self.pub_odom = (self.create_publisher(Odometry, topics.get("odom", "odom"), 10)
+                         if self.twin.state().pose is not None else None)
         self.TFMessage = tf_message()
         self.pub_tf = self.create_publisher(self.TFMessage, "/tf", 100)
         self.pub_motors = (self.create_publisher(JointState, "motor_states", 10)
@@ -215,6 +241,44 @@ class DynamicsNode(Node):
 
         wall = RosClock(clock_type=ClockType.STEADY_TIME)
         self.timer = self.create_timer(self.period, self._tick, clock=wall) if own_timer else None
+
+    # -- interface profiles ----------------------------------------------------------------
+    def _setup_interface(self, p, extra: dict):
+        """Stand in for another program's ROS interface (the robot's profile ``interface``):
+        its topics, frames and frame prefix replace the node's own parameters (self.p says
+        what is in force); its parameters, services, joint names and limits come with it."""
+        from bondsim_ros.twin.interface_profile import ProfileError
+
+        from .interface_profile import ProfileInterface, load_interface
+
+        if p["reference"] != "cmd_vel":
+            raise ValueError(f"invalid dynamics_node parameters: interface: {p['interface']} takes velocity "
+                             f"commands; it needs reference cmd_vel, not {p['reference']}")
+        if self.twin.state().pose is None:
+            raise ValueError(f"invalid dynamics_node parameters: interface: {p['model']} has no planar base")
+        try:
+            profile = load_interface(self.robot, p["interface"], self.twin.joint_names)
+        except ProfileError as exc:
+            raise ValueError(f"invalid dynamics_node parameters: interface: {exc}") from None
+        given = set(extra) | set(self._parameter_overrides)  # programmatic, or from the command line / a file
+        for name in sorted(given & set(profile.ignored_parameters)):
+            self.get_logger().info(f"{name}: no effect in the twin ({profile.ignored_parameters[name]})")
+        unknown = sorted(set(extra) - {q.name for q in profile.parameters} - set(profile.ignored_parameters))
+        if unknown:
+            raise ValueError(f"unknown parameter {unknown[0]!r} (interface {profile.name} declares "
+                             f"{', '.join(q.name for q in profile.parameters)})")
+        self.interface = ProfileInterface(self, profile)
+        p["cmd_vel_topic"], p["cmd_vel_type"] = profile.topics["cmd_vel"], profile.cmd_vel_type
+        p["odom_frame"], p["base_frame"] = profile.odom_frame, profile.base_frame
+        if self.interface.frame_prefix is not None:
+            p["frame_prefix"] = self.interface.frame_prefix
+        self.get_logger().info(f"interface {profile.name} ({profile.source}): cmd_vel on {p['cmd_vel_topic']}, "
+                               f"frames {p['frame_prefix']}{p['odom_frame']} -> {p['frame_prefix']}{p['base_frame']}, "
+                               f"services {', '.join(self.interface.services) or 'none'}")
+
+    def stop_base(self):
+        """Bring the base to rest at the next frame and drop the command in force (a bumper stop)."""
+        self._next_cmd, self._last_cmd_raw, self._last_cmd_wall = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), None
 
     # -- parameters ----------------------------------------------------------------------
     def _validate(self, p):
@@ -338,6 +402,10 @@ class DynamicsNode(Node):
         the model restarts at the same instant (its last output), so only the newest command
         of a frame matters: a 1 kHz burst costs one restart per frame, not one per message."""
         vals = (twist.linear.x, twist.linear.y, twist.angular.z)
+        if self.interface is not None:  # disabled, held after a bumper contact, or the profile's limits
+            vals = self.interface.command(*vals)
+            if vals is None:
+                return
         try:
             applied = self.twin.limit_twist(*vals)
         except CommandError as exc:
@@ -741,10 +809,13 @@ class DynamicsNode(Node):
             self.pub_clock.publish(Clock(clock=self._stamp_msg(int(round(state.t * 1e9)))))
         js = JointState()
         js.header.stamp = stamp
-        js.name = self.joint_names
-        js.position = state.position.tolist()
-        js.velocity = state.velocity.tolist()
-        js.effort = state.effort.tolist()
+        if self.interface is not None:
+            js.name, js.position, js.velocity = self.interface.joint_state(state)
+        else:
+            js.name = self.joint_names
+            js.position = state.position.tolist()
+            js.velocity = state.velocity.tolist()
+            js.effort = state.effort.tolist()
         self.pub_joints.publish(js)
         self.history[ns] = state
         while len(self.history) > 600:
@@ -770,6 +841,8 @@ class DynamicsNode(Node):
             motors.name = list(names)
             motors.position, motors.velocity, motors.effort = (np.asarray(v, float).tolist() for v in (pos, vel, eff))
             self.pub_motors.publish(motors)
+        if self.interface is not None:
+            self.interface.publish_motor_readings(state, stamp)
         if state.pose is None:  # a fixed base: no odometry
             return
         x, y, phi = state.pose
@@ -792,7 +865,8 @@ class DynamicsNode(Node):
         tf.child_frame_id = self.base_frame
         tf.transform.translation.x, tf.transform.translation.y = x, y
         tf.transform.rotation.z, tf.transform.rotation.w = qz, qw
-        tf_batch.append(tf)
+        if self.interface is None or self.interface.publish_tf:
+            tf_batch.append(tf)
         if state.reference is not None:
             ref = PoseStamped()
             ref.header.stamp = stamp

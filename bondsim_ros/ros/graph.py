@@ -162,7 +162,8 @@ def robot_description_params(robot) -> dict:
 
 def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge: dict | None = None,
                 namespace: str = "", context=None, with_probe: bool = True,
-                state_publisher: dict | None = None, sensors: dict | None = None) -> Graph:
+                state_publisher: dict | None = None, sensors: dict | None = None,
+                dynamics_name: str = "dynamics_node") -> Graph:
     """Create the nodes of robotino_rviz.launch.py (rclpy must be initialised) on one executor:
     dynamics_node, probe_node, and state_publisher in place of robot_state_publisher (pass
     ``state_publisher=None`` where a real robot_state_publisher runs); twin_bridge if
@@ -182,7 +183,8 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
     if context is not None:
         kw["context"] = context
     executor = make_executor(context)
-    nodes = {"dynamics_node": DynamicsNode(overrides=dynamics or {}, **kw)}
+    # dynamics_name: an interface profile's node name (e.g. the driver's robotino_node)
+    nodes = {"dynamics_node": DynamicsNode(name=dynamics_name, overrides=dynamics or {}, **kw)}
     robot = nodes["dynamics_node"].robot
     if state_publisher is not None:
         from .state_publisher import StatePublisher
@@ -208,7 +210,8 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
         sensor_params = dict(sensors.get("sensor_node", {}))
         sensor_params.setdefault("frame_prefix", nodes["dynamics_node"].p["frame_prefix"])
         nodes["sensor_node"] = SensorNode(overrides=sensor_params, **kw)
-        nodes["bumper_stop"] = BumperStop(overrides=sensors.get("bumper_stop", {}), **kw)
+        if "bumper_stop" in sensors:  # absent: the dynamics node's interface profile stops at a contact
+            nodes["bumper_stop"] = BumperStop(overrides=sensors["bumper_stop"], **kw)
     if bridge is not None:
         from .twin_bridge import TwinBridge
 

@@ -18,9 +18,11 @@ def _make_twin(command: str = "builtin", rtol=1e-6, atol=1e-8, hmax=0.02, limits
 
 
 def robot() -> Robot:
+    from .driver_profile import DRIVER
+
     return Robot("robotino", "Festo Robotino on the rose path of Damic & Cohodar Husic (2025), or driven by /cmd_vel",
                  share_file("urdf", "robotino", "Robotino_project.xml"), _make_twin, ("twist",),
-                 urdf=share_file("urdf", "robotino.urdf"), model="robotino")
+                 urdf=share_file("urdf", "robotino.urdf"), model="robotino", interfaces={"driver": DRIVER})
 
 
 ROBOT = robot

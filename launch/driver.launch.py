@@ -1,0 +1,92 @@
+"""The twin in place of a real Robotino and its driver, robocup-logistics/ros2-robotino's
+robotino_driver.launch.py: the same launch arguments, node name, namespace, topics, services,
+parameters and frames, so a team's launch files, Nav2 parameters and nodes run unchanged.
+
+    ros2 launch bondsim_ros driver.launch.py namespace:=robotinobase1 [launch_odom_tf:=false]
+        [bumper_timeout:=2.0] [motor_timeout:=0.0] [hostname:=...] [use_sim_time:=false]
+        [robot_description:=URDF|XACRO] [rsp_freq:=20.0] [model:=robotino]
+
+dynamics_node runs as NAMESPACE/robotino_node with the robot's `driver` interface profile
+(tf_prefix NAMESPACE/, as the driver's launch sets it). robot_state_publisher gets
+robot_description:= with frame_prefix NAMESPACE/; the driver's launch defaults it to
+rto_description's urdf/robots/robotino_description.urdf, a package of the driver's repository
+that no ROS distribution releases (package.xml cannot depend on it), so give that path
+(robot_description:=$(ros2 pkg prefix rto_description)/share/rto_description/urdf/robots/robotino_description.urdf)
+or another URDF/xacro; empty: no robot_state_publisher. hostname:= and motor_timeout:= are accepted and have no effect (docs/ros.md). The
+driver's joy and teleop nodes are not started.
+"""
+import os
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import Command, LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+
+INTERFACE = "driver"
+
+
+def _nodes(context):
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.ros.launch_support import ModelLaunchError, model_view, require_cmd_vel
+    from bondsim_ros.twin.interface_profile import ProfileError, parse_profile
+
+    arg = lambda name: LaunchConfiguration(name).perform(context)  # noqa: E731
+    view = model_view(arg("model"), "driver.launch.py")
+    require_cmd_vel(view, "driver.launch.py", "the driver's interface (it takes cmd_vel)")
+    robot = load_robot(view.spec)
+    if INTERFACE not in robot.interfaces:
+        raise ModelLaunchError(f"driver.launch.py: model:={view.spec} has no {INTERFACE} interface profile (has: "
+                               f"{', '.join(sorted(robot.interfaces)) or 'none'})")
+    try:
+        profile = parse_profile(INTERFACE, robot.interfaces[INTERFACE])
+    except ProfileError as exc:
+        raise ModelLaunchError(f"driver.launch.py: {exc}") from None
+    namespace = arg("namespace")
+    prefix = profile.frame_prefix_for(namespace)
+    params = {"model": view.spec, "reference": "cmd_vel", "interface": INTERFACE,
+              "use_sim_time": LaunchConfiguration("use_sim_time")}
+    for name, launch_arg in (("frame_prefix", None), ("publish_odom_tf", "launch_odom_tf"),
+                             ("bumper_timeout", "bumper_timeout")):
+        p = profile.parameter(name)
+        if p is not None:
+            params[p.name] = prefix if launch_arg is None else LaunchConfiguration(launch_arg)
+    for name in ("hostname", "motor_timeout"):  # the driver's launch passes them: accepted, logged
+        if name in profile.ignored_parameters:
+            params[name] = ParameterValue(LaunchConfiguration(name), value_type=str)
+    nodes = [Node(package="bondsim_ros", executable="dynamics_node", name=profile.node_name, namespace=namespace,
+                  output="screen", parameters=[params])]
+    description = arg("robot_description")
+    if description:
+        if not os.path.isfile(description):
+            raise ModelLaunchError(f"driver.launch.py: robot_description:={description}: no such file")
+        nodes.append(Node(package="robot_state_publisher", executable="robot_state_publisher", namespace=namespace,
+                          parameters=[{"robot_description": ParameterValue(Command(["xacro ", description]),
+                                                                           value_type=str),
+                                       "use_sim_time": LaunchConfiguration("use_sim_time"),
+                                       "publish_frequency": LaunchConfiguration("rsp_freq"),
+                                       "frame_prefix": prefix}]))
+    return nodes
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument("namespace", default_value="", description="Top-level namespace (the driver's)"),
+        DeclareLaunchArgument("use_sim_time", default_value="false", description="Use simulation clock if true"),
+        DeclareLaunchArgument("launch_odom_tf", default_value="false",
+                              description="Whether to broadcast the tf for odom frame (the driver's default)"),
+        DeclareLaunchArgument("bumper_timeout", default_value="2.0",
+                              description="Seconds cmd_vel is ignored after a bumper contact (the driver's default)"),
+        DeclareLaunchArgument("motor_timeout", default_value="0.0",
+                              description="The driver's stalled-motor timeout: no effect in the twin"),
+        DeclareLaunchArgument("hostname", default_value="172.26.1.1:12080",
+                              description="The robot's address: no effect in the twin"),
+        DeclareLaunchArgument("robot_description", default_value="",
+                              description="URDF or xacro for robot_state_publisher, e.g. rto_description's "
+                                          "urdf/robots/robotino_description.urdf (empty: none started)"),
+        DeclareLaunchArgument("rsp_freq", default_value="20.0",
+                              description="publish frequency for robot state publisher node"),
+        DeclareLaunchArgument("model", default_value="robotino",
+                              description="the twin: a robot with a driver interface profile"),
+        OpaqueFunction(function=_nodes),
+    ])

@@ -1,0 +1,338 @@
+"""The twin as a drop-in for robocup-logistics/ros2-robotino's driver: `bondsim-ros up --interface
+driver --namespace robotinobase1` in its own process, and a stand-in of a team's stack in this
+one that uses exactly the driver's names.
+
+Every name below is taken from the driver's sources (commit dc2883a2dbc6231b5364f3ab0800133ab8b762f3),
+not from this package: rto_node/src/rto_node.cpp (node robotino_node), OmniDriveROS.cpp
+(cmd_vel: geometry_msgs/Twist; services cmd_vel_enable: rto_msgs/srv/SetOmniDriveEnabled,
+set_velocity_limits: rto_msgs/srv/SetVelLimits), MotorArrayROS.cpp (joint_states named wheel2_joint,
+wheel0_joint, wheel1_joint; motor_readings), OdometryROS.cpp (odom in tf_prefix + "odom" with child
+tf_prefix + "base_link", the same transform on /tf; reset_odometry: rto_msgs/srv/ResetOdometry),
+launch/robotino_driver.launch.py (namespace robotinobase1 -> tf_prefix robotinobase1/), and
+rto_description's robotino_description.urdf (wheel0..2_joint at 60, 180, -60 degrees, axis -1 0 0).
+"""
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
+rto_srv = pytest.importorskip("rto_msgs.srv", reason="rto_msgs missing: tools/setup.sh generates it")
+from geometry_msgs.msg import Twist  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rto_msgs.msg import MotorReadings  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Bool  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+NS = "robotinobase1"
+# a domain of its own: other runs on this machine publish /tf too
+DOMAIN = 1 + os.getpid() % 100
+WHEEL_RADIUS, WHEEL_DISTANCE = 0.04, 0.125  # the twin's (config/robotino.yaml), for expected wheel speeds
+COS30 = math.cos(math.radians(30))
+
+TEAM_PARAMS = f"""\
+/{NS}/robotino_node:
+  ros__parameters:
+    hostname: 172.26.1.1:12080
+    bumper_timeout: 2.0
+    motor_timeout: 0.0
+/{NS}/robotino_odometry_node:
+  ros__parameters:
+    hostname: 172.26.1.1:12080
+    tf_prefix: {NS}/
+    publish_odom_tf: true
+"""
+
+
+class TeamStack:
+    """What a team's nodes do with the driver: relative names in the robot's namespace."""
+
+    def __init__(self):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=DOMAIN)
+        self.node = rclpy.create_node("team_stack", namespace=NS, context=self.context)
+        self.cmd = self.node.create_publisher(Twist, "cmd_vel", 10)
+        self.enable = self.node.create_client(rto_srv.SetOmniDriveEnabled, "cmd_vel_enable")
+        self.limits = self.node.create_client(rto_srv.SetVelLimits, "set_velocity_limits")
+        self.reset = self.node.create_client(rto_srv.ResetOdometry, "reset_odometry")
+        self.bumper = self.node.create_publisher(Bool, "bumper", 10)
+        self.odom, self.joints, self.tf, self.motors = [], [], [], []
+        self.node.create_subscription(MotorReadings, "motor_readings", self.motors.append, 50)
+        self.node.create_subscription(Odometry, "odom", self.odom.append, 50)
+        self.node.create_subscription(JointState, "joint_states", self.joints.append, 50)
+        self.node.create_subscription(TFMessage, "/tf", self.tf.append, 100)
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def spin(self, seconds, command=None):
+        """Spin; with ``command`` (vx, vy, wz) publish it at 10 Hz as a teleop or Nav2 does."""
+        end, next_cmd = time.monotonic() + seconds, 0.0
+        while time.monotonic() < end:
+            if command is not None and time.monotonic() >= next_cmd:
+                msg = Twist()
+                msg.linear.x, msg.linear.y, msg.angular.z = command
+                self.cmd.publish(msg)
+                next_cmd = time.monotonic() + 0.1
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def call(self, client, request, timeout=10.0):
+        assert client.wait_for_service(timeout_sec=timeout), f"{client.srv_name} not offered"
+        future = client.call_async(request)
+        end = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+        assert future.done(), f"{client.srv_name}: no answer"
+        return future.result()
+
+    def set_enabled(self, on: bool):
+        return self.call(self.enable, rto_srv.SetOmniDriveEnabled.Request(enable=on))
+
+    def set_limits(self, max_lin, min_lin, max_ang, min_ang):
+        return self.call(self.limits, rto_srv.SetVelLimits.Request(max_linear_vel=max_lin, min_linear_vel=min_lin,
+                                                                   max_angular_vel=max_ang, min_angular_vel=min_ang))
+
+    def parameters(self, *names):
+        """robotino_node's parameters, as `ros2 param get` reads them."""
+        from rcl_interfaces.srv import GetParameters
+
+        client = self.node.create_client(GetParameters, "robotino_node/get_parameters")
+        try:
+            return [v.double_value for v in self.call(client, GetParameters.Request(names=list(names))).values]
+        finally:
+            self.node.destroy_client(client)
+
+    def reset_odometry(self, x=0.0, y=0.0, phi=0.0):
+        return self.call(self.reset, rto_srv.ResetOdometry.Request(x=x, y=y, phi=phi))
+
+    def at_rest(self):
+        """Stop commanding and wait until the base stands (the twin's cmd_vel watchdog)."""
+        self.spin(1.5)
+        self.odom.clear()
+        self.spin(0.3)
+        tw = self.odom[-1].twist.twist
+        assert abs(tw.linear.x) < 1e-3 and abs(tw.linear.y) < 1e-3 and abs(tw.angular.z) < 1e-3
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("driver")
+    params = tmp / "team_params.yaml"
+    params.write_text(TEAM_PARAMS)
+    env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    err = tmp / "stderr.txt"
+    with open(err, "w") as ferr:
+        proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--interface", "driver",
+                                 "--namespace", NS, "--params", str(params), "--duration", "240"],
+                                env=env, stdout=subprocess.DEVNULL, stderr=ferr, cwd=tmp)
+    team = TeamStack()
+    try:
+        end = time.monotonic() + 60
+        while not team.odom and time.monotonic() < end and proc.poll() is None:
+            team.spin(0.2)
+        assert team.odom, f"no {NS}/odom from `bondsim-ros up --interface driver`:\n{err.read_text()[-3000:]}"
+        yield team, proc, err
+    finally:
+        team.close()
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _transform(team, parent, child):
+    for msg in reversed(team.tf):
+        for t in msg.transforms:
+            if t.header.frame_id == parent and t.child_frame_id == child:
+                return t
+    return None
+
+
+def test_the_driver_s_node_topics_services_and_frames(driver):
+    team, proc, err = driver
+    team.spin(1.0)
+    node = team.node
+    assert (("robotino_node", f"/{NS}") in node.get_node_names_and_namespaces()), node.get_node_names_and_namespaces()
+    services = dict(node.get_service_names_and_types())
+    assert services.get(f"/{NS}/set_velocity_limits") == ["rto_msgs/srv/SetVelLimits"]
+    assert services.get(f"/{NS}/cmd_vel_enable") == ["rto_msgs/srv/SetOmniDriveEnabled"]
+    assert services.get(f"/{NS}/reset_odometry") == ["rto_msgs/srv/ResetOdometry"]
+    subs = [i.topic_type for i in node.get_subscriptions_info_by_topic(f"/{NS}/cmd_vel")]
+    assert subs == ["geometry_msgs/msg/Twist"], subs
+    topics = dict(node.get_topic_names_and_types())
+    assert topics.get(f"/{NS}/motor_readings") == ["rto_msgs/msg/MotorReadings"]
+
+    odom = team.odom[-1]
+    assert (odom.header.frame_id, odom.child_frame_id) == (f"{NS}/odom", f"{NS}/base_link")
+    assert team.joints[-1].name == ["wheel2_joint", "wheel0_joint", "wheel1_joint"]
+    # publish_odom_tf defaults to true (RTOOdometryNode): the same transform on /tf
+    tf = _transform(team, f"{NS}/odom", f"{NS}/base_link")
+    assert tf is not None, "no robotinobase1/odom -> robotinobase1/base_link on /tf"
+    assert "hostname: no effect in the twin" in err.read_text()  # the team's file is taken, not refused
+
+
+def test_cmd_vel_moves_the_twin_with_the_driver_s_wheel_signs(driver):
+    team, _, _ = driver
+    team.set_enabled(True)
+    team.at_rest()
+    team.reset_odometry()
+    team.spin(2.0, command=(0.3, 0.0, 0.0))
+    team.odom.clear()
+    team.joints.clear()
+    team.spin(1.0, command=(0.3, 0.0, 0.0))
+    tw = team.odom[-1].twist.twist
+    assert tw.linear.x == pytest.approx(0.3, rel=0.03) and abs(tw.linear.y) < 0.01, tw
+    assert team.odom[-1].pose.pose.position.x > 0.5  # 3 s at about 0.3 m/s
+    js = team.joints[-1]
+    speed = dict(zip(js.name, js.velocity))
+    # driving +x: wheel0 (60 deg, axis -1 0 0) turns backwards, wheel2 (-60 deg) forwards, the
+    # rear wheel1 (180 deg) rolls sideways on its rollers
+    expected = COS30 * 0.3 / WHEEL_RADIUS
+    assert speed["wheel0_joint"] == pytest.approx(-expected, rel=0.03), speed
+    assert speed["wheel2_joint"] == pytest.approx(expected, rel=0.03), speed
+    assert abs(speed["wheel1_joint"]) < 0.03 * expected, speed
+    # motor_readings: motors 0, 1, 2 of wheel0..2_joint in rpm, speed = rpm / 16 * 2 pi / 60 (MotorArrayROS)
+    rpm = team.motors[-1].velocities
+    assert [r / 16 * 2 * math.pi / 60 for r in rpm] == pytest.approx(
+        [speed["wheel0_joint"], speed["wheel1_joint"], speed["wheel2_joint"]], rel=0.03, abs=0.05)
+
+    team.spin(2.0, command=(0.0, 0.0, 0.5))
+    js = team.joints[-1]
+    # turning left (+wz) turns all three forward about their -x axes
+    for name, w in zip(js.name, js.velocity):
+        assert w == pytest.approx(0.5 * WHEEL_DISTANCE / WHEEL_RADIUS, rel=0.03), (name, w)
+
+
+def test_a_disabled_cmd_vel_is_ignored(driver):
+    team, _, _ = driver
+    team.at_rest()
+    team.reset_odometry()
+    assert team.set_enabled(False).success
+    try:
+        team.spin(1.5, command=(0.3, 0.0, 0.4))
+        odom = team.odom[-1]
+        assert abs(odom.twist.twist.linear.x) < 1e-3 and abs(odom.twist.twist.angular.z) < 1e-3
+        assert math.hypot(odom.pose.pose.position.x, odom.pose.pose.position.y) < 1e-3
+    finally:
+        assert team.set_enabled(True).success
+    team.spin(2.0, command=(0.3, 0.0, 0.0))
+    assert team.odom[-1].twist.twist.linear.x == pytest.approx(0.3, rel=0.03)  # enabled again: it drives
+
+
+def test_velocity_limits_clip_each_component(driver):
+    team, _, _ = driver
+    team.at_rest()
+    try:
+        assert team.set_limits(0.1, 0.05, 0.5, 0.07).success
+        assert team.parameters("max_linear_vel", "min_linear_vel") == pytest.approx([0.1, 0.05])  # ros2 param get
+        assert not team.set_limits(-1.0, 0.05, math.nan, 0.07).success  # refused whole
+        # vx above the maximum: clipped; vy below the minimum: raised to it; wz clipped
+        team.spin(2.5, command=(0.4, 0.01, 2.0))
+        tw = team.odom[-1].twist.twist
+        assert tw.linear.x == pytest.approx(0.1, rel=0.03), tw
+        assert tw.linear.y == pytest.approx(0.05, rel=0.05), tw
+        assert tw.angular.z == pytest.approx(0.5, rel=0.03), tw
+    finally:
+        assert team.set_limits(3.0, 0.02, 3.0, 0.07).success  # the driver's defaults
+
+
+def test_reset_odometry_sets_odom(driver):
+    team, _, _ = driver
+    team.spin(2.0, command=(0.2, 0.1, 0.3))
+    team.at_rest()
+    pose = team.odom[-1].pose.pose
+    assert math.hypot(pose.position.x, pose.position.y) > 0.1  # it went somewhere
+    team.reset_odometry()
+    team.odom.clear()
+    team.tf.clear()
+    team.spin(0.5)
+    pose = team.odom[-1].pose.pose
+    assert abs(pose.position.x) < 1e-6 and abs(pose.position.y) < 1e-6 and abs(pose.orientation.z) < 1e-6
+    tf = _transform(team, f"{NS}/odom", f"{NS}/base_link")
+    assert abs(tf.transform.translation.x) < 1e-6 and abs(tf.transform.translation.y) < 1e-6
+    team.reset_odometry(1.0, -2.0, 0.5)
+    team.odom.clear()
+    team.spin(0.5)
+    pose = team.odom[-1].pose.pose
+    assert (pose.position.x, pose.position.y) == pytest.approx((1.0, -2.0), abs=1e-6)
+    assert 2 * math.atan2(pose.orientation.z, pose.orientation.w) == pytest.approx(0.5, abs=1e-6)
+    # driving on from there: along its new heading in odom
+    team.spin(2.0, command=(0.3, 0.0, 0.0))
+    pose = team.odom[-1].pose.pose
+    assert math.atan2(pose.position.y + 2.0, pose.position.x - 1.0) == pytest.approx(0.5, abs=0.02)
+
+
+def test_a_bumper_contact_stops_it_and_holds_cmd_vel_for_bumper_timeout(driver):
+    team, _, _ = driver
+    team.set_enabled(True)
+    team.spin(1.5, command=(0.3, 0.0, 0.0))
+    team.bumper.publish(Bool(data=True))
+    team.spin(0.2, command=(0.3, 0.0, 0.0))
+    team.bumper.publish(Bool(data=False))
+    team.spin(1.0, command=(0.3, 0.0, 0.0))  # bumper_timeout 2.0 (the team's file): still held
+    assert abs(team.odom[-1].twist.twist.linear.x) < 0.01
+    team.spin(2.0, command=(0.3, 0.0, 0.0))  # then commands pass again
+    assert team.odom[-1].twist.twist.linear.x == pytest.approx(0.3, rel=0.03)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--interface", "nosuch"], "--interface nosuch: robotino has no such interface profile (has: driver)"),
+    (["--interface", "driver", "--model", "arm3dof"], "--interface driver: arm3dof has no such interface profile"),
+    (["--interface", "driver", "--reference", "rose"], "--reference must be cmd_vel, not rose"),
+])
+def test_up_refuses_an_interface_that_does_not_fit(tmp_path, args, expected):
+    env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    r = subprocess.run([sys.executable, "-m", "bondsim_ros.cli", "up", *args, "--duration", "1"], env=env,
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 2 and expected in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_a_profile_that_does_not_fit_the_twin_is_refused_naming_the_key():
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.twin.interface_profile import ProfileError, parse_profile
+
+    robot = load_robot("robotino")
+    good = robot.interfaces["driver"]
+    twin_joints = [f"wheel{i}_axle" for i in (1, 2, 3)]
+    assert [j.name for j in parse_profile("driver", good, twin_joints).joints] == [
+        "wheel2_joint", "wheel0_joint", "wheel1_joint"]
+    bad = dict(good, joints=[dict(good["joints"][0], twin="wheel9_axle")])
+    with pytest.raises(ProfileError, match=r"interface profile 'driver': joints\[0\]\.twin: 'wheel9_axle' is not a joint"):
+        parse_profile("driver", bad, twin_joints)
+    bad = dict(good, services={"x": dict(good["services"]["cmd_vel_enable"], type="rto_msgs/SetOmniDriveEnabled")})
+    with pytest.raises(ProfileError, match=r"services\.x\.type: expected package/srv/Type"):
+        parse_profile("driver", bad)
+
+
+def test_up_takes_the_parameter_file_sections_of_both_driver_nodes(tmp_path):
+    """A team's file keys publish_odom_tf by robotino_odometry_node (RTOOdometryNode.cpp) and the
+    rest by robotino_node (RTONode.cpp); the twin's one node takes both."""
+    import argparse
+
+    from bondsim_ros.ros.commands import _node_params
+
+    f = tmp_path / "team.yaml"
+    f.write_text(f"/{NS}/robotino_node:\n  ros__parameters:\n    bumper_timeout: 1.5\n"
+                 f"/{NS}/robotino_odometry_node:\n  ros__parameters:\n    publish_odom_tf: false\n")
+    args = argparse.Namespace(params=str(f), model=None, reference=None, rate=None, rtf=None, interface="driver",
+                              namespace=NS)
+    dyn, _, _ = _node_params(args)
+    assert (dyn["publish_odom_tf"], dyn["bumper_timeout"], dyn["tf_prefix"]) == (False, 1.5, f"{NS}/")
+    assert (dyn["node_name"], dyn["interface"], dyn["reference"]) == ("robotino_node", "driver", "cmd_vel")
