@@ -245,3 +245,22 @@ def test_ctrl_c_on_the_command_line_writes_the_table_and_leaves_no_worker(tmp_pa
         time.sleep(0.05)
     left = [Path(f"/proc/{w}/cmdline").read_bytes() for w in workers if Path(f"/proc/{w}").exists()]
     assert not left, f"processes outlived the sweep: {left}"
+
+
+def test_the_readme_sweep_runs_as_written(tmp_path, monkeypatch, capsys):
+    import shlex
+
+    root = Path(__file__).resolve().parents[1]
+    block = (root / "README.md").read_text().split("## Using it", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    lines = [shlex.split(line, comments=True) for line in block.splitlines() if line.startswith("bondsim-ros sweep")]
+    assert len(lines) == 1
+    assert lines[0] == shlex.split("bondsim-ros sweep " + (root / "docs" / "engine.md").read_text().split(
+        "```bash\nbondsim-ros sweep ", 1)[1].split("\n", 1)[0]), "README and docs/engine.md show the same command"
+    monkeypatch.chdir(tmp_path)
+    assert main(lines[0][1:] + ["-q"]) == 0, capsys.readouterr().err
+    rows = read_rows(tmp_path / "sweep.csv")
+    assert [r["status"] for r in rows] == ["ok"] * 12
+    assert list(rows[0]) == ["run", "vx_cmd", "wz_cmd", "status", "message", "seconds", "x", "y", "phi"]
+    # straight ahead at 0.5 m/s for the model's 5 s, and turning on the spot: what the grid asks for
+    assert float(rows[10]["x"]) == pytest.approx(2.5, rel=0.01) and abs(float(rows[10]["phi"])) < 1e-9
+    assert float(rows[1]["phi"]) == pytest.approx(5.0, rel=0.01)

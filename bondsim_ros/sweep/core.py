@@ -497,13 +497,20 @@ def _run_pool(jobs, spec, runs, opts, rows, chunksize, progress) -> None:
         # the only handle; they hold nothing that needs a clean exit). The executor then fails
         # the pending futures itself (cancelling them first makes its thread raise on them, in
         # Python 3.11); the unfinished rows are marked cancelled
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            proc.terminate()
-        pool.shutdown(wait=True)
+        _stop(pool)
         return
     except cf.process.BrokenProcessPool as exc:
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop(pool)
         raise RuntimeError(f"a sweep worker process died ({exc})") from None
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop(pool) -> None:
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
     pool.shutdown(wait=True)
 
 
