@@ -331,7 +331,7 @@ SECTIONS = [
      "that includes starting the two worker processes and their loading the model from the generated-code "
      "cache; the Dask cluster is started before the timing (as a running cluster would be), its workers "
      "load the model within it. Small model: the built-in pendulum over its rod length L (about 2 ms a "
-     "run); Robotino: robotino_twist over 10 × n/10 body-twist commands (vx_cmd, wz_cmd). Every table "
+     "run); Robotino: robotino_twist, 50 s each, over 10 × n/10 body-twist commands (vx_cmd, wz_cmd). Every table "
      "must equal the serial one value for value.",
      sweep_bench),
     ("demo", "The README's commands from a fresh clone",

@@ -27,9 +27,9 @@ import record  # noqa: E402  (benchmarks/record.py, beside this script)
 # (label, model, parameter grid, options)
 CASES = {
     "small": ("pendulum", lambda n: {"L": f"0.5:2:{n}"}, {}),
-    # the Robotino driven by a body twist for 20 s: 10 x (n / 10) commands
+    # the Robotino driven by a body twist for 50 s (the paper case's length): 10 x (n / 10) commands
     "robotino": ("robotino_twist", lambda n: {"vx_cmd": "-0.5:0.5:10", "wz_cmd": f"-1:1:{max(1, n // 10)}"},
-                 {"t_end": 20.0}),
+                 {"t_end": 50.0}),
 }
 
 
