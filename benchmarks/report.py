@@ -282,6 +282,11 @@ def sweep_bench(f: dict) -> list:
                 load = f"{sig(v['load_before'][0], 2)} / {sig(v['load_after'][0], 2)}" if v.get("load_before") else DASH
                 rows.append([what, label, count(v["runs"]), f"{sig(v['wall_s'])} s", f"**{sig(v['runs_per_s'])}**",
                              ratio(v["speedup"]), "yes" if v["identical_to_jobs_1"] else "**no**", load])
+    for key, when in (("control_before", "before"), ("control_after", "after")):
+        c = f.get(key)
+        if c:
+            rows.append([f"control {when}: a pure-Python loop, no sweep", "2 spawned processes", "2",
+                         f"{sig(c['two_processes_s'])} s", DASH, ratio(c["speedup"]), DASH, DASH])
     return table(["model", "where", "runs", "wall", "runs/s", "× jobs 1", "same table as jobs 1",
                   "load average (1 min) before / after"], rows)
 

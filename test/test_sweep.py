@@ -180,11 +180,16 @@ def test_a_failing_run_is_reported_in_its_row_and_the_sweep_goes_on(tmp_path, se
 
 
 def test_python_api_and_ctrl_c_stops_the_workers(tmp_path):
-    from bondsim_ros.sweep import SweepInterrupted, sweep
+    from bondsim_ros.sweep import SweepError, SweepInterrupted, sweep
 
     result = sweep(SERVO, {"m": [1.0, 2.0], "kp": "20,40"}, t_end=1.0, dt_out=0.01, outputs=["pos"], jobs=1)
     assert result.status == ["ok"] * 4 and result.columns[-1] == "pos"
     assert list(result["kp"]) == [20.0, 40.0, 20.0, 40.0]
+    listed = sweep(SERVO, [{"m": 2.0, "kp": 40.0}, {"kp": 20.0, "m": 1.0}], t_end=1.0, dt_out=0.01, outputs=["pos"],
+                   jobs=1)
+    assert listed["pos"][0] == result["pos"][3] and listed["pos"][1] == result["pos"][0]
+    with pytest.raises(SweepError, match=r"params: run 1 sets \['m'\], run 0 \['kp', 'm'\]"):
+        sweep(SERVO, [{"m": 2.0, "kp": 40.0}, {"m": 1.0}], t_end=1.0, dt_out=0.01, jobs=1)
 
     calls = []
 

@@ -387,7 +387,13 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
         param_names = list(parsed)
     else:
         runs = [{k: float(v) for k, v in run.items()} for run in params]
-        param_names = list(dict.fromkeys(k for run in runs for k in run))
+        param_names = list(runs[0]) if runs else []
+        for i, run in enumerate(runs):
+            if set(run) != set(param_names):
+                raise SweepError(f"run {i} sets {sorted(run)}, run 0 {sorted(param_names)}: every run must set the "
+                                 f"same parameters", "params")
+        if not runs:
+            raise SweepError("no runs given", "params")
         if len(runs) > MAX_RUNS:
             raise SweepError(f"{len(runs)} runs: more than {MAX_RUNS}", "params")
     spec = _model_spec(model)
