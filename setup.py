@@ -77,6 +77,8 @@ setup(
         # `bondsim-ros up/demo --foxglove`: the twin live in Foxglove (WebSocket server); websockets:
         # the public port that serves both subprotocol names (15: the client's proxy= argument)
         "foxglove": ["foxglove-sdk>=0.30", "websockets>=15"],
+        # `bondsim-ros sweep --scheduler ADDRESS`: a sweep's runs on a Dask cluster (docs/engine.md, "Sweeps")
+        "cluster": ["dask[distributed]>=2024.1"],
     },
     zip_safe=False,
     maintainer="bondsim_ros maintainers",

@@ -268,6 +268,30 @@ def demo(f: dict) -> list:
     return table(["command", "measured"], rows)
 
 
+def sweep_bench(f: dict) -> list:
+    labels = {"jobs_1": "`--jobs 1` (this process)", "jobs_2": "`--jobs 2` (2 spawned processes)",
+              "dask_2": "`--scheduler`: local Dask cluster, 2 worker processes"}
+    rows = []
+    for case in ("small", "robotino"):
+        c = f.get(case)
+        if not c:
+            continue
+        what = f"{c['model']}" + (f", {sig(c['t_end'])} s each" if c.get("t_end") else "")
+        for key, label in labels.items():
+            v = c.get(key)
+            if v:
+                load = f"{sig(v['load_before'][0], 2)} / {sig(v['load_after'][0], 2)}" if v.get("load_before") else DASH
+                rows.append([what, label, count(v["runs"]), f"{sig(v['wall_s'])} s", f"**{sig(v['runs_per_s'])}**",
+                             ratio(v["speedup"]), "yes" if v["identical_to_jobs_1"] else "**no**", load])
+    for key, when in (("control_before", "before"), ("control_after", "after")):
+        c = f.get(key)
+        if c:
+            rows.append([f"control {when}: a pure-Python loop, no sweep", "2 spawned processes", "2",
+                         f"{sig(c['two_processes_s'])} s", DASH, ratio(c["speedup"]), DASH, DASH])
+    return table(["model", "where", "runs", "wall", "runs/s", "× jobs 1", "same table as jobs 1",
+                  "load average (1 min) before / after"], rows)
+
+
 # (record name, section title, what it measures, renderer)
 SECTIONS = [
     ("solver_bench", "The solver against SUNDIALS IDA at equal error",
@@ -314,6 +338,14 @@ SECTIONS = [
      "about 10 simulated minutes. A solver failure is counted and the twin recovers from it as the node "
      "does; the script exits 1 if there was any. `test/test_twin_step_to.py` replays seeds 28 and 94.",
      twin_stress),
+    ("sweep_bench", "`bondsim-ros sweep`: runs per second",
+     "One `bondsim_ros.sweep.sweep()` call per row, timed whole as a user waits for it: with `--jobs 2` "
+     "that includes starting the two worker processes and their loading the model from the generated-code "
+     "cache; the Dask cluster is started before the timing (as a running cluster would be), its workers "
+     "load the model within it. Small model: the built-in pendulum over its rod length L (about 2 ms a "
+     "run); Robotino: robotino_twist, 50 s each, over 10 × n/10 body-twist commands (vx_cmd, wz_cmd). Every table "
+     "must equal the serial one value for value.",
+     sweep_bench),
     ("demo", "The README's commands from a fresh clone",
      "The demo and the test suite as a new user runs them (README, \"Two commands\"), from a fresh "
      "clone with the generated-code cache of the machine warm.",

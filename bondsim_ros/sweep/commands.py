@@ -1,0 +1,161 @@
+"""``bondsim-ros sweep``: one simulation per point of a parameter grid, in parallel, to one table."""
+from __future__ import annotations
+
+import math
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep", help="simulate a model over a parameter grid in parallel (local cores or a Dask cluster)",
+        description="Simulate MODEL once per combination of the --param values (their Cartesian product) and "
+                    "write one row per run: the run's index, its parameters, status (ok, failed, cancelled), "
+                    "the failure's message, its wall time and the chosen outputs (by default every output "
+                    "column's final value). Each run is the same computation as `bondsim-ros simulate MODEL "
+                    "--param ...` with the same options. A run that fails is reported in its row and the "
+                    "sweep goes on. Exit status 0 when every run succeeded, 1 when some failed (the table is "
+                    "written), 2 for bad input, 130 on Ctrl-C (the table is written, unfinished runs "
+                    "marked cancelled).")
+    p.add_argument("model", metavar="MODEL", help="built-in model name, .yaml or .py model file")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=SPEC", required=True,
+                   help="values of a run-time parameter: START:STOP:COUNT (COUNT values evenly spaced, both ends "
+                        "included), V1,V2,... or one VALUE; repeat for a grid over several parameters")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.csv|OUT.npz|OUT.parquet",
+                   help="results table, its format by the suffix (- : CSV on standard output; .parquet needs "
+                        "pyarrow)")
+    p.add_argument("--outputs", metavar="col,...", help="output columns to keep (default: all)")
+    p.add_argument("--at", metavar="T1,T2,...",
+                   help="take the outputs at these output times (columns NAME@T) instead of their final values")
+    p.add_argument("--t-end", type=float, default=None, help="end time [s] (default: the model's suggestion)")
+    p.add_argument("--dt-out", type=float, default=None, help="output interval [s] (the times --at can name)")
+    p.add_argument("--rtol", type=float, default=1e-6)
+    p.add_argument("--atol", type=float, default=1e-8)
+    p.add_argument("--hmax", type=float, default=math.inf, help="largest step [s]")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="local worker processes (default: every usable core; 1: in this process)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786) instead of "
+                        "locally (pip install 'bondsim_ros[cluster]')")
+    p.add_argument("--chunksize", type=int, default=None, help="runs sent to a worker at a time (default: automatic)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress or summary output")
+    p.set_defaults(func=cmd_sweep)
+
+
+def _names(text, option):
+    from bondsim_ros.cliargs import CLIError
+
+    names = [s.strip() for s in text.split(",")]
+    if not all(names):
+        raise CLIError(f"{option} expects a comma-separated list, got {text!r}")
+    return names
+
+
+def _times(text):
+    from bondsim_ros.cliargs import CLIError
+
+    try:
+        return [float(s) for s in text.split(",")]
+    except ValueError:
+        raise CLIError(f"--at expects comma-separated times, got {text!r}") from None
+
+
+def _progress(quiet):
+    """A rich progress bar on stderr (a terminal only), as the other long commands show one."""
+    if quiet or not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    bar = Progress(TextColumn("[bold]sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+                   TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    task = bar.add_task("runs", total=None, info="")
+
+    def update(done, total, failed):
+        bar.update(task, completed=done, total=total, info=f"{failed} failed" if failed else "")
+
+    return bar, update
+
+
+def cmd_sweep(args) -> int:
+    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.outfiles import Output, check_output
+
+    from .core import SweepError, SweepInterrupted, check_format, parse_param, sweep
+
+    params = {}
+    for item in args.param:
+        try:
+            name, values = parse_param(item)
+        except SweepError as exc:
+            raise CLIError(f"--param {exc}") from None
+        if name in params:
+            raise CLIError(f"--param {name}: given twice")
+        params[name] = values
+    outputs = _names(args.outputs, "--outputs") if args.outputs is not None else None
+    at = _times(args.at) if args.at is not None else None
+    if args.jobs is not None and args.jobs < 1:
+        raise CLIError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.chunksize is not None and args.chunksize < 1:
+        raise CLIError(f"--chunksize must be at least 1, got {args.chunksize}")
+    if args.jobs is not None and args.scheduler is not None:
+        raise CLIError("give --jobs or --scheduler, not both (a cluster's workers are its own)")
+    try:
+        check_format(args.output)
+    except SweepError as exc:
+        raise CLIError(f"--output {exc}") from None
+    check_output(args.output, "--output", stdout_ok=True)
+
+    bar, update = _progress(args.quiet)
+    interrupted = False
+    try:
+        if bar is not None:
+            bar.start()
+        result = sweep(args.model, params, t_end=args.t_end, dt_out=args.dt_out, rtol=args.rtol, atol=args.atol,
+                       hmax=args.hmax, outputs=outputs, at=at, jobs=args.jobs, scheduler=args.scheduler,
+                       chunksize=args.chunksize, progress=update)
+    except SweepInterrupted as exc:
+        result, interrupted = exc.result, True
+    except SweepError as exc:
+        raise CLIError(_option_named(exc)) from None
+    finally:
+        if bar is not None:
+            bar.stop()
+
+    staged = Output(args.output, "--output", stdout_ok=True)
+    try:
+        result.write(staged.stage())
+    except OSError as exc:
+        staged.discard()
+        raise CLIError(f"--output {args.output}: cannot write: {exc.strerror or exc}") from None
+    staged.commit()
+
+    status = result.status
+    failed = status.count("failed")
+    if not args.quiet:
+        done = len(status) - status.count("cancelled")
+        rate = done / result.seconds if result.seconds > 0 else math.inf
+        print(f"[bondsim] sweep {result.model}: {done} of {len(status)} runs, {failed} failed, "
+              f"{result.seconds:.2f} s ({rate:.3g} runs/s, {result.workers})", file=sys.stderr)
+        for i, row in enumerate(result.rows):
+            if row["status"] == "failed":
+                print(f"[bondsim] run {i} ({', '.join(f'{k}={v:g}' for k, v in result.runs[i].items())}) failed: "
+                      f"{row['message']}", file=sys.stderr)
+        if args.output != "-":
+            print(f"[bondsim] wrote {args.output}", file=sys.stderr)
+    if interrupted:
+        print(f"interrupted: {status.count('cancelled')} runs not run (marked cancelled in {args.output})",
+              file=sys.stderr)
+        return 130
+    return 1 if failed else 0
+
+
+# sweep()'s argument -> the command line's option
+_OPTIONS = {"params": "--param", "t_end": "--t-end", "dt_out": "--dt-out", "rtol": "--rtol", "atol": "--atol",
+            "hmax": "--hmax", "outputs": "--outputs", "at": "--at", "jobs": "--jobs", "scheduler": "--scheduler"}
+
+
+def _option_named(exc) -> str:
+    if not exc.arg:
+        return exc.message
+    return f"{', '.join(_OPTIONS.get(a, a) for a in exc.arg.split(', '))}: {exc.message}"

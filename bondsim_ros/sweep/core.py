@@ -1,0 +1,556 @@
+"""Parameter sweeps: one simulation per point of a parameter grid, run in parallel.
+
+Every run is :func:`bondsim_ros.bondgraph.simulate` with the same options ``bondsim-ros
+simulate`` passes it (and the built-in model's postprocessing), so a sweep's row holds the same
+numbers as the last row of ``simulate --param ...``'s CSV. A worker (a process of the local
+pool, or a Dask worker) loads the compiled model once, from the generated-code cache the
+calling process filled, and keeps it for every run it is given; runs go to the workers in
+chunks so that a short run does not cost a round trip each.
+
+A run that raises (a parameter value the model refuses, a solver failure) is a row with status
+``failed`` and the error's message; the sweep goes on.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# A grid larger than this is refused before anything runs (a typo such as k=0:1:1e9).
+MAX_RUNS = 1_000_000
+# Largest number of output rows a run computes (t_end / dt_out), as ``simulate`` limits it.
+MAX_OUTPUT_ROWS = 1_000_000
+
+STATUS_OK, STATUS_FAILED, STATUS_CANCELLED = "ok", "failed", "cancelled"
+
+
+class SweepError(ValueError):
+    """Bad sweep input (a parameter spec, an option, the model): nothing was run. ``arg``: the
+    argument of :func:`sweep` concerned (``params``, ``t_end``, ``outputs``, ...), which the
+    message starts with; ``message`` without it (the command line names its option instead)."""
+
+    def __init__(self, message: str, arg: str | None = None):
+        super().__init__(f"{arg}: {message}" if arg else message)
+        self.message, self.arg = message, arg
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep: the workers are stopped; ``result`` holds the finished runs, the
+    others with status ``cancelled``."""
+
+    def __init__(self, result: "SweepResult"):
+        super().__init__("sweep interrupted")
+        self.result = result
+
+
+# -- the grid ---------------------------------------------------------------------------------
+
+def parse_values(text: str) -> list:
+    """``"1:10:4"`` -> 4 values evenly spaced from 1 to 10 (both included, numpy.linspace);
+    ``"0.1,0.2"`` -> that list; ``"5"`` -> [5.0]. SweepError for anything else."""
+    form = "START:STOP:COUNT, V1,V2,... or VALUE"
+    text = text.strip()
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) != 3:
+                raise ValueError
+            start, stop = float(parts[0]), float(parts[1])
+            count = float(parts[2])
+            if not (count.is_integer() and count >= 1):
+                raise SweepError(f"COUNT must be a whole number >= 1, got {parts[2].strip()!r}")
+            if count > MAX_RUNS:
+                raise SweepError(f"COUNT {int(count)} is more than {MAX_RUNS} runs")
+            values = np.linspace(start, stop, int(count)).tolist()
+        else:
+            values = [float(v) for v in text.split(",")]
+    except SweepError:
+        raise
+    except ValueError:
+        raise SweepError(f"expects {form}, got {text!r}") from None
+    bad = [v for v in values if not math.isfinite(v)]
+    if bad:
+        raise SweepError(f"values must be finite numbers, got {bad[0]!r}")
+    return values
+
+
+def parse_param(item: str) -> tuple[str, list]:
+    """``"k=1:10:4"`` -> ("k", [1.0, 4.0, 7.0, 10.0]) (see :func:`parse_values`)."""
+    name, sep, spec = item.partition("=")
+    if not sep or not name.strip():
+        raise SweepError(f"expects NAME=START:STOP:COUNT, NAME=V1,V2,... or NAME=VALUE, got {item!r}")
+    try:
+        return name.strip(), parse_values(spec)
+    except SweepError as exc:
+        raise SweepError(f"{name.strip()}: {exc}") from None
+
+
+def grid(params: dict) -> list[dict]:
+    """The Cartesian product of ``{name: values}``, the last name varying fastest."""
+    names = list(params)
+    sizes = [len(params[n]) for n in names]
+    if any(s == 0 for s in sizes):
+        raise SweepError(f"{names[sizes.index(0)]}: no values", "params")
+    if math.prod(sizes) > MAX_RUNS:
+        raise SweepError(f"{' x '.join(map(str, sizes))} = {math.prod(sizes)} runs: more than {MAX_RUNS}", "params")
+    return [dict(zip(names, (float(v) for v in combo))) for combo in itertools.product(*(params[n] for n in names))]
+
+
+# -- one worker's model and runs ----------------------------------------------------------------
+
+_LOADED: dict = {}  # model spec -> (CompiledModel, ModelEntry or None), per worker process
+_LOAD_LOCK = threading.Lock()  # a Dask worker with threads shares the process
+
+
+def load_model(spec: str, use_cache: bool = True):
+    """(CompiledModel, its built-in ModelEntry or None) of ``spec``, as ``bondsim-ros simulate``
+    finds it: from the build record when the model was built before (no sympy), else built
+    and compiled (and recorded, so that the workers that load it next find it)."""
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.models import buildcache, resolve_model
+
+    recorded = buildcache.lookup(spec, use_cache=use_cache)
+    if recorded is not None:
+        return compile_model(recorded, key=recorded.key), recorded.entry
+    with buildcache.building() as reads:
+        model, entry = resolve_model(spec)
+    compiled = compile_model(model, use_cache=use_cache)
+    if use_cache:
+        buildcache.record(spec, entry, model, compiled, reads)
+    return compiled, entry
+
+
+def _worker_model(spec: str):
+    with _LOAD_LOCK:
+        if spec not in _LOADED:
+            _LOADED[spec] = load_model(spec)
+        return _LOADED[spec]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What every run of a sweep shares (sent to the workers once per chunk)."""
+    t_end: float
+    dt_out: float
+    rtol: float = 1e-6
+    atol: float = 1e-8
+    hmax: float = math.inf
+    outputs: tuple | None = None  # column names; None: every output column
+    at: tuple | None = None  # output times to take the columns at; None: the final row
+
+
+def _select(result, opts: RunOptions) -> dict:
+    names = list(opts.outputs) if opts.outputs is not None else [n for n in result.names if n != "t"]
+    if opts.at is None:
+        return {n: float(result[n][-1]) for n in names}
+    out = {}
+    t = result.t
+    for when in opts.at:
+        row = int(np.argmin(np.abs(t - when)))
+        for n in names:
+            out[f"{n}@{when:g}"] = float(result[n][row])
+    return out
+
+
+def run_one(compiled, entry, values: dict, opts: RunOptions) -> dict:
+    """One run: {"status", "message", "seconds", "outputs"}; an exception becomes a failed row."""
+    from bondsim_ros.bondgraph.core import ModelError
+    from bondsim_ros.bondgraph.simulation import simulate
+    from bondsim_ros.solver import SolverError
+
+    tic = time.perf_counter()
+    try:
+        result = simulate(compiled, t_end=opts.t_end, dt_out=opts.dt_out, rtol=opts.rtol, atol=opts.atol,
+                          hmax=opts.hmax, params=values, quiet=True)
+        if entry is not None and entry.postprocess is not None:
+            result = entry.postprocess(result)
+        outputs = _select(result, opts)
+    except ModelError as exc:  # a parameter value the model refuses
+        return {"status": STATUS_FAILED, "message": str(exc), "seconds": time.perf_counter() - tic, "outputs": {}}
+    except SolverError as exc:
+        return {"status": STATUS_FAILED, "message": f"simulation failed: {exc}",
+                "seconds": time.perf_counter() - tic, "outputs": {}}
+    except Exception as exc:  # noqa: BLE001 - one run's failure is its row's, the sweep goes on
+        return {"status": STATUS_FAILED, "message": f"{type(exc).__name__}: {exc}",
+                "seconds": time.perf_counter() - tic, "outputs": {}}
+    return {"status": STATUS_OK, "message": "", "seconds": time.perf_counter() - tic, "outputs": outputs}
+
+
+def run_chunk(spec: str, chunk: list, opts: RunOptions) -> list:
+    """Run ``chunk`` ([(index, {param: value}), ...]) with the worker's copy of the model;
+    returns [(index, row), ...]. The function the pool and Dask workers call."""
+    try:
+        compiled, entry = _worker_model(spec)
+    except Exception as exc:  # noqa: BLE001 - e.g. a cluster worker without the model file
+        message = f"the worker could not load the model: {type(exc).__name__}: {exc}"
+        return [(i, {"status": STATUS_FAILED, "message": message, "seconds": 0.0, "outputs": {}}) for i, _ in chunk]
+    return [(i, run_one(compiled, entry, values, opts)) for i, values in chunk]
+
+
+def _pool_worker_init() -> None:
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent alone handles it (stops the workers)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# -- the result ---------------------------------------------------------------------------------
+
+@dataclass
+class SweepResult:
+    """One row per run, in grid order: ``run`` (its index), the parameters, ``status`` (ok,
+    failed, cancelled), ``message`` (why it failed), ``seconds`` (its wall time in the worker)
+    and the selected outputs (NaN when the run did not finish)."""
+    model: str
+    param_names: list
+    output_names: list
+    runs: list  # [{param: value}]
+    rows: list  # [{"status", "message", "seconds", "outputs"}]
+    seconds: float = 0.0  # wall time of the whole sweep
+    workers: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def columns(self) -> list:
+        return ["run", *self.param_names, "status", "message", "seconds", *self.output_names]
+
+    @property
+    def status(self) -> list:
+        return [r["status"] for r in self.rows]
+
+    def column(self, name: str) -> np.ndarray:
+        if name == "run":
+            return np.arange(len(self.rows))
+        if name in self.param_names:
+            return np.array([r[name] for r in self.runs], dtype=float)
+        if name in ("status", "message"):
+            return np.array([r[name] for r in self.rows], dtype=str)
+        if name == "seconds":
+            return np.array([r["seconds"] for r in self.rows], dtype=float)
+        if name in self.output_names:
+            return np.array([r["outputs"].get(name, math.nan) for r in self.rows], dtype=float)
+        raise KeyError(f"no column {name!r}; columns: {', '.join(self.columns)}")
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.column(name)
+
+    def to_csv(self, path) -> None:
+        import csv
+
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(self.columns)
+            for i, (values, row) in enumerate(zip(self.runs, self.rows)):
+                # repr: the shortest text that reads back as the same float64
+                w.writerow([i, *(repr(values[n]) for n in self.param_names), row["status"], row["message"],
+                            f"{row['seconds']:.6f}",
+                            *(repr(row["outputs"].get(n, math.nan)) for n in self.output_names)])
+
+    def to_npz(self, path) -> None:
+        with open(path, "wb") as fh:  # np.savez given a name would append .npz to it
+            np.savez(fh, **{name: self.column(name) for name in self.columns})
+
+    def to_parquet(self, path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({name: self.column(name) for name in self.columns}), str(path))
+
+    def write(self, path) -> None:
+        """By the suffix: .csv, .npz or .parquet (pyarrow)."""
+        suffix = Path(path).suffix.lower()
+        {".npz": self.to_npz, ".parquet": self.to_parquet}.get(suffix, self.to_csv)(path)
+
+
+FORMATS = (".csv", ".npz", ".parquet")
+
+
+def check_format(path) -> None:
+    """SweepError unless ``path``'s suffix is a format :meth:`SweepResult.write` writes (and its
+    library is installed), before the sweep runs."""
+    suffix = Path(str(path)).suffix.lower()
+    if str(path) != "-" and suffix not in FORMATS:
+        raise SweepError(f"{path}: unknown format {suffix or '(no suffix)'!r} (give a name ending in "
+                         f"{', '.join(FORMATS)}; - for CSV on standard output)")
+    if suffix == ".parquet":
+        try:
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise SweepError(f"{path}: writing Parquet needs pyarrow (pip install pyarrow), "
+                             f"or write .csv or .npz") from None
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may use (a container, taskset)
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _chunks(runs: list, workers: int, chunksize: int | None) -> list:
+    if chunksize is None:
+        # ~4 chunks per worker: balances uneven run times while a chunk amortises the round trip
+        chunksize = max(1, min(64, math.ceil(len(runs) / (4 * workers))))
+    indexed = list(enumerate(runs))
+    return [indexed[i:i + chunksize] for i in range(0, len(indexed), chunksize)]
+
+
+def _check_options(t_end, dt_out, rtol, atol, hmax) -> None:
+    if not (math.isfinite(t_end) and math.isfinite(dt_out) and t_end > 0 and dt_out > 0):
+        raise SweepError(f"must be positive finite numbers (got {t_end:g}, {dt_out:g})", "t_end, dt_out")
+    if t_end / dt_out > MAX_OUTPUT_ROWS:
+        raise SweepError(f"{t_end:g} / {dt_out:g} gives {t_end / dt_out:.3g} output rows per run "
+                         f"(limit {MAX_OUTPUT_ROWS}): use a larger dt_out", "t_end, dt_out")
+    if not 0 < rtol < 1:
+        raise SweepError(f"must be between 0 and 1 (exclusive), got {rtol:g}", "rtol")
+    if not (math.isfinite(atol) and atol > 0):
+        raise SweepError(f"must be a positive finite number, got {atol:g}", "atol")
+    if not hmax > 0:
+        raise SweepError(f"must be positive, got {hmax:g}", "hmax")
+
+
+def _output_times(t_end: float, dt_out: float) -> np.ndarray:
+    """The output times of a run, as :func:`simulate` lays them out."""
+    n = int(math.floor(t_end / dt_out + 1e-9))
+    t = dt_out * np.arange(0, n + 1)
+    if t[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):
+        t = np.append(t, t_end)
+    return t
+
+
+def _check_at(at, t_end, dt_out) -> tuple:
+    times = _output_times(t_end, dt_out)
+    out = []
+    for when in at:
+        when = float(when)
+        if not (math.isfinite(when) and 0 <= when <= t_end * (1 + 1e-12)):
+            raise SweepError(f"time {when:g} is outside the run (0..{t_end:g})", "at")
+        nearest = times[int(np.argmin(np.abs(times - when)))]
+        if abs(nearest - when) > 1e-9 * max(1.0, abs(when)):
+            raise SweepError(f"time {when:g} is not an output time (multiples of dt_out {dt_out:g}, and t_end)",
+                             "at")
+        out.append(when)
+    if not out:
+        raise SweepError("no times given", "at")
+    return tuple(out)
+
+
+def _model_spec(spec) -> str:
+    """The model as the workers load it: a model file by its absolute path (a worker's current
+    folder may differ), a built-in model by its name."""
+    spec = str(spec)
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml", ".py") and path.exists():
+        return str(path.resolve())
+    return spec
+
+
+def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = None, rtol: float = 1e-6,
+          atol: float = 1e-8, hmax: float = math.inf, outputs=None, at=None, jobs: int | None = None,
+          scheduler=None, chunksize: int | None = None, progress=None, use_cache: bool = True) -> SweepResult:
+    """Simulate ``model`` once per point of the parameter grid ``params``.
+
+    ``model``: a built-in model's name or a .yaml/.py model file (each worker loads it by that
+    name; the generated code is built here first). ``params``: ``{name: values}`` (the
+    Cartesian product is run; a string value is parsed as on the command line, ``"1:10:5"`` or
+    ``"0.1,0.2"``) or a list of ``{name: value}`` runs. ``t_end``/``dt_out``: as ``simulate``
+    (default: the built-in model's suggestion). ``outputs``: column names to keep (default:
+    all); ``at``: output times to take them at, giving columns ``NAME@T`` (default: the final
+    values, columns ``NAME``). ``jobs``: local worker processes (default: the usable cores;
+    1 runs in this process); ``scheduler``: a Dask scheduler address (``tcp://host:8786``), or
+    a ``dask.distributed`` Client or cluster object, to run on that cluster instead.
+    ``progress(done, total, failed)`` is called as runs finish.
+
+    Raises SweepError for bad input (before any run), SweepInterrupted on Ctrl-C."""
+    from bondsim_ros.bondgraph.core import ModelError
+
+    if isinstance(params, dict):
+        parsed = {}
+        for name, values in params.items():
+            if isinstance(values, str):
+                try:
+                    values = parse_values(values)
+                except SweepError as exc:
+                    raise SweepError(f"{name}: {exc}", "params") from None
+            elif np.ndim(values) == 0:
+                values = [values]
+            parsed[name] = [float(v) for v in values]
+        runs = grid(parsed)
+        param_names = list(parsed)
+    else:
+        runs = [{k: float(v) for k, v in run.items()} for run in params]
+        param_names = list(runs[0]) if runs else []
+        for i, run in enumerate(runs):
+            if set(run) != set(param_names):
+                raise SweepError(f"run {i} sets {sorted(run)}, run 0 {sorted(param_names)}: every run must set the "
+                                 f"same parameters", "params")
+        if not runs:
+            raise SweepError("no runs given", "params")
+        if len(runs) > MAX_RUNS:
+            raise SweepError(f"{len(runs)} runs: more than {MAX_RUNS}", "params")
+    spec = _model_spec(model)
+    try:
+        compiled, entry = load_model(spec, use_cache=use_cache)
+    except ModelError as exc:
+        raise SweepError(str(exc)) from None
+    unknown = [n for n in param_names if n not in compiled.param_names]
+    if unknown:
+        raise SweepError(f"model {compiled.name!r} has no parameter {unknown[0]!r} "
+                         f"(has: {', '.join(compiled.param_names) or 'none'})", "params")
+    defaults = entry.defaults if entry is not None else {}
+    t_end = t_end if t_end is not None else defaults.get("t_end")
+    dt_out = dt_out if dt_out is not None else defaults.get("dt_out")
+    if t_end is None or dt_out is None:
+        raise SweepError("give both (this model suggests no defaults)", "t_end, dt_out")
+    _check_options(t_end, dt_out, rtol, atol, hmax)
+    known = ["t", *compiled.output_names]
+    if outputs is not None:
+        outputs = tuple(outputs)
+        if not outputs:
+            raise SweepError("no columns given", "outputs")
+        # a built-in model's postprocessing adds columns known only once a run has ended
+        missing = [n for n in outputs if n not in known]
+        if missing and (entry is None or entry.postprocess is None):
+            raise SweepError(f"model {compiled.name!r} has no output column {missing[0]!r} (has: {', '.join(known)})",
+                             "outputs")
+    opts = RunOptions(float(t_end), float(dt_out), float(rtol), float(atol), float(hmax), outputs,
+                      None if at is None else _check_at(at, float(t_end), float(dt_out)))
+
+    rows: list = [None] * len(runs)
+    tic = time.perf_counter()
+    if scheduler is not None:
+        workers = _run_dask(scheduler, spec, runs, opts, rows, chunksize, progress)
+    else:
+        jobs = default_jobs() if jobs is None else int(jobs)
+        if jobs < 1:
+            raise SweepError(f"must be at least 1, got {jobs}", "jobs")
+        jobs = min(jobs, len(runs))
+        if jobs <= 1:
+            workers = "1 job (this process)"
+            _run_here(compiled, entry, runs, opts, rows, progress)
+        else:
+            workers = f"{jobs} jobs"
+            _run_pool(jobs, spec, runs, opts, rows, chunksize, progress)
+    seconds = time.perf_counter() - tic
+
+    result = _result(compiled.name, param_names, runs, rows, opts, seconds, workers)
+    if any(r["status"] == STATUS_CANCELLED for r in result.rows):
+        raise SweepInterrupted(result)
+    return result
+
+
+def _result(name, param_names, runs, rows, opts, seconds, workers) -> SweepResult:
+    cancelled = {"status": STATUS_CANCELLED, "message": "not run (interrupted)", "seconds": math.nan, "outputs": {}}
+    rows = [r if r is not None else dict(cancelled) for r in rows]
+    output_names: list = []
+    for r in rows:  # every finished run of one model has the same columns
+        if r["status"] == STATUS_OK:
+            output_names = list(r["outputs"])
+            break
+    else:
+        if opts.outputs is not None:
+            names = list(opts.outputs)
+            output_names = names if opts.at is None else [f"{n}@{t:g}" for t in opts.at for n in names]
+    return SweepResult(name, param_names, output_names, runs, rows, seconds, workers)
+
+
+class _Tally:
+    def __init__(self, total, progress):
+        self.total, self.progress, self.done, self.failed = total, progress, 0, 0
+
+    def add(self, rows, pairs):
+        for i, row in pairs:
+            rows[i] = row
+            self.done += 1
+            self.failed += row["status"] != STATUS_OK
+        if self.progress is not None:
+            self.progress(self.done, self.total, self.failed)
+
+
+def _run_here(compiled, entry, runs, opts, rows, progress) -> None:
+    tally = _Tally(len(runs), progress)
+    try:
+        for i, values in enumerate(runs):
+            tally.add(rows, [(i, run_one(compiled, entry, values, opts))])
+    except KeyboardInterrupt:
+        pass  # the rows not run are marked cancelled
+
+
+def _run_pool(jobs, spec, runs, opts, rows, chunksize, progress) -> None:
+    import concurrent.futures as cf
+    import multiprocessing
+
+    tally = _Tally(len(runs), progress)
+    # spawn: a fresh interpreter per worker (no copy of this process's threads, locks or loaded
+    # libraries, as fork would make); each imports the package and loads the model once
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_pool_worker_init)
+    futures = []
+    try:
+        futures = [pool.submit(run_chunk, spec, chunk, opts) for chunk in _chunks(runs, jobs, chunksize)]
+        for fut in cf.as_completed(futures):
+            tally.add(rows, fut.result())
+    except KeyboardInterrupt:
+        # the executor has no way to stop a running task: end its worker processes (private, but
+        # the only handle; they hold nothing that needs a clean exit). The executor then fails
+        # the pending futures itself (cancelling them first makes its thread raise on them, in
+        # Python 3.11); the unfinished rows are marked cancelled
+        _stop(pool)
+        return
+    except cf.process.BrokenProcessPool as exc:
+        _stop(pool)
+        raise RuntimeError(f"a sweep worker process died ({exc})") from None
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop(pool) -> None:
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.terminate()
+    pool.shutdown(wait=True)
+
+
+def _dask_client(scheduler):
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise SweepError("a Dask scheduler needs dask.distributed: pip install 'bondsim_ros[cluster]' "
+                         "(or pip install 'dask[distributed]')", "scheduler") from None
+    if isinstance(scheduler, Client):
+        return scheduler, False
+    try:
+        return Client(scheduler, timeout="10s"), True
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SweepError(f"cannot connect to the Dask scheduler {scheduler}: {exc}", "scheduler") from None
+
+
+def _run_dask(scheduler, spec, runs, opts, rows, chunksize, progress) -> str:
+    from dask.distributed import as_completed
+
+    client, own = _dask_client(scheduler)
+    try:
+        n_workers = max(1, sum(client.nthreads().values()))
+        tally = _Tally(len(runs), progress)
+        futures = []
+        try:
+            # pure=False: identical chunks of two sweeps are still two computations
+            futures = [client.submit(run_chunk, spec, chunk, opts, pure=False)
+                       for chunk in _chunks(runs, n_workers, chunksize)]
+            for fut in as_completed(futures):
+                tally.add(rows, fut.result())
+        except KeyboardInterrupt:
+            client.cancel(futures)
+        return f"Dask at {client.scheduler.address}, {n_workers} worker threads"
+    finally:
+        if own:
+            client.close()

@@ -1,0 +1,271 @@
+"""`bondsim-ros sweep`: every row is what `bondsim-ros simulate` gives for that run's parameters,
+whether the runs go to this process, a local pool or a Dask cluster; bad --param specs are
+refused by name; a failing run is reported in its row and the others still run."""
+from __future__ import annotations
+
+import csv
+import math
+import multiprocessing
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bondsim_ros.cli import main
+
+SERVO = str(Path(__file__).resolve().parent / "data" / "models" / "servo.yaml")
+RUN = ["--t-end", "1", "--dt-out", "0.01"]
+
+
+def read_rows(path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def simulate_rows(tmp_path, params: dict) -> dict:
+    """The CSV of `bondsim-ros simulate SERVO --param ...` as {column: values}."""
+    out = tmp_path / "sim.csv"
+    argv = ["simulate", SERVO, *RUN, "--csv", str(out), "-q"]
+    for name, value in params.items():
+        argv += ["--param", f"{name}={value!r}"]
+    assert main(argv) == 0
+    rows = read_rows(out)
+    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]}
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    """`simulate` of each point of m=1,2 x kp=20,40 (the sweeps below), in grid order."""
+    tmp = tmp_path_factory.mktemp("serial")
+    return [simulate_rows(tmp, {"m": m, "kp": kp}) for m in (1.0, 2.0) for kp in (20.0, 40.0)]
+
+
+def check_against_serial(rows, serial, columns=None):
+    columns = columns or [c for c in serial[0] if c != "t"]
+    assert [(float(r["m"]), float(r["kp"])) for r in rows] == [(1.0, 20.0), (1.0, 40.0), (2.0, 20.0), (2.0, 40.0)]
+    for row, sim in zip(rows, serial):
+        assert row["status"] == "ok" and row["message"] == ""
+        for col in columns:  # the final value, bit for bit (both files round-trip float64)
+            assert float(row[col]) == sim[col][-1], (col, row)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_rows_are_the_serial_simulate_results(tmp_path, serial, jobs, capsys):
+    out = tmp_path / "sweep.csv"
+    assert main(["sweep", SERVO, "--param", "m=1:2:2", "--param", "kp=20,40", *RUN, "--jobs", jobs,
+                 "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"4 of 4 runs, 0 failed" in err and ("2 jobs" if jobs == "2" else "1 job") in err, err
+    rows = read_rows(out)
+    assert list(rows[0])[:5] == ["run", "m", "kp", "status", "message"]
+    # every output column of simulate's CSV but t, as its final value
+    assert list(rows[0])[6:] == [c for c in serial[0] if c != "t"]
+    check_against_serial(rows, serial)
+
+
+def test_at_takes_the_outputs_at_those_times_and_npz_holds_the_same(tmp_path, serial):
+    out = tmp_path / "sweep.npz"
+    assert main(["sweep", SERVO, "--param", "m=1,2", "--param", "kp=20:40:2", *RUN, "--jobs", "2",
+                 "--outputs", "pos,force", "--at", "0.5,1", "-o", str(out), "-q"]) == 0
+    data = np.load(out)
+    assert list(data.files) == ["run", "m", "kp", "status", "message", "seconds", "pos@0.5", "force@0.5", "pos@1",
+                                "force@1"]
+    assert list(data["status"]) == ["ok"] * 4
+    for i, sim in enumerate(serial):
+        row = int(np.flatnonzero(np.isclose(sim["t"], 0.5))[0])
+        assert data["pos@0.5"][i] == sim["pos"][row] and data["force@0.5"][i] == sim["force"][row]
+        assert data["pos@1"][i] == sim["pos"][-1]
+
+
+def test_a_dask_cluster_gives_the_same_rows(tmp_path, serial, capsys):
+    distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
+                                                                  "extra; tools/setup.sh installs it)")
+    out = tmp_path / "dask.csv"
+    # two worker processes: each loads the model by its path, as a cluster's workers do
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+        assert main(["sweep", SERVO, "--param", "m=1,2", "--param", "kp=20,40", *RUN, "--scheduler",
+                     cl.scheduler_address, "--chunksize", "1", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"Dask at {cl.scheduler_address}, 2 worker threads" in err, err
+    check_against_serial(read_rows(out), serial)
+
+
+def test_an_unreachable_scheduler_is_refused(tmp_path, capsys):
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] extra)")
+    out = tmp_path / "x.csv"
+    tic = time.perf_counter()
+    rc = main(["sweep", SERVO, "--param", "m=1", *RUN, "--scheduler", "tcp://127.0.0.1:9", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--scheduler: cannot connect to the Dask scheduler tcp://127.0.0.1:9" in err, err
+    assert "Traceback" not in err and not out.exists()
+    assert time.perf_counter() - tic < 30
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("m=1:2", "--param m: expects START:STOP:COUNT, V1,V2,... or VALUE, got '1:2'"),
+    ("m=1:2:0", "--param m: COUNT must be a whole number >= 1, got '0'"),
+    ("m=1:2:2.5", "--param m: COUNT must be a whole number >= 1, got '2.5'"),
+    ("m=1,,2", "--param m: expects START:STOP:COUNT, V1,V2,... or VALUE, got '1,,2'"),
+    ("m=a", "--param m: expects"),
+    ("m=1,nan", "--param m: values must be finite numbers, got nan"),
+    ("m", "--param expects NAME=START:STOP:COUNT, NAME=V1,V2,... or NAME=VALUE, got 'm'"),
+    ("=1", "--param expects NAME=START:STOP:COUNT"),
+    ("zz=1,2", "--param: model 'servo' has no parameter 'zz' (has: m, b, kp)"),
+    ("m=1:2:2000000", "--param m: COUNT 2000000 is more than 1000000 runs"),
+])
+def test_bad_param_specs_are_refused_naming_the_argument(tmp_path, capsys, spec, fragment):
+    out = tmp_path / "x.csv"
+    rc = main(["sweep", SERVO, "--param", spec, *RUN, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert err.startswith("bondsim-ros sweep: error: ") and "Traceback" not in err, err
+    assert fragment in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--param", "m=1", "--param", "m=2"], "--param m: given twice"),
+    (["--param", "m=1:2:1001", "--param", "kp=1:2:1000"], "--param: 1001 x 1000 = 1001000 runs: more than 1000000"),
+    (["--param", "m=1", "--at", "0.505"], "--at: time 0.505 is not an output time"),
+    (["--param", "m=1", "--at", "2"], "--at: time 2 is outside the run (0..1)"),
+    (["--param", "m=1", "--outputs", "pos,nope"], "--outputs: model 'servo' has no output column 'nope'"),
+    (["--param", "m=1", "--jobs", "0"], "--jobs must be at least 1, got 0"),
+    (["--param", "m=1", "--rtol", "2"], "--rtol: must be between 0 and 1"),
+])
+def test_bad_options_are_refused(tmp_path, capsys, argv, fragment):
+    out = tmp_path / "x.csv"
+    rc = main(["sweep", SERVO, *RUN, *argv, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and fragment in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_output_format_and_place_are_checked_before_running(tmp_path, capsys):
+    rc = main(["sweep", SERVO, "--param", "m=1", *RUN, "-o", str(tmp_path / "x.xlsx")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "unknown format '.xlsx'" in err, err
+    rc = main(["sweep", SERVO, "--param", "m=1", *RUN, "-o", str(tmp_path / "no" / "x.csv")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--output" in err and "does not exist" in err, err
+
+
+def test_parquet_is_written_or_its_library_named(tmp_path, capsys):
+    out = tmp_path / "x.parquet"
+    rc = main(["sweep", SERVO, "--param", "m=1,2", *RUN, "-o", str(out), "-q", "--jobs", "1"])
+    err = capsys.readouterr().err
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        assert rc == 2 and "writing Parquet needs pyarrow" in err and not out.exists(), err
+        return
+    assert rc == 0, err
+    table = pq.read_table(out).to_pydict()
+    assert table["m"] == [1.0, 2.0] and table["status"] == ["ok", "ok"]
+
+
+def test_a_failing_run_is_reported_in_its_row_and_the_sweep_goes_on(tmp_path, serial, capsys):
+    out = tmp_path / "sweep.csv"
+    # m = 0: the mass's inertia must be positive, refused when that run starts
+    rc = main(["sweep", SERVO, "--param", "m=0,1,2", "--param", "kp=20,40", *RUN, "--jobs", "2", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1, err  # some runs failed; the table is written
+    assert "6 of 6 runs, 2 failed" in err and "run 0 (m=0, kp=20) failed: servo: parameter value(s) m = 0 refused" \
+        in err, err
+    rows = read_rows(out)
+    for row in rows[:2]:
+        assert row["status"] == "failed" and "m = 0 refused" in row["message"] and "must be positive" in row["message"]
+        assert math.isnan(float(row["pos"]))
+    check_against_serial(rows[2:], serial)
+
+
+def test_python_api_and_ctrl_c_stops_the_workers(tmp_path):
+    from bondsim_ros.sweep import SweepError, SweepInterrupted, sweep
+
+    result = sweep(SERVO, {"m": [1.0, 2.0], "kp": "20,40"}, t_end=1.0, dt_out=0.01, outputs=["pos"], jobs=1)
+    assert result.status == ["ok"] * 4 and result.columns[-1] == "pos"
+    assert list(result["kp"]) == [20.0, 40.0, 20.0, 40.0]
+    listed = sweep(SERVO, [{"m": 2.0, "kp": 40.0}, {"kp": 20.0, "m": 1.0}], t_end=1.0, dt_out=0.01, outputs=["pos"],
+                   jobs=1)
+    assert listed["pos"][0] == result["pos"][3] and listed["pos"][1] == result["pos"][0]
+    with pytest.raises(SweepError, match=r"params: run 1 sets \['m'\], run 0 \['kp', 'm'\]"):
+        sweep(SERVO, [{"m": 2.0, "kp": 40.0}, {"m": 1.0}], t_end=1.0, dt_out=0.01, jobs=1)
+
+    calls = []
+
+    def interrupt(done, total, failed):  # Ctrl-C as the first chunk comes back
+        calls.append(done)
+        raise KeyboardInterrupt
+
+    with pytest.raises(SweepInterrupted) as info:
+        sweep(SERVO, {"m": np.linspace(1, 2, 20)}, t_end=4.0, dt_out=0.01, hmax=1e-5, jobs=2, chunksize=1,
+              progress=interrupt)
+    status = info.value.result.status
+    assert calls == [1] and status.count("ok") == 1 and status.count("cancelled") == 19, status
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not multiprocessing.active_children()  # no worker left running
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to see the worker processes")
+def test_ctrl_c_on_the_command_line_writes_the_table_and_leaves_no_worker(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "sweep.csv"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    # 200 runs of about 0.1 s each: still running when Ctrl-C comes
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "sweep", SERVO, "--param", "m=1:2:200",
+                             "--t-end", "4", "--dt-out", "0.01", "--hmax", "1e-5", "--jobs", "2", "--chunksize", "1",
+                             "-o", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = children(proc.pid)
+        assert len(workers) >= 2, "the worker processes did not start"
+        time.sleep(1.0)  # runs under way
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal signals the whole process group
+        err = proc.communicate(timeout=30)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted:" in err and "marked cancelled" in err, err
+    status = [r["status"] for r in read_rows(out)]
+    assert len(status) == 200 and status.count("cancelled") > 0 and "failed" not in status, status
+    assert all(s == "ok" for s in status if s != "cancelled")
+    deadline = time.monotonic() + 10  # the pool's resource tracker ends once it reads its pipe's end
+    while [w for w in workers if Path(f"/proc/{w}").exists()] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [Path(f"/proc/{w}/cmdline").read_bytes() for w in workers if Path(f"/proc/{w}").exists()]
+    assert not left, f"processes outlived the sweep: {left}"
+
+
+def test_the_readme_sweep_runs_as_written(tmp_path, monkeypatch, capsys):
+    import shlex
+
+    root = Path(__file__).resolve().parents[1]
+    block = (root / "README.md").read_text().split("## Using it", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    lines = [shlex.split(line, comments=True) for line in block.splitlines() if line.startswith("bondsim-ros sweep")]
+    assert len(lines) == 1
+    assert lines[0] == shlex.split("bondsim-ros sweep " + (root / "docs" / "engine.md").read_text().split(
+        "```bash\nbondsim-ros sweep ", 1)[1].split("\n", 1)[0]), "README and docs/engine.md show the same command"
+    monkeypatch.chdir(tmp_path)
+    assert main(lines[0][1:] + ["-q"]) == 0, capsys.readouterr().err
+    rows = read_rows(tmp_path / "sweep.csv")
+    assert [r["status"] for r in rows] == ["ok"] * 12
+    assert list(rows[0]) == ["run", "vx_cmd", "wz_cmd", "status", "message", "seconds", "x", "y", "phi"]
+    # straight ahead at 0.5 m/s for the model's 5 s, and turning on the spot: what the grid asks for
+    assert float(rows[10]["x"]) == pytest.approx(2.5, rel=0.01) and abs(float(rows[10]["phi"])) < 1e-9
+    assert float(rows[1]["phi"]) == pytest.approx(5.0, rel=0.01)
