@@ -94,3 +94,34 @@ def test_a_built_in_model_from_its_record_keeps_its_defaults_and_columns(tmp_pat
         err = capsys.readouterr().err
     assert "(cached)" in err
     assert outs[0] == outs[1]
+
+
+def test_two_checkouts_sharing_a_cache_each_run_their_own_model(tmp_path, cache):
+    """A second copy of the package (another checkout, another install) whose built-in model
+    differs runs its own model, not the first copy's build: a record found by the model's name
+    alone listed the first copy's files, unchanged, and handed the second copy their build."""
+    import shutil
+
+    copies = {}
+    for label, x0 in (("a", "0.1"), ("b", "0.3")):
+        root = tmp_path / label
+        shutil.copytree(ROOT / "bondsim_ros", root / "bondsim_ros", ignore=shutil.ignore_patterns("__pycache__"))
+        for share in ("urdf", "config"):  # the checkout's shared files (bondsim_ros.paths)
+            (root / share).symlink_to(ROOT / share)
+        examples = root / "bondsim_ros" / "models" / "examples.py"
+        text = examples.read_text()
+        assert "x0=0.1, force=0.0" in text
+        examples.write_text(text.replace("x0=0.1, force=0.0", f"x0={x0}, force=0.0"))
+        copies[label] = root
+    first = {}
+    for label in ("a", "b", "a", "b"):  # each twice: the second run of each comes from its record
+        out = tmp_path / f"{label}.csv"
+        proc = subprocess.run([sys.executable, "-m", "bondsim_ros.cli", "simulate", "mass_spring_damper",
+                               "--t-end", "1", "--dt-out", "0.5", "--csv", str(out)],
+                              env={**os.environ, "PYTHONPATH": str(copies[label])}, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        x_start = np.genfromtxt(out, delimiter=",", names=True)["x"][0]
+        first.setdefault(label, x_start)
+        assert x_start == pytest.approx(0.1 if label == "a" else 0.3), (label, proc.stderr)
+    assert first == {"a": pytest.approx(0.1), "b": pytest.approx(0.3)}

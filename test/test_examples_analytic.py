@@ -49,9 +49,13 @@ def test_lossless_oscillator_energy_over_100_periods():
     assert float(np.max(np.abs(res["spring.q"] - np.cos(res.t)))) < 1e-4
 
 
-def test_pendulum_keeps_its_length_and_period():
-    L, theta0 = 1.0, math.radians(60.0)
-    res = simulate(ex.pendulum(L=L, theta0=theta0), t_end=10.0, dt_out=0.001, rtol=1e-9, atol=1e-11)
+@pytest.mark.parametrize("L, run_time", [(1.0, False), (2.0, True), (0.5, True)])
+def test_pendulum_keeps_its_length_and_period(L, run_time):
+    """The rod length is L whether built with it or set at run time (``--param L=2``): the mass
+    stays at distance L and swings with the period of a pendulum of length L."""
+    theta0 = math.radians(60.0)
+    model = ex.pendulum(theta0=theta0) if run_time else ex.pendulum(L=L, theta0=theta0)
+    res = simulate(model, t_end=10.0, dt_out=0.001, rtol=1e-9, atol=1e-11, params={"L": L} if run_time else None)
     length = np.hypot(res["x"], res["y"])
     assert float(np.max(np.abs(length - L))) < 1e-6
     # energy conserved (no damping), m = 1

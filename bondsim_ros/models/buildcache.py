@@ -3,7 +3,7 @@
 ``codegen.compile_model`` keys the generated code by a fingerprint of the *built* model's
 structure. Building a model imports sympy (0.5-0.7 s) and runs its builder (0.25-0.45 s for
 the Robotino): more than the Robotino's whole 50 s solve. A *build record* maps what the user
-asked for -- a built-in model's name or a model file -- to that fingerprint, the model's name
+asked for -- a built-in model's name or a model file, with this copy of the package -- to that fingerprint, the model's name
 and its parameter values, and lists every file the build read (the Python modules of this
 package and of the model file, parameter files, the model file itself) with a hash of each.
 The next request for the same model, with the same engine and the same ``BONDSIM_*``
@@ -36,7 +36,10 @@ def _record_path(spec: str) -> Path | None:
     else:  # a built-in model: its module's source is among the record's files
         what = f"name:{spec}"
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("BONDSIM_") and k not in _NOT_BUILD_ENV)
-    blob = json.dumps([_engine_hash(), what, env])
+    # the package's own location: two checkouts or installs sharing one cache each have their
+    # records, else one would take the other's build while the other's files stay unchanged
+    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../bondsim_ros
+    blob = json.dumps([_engine_hash(), what, env, package])
     return cache_dir() / f"r_{hashlib.sha256(blob.encode()).hexdigest()[:24]}.json"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from bondsim_ros.bondgraph import (
-    TF, C, DCMotor, EffortJunction, FlowJunction, I, Integrator, Model, R, Recorder, Se, Sf,
+    TF, C, DCMotor, EffortJunction, FlowJunction, Function, I, Integrator, Model, R, Recorder, Se, Sf,
 )
 
 
@@ -95,10 +95,12 @@ def lossless_oscillator(m=1.0, k=1.0, x0=1.0) -> Model:
 def pendulum(m=1.0, L=1.0, g=9.81, theta0=math.radians(60.0)) -> Model:
     """Point mass in Cartesian coordinates held on a rod by a zero-velocity source.
 
-    Momenta px, py (I elements) and positions x, y (integrators); the rod's axial velocity
-    (x vx + y vy)/L is the sum of two modulated transformers' flows into a 0-junction, set to
-    zero by Sf. The common effort of that junction is the rod force: an index-2 multiplier, the
-    same structure as the Robotino's wheel contacts.
+    Momenta px, py (I elements); the mass's direction from the pivot (u, w) = (x, y)/L as
+    integrators of the velocity over L, so the run-time parameter L (``--param L=2``) is the rod's
+    length: a position integrated in metres would start at the build-time length whatever L is
+    set to. The rod's axial velocity u vx + w vy is the sum of two modulated transformers' flows
+    into a 0-junction, set to zero by Sf. The common effort of that junction is the rod force: an
+    index-2 multiplier, the same structure as the Robotino's wheel contacts.
     """
     model = Model("pendulum", "Cartesian pendulum with a velocity-level rod constraint")
     model.parameter("L", L, "rod length [m]")
@@ -106,8 +108,10 @@ def pendulum(m=1.0, L=1.0, g=9.81, theta0=math.radians(60.0)) -> Model:
     jy = model.add(EffortJunction("vy", output=True))
     rod = model.add(FlowJunction("rod", output=True))
     model.add(I("mx", m), I("my", m), Se("gravity", -m * g))
-    model.add(TF("tx", "x/L", inputs=["x"]), TF("ty", "y/L", inputs=["y"]), Sf("axial", 0.0))
-    model.add(Integrator("X", L * math.sin(theta0)), Integrator("Y", -L * math.cos(theta0)))
+    model.add(TF("tx", "u", inputs=["u"]), TF("ty", "w", inputs=["w"]), Sf("axial", 0.0))
+    model.add(Function("du", "v/L", inputs=["v"]), Function("dw", "v/L", inputs=["v"]))
+    model.add(Integrator("U", math.sin(theta0)), Integrator("W", -math.cos(theta0)))
+    model.add(Function("X", "L*u", inputs=["u"]), Function("Y", "L*w", inputs=["w"]))
     model.bond(jx, "mx")
     model.bond(jy, "my")
     model.bond("gravity", jy)
@@ -116,10 +120,14 @@ def pendulum(m=1.0, L=1.0, g=9.81, theta0=math.radians(60.0)) -> Model:
     model.bond("tx.p2", jx)
     model.bond(rod, "ty.p1")
     model.bond("ty.p2", jy)
-    model.connect(jx.out, "X.in_")
-    model.connect(jy.out, "Y.in_")
-    model.connect("X.out", "tx.x")
-    model.connect("Y.out", "ty.y")
+    model.connect(jx.out, "du.v")
+    model.connect(jy.out, "dw.v")
+    model.connect("du.out", "U.in_")
+    model.connect("dw.out", "W.in_")
+    model.connect("U.out", "tx.u")
+    model.connect("W.out", "ty.w")
+    model.connect("U.out", "X.u")
+    model.connect("W.out", "Y.w")
     model.add(Recorder("rec", ["x", "y", "rod_force"]))
     model.connect("X.out", "rec.x")
     model.connect("Y.out", "rec.y")
