@@ -206,9 +206,15 @@ def _ptr(a: np.ndarray) -> int:
         raise TypeError("kernel arguments must be C-contiguous float64 arrays")
     # ctypes' from_buffer takes 0.4 us where ``a.ctypes.data`` takes 1.4: a consistent
     # initialisation calls the kernels some ten times with four arrays each
-    if a.size and a.flags.writeable:
+    if a.flags.writeable and a.size:
         return ctypes.addressof(ctypes.c_char.from_buffer(a))
-    return a.ctypes.data  # read-only, or empty (a model without parameters)
+    if not a.size:  # a model without parameters: a valid address the kernel never reads
+        return _EMPTY_ADDRESS
+    return a.ctypes.data  # read-only
+
+
+_EMPTY = np.zeros(1)
+_EMPTY_ADDRESS = _EMPTY.ctypes.data
 
 
 class CKernel:
