@@ -159,3 +159,37 @@ def test_fit_runs_reuse_one_solver_and_equal_fresh_ones(motor):
     assert np.array_equal(reused.simulate([1.2, 0.03]), FitProblem(
         motor, log, ["Ra", "K"], ["current", "omega_load"], inputs=["V"], rtol=1e-6, atol=1e-10).simulate([1.2, 0.03]))
     assert reused._sim is not sim
+
+
+def test_sparse_column_order_comes_from_the_cache_as_scipy_gives_it(tmp_path, monkeypatch):
+    """The COLAMD order of the sparse LU is kept in the cache by pattern: a later solver of the
+    same pattern takes it from there (no SciPy call), identical, and runs bit for bit the same;
+    an unreadable or wrong file is computed again."""
+    from bondsim_ros.solver import bdf, native
+
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path)
+    monkeypatch.setattr(bdf, "_orders", {})
+    t_out = np.linspace(0.1, 2.0, 20)
+    first = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10, linear_solver="sparse")
+    (saved,) = (tmp_path / "solver").glob("colamd_*.npy")
+    assert np.array_equal(first.q, bdf._colamd(first.indptr, first.indices, 3))
+    first.init(0.0, [1.0, 0.0, 0.5])
+    Y1, _ = first.advance(t_out)
+
+    def no_scipy(*args):
+        raise AssertionError("the column order was computed again")
+
+    monkeypatch.setattr(bdf, "_orders", {})  # a new process: from the file
+    with monkeypatch.context() as m:
+        m.setattr(bdf, "_colamd", no_scipy)
+        again = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10, linear_solver="sparse")
+    assert np.array_equal(again.q, first.q)
+    again.init(0.0, [1.0, 0.0, 0.5])
+    assert np.array_equal(again.advance(t_out)[0], Y1)
+    for bad in (b"not an array", np.array([0, 0, 1], dtype=np.int64)):  # garbage, not a permutation
+        monkeypatch.setattr(bdf, "_orders", {})
+        if isinstance(bad, bytes):
+            saved.write_bytes(bad)
+        else:
+            np.save(saved, bad)
+        assert np.array_equal(BDFSolver(linear_problem(), linear_solver="sparse").q, first.q)

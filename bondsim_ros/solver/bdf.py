@@ -1,5 +1,6 @@
 """Python face of the BDF core: problem definition, consistent initialisation, resumable runs."""
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +90,71 @@ def _left_null_space(M) -> np.ndarray:
     extra = np.zeros((n, rows.size - rank))
     extra[rows] = U[:, rank:]
     return np.hstack([W, extra])
+
+
+def _colamd(indptr, indices, n) -> np.ndarray:
+    """SuperLU's COLAMD column order of the pattern (values drawn with a fixed seed)."""
+    import scipy.sparse as sps
+    from scipy.sparse.linalg import splu
+
+    rng = np.random.default_rng(12345)
+    A = sps.csc_matrix((rng.uniform(0.5, 1.5, len(indices)), indices, indptr), shape=(n, n))
+    try:
+        q = splu(A + sps.eye(n, format="csc") * 1e-3, permc_spec="COLAMD").perm_c
+    except RuntimeError:
+        q = np.arange(n)
+    return np.ascontiguousarray(q, dtype=np.int64)
+
+
+def _scipy_id() -> bytes:
+    """What the column order depends on besides the pattern: SciPy's release (its version.py),
+    found without importing SciPy."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("scipy")
+    origin = getattr(spec, "origin", None) or ""
+    try:
+        with open(os.path.join(os.path.dirname(origin), "version.py"), "rb") as fh:
+            return fh.read()
+    except OSError:
+        return origin.encode()
+
+
+_orders: dict = {}
+
+
+def _column_order(indptr, indices, n) -> np.ndarray:
+    """The COLAMD order of a sparse pattern, kept in the cache (``solver/colamd_<hash>.npy``,
+    keyed by the pattern and SciPy's release): a model's later runs then import no
+    scipy.sparse (0.12 s) and factor nothing to get it; the order, and so every result, is the
+    one SciPy gives."""
+    import hashlib
+
+    from . import native
+
+    key = hashlib.sha256(b"colamd\0" + _scipy_id() + b"\0" + np.int64(n).tobytes() + indptr.tobytes()
+                         + indices.tobytes()).hexdigest()[:24]
+    if key in _orders:
+        return _orders[key].copy()
+    path = native.cache_root() / "solver" / f"colamd_{key}.npy"
+    try:
+        q = np.load(path, allow_pickle=False)
+        if q.dtype == np.int64 and q.shape == (n,) and np.array_equal(np.sort(q), np.arange(n)):
+            _orders[key] = q
+            return q.copy()
+    except (OSError, ValueError):
+        pass
+    q = _colamd(indptr, indices, n)
+    _orders[key] = q
+    try:  # written whole or not at all; a read-only cache only costs the next run the SciPy call
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            np.save(fh, q, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return q.copy()
 
 
 class BDFSolver:
@@ -203,16 +269,7 @@ class BDFSolver:
             z8, zf = np.zeros(1, dtype=np.int64), np.zeros(1)
             self._lu = (z8, z8, zf, z8, z8, zf, np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n))
             return
-        import scipy.sparse as sps
-        from scipy.sparse.linalg import splu
-
-        rng = np.random.default_rng(12345)
-        A = sps.csc_matrix((rng.uniform(0.5, 1.5, nnz), self.indices, self.indptr), shape=(n, n))
-        try:
-            q = splu(A + sps.eye(n, format="csc") * 1e-3, permc_spec="COLAMD").perm_c
-        except RuntimeError:
-            q = np.arange(n)
-        self.q = np.ascontiguousarray(q, dtype=np.int64)
+        self.q = _column_order(self.indptr, self.indices, n)
         cap = min(n * n, 40 * nnz + 10 * n)
         self._lu = (np.zeros(n + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap),
                     np.zeros(n + 1, np.int64), np.zeros(cap, np.int64), np.zeros(cap),
