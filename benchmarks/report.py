@@ -304,9 +304,13 @@ SECTIONS = [
      robotino_bench),
     ("cli_bench", "`bondsim-ros simulate` from the command line",
      "What a user waits for: each run a fresh `python -m bondsim_ros.cli simulate` process, timed "
-     "from spawn to exit. Warm: the generated-code cache after one untimed run. Empty cache: a new "
-     "`BONDSIM_CACHE_DIR` holding only the C solver core (built once per machine and compiler), so "
-     "the model is built, reduced, printed as C and compiled.",
+     "from spawn to exit, with the package's compiled modules (.pyc) as an installed package has them. "
+     "Warm: the generated-code cache after one untimed run. Empty cache: a new `BONDSIM_CACHE_DIR` "
+     "holding only the C solver core (built once per machine and compiler), so the model is built, "
+     "reduced, printed as C and compiled; with the solver core included: a cache with nothing in it, "
+     "the first run on a machine (gcc builds the core in the background while the model is built). "
+     "The CPU time (user + system of the command and its compilers) moves far less with the load "
+     "of a shared machine than the wall time; wall close to CPU means the run had one core to itself.",
      cli_bench),
     ("small_runs", "Small models: set-up plus solve per run, against IDA with its set-up",
      "What a fit or a parameter sweep pays per simulation of a small model (rtol 1e-6, atol 1e-8), each run "
