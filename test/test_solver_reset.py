@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bondsim_ros.bondgraph import compile_model, simulate
-from bondsim_ros.bondgraph.simulation import Simulation, simulate_many
+from bondsim_ros.bondgraph import compile_model, simulate, simulate_many
+from bondsim_ros.bondgraph.simulation import Simulation
 from bondsim_ros.bondgraph.yamlmodel import load_model
 from bondsim_ros.models import resolve_model
 from test_fit import MOTOR_PY
