@@ -155,13 +155,31 @@ def cli_bench(f: dict) -> list:
         rows.append(["warm: CPU time, median", f"{sig2(w['cpu_median_s'], 2)} s" if w.get("cpu_median_s") else DASH])
         rows.append(["warm: build time `simulate` prints", f"{sig2(w['build_median_s'], 2)} s"])
     for key, label in (("robotino", "Robotino"), ("dualarm", "18-DOF dual-arm (`simulate dualarm`)")):
-        c = dig(f, "cold", key)
-        if c:
-            rows.append([f"empty cache, {label}: printed build / wall of the command",
-                         f"{sig2(c['build_s'], 2)} s / **{sig2(c['wall_s'], 2)} s**"])
+        for suffix, what in (("", "empty cache but the solver core"), ("_empty", "empty cache, solver core included")):
+            c = dig(f, "cold", key + suffix)
+            if c:
+                best = f" (fastest of {c['runs']})" if c.get("runs", 1) > 1 else ""
+                cpu = f", CPU {sig2(c['cpu_s'], 2)} s" if c.get("cpu_s") is not None else ""
+                rows.append([f"{what}, {label}: printed build / wall of the command{best}",
+                             f"{sig2(c['build_s'], 2)} s / **{sig2(c['wall_s'], 2)} s**{cpu}"])
     if f.get("core_build_s") is not None:
         rows.append(["C solver core, first build on a machine", f"{sig2(f['core_build_s'], 2)} s"])
     return [f"The command: `{f['command']}`.", ""] + table(["", "measured"], rows)
+
+
+def small_runs(f: dict) -> list:
+    keys = ["new solver", "reused solver", "reused, values given", "C-IDA", "simulate, per run of a sweep",
+            "simulate_many, per run"]
+    header = ["model", "n, outputs, steps"] + [f"{k} [µs]" for k in keys] + ["reused / new", "reused / C-IDA",
+                                                                               "values given / C-IDA"]
+    rows = []
+    for m in f["models"]:
+        us = m["us_per_run"]
+        rows.append([m["model"], f"{m['n']}, {count(m['outputs'])}, {count(m['steps'])}"]
+                    + [sig(us.get(k)) for k in keys]
+                    + [f"**{ratio(m['ratio_reused_to_new'])}**", f"**{ratio(m['ratio_reused_to_cida'])}**",
+                       ratio(m["ratio_given_to_cida"])])
+    return table(header, rows)
 
 
 def ros_bench(f: dict) -> list:
@@ -311,10 +329,24 @@ SECTIONS = [
      robotino_bench),
     ("cli_bench", "`bondsim-ros simulate` from the command line",
      "What a user waits for: each run a fresh `python -m bondsim_ros.cli simulate` process, timed "
-     "from spawn to exit. Warm: the generated-code cache after one untimed run. Empty cache: a new "
-     "`BONDSIM_CACHE_DIR` holding only the C solver core (built once per machine and compiler), so "
-     "the model is built, reduced, printed as C and compiled.",
+     "from spawn to exit, with the package's compiled modules (.pyc) as an installed package has them. "
+     "Warm: the generated-code cache after one untimed run. Empty cache: a new `BONDSIM_CACHE_DIR` "
+     "holding only the C solver core (built once per machine and compiler), so the model is built, "
+     "reduced, printed as C and compiled; with the solver core included: a cache with nothing in it, "
+     "the first run on a machine (gcc builds the core in the background while the model is built). "
+     "The CPU time (user + system of the command and its compilers) moves far less with the load "
+     "of a shared machine than the wall time; wall close to CPU means the run had one core to itself.",
      cli_bench),
+    ("small_runs", "Small models: set-up plus solve per run, against IDA with its set-up",
+     "What a fit or a parameter sweep pays per simulation of a small model (rtol 1e-6, atol 1e-8), each run "
+     "with another value of one run-time parameter, alternating in one process, the fastest of the "
+     "repeats: a new `BDFSolver` + `init` (consistent initial values) + `advance`; the same on one "
+     "solver through `BDFSolver.reset` (what `simulate_many` and the fit do; bit for bit the new solver's "
+     "results, which the script checks); `reset` handed the consistent values (no initialisation: the "
+     "work C-IDA is given); C-IDA's run from Python, its IDACreate/IDAInit/linear solver set-up and "
+     "IDAFree included; and the simulation layer, a sweep of `simulate` calls against one "
+     "`simulate_many` over the same sets (outputs and results included).",
+     small_runs),
     ("ros_bench", "The ROS 2 graph: frame cost, real-time factor, jitter",
      "Real rclpy (EventsExecutor, Fast DDS, localhost discovery). One Robotino twin on the rose path "
      "publishing at 33 Hz at a real-time factor of 50 and of 1 (publication period jitter, and as "
@@ -358,7 +390,7 @@ OTHER_SCRIPTS = [
     ("multibody_bench.py", "the pendulum and slider-crank variants against their minimal-coordinates "
                            "models; its table is in docs/examples/003.md"),
     ("call_overhead.py", "the fixed cost of a solver call (`advance()` of one frame, `BDFSolver` + "
-                         "`init`) on a two-unknown model"),
+                         "`init` without consistent initialisation) on a two-unknown model"),
     ("reduce_identity.py", "not a timing: checks that two checkouts reduce every built-in model to "
                            "identical equations (`--against OTHER_CHECKOUT`)"),
 ]

@@ -88,6 +88,9 @@ def _exit_now(code: int) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):  # a closed or broken pipe: let the normal exit report it
         return
+    core = sys.modules.get("bondsim_ros.solver._ccore")
+    if core is not None:  # a first build of the solver core still running (a failed model build)
+        core.wait_prebuild()
     os._exit(code)
 
 

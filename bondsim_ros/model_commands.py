@@ -139,6 +139,9 @@ def cmd_simulate(args) -> int:
     if recorded is not None:
         entry = recorded.entry
     else:
+        from bondsim_ros.solver import _ccore
+
+        _ccore.prebuild()  # a first run on this machine: gcc builds the solver core meanwhile
         with buildcache.building() as reads:
             model, entry = _load(args.model)
     t_build = time.perf_counter() - tic

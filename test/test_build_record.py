@@ -1,5 +1,6 @@
 """`simulate` runs a model it has run before from its build record (models/buildcache.py):
 without building it again, and never with what a model file said before an edit."""
+import json
 import os
 import subprocess
 import sys
@@ -71,6 +72,27 @@ def test_a_second_run_builds_nothing(tmp_path, cache, capsys):
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.stdout.split() == ["0", "False"], proc.stderr
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_record_names_sources_also_with_a_pycache_prefix(tmp_path, cache):
+    """With $PYTHONPYCACHEPREFIX the compiled modules a build reads live outside __pycache__:
+    the record lists their sources (the package's own, not sympy's), not some 500 .pyc files
+    that every later run would hash before it starts."""
+    model = tmp_path / "rc.yaml"
+    model.write_text(RC_YAML)
+    code = ("from bondsim_ros.cli import main; "
+            f"main(['simulate', {str(model)!r}, '--t-end', '1', '--dt-out', '0.1', '-q', '--csv', '-'])")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), BONDSIM_CACHE_DIR=str(cache),
+               PYTHONPYCACHEPREFIX=str(tmp_path / "pyc"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for _ in range(2):  # the second run reads the .pyc files the first one wrote
+        (cache / "models").is_dir() and [p.unlink() for p in (cache / "models").glob("r_*.json")]
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    (record,) = (cache / "models").glob("r_*.json")
+    files = json.loads(record.read_text())["files"]
+    assert not [f for f in files if f.endswith(".pyc")]
+    assert str(model.resolve()) in files and any(f.endswith("bondgraph/codegen.py") for f in files)
 
 
 def test_no_cache_rebuilds(tmp_path, cache, capsys):

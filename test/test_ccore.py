@@ -203,3 +203,20 @@ def test_the_slots_and_codes_are_read_from_the_core_itself():
         decl = re.sub(r"\b(const|double|int64_t|uint8_t|res_fn|jac_fn)\b", "", decl)
         fields += [f.strip(" *\n") for f in decl.split(",") if f.strip(" *\n")]
     assert fields == [name for name, _ in _ccore.Solver._fields_]
+
+
+def test_a_first_run_builds_the_core_beside_the_model_and_leaves_it_whole(tmp_path):
+    """On an empty cache `simulate` starts gcc on the solver core before it builds the model
+    (the two overlap); a run that then fails on its model still waits for that build: the core
+    is in the cache, whole, with no temporary folder beside it, and the next run uses it."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ncomponents:\n  - {type: NoSuchElement, name: x}\n")
+    env = dict(__import__("os").environ, PYTHONPATH=str(ROOT), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "bondsim_ros.cli", "simulate", str(bad), "--t-end", "1",
+                           "--dt-out", "0.1"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    built = sorted(p.name for p in (tmp_path / "cache" / "solver").iterdir())
+    assert len(built) == 1 and built[0].startswith("bdf_core_") and built[0].endswith(".so"), built
+    proc = subprocess.run([sys.executable, "-c", "from bondsim_ros.solver import _ccore; "
+                           "print(_ccore.library()._name)"], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.stdout.strip().endswith(built[0]), proc.stderr

@@ -21,7 +21,7 @@ __all__ = [
     "Component", "Model", "ModelError", "PowerPort", "ControlPort",
     "I", "C", "R", "TF", "GY", "Se", "Sf", "EffortJunction", "FlowJunction",
     "Input", "Sum", "Gain", "Function", "Integrator", "Derivative", "PID", "Node", "Recorder", "DCMotor",
-    "compile_model", "simulate", "Simulation", "SimulationResult",
+    "compile_model", "simulate", "simulate_many", "Simulation", "SimulationResult",
 ]
 
 
@@ -31,7 +31,7 @@ def __getattr__(name):
         from .codegen import compile_model
 
         return compile_model
-    if name in ("simulate", "Simulation", "SimulationResult"):
+    if name in ("simulate", "simulate_many", "Simulation", "SimulationResult"):
         from . import simulation
 
         return getattr(simulation, name)

@@ -799,6 +799,9 @@ def _build(model, key, eliminate, src_path, meta_path, folder, log) -> dict:
     from .events import extract_events
     from .reduce import reduce_dae, require_unknowns
 
+    from bondsim_ros.solver import _ccore
+
+    _ccore.prebuild()  # the solver core's first build on this machine runs beside this one
     log(f"model {model.name!r}: building equations")
     try:
         raw = build_dae(model)

@@ -181,6 +181,7 @@ class FitProblem:
         self.echo = [(j, pname, col, sim_names.index(col) - 1) for j, (pname, col) in enumerate(self.input_map)
                      if col in sim_names[1:]]
         self.n_eval = 0
+        self._sim, self._sim_options = None, None  # the Simulation reused by simulate()
 
     # ---------------------------------------------------------------------------------
     def initial(self) -> np.ndarray:
@@ -203,8 +204,17 @@ class FitProblem:
 
         out_idx = self.out_idx if columns is None else list(columns)
         names = [p for p, _ in self.input_map]
-        sim = Simulation(self.compiled, rtol=self.rtol, atol=self.atol, hmax=self.hmax, t0=float(self.t[0]),
-                         params=self.values(theta))
+        # one solver for all the runs of a fit, reset for each (bit for bit a new Simulation's
+        # run: Simulation.reset); a new one if the tolerances were changed in between
+        options = (self.rtol, self.atol, self.hmax, float(self.t[0]))
+        sim = self._sim if self._sim is not None and self._sim_options == options else None
+        if sim is None:
+            self._sim = None
+            sim = Simulation(self.compiled, rtol=self.rtol, atol=self.atol, hmax=self.hmax, t0=float(self.t[0]),
+                             params=self.values(theta))
+            self._sim, self._sim_options = sim, options
+        else:
+            sim.reset(params=self.values(theta), t0=float(self.t[0]))
         out = np.empty((len(self.t), len(out_idx)))
         out[0] = sim.outputs_at(self.t[0], sim.solver.y, sim.solver.yp)[out_idx]
         # the inputs are held from one sample to the next: integrate in one call between changes

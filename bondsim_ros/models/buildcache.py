@@ -94,7 +94,7 @@ def _dependencies(opened: set) -> dict:
 
     files = set()
     for path in opened:
-        if path.endswith(".pyc") and "__pycache__" in path:
+        if path.endswith(".pyc"):  # in __pycache__, or under $PYTHONPYCACHEPREFIX
             try:
                 path = importlib.util.source_from_cache(path)
             except ValueError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import ctypes
 import re
+import threading
 from importlib import resources
 
 import numpy as np
@@ -93,19 +94,67 @@ class Solver(ctypes.Structure):
 
 
 _lib = None
+_pending = None  # (thread, {"path": ...} or {"error": ...}) of a build started by prebuild()
+
+
+def _build():
+    """The core's library in the cache (compiled if it is not there yet)."""
+    folder = native.cache_root() / "solver"
+    try:
+        return native.build_library(source(), "bdf_core", folder, extra_flags=native.CORE_CFLAGS,
+                                    what="the BDF core")
+    except native.NativeBuildError:
+        # a compiler that does not know -march=native (or this CPU): the portable build
+        return native.build_library(source(), "bdf_core", folder, extra_flags=("-O3",), what="the BDF core")
+
+
+def prebuild() -> None:
+    """Start compiling the core in a background thread when this machine's cache has none yet,
+    so that gcc's second or so runs while the model is built (sympy) instead of after it;
+    ``library()`` waits for it. Nothing happens when the core is built or loaded already."""
+    global _pending
+    if _lib is not None or _pending is not None:
+        return
+    try:
+        folder = native.cache_root() / "solver"
+        if native.library_path(source(), "bdf_core", folder, native.CORE_CFLAGS).exists():
+            return
+    except native.NativeBuildError:
+        return  # no compiler: library() says so when the core is needed
+    result: dict = {}
+
+    def work():
+        try:
+            result["path"] = _build()
+        except Exception as exc:  # noqa: BLE001 - raised again where the core is needed
+            result["error"] = exc
+
+    thread = threading.Thread(target=work, name="bondsim-core-build")
+    thread.start()
+    _pending = (thread, result)
+
+
+def wait_prebuild() -> None:
+    """Wait for a background build of the core (before a process ends without its teardown: a
+    build cut short would leave its temporary folder in the cache)."""
+    if _pending is not None:
+        _pending[0].join()
 
 
 def library() -> ctypes.CDLL:
     """The compiled core, built into the cache the first time on this machine."""
-    global _lib
+    global _lib, _pending
     if _lib is None:
-        folder = native.cache_root() / "solver"
-        try:
-            path = native.build_library(source(), "bdf_core", folder, extra_flags=native.CORE_CFLAGS,
-                                        what="the BDF core")
-        except native.NativeBuildError:
-            # a compiler that does not know -march=native (or this CPU): the portable build
-            path = native.build_library(source(), "bdf_core", folder, extra_flags=("-O3",), what="the BDF core")
+        path = None
+        if _pending is not None:
+            thread, result = _pending
+            thread.join()
+            _pending = None
+            if "error" in result:
+                raise result["error"]
+            path = result["path"]
+        if path is None:
+            path = _build()
         lib = native.load_library(path)
         lib.bdf_advance.argtypes, lib.bdf_advance.restype = [_P], _I
         lib.bdf_work_size.argtypes, lib.bdf_work_size.restype = [_I, _I, _I, _I], _I

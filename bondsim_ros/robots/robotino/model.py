@@ -27,7 +27,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from bondsim_ros.bondgraph import (
     PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model,
@@ -57,6 +56,8 @@ def _value(node):
 def load_params(path=None, overrides: dict | None = None) -> dict:
     """Flat SI parameter dict from the YAML (``section.key`` names), with optional overrides."""
     path = Path(path or os.environ.get("BONDSIM_ROBOTINO_CONFIG") or config_path())
+    import yaml  # here, not at the top: a warm `simulate` (build record) reads no config
+
     data = yaml.safe_load(path.read_text())
     flat = {}
     for section, entries in data.items():
@@ -388,6 +389,8 @@ def write_config(estimates: dict, out_path, notes: dict | None = None, source=No
         raise ValueError(f"not Robotino configuration parameters: {', '.join(not_physical)} "
                          f"(configurable: {', '.join(RUNTIME_PARAMS)})")
     src = Path(source or os.environ.get("BONDSIM_ROBOTINO_CONFIG") or config_path())
+    import yaml
+
     data = yaml.safe_load(src.read_text())
     for name, value in estimates.items():
         section, key = RUNTIME_PARAMS[name].split(".")
