@@ -2,11 +2,14 @@
 
 Prints, in one process on the same generated equations:
   - build time: cold (sympy + code generation + numba compile, empty caches) and cached;
-  - solve time of bondsim_ros's BDF, median of N after a warm-up;
-  - the same DAE through SUNDIALS IDA driven from C (benchmarks/c_ida.py: the reduced DAE
-    printed as C, Debian's libsundials-dev), same unknowns, consistent initial values,
-    tolerances and hmax: the reference; and, for context, IDA through scikit-sundae with the
-    numba kernels called back from Python;
+  - solve time of bondsim_ros's BDF, median of N after a warm-up, set-up included (the
+    Simulation with its solver and consistent initial values);
+  - the same DAE through SUNDIALS IDA driven from C (benchmarks/c_ida.py: the model's generated
+    C, Debian's libsundials-dev): the same moded residual and analytic Jacobian, the roller
+    switches located by IDA's rootfinding and restarted there (IDAReInit), dense LU and KLU;
+    same unknowns, consistent initial values, tolerances and hmax, set-up inside its timed C
+    call: the reference; and, for context, IDA through scikit-sundae with the kernels called
+    back from Python (the laws as written, no modes);
   - ratios, the work counters of both solvers (Newton iterations, Jacobian evaluations/LU
     factorisations, rejected steps), the tracking errors and the pose difference.
 
@@ -86,7 +89,7 @@ def main(argv=None):
     record.add_argument(ap, "robotino_bench")
     args = ap.parse_args(argv)
 
-    from c_ida import MissingSundials, check_toolchain
+    from c_ida import MissingSundials, check_toolchain, klu_available
 
     try:
         check_toolchain()
@@ -112,19 +115,26 @@ def main(argv=None):
     y0 = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax).solver
     yinit, ypinit = y0.y.copy(), y0.yp.copy()
     cida = CIDA(robotino(), compiled)
-    ours_t, ida_t, sk_t = [], [], []
-    sim = cida_out = ida_sol = None
+    klu = CIDA(robotino(), compiled, linear_solver="klu") if klu_available() else None
+    ours_t, ida_t, klu_t, sk_t = [], [], [], []
+    sim = cida_out = ida_sol = klu_out = None
     for k in range(args.repeat + 1):  # first round: warm-up (numba dispatch, caches)
-        s = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax)
         tic = time.perf_counter()
+        s = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax)
         rows = s.advance(t_out)
         el = time.perf_counter() - tic
         tic = time.perf_counter()
         cida_out = cida.run(t_out, yinit, ypinit, rtol, atol, hmax)
         el_c = time.perf_counter() - tic
+        if klu is not None:
+            tic = time.perf_counter()
+            klu_out = klu.run(t_out, yinit, ypinit, rtol, atol, hmax)
+            el_k = time.perf_counter() - tic
         if k > 0:
             ours_t.append(el)
             ida_t.append(el_c)
+            if klu is not None:
+                klu_t.append(el_k)
         sim = (s, rows)
     if not args.no_sksundae:
         tspan = np.concatenate([[0.0], t_out])
@@ -157,6 +167,11 @@ def main(argv=None):
     print(f"{'Newton iterations':38s}{stats['newton_iters']:16d}{cst['newton_iters']:12d}")
     print(f"{'Jacobian evaluations / LU':38s}{stats['jac_evals']:16d}{cst['lin_setups']:12d}")
     print(f"{'residual evaluations':38s}{stats['res_evals']:16d}{cst['res_evals']:12d}")
+    print(f"{'mode switches (restarts)':38s}{stats.get('events', 0):10d} ({stats.get('event_restarts', 0)})"
+          f"{cst['mode_switches']:7d} ({cst['reinits']})")
+    if klu_t:
+        print(f"C-IDA with KLU: {np.median(klu_t):.4f} s, ratio bondsim / it {med / np.median(klu_t):.2f} "
+              f"(runs {', '.join(f'{x:.3f}' for x in klu_t)}; steps {klu_out[2]['steps']})")
     print(f"ratio bondsim / C-IDA: {med / med_c:.2f}   (runs: ours {', '.join(f'{x:.3f}' for x in ours_t)}; "
           f"C-IDA {', '.join(f'{x:.3f}' for x in ida_t)})")
     if sk_t:
@@ -172,14 +187,19 @@ def main(argv=None):
         record.write("robotino_bench", sys.argv[1:] if argv is None else argv, {
             "case": {"t_end": t_end, "dt_out": dt, "hmax": hmax, "rtol": rtol, "atol": atol},
             "repeat": args.repeat,
-            "solve_s": {"ours": med, "C-IDA": med_c},
-            "solve_s_range": {"ours": [min(ours_t), max(ours_t)], "C-IDA": [min(ida_t), max(ida_t)]},
+            "setup_included": True,
+            "ida_moded": True,
+            "solve_s": {"ours": med, "C-IDA": med_c} | ({"C-IDA KLU": float(np.median(klu_t))} if klu_t else {}),
+            "solve_s_range": {"ours": [min(ours_t), max(ours_t)], "C-IDA": [min(ida_t), max(ida_t)]}
+            | ({"C-IDA KLU": [min(klu_t), max(klu_t)]} if klu_t else {}),
             "ratio": med / med_c,
+            "ratio_klu": med / float(np.median(klu_t)) if klu_t else None,
             "work": {"ours": {"steps": stats["steps"], "rejected": stats["rejected"],
                               "newton_iters": stats["newton_iters"], "lu_factorizations": stats["lu_factorizations"],
                               "events": stats.get("events"), "event_restarts": stats.get("event_restarts")},
                      "C-IDA": {"steps": cst["steps"], "rejected": cst["err_test_fails"] + cst["newton_conv_fails"],
-                               "newton_iters": cst["newton_iters"], "lu_factorizations": cst["lin_setups"]}},
+                               "newton_iters": cst["newton_iters"], "lu_factorizations": cst["lin_setups"],
+                               "events": cst["mode_switches"], "event_restarts": cst["reinits"]}},
             "build_s": {"cold": cold, "cached": cached},
             "sksundae_s": float(np.median(sk_t)) if sk_t else None,
             "tracking_error_after_5s": errs,
