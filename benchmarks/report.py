@@ -83,35 +83,36 @@ def solver_bench(f: dict) -> list:
     label = {"C-IDA": "Debian's C-IDA (dense)", "C-IDA KLU": "Debian's C-IDA with KLU",
              "C-IDA native": "native C-IDA (dense)"}
 
-    def cell(m, measure, key):
-        v = dig(m, "equal_error", measure, key)
-        if v is None:
+    def cell(m, key):
+        v, out = dig(m, "equal_error", "state", key), dig(m, "equal_error", "outputs", key)
+        if v is None and out is None:
             return DASH
-        pts = dig(m, "points", measure, key) or []
-        return f"**{ratio(v)}**" + (" (" + ", ".join(ratio(r) for _, r in pts) + ")" if len(pts) > 1 else "")
+        pts = dig(m, "points", "state", key) or []
+        return (f"**{ratio(v)}**" if v is not None else DASH) + \
+            (" (" + ", ".join(ratio(r) for _, r in pts) + ")" if len(pts) > 1 else "") + f"; outputs {ratio(out)}"
 
     def front(m, measure, key):
         fr = dig(m, "pareto", measure, key)
         return DASH if fr is None else str(len(fr))
 
     n_rtols = len(f["rtols"])
-    header = ["model", "n"] + [f"ours / {label[k]} at equal error: state (outputs)" for k in refs] + \
-        [f"Pareto points of {n_rtols}: ours / " + " / ".join(k for k in refs)]
+    header = ["model", "n"] + [f"ours / {label[k]} at equal error: state (its points); outputs" for k in refs] + \
+        [f"Pareto points (state) of {n_rtols}: ours / " + " / ".join(k for k in refs)]
     rows = []
     for m in models:
         row = [m["model"], m["n"]]
         for k in refs:
-            row.append(f"{cell(m, 'state', k)} ({cell(m, 'outputs', k).replace('**', '')})")
+            row.append(cell(m, k))
         row.append(" / ".join(front(m, "state", k) for k in ["ours", *refs]))
         rows.append(row)
     out = table(header, rows)
     mid = models[0]["rtol"] if models else 1e-6
-    out += ["", f"At rtol {sig(mid)}: median time of a run, set-up included (min{DASH}max), and the time per step:", ""]
+    out += ["", f"At rtol {mid:.0e}: median time of a run, set-up included (min{DASH}max), and the time per step:", ""]
     out += table(["model"] + ["ours"] + [label[k] for k in refs],
                  [[m["model"]] + [f"{sig(m['time_s'][k] * 1e3)} ms ({span(*(x * 1e3 for x in m['time_range_s'][k]))}); "
                                   f"{sig(m['per_step_us'][k])} µs/step" if k in m["time_s"] else DASH
                                   for k in ["ours", *refs]] for m in models])
-    out += ["", f"Work per run at rtol {sig(mid)} (ours / Debian's C-IDA, dense):", ""]
+    out += ["", f"Work per run at rtol {mid:.0e} (ours / Debian's C-IDA, dense):", ""]
     out += table(["model", "steps", "rejected", "Newton iterations", "LU factorisations", "mode switches (restarts)"],
                  [[m["model"]] + [f"{count(m['work']['ours'][k])} / {count(m['work']['C-IDA'][k])}"
                                   for k in ("steps", "rejected", "newton_iters", "lu_factorizations")]
