@@ -118,6 +118,33 @@ def test_ida_crosses_the_roller_switches_with_the_modes_the_laws_pick(robotino_i
     assert np.max(np.abs(Yo - Y) / scale) < 1e-5
 
 
+def test_ida_takes_the_modes_the_run_goes_to_at_the_start_and_stops_on_a_root_at_an_output(robotino_ida):
+    """The dual-arm's drive ramp clip(t - 1, -1, 1) sits on its lower limit exactly at t0 = 0 and
+    reaches its upper one exactly at the last output time, t = 2: IDA starts with the modes of
+    the side the run goes to (as ours) and returns that output, with KLU as with dense LU."""
+    _, _, c_ida = robotino_ida
+    from bondsim_ros.bondgraph import compile_model
+    from bondsim_ros.robots.dualarm.model import dualarm
+    from bondsim_ros.solver import BDFSolver
+
+    model = dualarm()
+    c = compile_model(model)
+    s = BDFSolver(c.problem(), rtol=1e-7, atol=1e-9)
+    y0, yp0 = s.init(0.0, c.y0)
+    y0, yp0 = y0.copy(), yp0.copy()
+    t_out = np.array([0.5, 1.0, 2.0])
+    Yo, _ = s.advance(t_out)
+    if not c_ida.klu_available():
+        pytest.skip("SUNDIALS's KLU solver or SuiteSparse's klu.h missing")
+    for solver in ("klu", "dense"):
+        ida = c_ida.CIDA(model, c, log=lambda *a: None, linear_solver=solver)
+        Y, _, st = ida.run(t_out, y0, yp0, 1e-7, 1e-9)
+        assert st["mode_switches"] == 1 and st["status"] == 0
+        assert list(ida.modes[0]) == [0.0, 0.0]  # off the lower limit from the start, as ours
+        pos = [c.var_names.index(v) for v in c.var_names if v.endswith(".angle.x")]
+        assert np.max(np.abs(Y[:, pos] - Yo[:, pos])) < 1e-5
+
+
 def test_the_unmoded_run_is_kept_for_comparison(robotino_ida):
     c, _, c_ida = robotino_ida
     from bondsim_ros.robots.robotino.model import robotino
