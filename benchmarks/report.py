@@ -79,9 +79,10 @@ def dig(d, *keys):
 # -- one renderer per benchmark -----------------------------------------------------------------
 def solver_bench(f: dict) -> list:
     models = f["models"]
-    refs = [k for k in ("C-IDA", "C-IDA KLU", "C-IDA native") if any(k in (m.get("time_s") or {}) for m in models)]
+    refs = [k for k in ("C-IDA", "C-IDA KLU", "C-IDA native", "C-IDA native KLU")
+            if any(k in (m.get("time_s") or {}) for m in models)]
     label = {"C-IDA": "Debian's C-IDA (dense)", "C-IDA KLU": "Debian's C-IDA with KLU",
-             "C-IDA native": "native C-IDA (dense)"}
+             "C-IDA native": "native C-IDA (dense)", "C-IDA native KLU": "native C-IDA with KLU"}
 
     def cell(m, key):
         v, out = dig(m, "equal_error", "state", key), dig(m, "equal_error", "outputs", key)

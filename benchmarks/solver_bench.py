@@ -31,7 +31,8 @@ machine's load.
 
 With ``--sundials-prefix PREFIX`` (or ``BONDSIM_SUNDIALS_PREFIX``), a SUNDIALS built from source
 (docs/benchmarks.md: -O3 -march=native, static libraries) runs as a further reference, "C-IDA
-native", alternating with the others in the same process.
+native" (and "C-IDA native KLU" where it was built with KLU), alternating with the others in the
+same process.
 
     apt-get install libsundials-dev libsuitesparse-dev     # benchmark only
     nice -n -5 python benchmarks/solver_bench.py [--repeat 5] [--rtols 1e-4,...,1e-8] [--dualarm]
@@ -158,6 +159,8 @@ def main(argv=None):
         if prefix:
             try:
                 refs["C-IDA native"] = CIDA(model, c, prefix=prefix)
+                if c.n > KLU_FROM and klu_available(prefix):
+                    refs["C-IDA native KLU"] = CIDA(model, c, prefix=prefix, linear_solver="klu")
             except MissingSundials as exc:
                 sys.exit(f"solver_bench: {exc}")
         recorded.append(run_case(name, model, c, t_end, dt, hmax, ref_fn, context and not args.no_context, refs,
