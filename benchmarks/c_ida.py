@@ -439,8 +439,8 @@ class CIDA:
                       _dbl, ctypes.c_double, ctypes.c_long, ctypes.c_int, _dbl, _dbl, _dbl, _lng]
         f = self.lib.run_ida_ev
         f.restype = ctypes.c_int
-        f.argtypes = [ctypes.c_int, _dbl, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                      _lng, _lng, _dbl, _dbl, ctypes.c_double, _dbl, _dbl, ctypes.c_double, _dbl, ctypes.c_double,
+        f.argtypes = [ctypes.c_int, _dbl, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, _lng, _lng, _dbl, _dbl, ctypes.c_double, _dbl, _dbl, ctypes.c_double, _dbl, ctypes.c_double,
                       ctypes.c_long, ctypes.c_int, _dbl, _dbl, _dbl, ctypes.c_void_p, _lng]
         g = self.lib.ida_residual
         g.restype = None

@@ -8,7 +8,7 @@ locating the switches with its rootfinding and restarting there (``IDAReInit``, 
 with its own events; the same unknowns, consistent initial values (ours), rtol/atol, hmax and
 output times, and the algebraic unknowns left out of the error test (``IDASetSuppressAlg``).
 Models with more than 20 unknowns also run against IDA with KLU (sparse LU on the same
-pattern), as ours chooses its sparse LU there.
+pattern; ours takes its own sparse LU above 60 unknowns, ``linear_solver="auto"``).
 
 For context only: IDA through scikit-sundae (the same kernels called back from Python) and
 SciPy's BDF/Radau where the DAE is an ODE in disguise (dF/dy' invertible).
@@ -282,7 +282,8 @@ def run_case(name, model, c, t_end, dt, hmax, ref_fn, context, refs, rtols, repe
             f"{err(runs[s][rtol][1][0], out_ref):8.1e}" if rtol in runs[s] else f" {'':14s} {'':8s} {'':8s}"
             for s in cols))
     rec = {"model": name, "n": n, "rtol": 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2],
-           "reference": ref_name, "rows_at_switches": int(np.sum(~rows)), "resolution": floor, "time_s": {}, "time_range_s": {}, "per_step_us": {},
+           "reference": ref_name, "rows_at_switches": int(np.sum(~rows)), "resolution": floor,
+           "time_s": {}, "time_range_s": {}, "per_step_us": {},
            "equal_error": {}, "points": {}, "pareto": {}, "work": {}}
     mid = rec["rtol"]
     solvers = ["ours", *refs]
