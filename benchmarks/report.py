@@ -78,33 +78,48 @@ def dig(d, *keys):
 
 # -- one renderer per benchmark -----------------------------------------------------------------
 def solver_bench(f: dict) -> list:
-    native = f.get("native_reference", False)
-    header = ["model", "n", "ours / Debian's C-IDA at equal error"]
-    if native:
-        header.append("ours / native C-IDA at equal error")
-    header.append("time at rtol 1e-6: ours / Debian" + (" / native" if native else "") + " [ms]")
+    models = f["models"]
+    refs = [k for k in ("C-IDA", "C-IDA KLU", "C-IDA native", "C-IDA native KLU")
+            if any(k in (m.get("time_s") or {}) for m in models)]
+    label = {"C-IDA": "Debian's C-IDA (dense)", "C-IDA KLU": "Debian's C-IDA with KLU",
+             "C-IDA native": "native C-IDA (dense)", "C-IDA native KLU": "native C-IDA with KLU"}
+
+    def cell(m, key):
+        v, out = dig(m, "equal_error", "state", key), dig(m, "equal_error", "outputs", key)
+        if v is None and out is None:
+            return DASH
+        pts = dig(m, "points", "state", key) or []
+        return (f"**{ratio(v)}**" if v is not None else DASH) + \
+            (" (" + ", ".join(ratio(r) for _, r in pts) + ")" if len(pts) > 1 else "") + f"; outputs {ratio(out)}"
+
+    def front(m, measure, key):
+        fr = dig(m, "pareto", measure, key)
+        return DASH if fr is None else str(len(fr))
+
+    n_rtols = len(f["rtols"])
+    header = ["model", "n"] + [f"ours / {label[k]} at equal error: state (its points); outputs" for k in refs] + \
+        [f"Pareto points (state) of {n_rtols}: ours / " + " / ".join(k for k in refs)]
     rows = []
-    for m in f["models"]:
-        eq = m.get("equal_error") or {}
-        row = [m["model"], m["n"], f"**{ratio(eq.get('C-IDA'))}**"]
-        if native:
-            pts = dig(m, "points", "C-IDA native")
-            cell = f"**{ratio(eq.get('C-IDA native'))}**"
-            if pts:
-                cell += " (points " + ", ".join(ratio(r) for _, r in pts) + ")"
-            row.append(cell)
-        keys = ["ours", "C-IDA"] + (["C-IDA native"] if native else [])
-        times = m.get("time_s")
-        row.append(" / ".join(sig(times[k] * 1e3) for k in keys) if times else DASH)
+    for m in models:
+        row = [m["model"], m["n"]]
+        for k in refs:
+            row.append(cell(m, k))
+        row.append(" / ".join(front(m, "state", k) for k in ["ours", *refs]))
         rows.append(row)
     out = table(header, rows)
-    work = [m for m in f["models"] if m.get("work")]
-    if work:
-        out += ["", "Work per run at rtol 1e-6 (ours / C-IDA):", ""]
-        out += table(["model", "steps", "rejected", "Newton iterations", "LU factorisations"],
-                     [[m["model"]] + [f"{count(m['work']['ours'][k])} / {count(m['work']['C-IDA'][k])}"
-                                      for k in ("steps", "rejected", "newton_iters", "lu_factorizations")]
-                      for m in work])
+    mid = models[0]["rtol"] if models else 1e-6
+    out += ["", f"At rtol {mid:.0e}: median time of a run, set-up included (min{DASH}max), and the time per step:", ""]
+    out += table(["model"] + ["ours"] + [label[k] for k in refs],
+                 [[m["model"]] + [f"{sig(m['time_s'][k] * 1e3)} ms ({span(*(x * 1e3 for x in m['time_range_s'][k]))}); "
+                                  f"{sig(m['per_step_us'][k])} µs/step" if k in m["time_s"] else DASH
+                                  for k in ["ours", *refs]] for m in models])
+    out += ["", f"Work per run at rtol {mid:.0e} (ours / Debian's C-IDA, dense):", ""]
+    out += table(["model", "steps", "rejected", "Newton iterations", "LU factorisations", "mode switches (restarts)"],
+                 [[m["model"]] + [f"{count(m['work']['ours'][k])} / {count(m['work']['C-IDA'][k])}"
+                                  for k in ("steps", "rejected", "newton_iters", "lu_factorizations")]
+                  + [f"{count(m['work']['ours']['events'])} ({count(m['work']['ours']['event_restarts'])}) / "
+                     f"{count(m['work']['C-IDA']['events'])} ({count(m['work']['C-IDA']['event_restarts'])})"]
+                  for m in models])
     return out
 
 
@@ -119,6 +134,8 @@ def robotino_bench(f: dict) -> list:
 
     attempts = lambda w: (w["newton_iters"] / (w["steps"] + w["rejected"])  # noqa: E731
                           if w.get("steps") is not None and w.get("rejected") is not None else None)
+    located = lambda w: (f"{count(w.get('events'))} ({count(w.get('event_restarts'))})"  # noqa: E731
+                         if w.get("events") is not None else "not located")
     rows = [
         ["steps", count(ours["steps"]), count(ida["steps"])],
         ["rejected steps (error test + Newton)",
@@ -127,13 +144,19 @@ def robotino_bench(f: dict) -> list:
         ["Newton iterations", count(ours["newton_iters"]), count(ida["newton_iters"])],
         ["Newton iterations per attempted step", sig(attempts(ours)), sig(attempts(ida))],
         ["LU factorisations", count(ours["lu_factorizations"]), count(ida["lu_factorizations"])],
-        ["events located (of them restarts)",
-         f"{count(ours.get('events'))} ({count(ours.get('event_restarts'))})", "not located"],
-        [f"solve time of {f['repeat']} runs: " + ("median (min" if dig(f, "solve_s", "ours") is not None else "(min")
-         + f"{DASH}max)", solve("ours"), solve("C-IDA")],
+        ["mode switches at located roots (of them restarts)", located(ours), located(ida)],
+        [f"time of {f['repeat']} runs" + (", set-up included" if f.get("setup_included") else "") + ": "
+         + ("median (min" if dig(f, "solve_s", "ours") is not None else "(min") + f"{DASH}max)",
+         solve("ours"), solve("C-IDA")],
         ["**ours / C-IDA**", f"**{ratio(f['ratio'])}**", "1"],
     ]
-    out = table(["", "bondsim_ros BDF", "SUNDIALS IDA from C (Debian)"], rows)
+    names = {"C-IDA KLU": "Debian's C-IDA with KLU", "C-IDA native": "native C-IDA (dense)",
+             "C-IDA native KLU": "native C-IDA with KLU"}
+    for key, r in (f.get("ratios") or {}).items():
+        rows += [[f"{names.get(key, key)}: time, median (min{DASH}max)", DASH, solve(key)],
+                 [f"**ours / {names.get(key, key)}**", f"**{ratio(r)}**", DASH]]
+    ida_name = "SUNDIALS IDA from C (Debian" + (", moded, rootfinding)" if f.get("ida_moded") else ")")
+    out = table(["", "bondsim_ros BDF", ida_name], rows)
     err = f["tracking_error_after_5s"]
     cold = dig(f, "build_s", "cold")
     out += ["", wrap(f"Build of the model: cold {f'{sig(cold)} s' if cold is not None else 'not measured'}, cached "
@@ -313,19 +336,29 @@ def sweep_bench(f: dict) -> list:
 # (record name, section title, what it measures, renderer)
 SECTIONS = [
     ("solver_bench", "The solver against SUNDIALS IDA at equal error",
-     "A work-precision sweep (rtol 1e-4 … 1e-8, atol = rtol/100) of bondsim_ros's BDF, Debian's "
-     "C-IDA and a C-IDA built `-O3 -march=native`, alternating in one process. The error of a run is "
-     "the largest max|x − x_ref| / max|x_ref| over the compared columns, against the closed form where "
-     "there is one, else against C-IDA at rtol 1e-11. The figure of merit is our time, interpolated "
-     "(log-log) along our own sweep at each C-IDA point's error, over C-IDA's time: the median over "
-     "C-IDA's points. Only the integration is timed (no set-up, no output columns), medians of the "
-     "repeats.",
+     "A work-precision sweep (atol = rtol/100) of bondsim_ros's BDF and C-IDA (Debian's build and one "
+     "built `-O3 -march=native`, each with dense LU and, above 20 unknowns, with KLU), alternating in "
+     "one process. Both integrate the same generated C: the "
+     "moded residual and analytic Jacobian where the model has modes (the Robotino's roller switches), "
+     "IDA locating the switches with its rootfinding and restarting there (`IDAReInit`), ours with its "
+     "events. A run's time includes its set-up (ours: `BDFSolver` and `init`; IDA: created and "
+     "initialised inside its C call), not the output columns; the median of the repeats. The error of a "
+     "run is the largest max|x − x_ref| / max|x_ref| over the compared columns: the state (the pose x, "
+     "y, φ of the robots, the closed form where there is one) and all named outputs, against C-IDA at "
+     "rtol 1e-10 where there is no closed form; errors below twice the distance between our and "
+     "C-IDA's tight runs are not counted. Only Pareto points count (a run is dropped when a cheaper run "
+     "of the same solver has an equal or lower error). The figure of merit is our time over C-IDA's at "
+     "equal error: both Pareto fronts interpolated (log-log) at each front point's error inside the "
+     "errors both reach, the median of those ratios (the ratios themselves in brackets).",
      solver_bench),
     ("robotino_bench", "The Robotino paper case",
      "The paper's run: 50 s, output every 0.02 s, hmax 0.02 s, rtol 1e-6, atol 1e-8, on the same "
-     "generated equations and consistent initial values for both solvers, alternating in one process. "
-     "The work counters do not depend on the machine or its load. For scale, the paper's C++ BondSim "
-     "took 0.51 s on a Ryzen 7 PRO 4750G.",
+     "generated equations and consistent initial values for both solvers, alternating in one process; "
+     "IDA (Debian's build and the native one, dense and KLU) on the moded residual with rootfinding, as "
+     "in the sweep above, set-up timed on both sides. "
+     "Equal tolerances, not equal error: the sweep above compares at equal error. The work counters do "
+     "not depend on the machine or its load. For scale, the paper's C++ BondSim took 0.51 s on a Ryzen 7 "
+     "PRO 4750G.",
      robotino_bench),
     ("cli_bench", "`bondsim-ros simulate` from the command line",
      "What a user waits for: each run a fresh `python -m bondsim_ros.cli simulate` process, timed "
@@ -405,7 +438,8 @@ absolute times move between runs and machines; compare ratios within one run (bo
 alternate in one process, under the same load), and rely on the work counters (steps, Newton
 iterations, LU factorisations, rejected steps), which do not depend on the machine. Software:
 Debian 12, Python 3.11, gcc 12 (the solver core and the model kernels), SUNDIALS 6.4.1 (Debian's
-`libsundials-dev`, and the same release built `-O3 -march=native`, below).
+`libsundials-dev`, built with KLU from SuiteSparse 5.12, and the same release built `-O3
+-march=native` with KLU, below: IDA's fastest build here).
 
 To record a new result, run a script with `--record` (it writes `benchmarks/results/NAME.json`:
 machine, commit, date, command and figures), then `python benchmarks/report.py --write`, which
@@ -414,30 +448,42 @@ renders this file; `test/test_benchmarks_report.py` fails when the two disagree.
 REFERENCE = """\
 ## The reference: SUNDIALS IDA driven from C (`benchmarks/c_ida.py`)
 
-IDA integrates the model's own generated C (`bondgraph/codegen.py`: the residual and the values of
-`dF/dy + cj dF/dy'` in the same sparse pattern the BDF solver uses), called from a small C driver
-(dense SUNMatrix and LU, `IDASetId` + `IDASetSuppressAlg`, `IDASVtolerances`, `IDASetMaxStep`)
-that integrates over all output times in one call, so no Python runs inside IDA's loop. Both
-solvers get the same unknowns, consistent initial values, tolerances, hmax and output times.
-Everything is generated under `~/.cache/bondsim_ros/c_ida/`. It needs `apt-get install
-libsundials-dev` (benchmarks only; nothing outside `benchmarks/` uses it).
+IDA integrates the model's own generated C (`bondgraph/codegen.py`), compiled with a small C
+driver (`-O3 -march=native`) that integrates over all output times in one call, so no Python runs
+inside IDA's loop. It gets what the BDF solver gets: for a model with modes, the moded residual and
+Jacobian (`residual_modes`, `jacobian_modes`: smooth while the modes stay fixed), its switching
+functions to IDA's rootfinding (`IDARootInit`), and at a root the modes the laws pick just past it,
+then a restart there (`IDAReInit`; `IDACalcIC` after it failed at most roller switches, the index-2
+rolling constraint, and cost more, `CIDA(restart=...)`); the analytic iteration matrix
+`dF/dy + cj dF/dy'` from the same kernel, dense (dense LU) or in its CSC pattern (KLU);
+`IDASetId` + `IDASetSuppressAlg`, `IDASVtolerances`, `IDASetMaxStep`. Both solvers get the same
+unknowns, consistent initial values, tolerances, hmax and output times. Everything is generated
+under `~/.cache/bondsim_ros/c_ida/`. It needs `apt-get install libsundials-dev libsuitesparse-dev`
+(benchmarks only; nothing outside `benchmarks/` uses it).
 
-The native build: SUNDIALS 6.4.1, the release Debian ships, only IDA with the serial NVector and
-the dense solver, static libraries, built for the CPU it runs on:
+The native build: SUNDIALS 6.4.1, the release Debian ships (its source package, `apt-get source
+sundials`, or the tag from GitHub), only IDA with the serial NVector, the dense solver and KLU
+(SuiteSparse's, from Debian's `libsuitesparse-dev`), static libraries, built for the CPU it runs
+on (5 s here):
 
     git clone --depth 1 --branch v6.4.1 https://github.com/LLNL/sundials sundials-src
     cmake -S sundials-src -B sundials-bld -DCMAKE_INSTALL_PREFIX=$HOME/sundials-native \\
       -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O3 -march=native -DNDEBUG" \\
       -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DBUILD_SHARED_LIBS=OFF -DBUILD_STATIC_LIBS=ON \\
       -DBUILD_IDA=ON -DBUILD_ARKODE=OFF -DBUILD_CVODE=OFF -DBUILD_CVODES=OFF -DBUILD_IDAS=OFF \\
-      -DBUILD_KINSOL=OFF -DEXAMPLES_ENABLE_C=OFF -DEXAMPLES_INSTALL=OFF -DSUNDIALS_INDEX_SIZE=64
+      -DBUILD_KINSOL=OFF -DEXAMPLES_ENABLE_C=OFF -DEXAMPLES_INSTALL=OFF -DSUNDIALS_INDEX_SIZE=64 \\
+      -DENABLE_KLU=ON -DKLU_INCLUDE_DIR=/usr/include/suitesparse -DKLU_LIBRARY_DIR=/usr/lib/x86_64-linux-gnu
     make -C sundials-bld -j2 install
     python benchmarks/solver_bench.py --sundials-prefix $HOME/sundials-native   # or BONDSIM_SUNDIALS_PREFIX
 
 It is linked statically into the model's library with its symbols kept local
 (`-Wl,--exclude-libs,ALL`): Debian's shared library and a native build carry the same soname, and
 loaded as two shared libraries into one process the second would silently be the first. Both
-builds do the same work (identical counters); they differ in time only."""
+builds run the same algorithm; with `-march=native` the compiler contracts into FMA, which rounds
+differently, so the counters differ a little (by 0.1 % in steps on the Robotino, whose 927
+restarts carry rounding along). Per step the native build took a fifth of the time of Debian's on
+the Robotino (1.2 against 6.1 µs with dense LU), and KLU, with the native build, is faster than
+dense LU from 25 unknowns on."""
 
 
 def machine_line(rec: dict) -> str:

@@ -2,11 +2,15 @@
 
 Prints, in one process on the same generated equations:
   - build time: cold (sympy + code generation + numba compile, empty caches) and cached;
-  - solve time of bondsim_ros's BDF, median of N after a warm-up;
-  - the same DAE through SUNDIALS IDA driven from C (benchmarks/c_ida.py: the reduced DAE
-    printed as C, Debian's libsundials-dev), same unknowns, consistent initial values,
-    tolerances and hmax: the reference; and, for context, IDA through scikit-sundae with the
-    numba kernels called back from Python;
+  - solve time of bondsim_ros's BDF, median of N after a warm-up, set-up included (the
+    Simulation with its solver and consistent initial values);
+  - the same DAE through SUNDIALS IDA driven from C (benchmarks/c_ida.py: the model's generated
+    C, Debian's libsundials-dev): the same moded residual and analytic Jacobian, the roller
+    switches located by IDA's rootfinding and restarted there (IDAReInit), dense LU and KLU
+    (and with --sundials-prefix the same from a SUNDIALS built -O3 -march=native);
+    same unknowns, consistent initial values, tolerances and hmax, set-up inside its timed C
+    call: the reference; and, for context, IDA through scikit-sundae with the kernels called
+    back from Python (the laws as written, no modes);
   - ratios, the work counters of both solvers (Newton iterations, Jacobian evaluations/LU
     factorisations, rejected steps), the tracking errors and the pose difference.
 
@@ -83,10 +87,15 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-build measurement (slow)")
     ap.add_argument("--no-sksundae", action="store_true", help="skip the scikit-sundae context run")
+    ap.add_argument("--sundials-prefix", default=None,
+                    help="install prefix of a SUNDIALS built from source: further C-IDA references "
+                         "(default: $BONDSIM_SUNDIALS_PREFIX)")
     record.add_argument(ap, "robotino_bench")
     args = ap.parse_args(argv)
 
-    from c_ida import MissingSundials, check_toolchain
+    from c_ida import MissingSundials, check_toolchain, klu_available, native_prefix
+
+    prefix = args.sundials_prefix or native_prefix()
 
     try:
         check_toolchain()
@@ -112,16 +121,29 @@ def main(argv=None):
     y0 = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax).solver
     yinit, ypinit = y0.y.copy(), y0.yp.copy()
     cida = CIDA(robotino(), compiled)
+    # further references alternating with the two: IDA with KLU, and a SUNDIALS built from source
+    extra = {"C-IDA KLU": CIDA(robotino(), compiled, linear_solver="klu")} if klu_available() else {}
+    if prefix:
+        extra["C-IDA native"] = CIDA(robotino(), compiled, prefix=prefix)
+        if klu_available(prefix):
+            extra["C-IDA native KLU"] = CIDA(robotino(), compiled, prefix=prefix, linear_solver="klu")
+    extra_t = {key: [] for key in extra}
+    extra_out = {}
     ours_t, ida_t, sk_t = [], [], []
     sim = cida_out = ida_sol = None
     for k in range(args.repeat + 1):  # first round: warm-up (numba dispatch, caches)
-        s = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax)
         tic = time.perf_counter()
+        s = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax)
         rows = s.advance(t_out)
         el = time.perf_counter() - tic
         tic = time.perf_counter()
         cida_out = cida.run(t_out, yinit, ypinit, rtol, atol, hmax)
         el_c = time.perf_counter() - tic
+        for key, ref in extra.items():
+            tic = time.perf_counter()
+            extra_out[key] = ref.run(t_out, yinit, ypinit, rtol, atol, hmax)
+            if k > 0:
+                extra_t[key].append(time.perf_counter() - tic)
         if k > 0:
             ours_t.append(el)
             ida_t.append(el_c)
@@ -157,6 +179,11 @@ def main(argv=None):
     print(f"{'Newton iterations':38s}{stats['newton_iters']:16d}{cst['newton_iters']:12d}")
     print(f"{'Jacobian evaluations / LU':38s}{stats['jac_evals']:16d}{cst['lin_setups']:12d}")
     print(f"{'residual evaluations':38s}{stats['res_evals']:16d}{cst['res_evals']:12d}")
+    print(f"{'mode switches (restarts)':38s}{stats.get('events', 0):10d} ({stats.get('event_restarts', 0)})"
+          f"{cst['mode_switches']:7d} ({cst['reinits']})")
+    for key, ts in extra_t.items():
+        print(f"{key}: {np.median(ts):.4f} s, ratio bondsim / it {med / np.median(ts):.2f} "
+              f"(runs {', '.join(f'{x:.3f}' for x in ts)}; steps {extra_out[key][2]['steps']})")
     print(f"ratio bondsim / C-IDA: {med / med_c:.2f}   (runs: ours {', '.join(f'{x:.3f}' for x in ours_t)}; "
           f"C-IDA {', '.join(f'{x:.3f}' for x in ida_t)})")
     if sk_t:
@@ -172,19 +199,24 @@ def main(argv=None):
         record.write("robotino_bench", sys.argv[1:] if argv is None else argv, {
             "case": {"t_end": t_end, "dt_out": dt, "hmax": hmax, "rtol": rtol, "atol": atol},
             "repeat": args.repeat,
-            "solve_s": {"ours": med, "C-IDA": med_c},
-            "solve_s_range": {"ours": [min(ours_t), max(ours_t)], "C-IDA": [min(ida_t), max(ida_t)]},
+            "setup_included": True,
+            "ida_moded": True,
+            "solve_s": {"ours": med, "C-IDA": med_c} | {key: float(np.median(ts)) for key, ts in extra_t.items()},
+            "solve_s_range": {"ours": [min(ours_t), max(ours_t)], "C-IDA": [min(ida_t), max(ida_t)]}
+            | {key: [min(ts), max(ts)] for key, ts in extra_t.items()},
             "ratio": med / med_c,
+            "ratios": {key: med / float(np.median(ts)) for key, ts in extra_t.items()},
             "work": {"ours": {"steps": stats["steps"], "rejected": stats["rejected"],
                               "newton_iters": stats["newton_iters"], "lu_factorizations": stats["lu_factorizations"],
                               "events": stats.get("events"), "event_restarts": stats.get("event_restarts")},
                      "C-IDA": {"steps": cst["steps"], "rejected": cst["err_test_fails"] + cst["newton_conv_fails"],
-                               "newton_iters": cst["newton_iters"], "lu_factorizations": cst["lin_setups"]}},
+                               "newton_iters": cst["newton_iters"], "lu_factorizations": cst["lin_setups"],
+                               "events": cst["mode_switches"], "event_restarts": cst["reinits"]}},
             "build_s": {"cold": cold, "cached": cached},
             "sksundae_s": float(np.median(sk_t)) if sk_t else None,
             "tracking_error_after_5s": errs,
             "max_pose_difference_to_cida": diff,
-        })
+        }, placeholders={"--sundials-prefix": "PREFIX"})
 
 if __name__ == "__main__":
     main()

@@ -1,28 +1,40 @@
 """bondsim_ros's BDF against SUNDIALS IDA driven from C, at equal error, in one process.
 
-The reference is IDA 6.x (Debian's ``libsundials-dev``) called from a small C driver, with the
-model's reduced DAE printed as C by sympy and compiled by gcc (``benchmarks/c_ida.py``): no
-Python inside its integration, as a C user of IDA would run it. Both solvers get the same
-unknowns, the same consistent initial values (ours), the same rtol/atol, hmax and output
-times, and leave the algebraic unknowns out of the error test (``IDASetSuppressAlg``).
+The reference is IDA 6.x (Debian's ``libsundials-dev``) called from a small C driver on the
+model's own generated C (``benchmarks/c_ida.py``): no Python inside its integration, as a C
+user of IDA would run it. Both solvers get the same kernels: a model with modes (the Robotino's
+roller switches) is integrated by both on the moded residual and its analytic Jacobian, IDA
+locating the switches with its rootfinding and restarting there (``IDAReInit``, c_ida.py), ours
+with its own events; the same unknowns, consistent initial values (ours), rtol/atol, hmax and
+output times, and the algebraic unknowns left out of the error test (``IDASetSuppressAlg``).
+Models with more than 20 unknowns also run against IDA with KLU (sparse LU on the same
+pattern; ours takes its own sparse LU above 60 unknowns, ``linear_solver="auto"``).
 
-For context only: IDA through scikit-sundae (the same numba kernels called back from Python)
-and SciPy's BDF/Radau where the DAE is an ODE in disguise (dF/dy' invertible).
+For context only: IDA through scikit-sundae (the same kernels called back from Python) and
+SciPy's BDF/Radau where the DAE is an ODE in disguise (dF/dy' invertible).
 
-Each solver runs a work-precision sweep over --rtols (atol = rtol/100). Times are medians of
---repeat runs after a warm-up, ours and C-IDA's alternating (numba compile, C build excluded); only the integration over all
-output times is timed (set-up and output columns are not, for any solver). Errors are against
-the closed form where the model has one, else against C-IDA at rtol 1e-11. The figure of merit
-is our time over C-IDA's *at equal error*: our time interpolated (log-log) along our own sweep
-at each C-IDA point's error; the summary gives the median over those points. Counters
-(Newton iterations, Jacobian evaluations/LU factorisations, rejected steps) are deterministic:
-they are the evidence that does not depend on the load of the machine.
+Each solver runs a work-precision sweep over --rtols (atol = rtol/100). A run's time includes
+its set-up (ours: ``BDFSolver`` + ``init``; IDA's: creating and initialising IDA, inside the C
+call) and the integration over all output times, not the output columns; each is the median
+of --repeat runs after a warm-up, ours and each IDA's alternating (build excluded).
+
+Errors (max over columns of max|x - x_ref| / max|x_ref|) are measured twice: on the state
+(the pose x, y, phi for the robots; the closed form where the model has one, else the listed or
+differential columns) and on all named outputs; against the closed form, else against C-IDA at
+rtol 1e-10. Our run at rtol 1e-10 differs from that reference by some amount: errors below
+twice that cannot be told apart and are not counted. Only Pareto points count: a run is
+dropped when a cheaper run of the same solver has an equal or lower error. The figure of merit
+is our time over IDA's *at equal error*, both times interpolated (log-log) on the two Pareto
+fronts at each front point's error inside the errors both reach; the median of those ratios.
+Counters (steps, Newton iterations, LU factorisations, rejected steps) do not depend on the
+machine's load.
 
 With ``--sundials-prefix PREFIX`` (or ``BONDSIM_SUNDIALS_PREFIX``), a SUNDIALS built from source
-(docs/benchmarks.md: -O3 -march=native, static libraries) runs as a second reference, "C-IDA
-native", alternating with the other two in the same process.
+(docs/benchmarks.md: -O3 -march=native, static libraries) runs as a further reference, "C-IDA
+native" (and "C-IDA native KLU" where it was built with KLU), alternating with the others in the
+same process.
 
-    apt-get install libsundials-dev     # benchmark only
+    apt-get install libsundials-dev libsuitesparse-dev     # benchmark only
     nice -n -5 python benchmarks/solver_bench.py [--repeat 5] [--rtols 1e-4,...,1e-8] [--dualarm]
 """
 from __future__ import annotations
@@ -100,6 +112,11 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+TIGHT = 1e-10  # rtol of the reference runs (atol = rtol/100)
+KLU_FROM = 20  # models with more unknowns also run against IDA with KLU
+MAX_STEPS = 10 ** 7  # per run, both solvers (the Robotino takes 660,000 steps at rtol 1e-8)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5, help="timed runs per point (median)")
@@ -109,12 +126,12 @@ def main(argv=None):
     ap.add_argument("--dualarm", action="store_true", help="include the 18-DOF dual-arm model (slow cold build)")
     ap.add_argument("--only", default="", help="comma-separated substrings of case names to run")
     ap.add_argument("--sundials-prefix", default=None,
-                    help="install prefix of a SUNDIALS built from source: a second C-IDA reference "
+                    help="install prefix of a SUNDIALS built from source: a further C-IDA reference "
                          "(default: $BONDSIM_SUNDIALS_PREFIX)")
     record.add_argument(ap, "solver_bench")
     args = ap.parse_args(argv)
     rtols = [float(v) for v in args.rtols.split(",")]
-    from c_ida import CIDA, MissingSundials, check_toolchain, native_prefix
+    from c_ida import CIDA, MissingSundials, check_toolchain, klu_available, native_prefix
 
     prefix = args.sundials_prefix or native_prefix()
     try:
@@ -122,14 +139,13 @@ def main(argv=None):
     except MissingSundials as exc:
         sys.exit(f"solver_bench: {exc}")
     from bondsim_ros.bondgraph import compile_model
-    from bondsim_ros.solver import BDFSolver
 
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"rtols {args.rtols}, atol = rtol/100; medians of {args.repeat}; load average "
           f"{' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     if prefix:
         print(f"C-IDA native: SUNDIALS under {prefix}")
-    summary = []
+    tic_all = time.perf_counter()
     recorded = []  # per model, for --record
     only = [s.strip().lower() for s in args.only.split(",") if s.strip()]
     for name, build, t_end, dt, hmax, ref_fn, context in cases(args.dualarm):
@@ -137,132 +153,167 @@ def main(argv=None):
             continue
         model = build()
         c = compile_model(model)
-        n = c.n
         refs = {"C-IDA": CIDA(model, c)}
+        if c.n > KLU_FROM and klu_available():
+            refs["C-IDA KLU"] = CIDA(model, c, linear_solver="klu")
         if prefix:
             try:
                 refs["C-IDA native"] = CIDA(model, c, prefix=prefix)
+                if c.n > KLU_FROM and klu_available(prefix):
+                    refs["C-IDA native KLU"] = CIDA(model, c, prefix=prefix, linear_solver="klu")
             except MissingSundials as exc:
                 sys.exit(f"solver_bench: {exc}")
-        cida = refs["C-IDA"]
-        t_out = np.arange(1, int(round(t_end / dt)) + 1) * dt
-        p = c.params
-        s0 = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8, hmax=hmax)
-        y0, yp0 = s0.init(0.0, c.y0)
-        y0, yp0 = y0.copy(), yp0.copy()
-        names = ["t"] + c.output_names
-        out_buf = np.zeros(len(c.output_names))
-
-        def outputs(Y, YP):
-            rows = np.zeros((len(t_out), len(c.output_names)))
-            for k in range(len(t_out)):
-                c.outputs(float(t_out[k]), np.ascontiguousarray(Y[k]), np.ascontiguousarray(YP[k]), p, out_buf)
-                rows[k] = out_buf
-            return rows
-
-        def ours(rtol, atol):
-            s = BDFSolver(c.problem(), rtol=rtol, atol=atol, hmax=hmax)
-            s.init(0.0, y0, yp0, consistent=False)
-
-            def go():
-                return s.advance(t_out)
-
-            return s, go
-
-        def cida_run(rtol, atol, ref=cida):
-            return ref.run(t_out, y0, yp0, rtol, atol, hmax)
-
-        def timed_round(rtol, atol):
-            """Our runs and each C-IDA's alternate, so that all see the same load on a shared machine.
-            Returns {solver: (median time, (output rows, counters))}."""
-            times = {key: [] for key in ["ours", *refs]}
-            last = {}
-            for k in range(args.repeat + 1):  # first round: warm-up
-                s, go = ours(rtol, atol)
-                tic = time.perf_counter()
-                sol = go()
-                el = time.perf_counter() - tic
-                last["ours"] = (sol, s.stats)
-                if k:
-                    times["ours"].append(el)
-                for key, ref in refs.items():
-                    tic = time.perf_counter()
-                    csol = cida_run(rtol, atol, ref)
-                    el = time.perf_counter() - tic
-                    last[key] = ((csol[0], csol[1]), csol[2])
-                    if k:
-                        times[key].append(el)
-            return {key: (float(np.median(times[key])), (outputs(*last[key][0]), last[key][1])) for key in times}
-
-        runs = {"ours": {}, **{key: {} for key in refs}}
-        if context and not args.no_context:
-            runs.update(sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs))
-        for rtol in rtols:
-            atol = rtol * 1e-2
-            for key, val in timed_round(rtol, atol).items():
-                runs[key][rtol] = val
-        if callable(ref_fn):
-            ref, ref_name = ref_fn(t_out), "closed form"
-        else:
-            Y, YP, _ = cida_run(1e-11, 1e-13)
-            tight, ref_name = outputs(Y, YP), "C-IDA at rtol 1e-11"
-            keys = ref_fn or [k for k in names[1:] if "." not in k] or \
-                [v for v, d in zip(c.var_names, c.differential) if d]
-            ref = {k: tight[:, names.index(k) - 1] for k in keys}
-
-        def err(rows):
-            return max(float(np.max(np.abs(rows[:, names.index(k) - 1] - v)) / max(np.max(np.abs(v)), 1e-12))
-                       for k, v in ref.items())
-
-        print(f"\n{name}: n = {n}, {len(t_out)} outputs, hmax {hmax:g}, reference: {ref_name}")
-        cols = [s for s in runs if runs[s]]
-        print(f"  {'rtol':>7s}" + "".join(f" {s + ' [s]':>14s} {'err':>8s}" for s in cols))
-        for rtol in rtols:
-            print(f"  {rtol:7.0e}" + "".join(f" {runs[s][rtol][0]:14.5f} {err(runs[s][rtol][1][0]):8.1e}"
-                                             if rtol in runs[s] else f" {'':14s} {'':8s}" for s in cols))
-        points = {s: [(err(r[1][0]), r[0]) for r in runs[s].values()] for s in runs}
-        mid = 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2]
-        for key in refs:
-            ratios = equal_error_ratios(points["ours"], points[key])
-            print(f"  ours / {key} time at equal error: "
-                  + (", ".join(f"{r:.2f} (err {e:.0e})" for e, r in ratios) if ratios else "no overlapping errors"))
-            summary.append((name, key, n, ratios, runs["ours"][mid][0] / runs[key][mid][0],
-                            runs["ours"][mid][0], runs[key][mid][0], mid))
-        recorded.append({
-            "model": name, "n": n, "rtol": mid,
-            "time_s": {key: runs[key][mid][0] for key in ["ours", *refs]},
-            "equal_error": {key: (float(np.median([r for _, r in ratios])) if ratios else None)
-                            for key in refs for ratios in [equal_error_ratios(points["ours"], points[key])]},
-            "points": {key: [[e, r] for e, r in equal_error_ratios(points["ours"], points[key])] for key in refs},
-            "work": {"ours": {k: int(runs["ours"][mid][1][1][k])
-                              for k in ("steps", "rejected", "newton_iters", "lu_factorizations")},
-                     "C-IDA": {"steps": int(runs["C-IDA"][mid][1][1]["steps"]),
-                               "rejected": int(runs["C-IDA"][mid][1][1]["err_test_fails"]
-                                               + runs["C-IDA"][mid][1][1]["newton_conv_fails"]),
-                               "newton_iters": int(runs["C-IDA"][mid][1][1]["newton_iters"]),
-                               "lu_factorizations": int(runs["C-IDA"][mid][1][1]["lin_setups"])}},
-        })
-        print("  work per run     steps  rejected  Newton its  Jac evals  LU factorisations")
-        for rtol in rtols:
-            o = runs["ours"][rtol][1][1]
-            i = runs["C-IDA"][rtol][1][1]
-            print(f"  {rtol:7.0e} ours  {o['steps']:7d} {o['rejected']:9d} {o['newton_iters']:11d} "
-                  f"{o['jac_evals']:10d} {o['lu_factorizations']:18d}")
-            print(f"  {'':7s} C-IDA {i['steps']:7d} {i['err_test_fails'] + i['newton_conv_fails']:9d} "
-                  f"{i['newton_iters']:11d} {i['jac_evals']:10d} {i['lin_setups']:18d}"
-                  f"   (error-test fails {i['err_test_fails']}, convergence fails {i['newton_conv_fails']})")
-    print("\nsummary: ours / C-IDA wall time (median over C-IDA's tolerances where ours reaches that error; "
-          "and at equal rtol)")
-    for name, key, n, ratios, same_tol, t_o, t_i, mid in summary:
-        med = f"{np.median([r for _, r in ratios]):.2f}" if ratios else "n/a"
-        print(f"  {name:40s} {key:12s} n={n:3d}  equal error {med:>5s}   rtol {mid:.0e}: {same_tol:.2f} "
-              f"({t_o * 1e3:.3f} ms / {t_i * 1e3:.3f} ms)")
-    print("errors: max over the compared columns of max|x - x_ref| / max|x_ref|; "
-          "C-IDA 'rejected' = error-test + convergence failures")
+        recorded.append(run_case(name, model, c, t_end, dt, hmax, ref_fn, context and not args.no_context, refs,
+                                 rtols, args.repeat))
+    print(f"\nthe whole sweep took {time.perf_counter() - tic_all:.0f} s")
+    print("errors: max over the compared columns of max|x - x_ref| / max|x_ref|; ratios at equal error on the "
+          "Pareto fronts; C-IDA 'rejected' = error-test + convergence failures")
     if args.record:
         record.write("solver_bench", sys.argv[1:] if argv is None else argv,
-                     {"rtols": rtols, "repeat": args.repeat, "native_reference": bool(prefix), "models": recorded},
+                     {"rtols": rtols, "repeat": args.repeat, "tight_rtol": TIGHT, "native_reference": bool(prefix),
+                      "klu_reference": any("C-IDA KLU" in m["time_s"] for m in recorded), "models": recorded},
                      placeholders={"--sundials-prefix": "PREFIX"})
+
+
+def ours_run(c, t_out, y0, yp0, rtol, atol, hmax, max_steps=MAX_STEPS):
+    """One timed run of ours, set-up included: (seconds, (Y, YP), stats)."""
+    from bondsim_ros.solver import BDFSolver
+
+    tic = time.perf_counter()
+    s = BDFSolver(c.problem(), rtol=rtol, atol=atol, hmax=hmax, max_steps=max_steps)
+    s.init(0.0, y0, yp0, consistent=False)
+    sol = s.advance(t_out)
+    return time.perf_counter() - tic, sol, s.stats
+
+
+def ida_work(st: dict) -> dict:
+    return {"steps": st["steps"], "rejected": st["err_test_fails"] + st["newton_conv_fails"],
+            "newton_iters": st["newton_iters"], "lu_factorizations": st["lin_setups"],
+            "events": st["mode_switches"], "event_restarts": st["reinits"]}
+
+
+def ours_work(st: dict) -> dict:
+    return {k: int(st[k]) for k in ("steps", "rejected", "newton_iters", "lu_factorizations")} | \
+        {"events": int(st.get("events", 0)), "event_restarts": int(st.get("event_restarts", 0))}
+
+
+def run_case(name, model, c, t_end, dt, hmax, ref_fn, context, refs, rtols, repeat):
+    """One model's sweep: prints it and returns its record."""
+    from bondsim_ros.solver import BDFSolver
+
+    n = c.n
+    t_out = np.arange(1, int(round(t_end / dt)) + 1) * dt
+    p = c.params
+    s0 = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8, hmax=hmax)
+    y0, yp0 = s0.init(0.0, c.y0)
+    y0, yp0 = y0.copy(), yp0.copy()
+    names = ["t"] + c.output_names
+    out_buf = np.zeros(len(c.output_names))
+
+    def outputs(Y, YP):
+        rows = np.zeros((len(t_out), len(c.output_names)))
+        for k in range(len(t_out)):
+            c.outputs(float(t_out[k]), np.ascontiguousarray(Y[k]), np.ascontiguousarray(YP[k]), p, out_buf)
+            rows[k] = out_buf
+        return rows
+
+    def timed_round(rtol, atol):
+        """Our runs and each C-IDA's alternate, so that all see the same load on a shared machine.
+        Returns {solver: ([times], (output rows, work))}."""
+        times = {key: [] for key in ["ours", *refs]}
+        last = {}
+        for k in range(repeat + 1):  # first round: warm-up
+            el, sol, st = ours_run(c, t_out, y0, yp0, rtol, atol, hmax)
+            last["ours"] = (sol, ours_work(st))
+            if k:
+                times["ours"].append(el)
+            for key, ref in refs.items():
+                tic = time.perf_counter()
+                Y, YP, st = ref.run(t_out, y0, yp0, rtol, atol, hmax, max_steps=MAX_STEPS)
+                el = time.perf_counter() - tic
+                last[key] = ((Y, YP), ida_work(st))
+                if k:
+                    times[key].append(el)
+        return {key: (times[key], (outputs(*last[key][0]), last[key][1])) for key in times}
+
+    runs = {"ours": {}, **{key: {} for key in refs}}
+    if context:
+        runs.update(sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs))
+    for rtol in rtols:
+        for key, val in timed_round(rtol, rtol * 1e-2).items():
+            runs[key][rtol] = val
+    # the references: C-IDA (its fastest linear solver here) and ours, both at rtol TIGHT
+    tight_ref = refs.get("C-IDA KLU", refs["C-IDA"])
+    Y, YP, _ = tight_ref.run(t_out, y0, yp0, TIGHT, TIGHT * 1e-2, hmax, max_steps=10 ** 8)
+    tight = outputs(Y, YP)
+    rows = switch_free_rows(c, t_out, Y, YP)
+    _, sol, _ = ours_run(c, t_out, y0, yp0, TIGHT, TIGHT * 1e-2, hmax, max_steps=10 ** 8)
+    tight_ours = outputs(*sol)
+    signals = [k for k in names[1:] if "." not in k]
+    pose = [k for k in ("x", "y", "phi") if k in signals]
+    if callable(ref_fn):
+        state_ref, ref_name = ref_fn(t_out), "closed form"
+    else:
+        keys = ref_fn or pose or signals or [v for v, d in zip(c.var_names, c.differential) if d]
+        state_ref, ref_name = {k: tight[:, names.index(k) - 1] for k in keys}, f"C-IDA at rtol {TIGHT:g}"
+    out_ref = {k: tight[:, names.index(k) - 1] for k in (signals or names[1:])}
+
+    def err(out, ref):
+        # at an output time that is a switching instant the outputs are a left or a right limit
+        # (y' jumps there): those rows are left out, for every solver
+        vals = [float(np.max(np.abs(out[rows, names.index(k) - 1] - v[rows])) / np.max(np.abs(v[rows])))
+                for k, v in ref.items() if np.max(np.abs(v[rows])) > 1e-9]  # an all-zero column has no scale
+        return max(vals) if vals else 0.0
+
+    measures = {"state": state_ref, "outputs": out_ref}
+    # how far the two tight runs are apart: the resolution of the errors (against the closed
+    # form, how far C-IDA's tight run is from it)
+    floor = {m: err(tight_ours, ref) if ref is not state_ref or not callable(ref_fn) else err(tight, ref)
+             for m, ref in measures.items()}
+    print(f"\n{name}: n = {n}, {len(t_out)} outputs, hmax {hmax:g}, reference: {ref_name}; "
+          f"outputs: {len(out_ref)} columns against C-IDA at rtol {TIGHT:g}; "
+          f"{int(np.sum(~rows))} output times at a switching instant left out; resolution: "
+          + ", ".join(f"{m} {v:.1e}" for m, v in floor.items()))
+    cols = [s for s in runs if runs[s]]
+    print(f"  {'rtol':>7s}" + "".join(f" {s + ' [s]':>14s} {'err':>8s} {'err out':>8s}" for s in cols))
+    for rtol in rtols:
+        print(f"  {rtol:7.0e}" + "".join(
+            f" {np.median(runs[s][rtol][0]):14.5f} {err(runs[s][rtol][1][0], state_ref):8.1e} "
+            f"{err(runs[s][rtol][1][0], out_ref):8.1e}" if rtol in runs[s] else f" {'':14s} {'':8s} {'':8s}"
+            for s in cols))
+    rec = {"model": name, "n": n, "rtol": 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2],
+           "reference": ref_name, "rows_at_switches": int(np.sum(~rows)), "resolution": floor,
+           "time_s": {}, "time_range_s": {}, "per_step_us": {},
+           "equal_error": {}, "points": {}, "pareto": {}, "work": {}}
+    mid = rec["rtol"]
+    solvers = ["ours", *refs]
+    for key in solvers:
+        ts = runs[key][mid][0]
+        rec["time_s"][key] = float(np.median(ts))
+        rec["time_range_s"][key] = [float(min(ts)), float(max(ts))]
+        rec["work"][key] = runs[key][mid][1][1]
+        rec["per_step_us"][key] = 1e6 * float(np.median(ts)) / max(rec["work"][key]["steps"], 1)
+    for m, ref in measures.items():
+        pts = {key: [(err(runs[key][r][1][0], ref), float(np.median(runs[key][r][0])), r) for r in rtols]
+               for key in solvers}
+        fronts = {key: pareto([q for q in pts[key] if q[0] >= 2 * floor[m]]) for key in solvers}
+        rec["pareto"][m] = {key: [[e, t, r] for e, t, r in fronts[key]] for key in solvers}
+        rec["points"][m], rec["equal_error"][m] = {}, {}
+        for key in refs:
+            ratios = front_ratios(fronts["ours"], fronts[key])
+            rec["points"][m][key] = [[e, r] for e, r in ratios]
+            rec["equal_error"][m][key] = float(np.median([r for _, r in ratios])) if ratios else None
+            print(f"  {m}: ours / {key} at equal error on the Pareto fronts (ours {len(fronts['ours'])} of "
+                  f"{len(rtols)} points, {key} {len(fronts[key])} of {len(rtols)}): "
+                  + (", ".join(f"{r:.2f} (err {e:.0e})" for e, r in ratios) if ratios else "no common errors"))
+    print("  work per run     steps  rejected  Newton its  LU factorisations  events (restarts)  us/step")
+    for rtol in rtols:
+        for key in solvers:
+            w = runs[key][rtol][1][1]
+            print(f"  {rtol:7.0e} {key:12s} {w['steps']:7d} {w['rejected']:9d} {w['newton_iters']:11d} "
+                  f"{w['lu_factorizations']:18d} {w['events']:7d} ({w['event_restarts']})"
+                  f" {1e6 * np.median(runs[key][rtol][0]) / max(w['steps'], 1):9.2f}")
+    return rec
 
 
 def sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs):
@@ -348,20 +399,54 @@ def sksundae_runs(c, t_out, y0, yp0, hmax, rtols, outputs):
     return runs
 
 
-def equal_error_ratios(ours, ref):
-    """For each reference point (error, time), our time at the same error by log-log interpolation
-    along our own work-precision line; points outside our error range are skipped."""
-    pts = sorted((e, t) for e, t in ours if e > 0)
-    if len(pts) < 2:
+def switch_free_rows(c, t_out, Y, YP, dt=1e-7):
+    """The output rows that are not at a switching instant of the modes: the modes the laws pick
+    at each output point are those they pick dt before it (on a model without modes, all rows)."""
+    keep = np.ones(len(t_out), dtype=bool)
+    if not c.n_modes:
+        return keep
+    at, before = np.zeros(c.n_modes), np.zeros(c.n_modes)
+    for k, t in enumerate(t_out):
+        y, yp = np.ascontiguousarray(Y[k]), np.ascontiguousarray(YP[k])
+        c.modes(float(t), y, yp, c.params, at)
+        c.modes(float(t) - dt, np.ascontiguousarray(y - dt * yp), yp, c.params, before)
+        keep[k] = np.array_equal(at, before)
+    return keep
+
+
+def pareto(points):
+    """The Pareto front of (error, time, ...) runs: a run is dropped when a cheaper run (less
+    time) has an equal or lower error; of runs with equal time the one with lower error stays.
+    Returned by increasing time (so by decreasing error)."""
+    front = []
+    for q in sorted(points, key=lambda q: (q[1], q[0])):
+        if q[0] > 0 and np.isfinite(q[0]) and (not front or q[0] < front[-1][0]):
+            front.append(q)
+    return front
+
+
+def _time_at(front, e):
+    """Time on a Pareto front at error e, log-log interpolation between its points."""
+    le = np.log([q[0] for q in front][::-1])  # increasing error
+    lt = np.log([q[1] for q in front][::-1])
+    return float(np.exp(np.interp(np.log(e), le, lt)))
+
+
+def front_ratios(ours, ref):
+    """Our time over the reference's at equal error: both Pareto fronts (``pareto``) interpolated
+    at the error of each point of either front inside the errors both reach. [(error, ratio)]."""
+    if len(ours) < 1 or len(ref) < 1:
         return []
-    le = np.log([e for e, _ in pts])
-    lt = np.log([t for _, t in pts])
-    out = []
-    for e, t in sorted(ref):
-        if e <= 0 or not (le[0] <= np.log(e) <= le[-1]):
-            continue
-        out.append((e, float(np.exp(np.interp(np.log(e), le, lt))) / t))
-    return out
+    lo = max(min(q[0] for q in ours), min(q[0] for q in ref))
+    hi = min(max(q[0] for q in ours), max(q[0] for q in ref))
+    errs = sorted({q[0] for q in ours + ref if lo <= q[0] <= hi})
+    return [(e, _time_at(ours, e) / _time_at(ref, e)) for e in errs]
+
+
+def equal_error_ratios(ours, ref):
+    """For (error, time) runs of ours and of a reference: our time over the reference's at equal
+    error on the two Pareto fronts (``front_ratios``)."""
+    return front_ratios(pareto(list(ours)), pareto(list(ref)))
 
 
 if __name__ == "__main__":
