@@ -25,7 +25,9 @@ def tree(folder):
 def robot_entry_points():
     """One entry point per robot folder (bondsim_ros/robots/<name>/__init__.py, its ROBOT): the
     same scan as bondsim_ros.robots.builtin_plugins, so a new folder is registered by existing."""
-    robots = os.path.join(os.path.dirname(os.path.abspath(__file__)), PACKAGE, "robots")
+    # setup.py runs in its own folder (pip, colcon); a caller that execs it may set no __file__
+    here = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else os.getcwd()
+    robots = os.path.join(here, PACKAGE, "robots")
     return [f"{name} = {PACKAGE}.robots.{name}:ROBOT" for name in sorted(os.listdir(robots))
             if os.path.isfile(os.path.join(robots, name, "__init__.py")) and not name.startswith(("_", "."))]
 
