@@ -69,7 +69,10 @@ def load_cached(key: str, name: str, parameters: dict, log=None) -> CompiledMode
     src_path, meta_path, _ = entry_paths(cache_dir(), key)
     if not (src_path.exists() and meta_path.exists()):
         return None
-    meta = json.loads(meta_path.read_text())
+    try:
+        meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:  # removed since the check: the caller builds the model
+        return None
     log(f"model {name!r}: generated code from cache ({src_path.name})")
     return load_compiled(name, parameters, key, meta, src_path, meta_path, True)
 

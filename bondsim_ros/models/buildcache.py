@@ -57,7 +57,10 @@ def _digest(path: str) -> str | None:
 
 
 class _Reads:
-    """Files opened while a model is built (an audit hook: imports, ``open``, ``Path.read_text``)."""
+    """Files opened while a model is built (an audit hook: imports, ``open``, ``Path.read_text``).
+    A hook rather than each reader reporting its files: whatever code a build runs (a robot's
+    YAML config, a model file's own imports and data files, a mechanism XML) is listed, and a
+    reader that forgot to report could not leave a stale build in use."""
 
     _active: list = []
     _hooked = False
