@@ -124,7 +124,6 @@ def _warn_not_finite(result) -> None:
 
 
 def cmd_simulate(args) -> int:
-    from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.bondgraph.simulation import simulate
     from bondsim_ros.cliargs import CLIError
@@ -135,15 +134,8 @@ def cmd_simulate(args) -> int:
     tic = time.perf_counter()
     # a model simulated before, with its files unchanged, runs from its build record without
     # being built (no sympy): see models/buildcache.py
-    model = recorded = buildcache.lookup(args.model, use_cache=not args.no_cache)
-    if recorded is not None:
-        entry = recorded.entry
-    else:
-        from bondsim_ros.solver import _ccore
-
-        _ccore.prebuild()  # a first run on this machine: gcc builds the solver core meanwhile
-        with buildcache.building() as reads:
-            model, entry = _load(args.model)
+    resolved = buildcache.resolve(args.model, use_cache=not args.no_cache, load=_load)
+    entry = resolved.entry
     t_build = time.perf_counter() - tic
     defaults = entry.defaults if entry else {}
     t_end = args.t_end if args.t_end is not None else defaults.get("t_end")
@@ -157,11 +149,7 @@ def cmd_simulate(args) -> int:
     params = _params(args.param)
     try:
         tic = time.perf_counter()
-        if recorded is not None:
-            compiled = compile_model(recorded, log=log, key=recorded.key)
-        else:
-            compiled = compile_model(model, use_cache=not args.no_cache, log=log)
-            buildcache.record(args.model, entry, model, compiled, reads)
+        compiled = resolved.compile(log=log)
         t_build += time.perf_counter() - tic  # simulate() gets the compiled model: its own build time is 0
         for name in params:
             if name not in compiled.param_names:

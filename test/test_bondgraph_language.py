@@ -385,16 +385,16 @@ def test_runtime_parameter_pivot_is_eliminated_and_checked(tmp_path, monkeypatch
 
 
 def test_large_kernels_are_split_into_chunks_without_changing_results(tmp_path, monkeypatch):
-    """Kernels above codegen.CHUNK expressions are printed as several C functions (compile
+    """Kernels above cprint.CHUNK expressions are printed as several C functions (compile
     time); the trajectory must be the same as from the one-function kernels."""
     import numpy as np
 
-    from bondsim_ros.bondgraph import codegen
+    from bondsim_ros.bondgraph import codegen, cprint
     from bondsim_ros.bondgraph.simulation import simulate
 
-    runs, default = {}, codegen.CHUNK
+    runs, default = {}, cprint.CHUNK
     for chunk in (default, 2):
-        monkeypatch.setattr(codegen, "CHUNK", chunk)
+        monkeypatch.setattr(cprint, "CHUNK", chunk)
         monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / f"c{chunk}"))
         compiled = codegen.compile_model(examples.dc_motor())
         src = open(compiled.source_path).read()

@@ -147,3 +147,23 @@ def test_two_checkouts_sharing_a_cache_each_run_their_own_model(tmp_path, cache)
         first.setdefault(label, x_start)
         assert x_start == pytest.approx(0.1 if label == "a" else 0.3), (label, proc.stderr)
     assert first == {"a": pytest.approx(0.1), "b": pytest.approx(0.3)}
+
+
+def test_code_gone_after_the_record_was_read_is_built_again(tmp_path, cache, capsys):
+    """The record found the key, then the generated code left the cache (another process
+    cleaning it) before it was loaded: the model is built on demand and runs, rather than
+    the run failing."""
+    from bondsim_ros.models import buildcache
+
+    model = tmp_path / "rc.yaml"
+    model.write_text(RC_YAML)
+    simulate(model, tmp_path / "a.csv", capsys)
+    resolved = buildcache.resolve(str(model))
+    assert resolved.key is not None  # from the record: nothing built yet
+    for stale in (cache / "models").glob(f"m_{resolved.key}*"):
+        stale.unlink()
+    compiled = resolved.compile()
+    assert compiled.key == resolved.key and not compiled.from_cache
+    again, err = simulate(model, tmp_path / "b.csv", capsys)
+    assert "(cached)" in err
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

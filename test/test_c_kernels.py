@@ -1,4 +1,4 @@
-"""The generated C kernels (bondgraph/codegen.py) against the reduced DAE's own sympy
+"""The generated C kernels (bondgraph/cprint.py) against the reduced DAE's own sympy
 expressions, evaluated independently (sympy.lambdify with numpy, which prints Mod as numpy.mod,
 Min/Max as numpy.amin/amax, Piecewise as numpy.select: none of the C printer's code).
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from bondsim_ros.bondgraph import codegen
+from bondsim_ros.bondgraph import codegen, cprint
 from bondsim_ros.bondgraph.equations import T, build_dae
 from bondsim_ros.bondgraph.events import extract_events
 from bondsim_ros.bondgraph.reduce import _diff, reduce_dae
@@ -210,7 +210,7 @@ def test_the_oracle_sees_a_c_fmod(cache, monkeypatch, tmp_path):
     """Printed as C's fmod (the sign of the dividend), Mod of a negative argument differs from
     the law's (the sign of the divisor): the comparison above must notice."""
     monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(codegen, "C_PRELUDE", codegen.C_PRELUDE.replace(
+    monkeypatch.setattr(cprint, "C_PRELUDE", cprint.C_PRELUDE.replace(
         "double r = fmod(a, c);", "return fmod(a, c); double r = 0.0;"))
     wrong = codegen.compile_model(BUILDERS["law_zoo"]())
     monkeypatch.undo()
@@ -280,7 +280,7 @@ def test_a_large_source_builds_as_parallel_units_with_the_same_kernels(cache, tm
     monkeypatch.setenv("BONDSIM_CACHE_DIR", str(cache))
     whole = codegen.compile_model(BUILDERS["robotino"]())
     monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "split"))
-    monkeypatch.setattr(codegen, "CHUNK", 25)
+    monkeypatch.setattr(cprint, "CHUNK", 25)
     monkeypatch.setattr(native, "SPLIT_MIN", 0)
     monkeypatch.setattr(native, "_jobs", lambda: 3)
     calls = []
@@ -341,11 +341,11 @@ def test_the_code_cache_key_covers_every_module_that_reads_or_prints_a_law():
     """A cached library is reused while its key holds: a module that changes what a law means
     (the parser, the reduction, the printer) must be part of the key, or a fixed misreading
     would live on in every cache."""
-    from bondsim_ros.bondgraph import codegen
+    from bondsim_ros.bondgraph import fingerprint
 
-    here = Path(codegen.__file__).parent
+    here = Path(fingerprint.__file__).parent
     # what builds, parses, reduces or prints equations; not: drawing, running, file loading
     # (whose result, the Model with its law texts, is fingerprinted itself), the package index
     not_code = {"__init__.py", "draw.py", "simulation.py", "yamlmodel.py", "library.py"}
-    missing = sorted(p.name for p in here.glob("*.py") if p.name not in not_code and p.name not in codegen._ENGINE_FILES)
+    missing = sorted(p.name for p in here.glob("*.py") if p.name not in not_code and p.name not in fingerprint.ENGINE_FILES)
     assert not missing, f"bondgraph modules outside the code cache's key: {missing}"

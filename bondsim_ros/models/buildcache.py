@@ -1,7 +1,7 @@
 """Finding a model's generated code without building the model: the warm ``simulate`` path.
 
-``codegen.compile_model`` keys the generated code by a fingerprint of the *built* model's
-structure. Building a model imports sympy (0.5-0.7 s) and runs its builder (0.25-0.45 s for
+The generated code is keyed by a fingerprint of the *built* model's structure
+(bondgraph/fingerprint.py). Building a model imports sympy (0.5-0.7 s) and runs its builder (0.25-0.45 s for
 the Robotino): more than the Robotino's whole 50 s solve. A *build record* maps what the user
 asked for -- a built-in model's name or a model file, with this copy of the package -- to that fingerprint, the model's name
 and its parameter values, and lists every file the build read (the Python modules of this
@@ -10,6 +10,10 @@ The next request for the same model, with the same engine and the same ``BONDSIM
 environment, uses the record while every listed file is unchanged; otherwise the model is
 built and the record rewritten. A record never replaces the generated code's own key: it
 only finds it.
+
+:func:`resolve` is the one entry: what the user asked for -> a :class:`Resolved`, whose
+``entry`` is known at once and whose :meth:`Resolved.compile` loads the recorded key's code, or
+compiles the model (built on demand when the record's code left the cache) and records the build.
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ _NOT_BUILD_ENV = {"BONDSIM_CACHE_DIR"}
 
 
 def _record_path(spec: str) -> Path | None:
-    from bondsim_ros.bondgraph.codegen import _engine_hash, cache_dir
+    from bondsim_ros.bondgraph.cache import cache_dir
+    from bondsim_ros.bondgraph.fingerprint import engine_hash
 
     path = Path(spec)
     if path.suffix in (".yaml", ".yml", ".py"):  # a model file (built-in names have no suffix)
@@ -39,7 +44,7 @@ def _record_path(spec: str) -> Path | None:
     # the package's own location: two checkouts or installs sharing one cache each have their
     # records, else one would take the other's build while the other's files stay unchanged
     package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # .../bondsim_ros
-    blob = json.dumps([_engine_hash(), what, env, package])
+    blob = json.dumps([engine_hash(), what, env, package])
     return cache_dir() / f"r_{hashlib.sha256(blob.encode()).hexdigest()[:24]}.json"
 
 
@@ -52,7 +57,10 @@ def _digest(path: str) -> str | None:
 
 
 class _Reads:
-    """Files opened while a model is built (an audit hook: imports, ``open``, ``Path.read_text``)."""
+    """Files opened while a model is built (an audit hook: imports, ``open``, ``Path.read_text``).
+    A hook rather than each reader reporting its files: whatever code a build runs (a robot's
+    YAML config, a model file's own imports and data files, a mechanism XML) is listed, and a
+    reader that forgot to report could not leave a stale build in use."""
 
     _active: list = []
     _hooked = False
@@ -116,14 +124,62 @@ def _dependencies(opened: set) -> dict:
     return out
 
 
-def lookup(spec: str, use_cache: bool = True):
-    """The model ``spec`` as its build record tells it (a stand-in with ``name``, ``parameters``
-    and ``key``, for ``compile_model(rec, key=rec.key)``), or None (no record, a listed file
-    changed, the generated code is gone): then build the model."""
-    from bondsim_ros.bondgraph.codegen import cache_dir
+def resolve(spec: str, use_cache: bool = True, load=None) -> Resolved:
+    """``spec`` (a built-in model's name or a model file) resolved: from its build record while
+    that holds (nothing built, no sympy), else built now by ``load`` (``spec`` -> (Model,
+    ModelEntry or None); ``models.resolve_model`` unless given, its errors raised as they are),
+    the files the build reads collected for the record that :meth:`Resolved.compile` writes."""
+    if load is None:
+        from bondsim_ros.models import resolve_model as load
+    found = _from_record(spec, load) if use_cache else None
+    if found is not None:
+        return found
+    resolved = Resolved(spec, load, use_cache)
+    resolved._build()
+    return resolved
 
-    if not use_cache:
-        return None
+
+class Resolved:
+    """A model as the user asked for it: ``entry`` (its built-in ModelEntry, None for a model
+    file) and ``key`` (its generated code's key, when a build record gave it; else None), its
+    CompiledModel from :meth:`compile`."""
+
+    def __init__(self, spec: str, load, use_cache: bool = True, key: str | None = None, name: str = "",
+                 parameters: dict | None = None, entry=None):
+        self.spec, self.key, self.entry = spec, key, entry
+        self._load, self._use_cache = load, use_cache
+        self._name, self._parameters = name, parameters or {}  # the record's: the model's name and values
+        self._model = self._reads = None
+
+    def _build(self) -> None:
+        from bondsim_ros.solver import _ccore
+
+        _ccore.prebuild()  # a first run on this machine: gcc builds the solver core meanwhile
+        with _Reads() as reads:
+            self._model, self.entry = self._load(self.spec)
+        self._reads = reads
+
+    def compile(self, log=None):
+        """The CompiledModel: the recorded key's code when the cache holds it, else the model's
+        (built now if the record's code left the cache since :func:`resolve`), its build then
+        recorded."""
+        from bondsim_ros.bondgraph.codegen import compile_model, load_cached
+
+        if self._model is None:
+            compiled = load_cached(self.key, self._name, self._parameters, log=log)
+            if compiled is not None:
+                return compiled
+            self._build()
+        compiled = compile_model(self._model, use_cache=self._use_cache, log=log)
+        _record(self.spec, self.entry, self._model, compiled, self._reads)
+        return compiled
+
+
+def _from_record(spec: str, load) -> Resolved | None:
+    """``spec`` as its build record tells it, or None (no record, a listed file changed, the
+    generated code is gone): then the model is built."""
+    from bondsim_ros.bondgraph.cache import is_cached
+
     rec_path = _record_path(spec)
     if rec_path is None or not rec_path.exists():
         return None
@@ -132,36 +188,23 @@ def lookup(spec: str, use_cache: bool = True):
         key, deps = rec["key"], rec["files"]
         if not all(_digest(f) == h for f, h in deps.items()):
             return None
-        folder = cache_dir()
-        if not ((folder / f"m_{key}.c").exists() and (folder / f"m_{key}.json").exists()):
+        if not is_cached(str(key)):
             return None
-        recorded = Recorded(str(rec["name"]), {str(k): float(v) for k, v in rec["parameters"].items()}, str(key))
+        resolved = Resolved(spec, load, key=str(key), name=str(rec["name"]),
+                            parameters={str(k): float(v) for k, v in rec["parameters"].items()})
         module = rec["entry_module"]
         if module is not None:  # a built-in: its entry (defaults, plots), from its module alone
             from bondsim_ros.models import entry_from
 
-            recorded.entry = entry_from(str(module), spec)
-            if recorded.entry is None:
+            resolved.entry = entry_from(str(module), spec)
+            if resolved.entry is None:
                 return None
-        return recorded
+        return resolved
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # an unreadable or foreign record: build the model
 
 
-class Recorded:
-    """What compile_model needs of a model whose code is cached: its name, its parameters and
-    the generated code's key; and the built-in model's entry (None for a model file)."""
-
-    def __init__(self, name: str, parameters: dict, key: str, entry=None):
-        self.name, self.parameters, self.key, self.entry = name, parameters, key, entry
-
-
-def building():
-    """Context manager around a model build: collects the files it reads (for :func:`record`)."""
-    return _Reads()
-
-
-def record(spec: str, entry, model, compiled, reads: _Reads) -> None:
+def _record(spec: str, entry, model, compiled, reads: _Reads) -> None:
     """Write the build record of ``spec`` after ``model`` was built and compiled (``entry``:
     its built-in model entry, None for a model file)."""
     import tempfile
@@ -190,4 +233,4 @@ def record(spec: str, entry, model, compiled, reads: _Reads) -> None:
         pass  # a read-only cache: the next run builds again
 
 
-__all__ = ["lookup", "building", "record", "Recorded"]
+__all__ = ["resolve", "Resolved"]

@@ -112,18 +112,10 @@ def load_model(spec: str, use_cache: bool = True):
     """(CompiledModel, its built-in ModelEntry or None) of ``spec``, as ``bondsim-ros simulate``
     finds it: from the build record when the model was built before (no sympy), else built
     and compiled (and recorded, so that the workers that load it next find it)."""
-    from bondsim_ros.bondgraph.codegen import compile_model
-    from bondsim_ros.models import buildcache, resolve_model
+    from bondsim_ros.models import buildcache
 
-    recorded = buildcache.lookup(spec, use_cache=use_cache)
-    if recorded is not None:
-        return compile_model(recorded, key=recorded.key), recorded.entry
-    with buildcache.building() as reads:
-        model, entry = resolve_model(spec)
-    compiled = compile_model(model, use_cache=use_cache)
-    if use_cache:
-        buildcache.record(spec, entry, model, compiled, reads)
-    return compiled, entry
+    resolved = buildcache.resolve(spec, use_cache=use_cache)
+    return resolved.compile(), resolved.entry
 
 
 def _worker_model(spec: str):

@@ -1,0 +1,165 @@
+"""The compiled model: a model's generated code loaded, without sympy.
+
+:class:`CompiledModel` is what the solver and the outputs need: names, the Jacobian's sparsity
+pattern, which unknowns are differential, initial and parameter values, and the kernels (the
+shared library's functions as native.CKernel); it refuses parameter values the model cannot run
+with (:meth:`CompiledModel.check_params`) and makes the solver's DAEProblem.
+:func:`load_compiled` makes one from a cache entry (cache.py): its metadata and its library,
+compiled again from the cached source if the library alone is gone.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .cache import atomic_write, compile_library
+from .core import ModelError
+
+
+@dataclass
+class CompiledModel:
+    """Everything the solver and the outputs need, without sympy."""
+
+    name: str
+    key: str
+    var_names: list
+    eq_names: list
+    differential: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    y0: np.ndarray
+    param_names: list
+    params: np.ndarray
+    output_names: list
+    residual: object
+    jacobian: object
+    outputs: object
+    source_path: str
+    from_cache: bool = False
+    pivot_names: list = None
+    pivots: object = None  # kernel: the pivots, then the checks
+    check_names: list = None
+    check_kinds: list = None
+    pivot_params: list = None
+    param_uses: dict = None
+    # events (bondgraph/events.py): kernels with the modes after the parameters in p
+    n_modes: int = 0
+    root_names: list = None
+    roots: object = None
+    modes: object = None
+    residual_modes: object = None
+    jacobian_modes: object = None
+
+    def check_params(self, params) -> None:
+        """Refuse parameter values the model cannot run with, naming the parameter and the
+        element law it enters: not finite; a sign an element needs (an inertia or capacitance
+        must be positive, a resistance non-negative, wherever the value comes from: file,
+        --param, set_param, fit); zero where the symbolic elimination divided by it (a pivot)
+        or where it is a derivative's only coefficient."""
+        params = np.asarray(params, dtype=float)
+        bad_values = [n for n, v in zip(self.param_names, params) if not np.isfinite(v)]
+        if bad_values:
+            raise ModelError(self.name, "parameter values must be finite: "
+                             + ", ".join(f"{n} = {params[self.param_names.index(n)]}" for n in bad_values))
+        pivot_names, check_names = self.pivot_names or [], self.check_names or []
+        if not (pivot_names or check_names):
+            return
+        out = np.zeros(len(pivot_names) + len(check_names))
+        z = np.zeros(self.n)
+        with np.errstate(all="ignore"):
+            self.pivots(0.0, z, z, params, out)
+        problems = []
+        for k, v in enumerate(out):
+            if k < len(pivot_names):
+                ok, text = np.isfinite(v) and v != 0.0, f"{pivot_names[k]} (pivot = {v + 0.0:g})"
+            else:
+                kind = self.check_kinds[k - len(pivot_names)]
+                ok = np.isfinite(v) and (v > 0 if kind == "positive" else v >= 0 if kind == "nonnegative" else v != 0)
+                text = f"{check_names[k - len(pivot_names)]} (it is {v + 0.0:g})"
+            if not ok:
+                problems.append((k, text))
+        if problems:
+            named = []
+            for k, _ in problems:
+                for n in (self.pivot_params[k] if k < len(self.pivot_params or []) else []):
+                    if n not in named:
+                        named.append(n)
+            values = ", ".join(f"{n} = {params[self.param_names.index(n)]:g}" for n in named) or \
+                ", ".join(f"{n} = {v:g}" for n, v in zip(self.param_names, params))
+            uses = "; ".join(f"{n} enters {', '.join(self.param_uses[n])}" for n in named if self.param_uses.get(n))
+            raise ModelError(self.name, f"parameter value(s) {values} refused{f' ({uses})' if uses else ''}: "
+                             + "; ".join(t for _, t in problems))
+
+    @property
+    def n(self) -> int:
+        return len(self.var_names)
+
+    def param_index(self, name: str) -> int:
+        try:
+            return self.param_names.index(name)
+        except ValueError:
+            raise KeyError(f"model {self.name!r} has no parameter {name!r} (has: {', '.join(self.param_names) or 'none'})") from None
+
+    def problem(self):
+        from bondsim_ros.solver import DAEProblem
+
+        ev = self.n_modes > 0
+        return DAEProblem(
+            residual=self.residual_modes if ev else self.residual,
+            jacobian=self.jacobian_modes if ev else self.jacobian, indptr=self.indptr, indices=self.indices,
+            differential=self.differential.copy(), params=self.params.copy(),
+            var_names=list(self.var_names), eq_names=list(self.eq_names),
+            roots=self.roots if ev else None, modes=self.modes if ev else None,
+            n_roots=len(self.root_names or []) if ev else 0, n_modes=self.n_modes, root_names=self.root_names,
+        )
+
+
+# kernel field of CompiledModel -> its ABI kind (solver/native.py)
+_KERNELS = {"residual": "res", "jacobian": "jac", "outputs": "res", "pivots": "res"}
+_EVENT_KERNELS = {"roots": "res", "modes": "res", "residual_modes": "res", "jacobian_modes": "jac"}
+
+
+def load_compiled(name: str, parameters: dict, key: str, meta: dict, src_path: Path, meta_path: Path,
+                  from_cache: bool) -> CompiledModel:
+    """The CompiledModel of cache entry ``key`` (``meta``: its metadata; ``src_path``,
+    ``meta_path``: its files) for model ``name`` with the values ``parameters`` (name -> value,
+    every one of ``meta["param_names"]``)."""
+    folder = src_path.parent
+    lib_path = folder / meta["library"]
+    if not lib_path.exists():  # the library alone was removed: compile the cached C again (no sympy)
+        lib_path = compile_library(name, src_path, src_path.read_text(), folder)
+        if lib_path.name != meta["library"]:  # another compiler version since
+            meta["library"] = lib_path.name
+            atomic_write(meta_path, json.dumps(meta))
+    from bondsim_ros.solver import native
+
+    try:
+        lib = native.load_library(lib_path)
+        kernels = {f: native.CKernel(lib, f, kind) for f, kind in _KERNELS.items()}
+        if meta.get("n_modes", 0):
+            kernels.update({f: native.CKernel(lib, f, kind) for f, kind in _EVENT_KERNELS.items()})
+    except (OSError, AttributeError) as exc:  # a damaged library: keep no broken cache
+        for stale in (src_path, meta_path, lib_path):
+            stale.unlink(missing_ok=True)
+        raise ModelError(name, f"the generated library {lib_path.name} does not load ({exc}): run again") from None
+    params = np.array([parameters[n] for n in meta["param_names"]], dtype=float)
+    return CompiledModel(
+        name=meta["name"], key=key, var_names=meta["var_names"], eq_names=meta["eq_names"],
+        differential=np.array(meta["differential"], dtype=bool),
+        indptr=np.array(meta["indptr"], dtype=np.int64), indices=np.array(meta["indices"], dtype=np.int64),
+        y0=np.array(meta["y0"], dtype=float), param_names=meta["param_names"], params=params,
+        output_names=meta["output_names"], residual=kernels["residual"], jacobian=kernels["jacobian"],
+        outputs=kernels["outputs"], source_path=str(src_path), from_cache=from_cache,
+        pivot_names=meta.get("pivot_names", []), pivots=kernels["pivots"],
+        check_names=meta.get("check_names", []), check_kinds=meta.get("check_kinds", []),
+        pivot_params=meta.get("pivot_params", []), param_uses=meta.get("param_uses", {}),
+        n_modes=meta.get("n_modes", 0), root_names=meta.get("root_names", []),
+        roots=kernels.get("roots"), modes=kernels.get("modes"),
+        residual_modes=kernels.get("residual_modes"), jacobian_modes=kernels.get("jacobian_modes"),
+    )
+
+
+__all__ = ["CompiledModel", "load_compiled"]

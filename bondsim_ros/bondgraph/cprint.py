@@ -1,0 +1,408 @@
+"""The C source of a model's kernels: sympy expressions printed as straight-line C99.
+
+:func:`generate_source` writes one translation unit holding the kernels of a reduced DAE --
+residual, Jacobian values, outputs, pivots, and with events the modes, switching functions and
+moded residual/Jacobian -- with the kernel ABI of solver/native.py. The printer (a sympy C99
+printer with its own sums, products, powers and functions, keeping the laws' meaning rather
+than C's: ``C_PRELUDE``) names the model's symbols as it meets them; common-subexpression
+elimination happens while printing (each sub-expression met twice in a function becomes a
+``const double _cK``); a kernel of more than ``CHUNK`` expressions is printed as several
+functions.
+"""
+from __future__ import annotations
+
+from .fingerprint import CODEGEN_VERSION
+from .jacobian import moded_jacobian
+
+# Helpers the kernels call, with the semantics the Python printer had (numba compiled Python):
+# Mod follows Python's float % (sign of the divisor; sympy's Mod(a, c) = a - c floor(a/c)),
+# not C's fmod; min/max take the first argument unless the second is strictly smaller/larger
+# (Python's min/max, also with NaN); sign is 0 at 0, else copysign(1, x).
+C_PRELUDE = r"""#include <math.h>
+#include <string.h>
+
+static inline double bs_mod(double a, double c) {
+    double r = fmod(a, c);
+    if (r != 0.0) {
+        if ((c < 0.0) != (r < 0.0)) r += c;
+    } else {
+        r = copysign(0.0, c);
+    }
+    return r;
+}
+static inline double bs_min(double a, double b) { return b < a ? b : a; }
+static inline double bs_max(double a, double b) { return b > a ? b : a; }
+static inline double bs_sign(double x) { return x == 0.0 ? 0.0 : copysign(1.0, x); }
+"""
+
+
+def _printer(names: dict):
+    """A C99 printer of kernel expressions: each model symbol is printed as the name ``names``
+    gives it (``y[3]``, ``yp[3]``, ``p[0]``, ``t``, a mode), looked up while printing instead of
+    substituted into every expression beforehand."""
+    import sympy as sp
+    from sympy.printing.c import C99CodePrinter
+
+    class KernelPrinter(C99CodePrinter):
+        def text(self, expr) -> str:
+            """C of one expression. sympy's doprint walked every tree once more (UnevaluatedExpr
+            replacement), and its Add and Mul printers sorted terms and built new expressions
+            (negated coefficients, inverted powers): the 18-DOF dual-arm's code generation took
+            8.8 s with them, 4.1 s with the printers below, which print the arguments as stored."""
+            self._not_supported, self._number_symbols = set(), set()
+            out = self._print(expr)
+            if self._not_supported:
+                bad = sorted({type(e).__name__ for e in self._not_supported})
+                raise RuntimeError(f"no C translation of {', '.join(bad)}")
+            return out
+
+        def _print(self, expr, **kwargs):
+            name = self.names.get(expr)  # a model symbol or a shared sub-expression's _cK
+            return name if name is not None else super()._print(expr, **kwargs)
+
+        def _print_Add(self, expr):
+            out = ""
+            for term in expr.args:
+                t = self._print(term)
+                if not out:
+                    out = t
+                elif t.startswith("-"):  # a product with a negative sign: "a - x*y"
+                    out += " - " + t[1:]
+                else:
+                    out += " + " + t
+            return out
+
+        def _print_Mul(self, expr):
+            # coefficient first (sympy keeps it there), factors with a negative constant
+            # exponent in a denominator: x*y**-1*z**-2 -> x/(y*(z*z)), as sympy prints it
+            sign, num, den = "", [], []
+            for f in expr.args:
+                if f.is_Number:
+                    v = float(f)
+                    if v == -1.0:
+                        sign = "-"
+                    elif v < 0:
+                        sign, v = "-", -v
+                        num.append(self._double(v))
+                    elif v != 1.0:
+                        num.append(self._double(v))
+                elif f.is_Pow and f.exp.is_Number and f.exp < 0:  # by value even if shared: the same C as unshared
+                    den.append(self._power(f.base, -f.exp))
+                else:
+                    t = self._print(f)
+                    num.append(f"({t})" if f.is_Add or t.startswith("-") else t)
+            text = "*".join(num) if num else "1.0"
+            if den:
+                text += "/" + (den[0] if len(den) == 1 else "(" + "*".join(den) + ")")
+            return sign + text
+
+        def _print_Symbol(self, expr):
+            name = self.names.get(expr)
+            if name is None:
+                raise RuntimeError(f"internal: unmapped symbol {expr} in generated expression")
+            return name
+
+        def _print_Float(self, expr):
+            return self._double(float(expr))
+
+        def _print_Rational(self, expr):
+            return self._double(float(expr))
+
+        def _print_Integer(self, expr):
+            return self._double(float(expr))
+
+        @staticmethod
+        def _double(v):
+            if v != v:
+                return "NAN"
+            if v in (float("inf"), float("-inf")):
+                return "INFINITY" if v > 0 else "(-INFINITY)"
+            text = repr(v)  # round-trips; "1e-05", "2.0" are C double literals as they stand
+            return f"({text})" if v < 0 else text
+
+        def _print_NumberSymbol(self, expr):  # pi, E, ...: the double nearest
+            return self._double(float(expr))
+
+        _print_Pi = _print_Exp1 = _print_GoldenRatio = _print_EulerGamma = _print_Catalan = _print_NumberSymbol
+
+        def _print_Infinity(self, expr):
+            return "INFINITY"
+
+        def _print_NegativeInfinity(self, expr):
+            return "(-INFINITY)"
+
+        def _print_NaN(self, expr):
+            return "NAN"
+
+        def _print_BooleanTrue(self, expr):
+            return "1"
+
+        def _print_BooleanFalse(self, expr):
+            return "0"
+
+        def _print_Pow(self, expr):
+            return self._power(*expr.args)
+
+        def _power(self, base, e):
+            b = self._print(base)
+            if e.is_Integer:
+                n = int(e)
+                if n == 1:
+                    return f"({b})"
+                if n == -1:
+                    return f"(1.0/({b}))"
+                if n == 2:
+                    return f"(({b})*({b}))"
+                return f"__builtin_powi({b}, {n})"  # repeated multiplication, as numba does for x**n
+            if e == sp.S.Half:
+                return f"sqrt({b})"
+            if e == -sp.S.Half:
+                return f"(1.0/sqrt({b}))"
+            return f"pow({b}, {self._print(e)})"
+
+        def _print_Mod(self, expr):
+            a, c = (self._print(x) for x in expr.args)
+            return f"bs_mod({a}, {c})"
+
+        def _fold(self, fn, args):
+            out = self._print(args[0])
+            for a in args[1:]:
+                out = f"{fn}({out}, {self._print(a)})"
+            return out
+
+        def _print_Min(self, expr):
+            return self._fold("bs_min", expr.args)
+
+        def _print_Max(self, expr):
+            return self._fold("bs_max", expr.args)
+
+        def _print_clip(self, expr):
+            u, lo, hi = (self._print(a) for a in expr.args)
+            return f"bs_min(bs_max({u}, {lo}), {hi})"
+
+        def _print_Heaviside(self, expr):
+            # sympy's value at 0 (H0, 1/2 unless given), as lambdify and every fold of the law give
+            a = self._print(expr.args[0])
+            h0 = self._print(expr.args[1]) if len(expr.args) > 1 else "0.5"
+            return f"(({a}) > 0.0 ? 1.0 : (({a}) < 0.0 ? 0.0 : {h0}))"
+
+        def _print_sign(self, expr):
+            return f"bs_sign({self._print(expr.args[0])})"
+
+        def _print_Abs(self, expr):
+            return f"fabs({self._print(expr.args[0])})"
+
+        def _print_floor(self, expr):
+            return f"floor({self._print(expr.args[0])})"
+
+        def _print_ceiling(self, expr):
+            return f"ceil({self._print(expr.args[0])})"
+
+        def _print_Piecewise(self, expr):
+            # nested ternaries; no branch taken (no True condition at the end) is NaN
+            out = "NAN"
+            for value, cond in reversed(expr.args):
+                if cond == True:  # noqa: E712 (sympy's true)
+                    out = self._print(value)
+                else:
+                    out = f"(({self._print(cond)}) ? ({self._print(value)}) : ({out}))"
+            return out
+
+        def _print_Relational(self, expr):
+            op = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}[expr.rel_op]
+            return f"(({self._print(expr.lhs)}) {op} ({self._print(expr.rhs)}))"
+
+        def _print_And(self, expr):
+            return "(" + " && ".join(f"({self._print(a)})" for a in expr.args) + ")"
+
+        def _print_Or(self, expr):
+            return "(" + " || ".join(f"({self._print(a)})" for a in expr.args) + ")"
+
+        def _print_Not(self, expr):
+            return f"(!({self._print(expr.args[0])}))"
+
+        def _print_Xor(self, expr):
+            return "(" + " ^ ".join(f"(!!({self._print(a)}))" for a in expr.args) + ")"
+
+        def _print_Function(self, expr):
+            name = type(expr).__name__
+            if name not in _C_FUNCTIONS:
+                raise RuntimeError(f"no C translation of the function {name}")
+            return f"{_C_FUNCTIONS[name]}({', '.join(self._print(a) for a in expr.args)})"
+
+    printer = KernelPrinter()
+    printer.names = names
+    return printer
+
+
+# sympy function -> C <math.h> (what laws accept, laws.FUNCTIONS, and what their derivatives bring)
+_C_FUNCTIONS = {
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan",
+    "atan2": "atan2", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "asinh",
+    "acosh": "acosh", "atanh": "atanh", "exp": "exp", "log": "log", "sqrt": "sqrt",
+    "erf": "erf", "erfc": "erfc", "gamma": "tgamma", "loggamma": "lgamma",
+}
+
+
+# Largest number of expressions printed into one C function: the compiler's optimiser is
+# superlinear in the size of a function (as LLVM's was for numba: the 18-DOF dual-arm Jacobian,
+# 1837 entries, took about 4 min in one function). Each chunk is a function of its own that the
+# compiler must not inline back (noinline); the price is common subexpressions recomputed
+# across chunks. Small models stay in one function.
+CHUNK = 150
+
+_ARGS = {"res": "double t, const double *y, const double *yp, const double *p, double *out",
+         "jac": "double t, const double *y, const double *yp, const double *p, double cj, double *vals"}
+_CALL = {"res": "t, y, yp, p, out", "jac": "t, y, yp, p, cj, vals"}
+
+
+def _shared(exprs) -> set:
+    """The sub-expressions met more than once in ``exprs`` (sympy's tree CSE counting: a node seen
+    again is not entered again). Only numbers are shared: not conditions, not Piecewise pairs."""
+    import sympy as sp
+
+    seen, shared = set(), set()
+
+    def count(e):
+        if e.is_Atom or not e.args:
+            return
+        if e in seen:
+            if isinstance(e, sp.Expr):
+                shared.add(e)
+            return
+        seen.add(e)
+        for a in e.args:
+            count(a)
+
+    for e in exprs:
+        count(e)
+    return shared
+
+
+def _define_shared(exprs, shared: set, printer, lines: list) -> list:
+    """Common-subexpression elimination at print time: each shared sub-expression becomes a
+    ``const double _cK``, children before parents, and the printer prints its name wherever it
+    meets it again. sympy's tree_cse rebuilt every expression around its new symbols (new Add and
+    Mul objects, each deducing its assumptions): 6.8 s of the 18-DOF dual-arm's 10 s of code
+    generation. The expressions stay as they are, so the C computes exactly what they say.
+    Returns the names defined (the caller forgets them after its function)."""
+    done, defined = set(), []
+
+    def define(e):
+        if e.is_Atom or not e.args or e in done:
+            return
+        done.add(e)
+        for a in e.args:
+            define(a)
+        if e in shared:
+            name = f"_c{len(defined)}"
+            lines.append(f"    const double {name} = {printer.text(e)};")
+            printer.names[e] = name
+            defined.append(e)
+
+    for e in exprs:
+        define(e)
+    return defined
+
+
+def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, chunk: bool = False) -> list:
+    """C lines of kernel ``name`` (``kind`` "res" or "jac": the ABI of solver/native.py) writing
+    ``exprs`` to out[] (vals[]) after common-subexpression elimination; chunks above CHUNK."""
+    import sympy as sp
+
+    from bondsim_ros.solver.native import UNIT_MARK
+
+    target = "out" if kind == "res" else "vals"
+    # a chunk: its own function, which may land in another translation unit (native.UNIT_MARK)
+    head = ('__attribute__((noinline, visibility("hidden"))) void ' if chunk else "void ") + f"{name}({_ARGS[kind]})"
+    if len(exprs) > CHUNK:
+        lines, calls = [], []
+        for c, start in enumerate(range(0, len(exprs), CHUNK)):
+            lines += _emit_function(f"{name}_{c}", kind, exprs[start:start + CHUNK], printer, offset + start,
+                                    chunk=True) + [""]
+            calls.append(f"    {name}_{c}({_CALL[kind]});")
+        return lines + [UNIT_MARK, head + " {"] + calls + ["}"]
+    lines = [UNIT_MARK, head + " {"]
+    if exprs:
+        exprs = [sp.sympify(e) for e in exprs]
+        defined = _define_shared(exprs, _shared(exprs), printer, lines)
+        for k, val in enumerate(exprs):
+            lines.append(f"    {target}[{offset + k}] = {printer.text(val)};")
+        for e in defined:  # the next function numbers its own
+            del printer.names[e]
+    lines.append("}")
+    return lines
+
+def generate_source(red, key: str, events=None) -> str:
+    """C source (one translation unit) of the kernels for a :class:`reduce.ReducedDAE`:
+    residual, jacobian, outputs and pivots, with the ABI of solver/native.py; with ``events``
+    (equations with modes, :class:`events.Events`) also modes, roots, residual_modes and
+    jacobian_modes (the modes in p after the parameters), residual and jacobian then computing
+    the modes at their point first (the same values as the laws as written)."""
+    import sympy as sp
+
+    from bondsim_ros.solver.native import UNIT_MARK
+
+    from .reduce import T
+
+    cj = sp.Symbol("cj")
+    names = {T: "t", cj: "cj"}
+    for i, v in enumerate(red.variables):
+        names[v] = f"y[{i}]"
+        if v in red.derivative:
+            names[red.derivative[v]] = f"yp[{i}]"
+    for k, s in enumerate(red.param_symbols):
+        names[s] = f"p[{k}]"
+    printer = _printer(names)
+
+    n_par = len(red.param_symbols)
+    moded_eqs, ev = events if events else (None, None)
+    if ev:
+        for k, m in enumerate(ev.modes):
+            names[m] = f"p[{n_par + k}]"
+        jac_dy, jac_dyp = moded_jacobian(red, moded_eqs)
+        res = list(moded_eqs)
+    else:
+        jac_dy, jac_dyp = red.jac_dy, red.jac_dyp
+        res = list(red.equations)
+    jac = [sp.sympify(dy) + cj * sp.sympify(dyp) if dyp != 0 else sp.sympify(dy) for dy, dyp in zip(jac_dy, jac_dyp)]
+    outs = [e for _, e in red.outputs]
+    # the pivots kernel: the elimination's parametric pivots, then the parameter checks
+    pivots = [e for e, _ in red.pivots] + [e for e, _, _ in (red.param_checks or [])]
+    lines = [f"/* Generated by bondsim_ros codegen v{CODEGEN_VERSION} for model {_c_comment(red.name)}, key {key}. "
+             "Do not edit. */", C_PRELUDE]
+    if ev:
+        n_modes = len(ev.modes)
+        # the natural modes: each in terms of the modes before it (inner ones first), here
+        # with those written out, so that one common-subexpression elimination serves them all
+        natural = []
+        for k, nat in enumerate(ev.natural):
+            natural.append(sp.sympify(nat).xreplace(dict(zip(ev.modes[:k], natural))))
+        lines += _emit_function("modes", "res", natural, printer) + [""]
+        lines += _emit_function("roots", "res", list(ev.roots), printer) + [""]
+        lines += _emit_function("residual_modes", "res", res, printer) + [""]
+        lines += _emit_function("jacobian_modes", "jac", jac, printer) + [""]
+        for name, kind in (("residual", "res"), ("jacobian", "jac")):
+            lines += [UNIT_MARK, f"void {name}({_ARGS[kind]}) {{",
+                      f"    double pm[{n_par + n_modes}];",
+                      f"    memcpy(pm, p, {n_par} * sizeof(double));" if n_par else "",
+                      f"    modes(t, y, yp, p, pm + {n_par});",
+                      f"    {name}_modes({_CALL[kind].replace(' p,', ' pm,')});",
+                      "}", ""]
+    else:
+        lines += _emit_function("residual", "res", res, printer) + [""]
+        lines += _emit_function("jacobian", "jac", jac, printer) + [""]
+    lines += _emit_function("outputs", "res", outs, printer) + [""]
+    # parametric pivots of the elimination (reduce.py): evaluated before a run, never in the loop
+    lines += _emit_function("pivots", "res", pivots, printer)
+    # every function declared after the prelude: the header each translation unit repeats
+    protos = [line[:-2] + ";" for line in lines if line.endswith(") {") and not line.startswith(" ")]
+    at = lines.index(C_PRELUDE) + 1
+    return "\n".join(lines[:at] + protos + [""] + lines[at:]) + "\n"
+
+
+def _c_comment(text: str) -> str:
+    return repr(str(text)).replace("*/", "* /")
+
+
+__all__ = ["C_PRELUDE", "CHUNK", "generate_source"]
