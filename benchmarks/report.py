@@ -250,6 +250,20 @@ def twin_stress(f: dict) -> list:
     return table(["", "measured"], rows)
 
 
+def model_size(f: dict) -> list:
+    phases = ["load", "dae", "reduce"] + (["source"] if f.get("codegen") else [])
+    rows = []
+    for r in f["rows"]:
+        if "refusal" in r:
+            rows.append([f"`{r['chain']}`", count(r["n"]), f"refused after {sig(r['refused_after_s'])} s: "
+                         f"{r['refusal'][:80]}"] + [""] * (len(phases) + 3))
+            continue
+        rows.append([f"`{r['chain']}`", count(r["n"]), count(r["raw_eqs"]), count(r["eqs"]), count(r["nnz"])]
+                    + [sig(r[f"{p}_s"]) for p in phases] + [f"**{sig(r['total_s'])}**"])
+    return table(["chain", "N", "raw equations", "after elimination", "Jacobian non-zeros"]
+                 + [f"{p} s" for p in phases] + ["total s"], rows)
+
+
 def demo(f: dict) -> list:
     e = f["tracking_error_after_5s"]
     m, s = divmod(int(round(f["demo_wall_s"])), 60)
@@ -307,6 +321,13 @@ SECTIONS = [
      "about 10 simulated minutes. A solver failure is counted and the twin recovers from it as the node "
      "does; the script exits 1 if there was any. `test/test_twin_step_to.py` replays seeds 28 and 94.",
      twin_stress),
+    ("model_size", "Build time against model size",
+     "Ladders of 10 … 10 000 elements on alternating 1- and 0-junctions driven by a voltage source, "
+     "built from a YAML model file through the phases of a build: reading the file, collecting the "
+     "equations, the elimination and the Jacobian. `R`: resistors closed by one inertia; `IRC`: I, R, C "
+     "in turn; `Rp`, `IRCp`: the same with every value the run-time parameter `k` (pivots made of "
+     "parameters, docs/engine.md step 3). One process, one build per row.",
+     model_size),
     ("demo", "The README's commands from a fresh clone",
      "The demo and the test suite as a new user runs them (README, \"Two commands\"), from a fresh "
      "clone with the generated-code cache of the machine warm.",
