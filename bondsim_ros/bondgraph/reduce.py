@@ -46,7 +46,7 @@ MAX_PIVOT_ROW = 32
 # through a parametric pivot for an unknown whose expression would be more than this many
 # levels deep: another of its unknowns is taken, or the equation stays in the DAE with them
 # (the solver takes algebraic unknowns as they are). The ladder's equations then stay at most
-# 13 levels deep and reduce to one (N = 10 000: 35 s, benchmarks/model_size.py). The built-in
+# 13 levels deep and reduce to one (N = 10 000: 36 s, benchmarks/model_size.py). The built-in
 # models' parametric pivots are at most 8 levels deep (omni5dpo), so none of them is affected.
 MAX_PIVOT_DEPTH = 40
 
