@@ -1,7 +1,7 @@
 """Build time of a model against its size: chains of 10 ... 10 000 elements.
 
     python benchmarks/model_size.py [--sizes 10,100,1000,10000] [--kinds R,IRC] [--codegen]
-                                    [--profile N]
+                                    [--profile N] [--record]
 
 A chain is a ladder of alternating 1- and 0-junctions driven by a voltage source, one element
 on each junction: ``R`` is N resistors closed by one inertia (one state, every other unknown
@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import record  # noqa: E402  (benchmarks/record.py, beside this script)
 
 
 def chain_yaml(n: int, kinds: str = "R") -> str:
@@ -89,6 +91,7 @@ def main(argv=None) -> int:
                     help="comma-separated chain kinds (letters of I, R, C; a trailing p: values as a parameter)")
     ap.add_argument("--codegen", action="store_true", help="also generate the C source")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile one build of N elements")
+    record.add_argument(ap, "model_size")
     args = ap.parse_args(argv)
     import sympy  # noqa: F401 - imported before timing: its import is not the build's
 
@@ -108,18 +111,24 @@ def main(argv=None) -> int:
     cols = ["load", "dae", "reduce"] + (["source"] if args.codegen else [])
     print(f"{'chain':>6} {'N':>6} {'raw eqs':>8} {'eqs':>6} {'nnz':>7} " + " ".join(f"{c + ' s':>9}" for c in cols)
           + f" {'total s':>9}")
+    rows = []
     for kind in kinds:
         for n in map(int, args.sizes.split(",")):
             t0 = time.perf_counter()
             try:
                 r = build(chain_yaml(n, kind), args.codegen)
             except ModelError as exc:  # the engine's refusal is a result too
-                print(f"{kind:>6} {n:>6} refused after {time.perf_counter() - t0:.1f} s: {exc.message[:90]}",
-                      flush=True)
+                el = time.perf_counter() - t0
+                print(f"{kind:>6} {n:>6} refused after {el:.1f} s: {exc.message[:90]}", flush=True)
+                rows.append({"chain": kind, "n": n, "refused_after_s": el, "refusal": exc.message})
                 continue
             total = sum(r[c] for c in cols)
             print(f"{kind:>6} {n:>6} {r['raw_eqs']:>8} {r['eqs']:>6} {r['nnz']:>7} "
                   + " ".join(f"{r[c]:>9.3f}" for c in cols) + f" {total:>9.3f}", flush=True)
+            rows.append({"chain": kind, "n": n, **{k: r[k] for k in ("raw_eqs", "eqs", "nnz")},
+                         **{f"{c}_s": r[c] for c in cols}, "total_s": total})
+    if args.record:
+        record.write("model_size", sys.argv[1:] if argv is None else argv, {"codegen": args.codegen, "rows": rows})
     return 0
 
 

@@ -292,6 +292,20 @@ def fleet_bench(f: dict) -> list:
                                 "worst process's tick p99 at that fleet"], rows)
 
 
+def model_size(f: dict) -> list:
+    phases = ["load", "dae", "reduce"] + (["source"] if f.get("codegen") else [])
+    rows = []
+    for r in f["rows"]:
+        if "refusal" in r:
+            rows.append([f"`{r['chain']}`", count(r["n"]), f"refused after {sig(r['refused_after_s'])} s: "
+                         f"{r['refusal'][:80]}"] + [""] * (len(phases) + 3))
+            continue
+        rows.append([f"`{r['chain']}`", count(r["n"]), count(r["raw_eqs"]), count(r["eqs"]), count(r["nnz"])]
+                    + [sig(r[f"{p}_s"]) for p in phases] + [f"**{sig(r['total_s'])}**"])
+    return table(["chain", "N", "raw equations", "after elimination", "Jacobian non-zeros"]
+                 + [f"{p} s" for p in phases] + ["total s"], rows)
+
+
 def demo(f: dict) -> list:
     e = f["tracking_error_after_5s"]
     m, s = divmod(int(round(f["demo_wall_s"])), 60)
@@ -411,6 +425,13 @@ SECTIONS = [
      "run); Robotino: robotino_twist, 50 s each, over 10 × n/10 body-twist commands (vx_cmd, wz_cmd). Every table "
      "must equal the serial one value for value.",
      sweep_bench),
+    ("model_size", "Build time against model size",
+     "Ladders of 10 … 10 000 elements on alternating 1- and 0-junctions driven by a voltage source, "
+     "built from a YAML model file through the phases of a build: reading the file, collecting the "
+     "equations, the elimination and the Jacobian. `R`: resistors closed by one inertia; `IRC`: I, R, C "
+     "in turn; `Rp`, `IRCp`: the same with every value the run-time parameter `k` (pivots made of "
+     "parameters, docs/engine.md step 3). One process, one build per row.",
+     model_size),
     ("demo", "The README's commands from a fresh clone",
      "The demo and the test suite as a new user runs them (README, \"Two commands\"), from a fresh "
      "clone with the generated-code cache of the machine warm.",

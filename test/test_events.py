@@ -340,6 +340,70 @@ def test_a_mode_its_switching_function_excludes_is_not_carried_on(tmp_path):
     assert 0 <= s.t_step - t1 < 1e-3
 
 
+# A mass sliding on dry friction written as a Piecewise law: the friction force is 2 N against
+# the velocity, so from p = 1 the mass stops at t = 0.5, where each side's law pushes the speed
+# back across zero (the mass sticks: a sliding motion along the switch, in Filippov's sense).
+DRY_FRICTION = """
+model: dry_friction
+components:
+  mass: {type: I, inertia: 1.0, p0: 1.0}
+  dry: {type: R, effort: "Piecewise((2.0, f > 0), (-2.0, True))"}
+  j: {type: FlowJunction}
+bonds:
+  - [j, mass]
+  - [j, dry]
+"""
+
+
+def test_a_sliding_switch_is_refused_naming_its_mode():
+    """At t = 0.5 every step crossed the switch back, and the steps shrank until the jump of the
+    friction force passed for a relabelling of the same law: 500 000 steps in 0.5 us of model
+    time, ending in TooManySteps. It is a ModeChatter naming the switch and what to do, at the
+    instant the mass stops, after a few dozen steps."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from time_limit import time_bound
+
+    from bondsim_ros.solver import BDFSolver, ModeChatter
+
+    c = compile_model(loads_model(DRY_FRICTION, "dry_friction.yaml"))
+    s = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8)
+    s.init(0.0, c.y0)
+    with time_bound(20), pytest.raises(ModeChatter) as e:
+        s.advance(np.linspace(0.01, 2.0, 200))
+    assert s.failure() == ("modes", 0)
+    assert abs(s.t_step - 0.5) < 1e-6
+    assert s.stats["steps"] < 1000
+    msg = str(e.value)
+    assert "condition 1.0*mass.p < 0" in msg and msg.startswith("mode 0 of the model's switching laws chatters at t=0.5")
+    assert "Filippov" in msg and "tanh" in msg
+    with pytest.raises(ModeChatter, match=r"mode 0 .* \(j: equal efforts: condition"):
+        simulate(c, 2.0, 0.01)
+
+
+def test_a_relay_oscillation_is_not_taken_for_chatter():
+    """A spring whose force jumps with the sign of its deflection (0.1 q + sign(q), as a Piecewise)
+    and a mass: the switch is crossed twice per period, each side's law carrying the mass on
+    through it, 33 times in 20 s. It runs to the end and keeps its energy
+    p^2/2 + 0.05 q^2 + |q|."""
+    relay = """
+model: relay_spring
+components:
+  mass: {type: I, inertia: 1.0, p0: 0.3}
+  spring: {type: C, effort: "0.1*q + Piecewise((1.0, q > 0), (-1.0, True))", q0: 0.0}
+  j: {type: FlowJunction}
+bonds:
+  - [j, mass]
+  - [j, spring]
+"""
+    r = simulate(compile_model(loads_model(relay, "relay_spring.yaml")), 20.0, 0.01, rtol=1e-8, atol=1e-10)
+    p, q = r["mass.p"], r["spring.q"]
+    energy = p ** 2 / 2 + 0.05 * q ** 2 + np.abs(q)
+    assert r.stats["events"] >= 30
+    assert np.max(np.abs(energy - 0.045)) < 1e-6
+
+
 def _twin_replay(seed, t_end, rtol):
     """The Robotino twin driven as benchmarks/twin_stress.py drives it (random twist commands,
     frames of 1 to 606 ms) up to t_end; its unknowns at every frame."""

@@ -73,3 +73,61 @@ def test_structural_matching_is_maximum_as_scipy_finds_it():
         assert sum(c >= 0 for c in mine) == int((ref >= 0).sum())
         taken = [c for c in mine if c >= 0]
         assert len(taken) == len(set(taken)) and all(c < 0 or A[i, c] for i, c in enumerate(mine))
+
+
+def _ladder_yaml(n: int) -> str:
+    """A ladder of ``n`` resistors, every one the run-time parameter ``k``, on alternating 1- and
+    0-junctions (series, shunt, series, ...) driven by sin(t), closed by an inertia with p0 = 1
+    on the last junction (benchmarks/model_size.py's ``Rp`` chain)."""
+    lines = ["model: ladder", "parameters: {k: 1.5}", "components:", '  E: {type: Se, effort: "sin(t)"}']
+    bonds = ["  - [E, j0]"]
+    for i in range(n):
+        lines.append(f"  j{i}: {{type: {'EffortJunction' if i % 2 == 0 else 'FlowJunction'}}}")
+        lines.append(f"  x{i}: {{type: R, resistance: k}}")
+        bonds.append(f"  - [j{i}, x{i}]")
+        if i + 1 < n:
+            bonds.append(f"  - [j{i}, j{i + 1}]")
+    lines.append("  load: {type: I, inertia: 1.0, p0: 1.0}")
+    bonds.append(f"  - [j{n - 1}, load]")
+    return "\n".join(lines + ["bonds:"] + bonds) + "\n"
+
+
+def _ladder_thevenin(n: int, k: float) -> tuple[float, float]:
+    """What the load sees, V sin(t) behind R: from the source, a resistor on a 1-junction
+    (EffortJunction: its efforts sum) is in series and adds k, one on a 0-junction is a shunt
+    that divides the voltage and puts its k in parallel."""
+    v, r = 1.0, 0.0
+    for i in range(n):
+        if i % 2 == 0:
+            r += k
+        else:
+            v, r = v * k / (r + k), r * k / (r + k)
+    return v, r
+
+
+def test_a_long_ladder_of_parametric_resistors_reduces_and_simulates():
+    """2000 resistors given as one run-time parameter: the elimination nested the mesh currents'
+    expressions a level deeper per mesh (k*((...)/k - ...)), and the ladder did not reduce in
+    minutes (10 000 were refused past Python's recursion limit). It reduces, and the load's
+    momentum follows p' = V sin(t) - R p of the ladder's equivalent, for the value built with
+    and for another one set at run time."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from time_limit import time_bound
+
+    from bondsim_ros.bondgraph import compile_model, simulate
+    from bondsim_ros.bondgraph.yamlmodel import loads_model
+
+    n = 2000
+    with time_bound(150):
+        compiled = compile_model(loads_model(_ladder_yaml(n), "ladder.yaml"))
+    for k in (1.5, 0.4):
+        r = simulate(compiled, 2.0, 0.05, rtol=1e-9, atol=1e-12, params={"k": k})
+        v, b = _ladder_thevenin(n, k)
+        t = r["t"]
+        exact = np.exp(-b * t) + v * (b * np.sin(t) - np.cos(t) + np.exp(-b * t)) / (1 + b * b)
+        assert np.max(np.abs(r["load.p"] - exact)) < 1e-7
+        # the equivalent of a long ladder ending on a shunt: R = k (sqrt(5) - 1) / 2
+        assert abs(b - k * (5 ** 0.5 - 1) / 2) < 1e-12 * k

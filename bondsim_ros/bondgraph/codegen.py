@@ -119,6 +119,7 @@ def _build(model, key, eliminate, src_path, meta_path, folder, log) -> dict:
     moded, ev = extract_events(red.equations, red.eq_names)
     meta["n_modes"] = len(ev.modes)
     meta["root_names"] = ev.root_names
+    meta["mode_names"] = ev.mode_names
     if ev:
         log(f"model {model.name!r}: {len(ev.roots)} switching functions, {len(ev.modes)} modes (events)")
     try:

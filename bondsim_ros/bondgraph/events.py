@@ -41,6 +41,7 @@ class Events:
     natural: list = field(default_factory=list)  # per mode: its value at a point (uses earlier modes)
     roots: list = field(default_factory=list)  # switching functions (use the modes)
     root_names: list = field(default_factory=list)
+    mode_names: list = field(default_factory=list)  # per mode: the equation and the switch it reads
 
     def __bool__(self):
         return bool(self.modes)
@@ -52,21 +53,25 @@ class _Builder:
         self.memo: dict = {}
         self.where = where
 
-    def _mode(self, natural):
+    def _mode(self, natural, what, expr):
         sym = sp.Symbol(f"mode{len(self.ev.modes)}", real=True)
         self.ev.modes.append(sym)
         self.ev.natural.append(natural)
+        self.ev.mode_names.append(self._name(what, expr))
         return sym
+
+    def _name(self, what, expr):
+        text = str(expr)
+        return f"{self.where}: {what} {text if len(text) <= 100 else text[:97] + '...'}"
 
     def _root(self, g, what, expr):
         self.ev.roots.append(g)
-        text = str(expr)
-        self.ev.root_names.append(f"{self.where}: {what} {text if len(text) <= 100 else text[:97] + '...'}")
+        self.ev.root_names.append(self._name(what, expr))
 
     def floor_mode(self, x):
         key = ("floor", x)
         if key not in self.memo:
-            K = self._mode(sp.floor(x))
+            K = self._mode(sp.floor(x), "floor of", x)
             self._root(x - K, "floor decreases:", x)
             self._root(x - K - 1, "floor increases:", x)
             self.memo[key] = K
@@ -76,7 +81,7 @@ class _Builder:
         """A mode in {0, 1} for the truth of a (walked) relation, its switching function lhs - rhs."""
         key = ("rel", rel)
         if key not in self.memo:
-            S = self._mode(sp.Piecewise((sp.Float(1.0), rel), (sp.Float(0.0), True)))
+            S = self._mode(sp.Piecewise((sp.Float(1.0), rel), (sp.Float(0.0), True)), what, rel)
             self._root(rel.lhs - rel.rhs, what, rel)
             self.memo[key] = S
         return self.memo[key]

@@ -17,6 +17,7 @@ name instead of dividing by zero.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +37,18 @@ from .equations import RawDAE, T, derivative_symbol
 # The built-in models' longest rows with parameters have 13 unknowns (robotino_twist); their
 # rows without parameters may be long (the dual-arm's longest has 313) and are not capped.
 MAX_PIVOT_ROW = 32
+# Nesting. A parametric pivot divides by its coefficient without folding it into the numbers,
+# and an unknown solved from an equation that earlier substitutions filled carries all of them:
+# along a ladder of N resistors given as a parameter, the pivot order by row length solved some
+# mesh equations for unknowns whose expressions were 116 levels deep (N = 2000) and growing
+# with N (k*((... )/k - ...)), which sympy rebuilds and traverses at every substitution: N = 2000
+# did not reduce in minutes, 10 000 passed Python's recursion limit. An equation is not solved
+# through a parametric pivot for an unknown whose expression would be more than this many
+# levels deep: another of its unknowns is taken, or the equation stays in the DAE with them
+# (the solver takes algebraic unknowns as they are). The ladder's equations then stay at most
+# 13 levels deep and reduce to one (N = 10 000: 36 s, benchmarks/model_size.py). The built-in
+# models' parametric pivots are at most 8 levels deep (omni5dpo), so none of them is affected.
+MAX_PIVOT_DEPTH = 40
 
 
 @dataclass
@@ -47,7 +60,7 @@ class ReducedDAE:
     eq_names: list
     differential: np.ndarray  # bool: y'_i appears in F
     derivative: dict  # var symbol -> derivative symbol
-    eliminated: dict  # eliminated symbol -> expression in remaining y, y', t, p
+    eliminated: Mapping  # eliminated symbol -> expression in remaining y, y', t, p (composed when read)
     y0: np.ndarray  # initial guess (states from the model, algebraic 0)
     param_names: list
     param_symbols: list
@@ -77,6 +90,15 @@ class _Differentiator:
     def __init__(self):
         self._d: dict = {}
         self._free: dict = {}
+        self._depth: dict = {}
+
+    def depth(self, e) -> int:
+        """Levels of ``e`` as a tree (a symbol or number: 0), memoised like ``free``."""
+        r = self._depth.get(e)
+        if r is None:
+            r = 1 + max(self.depth(a) for a in e.args) if e.args else 0
+            self._depth[e] = r
+        return r
 
     def free(self, e) -> frozenset:
         r = self._free.get(e)
@@ -203,10 +225,9 @@ def reduce_dae(raw: RawDAE, eliminate: bool = True) -> ReducedDAE:
     try:
         return _reduce_dae(raw, eliminate)
     except RecursionError:
-        # sympy and the memoised derivative recurse once per level of an expression; the
-        # elimination nests parametric coefficients (k*(x + (y + ...)/k)) as deep as a chain
-        # is long, and past Python's recursion limit (a ladder of 10 000 resistors given as a
-        # parameter) the model is refused by name instead
+        # sympy and the memoised derivative recurse once per level of an expression; should
+        # an elimination still nest past Python's recursion limit (MAX_PIVOT_DEPTH bounds only
+        # the parametric pivots' expressions), the model is refused by name instead
         raise ModelError(raw.model_name, f"the eliminated equations nest deeper than the symbolic reduction "
                                          f"can follow ({len(raw.equations)} equations; a long chain whose values "
                                          f"are run-time parameters): give those values as numbers, or build "
@@ -256,9 +277,11 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
                     if not _affine(eq, v, free):
                         continue
                     rest = _substitute(eq, v, sp.S.Zero, free, {})
+                rhs = -rest / c
+                if c.free_symbols and differentiator.depth(rhs) > MAX_PIVOT_DEPTH:
+                    continue  # v stays an unknown of the DAE: its expression would nest further
                 if c.free_symbols:
                     pivots.append((c, f"{names[i]} solved for {raw.state_names.get(v, v.name)}"))
-                rhs = -rest / c
                 alive[i] = False
                 alg_set.discard(v)
                 eliminated_order.append((v, rhs))
@@ -287,10 +310,7 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
                     if alive[i] and try_eliminate(i):
                         changed = True
 
-    # final expressions of eliminated unknowns, newest first (each refers only to later ones)
-    eliminated: dict = {}
-    for v, rhs in reversed(eliminated_order):
-        eliminated[v] = rhs.xreplace(eliminated) if free(rhs) & eliminated.keys() else rhs
+    eliminated = _Eliminated(eliminated_order, free)
 
     rem_eqs, rem_names = [], []
     for i, eq in enumerate(equations):
@@ -349,7 +369,7 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
     for col, expr in raw.recorded.items():
         if col in {o[0] for o in outputs}:
             raise ModelError(raw.model_name, f"recorded column {col!r} clashes with a state name")
-        outputs.append((col, expr.xreplace(eliminated)))
+        outputs.append((col, expr.xreplace({s: eliminated[s] for s in free(expr) if s in eliminated})))
     y0 = np.array([raw.states.get(v, 0.0) for v in variables], dtype=float)
     sources = list(raw.sources)
     return ReducedDAE(
@@ -374,6 +394,46 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
         param_uses=dict(raw.param_uses),
         sources=sources,
     )
+
+
+class _Eliminated(Mapping):
+    """Eliminated unknown -> its expression in the remaining unknowns, newest first, composed
+    when first asked for: each right-hand side refers only to unknowns eliminated after it, which
+    are replaced by their own final expressions. Composing them all up front cost more than the
+    rest of the reduction of a long parametric ladder, whose outputs need none of them."""
+
+    def __init__(self, order, free):
+        self._rhs = {v: rhs for v, rhs in reversed(order)}
+        self._pos = {v: k for k, (v, _) in enumerate(order)}
+        self._free = free
+        self._done: dict = {}
+
+    def __getitem__(self, v):
+        r = self._done.get(v)
+        if r is not None:
+            return r
+        rhs = self._rhs[v]
+        # the unknowns v's expression needs, not composed yet (without recursion: chains are long)
+        need, stack = {v}, [v]
+        while stack:
+            for w in self._free(self._rhs[stack.pop()]):
+                if w in self._rhs and w not in need and w not in self._done:
+                    need.add(w)
+                    stack.append(w)
+        for w in sorted(need, key=self._pos.__getitem__, reverse=True):  # newest first
+            rhs = self._rhs[w]
+            sub = {u: self._done[u] for u in self._free(rhs) if u in self._rhs}
+            self._done[w] = rhs.xreplace(sub) if sub else rhs
+        return self._done[v]
+
+    def __contains__(self, v):
+        return v in self._rhs
+
+    def __iter__(self):
+        return iter(self._rhs)
+
+    def __len__(self):
+        return len(self._rhs)
 
 
 def require_unknowns(red: ReducedDAE) -> None:

@@ -53,6 +53,7 @@ class DAEProblem:
     n_roots: int = 0
     n_modes: int = 0
     root_names: list = None
+    mode_names: list = None  # per mode: what it switches (named in ModeChatter)
 
     @property
     def n(self):
@@ -556,9 +557,13 @@ class BDFSolver:
             raise SingularMatrix(f"singular iteration matrix at t={t:.9g}: no pivot for unknown {self._var(k)}; "
                                  f"check the equations involving it")
         if status == core.CHATTER:
-            raise ModeChatter(f"mode {k} of the model's switching laws chatters at t={t:.9g}: both sides of its "
-                              f"switch drive the solution back to it (a sliding motion along the switch, which "
-                              f"the solver does not integrate)")
+            names = self.problem.mode_names
+            what = f" ({names[k]})" if names and 0 <= k < len(names) else ""
+            raise ModeChatter(f"mode {k} of the model's switching laws chatters at t={t:.9g}{what}: both sides of "
+                              f"its switch drive the solution back to it, a sliding motion along the switch "
+                              f"(Filippov), which the solver does not integrate: make the law continuous across "
+                              f"the switch (tanh(x/eps) in place of sign(x) or of a Piecewise step, eps small "
+                              f"against x's range), or model the sliding phase (stiction) explicitly")
         if status == core.TOO_MANY:
             raise TooManySteps(f"more than {self.max_steps} steps before reaching the output time (t={t:.9g})")
         raise SolverError(f"solver failed with status {status} at t={t}")

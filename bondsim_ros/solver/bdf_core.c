@@ -121,6 +121,8 @@ enum { EV_NONE, EV_SWITCHED, EV_RESTART };
    then the method restarts at its start with the modes picked there (mode_failure) */
 #define CHATTER_MAX 10 /* a mode switched back at a step's start more often than this in a row, each */
 #define CHATTER_STEPS 100 /* within this many steps of the last, chatters (wrong_mode_failure) */
+#define CHATTER_EVENT_STEPS 3 /* a mode switched back at a located root more often than CHATTER_MAX
+   times in a row, each within this many steps of its last switch, chatters (event_chatter) */
 #define PROBE 0.1 /* the probe step that measures y' after a restart, as a fraction of the first step */
 
 #define NROWS (MAX_ORDER + 3) /* rows of the difference array D */
@@ -1053,6 +1055,10 @@ typedef struct {
     double h_mode;                   /* the step size at which its end first excluded its modes */
     /* modes switched back at a step's start (wrong_mode_failure) */
     int64_t n_back, k_back, steps_back; /* how often in a row, which mode, at which step count */
+    /* modes switched back at located roots (event_chatter): how often in a row, which mode, at
+       which step count, the value it had before its last switch */
+    int64_t n_ev_back, k_ev, steps_ev;
+    double ev_from;
 } loop_t;
 
 /* outcomes of a step's attempt and of its failure handlers */
@@ -1342,10 +1348,37 @@ static void enter_restart(const solver_t *s, work_t *w, loop_t *L) {
     for (int64_t m = 0; m < n; m++) w->yp_restart[m] = s->D[n + m] / L->h;
 }
 
+/* After a mode switch at a located root (handle_events; w->m_new holds the modes before it):
+   is it the last of more than CHATTER_MAX switches back and forth of one mode in a row, each
+   within CHATTER_EVENT_STEPS steps of the last? Then both sides of its switch carry the
+   solution straight back across it (x' = -1 for x > 0, +1 below: a sliding motion along the
+   switch, Filippov's solution, which no choice of mode follows), and the run would go on in
+   steps that shrink until the jump's Newton correction passes for a relabelling (same_law
+   scales with h), a million of them ending in TOO_MANY: CHATTER naming the mode instead. A
+   switch that returns after a few steps is not counted: an oscillation resolved by the steps
+   (a relay driving a mass) leaves its switch for longer than that. */
+static int event_chatter(const solver_t *s, work_t *w, loop_t *L) {
+    int64_t k = 0;
+    while (k < s->n_modes && w->m_new[k] == s->p[s->n_par + k]) k++;
+    if (k == s->n_modes) return 0;
+    int64_t steps = s->stats[ST_STEPS];
+    if (k == L->k_ev && s->p[s->n_par + k] == L->ev_from && steps - L->steps_ev <= CHATTER_EVENT_STEPS)
+        L->n_ev_back += 1;
+    else
+        L->n_ev_back = 0;
+    L->k_ev = k;
+    L->steps_ev = steps;
+    L->ev_from = w->m_new[k];
+    if (L->n_ev_back <= CHATTER_MAX) return 0;
+    L->fail_kind = FAIL_MODES;
+    L->fail_index = k;
+    return 1;
+}
+
 /* The accepted step (IDA's IDACompleteStep): counters, t, the differences; the events at its
    end (handle_events); the start-up phase after an event restart; every order + 1 equal steps
    the order and step choice (after_success). */
-static void complete_step(const solver_t *s, work_t *w, loop_t *L) {
+static int complete_step(const solver_t *s, work_t *w, loop_t *L) {
     const int64_t n = s->n, nr = s->n_roots;
     double *D = s->D;
     int64_t *stats = s->stats;
@@ -1374,13 +1407,14 @@ static void complete_step(const solver_t *s, work_t *w, loop_t *L) {
                 L->cj_lu = cj_ev;
                 L->lu_valid = cj_ev > 0;
             }
+            if (ev != EV_NONE && event_chatter(s, w, L)) return CHATTERED;
             if (ev == EV_RESTART) {
                 enter_restart(s, w, L);
-                return;
+                return ACCEPTED;
             }
             if (L->t != t_end) { /* the step was shortened to end at the root: a new step size */
                 L->n_equal = 0;
-                return;
+                return ACCEPTED;
             }
         }
     }
@@ -1391,10 +1425,10 @@ static void complete_step(const solver_t *s, work_t *w, loop_t *L) {
             rescale_D(n, D, L->order, factor, w);
             L->h *= factor;
             L->n_equal = 0;
-            return;
+            return ACCEPTED;
         }
     }
-    if (L->n_equal < L->order + 1) return;
+    if (L->n_equal < L->order + 1) return ACCEPTED;
     /* order and step selection (every order+1 equal steps) */
     const double *err_const = w->err_const;
     double err_m = L->order > 1 ? error_norm(s, w, D + L->order * n, err_const[L->order - 1], w->y, w->scale)
@@ -1413,6 +1447,7 @@ static void complete_step(const solver_t *s, work_t *w, loop_t *L) {
         L->h *= factor;
     }
     L->n_equal = 0;
+    return ACCEPTED;
 }
 
 /* Carve the work arrays out of s->work (zeroed, as a fresh run of the step loop expects them)
@@ -1482,6 +1517,7 @@ int64_t bdf_advance(solver_t *s) {
     L.t_switched = NAN;
     L.steps_here = 0;
     L.n_back = 0; L.k_back = -1; L.steps_back = 0;
+    L.n_ev_back = 0; L.k_ev = -1; L.steps_ev = 0; L.ev_from = NAN;
 
     work_t w;
     setup_work(s, &w);
@@ -1509,7 +1545,7 @@ int64_t bdf_advance(solver_t *s) {
             enter_restart(s, &w, &L);
             continue;
         }
-        complete_step(s, &w, &L);
+        if (complete_step(s, &w, &L) == CHATTERED) { status = CHATTER; break; }
     }
     st[S_T] = L.t; st[S_H] = L.h; st[S_CJ_LU] = L.cj_lu; st[S_SS] = L.ss; st[S_CJ_LAST] = L.cj_last;
     ist[I_ORDER] = L.order; ist[I_N_EQUAL] = L.n_equal; ist[I_LU_VALID] = L.lu_valid ? 1 : 0; ist[I_K_OUT] = L.k_out;
