@@ -57,33 +57,58 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started
     lifecycle = {"next": 0.0, "active": False, "pending": {}}
 
     def lifecycle_active() -> bool:
-        """Every lifecycle node of the graph (Nav2's map_server, amcl, ...) reports active
-        through its get_state service, as a user checks a bring-up: a lifecycle manager
-        configures and activates its nodes some time after they appear, longer on a loaded
-        machine, and what its nodes receive is only watched once they are active."""
+        """Every node a lifecycle manager of the graph manages (its ``node_names``: Nav2's
+        map_server, amcl, ...) reports active through its get_state service, as a user checks a
+        bring-up: a manager configures and activates its nodes some time after they appear,
+        longer on a loaded machine, and what its nodes receive is only watched once they are
+        active. True at once for a launch without a lifecycle manager."""
         from lifecycle_msgs.msg import State
         from lifecycle_msgs.srv import GetState
 
         if lifecycle["active"] or time.monotonic() < lifecycle["next"]:
             return lifecycle["active"]
         lifecycle["next"] = time.monotonic() + 0.5
-        services = [n for n, types in node.get_service_names_and_types()
-                    if "lifecycle_msgs/srv/GetState" in types]
-        states = {}
-        for name in services:
-            fut = lifecycle["pending"].get(name)
-            if fut is None or fut.done():
-                if fut is not None and fut.result() is not None:
-                    states[name] = fut.result().current_state.id
-                client = lifecycle.setdefault(f"client:{name}", node.create_client(GetState, name))
-                lifecycle["pending"][name] = client.call_async(GetState.Request())
-        # all active, and no lifecycle node discovered since the last poll (discovery of one
-        # can lag another's activation); a launch with a lifecycle manager has lifecycle nodes
-        same = sorted(services) == lifecycle.get("last", [])
-        lifecycle["last"] = sorted(services)
-        lifecycle["active"] = same and len(states) == len(services) and \
-            all(v == State.PRIMARY_STATE_ACTIVE for v in states.values()) and \
-            (bool(services) or "lifecycle_manager" not in started)
+        if "lifecycle_manager" not in started:
+            lifecycle["active"] = True
+            return True
+        managers = [f"{ns.rstrip('/')}/{n}" for n, ns in node.get_node_names_and_namespaces()
+                    if n.startswith("lifecycle_manager")]
+        expected = lifecycle.setdefault("expected", {})  # manager -> its node_names, once read
+        def ask(key, kind, service, request):
+            """The answer of ``service`` once it came, else None (asked when the server is there:
+            a request sent before DDS matched it would never be answered)."""
+            fut = lifecycle["pending"].get(key)
+            if fut is not None and fut.done():
+                lifecycle["pending"].pop(key)
+                return fut.result()
+            if fut is None:
+                client = lifecycle.get(f"client:{service}")
+                if client is None:
+                    client = lifecycle[f"client:{service}"] = node.create_client(kind, service)
+                if client.service_is_ready():
+                    lifecycle["pending"][key] = client.call_async(request)
+            return None
+
+        for fqn in managers:
+            if fqn not in expected:
+                answer = ask(fqn, GetParameters, f"{fqn}/get_parameters", GetParameters.Request(names=["node_names"]))
+                if answer is not None and answer.values:
+                    expected[fqn] = list(parameter_value_to_python(answer.values[0]) or [])
+        if not managers or set(managers) - set(expected):
+            return False
+        # the managed lifecycle nodes that are up (the tests' stand-ins of most of Nav2's servers
+        # are plain nodes or none: no state to wait for). A manager configures all its nodes
+        # before it activates any, so one of them active means its siblings were up then.
+        services = {n for n, _ in node.get_service_names_and_types()}
+        names = sorted({n for names in expected.values() for n in names if f"/{n}/get_state" in services})
+        if not names:
+            return False
+        states = lifecycle.setdefault("states", {})
+        for name in names:
+            answer = ask(name, GetState, f"/{name}/get_state", GetState.Request())
+            if answer is not None:
+                states[name] = answer.current_state.id
+        lifecycle["active"] = all(states.get(n) == State.PRIMARY_STATE_ACTIVE for n in names)
         return lifecycle["active"]
     try:
         settled = None
