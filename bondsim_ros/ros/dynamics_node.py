@@ -27,6 +27,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from bondsim_ros.robots import DEFAULT_ROBOT
 from bondsim_ros.twin.placement import PlacedTwin
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import CommandError, JointTrajectory, Limits
@@ -84,7 +85,7 @@ COMMAND_OF_REFERENCE = {"rose": "builtin", "builtin": "builtin", "cmd_vel": "twi
 # (config/dynamics.yaml lists them all; test_ros_params checks it against this table). Live
 # ones change the running node (SetParameters, `ros2 param set`); the rest apply at start.
 PARAMS = {
-    "model": Param("robotino", "robot to run: a registered robot (bondsim_ros.robots entry point) or a YAML model "
+    "model": Param(DEFAULT_ROBOT, "robot to run: a registered robot (bondsim_ros.robots entry point) or a YAML model "
                                "file with a mechanism: section"),
     "reference": Param("rose", "reference source: rose or builtin (the model's own) | cmd_vel | waypoints | "
                                "joint_trajectory", choices=tuple(COMMAND_OF_REFERENCE)),

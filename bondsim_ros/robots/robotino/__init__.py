@@ -22,7 +22,8 @@ def robot() -> Robot:
 
     return Robot("robotino", "Festo Robotino on the rose path of Damic & Cohodar Husic (2025), or driven by /cmd_vel",
                  share_file("urdf", "robotino", "Robotino_project.xml"), _make_twin, ("twist",),
-                 urdf=share_file("urdf", "robotino.urdf"), model="robotino", interfaces={"driver": DRIVER})
+                 urdf=share_file("urdf", "robotino.urdf"), model="robotino", interfaces={"driver": DRIVER},
+                 bridge=share_file("config", "robotino_bridge.yaml"))
 
 
 ROBOT = robot
