@@ -30,7 +30,7 @@ from std_srvs.srv import SetBool, Trigger
 from bondsim_ros.robots import DEFAULT_ROBOT
 from bondsim_ros.twin.placement import PlacedTwin
 from bondsim_ros.twin.waypoints import WaypointFollower
-from bondsim_ros.twin.protocol import CommandError, JointTrajectory, Limits
+from bondsim_ros.twin.protocol import COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, JointTrajectory, Limits
 
 from ._env import Param, declare_parameters, run_node
 
@@ -76,10 +76,6 @@ def _untyped_parameters(values: dict) -> list:
     return [Parameter(k, value=float(v) if isinstance(v, int) and not isinstance(v, bool) else v)
             for k, v in values.items()]
 
-
-# reference parameter -> the twin's command kind
-COMMAND_OF_REFERENCE = {"rose": "builtin", "builtin": "builtin", "cmd_vel": "twist", "waypoints": "twist",
-                        "joint_trajectory": "trajectory"}
 
 # The node's parameters: names, types (the defaults'), defaults, allowed values, descriptions
 # (config/dynamics.yaml lists them all; test_ros_params checks it against this table). Live
@@ -153,7 +149,7 @@ class DynamicsNode(Node):
         except RobotError as exc:
             raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None
         self.get_logger().info(f"{self.twin.name} ready in {time.perf_counter() - tic:.2f} s "
-                               f"({self.twin.compiled.n} unknowns, reference={p['reference']})")
+                               f"({self.twin.unknowns} unknowns, reference={p['reference']})")
         self.interface = None
         if p["interface"]:
             self._setup_interface(p, extra)
@@ -176,7 +172,7 @@ class DynamicsNode(Node):
         self.TFMessage = tf_message()
         self.pub_tf = self.create_publisher(self.TFMessage, "/tf", 100)
         self.pub_motors = (self.create_publisher(JointState, "motor_states", 10)
-                           if hasattr(self.twin, "motor_states") else None)
+                           if self.twin.motor_names else None)
         self.pub_clock = self.create_publisher(Clock, "/clock", 10) if p["publish_clock"] else None
         self.pub_overrun = self.create_publisher(Float64, "~/frame_cost", 10)  # worst frame of the last second [s]
         self.pub_reference = self.create_publisher(PoseStamped, "reference_pose", 10)  # rose mode only
@@ -197,7 +193,7 @@ class DynamicsNode(Node):
         if p["reference"] == "cmd_vel":
             self._setup_cmd_vel()
         self._next_traj = None
-        if "trajectory" in self.twin.commands:  # also beside cmd_vel where the twin takes both
+        if TRAJECTORY in self.twin.commands:  # also beside cmd_vel where the twin takes both
             from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
             self.create_subscription(JointTrajectoryMsg, p["joint_trajectory_topic"], self._on_trajectory, 10)
@@ -496,8 +492,8 @@ class DynamicsNode(Node):
             if unknown:
                 raise CommandError(f"unknown joints {unknown}")
             # checked now: refused at the frame, it would count as a model failure
-            driven = getattr(self.twin, "trajectory_joints", None)
-            not_driven = [j for j in traj.joint_names if driven is not None and j not in driven]
+            driven = self.twin.trajectory_joints
+            not_driven = [j for j in traj.joint_names if j not in driven]
             if not_driven:
                 raise CommandError(f"joints {not_driven} are not driven by {self.twin.name}'s trajectory interface "
                                    f"(driven: {driven})")
