@@ -172,3 +172,16 @@ def test_stress_stream_94_runs_on_the_rolling_constraints():
     # along the wheel the constraint holds to the wheel momentum's Newton tolerance, which at
     # 17 rad/s is rtol |omega| R_w = 7e-7 m/s of rim speed: 1.2e-7 and 3e-6 m/s measured
     assert slip_y < 3e-7 and slip_x < _ROLLER_ATOL_SLIP
+
+
+def test_after_a_reset_the_robotino_moves_by_the_twist_it_reports():
+    """reset keeps the twist in force (as every ModelTwin): the model is driven by the twist the
+    twin reports, so the same command sent again after a reset is not lost."""
+    from bondsim_ros.robots import load_robot
+
+    tw = load_robot("robotino").make_twin("twist")
+    tw.set_twist(0.4, 0.0, 0.0)
+    tw.step_to(0.5)
+    tw.reset()
+    assert tw.set_twist(0.4, 0.0, 0.0) == tw.twist == pytest.approx((0.4, 0.0, 0.0))
+    assert tw.step_to(1.0).pose[0] == pytest.approx(0.4, abs=0.03)  # 1 s at 0.4 m/s after the motors spin up
