@@ -29,6 +29,8 @@ from std_srvs.srv import SetBool, Trigger
 
 from bondsim_ros.robots import DEFAULT_ROBOT
 from bondsim_ros.twin.placement import PlacedTwin
+
+from .frame_clock import FrameClock
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, JointTrajectory, Limits
 
@@ -217,20 +219,13 @@ class DynamicsNode(Node):
         self.period = 1.0 / p["publish_rate"]
         self.paused = False
         self.stopped = False  # simulation_interfaces' STATE_STOPPED: paused at the initial state
-        self.overruns = 0
-        self.skipped_frames = 0  # timer periods that never ran (_count_skipped_frames)
-        self._grid0, self._slot = 0, None  # the timer's next call at the first tick [ns]; period index of the last tick
-        self.max_lag = 0.0
-        self.frames = 0
         self.solver_failures = 0
         self._failures_in_row = 0
         self.last_failure = None  # text of the last model failure (also on /diagnostics for 5 s)
         self._last_failure_wall = -math.inf
-        self._wall_base = time.monotonic()
-        self._sim_base = 0.0
-        self._set_stamp_base()
+        # simulated time against the wall clock, stamps, and the frame accounting
+        self.frame_clock = FrameClock(p["real_time_factor"], self.use_sim_time, self._ros_now_ns())
         self._pending = None
-        self._worst = 0.0
         self.publish_times = collections.deque(maxlen=100000)  # for jitter statistics
         # the frame clock is the wall clock: with use_sim_time the node's ROS clock follows the
         # /clock this very timer publishes
@@ -302,17 +297,14 @@ class DynamicsNode(Node):
                              "its rate is set at start")
         old = {k: self.p[k] for k in changes}
         if "real_time_factor" in changes:
-            if not self.paused:  # re-anchor: the simulated time goes on from where it is now
-                self._sim_base, self._wall_base = self.sim_time_now(), time.monotonic()
             self.p["real_time_factor"] = changes["real_time_factor"]
-            if not self.paused:
-                self._set_stamp_base()
+            self.frame_clock.set_real_time_factor(changes["real_time_factor"], self.paused, self._ros_now_ns())
         if "publish_rate" in changes:
             self.p["publish_rate"] = changes["publish_rate"]
             self.period = 1.0 / changes["publish_rate"]
             self.timer.timer_period_ns = int(round(self.period * 1e9))
             self.timer.reset()  # the new period from now, not after the old one ran out
-            self._slot = None  # the skipped-frame count restarts on the new grid
+            self.frame_clock.restart_grid()  # the skipped-frame count restarts on the new grid
         if "cmd_vel_timeout" in changes:
             self.p["cmd_vel_timeout"] = changes["cmd_vel_timeout"]
         if "max_linear_velocity" in changes or "max_angular_velocity" in changes:
@@ -545,8 +537,7 @@ class DynamicsNode(Node):
         self.twin.reset()
         self.history.clear()
         self._pending = self.twin.state()
-        self._wall_base, self._sim_base = time.monotonic(), 0.0
-        self._set_stamp_base()
+        self.frame_clock.anchor(0.0, self._ros_now_ns())
         if self.paused:
             self.publish_pending()
 
@@ -554,13 +545,14 @@ class DynamicsNode(Node):
         """Stop the frame loop; the state computed for the next frame is published now, so the
         last state published is the one the simulation holds."""
         if not self.paused:
-            self._sim_base, self.paused = self.twin.t, True
+            self.frame_clock.hold(self.twin.t)
+            self.paused = True
             self.publish_pending()
 
     def resume(self):
         if self.paused:
-            self._sim_base, self._wall_base, self.paused, self.stopped = self.twin.t, time.monotonic(), False, False
-            self._set_stamp_base()
+            self.frame_clock.anchor(self.twin.t, self._ros_now_ns())
+            self.paused, self.stopped = False, False
 
     def stop(self):
         """simulation_interfaces' STATE_STOPPED: paused at the initial state."""
@@ -584,8 +576,8 @@ class DynamicsNode(Node):
                 self._solver_failed(exc, f"stepping to t={target:.3f} s")
                 state = self.twin.state()
             self.publish_state(state)
-            self.frames += 1
-        self._sim_base = self.twin.t
+            self.frame_clock.frames += 1
+        self.frame_clock.hold(self.twin.t)
 
     def place(self, x: float, y: float, yaw: float):
         """Put the base at (x, y, yaw) in odom (simulation_interfaces' SetEntityState): shown by
@@ -612,28 +604,44 @@ class DynamicsNode(Node):
         return response
 
     # -- the frame loop --------------------------------------------------------------------
-    def _set_stamp_base(self):
-        """Stamps name the simulated instant of the state: with use_sim_time the simulated time
-        itself (as /clock says), else the ROS time when that instant maps to the wall clock,
-        start + t_sim / real_time_factor, fixed here (start, reset, resume) and never the time
-        of publication. Stamps keep increasing across resets and pauses."""
-        now = self.get_clock().now().nanoseconds if not self.use_sim_time else 0
-        last = getattr(self, "_last_stamp_ns", -1)
-        self._stamp_base_ns = max(now, last + 1)
-        self._stamp_sim_base = self._sim_base
+    def _ros_now_ns(self) -> int:
+        """The ROS time stamps are based on (not read with use_sim_time: the stamps are then
+        the simulated time itself)."""
+        return 0 if self.use_sim_time else self.get_clock().now().nanoseconds
 
+    # the frame clock's (frame_clock.py) time mapping and counters, as the node's
     def stamp_ns(self, t: float) -> int:
-        if self.use_sim_time:
-            return int(round(t * 1e9))
-        return self._stamp_base_ns + int(round((t - self._stamp_sim_base) / self.p["real_time_factor"] * 1e9))
+        return self.frame_clock.stamp_ns(t)
 
     def sim_time_of_stamp(self, ns: int) -> float:
-        if self.use_sim_time:
-            return ns * 1e-9
-        return self._stamp_sim_base + (ns - self._stamp_base_ns) * 1e-9 * self.p["real_time_factor"]
+        return self.frame_clock.sim_time_of_stamp(ns)
 
     def sim_time_now(self) -> float:
-        return self._sim_base + (time.monotonic() - self._wall_base) * self.p["real_time_factor"]
+        return self.frame_clock.sim_time_now()
+
+    @property
+    def frames(self) -> int:
+        return self.frame_clock.frames
+
+    @property
+    def skipped_frames(self) -> int:
+        return self.frame_clock.skipped_frames
+
+    @property
+    def overruns(self) -> int:
+        return self.frame_clock.overruns
+
+    @overruns.setter
+    def overruns(self, value: int):  # a fleet's warm-up forgets them (graph.FleetClock.reset_stats)
+        self.frame_clock.overruns = value
+
+    @property
+    def max_lag(self) -> float:
+        return self.frame_clock.max_lag
+
+    @max_lag.setter
+    def max_lag(self, value: float):
+        self.frame_clock.max_lag = value
 
     def _tick(self):
         """One frame: publish the state computed one frame ahead, then compute the next one.
@@ -641,7 +649,7 @@ class DynamicsNode(Node):
         Publishing first keeps the solver's varying cost out of the publication times (low
         jitter); the price is that a new command acts from the next frame (30 ms)."""
         if self.paused or not self.context.ok():  # a tick racing the shutdown publishes nothing
-            self._slot = None
+            self.frame_clock.restart_grid()
             return
         self._count_skipped_frames()
         tic = time.perf_counter()
@@ -649,24 +657,11 @@ class DynamicsNode(Node):
         self.compute_next(publish_cost=time.perf_counter() - tic)
 
     def _count_skipped_frames(self):
-        """Count the frames the timer never ran. When a tick comes more than a period late
-        (the executor or the whole process was held up), rcl runs it once and skips the
-        periods it missed: no frame is published for them, and none is an overrun, since the
-        frames that do run are on time. Counted on the timer's own grid (its next call time,
-        always a whole number of periods from the first), not from gaps between ticks, which
-        jitter."""
+        """Count the frames the timer never ran (FrameClock.count_skipped), on the timer's grid."""
         until = self.timer.time_until_next_call()  # ns, on the timer's clock: CLOCK_MONOTONIC
         if until is None:
             return
-        nxt = time.monotonic_ns() + until
-        if self._slot is None:
-            self._grid0, self._slot = nxt, 0
-            return
-        slot = round((nxt - self._grid0) / self.timer.timer_period_ns)
-        missed, self._slot = slot - self._slot - 1, slot
-        # -1: a catch-up tick in the period of the one before (rclpy's EventsExecutor runs one
-        # right after a late tick), which published one of the missed frames after all
-        self.skipped_frames += missed
+        missed = self.frame_clock.count_skipped(time.monotonic_ns() + until, self.timer.timer_period_ns)
         if missed > 0:
             self.get_logger().warning(
                 f"the frame timer ran {missed * self.period * 1e3:.0f} ms late: {missed} frames not published "
@@ -704,18 +699,14 @@ class DynamicsNode(Node):
             self._pending = self.twin.state()  # hold the last state: /joint_states goes on
         took = time.perf_counter() - tic + publish_cost
         lag = max(0.0, self.sim_time_now() - target) / self.p["real_time_factor"]
-        self.max_lag = max(self.max_lag, lag)
-        if took > self.period or lag > 0:
-            self.overruns += 1
+        if self.frame_clock.frame_done(took, lag, self.period):
             self.get_logger().warning(
                 f"frame took {took * 1e3:.1f} ms (period {self.period * 1e3:.1f} ms), behind by {lag * 1e3:.1f} ms "
                 f"({self.overruns} overruns so far)", throttle_duration_sec=2.0)
-        self._worst = max(self._worst, took)
-        self.frames += 1
         if self.frames % max(1, int(round(self.p["publish_rate"]))) == 0:  # once a second: worst frame cost
-            self.pub_overrun.publish(Float64(data=float(self._worst)))
+            self.pub_overrun.publish(Float64(data=float(self.frame_clock.worst)))
             self.publish_diagnostics(self._pending)
-            self._worst = 0.0
+            self.frame_clock.take_worst()
 
     def _apply_commands(self):
         """The commands received since the last frame, the watchdog and the waypoint follower."""
@@ -744,14 +735,12 @@ class DynamicsNode(Node):
                 action = self.twin.recover()
             else:
                 self.twin.reset()
-                self._wall_base, self._sim_base = time.monotonic(), 0.0
-                self._set_stamp_base()
+                self.frame_clock.anchor(0.0, self._ros_now_ns())
                 self.history.clear()
                 action = "reset to the initial state (the restart from the last state failed too)"
         except Exception as exc2:  # noqa: BLE001
             self.twin.reset()
-            self._wall_base, self._sim_base = time.monotonic(), 0.0
-            self._set_stamp_base()
+            self.frame_clock.anchor(0.0, self._ros_now_ns())
             action = f"reset to the initial state (recovery failed: {type(exc2).__name__}: {exc2})"
         self.last_failure = f"{type(exc).__name__} while {doing}: {exc}; twin {action}"
         self._last_failure_wall = time.monotonic()
@@ -780,7 +769,7 @@ class DynamicsNode(Node):
                    f"{self.overruns} overruns, {self.skipped_frames} frames skipped" if behind else "keeping up")
         st = DiagnosticStatus(level=level, name=f"{pre}{self.twin.name}/solver", hardware_id=hw, message=message)
         st.values = [KeyValue(key="solver failures", value=str(self.solver_failures)),
-                     KeyValue(key="worst frame cost [ms]", value=f"{self._worst * 1e3:.3f}"),
+                     KeyValue(key="worst frame cost [ms]", value=f"{self.frame_clock.worst * 1e3:.3f}"),
                      KeyValue(key="max lag [ms]", value=f"{self.max_lag * 1e3:.3f}"),
                      KeyValue(key="frames skipped", value=str(self.skipped_frames)),
                      KeyValue(key="sim time [s]", value=f"{state.t:.3f}")]
@@ -799,7 +788,7 @@ class DynamicsNode(Node):
         that stamp. The history maps the stamp back to the model state, so returned probe
         points are compared at exactly the same instant."""
         ns = self.stamp_ns(state.t)
-        self._last_stamp_ns = ns
+        self.frame_clock.last_stamp_ns = ns
         self.publish_times.append(time.perf_counter())
         stamp = self._stamp_msg(ns)
         if self.pub_clock is not None:
