@@ -30,6 +30,7 @@ from std_srvs.srv import SetBool, Trigger
 from bondsim_ros.robots import DEFAULT_ROBOT
 from bondsim_ros.twin.placement import PlacedTwin
 
+from .command_queue import CommandQueue
 from .frame_clock import FrameClock
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, JointTrajectory, Limits
@@ -189,12 +190,10 @@ class DynamicsNode(Node):
         self.history = collections.OrderedDict()  # stamp (ns) -> state, for time-aligned probe checks
 
         self._cmd_sub = None
-        self._next_cmd = None  # the newest accepted cmd_vel, applied at the next frame
-        self._last_cmd_raw = None  # that command as received, clamped anew when the limits change
-        self._last_cmd_wall = None
+        # twists and trajectories received between frames, applied at the next; the watchdog
+        self.command_queue = CommandQueue(self.twin)
         if p["reference"] == "cmd_vel":
             self._setup_cmd_vel()
-        self._next_traj = None
         if TRAJECTORY in self.twin.commands:  # also beside cmd_vel where the twin takes both
             from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
@@ -270,7 +269,7 @@ class DynamicsNode(Node):
 
     def stop_base(self):
         """Bring the base to rest at the next frame and drop the command in force (a bumper stop)."""
-        self._next_cmd, self._last_cmd_raw, self._last_cmd_wall = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), None
+        self.command_queue.stop()
 
     # -- parameters ----------------------------------------------------------------------
     def _validate(self, p):
@@ -313,8 +312,7 @@ class DynamicsNode(Node):
             self.limits.max_angular = self.p["max_angular_velocity"]
             if self.follower is not None:
                 self.follower.max_linear, self.follower.max_angular = self.limits.max_linear, self.limits.max_angular
-            if self._last_cmd_raw is not None and self._last_cmd_wall is not None:
-                self._next_cmd = self.twin.limit_twist(*self._last_cmd_raw)  # the command in force, clamped anew
+            self.command_queue.limits_changed()  # the command in force, clamped anew
         text = ", ".join(f"{k} {old[k]:g} -> {v:g}" for k, v in changes.items())
         self.get_logger().info(f"parameters set: {text}")
         pre = self.p["frame_prefix"]
@@ -387,24 +385,19 @@ class DynamicsNode(Node):
         self._cmd_kind = kind
 
     def _on_cmd(self, twist):
-        """Check and clamp the command now; apply it at the next frame. Applied here or there,
-        the model restarts at the same instant (its last output), so only the newest command
-        of a frame matters: a 1 kHz burst costs one restart per frame, not one per message."""
+        """Check and clamp the command now; apply it at the next frame (CommandQueue)."""
         vals = (twist.linear.x, twist.linear.y, twist.angular.z)
         if self.interface is not None:  # disabled, held after a bumper contact, or the profile's limits
             vals = self.interface.command(*vals)
             if vals is None:
                 return
         try:
-            applied = self.twin.limit_twist(*vals)
+            applied = self.command_queue.twist(*vals)
         except CommandError as exc:
             self.get_logger().warning(f"rejected cmd_vel: {exc}", throttle_duration_sec=1.0)
             return
-        self._next_cmd = applied
-        self._last_cmd_raw = vals
         if any(abs(a - v) > 1e-12 for a, v in zip(applied, vals)):
             self.get_logger().warning(f"cmd_vel {vals} clamped to {applied}", throttle_duration_sec=1.0)
-        self._last_cmd_wall = time.monotonic()
 
     # -- a model's own signals: Float64 topics -> parameters, columns -> Float64 topics ---------
     def _setup_model_io(self):
@@ -492,7 +485,7 @@ class DynamicsNode(Node):
         except (CommandError, ValueError, TypeError) as exc:
             self.get_logger().warning(f"rejected joint trajectory: {exc}", throttle_duration_sec=1.0)
             return
-        self._next_traj = traj
+        self.command_queue.trajectory(traj)
 
     # -- joint commands (ros2_control's topic-based hardware interfaces) -------------------------
     def _on_joint_command(self, msg):
@@ -514,10 +507,10 @@ class DynamicsNode(Node):
         if cmd.positions:
             names = list(cmd.positions)
             # one point at time 0: the set point from now on, held (a position command interface)
-            self._next_traj = JointTrajectory(names, np.zeros(1), np.array([[cmd.positions[n] for n in names]]))
+            self.command_queue.trajectory(JointTrajectory(names, np.zeros(1),
+                                                          np.array([[cmd.positions[n] for n in names]])))
         if twist is not None:
-            self._next_cmd, self._last_cmd_raw = twist, cmd.twist
-            self._last_cmd_wall = time.monotonic()  # the cmd_vel watchdog covers wheel speeds too
+            self.command_queue.twist(*cmd.twist)  # the cmd_vel watchdog covers wheel speeds too
 
     def _joint_command_status(self, pre, hw):
         jc = self.joint_commands
@@ -711,17 +704,9 @@ class DynamicsNode(Node):
     def _apply_commands(self):
         """The commands received since the last frame, the watchdog and the waypoint follower."""
         self.model_io.apply()
-        if self._next_cmd is not None:
-            cmd, self._next_cmd = self._next_cmd, None
-            self.twin.set_twist(*cmd)
-        if self._next_traj is not None:
-            traj, self._next_traj = self._next_traj, None
-            self.twin.set_joint_trajectory(traj)
-        if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
-            if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
-                self._last_cmd_wall = None
-                self.get_logger().info("cmd_vel timeout: stopping")
-                self.twin.set_twist(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
+        watchdog = self.p["cmd_vel_timeout"] if self.p["reference"] == "cmd_vel" else None
+        if self.command_queue.apply(watchdog):
+            self.get_logger().info("cmd_vel timeout: stopping")
         if self.follower is not None:
             self.twin.set_twist(*self.follower.command(self.twin.state().pose))
 
