@@ -32,6 +32,7 @@ from bondsim_ros.twin.placement import PlacedTwin
 
 from .command_queue import CommandQueue
 from .frame_clock import FrameClock
+from .node_diagnostics import joint_command_status, solver_status
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, JointTrajectory, Limits
 
@@ -182,6 +183,7 @@ class DynamicsNode(Node):
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.probe_err = {}
         self.probe_err_untimed = {}
+        self.probe_kin = None  # the probes' kinematics, where any are compared (_probe_names)
         self.probe_names = self._probe_names([n for n in p["probes"] if n])
         for name in self.probe_names:
             self.create_subscription(PointStamped, f"probes/{name}", lambda m, n=name: self._on_probe(n, m), 50)
@@ -190,6 +192,8 @@ class DynamicsNode(Node):
         self.history = collections.OrderedDict()  # stamp (ns) -> state, for time-aligned probe checks
 
         self._cmd_sub = None
+        self._cmd_kind = None  # Twist or TwistStamped subscribed (cmd_vel_type auto: as published)
+        self._auto_timer = None  # cmd_vel_type auto: looks for publishers until one is found
         # twists and trajectories received between frames, applied at the next; the watchdog
         self.command_queue = CommandQueue(self.twin)
         if p["reference"] == "cmd_vel":
@@ -202,6 +206,7 @@ class DynamicsNode(Node):
         if self.twin.commands:  # ros2_control's topic-based hardware interfaces
             self.create_subscription(JointState, p["joint_commands_topic"], self._on_joint_command,
                                      QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.model_io, self.pub_outputs = None, {}  # set by _setup_model_io
         self._setup_model_io()
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
@@ -224,7 +229,8 @@ class DynamicsNode(Node):
         self._last_failure_wall = -math.inf
         # simulated time against the wall clock, stamps, and the frame accounting
         self.frame_clock = FrameClock(p["real_time_factor"], self.use_sim_time, self._ros_now_ns())
-        self._pending = None
+        self._pending = None  # the state computed for the next frame
+        self._pending_stamp = None  # its stamp, once a fleet clock published its joints
         self.publish_times = collections.deque(maxlen=100000)  # for jitter statistics
         # the frame clock is the wall clock: with use_sim_time the node's ROS clock follows the
         # /clock this very timer publishes
@@ -512,16 +518,6 @@ class DynamicsNode(Node):
         if twist is not None:
             self.command_queue.twist(*cmd.twist)  # the cmd_vel watchdog covers wheel speeds too
 
-    def _joint_command_status(self, pre, hw):
-        jc = self.joint_commands
-        recent = jc["last_refusal"] is not None and time.monotonic() - jc["wall"] < 5.0
-        st = DiagnosticStatus(level=DiagnosticStatus.WARN if recent else DiagnosticStatus.OK,
-                              name=f"{pre}{self.twin.name}/joint_commands", hardware_id=hw,
-                              message=jc["last_refusal"] if recent else "ok")
-        st.values = [KeyValue(key="accepted", value=str(jc["accepted"])),
-                     KeyValue(key="refused", value=str(jc["refused"]))]
-        return st
-
     # -- services --------------------------------------------------------------------------
     def restart(self):
         """Back to the initial state, with simulated time 0 at this wall-clock instant. The
@@ -742,25 +738,17 @@ class DynamicsNode(Node):
         pre = self.p["frame_prefix"]
         hw = f"{pre}{self.twin.name}_twin"
         levels = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN, "ERROR": DiagnosticStatus.ERROR}
-        for d in self.twin.diagnostics(state):
+        now = time.monotonic()
+        records = list(self.twin.diagnostics(state))
+        records.append(solver_status(self.twin.name, self.frame_clock, self.solver_failures, self.last_failure,
+                                     now - self._last_failure_wall, state.t))
+        if self.twin.commands:
+            records.append(joint_command_status(self.twin.name, self.joint_commands, now))
+        for d in records:
             st = DiagnosticStatus(level=levels.get(d.level, DiagnosticStatus.WARN), name=pre + d.name,
                                   message=d.message, hardware_id=hw)
             st.values = [KeyValue(key=str(k), value=str(v)) for k, v in d.values.items()]
             arr.status.append(st)
-        behind = self.overruns > 0 or self.skipped_frames > 0
-        failed = self.last_failure is not None and time.monotonic() - self._last_failure_wall < 5.0
-        level = DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN if behind else DiagnosticStatus.OK
-        message = (self.last_failure if failed else
-                   f"{self.overruns} overruns, {self.skipped_frames} frames skipped" if behind else "keeping up")
-        st = DiagnosticStatus(level=level, name=f"{pre}{self.twin.name}/solver", hardware_id=hw, message=message)
-        st.values = [KeyValue(key="solver failures", value=str(self.solver_failures)),
-                     KeyValue(key="worst frame cost [ms]", value=f"{self.frame_clock.worst * 1e3:.3f}"),
-                     KeyValue(key="max lag [ms]", value=f"{self.max_lag * 1e3:.3f}"),
-                     KeyValue(key="frames skipped", value=str(self.skipped_frames)),
-                     KeyValue(key="sim time [s]", value=f"{state.t:.3f}")]
-        arr.status.append(st)
-        if self.twin.commands:
-            arr.status.append(self._joint_command_status(pre, hw))
         self.pub_diag.publish(arr)
 
     def publish_state(self, state):
