@@ -129,7 +129,7 @@ def frame_cost(reference="rose", frames=600):
     """Wall time of one 30 ms frame: twin step + building the messages (no DDS)."""
     from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
-    twin = RobotinoTwin(reference="rose" if reference == "rose" else "twist")
+    twin = RobotinoTwin("builtin" if reference == "rose" else "twist")
     dt = 1 / 33.0
     for k in range(30):
         twin.step_to((k + 1) * dt)

@@ -35,12 +35,12 @@ def run_seed(seed, frames):
     from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
     rng = np.random.default_rng(seed)
-    twin = RobotinoTwin(reference="twist")
+    twin = RobotinoTwin("twist")
     failures, t, tic = [], 0.0, time.perf_counter()
     for _ in range(frames):
         if rng.random() < 0.7:
             wide = rng.random() < 0.33
-            twin.set_command(*(rng.uniform(-1, 1, 3) * ([1.5, 1.5, 6.0] if wide else [0.7, 0.7, 2.5])))
+            twin.set_twist(*(rng.uniform(-1, 1, 3) * ([1.5, 1.5, 6.0] if wide else [0.7, 0.7, 2.5])))
         t += rng.choice([0.0303, 0.606, 0.05, 0.001])
         try:
             twin.step_to(t)

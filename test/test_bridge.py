@@ -147,3 +147,22 @@ def test_up_with_a_bad_discovery_range_exits_2(capsys):
 
     assert main(["up", "--bridge", "--discovery", "lan", "--duration", "1"]) == 2
     assert "--discovery: discovery range 'lan'" in capsys.readouterr().err
+
+
+def test_up_bridge_for_a_robot_without_a_driver_bridge_exits_2(capsys):
+    """The bridge file is the robot's own (Robot.bridge): a robot with none is refused by name,
+    not bridged with another robot's driver topics."""
+    from bondsim_ros.cli import main
+
+    assert main(["up", "--model", "arm3dof", "--bridge", "--duration", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "--bridge: arm3dof has no bridge to a real robot's driver" in err and "robotino" in err
+
+
+def test_robotino_declares_its_driver_bridge():
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.ros.graph import load_ros_params
+
+    bridge = load_robot("robotino").bridge
+    assert bridge is not None and bridge.name == "robotino_bridge.yaml"
+    assert "robot_cmd_vel" in load_ros_params(bridge)["twin_bridge"]

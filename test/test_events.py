@@ -410,12 +410,12 @@ def _twin_replay(seed, t_end, rtol):
     from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
     rng = np.random.default_rng(seed)
-    twin = RobotinoTwin(reference="twist", rtol=rtol, atol=rtol * 1e-2)
+    twin = RobotinoTwin("twist", rtol=rtol, atol=rtol * 1e-2)
     t, rows = 0.0, []
     while t < t_end:
         if rng.random() < 0.7:
             wide = rng.random() < 0.33
-            twin.set_command(*(rng.uniform(-1, 1, 3) * ([1.5, 1.5, 6.0] if wide else [0.7, 0.7, 2.5])))
+            twin.set_twist(*(rng.uniform(-1, 1, 3) * ([1.5, 1.5, 6.0] if wide else [0.7, 0.7, 2.5])))
         t += rng.choice([0.0303, 0.606, 0.05, 0.001])
         twin.step_to(t)
         rows.append(twin.sim.solver.y.copy())

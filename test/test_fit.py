@@ -230,7 +230,7 @@ def test_fit_calibrates_robotino_twin_from_a_log(tmp_path, capsys):
     # ... and the twin runs with it: a 0.6 m/s step reaches the speed with the heavier robot
     twin = RobotinoTwin(config=cfg)
     assert twin.sim.param("chassis_mass") == pytest.approx(fitted["chassis_mass"]["estimate"])
-    twin.set_command(0.6, 0.0, 0.0)
+    twin.set_twist(0.6, 0.0, 0.0)
     assert twin.step_to(1.0).twist_body[0] == pytest.approx(0.6, abs=1e-3)
 
 

@@ -135,7 +135,7 @@ def test_a_yaml_mobile_base_driven_by_cmd_vel_follows_simulate():
             msg = Twist()
             msg.linear.x, msg.angular.z = vx, wz
             pub.publish(msg)
-            assert tw.spin_until(lambda: tw.node._next_cmd is not None), "cmd_vel not received"
+            assert tw.spin_until(lambda: tw.node.command_queue.next_twist is not None), "cmd_vel not received"
             tw.step(n)
             t0 = tw.node.twin.t
         tw.spin(0.2)

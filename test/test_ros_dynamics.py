@@ -194,13 +194,13 @@ def test_bad_commands_are_rejected_or_clamped_never_fatal():
             t.linear.x, t.linear.y, t.angular.z = bad
             pub.publish(t)
             h.spin(0.2)
-            assert h.node.twin.command == (0.0, 0.0, 0.0)  # refused outright
+            assert h.node.twin.twist == (0.0, 0.0, 0.0)  # refused outright
         t = Twist()
         t.linear.x, t.angular.z = 5.0, -9.0  # too fast: clamped to the limits
         for _ in range(20):
             pub.publish(t)
             h.spin(0.05)
-        assert h.node.twin.command == pytest.approx((0.5, 0.0, -1.0))
+        assert h.node.twin.twist == pytest.approx((0.5, 0.0, -1.0))
         n = len(h.joints)
         h.spin(0.3)
         assert len(h.joints) > n  # still publishing

@@ -256,16 +256,16 @@ def test_velocity_limit_change_clamps_the_command_in_force_and_the_next():
                 spin(graph, 0.05)
             return pred()
 
-        assert until(lambda: twin.command == pytest.approx((0.8, 0.0, 0.0)), 10.0, vx=0.8)
+        assert until(lambda: twin.twist == pytest.approx((0.8, 0.0, 0.0)), 10.0, vx=0.8)
         assert client.set("dynamics_node", ("max_linear_velocity", 0.3))[0].successful
-        assert until(lambda: twin.command == pytest.approx((0.3, 0.0, 0.0)), 3.0), twin.command  # in force
+        assert until(lambda: twin.twist == pytest.approx((0.3, 0.0, 0.0)), 3.0), twin.twist  # in force
         pub.publish(command(0.9))
-        assert until(lambda: twin.command == pytest.approx((0.3, 0.0, 0.0)), 3.0)
+        assert until(lambda: twin.twist == pytest.approx((0.3, 0.0, 0.0)), 3.0)
         # cmd_vel_timeout 5 s: the command is still in force after 1.5 s (the default 0.5 s would stop it)
         spin(graph, 1.5)
-        assert twin.command == pytest.approx((0.3, 0.0, 0.0))
+        assert twin.twist == pytest.approx((0.3, 0.0, 0.0))
         assert client.set("dynamics_node", ("cmd_vel_timeout", 0.2))[0].successful
-        assert until(lambda: twin.command == pytest.approx((0.0, 0.0, 0.0)), 3.0), twin.command
+        assert until(lambda: twin.twist == pytest.approx((0.0, 0.0, 0.0)), 3.0), twin.twist
 
 
 def test_real_time_factor_change_changes_the_pace_and_stamps_keep_increasing():

@@ -168,7 +168,7 @@ def test_cmd_vel_auto_takes_twist_then_twist_stamped():
             try:
                 def applied():
                     pub.publish(_twist(kind, vx))
-                    return tw.node.twin.command == pytest.approx((vx, 0.0, 0.0))
+                    return tw.node.twin.twist == pytest.approx((vx, 0.0, 0.0))
                 assert tw.spin_until(applied, 10.0, also=ex), f"{kind.__name__} command never applied"
                 assert tw.node._cmd_kind == ("twist" if kind is Twist else "stamped")
             finally:
@@ -190,7 +190,7 @@ def test_cmd_vel_auto_with_both_types_published_keeps_the_one_it_has():
     twist_pub, ex1 = others[0][3], others[0][2]
     try:
         assert tw.spin_until(lambda: (twist_pub.publish(_twist(Twist, 0.3)),
-                                      tw.node.twin.command == pytest.approx((0.3, 0.0, 0.0)))[1], 10.0, also=ex1)
+                                      tw.node.twin.twist == pytest.approx((0.3, 0.0, 0.0)))[1], 10.0, also=ex1)
         others.append(_other_process_publisher(TwistStamped))
         stamped_pub, ex2 = others[1][3], others[1][2]
         end = time.monotonic() + 2.5  # the node looks at the publishers once a second
@@ -200,7 +200,7 @@ def test_cmd_vel_auto_with_both_types_published_keeps_the_one_it_has():
             tw.spin(0.05, also=ex1)
             ex2.spin_once(timeout_sec=0)
         assert tw.node._cmd_kind == "twist"
-        assert tw.node.twin.command == pytest.approx((0.35, 0.0, 0.0))
+        assert tw.node.twin.twist == pytest.approx((0.35, 0.0, 0.0))
         n = len(tw.joints)
         tw.spin(0.3)
         assert len(tw.joints) > n
@@ -220,7 +220,7 @@ def test_cmd_vel_auto_with_a_twist_publisher_in_the_same_process():
         tw.spin(0.3)
         pub = tw.aux.create_publisher(Twist, "/cmd_vel", 10)  # raised incompatible type before
         assert tw.spin_until(lambda: (pub.publish(_twist(Twist, 0.25)),
-                                      tw.node.twin.command == pytest.approx((0.25, 0.0, 0.0)))[1], 10.0)
+                                      tw.node.twin.twist == pytest.approx((0.25, 0.0, 0.0)))[1], 10.0)
     finally:
         tw.close()
 

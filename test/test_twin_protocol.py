@@ -18,7 +18,7 @@ def test_model_twin_and_robotino_twin_are_twins():
 
     tw = load_robot(str(SLIDER_YAML)).make_twin()
     assert isinstance(tw, Twin)
-    assert isinstance(RobotinoTwin(reference="twist"), Twin)
+    assert isinstance(RobotinoTwin("twist"), Twin)
 
 
 def test_step_to_returns_the_last_state_for_earlier_times_and_ends_a_step_at_t():
@@ -51,3 +51,40 @@ def test_commands_a_twin_does_not_take_are_refused_by_name():
         tw.set_joint_trajectory(JointTrajectory(["slide"], np.array([1.0]), np.array([[0.1]])))
     with pytest.raises(CommandError, match="strictly increasing"):
         TrajectorySampler(JointTrajectory(["a"], np.array([1.0, 1.0]), np.array([[0.0], [1.0]])), 0.0, {})
+
+
+def _protocol_members() -> set:
+    import typing
+
+    return set(typing._get_protocol_attrs(Twin))  # noqa: SLF001 - the members isinstance checks
+
+
+def test_the_dynamics_node_uses_only_the_twin_protocol():
+    """Every ``self.twin.X`` of the node is a protocol member, or one the protocol documents as
+    optional, or PlacedTwin's ``set_pose``: any Twin runs in the node, whatever its class."""
+    import ast
+    import inspect
+
+    import bondsim_ros.ros.dynamics_node as dn
+
+    optional = {"set_pose", "columns", "column", "param_topics", "check_params", "output_topics", "wheel_joints",
+                "twist_for_wheel_speeds"}
+    used = {node.attr for node in ast.walk(ast.parse(inspect.getsource(dn)))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "twin" and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"}
+    assert used and used <= _protocol_members() | optional, sorted(used - _protocol_members() - optional)
+    assert "hasattr(self.twin" not in inspect.getsource(dn)
+
+
+def test_unknowns_and_motors_are_protocol_members_of_both_twins():
+    from bondsim_ros.robots.robotino.twin import RobotinoTwin
+
+    assert {"unknowns", "motor_names", "motor_states", "trajectory_joints"} <= _protocol_members()
+    tw = load_robot(str(SLIDER_YAML)).make_twin()
+    assert tw.unknowns == tw.compiled.n > 0 and tw.motor_names == ()
+    names, *values = tw.motor_states(tw.state())
+    assert names == [] and all(len(v) == 0 for v in values)
+    rt = RobotinoTwin("twist")
+    assert rt.unknowns == rt.compiled.n and rt.motor_names == ("motor1", "motor2", "motor3")
+    names, pos, vel, eff = rt.motor_states(rt.state())
+    assert names == ["motor1", "motor2", "motor3"] and len(pos) == len(vel) == len(eff) == 3

@@ -47,12 +47,12 @@ def test_solver_answers_an_output_time_it_has_already_stepped_past():
 def twin():
     from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
-    return RobotinoTwin(reference="twist")
+    return RobotinoTwin("twist")
 
 
 def test_twin_step_to_a_time_the_solver_is_past(twin):
     twin.reset()
-    twin.set_command(0.3, 0.1, 0.5)
+    twin.set_twist(0.3, 0.1, 0.5)
     s1 = twin.step_to(0.5)
     solver = twin.sim.solver
     # what a late tick asks: the solver ends its steps at each output time, so put it past
@@ -70,7 +70,7 @@ def test_twin_step_to_a_time_the_solver_is_past(twin):
 
 def test_twin_outputs_are_step_points_at_the_requested_times(twin):
     twin.reset()
-    twin.set_command(0.2, 0.0, 0.0)
+    twin.set_twist(0.2, 0.0, 0.0)
     for t in (0.03, 0.061, 0.09):
         st = twin.step_to(t)
         assert st.t == t
@@ -86,7 +86,7 @@ def test_random_in_limit_commands_at_100_hz_do_not_underflow(twin):
     rng = np.random.default_rng(1)
     t = 0.0
     while t < 16.0:
-        twin.set_command(*(rng.uniform(-1, 1, 3) * np.array([0.7, 0.7, 3.0])))
+        twin.set_twist(*(rng.uniform(-1, 1, 3) * np.array([0.7, 0.7, 3.0])))
         t += 0.01 * rng.uniform(0.5, 1.5)
         state = twin.step_to(t)
     assert state.t == t and np.all(np.isfinite(state.position))
@@ -118,7 +118,7 @@ def _run_stream(seed, frames, **tolerances):
     from bondsim_ros.robots.robotino import model as rb
     from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
-    twin = RobotinoTwin(reference="twist", **tolerances)
+    twin = RobotinoTwin("twist", **tolerances)
     prm, sim = twin.params, twin.sim
     rw, radius, rmax = prm["wheel.radius"], prm["chassis.radius_to_wheel"], prm["wheel.roller_radius_max"]
     m, jz, jw, jr = (sim.param("chassis_mass"), sim.param("chassis_inertia"), sim.param("wheel_inertia"),
@@ -127,7 +127,7 @@ def _run_stream(seed, frames, **tolerances):
     t, slip_y, slip_x = 0.0, 0.0, 0.0
     for cmd, dt in _stress_stream(seed, frames):
         if cmd is not None:
-            twin.set_command(*cmd)
+            twin.set_twist(*cmd)
         t += dt
         state = twin.step_to(t)
         y = twin.sim.last_y
@@ -172,3 +172,16 @@ def test_stress_stream_94_runs_on_the_rolling_constraints():
     # along the wheel the constraint holds to the wheel momentum's Newton tolerance, which at
     # 17 rad/s is rtol |omega| R_w = 7e-7 m/s of rim speed: 1.2e-7 and 3e-6 m/s measured
     assert slip_y < 3e-7 and slip_x < _ROLLER_ATOL_SLIP
+
+
+def test_after_a_reset_the_robotino_moves_by_the_twist_it_reports():
+    """reset keeps the twist in force (as every ModelTwin): the model is driven by the twist the
+    twin reports, so the same command sent again after a reset is not lost."""
+    from bondsim_ros.robots import load_robot
+
+    tw = load_robot("robotino").make_twin("twist")
+    tw.set_twist(0.4, 0.0, 0.0)
+    tw.step_to(0.5)
+    tw.reset()
+    assert tw.set_twist(0.4, 0.0, 0.0) == tw.twist == pytest.approx((0.4, 0.0, 0.0))
+    assert tw.step_to(1.0).pose[0] == pytest.approx(0.4, abs=0.03)  # 1 s at 0.4 m/s after the motors spin up

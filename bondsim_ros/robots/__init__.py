@@ -34,6 +34,8 @@ from typing import Callable, NamedTuple
 from .plugin import ModelEntry, Robot, RobotError
 
 GROUP = "bondsim_ros.robots"
+# the robot a node or command runs when given none (dynamics_node's ``model``, state_publisher's URDF)
+DEFAULT_ROBOT = "robotino"
 ATTR = "ROBOT"  # what a built-in folder's entry point names
 
 
@@ -180,5 +182,5 @@ def command_models(module) -> dict:
     return dict(getattr(module, "COMMAND_MODELS", {}) or {})
 
 
-__all__ = ["Robot", "RobotError", "ModelEntry", "GROUP", "Plugin", "builtin_plugins", "plugins", "available",
+__all__ = ["Robot", "RobotError", "ModelEntry", "GROUP", "DEFAULT_ROBOT", "Plugin", "builtin_plugins", "plugins", "available",
            "load_robot", "models_of", "plugin_models", "model_robot", "command_models"]

@@ -36,6 +36,8 @@ class Robot:
     # other programs' ROS interfaces the twin can stand in for (name -> profile mapping,
     # bondsim_ros.twin.interface_profile), e.g. the Robotino's "driver"
     interfaces: dict = field(default_factory=dict)
+    # twin_bridge's parameter file for the robot's real driver (``bondsim-ros up --bridge``); None: none
+    bridge: Path | None = None
 
 
 @dataclass

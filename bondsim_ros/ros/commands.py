@@ -107,6 +107,31 @@ def _positive(value, flag: str, what: str = "a positive number"):
     return value
 
 
+def _bridge_file(dyn: dict) -> Path:
+    """The twin_bridge parameter file of the robot that runs (a Robot's ``bridge``)."""
+    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.robots import RobotError, available, load_robot
+
+    from .dynamics_node import PARAMS
+
+    model = dyn.get("model", PARAMS["model"][0])
+    try:
+        robot = load_robot(model)
+    except RobotError as exc:
+        raise CLIError(f"--bridge: {exc}") from None
+    if robot.bridge is None:
+        with_bridge = []
+        for name in sorted(available()):
+            try:
+                if load_robot(name).bridge is not None:
+                    with_bridge.append(name)
+            except RobotError:
+                continue
+        raise CLIError(f"--bridge: {robot.name} has no bridge to a real robot's driver "
+                       f"(robots with one: {', '.join(with_bridge) or 'none'})")
+    return Path(robot.bridge)
+
+
 def _node_params(args):
     import yaml
 
@@ -142,7 +167,9 @@ def _interface_params(args, dyn: dict, params: dict) -> dict:
     from bondsim_ros.robots import RobotError, load_robot
     from bondsim_ros.twin.interface_profile import ProfileError, parse_profile
 
-    model = dyn.get("model", "robotino")
+    from .dynamics_node import PARAMS
+
+    model = dyn.get("model", PARAMS["model"][0])
     try:
         robot = load_robot(model)
     except RobotError as exc:
@@ -203,7 +230,7 @@ def cmd_up(args) -> int:
     dyn, probe, state = _node_params(args)
     bridge = None
     if args.bridge:
-        path = _config_file("robotino_bridge.yaml")
+        path = _bridge_file(dyn)
         try:
             bridge = load_ros_params(path).get("twin_bridge", {})
         except Exception as exc:  # noqa: BLE001 - any reading error: name the file

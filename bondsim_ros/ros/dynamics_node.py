@@ -27,9 +27,14 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from bondsim_ros.robots import DEFAULT_ROBOT
 from bondsim_ros.twin.placement import PlacedTwin
+
+from .command_queue import CommandQueue
+from .frame_clock import FrameClock
+from .node_diagnostics import joint_command_status, solver_status
 from bondsim_ros.twin.waypoints import WaypointFollower
-from bondsim_ros.twin.protocol import CommandError, JointTrajectory, Limits
+from bondsim_ros.twin.protocol import COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, JointTrajectory, Limits
 
 from ._env import Param, declare_parameters, run_node
 
@@ -76,15 +81,11 @@ def _untyped_parameters(values: dict) -> list:
             for k, v in values.items()]
 
 
-# reference parameter -> the twin's command kind
-COMMAND_OF_REFERENCE = {"rose": "builtin", "builtin": "builtin", "cmd_vel": "twist", "waypoints": "twist",
-                        "joint_trajectory": "trajectory"}
-
 # The node's parameters: names, types (the defaults'), defaults, allowed values, descriptions
 # (config/dynamics.yaml lists them all; test_ros_params checks it against this table). Live
 # ones change the running node (SetParameters, `ros2 param set`); the rest apply at start.
 PARAMS = {
-    "model": Param("robotino", "robot to run: a registered robot (bondsim_ros.robots entry point) or a YAML model "
+    "model": Param(DEFAULT_ROBOT, "robot to run: a registered robot (bondsim_ros.robots entry point) or a YAML model "
                                "file with a mechanism: section"),
     "reference": Param("rose", "reference source: rose or builtin (the model's own) | cmd_vel | waypoints | "
                                "joint_trajectory", choices=tuple(COMMAND_OF_REFERENCE)),
@@ -152,7 +153,7 @@ class DynamicsNode(Node):
         except RobotError as exc:
             raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None
         self.get_logger().info(f"{self.twin.name} ready in {time.perf_counter() - tic:.2f} s "
-                               f"({self.twin.compiled.n} unknowns, reference={p['reference']})")
+                               f"({self.twin.unknowns} unknowns, reference={p['reference']})")
         self.interface = None
         if p["interface"]:
             self._setup_interface(p, extra)
@@ -175,13 +176,14 @@ class DynamicsNode(Node):
         self.TFMessage = tf_message()
         self.pub_tf = self.create_publisher(self.TFMessage, "/tf", 100)
         self.pub_motors = (self.create_publisher(JointState, "motor_states", 10)
-                           if hasattr(self.twin, "motor_states") else None)
+                           if self.twin.motor_names else None)
         self.pub_clock = self.create_publisher(Clock, "/clock", 10) if p["publish_clock"] else None
         self.pub_overrun = self.create_publisher(Float64, "~/frame_cost", 10)  # worst frame of the last second [s]
         self.pub_reference = self.create_publisher(PoseStamped, "reference_pose", 10)  # rose mode only
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.probe_err = {}
         self.probe_err_untimed = {}
+        self.probe_kin = None  # the probes' kinematics, where any are compared (_probe_names)
         self.probe_names = self._probe_names([n for n in p["probes"] if n])
         for name in self.probe_names:
             self.create_subscription(PointStamped, f"probes/{name}", lambda m, n=name: self._on_probe(n, m), 50)
@@ -190,13 +192,13 @@ class DynamicsNode(Node):
         self.history = collections.OrderedDict()  # stamp (ns) -> state, for time-aligned probe checks
 
         self._cmd_sub = None
-        self._next_cmd = None  # the newest accepted cmd_vel, applied at the next frame
-        self._last_cmd_raw = None  # that command as received, clamped anew when the limits change
-        self._last_cmd_wall = None
+        self._cmd_kind = None  # Twist or TwistStamped subscribed (cmd_vel_type auto: as published)
+        self._auto_timer = None  # cmd_vel_type auto: looks for publishers until one is found
+        # twists and trajectories received between frames, applied at the next; the watchdog
+        self.command_queue = CommandQueue(self.twin)
         if p["reference"] == "cmd_vel":
             self._setup_cmd_vel()
-        self._next_traj = None
-        if "trajectory" in self.twin.commands:  # also beside cmd_vel where the twin takes both
+        if TRAJECTORY in self.twin.commands:  # also beside cmd_vel where the twin takes both
             from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
             self.create_subscription(JointTrajectoryMsg, p["joint_trajectory_topic"], self._on_trajectory, 10)
@@ -204,6 +206,7 @@ class DynamicsNode(Node):
         if self.twin.commands:  # ros2_control's topic-based hardware interfaces
             self.create_subscription(JointState, p["joint_commands_topic"], self._on_joint_command,
                                      QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.model_io, self.pub_outputs = None, {}  # set by _setup_model_io
         self._setup_model_io()
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_service(SetBool, "~/pause", self._on_pause)
@@ -220,20 +223,14 @@ class DynamicsNode(Node):
         self.period = 1.0 / p["publish_rate"]
         self.paused = False
         self.stopped = False  # simulation_interfaces' STATE_STOPPED: paused at the initial state
-        self.overruns = 0
-        self.skipped_frames = 0  # timer periods that never ran (_count_skipped_frames)
-        self._grid0, self._slot = 0, None  # the timer's next call at the first tick [ns]; period index of the last tick
-        self.max_lag = 0.0
-        self.frames = 0
         self.solver_failures = 0
         self._failures_in_row = 0
         self.last_failure = None  # text of the last model failure (also on /diagnostics for 5 s)
         self._last_failure_wall = -math.inf
-        self._wall_base = time.monotonic()
-        self._sim_base = 0.0
-        self._set_stamp_base()
-        self._pending = None
-        self._worst = 0.0
+        # simulated time against the wall clock, stamps, and the frame accounting
+        self.frame_clock = FrameClock(p["real_time_factor"], self.use_sim_time, self._ros_now_ns())
+        self._pending = None  # the state computed for the next frame
+        self._pending_stamp = None  # its stamp, once a fleet clock published its joints
         self.publish_times = collections.deque(maxlen=100000)  # for jitter statistics
         # the frame clock is the wall clock: with use_sim_time the node's ROS clock follows the
         # /clock this very timer publishes
@@ -278,7 +275,7 @@ class DynamicsNode(Node):
 
     def stop_base(self):
         """Bring the base to rest at the next frame and drop the command in force (a bumper stop)."""
-        self._next_cmd, self._last_cmd_raw, self._last_cmd_wall = (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), None
+        self.command_queue.stop()
 
     # -- parameters ----------------------------------------------------------------------
     def _validate(self, p):
@@ -305,17 +302,14 @@ class DynamicsNode(Node):
                              "its rate is set at start")
         old = {k: self.p[k] for k in changes}
         if "real_time_factor" in changes:
-            if not self.paused:  # re-anchor: the simulated time goes on from where it is now
-                self._sim_base, self._wall_base = self.sim_time_now(), time.monotonic()
             self.p["real_time_factor"] = changes["real_time_factor"]
-            if not self.paused:
-                self._set_stamp_base()
+            self.frame_clock.set_real_time_factor(changes["real_time_factor"], self.paused, self._ros_now_ns())
         if "publish_rate" in changes:
             self.p["publish_rate"] = changes["publish_rate"]
             self.period = 1.0 / changes["publish_rate"]
             self.timer.timer_period_ns = int(round(self.period * 1e9))
             self.timer.reset()  # the new period from now, not after the old one ran out
-            self._slot = None  # the skipped-frame count restarts on the new grid
+            self.frame_clock.restart_grid()  # the skipped-frame count restarts on the new grid
         if "cmd_vel_timeout" in changes:
             self.p["cmd_vel_timeout"] = changes["cmd_vel_timeout"]
         if "max_linear_velocity" in changes or "max_angular_velocity" in changes:
@@ -324,8 +318,7 @@ class DynamicsNode(Node):
             self.limits.max_angular = self.p["max_angular_velocity"]
             if self.follower is not None:
                 self.follower.max_linear, self.follower.max_angular = self.limits.max_linear, self.limits.max_angular
-            if self._last_cmd_raw is not None and self._last_cmd_wall is not None:
-                self._next_cmd = self.twin.limit_twist(*self._last_cmd_raw)  # the command in force, clamped anew
+            self.command_queue.limits_changed()  # the command in force, clamped anew
         text = ", ".join(f"{k} {old[k]:g} -> {v:g}" for k, v in changes.items())
         self.get_logger().info(f"parameters set: {text}")
         pre = self.p["frame_prefix"]
@@ -398,24 +391,19 @@ class DynamicsNode(Node):
         self._cmd_kind = kind
 
     def _on_cmd(self, twist):
-        """Check and clamp the command now; apply it at the next frame. Applied here or there,
-        the model restarts at the same instant (its last output), so only the newest command
-        of a frame matters: a 1 kHz burst costs one restart per frame, not one per message."""
+        """Check and clamp the command now; apply it at the next frame (CommandQueue)."""
         vals = (twist.linear.x, twist.linear.y, twist.angular.z)
         if self.interface is not None:  # disabled, held after a bumper contact, or the profile's limits
             vals = self.interface.command(*vals)
             if vals is None:
                 return
         try:
-            applied = self.twin.limit_twist(*vals)
+            applied = self.command_queue.twist(*vals)
         except CommandError as exc:
             self.get_logger().warning(f"rejected cmd_vel: {exc}", throttle_duration_sec=1.0)
             return
-        self._next_cmd = applied
-        self._last_cmd_raw = vals
         if any(abs(a - v) > 1e-12 for a, v in zip(applied, vals)):
             self.get_logger().warning(f"cmd_vel {vals} clamped to {applied}", throttle_duration_sec=1.0)
-        self._last_cmd_wall = time.monotonic()
 
     # -- a model's own signals: Float64 topics -> parameters, columns -> Float64 topics ---------
     def _setup_model_io(self):
@@ -495,15 +483,15 @@ class DynamicsNode(Node):
             if unknown:
                 raise CommandError(f"unknown joints {unknown}")
             # checked now: refused at the frame, it would count as a model failure
-            driven = getattr(self.twin, "trajectory_joints", None)
-            not_driven = [j for j in traj.joint_names if driven is not None and j not in driven]
+            driven = self.twin.trajectory_joints
+            not_driven = [j for j in traj.joint_names if j not in driven]
             if not_driven:
                 raise CommandError(f"joints {not_driven} are not driven by {self.twin.name}'s trajectory interface "
                                    f"(driven: {driven})")
         except (CommandError, ValueError, TypeError) as exc:
             self.get_logger().warning(f"rejected joint trajectory: {exc}", throttle_duration_sec=1.0)
             return
-        self._next_traj = traj
+        self.command_queue.trajectory(traj)
 
     # -- joint commands (ros2_control's topic-based hardware interfaces) -------------------------
     def _on_joint_command(self, msg):
@@ -525,20 +513,10 @@ class DynamicsNode(Node):
         if cmd.positions:
             names = list(cmd.positions)
             # one point at time 0: the set point from now on, held (a position command interface)
-            self._next_traj = JointTrajectory(names, np.zeros(1), np.array([[cmd.positions[n] for n in names]]))
+            self.command_queue.trajectory(JointTrajectory(names, np.zeros(1),
+                                                          np.array([[cmd.positions[n] for n in names]])))
         if twist is not None:
-            self._next_cmd, self._last_cmd_raw = twist, cmd.twist
-            self._last_cmd_wall = time.monotonic()  # the cmd_vel watchdog covers wheel speeds too
-
-    def _joint_command_status(self, pre, hw):
-        jc = self.joint_commands
-        recent = jc["last_refusal"] is not None and time.monotonic() - jc["wall"] < 5.0
-        st = DiagnosticStatus(level=DiagnosticStatus.WARN if recent else DiagnosticStatus.OK,
-                              name=f"{pre}{self.twin.name}/joint_commands", hardware_id=hw,
-                              message=jc["last_refusal"] if recent else "ok")
-        st.values = [KeyValue(key="accepted", value=str(jc["accepted"])),
-                     KeyValue(key="refused", value=str(jc["refused"]))]
-        return st
+            self.command_queue.twist(*cmd.twist)  # the cmd_vel watchdog covers wheel speeds too
 
     # -- services --------------------------------------------------------------------------
     def restart(self):
@@ -548,8 +526,7 @@ class DynamicsNode(Node):
         self.twin.reset()
         self.history.clear()
         self._pending = self.twin.state()
-        self._wall_base, self._sim_base = time.monotonic(), 0.0
-        self._set_stamp_base()
+        self.frame_clock.anchor(0.0, self._ros_now_ns())
         if self.paused:
             self.publish_pending()
 
@@ -557,13 +534,14 @@ class DynamicsNode(Node):
         """Stop the frame loop; the state computed for the next frame is published now, so the
         last state published is the one the simulation holds."""
         if not self.paused:
-            self._sim_base, self.paused = self.twin.t, True
+            self.frame_clock.hold(self.twin.t)
+            self.paused = True
             self.publish_pending()
 
     def resume(self):
         if self.paused:
-            self._sim_base, self._wall_base, self.paused, self.stopped = self.twin.t, time.monotonic(), False, False
-            self._set_stamp_base()
+            self.frame_clock.anchor(self.twin.t, self._ros_now_ns())
+            self.paused, self.stopped = False, False
 
     def stop(self):
         """simulation_interfaces' STATE_STOPPED: paused at the initial state."""
@@ -587,8 +565,8 @@ class DynamicsNode(Node):
                 self._solver_failed(exc, f"stepping to t={target:.3f} s")
                 state = self.twin.state()
             self.publish_state(state)
-            self.frames += 1
-        self._sim_base = self.twin.t
+            self.frame_clock.frames += 1
+        self.frame_clock.hold(self.twin.t)
 
     def place(self, x: float, y: float, yaw: float):
         """Put the base at (x, y, yaw) in odom (simulation_interfaces' SetEntityState): shown by
@@ -615,28 +593,44 @@ class DynamicsNode(Node):
         return response
 
     # -- the frame loop --------------------------------------------------------------------
-    def _set_stamp_base(self):
-        """Stamps name the simulated instant of the state: with use_sim_time the simulated time
-        itself (as /clock says), else the ROS time when that instant maps to the wall clock,
-        start + t_sim / real_time_factor, fixed here (start, reset, resume) and never the time
-        of publication. Stamps keep increasing across resets and pauses."""
-        now = self.get_clock().now().nanoseconds if not self.use_sim_time else 0
-        last = getattr(self, "_last_stamp_ns", -1)
-        self._stamp_base_ns = max(now, last + 1)
-        self._stamp_sim_base = self._sim_base
+    def _ros_now_ns(self) -> int:
+        """The ROS time stamps are based on (not read with use_sim_time: the stamps are then
+        the simulated time itself)."""
+        return 0 if self.use_sim_time else self.get_clock().now().nanoseconds
 
+    # the frame clock's (frame_clock.py) time mapping and counters, as the node's
     def stamp_ns(self, t: float) -> int:
-        if self.use_sim_time:
-            return int(round(t * 1e9))
-        return self._stamp_base_ns + int(round((t - self._stamp_sim_base) / self.p["real_time_factor"] * 1e9))
+        return self.frame_clock.stamp_ns(t)
 
     def sim_time_of_stamp(self, ns: int) -> float:
-        if self.use_sim_time:
-            return ns * 1e-9
-        return self._stamp_sim_base + (ns - self._stamp_base_ns) * 1e-9 * self.p["real_time_factor"]
+        return self.frame_clock.sim_time_of_stamp(ns)
 
     def sim_time_now(self) -> float:
-        return self._sim_base + (time.monotonic() - self._wall_base) * self.p["real_time_factor"]
+        return self.frame_clock.sim_time_now()
+
+    @property
+    def frames(self) -> int:
+        return self.frame_clock.frames
+
+    @property
+    def skipped_frames(self) -> int:
+        return self.frame_clock.skipped_frames
+
+    @property
+    def overruns(self) -> int:
+        return self.frame_clock.overruns
+
+    @overruns.setter
+    def overruns(self, value: int):  # a fleet's warm-up forgets them (graph.FleetClock.reset_stats)
+        self.frame_clock.overruns = value
+
+    @property
+    def max_lag(self) -> float:
+        return self.frame_clock.max_lag
+
+    @max_lag.setter
+    def max_lag(self, value: float):
+        self.frame_clock.max_lag = value
 
     def _tick(self):
         """One frame: publish the state computed one frame ahead, then compute the next one.
@@ -644,7 +638,7 @@ class DynamicsNode(Node):
         Publishing first keeps the solver's varying cost out of the publication times (low
         jitter); the price is that a new command acts from the next frame (30 ms)."""
         if self.paused or not self.context.ok():  # a tick racing the shutdown publishes nothing
-            self._slot = None
+            self.frame_clock.restart_grid()
             return
         self._count_skipped_frames()
         tic = time.perf_counter()
@@ -652,24 +646,11 @@ class DynamicsNode(Node):
         self.compute_next(publish_cost=time.perf_counter() - tic)
 
     def _count_skipped_frames(self):
-        """Count the frames the timer never ran. When a tick comes more than a period late
-        (the executor or the whole process was held up), rcl runs it once and skips the
-        periods it missed: no frame is published for them, and none is an overrun, since the
-        frames that do run are on time. Counted on the timer's own grid (its next call time,
-        always a whole number of periods from the first), not from gaps between ticks, which
-        jitter."""
+        """Count the frames the timer never ran (FrameClock.count_skipped), on the timer's grid."""
         until = self.timer.time_until_next_call()  # ns, on the timer's clock: CLOCK_MONOTONIC
         if until is None:
             return
-        nxt = time.monotonic_ns() + until
-        if self._slot is None:
-            self._grid0, self._slot = nxt, 0
-            return
-        slot = round((nxt - self._grid0) / self.timer.timer_period_ns)
-        missed, self._slot = slot - self._slot - 1, slot
-        # -1: a catch-up tick in the period of the one before (rclpy's EventsExecutor runs one
-        # right after a late tick), which published one of the missed frames after all
-        self.skipped_frames += missed
+        missed = self.frame_clock.count_skipped(time.monotonic_ns() + until, self.timer.timer_period_ns)
         if missed > 0:
             self.get_logger().warning(
                 f"the frame timer ran {missed * self.period * 1e3:.0f} ms late: {missed} frames not published "
@@ -707,33 +688,21 @@ class DynamicsNode(Node):
             self._pending = self.twin.state()  # hold the last state: /joint_states goes on
         took = time.perf_counter() - tic + publish_cost
         lag = max(0.0, self.sim_time_now() - target) / self.p["real_time_factor"]
-        self.max_lag = max(self.max_lag, lag)
-        if took > self.period or lag > 0:
-            self.overruns += 1
+        if self.frame_clock.frame_done(took, lag, self.period):
             self.get_logger().warning(
                 f"frame took {took * 1e3:.1f} ms (period {self.period * 1e3:.1f} ms), behind by {lag * 1e3:.1f} ms "
                 f"({self.overruns} overruns so far)", throttle_duration_sec=2.0)
-        self._worst = max(self._worst, took)
-        self.frames += 1
         if self.frames % max(1, int(round(self.p["publish_rate"]))) == 0:  # once a second: worst frame cost
-            self.pub_overrun.publish(Float64(data=float(self._worst)))
+            self.pub_overrun.publish(Float64(data=float(self.frame_clock.worst)))
             self.publish_diagnostics(self._pending)
-            self._worst = 0.0
+            self.frame_clock.take_worst()
 
     def _apply_commands(self):
         """The commands received since the last frame, the watchdog and the waypoint follower."""
         self.model_io.apply()
-        if self._next_cmd is not None:
-            cmd, self._next_cmd = self._next_cmd, None
-            self.twin.set_twist(*cmd)
-        if self._next_traj is not None:
-            traj, self._next_traj = self._next_traj, None
-            self.twin.set_joint_trajectory(traj)
-        if self.p["reference"] == "cmd_vel" and self._last_cmd_wall is not None:
-            if time.monotonic() - self._last_cmd_wall > self.p["cmd_vel_timeout"]:
-                self._last_cmd_wall = None
-                self.get_logger().info("cmd_vel timeout: stopping")
-                self.twin.set_twist(0.0, 0.0, 0.0)  # watchdog: no command, come to rest
+        watchdog = self.p["cmd_vel_timeout"] if self.p["reference"] == "cmd_vel" else None
+        if self.command_queue.apply(watchdog):
+            self.get_logger().info("cmd_vel timeout: stopping")
         if self.follower is not None:
             self.twin.set_twist(*self.follower.command(self.twin.state().pose))
 
@@ -747,14 +716,12 @@ class DynamicsNode(Node):
                 action = self.twin.recover()
             else:
                 self.twin.reset()
-                self._wall_base, self._sim_base = time.monotonic(), 0.0
-                self._set_stamp_base()
+                self.frame_clock.anchor(0.0, self._ros_now_ns())
                 self.history.clear()
                 action = "reset to the initial state (the restart from the last state failed too)"
         except Exception as exc2:  # noqa: BLE001
             self.twin.reset()
-            self._wall_base, self._sim_base = time.monotonic(), 0.0
-            self._set_stamp_base()
+            self.frame_clock.anchor(0.0, self._ros_now_ns())
             action = f"reset to the initial state (recovery failed: {type(exc2).__name__}: {exc2})"
         self.last_failure = f"{type(exc).__name__} while {doing}: {exc}; twin {action}"
         self._last_failure_wall = time.monotonic()
@@ -771,25 +738,17 @@ class DynamicsNode(Node):
         pre = self.p["frame_prefix"]
         hw = f"{pre}{self.twin.name}_twin"
         levels = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN, "ERROR": DiagnosticStatus.ERROR}
-        for d in self.twin.diagnostics(state):
+        now = time.monotonic()
+        records = list(self.twin.diagnostics(state))
+        records.append(solver_status(self.twin.name, self.frame_clock, self.solver_failures, self.last_failure,
+                                     now - self._last_failure_wall, state.t))
+        if self.twin.commands:
+            records.append(joint_command_status(self.twin.name, self.joint_commands, now))
+        for d in records:
             st = DiagnosticStatus(level=levels.get(d.level, DiagnosticStatus.WARN), name=pre + d.name,
                                   message=d.message, hardware_id=hw)
             st.values = [KeyValue(key=str(k), value=str(v)) for k, v in d.values.items()]
             arr.status.append(st)
-        behind = self.overruns > 0 or self.skipped_frames > 0
-        failed = self.last_failure is not None and time.monotonic() - self._last_failure_wall < 5.0
-        level = DiagnosticStatus.ERROR if failed else DiagnosticStatus.WARN if behind else DiagnosticStatus.OK
-        message = (self.last_failure if failed else
-                   f"{self.overruns} overruns, {self.skipped_frames} frames skipped" if behind else "keeping up")
-        st = DiagnosticStatus(level=level, name=f"{pre}{self.twin.name}/solver", hardware_id=hw, message=message)
-        st.values = [KeyValue(key="solver failures", value=str(self.solver_failures)),
-                     KeyValue(key="worst frame cost [ms]", value=f"{self._worst * 1e3:.3f}"),
-                     KeyValue(key="max lag [ms]", value=f"{self.max_lag * 1e3:.3f}"),
-                     KeyValue(key="frames skipped", value=str(self.skipped_frames)),
-                     KeyValue(key="sim time [s]", value=f"{state.t:.3f}")]
-        arr.status.append(st)
-        if self.twin.commands:
-            arr.status.append(self._joint_command_status(pre, hw))
         self.pub_diag.publish(arr)
 
     def publish_state(self, state):
@@ -802,7 +761,7 @@ class DynamicsNode(Node):
         that stamp. The history maps the stamp back to the model state, so returned probe
         points are compared at exactly the same instant."""
         ns = self.stamp_ns(state.t)
-        self._last_stamp_ns = ns
+        self.frame_clock.last_stamp_ns = ns
         self.publish_times.append(time.perf_counter())
         stamp = self._stamp_msg(ns)
         if self.pub_clock is not None:

@@ -183,7 +183,7 @@ def _ns(header_stamp) -> int:
 def _urdf_root() -> Path:
     from bondsim_ros.paths import share_file
 
-    return Path(share_file("urdf", "robotino.urdf")).parent
+    return Path(share_file("urdf"))
 
 
 class FoxgloveLive(Node):

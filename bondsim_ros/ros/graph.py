@@ -150,16 +150,6 @@ def start_fleet(n: int, dynamics: dict | None = None, context=None, first: int =
     return Graph(executor=executor, nodes=nodes, context=context)
 
 
-def robot_description_params(robot) -> dict:
-    """state_publisher parameters for ``robot``: its packaged URDF, else the URDF the mechanism
-    layer makes from its mechanism XML."""
-    if robot.urdf is not None:
-        return {"urdf": str(robot.urdf)}
-    from bondsim_ros.mechanism.urdf import robot_description
-
-    return {"robot_description": robot_description(robot.mechanism)}
-
-
 def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge: dict | None = None,
                 namespace: str = "", context=None, with_probe: bool = True,
                 state_publisher: dict | None = None, sensors: dict | None = None,
@@ -187,7 +177,7 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
     nodes = {"dynamics_node": DynamicsNode(name=dynamics_name, overrides=dynamics or {}, **kw)}
     robot = nodes["dynamics_node"].robot
     if state_publisher is not None:
-        from .state_publisher import StatePublisher
+        from .state_publisher import StatePublisher, robot_description_params
 
         state_publisher = dict(state_publisher)
         if not state_publisher.get("urdf") and not state_publisher.get("robot_description"):

@@ -26,17 +26,33 @@ from .dynamics_node import overrides_to_parameters, tf_message
 # The node's parameters (see dynamics_node.PARAMS): all apply at start.
 PARAMS = {
     "robot_description": Param("", "URDF text; empty: read the file given by `urdf`"),
-    "urdf": Param("", "URDF file; empty: the packaged urdf/robotino.urdf"),
+    "urdf": Param("", "URDF file; empty: the default robot's (bondsim_ros.robots.DEFAULT_ROBOT)"),
     "frame_prefix": Param("", "prefix of every frame id (several robots), as robot_state_publisher's"),
 }
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 
 
-def packaged_urdf():
-    from bondsim_ros.paths import share_file
+def robot_description_params(robot) -> dict:
+    """state_publisher parameters for ``robot``: its packaged URDF, else the URDF the mechanism
+    layer makes from its mechanism XML."""
+    if robot.urdf is not None:
+        return {"urdf": str(robot.urdf)}
+    from bondsim_ros.mechanism.urdf import robot_description
 
-    return share_file("urdf", "robotino.urdf")
+    return {"robot_description": robot_description(robot.mechanism)}
+
+
+def default_description() -> str:
+    """The URDF text of the registry's default robot: its packaged URDF, else the one made from
+    its mechanism XML."""
+    from bondsim_ros.robots import DEFAULT_ROBOT, load_robot
+
+    params = robot_description_params(load_robot(DEFAULT_ROBOT))
+    if "robot_description" in params:
+        return params["robot_description"]
+    with open(params["urdf"], encoding="utf-8") as f:
+        return f.read()
 
 
 class StatePublisher(Node):
@@ -44,9 +60,11 @@ class StatePublisher(Node):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
         p = declare_parameters(self, PARAMS)
         text = p["robot_description"]
-        if not text:
-            with open(p["urdf"] or packaged_urdf(), encoding="utf-8") as f:
+        if not text and p["urdf"]:
+            with open(p["urdf"], encoding="utf-8") as f:
                 text = f.read()
+        elif not text:
+            text = default_description()
         self.chain = UrdfChain(text, is_text=True)
         self.prefix = p["frame_prefix"]
         self.TFMessage = tf_message()

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from .protocol import OK, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, body_twist, limit_twist
+from .protocol import BUILTIN, OK, TRAJECTORY, TWIST, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, body_twist, limit_twist
 from .trajectory import TrajectorySampler
 
 TRAJECTORY_STEP = 0.01  # s: longest hold of a joint reference along a trajectory
@@ -52,7 +52,7 @@ class ModelTwin:
     """Step a compiled model to given simulated times; joint states, base pose and probes out."""
 
     def __init__(self, name: str, model, binding: Binding, rtol: float = 1e-6, atol: float = 1e-8,
-                 hmax: float = 0.02, limits: Limits | None = None, command: str = "builtin", log=None):
+                 hmax: float = 0.02, limits: Limits | None = None, command: str = BUILTIN, log=None):
         from bondsim_ros.bondgraph.codegen import CompiledModel, compile_model
         from bondsim_ros.bondgraph.simulation import Simulation, SimulationResult
         from bondsim_ros.mechanism.probes import ProbeKinematics
@@ -66,10 +66,10 @@ class ModelTwin:
         self._Simulation, self._Result = Simulation, SimulationResult
         self._sim_args = dict(rtol=rtol, atol=atol, hmax=hmax)
         # a model variant may take both (the dual-arm platform: base twist and arm joints)
-        self.commands = frozenset(k for k in ("twist", "trajectory") if getattr(binding, k))
-        if command != "builtin" and command not in self.commands:
+        self.commands = frozenset(k for k in (TWIST, TRAJECTORY) if getattr(binding, k))
+        if command != BUILTIN and command not in self.commands:
             raise ValueError(f"{name}: command {command!r} not available (has: {', '.join(sorted(self.commands))})")
-        self.command_kind = command
+        self.command = command
         self.joint_names = list(binding.joints)
         self._names = ["t"] + list(self.compiled.output_names)
         self.kinematics = ProbeKinematics(load_mechanism(self.mechanism))
@@ -91,11 +91,12 @@ class ModelTwin:
         self.sim = self._Simulation(self.compiled, **self._sim_args)
         self.t = 0.0
         self._traj = None
-        if "twist" in self.commands:
+        if TWIST in self.commands:
             self._apply_twist(self.twist, restart=False)
         solver = self.sim.solver
         self._set_row(0.0, self.sim.outputs_at(0.0, solver.y, solver.yp))
-        if "trajectory" in self.commands and self.binding.hold:
+        self._restarted()
+        if TRAJECTORY in self.commands and self.binding.hold:
             self._hold(self.state())
 
     def recover(self) -> str:
@@ -111,8 +112,8 @@ class ModelTwin:
 
     # -- commands --------------------------------------------------------------------------
     def limit_twist(self, vx, vy, wz) -> tuple:
-        if "twist" not in self.commands:
-            raise CommandError(f"{self.name} takes no twist command here (command: {self.command_kind})")
+        if TWIST not in self.commands:
+            raise CommandError(f"{self.name} takes no twist command here (command: {self.command})")
         vx, vy, wz = limit_twist(self.limits, vx, vy, wz)
         if self.binding.twist.get("vy") is None:
             vy = 0.0  # a differential drive cannot move sideways
@@ -131,13 +132,22 @@ class ModelTwin:
         self.twist = tuple(cmd)
 
     @property
+    def unknowns(self) -> int:
+        return self.compiled.n
+
+    motor_names = ()  # a model bound by joints reports no motors
+
+    def motor_states(self, state: TwinState) -> tuple:
+        return ([], np.zeros(0), np.zeros(0), np.zeros(0))
+
+    @property
     def trajectory_joints(self) -> list:
         """The joints a joint trajectory (or a position command) drives."""
         return list(self.binding.trajectory or ())
 
     def set_joint_trajectory(self, traj: JointTrajectory) -> None:
-        if "trajectory" not in self.commands:
-            raise CommandError(f"{self.name} takes no joint trajectory here (command: {self.command_kind})")
+        if TRAJECTORY not in self.commands:
+            raise CommandError(f"{self.name} takes no joint trajectory here (command: {self.command})")
         unknown = [n for n in traj.joint_names if n not in self.binding.trajectory]
         if unknown:
             raise CommandError(f"trajectory names joints {unknown} that {self.name} does not drive "
@@ -232,15 +242,35 @@ class ModelTwin:
                     self._traj = None  # the last point is set and held
                 if t1 >= t:
                     break
+        previous = self._row
         self._set_row(t, self.sim.outputs_at(t, y, yp))
+        self._advanced(previous, t - self.t)
         self.t = t
         return self.state()
 
-    def state(self) -> TwinState:
+    # -- hooks of a robot whose joints are not all model columns (the Robotino's rollers) ------
+    def _restarted(self) -> None:
+        """Called once the model is at its initial state (construction and ``reset``)."""
+
+    def _advanced(self, previous: dict, dt: float) -> None:
+        """Called after each step of ``dt`` > 0 s with the row before it (``self._row``: after)."""
+
+    def _joint_arrays(self) -> tuple:
+        """(position, velocity, effort) of ``joint_names`` at the newest row (velocity and
+        effort empty where the binding gives none)."""
         r, b = self._row, self.binding
         pos = np.array([r[c] for c in b.joints.values()])
         vel = np.array([r[b.velocities[j]] for j in b.joints]) if b.velocities else np.zeros(0)
         eff = np.array([r[b.efforts[j]] for j in b.joints]) if b.efforts else np.zeros(0)
+        return pos, vel, eff
+
+    def _make_state(self, **fields) -> TwinState:
+        """The state object (a robot's subclass of TwinState may carry more)."""
+        return TwinState(**fields)
+
+    def state(self) -> TwinState:
+        r, b = self._row, self.binding
+        pos, vel, eff = self._joint_arrays()
         pose = twist_body = twist_world = None
         if b.base:
             pose = (float(r[b.base["x"]]), float(r[b.base["y"]]), float(r[b.base["yaw"]]))
@@ -250,8 +280,8 @@ class ModelTwin:
         ref = None
         if all(k in r for k in ("x_ref", "y_ref", "phi_ref")):
             ref = (float(r["x_ref"]), float(r["y_ref"]), float(r["phi_ref"]))
-        return TwinState(t=self.t, joint_names=self.joint_names, position=pos, velocity=vel, effort=eff,
-                         pose=pose, twist_body=twist_body, twist_world=twist_world, reference=ref)
+        return self._make_state(t=self.t, joint_names=self.joint_names, position=pos, velocity=vel, effort=eff,
+                                pose=pose, twist_body=twist_body, twist_world=twist_world, reference=ref)
 
     def column(self, name: str) -> float:
         """The value of output column ``name`` at the current state (a model's outputs: topics)."""
@@ -261,7 +291,7 @@ class ModelTwin:
         return self.kinematics.probe_points(state.pose or (0.0, 0.0, 0.0), state.joint_map())
 
     def diagnostics(self, state: TwinState) -> list:
-        values = {"sim time [s]": f"{state.t:.3f}", "command": self.command_kind}
-        if "twist" in self.commands:
+        values = {"sim time [s]": f"{state.t:.3f}", "command": self.command}
+        if TWIST in self.commands:
             values["twist (vx, vy, wz)"] = ", ".join(f"{v:.3f}" for v in self.twist)
         return [Diagnostic(f"{self.name}/model", OK, "running", values)]

@@ -16,6 +16,18 @@ import numpy as np
 
 OK, WARN, ERROR = "OK", "WARN", "ERROR"
 
+# What drives a model: a twin's ``command`` (make_twin's argument, ModelTwin.command) and the
+# members of its ``commands`` (the kinds it takes besides its built-in reference).
+BUILTIN = "builtin"  # the model's own reference (the Robotino's rose path); no command taken
+TWIST = "twist"  # a planar body twist (vx, vy, wz): /cmd_vel, the waypoint follower
+TRAJECTORY = "trajectory"  # joint trajectories (and position commands) for the driven joints
+COMMANDS = (BUILTIN, TWIST, TRAJECTORY)
+
+# the dynamics node's ``reference`` parameter -> the command it builds the twin for: a reference
+# names where the motion comes from, the command what the model takes
+COMMAND_OF_REFERENCE = {"rose": BUILTIN, "builtin": BUILTIN, "cmd_vel": TWIST, "waypoints": TWIST,
+                        "joint_trajectory": TRAJECTORY}
+
 
 @dataclass
 class Limits:
@@ -69,20 +81,34 @@ class JointTrajectory:
 
 @runtime_checkable
 class Twin(Protocol):
-    """Members the dynamics node uses. ``commands`` holds "twist" and/or "trajectory" (empty:
+    """Members the dynamics node uses. ``command`` is what the twin was built for (BUILTIN,
+    TWIST or TRAJECTORY); ``commands`` holds TWIST and/or TRAJECTORY, the kinds it takes (empty:
     the model follows its built-in reference).
 
     Optional (the node looks them up, ros/model_io.py): ``columns`` and ``column(name)``, the
     model's output columns at the newest state (for the node's ``outputs`` parameter);
     ``param_topics`` {std_msgs/Float64 topic: parameter} with ``check_params(values)`` (the
-    values as floats, or CommandError, nothing set); ``output_topics`` {topic: column}."""
+    values as floats, or CommandError, nothing set); ``output_topics`` {topic: column};
+    ``wheel_joints`` with ``twist_for_wheel_speeds(speeds)``, a base's inverse kinematics (the
+    node's wheel-speed commands, ros/joint_commands.py). The node wraps the twin in
+    twin/placement.py's PlacedTwin, which adds ``set_pose``."""
 
     name: str
     joint_names: list
     mechanism: Path  # mechanism XML the joints and probes belong to
+    command: str
     commands: frozenset
     t: float
     twist: tuple  # the body twist applied now (twist command)
+    unknowns: int  # the model's number of unknowns (the DAE's size), for the node's start-up log
+    # the motors ``motor_states`` reports (the node's motor_states topic); empty: none
+    motor_names: tuple
+    # the joints a joint trajectory (or a position command) drives; empty without "trajectory"
+    trajectory_joints: list
+
+    def motor_states(self, state: TwinState) -> tuple:
+        """(names, position, velocity, effort) of the motors at ``state``, as motor_states
+        publishes them; empty arrays where ``motor_names`` is empty."""
 
     def state(self) -> TwinState: ...
 

@@ -1,28 +1,29 @@
 """The Festo Robotino (Damic & Cohodar Husic 2025) as a plug-in: model, parameters and reference
-(model.py, config/robotino.yaml), its twin binding (twin.py: the roller joints are integrated there)."""
+(model.py, config/robotino.yaml), its twin (twin.py: a ModelTwin whose roller joints are derived from the wheel angles)."""
 from __future__ import annotations
 
 from bondsim_ros.paths import share_file
+from bondsim_ros.twin.protocol import BUILTIN, TWIST
 
 from .. import Robot
 
 
-def _make_twin(command: str = "builtin", rtol=1e-6, atol=1e-8, hmax=0.02, limits=None, log=None, config=None):
+def _make_twin(command: str = BUILTIN, rtol=1e-6, atol=1e-8, hmax=0.02, limits=None, log=None, config=None):
     from .. import RobotError
     from .twin import RobotinoTwin
 
-    if command not in ("builtin", "twist"):
+    if command not in (BUILTIN, TWIST):
         raise RobotError(f"robotino: no {command} command (has: twist)")
-    return RobotinoTwin(reference="twist" if command == "twist" else "rose", rtol=rtol, atol=atol, hmax=hmax,
-                        limits=limits, config=config, log=log)
+    return RobotinoTwin(command, rtol=rtol, atol=atol, hmax=hmax, limits=limits, config=config, log=log)
 
 
 def robot() -> Robot:
     from .driver_profile import DRIVER
 
     return Robot("robotino", "Festo Robotino on the rose path of Damic & Cohodar Husic (2025), or driven by /cmd_vel",
-                 share_file("urdf", "robotino", "Robotino_project.xml"), _make_twin, ("twist",),
-                 urdf=share_file("urdf", "robotino.urdf"), model="robotino", interfaces={"driver": DRIVER})
+                 share_file("urdf", "robotino", "Robotino_project.xml"), _make_twin, (TWIST,),
+                 urdf=share_file("urdf", "robotino.urdf"), model="robotino", interfaces={"driver": DRIVER},
+                 bridge=share_file("config", "robotino_bridge.yaml"))
 
 
 ROBOT = robot
