@@ -162,18 +162,12 @@ def _progress_bar(t0, t_end, quiet):
 def simulate(model, t_end: float, dt_out: float, t0: float = 0.0, rtol=1e-6, atol=1e-8, hmax=math.inf,
              params=None, y0=None, quiet=True, log=None, linear_solver="auto") -> SimulationResult:
     """Simulate ``model`` from ``t0`` to ``t_end`` with outputs every ``dt_out``."""
-    if not t_end > t0:
-        raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
-    if not dt_out > 0:
-        raise ValueError(f"dt_out must be positive, got {dt_out}")
-    tic = time.perf_counter()
-    compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
-    t_build = time.perf_counter() - tic
+    compiled, t_build, t_out = _prepare(model, t0, t_end, dt_out, log)
     tic = time.perf_counter()
     sim = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax, t0=t0, params=params, y0=y0,
                      linear_solver=linear_solver)
     t_init = time.perf_counter() - tic
-    return _run(sim, _output_times(t0, t_end, dt_out), quiet, t_build, t_init)
+    return _run(sim, t_out, quiet, t_build, t_init)
 
 
 def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.0, rtol=1e-6, atol=1e-8,
@@ -184,14 +178,7 @@ def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.
     gives for that set; a small model's run then costs its integration and consistent
     initialisation, not a solver's construction as well. A set the model refuses raises as
     ``simulate`` would, naming the parameter."""
-    if not t_end > t0:
-        raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
-    if not dt_out > 0:
-        raise ValueError(f"dt_out must be positive, got {dt_out}")
-    tic = time.perf_counter()
-    compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
-    t_build = time.perf_counter() - tic
-    t_out = _output_times(t0, t_end, dt_out)
+    compiled, t_build, t_out = _prepare(model, t0, t_end, dt_out, log)
     sim, results = None, []
     for params in param_sets:
         tic = time.perf_counter()
@@ -203,6 +190,17 @@ def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.
         results.append(_run(sim, t_out, True, t_build, time.perf_counter() - tic))
         t_build = 0.0  # the build is the first run's
     return results
+
+
+def _prepare(model, t0, t_end, dt_out, log):
+    """The checked time span's output instants and the compiled model, with its build time."""
+    if not t_end > t0:
+        raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
+    if not dt_out > 0:
+        raise ValueError(f"dt_out must be positive, got {dt_out}")
+    tic = time.perf_counter()
+    compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
+    return compiled, time.perf_counter() - tic, _output_times(t0, t_end, dt_out)
 
 
 def _output_times(t0, t_end, dt_out) -> np.ndarray:
