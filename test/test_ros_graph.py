@@ -198,11 +198,11 @@ def test_demo_records_the_scan_against_the_floor_walls(tmp_path):
     scan, the /odom pose of equal stamp, the scanner's mount from /tf_static) lies on a face
     within the range noise (sigma 0.02 m) plus a cell; and /tf_static keeps both publishers'
     frames (the robot's and the sensors')."""
-    from bondsim_ros.paths import share_file
     from bondsim_ros.ros.bag import read_bag
-    from bondsim_ros.ros.demo import DEMO_MAP, bag_to_series, plot_series, record
+    from bondsim_ros.ros.demo import bag_to_series, demo_world, plot_series, record
 
-    floor = str(share_file(*DEMO_MAP))
+    floor = demo_world(None)  # the Robotino's world: the floor its mechanism draws
+    assert floor is not None and floor.endswith("robotino_floor.yaml")
     duration = 4.0
     stats = record(duration, tmp_path / "bag", rtf=1.0, sensor_map=floor)
     msgs = read_bag(tmp_path / "bag", ["/scan", "/tf_static", "/bumper"])

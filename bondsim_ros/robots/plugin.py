@@ -38,6 +38,9 @@ class Robot:
     interfaces: dict = field(default_factory=dict)
     # twin_bridge's parameter file for the robot's real driver (``bondsim-ros up --bridge``); None: none
     bridge: Path | None = None
+    # a Nav2 map (map.yaml) of the scene the mechanism draws: what the demo's simulated sensors
+    # scan, so the scan is of the world in the video; None: the demo runs no sensors
+    world: Path | None = None
 
 
 @dataclass

@@ -9,7 +9,6 @@ what the user sees is what went over the wire.
 from __future__ import annotations
 
 from bondsim_ros.msgutil import stamp_ns, yaw
-from bondsim_ros.paths import share_file
 from bondsim_ros.plotting import save_figure
 
 import math
@@ -33,9 +32,6 @@ DEMO_TOPICS = ["/joint_states", "/tf", "/tf_static", "/odom", "/robot_descriptio
                "/probes/*", "/probe_error/*", "/probe_error_untimed/*", "/motor_states", "/diagnostics",
                "/scan", "/irsensor_scan", "/bumper"]
 
-# the world a mobile base's sensors see in the demo: the floor and walls the mechanism draws
-# (docs/mechanism.md), so the scan in the plots and the video is of the scene in the video
-DEMO_MAP = ("config", "maps", "robotino_floor.yaml")
 
 
 def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None,
@@ -375,7 +371,8 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
     state_publisher) parameters of the graph, as record() takes them (``bondsim-ros demo`` reads
     config/dynamics.yaml and sets its --model); None: the nodes' defaults. ``sensors``: a mobile
     base also carries the simulated laser scanner, IR sensors and bumper (sensor_node) in the
-    floor's walls (DEMO_MAP), recorded, plotted and shown in the video."""
+    world its robot declares (``Robot.world``: the scene its mechanism draws), recorded, plotted
+    and shown in the video."""
     if not (duration > 0 and math.isfinite(duration)):
         raise DemoOptionError(f"--duration must be a positive number of seconds, got {duration}")
     if not (rtf > 0 and math.isfinite(rtf)):
@@ -398,7 +395,7 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     bag_dir = new_bag_dir(out_dir)
-    sensor_map = str(share_file(*DEMO_MAP)) if sensors else None
+    sensor_map = demo_world(params) if sensors else None
     try:
         return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port,
                                   foxglove_address, sensor_map)
@@ -406,6 +403,18 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
         if created and not any(out_dir.iterdir()):
             out_dir.rmdir()  # refused before anything was written: leave no empty folder behind
         raise
+
+
+def demo_world(params) -> str | None:
+    """The map of the world the demo's robot declares (a registered robot's ``world``), or None
+    (a YAML model, or a robot without one: no sensors)."""
+    from bondsim_ros.robots import DEFAULT_ROBOT, available, load_robot
+
+    model = (params[0] if params else {}).get("model") or DEFAULT_ROBOT
+    if model not in available():
+        return None
+    world = load_robot(model).world
+    return None if world is None else str(world)
 
 
 def new_bag_dir(out_dir: Path) -> Path:

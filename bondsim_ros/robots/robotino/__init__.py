@@ -23,7 +23,8 @@ def robot() -> Robot:
     return Robot("robotino", "Festo Robotino on the rose path of Damic & Cohodar Husic (2025), or driven by /cmd_vel",
                  share_file("urdf", "robotino", "Robotino_project.xml"), _make_twin, (TWIST,),
                  urdf=share_file("urdf", "robotino.urdf"), model="robotino", interfaces={"driver": DRIVER},
-                 bridge=share_file("config", "robotino_bridge.yaml"))
+                 bridge=share_file("config", "robotino_bridge.yaml"),
+                 world=share_file("config", "maps", "robotino_floor.yaml"))
 
 
 ROBOT = robot
