@@ -194,20 +194,7 @@ def test_a_yaml_arm_driven_by_joint_commands_follows_simulate():
         tw.close()
 
 
-SLIDER = """model: pushed_slider
-parameters: {k: 4.0, f: 0.0}
-components:
-  v: {type: EffortJunction, output: true}
-  F: {type: Se, effort: f}
-  mass: {type: I, inertia: 1.0}
-  spring: {type: C, effort: "k*q", q0: 0.1}
-  d: {type: R, resistance: 0.4}
-bonds: [[F, v], [v, mass], [v, spring], [v, d]]
-mechanism:
-  file: slider.xml
-  joints:
-    slide: spring.q
-commands:
+SLIDER = (DATA / "pushed_slider.yaml").read_text() + """commands:
   topics:
     /slider/force: f
     slider/stiffness: k

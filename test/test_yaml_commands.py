@@ -9,20 +9,7 @@ import pytest
 from bondsim_ros.robots import RobotError, load_robot
 
 DATA = Path(__file__).resolve().parent / "data" / "live"
-MODEL = """model: pushed_slider
-parameters: {k: 4.0, f: 0.0}
-components:
-  v: {type: EffortJunction, output: true}
-  F: {type: Se, effort: f}
-  mass: {type: I, inertia: 1.0}
-  spring: {type: C, effort: "k*q", q0: 0.1}
-  d: {type: R, resistance: 0.4}
-bonds: [[F, v], [v, mass], [v, spring], [v, d]]
-mechanism:
-  file: slider.xml
-  joints:
-    slide: spring.q
-"""
+MODEL = (DATA / "pushed_slider.yaml").read_text()
 
 
 def write(tmp_path, commands: str) -> Path:
