@@ -111,6 +111,12 @@ def parse_profile(name: str, data: dict, twin_joints=()) -> InterfaceProfile:
             raise ProfileError(f"{where}: {at}{key}: expected {kind.__name__}, got {value!r}")
         return value
 
+    def role_of(spec, at, known):
+        role = need(spec, "role", str, at)
+        if role not in known:
+            raise ProfileError(f"{where}: {at}role: {role!r} unknown (known: {', '.join(known)})")
+        return role
+
     if not isinstance(data, dict):
         raise ProfileError(f"{where}: expected a mapping, got {type(data).__name__}")
     frames = need(data, "frames", dict)
@@ -134,17 +140,13 @@ def parse_profile(name: str, data: dict, twin_joints=()) -> InterfaceProfile:
     params = []
     for pname, spec in need(data, "parameters", dict).items():
         at = f"parameters.{pname}."
-        role = need(spec, "role", str, at)
-        if role not in PARAMETER_ROLES:
-            raise ProfileError(f"{where}: {at}role: {role!r} unknown (known: {', '.join(PARAMETER_ROLES)})")
+        role = role_of(spec, at, PARAMETER_ROLES)
         params.append(ProfileParameter(pname, role, need(spec, "default", PARAMETER_ROLES[role], at),
                                        need(spec, "description", str, at)))
     services = []
     for sname, spec in need(data, "services", dict).items():
         at = f"services.{sname}."
-        role = need(spec, "role", str, at)
-        if role not in SERVICE_ROLES:
-            raise ProfileError(f"{where}: {at}role: {role!r} unknown (known: {', '.join(SERVICE_ROLES)})")
+        role = role_of(spec, at, SERVICE_ROLES)
         stype = need(spec, "type", str, at)
         if stype.count("/") != 2 or "/srv/" not in stype:
             raise ProfileError(f"{where}: {at}type: expected package/srv/Type, got {stype!r}")
