@@ -72,7 +72,7 @@ setup(
         "ros": ROS_WHEELS,
         "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4", "defusedxml>=0.7", "imageio-ffmpeg>=0.4",
                       "xacro>=2"],
-        # mcap: decode the demo bag independently; pin (Pinocchio): the seed 001/004 RNEA cross-checks (test/oracles)
+        # mcap: decode the demo bag independently; pin (Pinocchio): the dual-arm and 3-DOF arm RNEA cross-checks (test/oracles)
         # websockets: the test's Foxglove client
         "test": ["pytest>=7", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3", "websockets>=12"],
         "bench": ["scikit-sundae>=1.0"],

@@ -442,7 +442,7 @@ OTHER_SCRIPTS = [
     ("c_ida.py", "the C driver of SUNDIALS IDA that solver_bench and robotino_bench use as the reference "
                  "(above); not run on its own"),
     ("multibody_bench.py", "the pendulum and slider-crank variants against their minimal-coordinates "
-                           "models; its table is in docs/examples/003.md"),
+                           "models; its table is in docs/examples/multibody.md"),
     ("call_overhead.py", "the fixed cost of a solver call (`advance()` of one frame, `BDFSolver` + "
                          "`init` without consistent initialisation) on a two-unknown model"),
     ("reduce_identity.py", "not a timing: checks that two checkouts reduce every built-in model to "

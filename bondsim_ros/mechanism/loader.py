@@ -130,12 +130,14 @@ def axis_vector(node: Node, attr: str = "axis", default: str | None = None) -> t
 
 def color(node: Node) -> tuple:
     """CSS colour name or 'r g b [a]' in 0..1 -> (rgba, name)."""
-    from matplotlib.colors import CSS4_COLORS, to_rgba
+    # Pillow's table is the 148 CSS colour names, and Pillow is loaded anyway (sensor maps):
+    # matplotlib would cost a warm start ~80 ms for a dictionary
+    from PIL import ImageColor
 
     raw = node.attrs["color"].strip()
     key = raw.lower()
-    if key in CSS4_COLORS:
-        return tuple(float(c) for c in to_rgba(CSS4_COLORS[key])), key
+    if key in ImageColor.colormap:
+        return tuple(c / 255.0 for c in ImageColor.getrgb(key)[:3]) + (1.0,), key
     parts = raw.replace(",", " ").split()
     try:
         values = [float(p) for p in parts]

@@ -179,7 +179,7 @@ def plot_dualarm(result, out_png):
                ("(g) joint torques of right arm", [f"r_q{k}" for k in range(1, 8)]),
                ("(h) joint torques of left arm", [f"l_q{k}" for k in range(1, 8)])]
     # torques from t > 0: at t = 0 the efforts that depend on y' come from the solver's initial
-    # y', which is not consistent for the index-2 unknowns (docs/examples/001.md)
+    # y', which is not consistent for the index-2 unknowns (docs/examples/dualarm.md)
     k = t > 0
     for ax, (title, js) in zip([axes[2, 0], axes[2, 1], axes[3, 0], axes[3, 1]], tgroups):
         for j in js:

@@ -447,7 +447,7 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
     for (int64_t m = 0; m < n; m++) { d[m] = 0.0; y[m] = y_pred[m]; }
     double scal = cj != cj_lu ? 2.0 / (1.0 + cj / cj_lu) : 1.0;
     /* An index-2 unknown (a joint force) is determined through the iteration matrix's 1/h^2
-       conditioning: its correction stalls at round-off x cj (measured on the seed 003 slider
+       conditioning: its correction stalls at round-off x cj (measured on the Boudon et al. slider
        crank: 9e-15 N at h = 2e-4, 5e-13 N at 3e-6), which at rtol 1e-12 stayed above
        atol + rtol |y| (3.7e-14 N): Newton failed, h shrank, the stall grew, the step underflowed.
        Its Newton weight is therefore never below that round-off floor, ROUNDOFF_FLOOR EPS cj
@@ -1102,7 +1102,7 @@ static int step_attempt(const solver_t *s, work_t *w, loop_t *L) {
     if (cj != L->cj_last || L->n_equal == 0)
         /* the carried rate says nothing about a different cj (IDA), and it is measured afresh
            after each step decision: at fixed cj a rate carried unmeasured over many
-           one-iteration steps left Newton errors that made the seed 003 slider crank 20x less
+           one-iteration steps left Newton errors that made the Boudon et al. slider crank 20x less
            accurate at rtol 1e-8 */
         L->ss = 100.0;
     L->cj_last = cj;

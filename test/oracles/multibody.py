@@ -1,6 +1,6 @@
 """The multibody benchmarks' closed forms: the pendulum and the slider crank as ODEs in one coordinate,
 solved by SciPy (DOP853, rtol 1e-12), the references the bond-graph variants are checked
-against (test_seed003, benchmarks/solver_bench.py)."""
+against (test_multibody_paper, benchmarks/solver_bench.py)."""
 from __future__ import annotations
 
 import math

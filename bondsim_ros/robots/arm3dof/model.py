@@ -10,7 +10,7 @@ Data (section 3.1 and Table 1 of the paper):
 * task (section 3.2.2): the gripper moves from A = (233, -172, 0) mm to B = (269, 155, 0) mm
   in 2 s with a trapezoidal velocity profile.
 
-Choices where the paper leaves room (docs/examples/004.md):
+Choices where the paper leaves room (docs/examples/arm3dof.md):
 
 * **No gravity in the plane.** The paper's right-hand side B (section 3.2.1) has only the drive
   torques and velocity terms: the arm moves in a horizontal plane, gravity along -z is carried by

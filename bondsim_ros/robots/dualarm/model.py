@@ -25,7 +25,7 @@ Bond graph (paper section IV, Figs. 9-17), from the component library bondsim_ro
   common effort is the joint torque of eq. (4).
 * ``drives.VoltageDrive`` - Fig. 9, the engine's ``DCMotor`` under a voltage law: voltage source,
   R_a, L_a, GY (k_t), rotor I_a and viscous B_m, gear TF k_r. The shaft is rigid (the paper's
-  C = 1/K is left out, see docs/examples/001.md).
+  C = 1/K is left out, see docs/examples/dualarm.md).
 * Platform: the chassis is a ``Link`` whose out-of-plane channels (v_z, w_x, w_y) and the
   lateral velocity of the axle midpoint (the nonholonomic constraint, eq. 1) are Sf(0) (their
   efforts are the floor reaction and the lateral constraint force lambda); each wheel is a
@@ -79,7 +79,7 @@ ARM_JOINTS = tuple(JOINT_COEF)  # waist + right + left, the paper's order
 WHEELS = ("wheel_l", "wheel_r")
 ACTUATED = WHEELS + ARM_JOINTS  # the 18 motors
 
-# DC motors and gears (paper Fig. 9 names; values: plausible, chosen here - docs/examples/001.md).
+# DC motors and gears (paper Fig. 9 names; values: plausible, chosen here - docs/examples/dualarm.md).
 # (R_a [ohm], L_a [H], k_t = k_e [N m/A], I_a [kg m^2], B_m [N m s/rad], k_r [-])
 MOTORS = {
     "wheel": (0.6, 2.0e-4, 0.06, 1.5e-5, 2.0e-6, 30.0),

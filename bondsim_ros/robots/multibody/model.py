@@ -50,14 +50,14 @@ from bondsim_ros.physics.bodies import PlanarBody, PlanarJoint, joint_channel, p
 # theta0 is not given: released from rest at 90 deg (horizontal), our choice.
 PENDULUM = dict(m=1.0, L=1.0, J=0.083, B=10.0, k=1e6, c=200.0, theta0=math.pi / 2)
 
-# Table 7 (slider crank) is empty in the text: our choice, documented in docs/examples/003.md.
+# Table 7 (slider crank) is empty in the text: our choice, documented in docs/examples/multibody.md.
 # Uniform bars (J = m l^2/12); the piston's own rotation is locked by the guide, its J only
 # matters to the Lagrange/parasitic models and is set to 0.01 kg m^2. Released from rest at
 # gamma0 = 45 deg under gravity, no drive torque (the crank swings through bottom dead centre).
 # Parasitic elements: section 4.2.5 gives the slider crank's "parasitic stiffness = 10^-7 N/m",
 # which only makes sense as a compliance 1e-7 m/N, i.e. k = 1e7 N/m; damping 200 N s/m (there
 # and Table 6). With Table 6's pendulum stiffness 1e6 N/m the piston-velocity error is 5x larger
-# (docs/examples/003.md); pass k=1e6 to get it.
+# (docs/examples/multibody.md); pass k=1e6 to get it.
 SLIDER = dict(r=0.2, l=0.6, m1=1.0, m2=1.0, m3=1.0, J3=0.01, k=1e7, c=200.0, gamma0=math.pi / 4)
 
 

@@ -1,6 +1,6 @@
 """The multibody benchmarks (Boudon et al.): pendulum and slider-crank variants against minimal coordinates.
 
-Bounds reached (rtol 1e-8, atol 1e-10), see docs/examples/003.md for the measured numbers:
+Bounds reached (rtol 1e-8, atol 1e-10), see docs/examples/multibody.md for the measured numbers:
 pendulum rigid variants agree with SciPy's DOP853 on the closed-form ODE to ~3e-8 rad/s, the
 parasitic pivot to ~1.5e-4 rad/s; slider crank Lagrange piston velocity to ~4e-5 m/s of the
 minimal model, parasitic (k = 1e7 N/m) to ~2.5e-3 m/s, inside the paper's Fig. 31 bound 4e-3.
