@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "bondsim_ros.ros.commands",  # up, demo, fleet
     "bondsim_ros.fit.commands",  # fit
     "bondsim_ros.sweep.commands",  # sweep
+    "bondsim_ros.cache_commands",  # cache
 ]
 
 

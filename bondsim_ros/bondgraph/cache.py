@@ -84,5 +84,77 @@ def compile_library(name: str, src_path: Path, source: str, folder: Path) -> Pat
         raise ModelError(name, f"the generated code does not compile ({text})") from None
 
 
+# -- keeping the cache small ---------------------------------------------------------------------
+# Every engine or solver-core change makes new keys; the old entries are never read again but stay.
+# An entry is a group of files sharing a stem (``m_<key>*`` with its library, ``r_<hash>.json``, a
+# solver core ``bdf_core_<hash>.so``); a group is old when none of its files was read or written
+# within the age limit (atime: Linux's relatime updates it at least once a day on use).
+
+def _groups(root: Path) -> dict:
+    groups: dict = {}
+    for folder in ("models", "solver"):
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in base.iterdir():
+            if not path.is_file():
+                continue
+            name = path.name
+            stem = name[:26] if name.startswith("m_") else name.rsplit(".", 1)[0]  # m_ + 24-digit key
+            groups.setdefault((folder, stem), []).append(path)
+    return groups
+
+
+def _last_use(paths) -> float:
+    latest = 0.0
+    for p in paths:
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        latest = max(latest, st.st_atime, st.st_mtime)
+    return latest
+
+
+def usage(root: Path | None = None) -> dict:
+    """``{folder: (files, bytes)}`` of the cache under ``root`` (default: ``native.cache_root()``)."""
+    from bondsim_ros.solver import native
+
+    root = Path(root) if root is not None else native.cache_root()
+    out: dict = {}
+    for (folder, _), paths in _groups(root).items():
+        files, size = out.get(folder, (0, 0))
+        out[folder] = (files + len(paths), size + sum(p.stat().st_size for p in paths if p.exists()))
+    return out
+
+
+def remove(older_than: float | None, root: Path | None = None, now: float | None = None) -> tuple:
+    """Delete the entries not used for ``older_than`` seconds (all of them when None); the most
+    recently used solver core is always kept. Returns (files, bytes) removed. Safe while other
+    processes run: a loaded library stays mapped, and an entry removed before a process reads
+    it is built again."""
+    import time
+    from bondsim_ros.solver import native
+
+    root = Path(root) if root is not None else native.cache_root()
+    now = time.time() if now is None else now
+    groups = _groups(root)
+    cores = sorted((g for g in groups if g[0] == "solver" and g[1].startswith("bdf_core")),
+                   key=lambda g: _last_use(groups[g]))
+    keep = set(cores[-1:]) if older_than is not None else set()
+    files = size = 0
+    for key, paths in groups.items():
+        if key in keep or (older_than is not None and now - _last_use(paths) < older_than):
+            continue
+        for p in paths:
+            try:
+                n = p.stat().st_size
+                p.unlink()
+            except OSError:
+                continue
+            files, size = files + 1, size + n
+    return files, size
+
+
 __all__ = ["cache_dir", "entry_paths", "is_cached", "atomic_write", "KeyLock", "KERNEL_CFLAGS",
-           "compile_library"]
+           "compile_library", "usage", "remove"]

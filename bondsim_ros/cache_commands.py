@@ -1,0 +1,39 @@
+"""``bondsim-ros cache``: where the generated code lives, how much of it, and removing old entries."""
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    c = sub.add_parser("cache", help="show the cache of generated code; remove old entries",
+                       description="Show the cache of compiled models and solver cores ($BONDSIM_CACHE_DIR, "
+                                   "else $XDG_CACHE_HOME/bondsim_ros, else ~/.cache/bondsim_ros). Entries are "
+                                   "rebuilt on demand, so removing them costs only build time.")
+    what = c.add_mutually_exclusive_group()
+    what.add_argument("--prune", action="store_true",
+                      help="remove entries not used for --older-than days (the newest solver core stays)")
+    what.add_argument("--clear", action="store_true", help="remove every entry")
+    c.add_argument("--older-than", type=float, default=30.0, metavar="DAYS", help="age limit of --prune (default 30)")
+    c.set_defaults(func=cmd_cache)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def cmd_cache(args) -> int:
+    from bondsim_ros.bondgraph import cache
+    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.solver import native
+
+    if not args.older_than >= 0 or args.older_than == float("inf"):
+        raise CLIError(f"--older-than {args.older_than}: expected a finite number of days >= 0")
+    root = native.cache_root()
+    if args.prune or args.clear:
+        files, size = cache.remove(None if args.clear else args.older_than * 86400.0, root)
+        print(f"removed {files} files ({_mb(size)}) from {root}")
+    print(root)
+    for folder, (files, size) in sorted(cache.usage(root).items()):
+        print(f"  {folder:8s} {files:6d} files {_mb(size):>10s}")
+    return 0
+
+
+__all__ = ["register"]

@@ -1,0 +1,60 @@
+"""``bondsim-ros cache``: old entries go, used ones and the newest solver core stay, and a model
+whose code was removed is simply built again."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bondsim_ros.bondgraph import cache
+
+ROOT = Path(__file__).resolve().parent.parent
+DAY = 86400.0
+
+
+def touch(path: Path, age_days: float, now: float, size: int = 10) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * size)
+    os.utime(path, (now - age_days * DAY, now - age_days * DAY))
+    return path
+
+
+def test_prune_removes_whole_old_entries_and_keeps_the_newest_core(tmp_path):
+    now = time.time()
+    old_key, new_key = "m_" + "a" * 24, "m_" + "b" * 24
+    old = [touch(tmp_path / "models" / f"{old_key}{s}", 40, now) for s in (".c", ".json", "_0123456789.so")]
+    # an entry is used as a whole: its library read yesterday keeps its 40-day-old source
+    new = [touch(tmp_path / "models" / f"{new_key}.c", 40, now), touch(tmp_path / "models" / f"{new_key}_99.so", 1, now)]
+    record = touch(tmp_path / "models" / "r_0f0f.json", 60, now)
+    cores = [touch(tmp_path / "solver" / f"bdf_core_{h}.so", age, now) for h, age in (("old", 90), ("newest", 45))]
+    files, size = cache.remove(30 * DAY, tmp_path, now=now)
+    assert (files, size) == (5, 50)
+    assert not any(p.exists() for p in old + [record, cores[0]])
+    assert all(p.exists() for p in new + [cores[1]])
+    assert cache.usage(tmp_path) == {"models": (2, 20), "solver": (1, 10)}
+
+
+def run(*args, env_root):
+    env = dict(os.environ, BONDSIM_CACHE_DIR=str(env_root), PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "bondsim_ros.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_clear_empties_the_cache_and_the_next_run_builds_again(tmp_path):
+    csv1, csv2 = tmp_path / "a.csv", tmp_path / "b.csv"
+    r = run("simulate", "mass_spring_damper", "--t-end", "1", "--csv", str(csv1), "-q", env_root=tmp_path / "c")
+    assert r.returncode == 0, r.stderr
+    assert cache.usage(tmp_path / "c")["models"][0] > 0
+    r = run("cache", "--clear", env_root=tmp_path / "c")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("removed ") and cache.usage(tmp_path / "c") == {}
+    r = run("simulate", "mass_spring_damper", "--t-end", "1", "--csv", str(csv2), "-q", env_root=tmp_path / "c")
+    assert r.returncode == 0, r.stderr
+    assert csv1.read_text() == csv2.read_text()
+
+
+def test_a_bad_age_is_one_line_exit_2(tmp_path):
+    r = run("cache", "--prune", "--older-than", "nan", env_root=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == ["bondsim-ros cache: error: --older-than nan: expected a finite "
+                                             "number of days >= 0"]
