@@ -131,3 +131,16 @@ def test_a_long_ladder_of_parametric_resistors_reduces_and_simulates():
         assert np.max(np.abs(r["load.p"] - exact)) < 1e-7
         # the equivalent of a long ladder ending on a shunt: R = k (sqrt(5) - 1) / 2
         assert abs(b - k * (5 ** 0.5 - 1) / 2) < 1e-12 * k
+
+
+def test_derivative_of_a_wrapped_angle_holds_no_process_dependent_dummy():
+    """d/dx Mod(x + pi/6, pi/3) is 1 (almost everywhere): the result must be that number, not
+    sympy's chain-rule Subs with a Dummy numbered at random per process, which made two builds
+    of the Robotino's Jacobian compare unequal (benchmarks/reduce_identity.py)."""
+    import sympy as sp
+    from bondsim_ros.bondgraph.reduce import _diff
+
+    x = sp.Symbol("x", real=True)
+    d = _diff(sp.sin(sp.Mod(x + sp.pi / 6, sp.pi / 3)), x)
+    assert not d.has(sp.Subs) and not d.atoms(sp.Dummy)
+    assert d == sp.cos(sp.Mod(x + sp.pi / 6, sp.pi / 3))

@@ -168,6 +168,11 @@ class _Differentiator:
             raise ModelError("derivative", f"cannot differentiate {inner} for the Jacobian")
 
         d = d.replace(lambda e: isinstance(e, sp.Derivative), fix)
+        if d.has(sp.Subs):
+            # the chain rule's Subs(df/dxi, xi, arg) is left holding the fixed derivative: apply
+            # it, else its Dummy (numbered at random per process) makes the expression differ
+            # from build to build although its value does not
+            d = d.replace(lambda e: isinstance(e, sp.Subs), lambda e: e.expr.xreplace(dict(zip(e.variables, e.point))))
         return d.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
 
 
