@@ -108,7 +108,7 @@ def calibrate(p: dict, target_phi: float = 1e-6, min_damping: float = 0.4, wz_ma
 
 
 def pole_table(p: dict, kp, ki, kd, tf) -> list[str]:
-    rows = ["| mode | J (motor side) [kg m^2] | pole [1/s] | |pole| [rad/s] | damping |", "|---|---|---|---|---|"]
+    rows = ["| mode | J (motor side) [kg m^2] | pole [1/s] | magnitude [rad/s] | damping |", "|---|---|---|---|---|"]
     for mode, J in mode_inertias(p).items():
         for s in sorted(loop_poles(p, J, kp, ki, kd, tf), key=lambda z: (abs(z), z.imag)):
             if s.imag < 0:
