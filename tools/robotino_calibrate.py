@@ -25,6 +25,7 @@ ki < R_a (K + kp) / L_a when b_v = 0; that bound is printed for comparison.)
     python tools/robotino_calibrate.py              # the gains in config/robotino.yaml
     python tools/robotino_calibrate.py --simulate   # and the Fig. 34 errors of a 50 s paper run
     python tools/robotino_calibrate.py --kp 50 --kd 0.02 --tf 2e-4   # poles of given gains
+    python tools/robotino_calibrate.py --sensitivity  # values no source gives vs Fig. 34
 """
 from __future__ import annotations
 
@@ -131,6 +132,34 @@ def paper_errors(overrides: dict, rtol: float = 1e-6) -> dict:
     return out
 
 
+# Values no source gives, changed one at a time (the chassis' yaw inertia a uniform disc of
+# r = 0.185 m of its mass, as the configured one): docs/robotino.md, "Values no source gives".
+SENSITIVITY = (
+    ("none (m = 11 kg, b_v = 1e-6)", {}),
+    ("m = 8 kg, I_z = 0.137 kg m^2", {"chassis.mass": 8.0, "chassis.inertia_z": 0.5 * 8.0 * 0.185**2}),
+    ("m = 25 kg, I_z = 0.428 kg m^2", {"chassis.mass": 25.0, "chassis.inertia_z": 0.5 * 25.0 * 0.185**2}),
+    ("b_v = 1e-4 N m s/rad", {"motor.viscous_friction": 1e-4}),
+    ("b_v = 1e-3 N m s/rad", {"motor.viscous_friction": 1e-3}),
+    ("I_w = 3e-4 kg m^2", {"wheel.inertia_axle": 3e-4}),
+)
+
+
+def sensitivity(rtol: float = 1e-6) -> list[str]:
+    """The configured gains against each changed value: worst damping and the Fig. 34 errors."""
+    from bondsim_ros.robots.robotino import model as rb
+
+    rows = ["| changed value | worst loop damping | e_X [m] | e_Y [m] | e_phi [rad] | (kappa/ki) max|phi_ref'| |",
+            "|---|---|---|---|---|---|"]
+    wz_max = max_heading_rate(rb.rose_functions()[0])
+    for name, over in SENSITIVITY:
+        p = rb.load_params(overrides=over)
+        gains = (p["controller.kp"], p["controller.ki"], p["controller.kd"], p["controller.derivative_filter_time"])
+        e = paper_errors(over, rtol)
+        rows.append(f"| {name} | {worst_damping(p, *gains):.3f} | {e['x']:.3g} | {e['y']:.3g} | {e['phi']:.3g} | "
+                    f"{kappa(p) / p['controller.ki'] * wz_max:.3g} |")
+    return rows
+
+
 def main(argv=None):
     from bondsim_ros.robots.robotino import model as rb
 
@@ -145,8 +174,13 @@ def main(argv=None):
     ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config/robotino.yaml value, e.g. chassis.mass=25")
     ap.add_argument("--simulate", action="store_true", help="run the 50 s paper case with the gains")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help="the configured gains with each value no source gives changed: damping and Fig. 34 errors")
     ap.add_argument("--rtol", type=float, default=1e-6)
     a = ap.parse_args(argv)
+    if a.sensitivity:
+        print("\n".join(sensitivity(a.rtol)))
+        return
     over = {}
     for item in a.param:
         key, sep, val = item.partition("=")
