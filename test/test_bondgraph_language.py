@@ -246,6 +246,35 @@ def test_pid_with_limits_has_integral_state_and_saturation():
     assert any(eq.has(clip) for eq in red.equations)
 
 
+def test_pid_filtered_derivative_step_response_is_the_closed_form():
+    """A unit step of the error at t0 into kp + ki/s + kd s/(tf s + 1): the output is
+    kp + ki (t - t0) + (kd/tf) exp(-(t - t0)/tf) after t0 and 0 before (the derivative's kick
+    decays with the filter time, the integral ramps)."""
+    import numpy as np
+
+    from bondsim_ros.bondgraph import Input, compile_model, simulate
+
+    kp, ki, kd, tf, t0 = 3.0, 20.0, 0.05, 0.01, 0.1
+    m = Model("pid_step")
+    m.add(Input.step("e", t0=t0), PID("pid", kp=kp, ki=ki, kd=kd, tf=tf), Recorder("rec", ["u"]))
+    m.connect("e.out", "pid.in_")
+    m.connect("pid.out", "rec.u")
+    r = simulate(compile_model(m), t_end=0.2, dt_out=0.001, rtol=1e-10, atol=1e-12)
+    s = np.clip(r.t - t0, 0.0, None)
+    expected = np.where(r.t < t0, 0.0, kp + ki * s + kd / tf * np.exp(-s / tf))
+    after = r.t > t0 + 1e-9
+    assert np.max(np.abs(r["u"][r.t < t0])) < 1e-12
+    assert np.max(np.abs(r["u"][after] - expected[after])) < 1e-6 * (kp + kd / tf)
+    # the kick is there: just after the step the output is near kp + kd/tf, not kp
+    k = int(np.argmax(after))
+    assert r["u"][k] > kp + 0.8 * kd / tf * np.exp(-(r.t[k] - t0) / tf)
+
+
+def test_pid_filter_time_must_be_positive_with_a_derivative():
+    with pytest.raises(ModelError, match="filter time"):
+        PID("pid", kp=1.0, kd=0.1, tf=0.0)
+
+
 # ---------------------------------------------------------------- YAML
 MSD_YAML = """
 model: mass_spring_damper

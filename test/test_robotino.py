@@ -47,7 +47,7 @@ def test_rose_path_is_followed_with_the_papers_accuracy(paper_run):
     ephi = np.max(np.abs(r["phi"] - r["phi_ref"])[after])
     print(f"tracking errors after 5 s: x {ex:.2e} m, y {ey:.2e} m, phi {ephi:.2e} rad")
     # paper Fig. 34: several 1e-6 m in X, < 2e-5 m in Y, ~1e-6 rad in phi
-    assert ex < 2e-5 and ey < 2e-5 and ephi < 1e-5
+    assert ex < 1e-5 and ey < 2e-5 and 0.5e-6 <= ephi <= 2e-6
     # and it really went round the rose: the path reaches the 2 m petal tips
     assert np.max(np.hypot(r["x"], r["y"])) == pytest.approx(2.0, abs=1e-3)
 
@@ -63,9 +63,9 @@ def test_start_at_rtol_1_05e_6_stays_on_the_solution():
     r = simulate(compiled, t_end=0.04, dt_out=0.02, hmax=0.02, rtol=1.05e-6, atol=1.05e-8)
     ref = simulate(compiled, t_end=0.04, dt_out=0.02, hmax=0.02, rtol=1e-10, atol=1e-12)
     print("at 0.02 s: wz", r["wz"][1], "rad/s (", ref["wz"][1], "), i2", r["i2"][1], "A (", ref["i2"][1], ")")
-    assert np.max(np.abs(r["wz"] - ref["wz"])) < 1e-5  # 2e-8 rad/s measured
+    assert np.max(np.abs(r["wz"] - ref["wz"])) < 1e-5  # 8e-13 rad/s measured
     for k in ("i1", "i2", "i3"):
-        # relative to the start-up current (79 A without a voltage limit): 6.3e-4 A measured
+        # relative to the larger of 1 A and the currents at the outputs: 5e-8 A measured
         assert np.max(np.abs(r[k] - ref[k])) < 1e-4 * max(1.0, np.max(np.abs(ref[k])))
 
 

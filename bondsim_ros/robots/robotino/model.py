@@ -114,6 +114,9 @@ def _law(params, key, default=None):
 class Drive(Component):
     """DC motor, planetary gear and belt, PID wheel-speed controller [Fig. 28, eq. 25].
 
+    The paper's drive: PID with a first-order derivative filter, kd s / (tf s + 1); the
+    firmware drive: PI.
+
     ``limited``: the controller's voltage saturates at ``controller.voltage_limit`` with
     back-calculation anti-windup, as a real drive's supply bounds it; the paper's driver
     (a "common PID controller") has no limit.
@@ -131,9 +134,12 @@ class Drive(Component):
         # reference scaled back through the gear: omega_m = -N omega_i  [section 3.4]
         self.add(Gain("ref_scale", -n), Sum("error", "+-"))
         lim = dict(umin=-vmax, umax=vmax) if self.limited else {}
-        gains = ("controller.firmware_kp", "controller.firmware_ki") if self.limited else ("controller.kp", "controller.ki")
-        self.add(PID("pid", kp=_law(p, gains[0]), ki=_law(p, gains[1]), kd=_p(p, "controller.kd", 0.0),
-                     tf=_p(p, "controller.derivative_filter_time", 0.002), **lim))
+        if self.limited:  # the firmware's PI: its own gains (run-time pid_kp, pid_ki), no derivative
+            pid = PID("pid", kp=_law(p, "controller.firmware_kp"), ki=_law(p, "controller.firmware_ki"), **lim)
+        else:  # the paper's PID with a filtered derivative, calibrated to Fig. 34 (docs/robotino.md)
+            pid = PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=_p(p, "controller.kd", 0.0),
+                      tf=_p(p, "controller.derivative_filter_time", 0.002))
+        self.add(pid)
         self.add(Se("voltage_source", "u", inputs=["u"]))
         bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
         # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
