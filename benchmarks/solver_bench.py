@@ -124,7 +124,8 @@ def main(argv=None):
                     help="tolerances of the work-precision sweep (atol = rtol/100)")
     ap.add_argument("--no-context", action="store_true", help="skip scikit-sundae and SciPy")
     ap.add_argument("--dualarm", action="store_true", help="include the 18-DOF dual-arm model (slow cold build)")
-    ap.add_argument("--only", default="", help="comma-separated substrings of case names to run")
+    ap.add_argument("--only", default="", help="comma-separated substrings of case names to run; with --record, "
+                    "their rows replace theirs in the recorded result and the other rows stay")
     ap.add_argument("--sundials-prefix", default=None,
                     help="install prefix of a SUNDIALS built from source: a further C-IDA reference "
                          "(default: $BONDSIM_SUNDIALS_PREFIX)")
@@ -169,10 +170,14 @@ def main(argv=None):
     print("errors: max over the compared columns of max|x - x_ref| / max|x_ref|; ratios at equal error on the "
           "Pareto fronts; C-IDA 'rejected' = error-test + convergence failures")
     if args.record:
-        record.write("solver_bench", sys.argv[1:] if argv is None else argv,
-                     {"rtols": rtols, "repeat": args.repeat, "tight_rtol": TIGHT, "native_reference": bool(prefix),
-                      "klu_reference": any("C-IDA KLU" in m["time_s"] for m in recorded), "models": recorded},
-                     placeholders={"--sundials-prefix": "PREFIX"})
+        figures = {"rtols": rtols, "repeat": args.repeat, "tight_rtol": TIGHT, "native_reference": bool(prefix),
+                   "klu_reference": any("C-IDA KLU" in m["time_s"] for m in recorded), "models": recorded}
+        argv = sys.argv[1:] if argv is None else argv
+        if only:  # a subset: its rows replace theirs in the recorded run, the other rows stay
+            record.merge("solver_bench", argv, figures, "models", "model", same=("rtols", "tight_rtol"),
+                         placeholders={"--sundials-prefix": "PREFIX"})
+        else:
+            record.write("solver_bench", argv, figures, placeholders={"--sundials-prefix": "PREFIX"})
 
 
 def ours_run(c, t_out, y0, yp0, rtol, atol, hmax, max_steps=MAX_STEPS):
