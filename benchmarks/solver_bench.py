@@ -8,7 +8,8 @@ locating the switches with its rootfinding and restarting there (``IDAReInit``, 
 with its own events; the same unknowns, consistent initial values (ours), rtol/atol, hmax and
 output times, and the algebraic unknowns left out of the error test (``IDASetSuppressAlg``).
 Models with more than 20 unknowns also run against IDA with KLU (sparse LU on the same
-pattern; ours takes its own sparse LU above 60 unknowns, ``linear_solver="auto"``).
+pattern; ours takes its sparse LU above 60 unknowns, ``linear_solver="auto"``: KLU where the
+solver core was built with it, else the core's own, as the run prints and records).
 
 For context only: IDA through scikit-sundae (the same kernels called back from Python) and
 SciPy's BDF/Radau where the DAE is an ODE in disguise (dF/dy' invertible).
@@ -275,7 +276,8 @@ def run_case(name, model, c, t_end, dt, hmax, ref_fn, context, refs, rtols, repe
     # form, how far C-IDA's tight run is from it)
     floor = {m: err(tight_ours, ref) if ref is not state_ref or not callable(ref_fn) else err(tight, ref)
              for m, ref in measures.items()}
-    print(f"\n{name}: n = {n}, {len(t_out)} outputs, hmax {hmax:g}, reference: {ref_name}; "
+    lu = s0.sparse_lu or "dense"  # ours: the LU of linear_solver="auto" (sparse: KLU or the core's own)
+    print(f"\n{name}: n = {n}, {len(t_out)} outputs, hmax {hmax:g}, our LU: {lu}, reference: {ref_name}; "
           f"outputs: {len(out_ref)} columns against C-IDA at rtol {TIGHT:g}; "
           f"{int(np.sum(~rows))} output times at a switching instant left out; resolution: "
           + ", ".join(f"{m} {v:.1e}" for m, v in floor.items()))
@@ -286,7 +288,7 @@ def run_case(name, model, c, t_end, dt, hmax, ref_fn, context, refs, rtols, repe
             f" {np.median(runs[s][rtol][0]):14.5f} {err(runs[s][rtol][1][0], state_ref):8.1e} "
             f"{err(runs[s][rtol][1][0], out_ref):8.1e}" if rtol in runs[s] else f" {'':14s} {'':8s} {'':8s}"
             for s in cols))
-    rec = {"model": name, "n": n, "rtol": 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2],
+    rec = {"model": name, "n": n, "ours_lu": lu, "rtol": 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2],
            "reference": ref_name, "rows_at_switches": int(np.sum(~rows)), "resolution": floor,
            "time_s": {}, "time_range_s": {}, "per_step_us": {},
            "equal_error": {}, "points": {}, "pareto": {}, "work": {}}
