@@ -109,3 +109,52 @@ def test_the_dual_arm_with_klu_and_with_the_own_lu(monkeypatch):
     assert st_klu["steps"] > 200
     for key in ("steps", "rejected", "newton_iters", "lu_factorizations"):
         assert abs(st_klu[key] - st_own[key]) <= 0.02 * st_own[key] + 1, key
+
+
+@pytest.mark.skipif(not _ccore.klu_flags(), reason="no klu.h on this machine")
+def test_klus_factorisations_are_freed_with_the_solver_and_made_again_after_a_release(monkeypatch):
+    import gc
+
+    from test_solver import linear_problem
+
+    monkeypatch.delenv("BONDSIM_NO_KLU", raising=False)
+    freed = []
+    real = _ccore._release
+    monkeypatch.setattr(_ccore, "_release", lambda lib, s: (freed.append(s.klu), real(lib, s)))
+    t_out = np.linspace(0.05, 1.0, 20)
+    s, Y, _ = _run(linear_problem(), [1.0, 0.0, 0.5], t_out, rtol=1e-8, atol=1e-10)
+    assert s._core.s.klu  # made by the first factorisation
+    s._core.release(keep_symbolic=False)
+    assert not s._core.s.klu
+    s.reset(0.0, [1.0, 0.0, 0.5])
+    assert np.array_equal(s.advance(t_out)[0], Y)  # analysed and factored afresh: the same run
+    assert s._core.s.klu
+    del s
+    gc.collect()
+    assert len(freed) == 1 and freed[0]  # the finalizer freed KLU's state of that solver
+
+
+def test_a_pattern_with_a_row_twice_in_a_column_takes_the_own_lu_which_sums_them():
+    from bondsim_ros.solver import DAEProblem, jacobian_kernel, residual_kernel
+
+    @residual_kernel
+    def res(t, y, yp, p, out):
+        out[0] = yp[0] + p[0] * y[0]
+        out[1] = y[1] - y[0] * y[0]
+
+    @jacobian_kernel
+    def jac(t, y, yp, p, cj, vals):  # d out0 / d y0 in two parts: cj and p0
+        vals[0], vals[1], vals[2] = cj, p[0], -2.0 * y[0]
+        vals[3] = 1.0
+
+    prob = DAEProblem(res, jac, np.array([0, 3, 4], np.int64), np.array([0, 0, 1, 1], np.int64),
+                      np.array([True, False]), np.array([1.5]))
+    t_out = np.linspace(0.1, 2.0, 20)
+    runs = {}
+    for linear_solver in ("sparse", "dense"):
+        s = BDFSolver(prob, rtol=1e-9, atol=1e-12, linear_solver=linear_solver)
+        s.init(0.0, [1.0, 1.0])
+        runs[linear_solver] = (s.sparse_lu, s.advance(t_out)[0])
+    assert runs["sparse"][0] == "own" and runs["dense"][0] is None
+    np.testing.assert_allclose(runs["sparse"][1][:, 0], np.exp(-1.5 * t_out), rtol=1e-6)
+    np.testing.assert_allclose(runs["sparse"][1], runs["dense"][1], rtol=0, atol=1e-12)

@@ -251,8 +251,8 @@ class BDFSolver:
         self.linear_solver = linear_solver
         self.sparse = linear_solver == "sparse"
         lib = core.library()
-        # KLU takes a CSC pattern without repeated rows in a column; the own LU sums them
-        #: the sparse LU in use: "klu", "own", or None (dense)
+        #: the sparse LU in use: "klu", "own", or None (dense). KLU takes a CSC pattern without
+        #: a row twice in one column (the own LU sums such entries, as the dense assembly does)
         self.sparse_lu = None if not self.sparse else \
             "klu" if lib.bdf_has_klu() and _distinct_rows(self.indptr, self.indices) else "own"
         self.G = np.zeros(1 if self.sparse else n * n)
@@ -569,7 +569,8 @@ class BDFSolver:
                    "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})"}.get(kind, "")
             raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h={h:.3g}{who}")
         if status == core.SINGULAR and kind == "sparse_fill":
-            what = "KLU ran out of memory" if self.sparse_lu == "klu" else "sparse LU fill exceeded its work space"
+            what = "KLU ran out of memory or refused the pattern" if self.sparse_lu == "klu" else \
+                "sparse LU fill exceeded its work space"
             raise SolverError(f"{what}; use linear_solver='dense'")
         if status == core.SINGULAR:
             raise SingularMatrix(f"singular iteration matrix at t={t:.9g}: no pivot for unknown {self._var(k)}; "

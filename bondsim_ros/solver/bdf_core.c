@@ -355,7 +355,8 @@ typedef struct {
 
 _Static_assert(sizeof(SuiteSparse_long) == sizeof(int64_t), "KLU's long indices are not 64-bit");
 
-/* Returns -1, the unknown (column of G) without a pivot, or -2 when KLU ran out of memory. */
+/* Returns -1, the unknown (column of G) without a pivot, or -2 when KLU ran out of memory
+   (or refused the pattern: BDFSolver hands it none with a row twice in a column). */
 static int64_t klu_lu_factor(solver_t *s, const double *vals) {
     klu_state_t *k = s->klu;
     SuiteSparse_long *Ap = (SuiteSparse_long *)s->indptr, *Ai = (SuiteSparse_long *)s->indices;
