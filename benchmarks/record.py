@@ -78,6 +78,45 @@ def command(name: str, argv, placeholders=None) -> str:
     return " ".join(["python", f"benchmarks/{name}.py", *args])
 
 
+def merge(name: str, argv, figures: dict, list_key: str, id_key: str, same=(), placeholders=None) -> Path:
+    """A partial rerun (some entries of ``figures[list_key]``, e.g. one model) into the recorded
+    benchmarks/results/NAME.json: the entries with the same ``id_key`` are replaced, the others
+    and the record's header (machine, commit, date, command) stay those of their own run. Each
+    new entry carries its run (``"run"``: machine, commit, date, command), and a note says which
+    entries were rerun when. ``same``: figures that must equal the recorded ones (the settings
+    the tables share, such as the tolerances), else SystemExit. Without a record: ``write``."""
+    path = RESULTS / f"{name}.json"
+    if not path.is_file():
+        return write(name, argv, figures, placeholders=placeholders)
+    rec = json.loads(path.read_text())
+    old = rec["figures"]
+    for key in same:
+        if old.get(key) != _finite(figures.get(key)):
+            raise SystemExit(f"{name}: cannot merge into {path.name}: {key} {figures.get(key)!r} differs from the "
+                             f"recorded {old.get(key)!r} (rerun with the recorded settings, or all of it)")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    run = {"machine": machine(), "commit": commit(), "date": now.strftime("%Y-%m-%d %H:%M UTC"),
+           "command": command(name, argv, placeholders)}
+    new = {e[id_key]: dict(_finite(e), run=run) for e in figures[list_key]}
+    entries = [new.pop(e[id_key], e) for e in old[list_key]] + list(new.values())
+    for key, value in figures.items():  # flags such as "a reference was in the run": any run's
+        if key not in (list_key, *same) and isinstance(value, bool):
+            old[key] = bool(old.get(key)) or value
+    old[list_key] = entries
+    replaced = [e[id_key] for e in figures[list_key]]
+    notes = [n for n in rec.get("notes", []) if not any(n.startswith(f"{r}: rerun") for r in replaced)]
+    m = run["machine"]
+    notes += [f"{r}: rerun alone at commit `{run['commit'] or 'unknown'}`, {run['date']} ({m.get('cpu')}, "
+              f"{m.get('cores')} cores, load average {' '.join(f'{v:.1f}' for v in m.get('load_average') or [])}): "
+              f"`{run['command']}`." for r in replaced]
+    rec["notes"] = notes
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+    print(f"recorded (merged: {', '.join(replaced)}): {path}")
+    return path
+
+
 def _finite(value):
     """NaN and infinities (a figure that could not be measured) as null: JSON has no such numbers."""
     if isinstance(value, float) and not math.isfinite(value):

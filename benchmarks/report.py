@@ -108,10 +108,15 @@ def solver_bench(f: dict) -> list:
         rows.append(row)
     out = table(header, rows)
     mid = models[0]["rtol"] if models else 1e-6
-    out += ["", f"At rtol {mid:.0e}: median time of a run, set-up included (min{DASH}max), and the time per step:", ""]
+    lu_names = {"dense": "dense LU", "klu": "KLU", "own": "own sparse LU"}
+    out += ["", f"At rtol {mid:.0e}: median time of a run, set-up included (min{DASH}max), and the time per step"
+            " (ours: with its LU where the run recorded it):", ""]
     out += table(["model"] + ["ours"] + [label[k] for k in refs],
                  [[m["model"]] + [f"{sig(m['time_s'][k] * 1e3)} ms ({span(*(x * 1e3 for x in m['time_range_s'][k]))}); "
-                                  f"{sig(m['per_step_us'][k])} µs/step" if k in m["time_s"] else DASH
+                                  f"{sig(m['per_step_us'][k])} µs/step"
+                                  + (f"; {lu_names.get(m['ours_lu'], m['ours_lu'])}"
+                                     if k == "ours" and m.get("ours_lu") else "")
+                                  if k in m["time_s"] else DASH
                                   for k in ["ours", *refs]] for m in models])
     out += ["", f"Work per run at rtol {mid:.0e} (ours / Debian's C-IDA, dense):", ""]
     out += table(["model", "steps", "rejected", "Newton iterations", "LU factorisations", "mode switches (restarts)"],

@@ -8,7 +8,8 @@ locating the switches with its rootfinding and restarting there (``IDAReInit``, 
 with its own events; the same unknowns, consistent initial values (ours), rtol/atol, hmax and
 output times, and the algebraic unknowns left out of the error test (``IDASetSuppressAlg``).
 Models with more than 20 unknowns also run against IDA with KLU (sparse LU on the same
-pattern; ours takes its own sparse LU above 60 unknowns, ``linear_solver="auto"``).
+pattern; ours takes its sparse LU above 60 unknowns, ``linear_solver="auto"``: KLU where the
+solver core was built with it, else the core's own, as the run prints and records).
 
 For context only: IDA through scikit-sundae (the same kernels called back from Python) and
 SciPy's BDF/Radau where the DAE is an ODE in disguise (dF/dy' invertible).
@@ -124,7 +125,8 @@ def main(argv=None):
                     help="tolerances of the work-precision sweep (atol = rtol/100)")
     ap.add_argument("--no-context", action="store_true", help="skip scikit-sundae and SciPy")
     ap.add_argument("--dualarm", action="store_true", help="include the 18-DOF dual-arm model (slow cold build)")
-    ap.add_argument("--only", default="", help="comma-separated substrings of case names to run")
+    ap.add_argument("--only", default="", help="comma-separated substrings of case names to run; with --record, "
+                    "their rows replace theirs in the recorded result and the other rows stay")
     ap.add_argument("--sundials-prefix", default=None,
                     help="install prefix of a SUNDIALS built from source: a further C-IDA reference "
                          "(default: $BONDSIM_SUNDIALS_PREFIX)")
@@ -169,10 +171,14 @@ def main(argv=None):
     print("errors: max over the compared columns of max|x - x_ref| / max|x_ref|; ratios at equal error on the "
           "Pareto fronts; C-IDA 'rejected' = error-test + convergence failures")
     if args.record:
-        record.write("solver_bench", sys.argv[1:] if argv is None else argv,
-                     {"rtols": rtols, "repeat": args.repeat, "tight_rtol": TIGHT, "native_reference": bool(prefix),
-                      "klu_reference": any("C-IDA KLU" in m["time_s"] for m in recorded), "models": recorded},
-                     placeholders={"--sundials-prefix": "PREFIX"})
+        figures = {"rtols": rtols, "repeat": args.repeat, "tight_rtol": TIGHT, "native_reference": bool(prefix),
+                   "klu_reference": any("C-IDA KLU" in m["time_s"] for m in recorded), "models": recorded}
+        argv = sys.argv[1:] if argv is None else argv
+        if only:  # a subset: its rows replace theirs in the recorded run, the other rows stay
+            record.merge("solver_bench", argv, figures, "models", "model", same=("rtols", "tight_rtol"),
+                         placeholders={"--sundials-prefix": "PREFIX"})
+        else:
+            record.write("solver_bench", argv, figures, placeholders={"--sundials-prefix": "PREFIX"})
 
 
 def ours_run(c, t_out, y0, yp0, rtol, atol, hmax, max_steps=MAX_STEPS):
@@ -270,7 +276,8 @@ def run_case(name, model, c, t_end, dt, hmax, ref_fn, context, refs, rtols, repe
     # form, how far C-IDA's tight run is from it)
     floor = {m: err(tight_ours, ref) if ref is not state_ref or not callable(ref_fn) else err(tight, ref)
              for m, ref in measures.items()}
-    print(f"\n{name}: n = {n}, {len(t_out)} outputs, hmax {hmax:g}, reference: {ref_name}; "
+    lu = s0.sparse_lu or "dense"  # ours: the LU of linear_solver="auto" (sparse: KLU or the core's own)
+    print(f"\n{name}: n = {n}, {len(t_out)} outputs, hmax {hmax:g}, our LU: {lu}, reference: {ref_name}; "
           f"outputs: {len(out_ref)} columns against C-IDA at rtol {TIGHT:g}; "
           f"{int(np.sum(~rows))} output times at a switching instant left out; resolution: "
           + ", ".join(f"{m} {v:.1e}" for m, v in floor.items()))
@@ -281,7 +288,7 @@ def run_case(name, model, c, t_end, dt, hmax, ref_fn, context, refs, rtols, repe
             f" {np.median(runs[s][rtol][0]):14.5f} {err(runs[s][rtol][1][0], state_ref):8.1e} "
             f"{err(runs[s][rtol][1][0], out_ref):8.1e}" if rtol in runs[s] else f" {'':14s} {'':8s} {'':8s}"
             for s in cols))
-    rec = {"model": name, "n": n, "rtol": 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2],
+    rec = {"model": name, "n": n, "ours_lu": lu, "rtol": 1e-6 if 1e-6 in rtols else rtols[len(rtols) // 2],
            "reference": ref_name, "rows_at_switches": int(np.sum(~rows)), "resolution": floor,
            "time_s": {}, "time_range_s": {}, "per_step_us": {},
            "equal_error": {}, "points": {}, "pareto": {}, "work": {}}

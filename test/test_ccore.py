@@ -115,7 +115,7 @@ def test_cli_says_when_the_solver_core_cannot_be_compiled(tmp_path, monkeypatch,
     from bondsim_ros import cli
     from bondsim_ros.solver import _ccore
 
-    monkeypatch.setattr(_ccore, "_lib", None)  # as in a fresh process
+    monkeypatch.setattr(_ccore, "_libs", {})  # as in a fresh process
     monkeypatch.setattr(native, "cache_root", lambda: tmp_path)
     # a core the compiler refuses (the model's own kernels compile: their failure is a
     # ModelError, test_c_kernels)
@@ -141,7 +141,7 @@ def test_a_compiler_without_march_native_still_builds_the_core(tmp_path, monkeyp
                   'exec gcc "$@"\n')
     cc.chmod(0o755)
     monkeypatch.setenv("CC", str(cc))
-    monkeypatch.setattr(_ccore, "_lib", None)  # as in a fresh process
+    monkeypatch.setattr(_ccore, "_libs", {})  # as in a fresh process
     monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
     lib = _ccore.library()
     assert lib.bdf_struct_size() == ctypes.sizeof(_ccore.Solver)
@@ -200,7 +200,7 @@ def test_the_slots_and_codes_are_read_from_the_core_itself():
     body = re.search(r"typedef struct \{(.*?)\} solver_t;", re.sub(r"/\*.*?\*/", "", src, flags=re.S), re.S).group(1)
     fields = []
     for decl in body.split(";"):
-        decl = re.sub(r"\b(const|double|int64_t|uint8_t|res_fn|jac_fn)\b", "", decl)
+        decl = re.sub(r"\b(const|double|int64_t|uint8_t|void|res_fn|jac_fn)\b", "", decl)
         fields += [f.strip(" *\n") for f in decl.split(",") if f.strip(" *\n")]
     assert fields == [name for name, _ in _ccore.Solver._fields_]
 

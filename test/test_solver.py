@@ -200,7 +200,8 @@ def test_set_params_between_advances():
 
 
 # ---- failures, with names ---------------------------------------------------------------
-def test_singular_iteration_matrix_names_the_unknown():
+@pytest.mark.parametrize("linear_solver", ["dense", "sparse"])
+def test_singular_iteration_matrix_names_the_unknown(linear_solver):
     @residual_kernel
     def res(t, y, yp, p, out):
         out[0] = yp[0] + y[0]
@@ -213,7 +214,7 @@ def test_singular_iteration_matrix_names_the_unknown():
 
     prob = DAEProblem(res, jac, np.array([0, 2, 3], np.int64), np.array([0, 1, 1], np.int64),
                       np.array([True, False]), np.zeros(1), ["position", "force"], ["law", "tie"])
-    s = BDFSolver(prob)
+    s = BDFSolver(prob, linear_solver=linear_solver)
     s.init(0.0, [1.0, 0.0])
     with pytest.raises(SingularMatrix, match=r"singular iteration matrix at t=0: no pivot for unknown force"):
         s.advance([1.0])

@@ -164,13 +164,16 @@ def test_fit_runs_reuse_one_solver_and_equal_fresh_ones(motor):
 def test_sparse_column_order_comes_from_the_cache_as_scipy_gives_it(tmp_path, monkeypatch):
     """The COLAMD order of the sparse LU is kept in the cache by pattern: a later solver of the
     same pattern takes it from there (no SciPy call), identical, and runs bit for bit the same;
-    an unreadable or wrong file is computed again."""
-    from bondsim_ros.solver import bdf, native
+    an unreadable or wrong file is computed again. (The own sparse LU's: KLU orders for itself.)"""
+    from bondsim_ros.solver import _ccore, bdf, native
 
+    monkeypatch.setenv("BONDSIM_NO_KLU", "1")
+    _ccore.library()  # the core without KLU, from the real cache
     monkeypatch.setattr(native, "cache_root", lambda: tmp_path)
     monkeypatch.setattr(bdf, "_orders", {})
     t_out = np.linspace(0.1, 2.0, 20)
     first = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10, linear_solver="sparse")
+    assert first.sparse_lu == "own"
     (saved,) = (tmp_path / "solver").glob("colamd_*.npy")
     assert np.array_equal(first.q, bdf._colamd(first.indptr, first.indices, 3))
     first.init(0.0, [1.0, 0.0, 0.5])

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-shot, idempotent setup on a fresh Debian 12 / Python 3.11 machine:
-#   system packages (check_urdf, graphviz, node and npm), a venv with bondsim_ros and its extras
+#   system packages (check_urdf, graphviz, KLU, node and npm), a venv with bondsim_ros and its extras
 #   (ROS 2 wheels from PyPI included), the locally generated tf2_msgs and composition_interfaces,
 #   and the official Foxglove client the tests run (test/npm, from the npm registry).
 #     bash tools/setup.sh                      ROS 2 Kilted (the newest) in .venv
@@ -31,6 +31,8 @@ command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 # the C compiler that builds the solver core and every model's kernels (solver/native.py)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
+# SuiteSparse's KLU: the solver core's sparse LU (without it, the core's own; solver/_ccore.py)
+[ -f /usr/include/suitesparse/klu.h ] || need_apt+=(libsuitesparse-dev)
 # node and npm: test/test_foxglove.py runs the official npm client (@foxglove/ws-protocol)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)

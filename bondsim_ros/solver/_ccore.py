@@ -4,14 +4,23 @@ The core is compiled once per machine into the cache (``native.build_library``: 
 of the source, the flags and the compiler, so an edited core or another compiler builds anew)
 and loaded once per process. A solver hands it one struct of pointers to its arrays, filled at
 construction (``Core``), so that an ``advance`` call costs a few field writes and one ctypes call.
+
+Where SuiteSparse's ``klu.h`` is found (Debian: libsuitesparse-dev) the core is built with KLU
+(``-DBONDSIM_KLU``, linked with ``-lklu``; KLU's version is part of the library's name), and
+sparse solvers factor with it; with ``BONDSIM_NO_KLU=1`` in the environment, without the header,
+or when that build fails (remembered in the cache by a ``.failed`` file), the core is built
+without it and sparse solvers use its own sparse LU. ``sparse_lu()`` says which.
 """
 from __future__ import annotations
 
 import ast
 import ctypes
+import os
 import re
 import threading
+import weakref
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -89,23 +98,101 @@ class Solver(ctypes.Structure):
                 ("indptr", _P), ("indices", _P), ("diff", _P), ("p", _P), ("rtol", _D), ("atol", _P),
                 ("hmax", _D), ("D", _P), ("st", _P), ("ist", _P), ("stats", _P), ("G", _P), ("piv", _P),
                 ("q", _P), ("Lp", _P), ("Li", _P), ("Lx", _P), ("Up", _P), ("Ui", _P), ("Ux", _P), ("prow", _P),
-                ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P), ("index2", _P),
+                ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P), ("index2", _P), ("klu", _P),
                 ("t_out", _P), ("n_out", _I), ("t_stop", _D), ("Yout", _P), ("YPout", _P)]
 
 
-_lib = None
-_pending = None  # (thread, {"path": ...} or {"error": ...}) of a build started by prebuild()
+# where klu.h is looked for: Debian's and Fedora's SuiteSparse, then a plain or local install
+KLU_INCLUDE_DIRS = ("/usr/include/suitesparse", "/usr/local/include/suitesparse", "/usr/include",
+                    "/usr/local/include")
+
+
+def klu_wanted() -> bool:
+    """KLU unless ``BONDSIM_NO_KLU`` is set to anything but "" or "0"."""
+    return os.environ.get("BONDSIM_NO_KLU", "") in ("", "0")
+
+
+_klu_flags: list = []
+
+
+def klu_flags() -> tuple:
+    """The compiler flags of a build with KLU: () when no klu.h is found. Its version (read from
+    the header) is one of them, so that a new SuiteSparse builds its own library."""
+    if not _klu_flags:
+        flags = ()
+        for folder in KLU_INCLUDE_DIRS:
+            header = Path(folder, "klu.h")
+            try:
+                text = header.read_text(errors="replace")
+            except OSError:
+                continue
+            version = ".".join(m.group(1) for m in re.finditer(
+                r"#define\s+KLU_(?:MAIN|SUB|SUBSUB)_VERSION\s+(\d+)", text)) or "unknown"
+            flags = ("-DBONDSIM_KLU", f"-DBONDSIM_KLU_VERSION=\"{version}\"", f"-I{folder}")
+            break
+        _klu_flags.append(flags)
+    return _klu_flags[0]
+
+
+def _configs() -> list:
+    """The builds to try, best first: (extra flags, libraries), for this CPU (-march=native),
+    then portable (a compiler that does not know -march=native), each with KLU first where it
+    is wanted and found."""
+    klu = klu_flags() if klu_wanted() else ()
+    out = []
+    for arch in (native.CORE_CFLAGS, ("-O3",)):
+        if klu:
+            out.append((arch + klu, ("-lklu",)))
+        out.append((arch, ()))
+    return out
+
+
+_libs: dict = {}  # KLU wanted (klu_wanted()) -> the core loaded for it ({}: as in a fresh process)
+_pending = None  # (thread, {"path": ...} or {"error": ...}, KLU wanted) of a build started by prebuild()
+
+
+def _failed_mark(folder: Path, flags, libs) -> Path:
+    return native.library_path(source(), "bdf_core", folder, flags, libs).with_suffix(".failed")
 
 
 def _build():
-    """The core's library in the cache (compiled if it is not there yet)."""
+    """The core's library in the cache (compiled if it is not there yet): the first of
+    ``_configs()`` that builds. A KLU build that fails where the same build without KLU
+    succeeds (a header without its library) leaves ``<library>.failed`` with the compiler's
+    message, so that later processes skip it."""
     folder = native.cache_root() / "solver"
-    try:
-        return native.build_library(source(), "bdf_core", folder, extra_flags=native.CORE_CFLAGS,
-                                    what="the BDF core")
-    except native.NativeBuildError:
-        # a compiler that does not know -march=native (or this CPU): the portable build
-        return native.build_library(source(), "bdf_core", folder, extra_flags=("-O3",), what="the BDF core")
+    configs = _configs()
+    klu_error = None
+    for k, (flags, libs) in enumerate(configs):
+        if libs and _failed_mark(folder, flags, libs).exists():
+            continue
+        try:
+            path = native.build_library(source(), "bdf_core", folder, extra_flags=flags, libs=libs,
+                                        what="the BDF core")
+        except native.NativeBuildError as exc:
+            if k == len(configs) - 1:
+                raise
+            if libs:
+                klu_error = (flags, libs, exc)
+            continue
+        if klu_error is not None and not libs:
+            try:
+                _failed_mark(folder, klu_error[0], klu_error[1]).write_text(f"{klu_error[2]}\n")
+            except OSError:
+                pass
+        return path
+    raise AssertionError("unreachable: the last configuration raises")
+
+
+def _built() -> bool:
+    """Is the core this process would load already in the cache?"""
+    folder = native.cache_root() / "solver"
+    for flags, libs in _configs():
+        if native.library_path(source(), "bdf_core", folder, flags, libs).exists():
+            return True
+        if not (libs and _failed_mark(folder, flags, libs).exists()):
+            return False
+    return False
 
 
 def prebuild() -> None:
@@ -113,11 +200,10 @@ def prebuild() -> None:
     so that gcc's second or so runs while the model is built (sympy) instead of after it;
     ``library()`` waits for it. Nothing happens when the core is built or loaded already."""
     global _pending
-    if _lib is not None or _pending is not None:
+    if klu_wanted() in _libs or _pending is not None:
         return
     try:
-        folder = native.cache_root() / "solver"
-        if native.library_path(source(), "bdf_core", folder, native.CORE_CFLAGS).exists():
+        if _built():
             return
     except native.NativeBuildError:
         return  # no compiler: library() says so when the core is needed
@@ -131,7 +217,7 @@ def prebuild() -> None:
 
     thread = threading.Thread(target=work, name="bondsim-core-build")
     thread.start()
-    _pending = (thread, result)
+    _pending = (thread, result, klu_wanted())
 
 
 def wait_prebuild() -> None:
@@ -142,29 +228,41 @@ def wait_prebuild() -> None:
 
 
 def library() -> ctypes.CDLL:
-    """The compiled core, built into the cache the first time on this machine."""
-    global _lib, _pending
-    if _lib is None:
-        path = None
-        if _pending is not None:
-            thread, result = _pending
-            thread.join()
-            _pending = None
-            if "error" in result:
-                raise result["error"]
-            path = result["path"]
-        if path is None:
-            path = _build()
-        lib = native.load_library(path)
-        lib.bdf_advance.argtypes, lib.bdf_advance.restype = [_P], _I
-        lib.bdf_work_size.argtypes, lib.bdf_work_size.restype = [_I, _I, _I, _I], _I
-        lib.bdf_struct_size.argtypes, lib.bdf_struct_size.restype = [], _I
-        lib.bdf_output_rows.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _P, _P]
-        lib.bdf_output_rows.restype = None
-        if lib.bdf_struct_size() != ctypes.sizeof(Solver):
-            raise native.NativeBuildError("bdf_core.c's solver_t and _ccore.Solver disagree")
-        _lib = lib
-    return _lib
+    """The compiled core, built into the cache the first time on this machine; with KLU or not
+    as the environment says now (``BONDSIM_NO_KLU``)."""
+    global _pending
+    want = klu_wanted()
+    lib = _libs.get(want)
+    if lib is not None:
+        return lib
+    path = None
+    if _pending is not None and _pending[2] == want:
+        thread, result, _ = _pending
+        thread.join()
+        _pending = None
+        if "error" in result:
+            raise result["error"]
+        path = result["path"]
+    if path is None:
+        path = _build()
+    lib = native.load_library(path)
+    lib.bdf_advance.argtypes, lib.bdf_advance.restype = [_P], _I
+    lib.bdf_work_size.argtypes, lib.bdf_work_size.restype = [_I, _I, _I, _I], _I
+    lib.bdf_struct_size.argtypes, lib.bdf_struct_size.restype = [], _I
+    lib.bdf_output_rows.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _P, _P]
+    lib.bdf_output_rows.restype = None
+    lib.bdf_has_klu.argtypes, lib.bdf_has_klu.restype = [], _I
+    lib.bdf_release.argtypes, lib.bdf_release.restype = [_P, _I], None
+    if lib.bdf_struct_size() != ctypes.sizeof(Solver):
+        raise native.NativeBuildError("bdf_core.c's solver_t and _ccore.Solver disagree")
+    _libs[want] = lib
+    return lib
+
+
+def sparse_lu() -> str:
+    """The sparse LU of the core this process loads now: "klu" (SuiteSparse's KLU) or "own"
+    (the core's left-looking LU)."""
+    return "klu" if library().bdf_has_klu() else "own"
 
 
 def no_modes_address() -> int:
@@ -183,12 +281,18 @@ def _addr(a: np.ndarray) -> int:
         return a.ctypes.data
 
 
+def _release(lib, s):
+    lib.bdf_release(ctypes.addressof(s), 0)
+
+
 class Core:
     """One solver's struct for the C core. ``arrays`` (name -> numpy array) are kept referenced
-    here so that the pointers in the struct stay valid as long as the struct."""
+    here so that the pointers in the struct stay valid as long as the struct. KLU's
+    factorisations (``sizes["sparse"] == SPARSE_KLU``) are freed with the Core (or by
+    ``release()``)."""
 
-    def __init__(self, kernels, sizes, scalars, arrays):
-        lib = library()
+    def __init__(self, kernels, sizes, scalars, arrays, lib=None):
+        lib = lib or library()
         self._lib = lib
         self._arrays = dict(arrays)
         n, nnz, n_roots, n_modes = sizes["n"], sizes["nnz"], sizes["n_roots"], sizes["n_modes"]
@@ -207,6 +311,13 @@ class Core:
         self._ist = self._arrays["ist"]
         self._advance = lib.bdf_advance
         self._buffers()
+        if s.sparse == SPARSE_KLU:
+            weakref.finalize(self, _release, lib, s)
+
+    def release(self, keep_symbolic=True):
+        """Free KLU's numeric factorisation (and its analysis unless ``keep_symbolic``): the
+        next run factors afresh, as a new solver's first run does."""
+        self._lib.bdf_release(self._ptr, int(bool(keep_symbolic)))
 
     SMALL = 64  # up to this many output times per call go through the solver's own buffers
 

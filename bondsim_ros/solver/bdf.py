@@ -158,6 +158,13 @@ def _column_order(indptr, indices, n) -> np.ndarray:
     return q.copy()
 
 
+def _distinct_rows(indptr, indices) -> bool:
+    """No row index twice in one column of the CSC pattern."""
+    n = len(indptr) - 1
+    keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr)) * max(n, 1) + indices
+    return np.unique(keys).size == keys.size
+
+
 class BDFSolver:
     """Variable-step, variable-order (1-5) BDF for F(t, y, y') = 0, in the fixed-leading-
     coefficient form of SciPy's ``BDF`` (difference array D, Shampine & Reichelt 1997),
@@ -184,10 +191,11 @@ class BDFSolver:
         unknowns such as the contact forces of velocity constraints (Sf(0) joints), whose
         error estimate does not converge with h (Hairer & Wanner, VII.3).
     linear_solver : "auto" | "dense" | "sparse"
-        LU of the iteration matrix: dense partial pivoting (by columns, as LAPACK), or the sparse
-        left-looking LU (COLAMD column order) of ``bdf_core.c``; "auto" takes sparse for n > 60 and
-        density < 0.2. The factorisation is reused across steps until Newton converges slowly
-        or the step size changes.
+        LU of the iteration matrix: dense partial pivoting (by columns, as LAPACK), or sparse:
+        SuiteSparse's KLU where the core was built with it, else the core's own left-looking LU
+        (COLAMD column order; ``sparse_lu`` says which, ``BONDSIM_NO_KLU=1`` picks the own);
+        "auto" takes sparse for n > 60 and density < 0.2. The factorisation is reused across
+        steps until Newton converges slowly or the step size changes.
     max_steps : int
         Steps allowed per ``advance`` call before ``TooManySteps``.
 
@@ -242,6 +250,11 @@ class BDFSolver:
             linear_solver = "sparse" if n > 60 and nnz < 0.2 * n * n else "dense"
         self.linear_solver = linear_solver
         self.sparse = linear_solver == "sparse"
+        lib = core.library()
+        #: the sparse LU in use: "klu", "own", or None (dense). KLU takes a CSC pattern without
+        #: a row twice in one column (the own LU sums such entries, as the dense assembly does)
+        self.sparse_lu = None if not self.sparse else \
+            "klu" if lib.bdf_has_klu() and _distinct_rows(self.indptr, self.indices) else "own"
         self.G = np.zeros(1 if self.sparse else n * n)
         self._setup_sparse(n, nnz)
         # the C core, its struct pointing at this solver's arrays (they live as long as it)
@@ -255,17 +268,20 @@ class BDFSolver:
         Lp, Li, Lx, Up, Ui, Ux, prow, pinv, xw = self._lu
         self._core = core.Core(
             kernels,
-            sizes=dict(n=n, nnz=nnz, n_par=n_par, n_modes=n_modes, n_roots=self.n_roots, sparse=int(self.sparse),
+            sizes=dict(n=n, nnz=nnz, n_par=n_par, n_modes=n_modes, n_roots=self.n_roots,
+                       sparse={None: core.DENSE_LU, "own": core.SPARSE_OWN, "klu": core.SPARSE_KLU}[self.sparse_lu],
                        max_steps=self.max_steps, cap_l=Li.shape[0], cap_u=Ui.shape[0]),
             scalars=dict(rtol=self.rtol, hmax=self.hmax),
             arrays=dict(indptr=self.indptr, indices=self.indices, diff=self.diff.view(np.uint8), p=self.pm,
                         atol=self.atol, D=self.D, st=self.st, ist=self.ist, stats=self._stats, G=self.G,
                         piv=self.piv, q=self.q, Lp=Lp, Li=Li, Lx=Lx, Up=Up, Ui=Ui, Ux=Ux, prow=prow, pinv=pinv,
-                        xw=xw, index2=self.index2))
+                        xw=xw, index2=self.index2),
+            lib=lib)
 
     def _setup_sparse(self, n, nnz):
-        """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the sparse LU."""
-        if not self.sparse:
+        """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the own sparse
+        LU (KLU orders and allocates for itself)."""
+        if self.sparse_lu != "own":
             self.q = np.arange(n, dtype=np.int64)
             z8, zf = np.zeros(1, dtype=np.int64), np.zeros(1)
             self._lu = (z8, z8, zf, z8, z8, zf, np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n))
@@ -474,6 +490,7 @@ class BDFSolver:
         self.piv[:] = 0
         for a in self._lu:
             a[:] = 0
+        self._core.release()
         return self.init(t0, y0, yp0, consistent)
 
     def set_params(self, p, restart=True):
@@ -552,7 +569,9 @@ class BDFSolver:
                    "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})"}.get(kind, "")
             raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h={h:.3g}{who}")
         if status == core.SINGULAR and kind == "sparse_fill":
-            raise SolverError("sparse LU fill exceeded its work space; use linear_solver='dense'")
+            what = "KLU ran out of memory or refused the pattern" if self.sparse_lu == "klu" else \
+                "sparse LU fill exceeded its work space"
+            raise SolverError(f"{what}; use linear_solver='dense'")
         if status == core.SINGULAR:
             raise SingularMatrix(f"singular iteration matrix at t={t:.9g}: no pivot for unknown {self._var(k)}; "
                                  f"check the equations involving it")

@@ -11,7 +11,9 @@ the new point solves F(t_new, y_pred + d, (psi + d) cj) = 0 for d, with the iter
 G = dF/dy + cj dF/dy'. Step, order and Newton control follow IDA where the comments say so.
 
 Every array is owned by the caller (the Python side allocates them once per solver, the work
-space included): nothing is allocated here, so nothing can leak.
+space included): nothing is allocated here, so nothing can leak, except by SuiteSparse's KLU in
+a build with it (BONDSIM_KLU): its symbolic and numeric factorisations live until bdf_release,
+which the Python side calls when the solver is reset or freed.
 
 Functions, in file order:
   entry points (ctypes, solver/_ccore.py)
@@ -19,9 +21,11 @@ Functions, in file order:
     bdf_advance          the step loop: every output time covered, or a failure status
     bdf_output_rows      the model's output kernel over many output times
     bdf_no_modes         the modes kernel of a problem without modes
+    bdf_has_klu, bdf_release  is KLU in this build; free its factorisations
   linear algebra
     lu_factor, lu_solve  dense LU with partial pivoting, by columns
     splu_factor, splu_solve  sparse left-looking LU (threshold partial pivoting)
+    klu_lu_factor, klu_lu_solve  SuiteSparse's KLU (BONDSIM_KLU builds; sparse == SPARSE_KLU)
     lu_apply             solve with whichever factorisation is in use
     assemble             CSC values into the dense iteration matrix
   the method
@@ -65,7 +69,11 @@ Functions, in file order:
     setup_work           the work arrays and constants of one bdf_advance call */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#ifdef BONDSIM_KLU
+#include <klu.h>
+#endif
 
 typedef void (*res_fn)(double t, const double *y, const double *yp, const double *p, double *out);
 typedef void (*jac_fn)(double t, const double *y, const double *yp, const double *p, double cj, double *vals);
@@ -109,6 +117,8 @@ enum { ST_STEPS, ST_REJECTED, ST_NEWTON_ITERS, ST_JAC_EVALS, ST_LU_FACTORIZATION
        ST_EVENTS, /* mode switches at located roots */
        ST_EVENT_RESTARTS, /* those that restarted the method */
        N_STATS };
+/* the solver's `sparse` field: which LU factors G */
+enum { DENSE_LU = 0, SPARSE_OWN = 1, SPARSE_KLU = 2 };
 /* Newton outcomes */
 enum { CONVERGED, SLOW, NOT_FINITE };
 /* event outcomes */
@@ -159,6 +169,8 @@ typedef struct {
     const uint8_t *index2; /* n: algebraic unknowns outside the error test that no y'-free
                               equation contains (index-2 multipliers): their Newton
                               weight has a round-off floor growing with cj (newton_solve) */
+    void *klu;       /* sparse == SPARSE_KLU: KLU's state (klu_state_t), made on the first
+                        factorisation; NULL until then and after bdf_release */
     /* per call */
     const double *t_out;
     int64_t n_out;
@@ -322,7 +334,103 @@ static void splu_solve(const solver_t *s, double *b) {
     for (int64_t k = 0; k < n; k++) b[q[k]] = w[k];
 }
 
+/* SuiteSparse's KLU (BTF, AMD ordering, threshold partial pivoting) on the CSC pattern: the
+   symbolic analysis once per solver (the pattern is fixed), a full factorisation first, then
+   refactorisations that keep its pivot order. As SUNDIALS' KLU linear solver does, a
+   refactorisation that met a zero pivot, or whose crude reciprocal condition (smallest /
+   largest |u_kk|) falls below EPS^(2/3), is redone as a full factorisation with new pivots;
+   the latter only when its reciprocal pivot growth is also below KLU_GROWTH_KEEP times that of
+   the last full factorisation. A small rcond alone is the matrix's, not the pivots': the
+   index-2 dual-arm's G at small steps has rcond 1e-14 whatever the pivots, and its full
+   factorisations there chose the same pivots again (6 of its 46 LUs at rtol 1e-6). */
+#define KLU_RCOND_MIN 3.666852862501036e-11 /* EPS^(2/3) */
+#define KLU_GROWTH_KEEP 0.5
+#ifdef BONDSIM_KLU
+typedef struct {
+    klu_l_common common;
+    klu_l_symbolic *symbolic;
+    klu_l_numeric *numeric;
+    double rgrowth_full; /* reciprocal pivot growth of the last full factorisation */
+} klu_state_t;
+
+_Static_assert(sizeof(SuiteSparse_long) == sizeof(int64_t), "KLU's long indices are not 64-bit");
+
+/* Returns -1, the unknown (column of G) without a pivot, or -2 when KLU ran out of memory
+   (or refused the pattern: BDFSolver hands it none with a row twice in a column). */
+static int64_t klu_lu_factor(solver_t *s, const double *vals) {
+    klu_state_t *k = s->klu;
+    SuiteSparse_long *Ap = (SuiteSparse_long *)s->indptr, *Ai = (SuiteSparse_long *)s->indices;
+    double *Ax = (double *)vals;
+    /* KLU's pivot search passes a NaN or an infinity on, where splu_factor names its column */
+    for (int64_t j = 0; j < s->n; j++)
+        for (int64_t t = s->indptr[j]; t < s->indptr[j + 1]; t++)
+            if (!isfinite(vals[t])) return j;
+    if (!k) {
+        k = calloc(1, sizeof(klu_state_t));
+        if (!k) return -2;
+        klu_l_defaults(&k->common);
+        s->klu = k;
+    }
+    if (!k->symbolic) {
+        k->symbolic = klu_l_analyze(s->n, Ap, Ai, &k->common);
+        if (!k->symbolic) return -2;
+    }
+    if (k->numeric) {
+        if (klu_l_refactor(Ap, Ai, Ax, k->symbolic, k->numeric, &k->common) &&
+            klu_l_rcond(k->symbolic, k->numeric, &k->common) && isfinite(k->common.rcond) &&
+            (k->common.rcond >= KLU_RCOND_MIN ||
+             (klu_l_rgrowth(Ap, Ai, Ax, k->symbolic, k->numeric, &k->common) &&
+              k->common.rgrowth >= KLU_GROWTH_KEEP * k->rgrowth_full)))
+            return -1;
+        klu_l_free_numeric(&k->numeric, &k->common);
+    }
+    k->numeric = klu_l_factor(Ap, Ai, Ax, k->symbolic, &k->common);
+    if (k->numeric) {
+        k->rgrowth_full = klu_l_rgrowth(Ap, Ai, Ax, k->symbolic, k->numeric, &k->common) ? k->common.rgrowth : 0.0;
+        return -1;
+    }
+    if (k->common.status == KLU_SINGULAR) {
+        int64_t col = k->common.singular_col;
+        return col >= 0 && col < s->n ? col : 0;
+    }
+    return -2;
+}
+
+static void klu_lu_solve(const solver_t *s, double *b) {
+    klu_state_t *k = s->klu;
+    klu_l_solve(k->symbolic, k->numeric, s->n, 1, b, &k->common);
+}
+#endif
+
+int64_t bdf_has_klu(void) {
+#ifdef BONDSIM_KLU
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* Free KLU's factorisations: the numeric one (a reset: the next run factors afresh, as a new
+   solver's first run does) and, unless keep_symbolic, the analysis and state too (the solver
+   is freed). Nothing to do for the other LUs or before the first factorisation. */
+void bdf_release(solver_t *s, int64_t keep_symbolic) {
+#ifdef BONDSIM_KLU
+    klu_state_t *k = s->klu;
+    if (!k) return;
+    if (k->numeric) klu_l_free_numeric(&k->numeric, &k->common);
+    if (keep_symbolic) return;
+    if (k->symbolic) klu_l_free_symbolic(&k->symbolic, &k->common);
+    free(k);
+    s->klu = NULL;
+#else
+    (void)s; (void)keep_symbolic;
+#endif
+}
+
 static void lu_apply(const solver_t *s, double *b) {
+#ifdef BONDSIM_KLU
+    if (s->sparse == SPARSE_KLU) { klu_lu_solve(s, b); return; }
+#endif
     if (s->sparse) splu_solve(s, b);
     else lu_solve(s->n, s->G, s->piv, b);
 }
@@ -420,9 +528,13 @@ static void predict(const solver_t *s, const double *D, int64_t order, const dou
 }
 
 /* New Jacobian values and LU of G = dF/dy + cj dF/dy'. Returns -1, the unknown without a
-   pivot, or -2 when the sparse fill outgrew its work space. */
+   pivot, or -2 when the sparse fill outgrew its work space (KLU: out of memory). */
 static int64_t factorize(const solver_t *s, double t, const double *y, const double *yp, double cj, double *vals) {
     s->jac(t, y, yp, s->p, cj, vals);
+#ifdef BONDSIM_KLU
+    /* the one place KLU's state changes: the solver is the caller's, handed on as const */
+    if (s->sparse == SPARSE_KLU) return klu_lu_factor((solver_t *)s, vals);
+#endif
     if (s->sparse) {
         int64_t bad = splu_factor(s, vals);
         if (bad >= 0) bad = s->q[bad];
@@ -1494,9 +1606,10 @@ static void setup_work(solver_t *s, work_t *w) {
 /* Integrate until every t_out is covered (dense output) or a failure.
 
    st, ist: the solver state between calls, in the named slots S_* and I_* above. stats:
-   counters in the ST_* slots. sparse: factor G with splu_factor (column order q, factors in
-   Lp..Ux) instead of dense LU. roots, modes: the model's switching functions (n_roots of
-   them) and natural modes, the modes living in p[n_par:] (handle_events). Returns a status
+   counters in the ST_* slots. sparse: factor G with splu_factor (SPARSE_OWN: column order
+   q, factors in Lp..Ux) or KLU (SPARSE_KLU, in a BONDSIM_KLU build) instead of dense LU.
+   roots, modes: the model's switching functions (n_roots of them) and natural modes, the
+   modes living in p[n_par:] (handle_events). Returns a status
    code; on failure ist[I_FAIL_KIND] says what failed (FAIL_*) and ist[I_FAIL_INDEX] which
    unknown, equation or mode. */
 int64_t bdf_advance(solver_t *s) {

@@ -98,10 +98,10 @@ def host_id() -> str:
     return _host[0]
 
 
-def library_path(source: str, stem: str, folder: Path, extra_flags=()) -> Path:
+def library_path(source: str, stem: str, folder: Path, extra_flags=(), libs=()) -> Path:
     """Where the library of ``source`` lives (built or not): ``folder/stem_<hash>.so``."""
     cc = compiler()
-    flags = CFLAGS + tuple(extra_flags)
+    flags = CFLAGS + tuple(extra_flags) + tuple(libs)
     parts = [source, " ".join(flags), _compiler_id(cc)] + ([host_id()] if "-march=native" in flags else [])
     h = hashlib.sha256("\0".join(parts).encode())
     return folder / f"{stem}_{h.hexdigest()[:20]}.so"
@@ -155,13 +155,15 @@ def _run_all(cmds: list, cc: str, what: str) -> None:
             raise NativeBuildError(f"{cc} could not compile {what} (exit {code}):\n{tail}")
 
 
-def build_library(source: str, stem: str, folder: Path, extra_flags=(), what: str | None = None) -> Path:
+def build_library(source: str, stem: str, folder: Path, extra_flags=(), what: str | None = None,
+                  libs=()) -> Path:
     """Compile C ``source`` into a shared library in ``folder`` (once: cached by content) and
-    return its path. ``what`` names the source in errors (e.g. the model). A large source with
+    return its path. ``libs``: libraries to link (``-lklu``), after the sources as the linker
+    wants them. ``what`` names the source in errors (e.g. the model). A large source with
     UNIT_MARKs is compiled as several translation units by parallel compiler processes, one per
     core, then linked (the 18-DOF dual-arm's kernels: 4.5 s in one process)."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = library_path(source, stem, folder, extra_flags)
+    path = library_path(source, stem, folder, extra_flags, libs)
     if path.exists():
         return path
     cc = compiler()
@@ -171,7 +173,7 @@ def build_library(source: str, stem: str, folder: Path, extra_flags=(), what: st
         if len(units) == 1:
             c_file = Path(tmp, f"{stem}.c")
             c_file.write_text(source)
-            _run_all([[cc, *CFLAGS, *extra_flags, "-o", str(so_tmp), str(c_file), "-lm"]], cc, what or stem)
+            _run_all([[cc, *CFLAGS, *extra_flags, "-o", str(so_tmp), str(c_file), *libs, "-lm"]], cc, what or stem)
         else:
             compile_flags = [f for f in CFLAGS + tuple(extra_flags) if f != "-shared"]
             cmds, objs = [], []
@@ -181,7 +183,7 @@ def build_library(source: str, stem: str, folder: Path, extra_flags=(), what: st
                 cmds.append([cc, *compile_flags, "-c", "-o", str(o_file), str(c_file)])
                 objs.append(str(o_file))
             _run_all(cmds, cc, what or stem)
-            _run_all([[cc, "-shared", "-o", str(so_tmp), *objs, "-lm"]], cc, what or stem)
+            _run_all([[cc, "-shared", "-o", str(so_tmp), *objs, *libs, "-lm"]], cc, what or stem)
         os.replace(so_tmp, path)  # atomic: another process sees the whole library or none
     return path
 
