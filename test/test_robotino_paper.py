@@ -6,20 +6,22 @@ import sympy as sp
 
 from bondsim_ros.bondgraph import compile_model, simulate
 from bondsim_ros.robots.robotino import model as rb
+from bondsim_ros.solver import SolverOptions
 
 PARAMS = rb.load_params()
 
 
 @pytest.fixture(scope="module")
 def paper_run():
-    return simulate(compile_model(rb.robotino()), t_end=50.0, dt_out=0.02, hmax=0.02, rtol=1e-6, atol=1e-8)
+    return simulate(compile_model(rb.robotino()), t_end=50.0, dt_out=0.02,
+                    options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
 
 
 def test_paper_case_has_no_pose_feedback_and_no_voltage_limit():
     """eq. 24 takes the Reference outputs: the wheel references are functions of time alone."""
     m = rb.robotino()
     assert not {"cmd_vX", "cmd_vY", "cmd_wz"} & set(m.children)
-    r = simulate(compile_model(m), t_end=0.2, dt_out=0.01, hmax=0.01, rtol=1e-6, atol=1e-8)
+    r = simulate(compile_model(m), t_end=0.2, dt_out=0.01, options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.01))
     assert np.max(np.abs(r["u1"])) > PARAMS["controller.voltage_limit"]  # the start needs more than 24 V
 
 
@@ -49,7 +51,7 @@ def test_heading_error_is_the_pi_lag_of_the_reference_rate(paper_run):
 
 def test_firmware_variant_runs_with_the_voltage_clipped():
     c = compile_model(rb.robotino(drive="firmware"))
-    r = simulate(c, t_end=10.0, dt_out=0.02, hmax=0.02, rtol=1e-6, atol=1e-8)
+    r = simulate(c, t_end=10.0, dt_out=0.02, options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
     vmax = PARAMS["controller.voltage_limit"]
     u = np.concatenate([r[f"u{i}"] for i in (1, 2, 3)])
     assert np.max(np.abs(u)) <= vmax * (1 + 1e-9)
@@ -82,7 +84,7 @@ def test_command_step_with_a_wheel_at_rest_mid_roller():
     prob = FitProblem(compile_model(rb.robotino(reference="twist")),
                       LogData(names, np.column_stack([t, vx, 0 * t, 0 * t] + [0 * t] * 3)),
                       ["chassis_mass", "chassis_inertia", "motor_K"], ["w1", "w2", "w3"],
-                      inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=1e-7, atol=1e-9)
+                      inputs=["vx_cmd", "vy_cmd", "wz_cmd"], options=SolverOptions(rtol=1e-7, atol=1e-9))
     w = prob.simulate([17.240335435172163, 0.3421278838915108, 0.051694052652454005])
     assert np.all(np.isfinite(w))
     assert abs(w[-1, 1]) < 1e-6  # wheel 2 stays at rest

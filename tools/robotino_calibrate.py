@@ -27,6 +27,7 @@ def gains(params: dict, target_phi: float, margin: float, wz_max: float) -> tupl
 def main(argv=None):
     from bondsim_ros.bondgraph import compile_model, simulate
     from bondsim_ros.robots.robotino import model as rb
+    from bondsim_ros.solver import SolverOptions
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target-phi", type=float, default=4e-6, help="heading error to reach [rad]")
@@ -43,7 +44,7 @@ def main(argv=None):
     print(f"max |phi_ref'| = {np.max(np.abs(wz)):.4f} rad/s; kp = {kp:.4g} V s/rad, ki = {ki:.4g} V/rad "
           f"(Routh bound {R * (K + kp) / L:.4g})")
     r = simulate(compile_model(rb.robotino({"controller.kp": kp, "controller.ki": ki})),
-                 t_end=50.0, dt_out=0.02, hmax=0.02, rtol=1e-6, atol=1e-8)
+                 t_end=50.0, dt_out=0.02, options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
     after = r.t > 5.0
     for k, unit in (("x", "m"), ("y", "m"), ("phi", "rad")):
         print(f"max |{k} - {k}_ref| after 5 s: {np.max(np.abs(r[k] - r[k + '_ref'])[after]):.3g} {unit}")
