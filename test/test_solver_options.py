@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
     ("max_order", 0, "from 1 to 5"), ("max_order", 6, "from 1 to 5"), ("max_order", 2.5, "from 1 to 5"),
     ("max_order", True, "from 1 to 5"),
     ("suppress_alg", 1, "True or False"), ("suppress_alg", "yes", "True or False"),
-    ("linear_solver", "klu", "'auto' or 'dense' or 'sparse'"), ("linear_solver", None, "'auto' or 'dense'"),
-    ("max_steps", 0, "positive integer"), ("max_steps", 10.5, "positive integer"), ("max_steps", -5, "positive integer"),
+    ("linear_solver", "klu", "'auto', 'dense' or 'sparse'"), ("linear_solver", None, "'auto', 'dense' or 'sparse'"),
+    ("max_steps", 0, "positive integer"), ("max_steps", 10.5, "positive integer"),
+    ("max_steps", -5, "positive integer"),
 ])
 def test_a_value_out_of_range_is_refused_naming_the_field_and_its_range(field, value, allowed):
     with pytest.raises(SolverOptionError) as info:
@@ -49,7 +50,8 @@ def test_the_defaults_and_the_edges_of_the_ranges():
     edge = SolverOptions(rtol=0.1, hmax=math.inf, h0=1e-9, max_order=1, max_steps=1, atol=np.array([1e-8, 1e-6]))
     assert edge.atol == (1e-8, 1e-6) and isinstance(edge.atol, tuple)  # frozen, so hashable and comparable
     assert hash(edge) == hash(SolverOptions(rtol=0.1, h0=1e-9, max_order=1, max_steps=1, atol=(1e-8, 1e-6)))
-    assert SolverOptions(max_order=np.int64(3)).max_order == 3 and type(SolverOptions(rtol=np.float64(1e-4)).rtol) is float
+    assert SolverOptions(max_order=np.int64(3)).max_order == 3
+    assert type(SolverOptions(rtol=np.float64(1e-4)).rtol) is float
 
 
 def test_replace_gives_a_checked_copy():

@@ -87,7 +87,7 @@ class SolverOptions:
         if not isinstance(self.suppress_alg, bool):
             bad("suppress_alg", "True or False")
         if self.linear_solver not in LINEAR_SOLVERS:
-            bad("linear_solver", " or ".join(repr(s) for s in LINEAR_SOLVERS))
+            bad("linear_solver", ", ".join(map(repr, LINEAR_SOLVERS[:-1])) + f" or {LINEAR_SOLVERS[-1]!r}")
         if not (isinstance(self.max_steps, numbers.Integral) and not isinstance(self.max_steps, bool)
                 and self.max_steps > 0):
             bad("max_steps", "a positive integer")
