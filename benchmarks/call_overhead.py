@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bondsim_ros.solver import BDFSolver, DAEProblem, native  # noqa: E402
+from bondsim_ros.solver import BDFSolver, DAEProblem, SolverOptions, native  # noqa: E402
 
 C_SOURCE = """
 void res(double t, const double *y, const double *yp, const double *p, double *out) {
@@ -40,14 +40,14 @@ def median_us(f, n):
 
 
 def measure(prob):
-    s = BDFSolver(prob, rtol=1e-6, atol=1e-8, hmax=0.01)
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.01))
     s.init(0.0, [0.1, 0.0])
     s.advance([0.5])
     empty = median_us(lambda: s.advance([s.t]), 3000)
     frame = median_us(lambda: s.advance([s.t + 0.03]), 2000)
 
     def setup():
-        BDFSolver(prob, rtol=1e-6, atol=1e-8).init(0.0, [0.1, 0.0], consistent=False)
+        BDFSolver(prob, options=SolverOptions(rtol=1e-6, atol=1e-8)).init(0.0, [0.1, 0.0], consistent=False)
 
     return empty, frame, median_us(setup, 1000)
 

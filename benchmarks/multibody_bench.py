@@ -23,6 +23,7 @@ import numpy as np
 
 from bondsim_ros.bondgraph import ModelError, compile_model, simulate
 from bondsim_ros.robots.multibody import model as mb
+from bondsim_ros.solver import SolverOptions
 
 # (name, builder kwargs, method, bonds, structure, paper 20-sim time [Table 1] or "")
 ROWS = [
@@ -50,7 +51,7 @@ def main(argv=None):
     ap.add_argument("--rtol", type=float, default=1e-6)
     ap.add_argument("--atol", type=float, default=1e-8)
     args = ap.parse_args(argv)
-    tol = dict(rtol=args.rtol, atol=args.atol)
+    tol = SolverOptions(rtol=args.rtol, atol=args.atol)
     print(f"# multibody benchmark (Boudon et al.): {platform.machine()}, {platform.python_version()}, "
           f"rtol={args.rtol:g}, atol={args.atol:g}, best of {args.repeat}")
     print("| model | method | bonds | structure | unknowns | steps | build [s] | time [s] | error vs minimal "
@@ -73,7 +74,7 @@ def main(argv=None):
         build = time.perf_counter() - tic
         best, res = np.inf, None
         for _ in range(args.repeat):
-            res = simulate(compiled, **span, **tol)
+            res = simulate(compiled, **span, options=tol)
             best = min(best, res.timings["init"] + res.timings["solve"])
         if method == "minimal coordinates":
             ref[pend] = res[col]

@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record  # noqa: E402  (benchmarks/record.py, beside this script)
+from bondsim_ros.solver import SolverOptions  # noqa: E402
 
 
 def cold_build_seconds() -> float:
@@ -118,7 +119,7 @@ def main(argv=None):
 
     from c_ida import CIDA
 
-    y0 = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax).solver
+    y0 = Simulation(compiled, options=SolverOptions(rtol=rtol, atol=atol, hmax=hmax)).solver
     yinit, ypinit = y0.y.copy(), y0.yp.copy()
     cida = CIDA(robotino(), compiled)
     # further references alternating with the two: IDA with KLU, and a SUNDIALS built from source
@@ -133,7 +134,7 @@ def main(argv=None):
     sim = cida_out = ida_sol = None
     for k in range(args.repeat + 1):  # first round: warm-up (numba dispatch, caches)
         tic = time.perf_counter()
-        s = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax)
+        s = Simulation(compiled, options=SolverOptions(rtol=rtol, atol=atol, hmax=hmax))
         rows = s.advance(t_out)
         el = time.perf_counter() - tic
         tic = time.perf_counter()

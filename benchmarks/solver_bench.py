@@ -52,6 +52,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record  # noqa: E402  (benchmarks/record.py, beside this script)
+from bondsim_ros.solver import SolverOptions  # noqa: E402
 # the closed-form references the tests use (test/oracles)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test"))
 
@@ -186,7 +187,7 @@ def ours_run(c, t_out, y0, yp0, rtol, atol, hmax, max_steps=MAX_STEPS):
     from bondsim_ros.solver import BDFSolver
 
     tic = time.perf_counter()
-    s = BDFSolver(c.problem(), rtol=rtol, atol=atol, hmax=hmax, max_steps=max_steps)
+    s = BDFSolver(c.problem(), options=SolverOptions(rtol=rtol, atol=atol, hmax=hmax, max_steps=max_steps))
     s.init(0.0, y0, yp0, consistent=False)
     sol = s.advance(t_out)
     return time.perf_counter() - tic, sol, s.stats
@@ -210,7 +211,7 @@ def run_case(name, model, c, t_end, dt, hmax, ref_fn, context, refs, rtols, repe
     n = c.n
     t_out = np.arange(1, int(round(t_end / dt)) + 1) * dt
     p = c.params
-    s0 = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8, hmax=hmax)
+    s0 = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=hmax))
     y0, yp0 = s0.init(0.0, c.y0)
     y0, yp0 = y0.copy(), yp0.copy()
     names = ["t"] + c.output_names

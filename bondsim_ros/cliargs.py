@@ -21,3 +21,36 @@ def assignments(items, what: str, parse=float, form: str = "NAME=VALUE") -> dict
         except ValueError:
             raise CLIError(f"{what} expects {form}, got {item!r}") from None
     return out
+
+
+# SolverOptions field -> its command-line flag (every command that runs the solver takes them)
+SOLVER_FLAGS = {"rtol": "--rtol", "atol": "--atol", "hmax": "--hmax", "max_order": "--max-order"}
+
+
+def add_solver_flags(parser, defaults=None) -> None:
+    """--rtol, --atol, --hmax and --max-order on ``parser``, their defaults ``defaults``' (a
+    SolverOptions; None: SolverOptions()); ``solver_options(args)`` makes them one SolverOptions."""
+    from bondsim_ros.solver.options import MAX_ORDER, RTOL_MAX, SolverOptions
+
+    d = SolverOptions() if defaults is None else defaults
+    parser.add_argument("--rtol", type=float, default=d.rtol,
+                        help=f"solver relative tolerance, in (0, {RTOL_MAX:g}] (default {d.rtol:g})")
+    parser.add_argument("--atol", type=float, default=d.atol,
+                        help=f"solver absolute tolerance, > 0 (default {d.atol:g})")
+    parser.add_argument("--hmax", type=float, default=d.hmax, help=f"largest step [s], > 0 (default {d.hmax:g})")
+    parser.add_argument("--max-order", type=int, default=d.max_order,
+                        help=f"highest BDF order, 1..{MAX_ORDER} (default {d.max_order})")
+    parser.set_defaults(solver_defaults=d)
+
+
+def solver_options(args):
+    """The SolverOptions of the flags ``add_solver_flags`` added; a value out of range is a
+    CLIError naming its flag."""
+    from bondsim_ros.solver.options import SolverOptionError
+
+    given = {name: getattr(args, name) for name in SOLVER_FLAGS}
+    try:
+        return args.solver_defaults.replace(**given)
+    except SolverOptionError as exc:
+        value = given[exc.field]
+        raise CLIError(f"{SOLVER_FLAGS[exc.field]} must be {exc.allowed}, got {value:g}") from None

@@ -13,6 +13,8 @@ from pathlib import Path
 
 
 def register(sub) -> None:
+    from bondsim_ros.cliargs import add_solver_flags
+
     p = sub.add_parser("simulate", help="simulate a model and write its outputs to CSV (and plots)",
                        description="Simulate MODEL (a built-in name, a .yaml model file or a .py file with build()).")
     p.add_argument("model", metavar="MODEL")
@@ -20,9 +22,7 @@ def register(sub) -> None:
     p.add_argument("--dt-out", type=float, default=None, help="output interval [s]")
     p.add_argument("--csv", metavar="OUT.csv", help="write t, states and recorded signals")
     p.add_argument("--plot", metavar="OUT.png", help="write plots (some models write several figures)")
-    p.add_argument("--rtol", type=float, default=1e-6)
-    p.add_argument("--atol", type=float, default=1e-8)
-    p.add_argument("--hmax", type=float, default=math.inf, help="largest step [s]")
+    add_solver_flags(p)
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="set a model parameter")
     p.add_argument("--no-cache", action="store_true",
                    help="build the model and regenerate its code even if cached (no build record either)")
@@ -80,7 +80,8 @@ def check_output_path(path, option: str, *, stdout_ok: bool = False) -> Path:
 
 
 def _check_run_options(t_end, dt_out, args):
-    from bondsim_ros.cliargs import CLIError
+    """The solver's options from the flags, once the span is checked (a bad flag: CLIError naming it)."""
+    from bondsim_ros.cliargs import CLIError, solver_options
 
     if not (math.isfinite(t_end) and math.isfinite(dt_out) and t_end > 0 and dt_out > 0):
         raise CLIError(f"--t-end and --dt-out must be positive finite numbers (got {t_end:g}, {dt_out:g})")
@@ -88,12 +89,7 @@ def _check_run_options(t_end, dt_out, args):
     if rows > MAX_OUTPUT_ROWS:
         raise CLIError(f"--t-end {t_end:g} / --dt-out {dt_out:g} gives {rows:.3g} output rows "
                        f"(limit {MAX_OUTPUT_ROWS}): use a larger --dt-out")
-    if not 0 < args.rtol < 1:
-        raise CLIError(f"--rtol must be between 0 and 1 (exclusive), got {args.rtol:g}")
-    if not (math.isfinite(args.atol) and args.atol > 0):
-        raise CLIError(f"--atol must be a positive finite number, got {args.atol:g}")
-    if not args.hmax > 0:  # inf is the default: no limit
-        raise CLIError(f"--hmax must be positive, got {args.hmax:g}")
+    return solver_options(args)
 
 
 def _write_csv(result, out):
@@ -142,7 +138,7 @@ def cmd_simulate(args) -> int:
     dt_out = args.dt_out if args.dt_out is not None else defaults.get("dt_out")
     if t_end is None or dt_out is None:
         raise CLIError("give --t-end and --dt-out (this model suggests no defaults)")
-    _check_run_options(t_end, dt_out, args)
+    options = _check_run_options(t_end, dt_out, args)
     csv_out = check_output_path(args.csv, "--csv", stdout_ok=True) if args.csv else None
     if args.plot:
         check_output_path(args.plot, "--plot")
@@ -155,8 +151,7 @@ def cmd_simulate(args) -> int:
             if name not in compiled.param_names:
                 raise CLIError(f"model {compiled.name!r} has no parameter {name!r} "
                                f"(has: {', '.join(compiled.param_names) or 'none'})")
-        result = simulate(compiled, t_end=t_end, dt_out=dt_out, rtol=args.rtol, atol=args.atol, hmax=args.hmax,
-                          params=params, quiet=args.quiet)
+        result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, quiet=args.quiet)
     except ModelError as exc:
         raise CLIError(str(exc)) from None
     except SolverError as exc:

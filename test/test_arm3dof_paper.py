@@ -13,6 +13,7 @@ from bondsim_ros.bondgraph import simulate
 from bondsim_ros.mechanism import forward_kinematics, load_mechanism, to_urdf
 from bondsim_ros.robots.arm3dof import model as arm
 from bondsim_ros.models import registry
+from bondsim_ros.solver import SolverOptions
 
 XML = Path(__file__).resolve().parents[1] / "urdf" / "arm3dof" / "Arm3DOF.xml"
 # paper section 3.1 and Table 1, written out again so a change in the module is caught
@@ -135,7 +136,7 @@ def test_torques_equal_sympy_lagrangian(times):
 
 def test_forward_model_follows_the_trajectory():
     entry = registry()["arm3dof"]
-    res = simulate(entry.build(), t_end=arm.DURATION, dt_out=0.01, rtol=1e-8, atol=1e-10)
+    res = simulate(entry.build(), t_end=arm.DURATION, dt_out=0.01, options=SolverOptions(rtol=1e-8, atol=1e-10))
     res = entry.postprocess(res)
     q = np.array([res[n] for n in arm.JOINT_NAMES])
     q_ref, _, _ = arm.joint_trajectory(res.t)
@@ -160,7 +161,8 @@ def test_forward_model_detects_wrong_torques():
     """The tracking check can fail: 10 % less torque on joint 1 leaves the gripper off B."""
     laws = arm.torque_laws()
     laws[0] = f"0.9*({laws[0]})"
-    res = simulate(arm.arm3dof(torques=laws), t_end=arm.DURATION, dt_out=0.05, rtol=1e-8, atol=1e-10)
+    res = simulate(arm.arm3dof(torques=laws), t_end=arm.DURATION, dt_out=0.05,
+                   options=SolverOptions(rtol=1e-8, atol=1e-10))
     res = arm.add_columns(res)
     miss = math.hypot(res["gripper_x"][-1] * 1e3 - B_MM[0], res["gripper_y"][-1] * 1e3 - B_MM[1])
     assert miss > 5.0  # mm

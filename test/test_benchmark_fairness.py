@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bondsim_ros.solver import SolverOptions
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -77,7 +78,7 @@ def test_ida_gets_the_moded_residual_of_ours(robotino_ida):
     assert c.n_modes == 3 and ida.moded
     from bondsim_ros.solver import BDFSolver
 
-    s = BDFSolver(c.problem(), rtol=1e-8, atol=1e-10, hmax=0.02)
+    s = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-8, atol=1e-10, hmax=0.02))
     s.init(0.0, c.y0)
     s.advance(np.array([0.7]))
     t, y, yp = s.t, s.y.copy(), s.yp.copy()
@@ -99,7 +100,7 @@ def test_ida_crosses_the_roller_switches_with_the_modes_the_laws_pick(robotino_i
     c, ida, _ = robotino_ida
     from bondsim_ros.solver import BDFSolver
 
-    s = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8, hmax=0.02)
+    s = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
     y0, yp0 = s.init(0.0, c.y0)
     t_out = np.arange(1, 51) * 0.02
     Y, YP, st = ida.run(t_out, y0.copy(), yp0.copy(), 1e-8, 1e-10, 0.02)
@@ -111,7 +112,7 @@ def test_ida_crosses_the_roller_switches_with_the_modes_the_laws_pick(robotino_i
         c.modes(t, Y[k], YP[k], c.params, nat)
         assert np.array_equal(ida.modes[k], nat), f"t={t}: IDA held modes {ida.modes[k]}, the laws pick {nat}"
     # and it computes the same motion as ours
-    ours = BDFSolver(c.problem(), rtol=1e-8, atol=1e-10, hmax=0.02)
+    ours = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-8, atol=1e-10, hmax=0.02))
     ours.init(0.0, y0, yp0, consistent=False)
     Yo, _ = ours.advance(t_out)
     scale = np.maximum(np.max(np.abs(Yo), axis=0), 1e-3)
@@ -129,7 +130,7 @@ def test_ida_takes_the_modes_the_run_goes_to_at_the_start_and_stops_on_a_root_at
 
     model = dualarm()
     c = compile_model(model)
-    s = BDFSolver(c.problem(), rtol=1e-7, atol=1e-9)
+    s = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-7, atol=1e-9))
     y0, yp0 = s.init(0.0, c.y0)
     y0, yp0 = y0.copy(), yp0.copy()
     t_out = np.array([0.5, 1.0, 2.0])
@@ -153,7 +154,7 @@ def test_the_unmoded_run_is_kept_for_comparison(robotino_ida):
     assert not plain.moded
     from bondsim_ros.solver import BDFSolver
 
-    y0, yp0 = BDFSolver(c.problem(), hmax=0.02).init(0.0, c.y0)
+    y0, yp0 = BDFSolver(c.problem(), options=SolverOptions(hmax=0.02)).init(0.0, c.y0)
     _, _, st = plain.run(np.array([0.02, 0.04]), y0.copy(), yp0.copy(), 1e-6, 1e-8, 0.02)
     assert st["root_returns"] == 0 and st["mode_switches"] == 0
     with pytest.raises(ValueError, match="linear_solver"):

@@ -13,6 +13,7 @@ from bondsim_ros.bondgraph.equations import build_dae
 from bondsim_ros.bondgraph.reduce import reduce_dae
 from bondsim_ros.bondgraph.yamlmodel import loads_model
 from bondsim_ros.models import examples
+from bondsim_ros.solver import SolverOptions
 
 
 def reduced(model):
@@ -259,7 +260,7 @@ def test_pid_filtered_derivative_step_response_is_the_closed_form():
     m.add(Input.step("e", t0=t0), PID("pid", kp=kp, ki=ki, kd=kd, tf=tf), Recorder("rec", ["u"]))
     m.connect("e.out", "pid.in_")
     m.connect("pid.out", "rec.u")
-    r = simulate(compile_model(m), t_end=0.2, dt_out=0.001, rtol=1e-10, atol=1e-12)
+    r = simulate(compile_model(m), t_end=0.2, dt_out=0.001, options=SolverOptions(rtol=1e-10, atol=1e-12))
     s = np.clip(r.t - t0, 0.0, None)
     expected = np.where(r.t < t0, 0.0, kp + ki * s + kd / tf * np.exp(-s / tf))
     after = r.t > t0 + 1e-9
@@ -405,7 +406,8 @@ def test_runtime_parameter_pivot_is_eliminated_and_checked(tmp_path, monkeypatch
     pivot = "R1" if compiled.pivot_names[0].startswith("R1") else "R2"
     assert re.search(f"coefficient -?{pivot}$", compiled.pivot_names[0]), compiled.pivot_names
     r1, r2 = 4.0, 6.0
-    res = simulate(compiled, t_end=2.0, dt_out=0.01, rtol=1e-9, atol=1e-12, params={"R1": r1, "R2": r2})
+    res = simulate(compiled, t_end=2.0, dt_out=0.01,
+                   options=SolverOptions(rtol=1e-9, atol=1e-12), params={"R1": r1, "R2": r2})
     rp = r1 * r2 / (r1 + r2)
     u_exact = 0.5 * rp * (1.0 - np.exp(-res.t / (rp * 0.1)))
     assert np.max(np.abs(res["u"] - u_exact)) < 1e-6
@@ -427,6 +429,7 @@ def test_large_kernels_are_split_into_chunks_without_changing_results(tmp_path, 
         monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / f"c{chunk}"))
         compiled = codegen.compile_model(examples.dc_motor())
         src = open(compiled.source_path).read()
-        runs[chunk] = (len(re.findall(r"^(?:__attribute__\(\(.*\)\) )?void \w+\(.*\) \{$", src, re.M)), simulate(compiled, t_end=0.2, dt_out=0.01, rtol=1e-9, atol=1e-12))
+        runs[chunk] = (len(re.findall(r"^(?:__attribute__\(\(.*\)\) )?void \w+\(.*\) \{$", src, re.M)),
+                       simulate(compiled, t_end=0.2, dt_out=0.01, options=SolverOptions(rtol=1e-9, atol=1e-12)))
     assert runs[2][0] > runs[default][0] == 4  # residual, jacobian, outputs, pivots
     np.testing.assert_array_equal(runs[2][1].data, runs[default][1].data)

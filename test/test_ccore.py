@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bondsim_ros.solver import BDFSolver, DAEProblem, native
+from bondsim_ros.solver import BDFSolver, DAEProblem, SolverOptions, native
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +57,8 @@ def test_c_kernels_solve_an_index1_dae_to_its_closed_form(tmp_path, linear_solve
     t = np.linspace(0.0, 4.0, 81)
     errors = []
     for rtol in (1e-6, 1e-9):
-        s = BDFSolver(decay_problem(k, kern), rtol=rtol, atol=rtol * 1e-2, linear_solver=linear_solver)
+        s = BDFSolver(decay_problem(k, kern),
+                      options=SolverOptions(rtol=rtol, atol=rtol * 1e-2, linear_solver=linear_solver))
         s.init(0.0, [1.0, 0.0])  # y1 made consistent by init: 1
         Y, YP = s.advance(t)
         errors.append(max(np.max(np.abs(Y[:, 0] - np.exp(-k * t))), np.max(np.abs(Y[:, 1] - np.exp(-2 * k * t))),
@@ -72,7 +73,7 @@ def test_c_switching_functions_locate_the_event_and_restart_there(tmp_path):
     prob = DAEProblem(kern["res_switch"], kern["jac_switch"], indptr=np.array([0, 1]), indices=np.array([0]),
                       differential=np.array([True]), params=np.array([0.0]), roots=kern["roots"],
                       modes=kern["modes"], n_roots=1, n_modes=1)
-    s = BDFSolver(prob, rtol=1e-8, atol=1e-10, hmax=0.3)
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-8, atol=1e-10, hmax=0.3))
     s.init(0.0, [0.0])
     t = np.array([0.5, 1.0, 1.5, 2.0])
     Y, YP = s.advance(t)
@@ -91,10 +92,10 @@ def test_a_run_with_c_kernels_never_imports_numba(tmp_path):
         import bondsim_ros.solver
         from bondsim_ros.solver.kernels import output_rows
         from test_ccore import c_kernels, decay_problem
-        from bondsim_ros.solver import BDFSolver
+        from bondsim_ros.solver import BDFSolver, SolverOptions
         from pathlib import Path
         kern = c_kernels(Path({str(tmp_path)!r}))
-        s = BDFSolver(decay_problem(2.0, kern), rtol=1e-8, atol=1e-10)
+        s = BDFSolver(decay_problem(2.0, kern), SolverOptions(rtol=1e-8, atol=1e-10))
         s.init(0.0, [1.0, 1.0])
         Y, YP = s.advance([1.0])
         rows = output_rows(kern["res"], 2, [1.0], Y, YP, s.pm)
@@ -148,7 +149,7 @@ def test_a_compiler_without_march_native_still_builds_the_core(tmp_path, monkeyp
     built = [p.name for p in (tmp_path / "cache" / "solver").iterdir()]
     assert len(built) == 1 and built[0].startswith("bdf_core_") and built[0].endswith(".so")
     # a solve on it (monkeypatch puts the process's own core back afterwards)
-    s = BDFSolver(decay_problem(1.5, c_kernels(tmp_path)), rtol=1e-8, atol=1e-10)
+    s = BDFSolver(decay_problem(1.5, c_kernels(tmp_path)), options=SolverOptions(rtol=1e-8, atol=1e-10))
     s.init(0.0, [1.0, 0.0])
     Y, _ = s.advance(np.array([1.0]))
     assert s._core._lib is lib

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from bondsim_ros.solver import BDFSolver, DAEProblem, jacobian_kernel, residual_kernel
+from bondsim_ros.solver import BDFSolver, DAEProblem, SolverOptions, jacobian_kernel, residual_kernel
 
 M = 2.0
 
@@ -42,7 +42,7 @@ def problem():
 
 @pytest.mark.parametrize("t0", [0.0, 0.7])
 def test_multiplier_of_a_constraint_with_a_derivative_is_consistent_at_the_start(t0):
-    solver = BDFSolver(problem(), rtol=1e-10, atol=1e-12)
+    solver = BDFSolver(problem(), options=SolverOptions(rtol=1e-10, atol=1e-12))
     y, yp = solver.consistent(t0, np.array([0.3, math.sin(t0), 0.0]))
     assert yp[1] == pytest.approx(math.cos(t0), abs=1e-8)  # v' = g'
     assert y[2] == pytest.approx(3.0 + t0 - M * math.cos(t0), abs=1e-8)  # lam = F - m g'

@@ -22,6 +22,7 @@ from bondsim_ros.mechanism import forward_kinematics, load_mechanism, to_urdf
 from bondsim_ros.robots.dualarm import model as da
 from oracles.dualarm_pinocchio import pin_vectors, pinocchio_model, pinocchio_rnea, pinocchio_torques
 from bondsim_ros.models import registry
+from bondsim_ros.solver import SolverOptions
 
 RTOL, ATOL = 1e-8, 1e-10
 
@@ -42,7 +43,7 @@ def compiled():
 
 @pytest.fixture(scope="module")
 def result(compiled):
-    res = simulate(compiled, t_end=da.T_END, dt_out=0.02, rtol=RTOL, atol=ATOL)
+    res = simulate(compiled, t_end=da.T_END, dt_out=0.02, options=SolverOptions(rtol=RTOL, atol=ATOL))
     return da.add_columns(res)
 
 
@@ -196,7 +197,7 @@ def test_bond_graph_joint_torques_equal_pinocchio(result, pinocchio_reference):
 
 def test_wrong_voltage_breaks_the_tracking(compiled):
     """The tracking check can fail: 10 % less voltage on the right shoulder motor."""
-    res = da.add_columns(simulate(compiled, t_end=da.T_END, dt_out=0.1, rtol=RTOL, atol=ATOL,
+    res = da.add_columns(simulate(compiled, t_end=da.T_END, dt_out=0.1, options=SolverOptions(rtol=RTOL, atol=ATOL),
                                   params={"gain_r_q2": 0.9}))
     assert np.abs(res["r_q2"] - res["r_q2_ref"]).max() > 1e-2
 

@@ -12,6 +12,8 @@ import pytest
 
 from bondsim_ros.bondgraph import compile_model, simulate
 from bondsim_ros.bondgraph.yamlmodel import load_model, loads_model
+from bondsim_ros.solver import SolverOptions
+from bondsim_ros.twin.protocol import TWIN_OPTIONS
 
 MODELS = Path(__file__).parent / "data" / "models"
 
@@ -55,7 +57,7 @@ def test_switching_function_comes_from_the_law(switching_force):
 def test_state_event_is_located_to_within_tolerance(switching_force):
     errors = []
     for rtol in (1e-6, 1e-9, 1e-12):
-        res = simulate(switching_force, t_end=3.0, dt_out=0.01, rtol=rtol, atol=rtol)
+        res = simulate(switching_force, t_end=3.0, dt_out=0.01, options=SolverOptions(rtol=rtol, atol=rtol))
         x, v = switching_force_exact(res.t)
         # after the switch the velocity is v1 + a2 (t - t1) with t1 where the solver put it:
         # an error dt in t1 shows as (a1 - a2) dt in v
@@ -74,8 +76,10 @@ def test_state_event_is_located_to_within_tolerance(switching_force):
 
 def test_event_with_the_sparse_lu(switching_force):
     """Landing, relabel check and probe go through the sparse LU too (large models use it)."""
-    dense = simulate(switching_force, t_end=3.0, dt_out=0.01, rtol=1e-9, atol=1e-9, linear_solver="dense")
-    sparse = simulate(switching_force, t_end=3.0, dt_out=0.01, rtol=1e-9, atol=1e-9, linear_solver="sparse")
+    dense = simulate(switching_force, t_end=3.0, dt_out=0.01,
+                     options=SolverOptions(rtol=1e-9, atol=1e-9, linear_solver="dense"))
+    sparse = simulate(switching_force, t_end=3.0, dt_out=0.01,
+                      options=SolverOptions(rtol=1e-9, atol=1e-9, linear_solver="sparse"))
     assert sparse.stats["event_restarts"] == 1
     np.testing.assert_allclose(sparse.data, dense.data, rtol=0, atol=1e-12)
 
@@ -91,7 +95,7 @@ def test_step_reference_into_saturating_pid_at_rtol_1e_12(pid_step):
     pid.xi)'."""
     runs = {}
     for rtol in (1e-9, 1e-12):
-        res = simulate(pid_step, t_end=5.0, dt_out=0.01, rtol=rtol, atol=rtol * 1e-2)
+        res = simulate(pid_step, t_end=5.0, dt_out=0.01, options=SolverOptions(rtol=rtol, atol=rtol * 1e-2))
         runs[rtol] = res
         st = res.stats
         # the step (switching the PID into saturation at once) and the way out of saturation
@@ -141,7 +145,7 @@ def test_law_that_is_nan_past_its_switch_in_time():
     c = compile_model(load_model(MODELS / "acos_clip_force.yaml"))
     errors = []
     for rtol in (1e-6, 1e-9):
-        res = simulate(c, t_end=3.0, dt_out=0.01, rtol=rtol, atol=rtol)
+        res = simulate(c, t_end=3.0, dt_out=0.01, options=SolverOptions(rtol=rtol, atol=rtol))
         assert res.t[-1] == pytest.approx(3.0)
         assert np.all(np.isfinite(res.data))
         x, v = acos_clip_exact(res.t)
@@ -165,7 +169,7 @@ def test_law_that_is_nan_past_its_switch_in_the_state():
     t1 = quad(lambda x: 1.0 / math.sqrt(v_sq(x)), 0.0, 1.0, limit=200)[0]  # time to reach x = 1
     v1 = math.sqrt(v_sq(1.0))
     for rtol, tol in ((1e-6, 2e-4), (1e-9, 1e-6)):
-        res = simulate(c, t_end=5.0, dt_out=0.01, rtol=rtol, atol=rtol)
+        res = simulate(c, t_end=5.0, dt_out=0.01, options=SolverOptions(rtol=rtol, atol=rtol))
         assert res.t[-1] == pytest.approx(5.0)
         assert np.all(np.isfinite(res.data))
         assert res.stats["events"] == 1 and res.stats["event_restarts"] == 1, res.stats
@@ -182,7 +186,7 @@ def test_dualarm_runs_past_its_acos_clip_switch():
     from bondsim_ros.solver import BDFSolver
 
     c = compile_model(dualarm())
-    s = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8)
+    s = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-6, atol=1e-8))
     s.init(0.0, c.y0)
     s.advance(np.array([1.99]))
     Y, _ = s.advance(np.array([2.0 - 1e-9, 2.0, 2.0 + 1e-9, 2.05, 2.5]))
@@ -207,7 +211,7 @@ def test_a_clip_starting_on_its_limit_at_rest_is_released():
     m = 2.0
     v_sq = lambda x: 4.0 / (3.0 * m) * (1.0 - (1.0 - x) ** 1.5)  # noqa: E731
     t1 = quad(lambda x: 1.0 / math.sqrt(v_sq(x)), 0.0, 1.0, limit=200)[0]
-    res = simulate(c, t_end=5.0, dt_out=0.01, rtol=1e-9, atol=1e-9)
+    res = simulate(c, t_end=5.0, dt_out=0.01, options=SolverOptions(rtol=1e-9, atol=1e-9))
     early = (res.t > 0.05) & (res.t < t1 - 0.05)  # v^2 = (4 / 3m)(1 - (1 - x)^1.5) before the switch
     v, x = res["mass.p"][early] / m, res["pos.x"][early]
     assert np.max(np.abs(v ** 2 - v_sq(x))) < 1e-6
@@ -226,7 +230,7 @@ def test_identical_clips_switching_together_all_switch():
     from bondsim_ros.robots.omni5dpo.model import omni5dpo
 
     c = compile_model(omni5dpo(w_step=0.0))
-    sim = Simulation(c, rtol=1e-7, atol=1e-9,
+    sim = Simulation(c, options=SolverOptions(rtol=1e-7, atol=1e-9),
                      params={"Izz": 1.0565800181198182, "kp": 0.06337911225507134, "ki": 0.04274133300369713})
     rows = []
     for t0, t1, wz in ((0.0, 0.2, 0.0), (0.2, 2.2, 3.0), (2.2, 2.6, -2.0)):  # yaw-rate steps
@@ -279,7 +283,7 @@ def test_a_switching_function_starting_on_zero_that_the_step_carries_across_is_s
     prob = DAEProblem(k["res"], k["jac"], indptr=np.array([0, 1, 3, 4]), indices=np.array([0, 0, 1, 2]),
                       differential=np.array([True, True, True]), params=np.zeros(0), roots=k["roots"],
                       modes=k["modes"], n_roots=2, n_modes=1)
-    s = BDFSolver(prob, rtol=1e-8, atol=1e-10)
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-8, atol=1e-10))
     s.init(0.0, [0.0, 0.0, 0.0])
     assert s.pm[0] == -1.0  # the side x goes to first
     t = np.linspace(0.1, 1.5, 15)
@@ -329,7 +333,7 @@ def test_a_mode_its_switching_function_excludes_is_not_carried_on(tmp_path):
     prob = DAEProblem(k["res"], k["jac"], indptr=np.array([0, 1, 2]), indices=np.array([0, 1]),
                       differential=np.array([True, True]), params=np.zeros(0), roots=k["roots"],
                       modes=k["modes"], n_roots=1, n_modes=1)
-    s = BDFSolver(prob, rtol=1e-8, atol=1e-10)
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-8, atol=1e-10))
     s.init(0.0, [-1.0, 0.0])
     assert s.pm[0] == 0.0
     t1 = 1.9 - math.sqrt(2.01)
@@ -368,7 +372,7 @@ def test_a_sliding_switch_is_refused_naming_its_mode():
     from bondsim_ros.solver import BDFSolver, ModeChatter
 
     c = compile_model(loads_model(DRY_FRICTION, "dry_friction.yaml"))
-    s = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8)
+    s = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-6, atol=1e-8))
     s.init(0.0, c.y0)
     with time_bound(20), pytest.raises(ModeChatter) as e:
         s.advance(np.linspace(0.01, 2.0, 200))
@@ -397,7 +401,8 @@ bonds:
   - [j, mass]
   - [j, spring]
 """
-    r = simulate(compile_model(loads_model(relay, "relay_spring.yaml")), 20.0, 0.01, rtol=1e-8, atol=1e-10)
+    r = simulate(compile_model(loads_model(relay, "relay_spring.yaml")), 20.0, 0.01,
+                 options=SolverOptions(rtol=1e-8, atol=1e-10))
     p, q = r["mass.p"], r["spring.q"]
     energy = p ** 2 / 2 + 0.05 * q ** 2 + np.abs(q)
     assert r.stats["events"] >= 30
@@ -410,7 +415,7 @@ def _twin_replay(seed, t_end, rtol):
     from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
     rng = np.random.default_rng(seed)
-    twin = RobotinoTwin("twist", rtol=rtol, atol=rtol * 1e-2)
+    twin = RobotinoTwin("twist", TWIN_OPTIONS.replace(rtol=rtol, atol=rtol * 1e-2))
     t, rows = 0.0, []
     while t < t_end:
         if rng.random() < 0.7:
@@ -457,7 +462,8 @@ def test_robotino_wheel_at_rest_with_no_consistent_roller_side_goes_on():
     compiled = compile_model(resolve_model("robotino_twist")[0])
     point = [15.696695157183381, 0.2258189467878833, 0.030060892994510542]
     runs = [FitProblem(compiled, log, ["chassis_mass", "chassis_inertia", "motor_K"], outs,
-                       inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=rtol, atol=rtol * 1e-2).simulate(point)
+                       inputs=["vx_cmd", "vy_cmd", "wz_cmd"],
+                       options=SolverOptions(rtol=rtol, atol=rtol * 1e-2)).simulate(point)
             for rtol in (1e-7, 1e-10)]
     assert np.max(np.abs(runs[1][:, :3])) > 10.0  # the wheels turned (rad/s)
     assert np.max(np.abs(runs[0] - runs[1])) < 1e-4

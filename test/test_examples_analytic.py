@@ -7,6 +7,7 @@ import pytest
 from bondsim_ros.bondgraph import compile_model, simulate
 from bondsim_ros.models import examples as ex
 from oracles.examples import dc_motor_analytic, mass_spring_damper_analytic, pendulum_period, series_rlc_analytic
+from bondsim_ros.solver import SolverOptions
 
 
 def rel_err(a, b):
@@ -14,7 +15,7 @@ def rel_err(a, b):
 
 
 def test_mass_spring_damper_matches_closed_form():
-    res = simulate(ex.mass_spring_damper(), t_end=10.0, dt_out=0.01, rtol=1e-10, atol=1e-12)
+    res = simulate(ex.mass_spring_damper(), t_end=10.0, dt_out=0.01, options=SolverOptions(rtol=1e-10, atol=1e-12))
     x, v = mass_spring_damper_analytic(res.t)
     assert rel_err(res["x"], x) <= 1e-6
     assert rel_err(res["spring.q"], x) <= 1e-6
@@ -22,14 +23,14 @@ def test_mass_spring_damper_matches_closed_form():
 
 
 def test_series_rlc_matches_closed_form():
-    res = simulate(ex.series_rlc(), t_end=1.0, dt_out=0.001, rtol=1e-10, atol=1e-12)
+    res = simulate(ex.series_rlc(), t_end=1.0, dt_out=0.001, options=SolverOptions(rtol=1e-10, atol=1e-12))
     q, i = series_rlc_analytic(res.t)
     assert rel_err(res["C.q"], q) <= 1e-6
     assert rel_err(res["i"], i) <= 1e-6
 
 
 def test_dc_motor_with_gear_speed_and_current():
-    res = simulate(ex.dc_motor(), t_end=0.5, dt_out=0.0005, rtol=1e-10, atol=1e-12)
+    res = simulate(ex.dc_motor(), t_end=0.5, dt_out=0.0005, options=SolverOptions(rtol=1e-10, atol=1e-12))
     i, w = dc_motor_analytic(res.t)
     assert rel_err(res["current"], i) <= 1e-6
     assert rel_err(res["omega_motor"], w) <= 1e-6
@@ -40,7 +41,8 @@ def test_dc_motor_with_gear_speed_and_current():
 def test_lossless_oscillator_energy_over_100_periods():
     period = 2 * math.pi
     # BDF damps slightly (it is not symplectic): the drift scales with the tolerance
-    res = simulate(ex.lossless_oscillator(), t_end=100 * period, dt_out=0.05, rtol=1e-10, atol=1e-13)
+    res = simulate(ex.lossless_oscillator(), t_end=100 * period, dt_out=0.05,
+                   options=SolverOptions(rtol=1e-10, atol=1e-13))
     energy = 0.5 * res["mass.p"] ** 2 + 0.5 * res["spring.q"] ** 2
     drift = float(np.max(np.abs(energy - energy[0])) / energy[0])
     print(f"lossless oscillator: relative energy drift over 100 periods = {drift:.2e}")
@@ -55,7 +57,8 @@ def test_pendulum_keeps_its_length_and_period(L, run_time):
     stays at distance L and swings with the period of a pendulum of length L."""
     theta0 = math.radians(60.0)
     model = ex.pendulum(theta0=theta0) if run_time else ex.pendulum(L=L, theta0=theta0)
-    res = simulate(model, t_end=10.0, dt_out=0.001, rtol=1e-9, atol=1e-11, params={"L": L} if run_time else None)
+    res = simulate(model, t_end=10.0, dt_out=0.001,
+                   options=SolverOptions(rtol=1e-9, atol=1e-11), params={"L": L} if run_time else None)
     length = np.hypot(res["x"], res["y"])
     assert float(np.max(np.abs(length - L))) < 1e-6
     # energy conserved (no damping), m = 1
@@ -92,7 +95,7 @@ def test_error_keeps_falling_as_rtol_falls_to_1e_12(name, t_end, dt_out):
     compiled = compile_model(getattr(ex, name)())
     errors = []
     for rtol in (1e-6, 1e-8, 1e-10, 1e-12):
-        res = simulate(compiled, t_end=t_end, dt_out=dt_out, rtol=rtol, atol=rtol / 100)
+        res = simulate(compiled, t_end=t_end, dt_out=dt_out, options=SolverOptions(rtol=rtol, atol=rtol / 100))
         assert res.t[-1] == pytest.approx(t_end)
         errors.append(max(_closed_form_errors(name, res)))
     print(f"{name}: max relative error at rtol 1e-6, 1e-8, 1e-10, 1e-12:", ", ".join(f"{e:.1e}" for e in errors))
@@ -131,6 +134,6 @@ def test_runtime_parameter_changes_the_run_without_rebuilding(k):
     from bondsim_ros.bondgraph.yamlmodel import loads_model
 
     compiled = compile_model(loads_model(SPRING_YAML))
-    res = simulate(compiled, t_end=5.0, dt_out=0.01, rtol=1e-10, atol=1e-12, params={"k": k})
+    res = simulate(compiled, t_end=5.0, dt_out=0.01, options=SolverOptions(rtol=1e-10, atol=1e-12), params={"k": k})
     x, _ = mass_spring_damper_analytic(res.t, k=k)
     assert rel_err(res["spring.q"], x) <= 1e-6

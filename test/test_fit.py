@@ -10,6 +10,7 @@ import pytest
 
 from bondsim_ros.cli import main
 from bondsim_ros.fit import FitError, FitProblem, LogData, fit, read_csv
+from bondsim_ros.solver import SolverOptions
 
 # the dc_motor example with Ra, K, bL and the source voltage V as run-time parameters
 MOTOR_PY = textwrap.dedent('''
@@ -47,7 +48,8 @@ def motor(tmp_path_factory):
     t = np.linspace(0.0, 0.5, 201)
     volts = np.where(t < 0.2, 24.0, 12.0)  # logged input: a voltage step down at 0.2 s
     gen = FitProblem(compiled, LogData(["t", "V", "current", "omega_load"], np.column_stack([t, volts, 0 * t, 0 * t])),
-                     ["Ra", "K"], ["current", "omega_load"], inputs=["V"], rtol=1e-10, atol=1e-12)
+                     ["Ra", "K"], ["current", "omega_load"], inputs=["V"],
+                     options=SolverOptions(rtol=1e-10, atol=1e-12))
     clean = gen.simulate([TRUTH["Ra"], TRUTH["K"]])
     return path, compiled, t, volts, clean
 
@@ -162,7 +164,7 @@ def test_omni5dpo_recovers_yaw_inertia_and_gains():
     names = ["Izz", "kp", "ki"]
     truth = np.array([PAPER["Izz"], PAPER["kp"], PAPER["ki"]])
     gen = FitProblem(compiled, LogData(cols, np.column_stack([t, wz] + [0 * t] * 4)), names, cols[2:],
-                     inputs=["wz_cmd"], rtol=1e-9, atol=1e-11)
+                     inputs=["wz_cmd"], options=SolverOptions(rtol=1e-9, atol=1e-11))
     sig = np.array([0.05, 0.2, 0.2, 0.2])  # gyro [rad/s], wheel encoders [rad/s]
     y = gen.simulate(truth) + np.random.default_rng(3).normal(0.0, sig, (len(t), 4))
     prob = FitProblem(compiled, LogData(cols, np.column_stack([t, wz, y])), names, cols[2:], inputs=["wz_cmd"],
@@ -191,7 +193,7 @@ def _robotino_log(tmp_path):
     names = ["t", "vx_cmd", "vy_cmd", "wz_cmd"] + outs
     compiled = compile_model(resolve_model("robotino_twist")[0])
     gen = FitProblem(compiled, LogData(names, np.column_stack([t, *cmd] + [0 * t] * 6)), list(ROBOTINO_TRUTH), outs,
-                     inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=1e-9, atol=1e-11)
+                     inputs=["vx_cmd", "vy_cmd", "wz_cmd"], options=SolverOptions(rtol=1e-9, atol=1e-11))
     clean = gen.simulate(list(ROBOTINO_TRUTH.values()))
     sigma = np.array([ROBOTINO_SIGMA[c[0]] for c in outs])
     noisy = clean + np.random.default_rng(11).normal(0.0, sigma, clean.shape)
@@ -261,7 +263,7 @@ def _robot_bag(tmp_path, truth):
     names = ["t", "vx_cmd", "vy_cmd", "wz_cmd"] + outs
     compiled = compile_model(resolve_model("robotino_twist")[0])
     gen = FitProblem(compiled, LogData(names, np.column_stack([t, cmd] + [0 * t] * 6)), list(truth), outs,
-                     inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=1e-9, atol=1e-11)
+                     inputs=["vx_cmd", "vy_cmd", "wz_cmd"], options=SolverOptions(rtol=1e-9, atol=1e-11))
     sim = gen.simulate(list(truth.values()))
     w = sim[:, :3] + np.random.default_rng(3).normal(0.0, ROBOTINO_SIGMA["w"], (len(t), 3))
 
@@ -423,7 +425,7 @@ def product_log(tmp_path_factory):
     t = np.linspace(0.0, 5.0, 101)
     force = np.where(t < 1.0, 1.0, 2.0)
     gen = FitProblem(compiled, LogData(["t", "V", "vel"], np.column_stack([t, force, 0 * t])), ["a"], ["vel"],
-                     inputs=["V"], rtol=1e-10, atol=1e-12)
+                     inputs=["V"], options=SolverOptions(rtol=1e-10, atol=1e-12))
     vel = gen.simulate([2.0])[:, 0] + np.random.default_rng(5).normal(0.0, 0.01, len(t))
     data = folder / "log.csv"
     _write(data, LogData(["t", "V", "vel"], np.column_stack([t, force, vel])))

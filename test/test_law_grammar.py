@@ -15,6 +15,7 @@ from bondsim_ros.bondgraph.laws import (MAX_DIGITS, MAX_MINMAX_ARGS, MAX_MINMAX_
 from bondsim_ros.bondgraph.yamlmodel import loads_model
 from bondsim_ros.cli import main
 from time_limit import time_bound  # noqa: E402
+from bondsim_ros.solver import SolverOptions  # noqa: E402
 
 X, Y, Z, Q, K, A = (sp.Symbol(n, real=True) for n in ("x", "y", "z", "q", "k", "a"))
 NAMES = {"x": X, "y": Y, "z": Z, "q": Q, "k": K, "a": A}
@@ -58,7 +59,7 @@ def test_a_duffing_spring_written_with_caret_simulates_to_the_oracle():
     m, k, a, b = 1.0, 1.0, 5.0, 0.2
     # built afresh: generated code cached under the law's text would not show how it is read now
     model = compile_model(loads_model(DUFFING, "duffing.yaml"), use_cache=False)
-    res = simulate(model, t_end=2.0, dt_out=0.5, rtol=1e-9, atol=1e-11)
+    res = simulate(model, t_end=2.0, dt_out=0.5, options=SolverOptions(rtol=1e-9, atol=1e-11))
     ref = solve_ivp(lambda t, y: [y[1] / m, -(k * y[0] + a * y[0] ** 3) - b * y[1] / m], (0.0, 2.0),
                     [1.0, 0.0], t_eval=res.t, rtol=1e-11, atol=1e-13, method="DOP853")
     np.testing.assert_allclose(res["spring.q"], ref.y[0], atol=1e-5)

@@ -14,6 +14,7 @@ from std_msgs.msg import Float64, String  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
 from live_graph import live_graph  # noqa: E402
+from bondsim_ros.solver import SolverOptions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SLIDER_YAML = ROOT / "test" / "data" / "live" / "slider_msd.yaml"
@@ -56,7 +57,7 @@ def simulated(dn, times):
     from bondsim_ros.models import resolve_model
 
     model, entry = resolve_model(dn.robot.model)
-    sim = Simulation(model, rtol=dn.p["rtol"], atol=1e-8, hmax=dn.p["hmax"])
+    sim = Simulation(model, options=SolverOptions(rtol=dn.p["rtol"], atol=1e-8, hmax=dn.p["hmax"]))
     first = np.concatenate([[0.0], sim.outputs_at(0.0, sim.solver.y, sim.solver.yp)])
     rows = sim.advance(times)
     result = SimulationResult(sim.output_names, np.vstack([first, rows]))

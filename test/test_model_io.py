@@ -22,6 +22,7 @@ from std_msgs.msg import Float64  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from bondsim_ros.ros.dynamics_node import DynamicsNode  # noqa: E402
+from bondsim_ros.solver import SolverOptions  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "live"
 RATE = 33.0
@@ -102,7 +103,7 @@ def reference(model_file, times, steps: dict, columns):
     from bondsim_ros.bondgraph.simulation import Simulation
     from bondsim_ros.bondgraph.yamlmodel import load_model
 
-    sim = Simulation(compile_model(load_model(model_file)), rtol=1e-6, atol=1e-8, hmax=0.02)
+    sim = Simulation(compile_model(load_model(model_file)), options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
     names = list(sim.compiled.output_names)
     pending = sorted(steps.items())
     rows = []

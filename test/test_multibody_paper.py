@@ -14,8 +14,9 @@ from bondsim_ros.bondgraph import ModelError, simulate
 from bondsim_ros.robots.multibody import model as mb
 from oracles.multibody import pendulum_reference, slider_crank_reference
 from bondsim_ros.models import registry
+from bondsim_ros.solver import SolverOptions
 
-TOL = dict(rtol=1e-8, atol=1e-10)
+TOL = SolverOptions(rtol=1e-8, atol=1e-10)
 PEND = dict(t_end=3.0, dt_out=0.01)
 SLIDE = dict(t_end=2.0, dt_out=0.002)
 
@@ -27,7 +28,7 @@ def run(name, **kw):
     key = (name, tuple(sorted(kw.items())))
     if key not in _cache:
         span = PEND if name.startswith("pendulum") else SLIDE
-        _cache[key] = simulate(getattr(mb, name)(**kw), **span, **TOL)
+        _cache[key] = simulate(getattr(mb, name)(**kw), **span, options=TOL)
     return _cache[key]
 
 
@@ -113,7 +114,8 @@ def test_slider_lagrange_error_keeps_falling_to_rtol_1e12():
     1.8e-6 m/s at rtol 1e-10, 2.7e-8 at 1e-12."""
     errors = {}
     for rtol in (1e-10, 1e-12):
-        r = simulate(mb.slider_crank_lagrange(), t_end=5.0, dt_out=0.002, rtol=rtol, atol=rtol / 100)
+        r = simulate(mb.slider_crank_lagrange(), t_end=5.0, dt_out=0.002,
+                     options=SolverOptions(rtol=rtol, atol=rtol / 100))
         assert r.t[-1] == pytest.approx(5.0)
         errors[rtol] = float(np.max(np.abs(r["v_piston"] - slider_crank_reference(r.t)[2])))
     assert errors[1e-12] < min(errors[1e-10] / 10, 1e-7), errors

@@ -8,12 +8,14 @@ import pytest
 
 from bondsim_ros.bondgraph.simulation import simulate
 from bondsim_ros.robots.omni5dpo.model import PAPER, omni5dpo
+from bondsim_ros.solver import SolverOptions
 
 
 @pytest.fixture(scope="module")
 def forward():
     # 1 m/s forward step at 0.2 s, long enough for the PI integral to settle (time constant ~2 s)
-    return simulate(omni5dpo(v_step=1.0, w_step=0.0), t_end=25.0, dt_out=0.01, rtol=1e-8, atol=1e-10)
+    return simulate(omni5dpo(v_step=1.0, w_step=0.0), t_end=25.0, dt_out=0.01,
+                    options=SolverOptions(rtol=1e-8, atol=1e-10))
 
 
 def test_kinematics_eq1(forward):

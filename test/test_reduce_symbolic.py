@@ -10,6 +10,7 @@ from bondsim_ros.bondgraph.equations import build_dae
 from bondsim_ros.bondgraph.laws import clip
 from bondsim_ros.bondgraph.reduce import _Differentiator, _substitute, reduce_dae
 from bondsim_ros.models import registry
+from bondsim_ros.solver import SolverOptions
 
 x, y, z = sp.symbols("x y z", real=True)
 
@@ -124,7 +125,7 @@ def test_a_long_ladder_of_parametric_resistors_reduces_and_simulates():
     with time_bound(150):
         compiled = compile_model(loads_model(_ladder_yaml(n), "ladder.yaml"))
     for k in (1.5, 0.4):
-        r = simulate(compiled, 2.0, 0.05, rtol=1e-9, atol=1e-12, params={"k": k})
+        r = simulate(compiled, 2.0, 0.05, options=SolverOptions(rtol=1e-9, atol=1e-12), params={"k": k})
         v, b = _ladder_thevenin(n, k)
         t = r["t"]
         exact = np.exp(-b * t) + v * (b * np.sin(t) - np.cos(t) + np.exp(-b * t)) / (1 + b * b)

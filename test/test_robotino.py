@@ -7,6 +7,7 @@ import pytest
 from bondsim_ros.bondgraph import compile_model, simulate
 from bondsim_ros.robots.robotino import model as rb
 from bondsim_ros.robots.robotino.twin import wheel_speeds_for_twist
+from bondsim_ros.solver import SolverOptions
 
 PARAMS = rb.load_params()
 
@@ -15,7 +16,7 @@ PARAMS = rb.load_params()
 def paper_run():
     """The paper's case: 50 s, output 0.02 s, hmax 0.02 s, errors 1e-6."""
     compiled = compile_model(rb.robotino())
-    res = simulate(compiled, t_end=50.0, dt_out=0.02, hmax=0.02, rtol=1e-6, atol=1e-8)
+    res = simulate(compiled, t_end=50.0, dt_out=0.02, options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
     return rb.add_roller_columns(res)
 
 
@@ -60,8 +61,8 @@ def test_start_at_rtol_1_05e_6_stays_on_the_solution():
     instead of -0.21 (off by up to 2 A at 1516 of the 2500 outputs of the 50 s run;
     docs/solver.md). Against rtol 1e-10."""
     compiled = compile_model(rb.robotino())
-    r = simulate(compiled, t_end=0.04, dt_out=0.02, hmax=0.02, rtol=1.05e-6, atol=1.05e-8)
-    ref = simulate(compiled, t_end=0.04, dt_out=0.02, hmax=0.02, rtol=1e-10, atol=1e-12)
+    r = simulate(compiled, t_end=0.04, dt_out=0.02, options=SolverOptions(rtol=1.05e-6, atol=1.05e-8, hmax=0.02))
+    ref = simulate(compiled, t_end=0.04, dt_out=0.02, options=SolverOptions(rtol=1e-10, atol=1e-12, hmax=0.02))
     print("at 0.02 s: wz", r["wz"][1], "rad/s (", ref["wz"][1], "), i2", r["i2"][1], "A (", ref["i2"][1], ")")
     assert np.max(np.abs(r["wz"] - ref["wz"])) < 1e-5  # 8e-13 rad/s measured
     for k in ("i1", "i2", "i3"):
@@ -99,7 +100,7 @@ def test_no_slip_at_every_contact(paper_run):
 def test_energy_balance_closes():
     """Motor input = dissipation + change of stored (kinetic + magnetic) energy."""
     compiled = compile_model(rb.robotino())
-    r = simulate(compiled, t_end=6.0, dt_out=0.001, hmax=0.005, rtol=1e-8, atol=1e-10)
+    r = simulate(compiled, t_end=6.0, dt_out=0.001, options=SolverOptions(rtol=1e-8, atol=1e-10, hmax=0.005))
     p = PARAMS
     m, jz, iw = p["chassis.mass"], p["chassis.inertia_z"], p["wheel.inertia_axle"]
     ir = p.get("wheel.roller_inertia", 2e-6)
@@ -128,7 +129,7 @@ def test_energy_balance_closes():
 def test_constant_twist_gives_the_kinematic_wheel_speeds():
     compiled = compile_model(rb.robotino(reference="twist"))
     cmd = {"vx_cmd": 0.3, "vy_cmd": -0.1, "wz_cmd": 0.5}
-    r = simulate(compiled, t_end=2.0, dt_out=0.01, hmax=0.01, rtol=1e-7, atol=1e-9, params=cmd)
+    r = simulate(compiled, t_end=2.0, dt_out=0.01, options=SolverOptions(rtol=1e-7, atol=1e-9, hmax=0.01), params=cmd)
     expected = wheel_speeds_for_twist(0.3, -0.1, 0.5, PARAMS)
     late = r.t > 1.0
     for i in (1, 2, 3):
@@ -153,7 +154,7 @@ def test_roller_switches_from_a_start_at_rest_without_the_pose_loop():
     from bondsim_ros.bondgraph.simulation import Simulation
 
     c = compile_model(rb.robotino())  # the paper's drive: no pose loop, no voltage limit
-    sim = Simulation(c, rtol=1e-6, atol=1e-8, hmax=0.02)
+    sim = Simulation(c, options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
     solver = sim.solver
     wheels = [c.var_names.index(f"wheel{i}.angle.x") for i in (1, 2, 3)]
     # each wheel's floor mode K: the contact roller's index, floor((theta + pi/6) / (pi/3)); the

@@ -9,6 +9,7 @@ import sympy as sp
 
 from bondsim_ros.bondgraph import compile_model, simulate
 from bondsim_ros.robots.robotino import model as rb
+from bondsim_ros.solver import SolverOptions
 
 PARAMS = rb.load_params()
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,14 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def paper_run():
-    return simulate(compile_model(rb.robotino()), t_end=50.0, dt_out=0.02, hmax=0.02, rtol=1e-6, atol=1e-8)
+    return simulate(compile_model(rb.robotino()), t_end=50.0, dt_out=0.02,
+                    options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
 
 
 def test_paper_case_has_no_pose_feedback_and_no_voltage_limit():
     """eq. 24 takes the Reference outputs: the wheel references are functions of time alone."""
     m = rb.robotino()
     assert not {"cmd_vX", "cmd_vY", "cmd_wz"} & set(m.children)
-    r = simulate(compile_model(m), t_end=0.2, dt_out=0.01, hmax=0.01, rtol=1e-6, atol=1e-8)
+    r = simulate(compile_model(m), t_end=0.2, dt_out=0.01, options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.01))
     assert np.max(np.abs(r["u1"])) > PARAMS["controller.voltage_limit"]  # the start needs more than 24 V
 
 
@@ -48,7 +50,8 @@ def test_tracking_errors_within_fig34(paper_run):
 def test_tracking_errors_at_rtol_1e_8_are_the_controllers():
     """At rtol 1e-8 the position errors are the drives' (below 1e-6 m; at rtol 1e-6 the solver's
     error adds a few 1e-6 m), and the heading error does not move: it is the PID's lag."""
-    r = simulate(compile_model(rb.robotino()), t_end=50.0, dt_out=0.02, hmax=0.02, rtol=1e-8, atol=1e-10)
+    r = simulate(compile_model(rb.robotino()), t_end=50.0, dt_out=0.02,
+                 options=SolverOptions(hmax=0.02, rtol=1e-8, atol=1e-10))
     ex, ey, ephi = fig34_errors(r)
     print(f"rtol 1e-8, after 5 s: x {ex:.3g} m, y {ey:.3g} m, phi {ephi:.3g} rad")
     assert ex < 1e-6 and ey < 1e-6
@@ -60,7 +63,8 @@ def test_fig34_holds_for_chassis_masses_no_source_rules_out(mass):
     """No source gives the chassis mass (11 kg assumed): the gains keep Fig. 34 from 8 to 25 kg,
     the yaw inertia a uniform disc of r = 0.185 m as the configured one."""
     over = {"chassis.mass": mass, "chassis.inertia_z": 0.5 * mass * 0.185**2}
-    r = simulate(compile_model(rb.robotino(over)), t_end=50.0, dt_out=0.02, hmax=0.02, rtol=1e-6, atol=1e-8)
+    r = simulate(compile_model(rb.robotino(over)), t_end=50.0, dt_out=0.02,
+                 options=SolverOptions(hmax=0.02, rtol=1e-6, atol=1e-8))
     ex, ey, ephi = fig34_errors(r)
     print(f"{mass} kg, after 5 s: x {ex:.3g} m, y {ey:.3g} m, phi {ephi:.3g} rad")
     assert_fig34(ex, ey, ephi)
@@ -124,7 +128,7 @@ def test_loop_poles_match_the_state_space_model():
 
 def test_firmware_variant_runs_with_the_voltage_clipped():
     c = compile_model(rb.robotino(drive="firmware"))
-    r = simulate(c, t_end=10.0, dt_out=0.02, hmax=0.02, rtol=1e-6, atol=1e-8)
+    r = simulate(c, t_end=10.0, dt_out=0.02, options=SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
     vmax = PARAMS["controller.voltage_limit"]
     u = np.concatenate([r[f"u{i}"] for i in (1, 2, 3)])
     assert np.max(np.abs(u)) <= vmax * (1 + 1e-9)
@@ -157,7 +161,7 @@ def test_command_step_with_a_wheel_at_rest_mid_roller():
     prob = FitProblem(compile_model(rb.robotino(reference="twist")),
                       LogData(names, np.column_stack([t, vx, 0 * t, 0 * t] + [0 * t] * 3)),
                       ["chassis_mass", "chassis_inertia", "motor_K"], ["w1", "w2", "w3"],
-                      inputs=["vx_cmd", "vy_cmd", "wz_cmd"], rtol=1e-7, atol=1e-9)
+                      inputs=["vx_cmd", "vy_cmd", "wz_cmd"], options=SolverOptions(rtol=1e-7, atol=1e-9))
     w = prob.simulate([17.240335435172163, 0.3421278838915108, 0.051694052652454005])
     assert np.all(np.isfinite(w))
     assert abs(w[-1, 1]) < 1e-6  # wheel 2 stays at rest

@@ -48,6 +48,23 @@ def test_parameter_file_lists_every_parameter_with_an_allowed_value(node):
 
 
 @pytest.mark.parametrize("node", list(TABLES))
+def test_parameter_file_gives_every_parameter_its_default_from_the_table(node):
+    """The table is the one source of the defaults: the file repeats them, nothing else."""
+    values, _ = rcl_parameters(ROOT / "config" / FILES[node], node)
+    table = TABLES[node]
+    differ = [f"{k}: {values[k]!r} in the file, {spec.default!r} in the table" for k, spec in table.items()
+              if k in values and not same(values[k], spec.default)]
+    assert not differ, f"config/{FILES[node]}: {node}: " + "; ".join(differ)
+
+
+def test_the_node_solver_defaults_are_the_twins():
+    from bondsim_ros.twin.protocol import TWIN_OPTIONS
+
+    table = dynamics_node.PARAMS
+    assert (table["rtol"].default, table["hmax"].default) == (TWIN_OPTIONS.rtol, TWIN_OPTIONS.hmax)
+
+
+@pytest.mark.parametrize("node", list(TABLES))
 def test_every_default_is_allowed_by_its_own_row(node):
     from bondsim_ros.ros._env import check_value
 

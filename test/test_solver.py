@@ -7,8 +7,8 @@ import scipy.linalg
 from scipy.integrate import solve_ivp
 
 from bondsim_ros.solver import (
-    BDFSolver, DAEProblem, InconsistentInitialValues, SingularMatrix, StepSizeUnderflow, jacobian_kernel,
-    residual_kernel,
+    BDFSolver, DAEProblem, InconsistentInitialValues, SingularMatrix, SolverOptions, StepSizeUnderflow,
+    jacobian_kernel, residual_kernel,
 )
 
 
@@ -49,7 +49,7 @@ def linear_problem():
 
 @pytest.mark.parametrize("linear_solver", ["dense", "sparse"])
 def test_linear_ode_against_matrix_exponential(linear_solver):
-    s = BDFSolver(linear_problem(), rtol=1e-9, atol=1e-12, linear_solver=linear_solver)
+    s = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-9, atol=1e-12, linear_solver=linear_solver))
     y0 = np.array([1.0, 0.0, 0.5])
     s.init(0.0, y0)
     t = np.linspace(0.05, 6.0, 120)
@@ -62,7 +62,7 @@ def test_linear_ode_against_matrix_exponential(linear_solver):
 
 @pytest.mark.parametrize("max_order", [1, 2, 3])
 def test_max_order_caps_the_order_and_keeps_the_accuracy(max_order):
-    s = BDFSolver(linear_problem(), rtol=1e-7, atol=1e-10, max_order=max_order)
+    s = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-7, atol=1e-10, max_order=max_order))
     y0 = np.array([1.0, 0.0, 0.5])
     s.init(0.0, y0)
     t = np.linspace(0.05, 3.0, 60)
@@ -73,14 +73,14 @@ def test_max_order_caps_the_order_and_keeps_the_accuracy(max_order):
 
 
 def test_max_order_out_of_range_is_refused():
-    with pytest.raises(ValueError, match="max_order must be an integer from 1 to 5, not 6"):
-        BDFSolver(linear_problem(), max_order=6)
+    with pytest.raises(ValueError, match="max_order must be an integer from 1 to 5, got 6"):
+        BDFSolver(linear_problem(), options=SolverOptions(max_order=6))
 
 
 def test_iteration_matrix_is_kept_across_small_step_changes():
     """IDA's rule: G is re-factorised only when cj moves out of [0.6, 1.67] of the factorised
     cj or Newton fails with an old G, not at every step-size change."""
-    s = BDFSolver(linear_problem(), rtol=1e-9, atol=1e-12)
+    s = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-9, atol=1e-12))
     s.init(0.0, [1.0, 0.0, 0.5])
     s.advance(np.linspace(0.05, 6.0, 120))
     st = s.stats
@@ -89,10 +89,10 @@ def test_iteration_matrix_is_kept_across_small_step_changes():
 
 
 def test_resuming_equals_one_run():
-    one = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10)
+    one = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-8, atol=1e-10))
     one.init(0.0, [1.0, 0.0, 0.5])
     Y1, _ = one.advance(np.linspace(0.1, 4.0, 40))
-    two = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10)
+    two = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-8, atol=1e-10))
     two.init(0.0, [1.0, 0.0, 0.5])
     Ya, _ = two.advance(np.linspace(0.1, 2.0, 20))
     Yb, _ = two.advance(np.linspace(2.1, 4.0, 20))
@@ -133,7 +133,7 @@ def h2_problem():
 
 
 def test_index2_dae_with_multiplier():
-    s = BDFSolver(h2_problem(), rtol=1e-8, atol=1e-10)
+    s = BDFSolver(h2_problem(), options=SolverOptions(rtol=1e-8, atol=1e-10))
     y, yp = s.init(0.0, [0.2, 0.8, 0.0])  # z(0) is found by the consistent initialisation
     assert y[2] == pytest.approx(h2_exact(0.0)[2], abs=1e-8)
     t = np.linspace(0.1, 10.0, 100)
@@ -163,7 +163,7 @@ def rob_jac(t, y, yp, p, cj, vals):
 def test_robertson_stiff_matches_radau():
     indptr, indices = dense_pattern(3)
     s = BDFSolver(DAEProblem(rob_res, rob_jac, indptr, indices, np.ones(3, bool), np.zeros(1)),
-                  rtol=1e-8, atol=np.array([1e-12, 1e-16, 1e-12]))
+                  options=SolverOptions(rtol=1e-8, atol=np.array([1e-12, 1e-16, 1e-12])))
     s.init(0.0, [1.0, 0.0, 0.0])
     t = np.array([1e-3, 0.1, 1.0, 10.0, 100.0, 1000.0])
     Y, _ = s.advance(t)
@@ -190,7 +190,7 @@ def decay_jac(t, y, yp, p, cj, vals):
 def test_set_params_between_advances():
     prob = DAEProblem(decay_res, decay_jac, np.array([0, 1], np.int64), np.array([0], np.int64),
                       np.ones(1, bool), np.array([1.0]))
-    s = BDFSolver(prob, rtol=1e-9, atol=1e-12)
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-9, atol=1e-12))
     s.init(0.0, [1.0])
     Y1, _ = s.advance([1.0])
     s.set_params([3.0], restart=True)
@@ -214,7 +214,7 @@ def test_singular_iteration_matrix_names_the_unknown(linear_solver):
 
     prob = DAEProblem(res, jac, np.array([0, 2, 3], np.int64), np.array([0, 1, 1], np.int64),
                       np.array([True, False]), np.zeros(1), ["position", "force"], ["law", "tie"])
-    s = BDFSolver(prob, linear_solver=linear_solver)
+    s = BDFSolver(prob, options=SolverOptions(linear_solver=linear_solver))
     s.init(0.0, [1.0, 0.0])
     with pytest.raises(SingularMatrix, match=r"singular iteration matrix at t=0: no pivot for unknown force"):
         s.advance([1.0])
@@ -251,7 +251,7 @@ def test_step_size_underflow_reports_time():
 
     prob = DAEProblem(res, jac, np.array([0, 1], np.int64), np.array([0], np.int64), np.ones(1, bool),
                       np.zeros(1), ["blowup"])
-    s = BDFSolver(prob, rtol=1e-6, atol=1e-8)
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-6, atol=1e-8))
     s.init(0.0, [1.0])
     with pytest.raises(StepSizeUnderflow, match=r"step size underflow at t=0\.99|step size underflow at t=1\.0"):
         s.advance([2.0])
@@ -273,7 +273,7 @@ def test_newton_divergence_names_the_equation():
 
     prob = DAEProblem(res, jac, np.array([0, 1, 3], np.int64), np.array([0, 0, 1], np.int64),
                       np.array([True, False]), np.zeros(1), ["x", "z"], ["x law", "circle"])
-    s = BDFSolver(prob, rtol=1e-6, atol=1e-8)
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-6, atol=1e-8))
     s.init(0.0, [0.0, 1.0])
     with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*Newton iteration diverged; largest residual in circle"):
         s.advance([2.0])
@@ -297,7 +297,7 @@ def test_stop_time_at_a_switch_of_the_input():
     on it from below and must count an ulp short as arrived, not underflow."""
     indptr, indices = dense_pattern(1)
     s = BDFSolver(DAEProblem(switch_res, switch_jac, indptr, indices, np.ones(1, bool), np.zeros(1)),
-                  rtol=1e-8, atol=1e-10)
+                  options=SolverOptions(rtol=1e-8, atol=1e-10))
     s.init(0.0, np.array([1.0]))
     Y, _ = s.advance([0.5, 1.0], tstop=1.0)
     assert abs(Y[1, 0] - math.exp(-1.0)) < 1e-7

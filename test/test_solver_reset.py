@@ -14,7 +14,7 @@ from test_fit import MOTOR_PY
 from test_solver import h2_problem, linear_problem
 
 from bondsim_ros.fit import FitProblem, LogData
-from bondsim_ros.solver import BDFSolver, DAEProblem, jacobian_kernel, residual_kernel
+from bondsim_ros.solver import BDFSolver, DAEProblem, SolverOptions, jacobian_kernel, residual_kernel
 
 MODELS = Path(__file__).parent / "data" / "models"
 
@@ -35,8 +35,8 @@ def decay_problem(params):
                       np.asarray(params, float), ["x", "u"], ["x law", "u law"])
 
 
-def fresh(problem, y0, t_out, **options):
-    s = BDFSolver(problem, **options)
+def fresh(problem, y0, t_out, options):
+    s = BDFSolver(problem, options)
     s.init(0.0, y0)
     Y, YP = s.advance(t_out)
     return Y, YP, s.stats
@@ -46,15 +46,15 @@ def fresh(problem, y0, t_out, **options):
 def test_reset_runs_bit_for_bit_as_a_new_solver(linear_solver):
     t_out = np.linspace(0.05, 3.0, 60)
     sets = [[2.0, 1.0, 0.5], [0.3, 4.0, -1.0], [2.0, 1.0, 0.5]]
-    reused = BDFSolver(decay_problem(sets[0]), rtol=1e-8, atol=1e-10, linear_solver=linear_solver)
+    options = SolverOptions(rtol=1e-8, atol=1e-10, linear_solver=linear_solver)
+    reused = BDFSolver(decay_problem(sets[0]), options)
     for k, params in enumerate(sets):
         if k:
             reused.reset(0.0, [1.0, 0.0], params=params)
         else:
             reused.init(0.0, [1.0, 0.0])
         Y, YP = reused.advance(t_out)
-        Yf, YPf, stats = fresh(decay_problem(params), [1.0, 0.0], t_out, rtol=1e-8, atol=1e-10,
-                               linear_solver=linear_solver)
+        Yf, YPf, stats = fresh(decay_problem(params), [1.0, 0.0], t_out, options)
         assert np.array_equal(Y, Yf) and np.array_equal(YP, YPf)
         assert reused.stats == stats  # counters start from 0 again
         assert stats["steps"] > 20
@@ -65,8 +65,9 @@ def test_reset_after_a_run_resumed_with_other_parameters_and_of_an_index2_dae():
     unknowns' floor), a reset starts from the state of a new solver."""
     t_out = np.linspace(0.1, 2.0, 20)
     for problem, y0 in ((h2_problem(), [0.2, 0.8, 0.0]), (linear_problem(), [1.0, 0.0, 0.5])):
-        Yf, YPf, stats = fresh(problem, y0, t_out, rtol=1e-7, atol=1e-9)
-        s = BDFSolver(problem, rtol=1e-7, atol=1e-9)
+        options = SolverOptions(rtol=1e-7, atol=1e-9)
+        Yf, YPf, stats = fresh(problem, y0, t_out, options)
+        s = BDFSolver(problem, options)
         s.init(0.0, y0)
         s.advance(np.linspace(0.1, 5.0, 7))
         s.set_params(s.p, restart=True)
@@ -99,10 +100,11 @@ def _same(a, b):
 
 def test_simulate_many_equals_simulate_per_set(motor):
     sets = [{}, {"Ra": 2.0, "K": 0.02}, {"V": 12.0, "bL": 3e-4}, {}]
-    many = simulate_many(motor, sets, t_end=0.3, dt_out=0.001, rtol=1e-7, atol=1e-9)
+    many = simulate_many(motor, sets, t_end=0.3, dt_out=0.001, options=SolverOptions(rtol=1e-7, atol=1e-9))
     assert len(many) == len(sets)
     for params, result in zip(sets, many):
-        _same(result, simulate(motor, t_end=0.3, dt_out=0.001, rtol=1e-7, atol=1e-9, params=params))
+        _same(result, simulate(motor, t_end=0.3, dt_out=0.001,
+                               options=SolverOptions(rtol=1e-7, atol=1e-9), params=params))
     # the parameters made a difference: the runs are not all the same
     assert not np.array_equal(many[0].data, many[1].data)
 
@@ -112,9 +114,10 @@ def test_simulate_many_with_events_and_modes():
     the modes of the previous run do not carry over."""
     compiled = compile_model(load_model(MODELS / "pid_step_saturation.yaml"))
     sets = [{"umax": 0.5}, {}, {"umax": 0.5, "m": 2.0}]
-    many = simulate_many(compiled, sets, t_end=3.0, dt_out=0.01, rtol=1e-8, atol=1e-10)
+    many = simulate_many(compiled, sets, t_end=3.0, dt_out=0.01, options=SolverOptions(rtol=1e-8, atol=1e-10))
     for params, result in zip(sets, many):
-        _same(result, simulate(compiled, t_end=3.0, dt_out=0.01, rtol=1e-8, atol=1e-10, params=params))
+        _same(result, simulate(compiled, t_end=3.0, dt_out=0.01,
+                               options=SolverOptions(rtol=1e-8, atol=1e-10), params=params))
     assert many[0].stats["events"] > 0
 
 
@@ -128,11 +131,11 @@ def test_simulate_many_names_a_refused_parameter(motor):
 
 
 def test_simulation_reset_keeps_its_tolerances_and_start(motor):
-    sim = Simulation(motor, rtol=1e-5, atol=1e-7, hmax=0.01, t0=0.1, params={"Ra": 3.0})
+    sim = Simulation(motor, options=SolverOptions(rtol=1e-5, atol=1e-7, hmax=0.01), t0=0.1, params={"Ra": 3.0})
     sim.advance(np.linspace(0.11, 0.2, 10))
     sim.reset(params={"K": 0.05}, t0=0.1)
     rows = sim.advance(np.linspace(0.11, 0.2, 10))
-    new = Simulation(motor, rtol=1e-5, atol=1e-7, hmax=0.01, t0=0.1, params={"K": 0.05})
+    new = Simulation(motor, options=SolverOptions(rtol=1e-5, atol=1e-7, hmax=0.01), t0=0.1, params={"K": 0.05})
     assert np.array_equal(rows, new.advance(np.linspace(0.11, 0.2, 10)))
     assert sim.param("Ra") == 1.2  # the model's value: reset is relative to the model, not the last run
 
@@ -145,7 +148,8 @@ def test_fit_runs_reuse_one_solver_and_equal_fresh_ones(motor):
     log = LogData(["t", "V", "current", "omega_load"], np.column_stack([t, volts, 0 * t, 0 * t]))
 
     def problem():
-        return FitProblem(motor, log, ["Ra", "K"], ["current", "omega_load"], inputs=["V"], rtol=1e-8, atol=1e-10)
+        return FitProblem(motor, log, ["Ra", "K"], ["current", "omega_load"], inputs=["V"],
+                          options=SolverOptions(rtol=1e-8, atol=1e-10))
 
     reused = problem()
     first = reused.simulate([1.2, 0.03])
@@ -155,9 +159,10 @@ def test_fit_runs_reuse_one_solver_and_equal_fresh_ones(motor):
         assert reused._sim is sim  # one solver
         assert np.array_equal(out, problem().simulate(theta))
     assert np.array_equal(out, first)
-    reused.rtol = 1e-6  # other tolerances: another solver
+    reused.options = reused.options.replace(rtol=1e-6)  # other options: another solver
     assert np.array_equal(reused.simulate([1.2, 0.03]), FitProblem(
-        motor, log, ["Ra", "K"], ["current", "omega_load"], inputs=["V"], rtol=1e-6, atol=1e-10).simulate([1.2, 0.03]))
+        motor, log, ["Ra", "K"], ["current", "omega_load"], inputs=["V"],
+        options=SolverOptions(rtol=1e-6, atol=1e-10)).simulate([1.2, 0.03]))
     assert reused._sim is not sim
 
 
@@ -172,7 +177,7 @@ def test_sparse_column_order_comes_from_the_cache_as_scipy_gives_it(tmp_path, mo
     monkeypatch.setattr(native, "cache_root", lambda: tmp_path)
     monkeypatch.setattr(bdf, "_orders", {})
     t_out = np.linspace(0.1, 2.0, 20)
-    first = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10, linear_solver="sparse")
+    first = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-8, atol=1e-10, linear_solver="sparse"))
     assert first.sparse_lu == "own"
     (saved,) = (tmp_path / "solver").glob("colamd_*.npy")
     assert np.array_equal(first.q, bdf._colamd(first.indptr, first.indices, 3))
@@ -185,7 +190,7 @@ def test_sparse_column_order_comes_from_the_cache_as_scipy_gives_it(tmp_path, mo
     monkeypatch.setattr(bdf, "_orders", {})  # a new process: from the file
     with monkeypatch.context() as m:
         m.setattr(bdf, "_colamd", no_scipy)
-        again = BDFSolver(linear_problem(), rtol=1e-8, atol=1e-10, linear_solver="sparse")
+        again = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-8, atol=1e-10, linear_solver="sparse"))
     assert np.array_equal(again.q, first.q)
     again.init(0.0, [1.0, 0.0, 0.5])
     assert np.array_equal(again.advance(t_out)[0], Y1)
@@ -195,4 +200,4 @@ def test_sparse_column_order_comes_from_the_cache_as_scipy_gives_it(tmp_path, mo
             saved.write_bytes(bad)
         else:
             np.save(saved, bad)
-        assert np.array_equal(BDFSolver(linear_problem(), linear_solver="sparse").q, first.q)
+        assert np.array_equal(BDFSolver(linear_problem(), options=SolverOptions(linear_solver="sparse")).q, first.q)

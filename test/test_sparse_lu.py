@@ -3,11 +3,11 @@ BONDSIM_NO_KLU=1) the core's own left-looking LU. Both solve the same runs to ro
 import numpy as np
 import pytest
 
-from bondsim_ros.solver import BDFSolver, _ccore, native
+from bondsim_ros.solver import BDFSolver, SolverOptions, _ccore, native
 
 
 def _run(problem, y0, t_out, **kw):
-    s = BDFSolver(problem, linear_solver="sparse", **kw)
+    s = BDFSolver(problem, options=SolverOptions(linear_solver="sparse", **kw))
     s.init(0.0, y0)
     Y, YP = s.advance(t_out)
     return s, Y, YP
@@ -82,7 +82,7 @@ def test_klu_and_the_own_lu_solve_the_same_run(monkeypatch):
 def test_a_dense_solver_has_no_sparse_lu():
     from test_solver import linear_problem
 
-    assert BDFSolver(linear_problem(), linear_solver="dense").sparse_lu is None
+    assert BDFSolver(linear_problem(), options=SolverOptions(linear_solver="dense")).sparse_lu is None
 
 
 @pytest.mark.skipif(not _ccore.klu_flags(), reason="no klu.h on this machine")
@@ -98,7 +98,7 @@ def test_the_dual_arm_with_klu_and_with_the_own_lu(monkeypatch):
     runs = {}
     for no_klu in ("", "1"):
         monkeypatch.setenv("BONDSIM_NO_KLU", no_klu)
-        s = BDFSolver(c.problem(), rtol=1e-6, atol=1e-8)
+        s = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-6, atol=1e-8))
         s.init(0.0, c.y0)
         Y, _ = s.advance(t_out)
         runs[s.sparse_lu] = (Y, s.stats)
@@ -152,7 +152,7 @@ def test_a_pattern_with_a_row_twice_in_a_column_takes_the_own_lu_which_sums_them
     t_out = np.linspace(0.1, 2.0, 20)
     runs = {}
     for linear_solver in ("sparse", "dense"):
-        s = BDFSolver(prob, rtol=1e-9, atol=1e-12, linear_solver=linear_solver)
+        s = BDFSolver(prob, options=SolverOptions(rtol=1e-9, atol=1e-12, linear_solver=linear_solver))
         s.init(0.0, [1.0, 1.0])
         runs[linear_solver] = (s.sparse_lu, s.advance(t_out)[0])
     assert runs["sparse"][0] == "own" and runs["dense"][0] is None

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from bondsim_ros.cli import main
+from bondsim_ros.solver import SolverOptions
 
 SERVO = str(Path(__file__).resolve().parent / "data" / "models" / "servo.yaml")
 RUN = ["--t-end", "1", "--dt-out", "0.01"]
@@ -131,7 +132,7 @@ def test_bad_param_specs_are_refused_naming_the_argument(tmp_path, capsys, spec,
     (["--param", "m=1", "--at", "2"], "--at: time 2 is outside the run (0..1)"),
     (["--param", "m=1", "--outputs", "pos,nope"], "--outputs: model 'servo' has no output column 'nope'"),
     (["--param", "m=1", "--jobs", "0"], "--jobs must be at least 1, got 0"),
-    (["--param", "m=1", "--rtol", "2"], "--rtol: must be between 0 and 1"),
+    (["--param", "m=1", "--rtol", "2"], "--rtol must be a number in (0, 0.1], got 2"),
 ])
 def test_bad_options_are_refused(tmp_path, capsys, argv, fragment):
     out = tmp_path / "x.csv"
@@ -198,7 +199,8 @@ def test_python_api_and_ctrl_c_stops_the_workers(tmp_path):
         raise KeyboardInterrupt
 
     with pytest.raises(SweepInterrupted) as info:
-        sweep(SERVO, {"m": np.linspace(1, 2, 20)}, t_end=4.0, dt_out=0.01, hmax=1e-5, jobs=2, chunksize=1,
+        sweep(SERVO, {"m": np.linspace(1, 2, 20)}, t_end=4.0, dt_out=0.01,
+              options=SolverOptions(hmax=1e-5), jobs=2, chunksize=1,
               progress=interrupt)
     status = info.value.result.status
     assert calls == [1] and status.count("ok") == 1 and status.count("cancelled") == 19, status

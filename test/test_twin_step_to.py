@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from bondsim_ros.solver import BDFSolver, DAEProblem, jacobian_kernel, residual_kernel
+from bondsim_ros.solver import BDFSolver, DAEProblem, SolverOptions, jacobian_kernel, residual_kernel
+from bondsim_ros.twin.protocol import TWIN_OPTIONS
 
 
 @residual_kernel
@@ -21,7 +22,7 @@ def decay_jac(t, y, yp, p, cj, vals):
 def decay_solver():
     problem = DAEProblem(decay_res, decay_jac, np.array([0, 1], dtype=np.int64), np.array([0], dtype=np.int64),
                          np.ones(1, bool), np.zeros(1), ["y"])
-    s = BDFSolver(problem, rtol=1e-8, atol=1e-10, hmax=0.05)
+    s = BDFSolver(problem, options=SolverOptions(rtol=1e-8, atol=1e-10, hmax=0.05))
     s.init(0.0, [1.0])
     return s
 
@@ -109,7 +110,7 @@ def _stress_stream(seed, frames):
 _ROLLER_ATOL_SLIP = 1e-8 / 2e-6 * 0.0125
 
 
-def _run_stream(seed, frames, **tolerances):
+def _run_stream(seed, frames, options=None):
     """Drive a new twin (at rest, no command yet) through the stream; the last state and the largest slip of a
     contact point over the frames, along the wheel (y_i, eq. 8) and along the roller axis (x_i,
     eq. 14), from the state the solver ends each frame on: velocities from the momenta (the
@@ -118,7 +119,7 @@ def _run_stream(seed, frames, **tolerances):
     from bondsim_ros.robots.robotino import model as rb
     from bondsim_ros.robots.robotino.twin import RobotinoTwin
 
-    twin = RobotinoTwin("twist", **tolerances)
+    twin = RobotinoTwin("twist", options)
     prm, sim = twin.params, twin.sim
     rw, radius, rmax = prm["wheel.radius"], prm["chassis.radius_to_wheel"], prm["wheel.roller_radius_max"]
     m, jz, jw, jr = (sim.param("chassis_mass"), sim.param("chassis_inertia"), sim.param("wheel_inertia"),
@@ -153,7 +154,7 @@ def test_stress_stream_28_runs_on_the_rolling_constraints():
     back on them took 16 tolerance units at any step size (docs/solver.md)."""
     state, slip_y, slip_x = _run_stream(28, 28)
     assert state.t == pytest.approx(5.3575)
-    tight, _, _ = _run_stream(28, 28, rtol=1e-9, atol=1e-11)
+    tight, _, _ = _run_stream(28, 28, TWIN_OPTIONS.replace(rtol=1e-9, atol=1e-11))
     # the same run to 1e-6 m / rad (2e-7 measured), on the rolling constraints (slips 3e-9 and
     # 2e-7 m/s measured; _ROLLER_ATOL_SLIP)
     assert np.max(np.abs(np.subtract(state.pose, tight.pose))) < 1e-6

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from bondsim_ros.robots import RobotError, load_robot
+from bondsim_ros.twin.protocol import TWIN_OPTIONS
 
 DATA = Path(__file__).resolve().parent / "data" / "live"
 MODEL = (DATA / "pushed_slider.yaml").read_text()
@@ -27,8 +28,8 @@ def test_twist_sets_a_parameter_at_the_instant_it_is_applied(tmp_path):
     path = write(tmp_path, "commands:\n  twist: {vx: f}\n")
     robot = load_robot(str(path))
     assert "twist" in robot.commands
-    twin = robot.make_twin("twist", hmax=0.02)
-    ref = Simulation(compile_model(load_model(path)), rtol=1e-6, atol=1e-8, hmax=0.02)
+    twin = robot.make_twin("twist", TWIN_OPTIONS)
+    ref = Simulation(compile_model(load_model(path)), TWIN_OPTIONS)
     times = np.arange(0.05, 3.0001, 0.05)
     got, want = [], []
     for t in times:
@@ -111,7 +112,7 @@ def test_joints_bind_joint_commands_and_trajectories(tmp_path):
     assert robot.commands == ("trajectory",)
     twin = robot.make_twin("trajectory")
     assert twin.trajectory_joints == ["shoulder", "elbow"] and twin.sim.param("q1_ref") == 0.0
-    ref = Simulation(compile_model(load_model(DATA / "arm2.yaml")), rtol=1e-6, atol=1e-8, hmax=0.02)
+    ref = Simulation(compile_model(load_model(DATA / "arm2.yaml")), TWIN_OPTIONS)
     got, want = [], []
     for t in np.arange(0.05, 2.0001, 0.05):
         if abs(t - 0.5) < 1e-9:

@@ -123,9 +123,10 @@ def paper_errors(overrides: dict, rtol: float = 1e-6) -> dict:
     """max |x - x_ref|, |y - y_ref|, |phi - phi_ref| after 5 s of the 50 s paper run, and its counters."""
     from bondsim_ros.bondgraph import compile_model, simulate
     from bondsim_ros.robots.robotino import model as rb
+    from bondsim_ros.solver import SolverOptions
 
-    r = simulate(compile_model(rb.robotino(overrides)), t_end=50.0, dt_out=0.02, hmax=0.02, rtol=rtol,
-                 atol=rtol * 1e-2)
+    r = simulate(compile_model(rb.robotino(overrides)), t_end=50.0, dt_out=0.02,
+                 options=SolverOptions(hmax=0.02, rtol=rtol, atol=rtol * 1e-2))
     after = r.t > 5.0
     out = {k: float(np.max(np.abs(r[k] - r[k + "_ref"])[after])) for k in ("x", "y", "phi")}
     out["stats"] = r.stats

@@ -14,6 +14,7 @@ import numpy as np
 
 from .codegen import CompiledModel, compile_model
 from .core import Model
+from bondsim_ros.solver.options import SolverOptions
 
 
 @dataclass
@@ -54,15 +55,15 @@ class SimulationResult:
 class Simulation:
     """A model instance stepping in time; resumable (the ROS dynamics node advances it per frame)."""
 
-    def __init__(self, model: Model | CompiledModel, rtol=1e-6, atol=1e-8, hmax=math.inf, t0=0.0,
-                 params: dict | None = None, y0: dict | None = None, log=None, linear_solver="auto"):
+    def __init__(self, model: Model | CompiledModel, options: SolverOptions | None = None, t0=0.0,
+                 params: dict | None = None, y0: dict | None = None, log=None):
         from bondsim_ros.solver import BDFSolver
 
         self.compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
         c = self.compiled
         self.problem = c.problem()
         self.problem.params[:], y_init = self._start_values(params, y0)
-        self.solver = BDFSolver(self.problem, rtol=rtol, atol=atol, hmax=hmax, linear_solver=linear_solver)
+        self.solver = BDFSolver(self.problem, options)
         self.solver.init(t0, y_init)
         self.t = t0
         self._out = np.zeros(len(c.output_names))
@@ -84,7 +85,7 @@ class Simulation:
 
     def reset(self, params: dict | None = None, y0: dict | None = None, t0: float = 0.0) -> None:
         """Start a new run from ``t0``: the results are bit for bit those of a new
-        ``Simulation(compiled, params=params, y0=y0, t0=t0)`` with this one's tolerances, but
+        ``Simulation(compiled, options, params=params, y0=y0, t0=t0)`` with this one's options, but
         the solver and its arrays are reused (``BDFSolver.reset``): what a fit or a parameter
         sweep of a small model saves per run. ``params`` and ``y0`` are relative to the model's
         own values, not to the previous run's."""
@@ -159,19 +160,19 @@ def _progress_bar(t0, t_end, quiet):
     return prog, (lambda t: prog.update(task, completed=t - t0))
 
 
-def simulate(model, t_end: float, dt_out: float, t0: float = 0.0, rtol=1e-6, atol=1e-8, hmax=math.inf,
-             params=None, y0=None, quiet=True, log=None, linear_solver="auto") -> SimulationResult:
-    """Simulate ``model`` from ``t0`` to ``t_end`` with outputs every ``dt_out``."""
+def simulate(model, t_end: float, dt_out: float, t0: float = 0.0, options: SolverOptions | None = None,
+             params=None, y0=None, quiet=True, log=None) -> SimulationResult:
+    """Simulate ``model`` from ``t0`` to ``t_end`` with outputs every ``dt_out``; ``options``:
+    the solver's (default ``SolverOptions()``)."""
     compiled, t_build, t_out = _prepare(model, t0, t_end, dt_out, log)
     tic = time.perf_counter()
-    sim = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax, t0=t0, params=params, y0=y0,
-                     linear_solver=linear_solver)
+    sim = Simulation(compiled, options, t0=t0, params=params, y0=y0)
     t_init = time.perf_counter() - tic
     return _run(sim, t_out, quiet, t_build, t_init)
 
 
-def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.0, rtol=1e-6, atol=1e-8,
-                  hmax=math.inf, y0=None, log=None, linear_solver="auto") -> list:
+def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.0,
+                  options: SolverOptions | None = None, y0=None, log=None) -> list:
     """``simulate`` once per parameter set (an iterable of name -> value dicts, each relative to
     the model's own values), on one solver: the model is compiled and the solver set up once,
     then reset for each run (``Simulation.reset``). Each result is bit for bit what ``simulate``
@@ -183,8 +184,7 @@ def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.
     for params in param_sets:
         tic = time.perf_counter()
         if sim is None:
-            sim = Simulation(compiled, rtol=rtol, atol=atol, hmax=hmax, t0=t0, params=params, y0=y0,
-                             linear_solver=linear_solver)
+            sim = Simulation(compiled, options, t0=t0, params=params, y0=y0)
         else:
             sim.reset(params=params, y0=y0, t0=t0)
         results.append(_run(sim, t_out, True, t_build, time.perf_counter() - tic))

@@ -11,6 +11,10 @@ from pathlib import Path
 
 
 def register(sub) -> None:
+    from bondsim_ros.cliargs import add_solver_flags
+
+    from .options import FIT_OPTIONS
+
     p = sub.add_parser(
         "fit", help="fit a model's run-time parameters to logged inputs and responses (least squares)",
         description="Simulate MODEL with the logged inputs of DATA.csv and adjust the run-time parameters "
@@ -39,9 +43,7 @@ def register(sub) -> None:
     p.add_argument("--weight", action="append", default=[], metavar="COL=W",
                    help="weight (1/noise sigma) of a data column when outputs of different units are fitted")
     p.add_argument("--t-end", type=float, default=None, help="use data rows up to this time only")
-    p.add_argument("--rtol", type=float, default=1e-7, help="solver tolerance (default 1e-7)")
-    p.add_argument("--atol", type=float, default=1e-9)
-    p.add_argument("--hmax", type=float, default=math.inf, help="largest solver step [s]")
+    add_solver_flags(p, FIT_OPTIONS)
     p.add_argument("--max-evals", type=int, default=None, help="stop after this many model evaluations")
     p.add_argument("--json", metavar="OUT.json", help="write the estimates, intervals and covariance")
     p.add_argument("--config-out", metavar="OUT.yaml",
@@ -86,16 +88,13 @@ def cmd_fit(args) -> int:
     from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.model_commands import _load
     from bondsim_ros.bondgraph.core import ModelError
-    from bondsim_ros.cliargs import CLIError, assignments
+    from bondsim_ros.cliargs import CLIError, assignments, solver_options
 
     from .core import FitError, FitProblem, read_csv
 
     from bondsim_ros.outfiles import check_output
 
-    if not (args.rtol > 0 and args.atol > 0 and args.hmax > 0):
-        raise CLIError("--rtol, --atol and --hmax must be positive")
-    if not (math.isfinite(args.rtol) and math.isfinite(args.atol) and args.rtol < 1):
-        raise CLIError("--rtol must be below 1 and --atol finite")
+    options = solver_options(args)
     if args.max_evals is not None and args.max_evals < 1:
         raise CLIError(f"--max-evals {args.max_evals}: give at least 1 model evaluation")
     outputs = [(opt, getattr(args, attr)) for opt, attr in
@@ -121,8 +120,7 @@ def cmd_fit(args) -> int:
             raise FitError(f"--config-out: model {args.model!r} is not built from a parameter file")
         compiled = compile_model(model, log=log)
         problem = FitProblem(compiled, data, params, _split(args.outputs), inputs=_split(args.inputs), fixed=fixed,
-                             time_col=args.time_col, t_end=args.t_end, rtol=args.rtol, atol=args.atol,
-                             hmax=args.hmax, weights=weights)
+                             time_col=args.time_col, t_end=args.t_end, options=options, weights=weights)
         for name in guesses:
             if name not in params:
                 raise FitError(f"--guess for {name!r}, which is not in --params ({', '.join(params)})")

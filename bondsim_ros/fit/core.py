@@ -22,6 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bondsim_ros.solver.options import SolverOptions
+
+from .options import FIT_OPTIONS
 
 MAX_VALUE = 1e150  # data magnitude whose square still fits a float with room for the sums
 
@@ -110,12 +113,14 @@ class FitProblem:
     fixed: dict = field(default_factory=dict)  # other run-time parameters set for the fit
     time_col: str = "t"
     t_end: float | None = None
-    rtol: float = 1e-7
-    atol: float = 1e-9
-    hmax: float = math.inf
+    options: SolverOptions | None = None  # the solver's; None: FIT_OPTIONS
     weights: dict = field(default_factory=dict)  # data column -> weight (1/sigma)
 
     def __post_init__(self):
+        if self.options is None:
+            self.options = FIT_OPTIONS
+        elif not isinstance(self.options, SolverOptions):
+            raise FitError(f"options must be a SolverOptions, not {type(self.options).__name__}")
         c = self.compiled
         src = self.data.source or "data"
         known = list(c.param_names)
@@ -205,13 +210,12 @@ class FitProblem:
         out_idx = self.out_idx if columns is None else list(columns)
         names = [p for p, _ in self.input_map]
         # one solver for all the runs of a fit, reset for each (bit for bit a new Simulation's
-        # run: Simulation.reset); a new one if the tolerances were changed in between
-        options = (self.rtol, self.atol, self.hmax, float(self.t[0]))
+        # run: Simulation.reset); a new one if the options were changed in between
+        options = (self.options, float(self.t[0]))
         sim = self._sim if self._sim is not None and self._sim_options == options else None
         if sim is None:
             self._sim = None
-            sim = Simulation(self.compiled, rtol=self.rtol, atol=self.atol, hmax=self.hmax, t0=float(self.t[0]),
-                             params=self.values(theta))
+            sim = Simulation(self.compiled, self.options, t0=float(self.t[0]), params=self.values(theta))
             self._sim, self._sim_options = sim, options
         else:
             sim.reset(params=self.values(theta), t0=float(self.t[0]))
@@ -444,7 +448,7 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
     # trust regions are then relative to each parameter's size, also for one that tends to 0
     scale = np.where(np.abs(x0) > 0, np.abs(x0), 1.0)
     # forward differences on a solver run: a step well above the integration error (rtol)
-    diff_step = diff_step or max(1e-6, 30.0 * math.sqrt(problem.rtol))
+    diff_step = diff_step or max(1e-6, 30.0 * math.sqrt(problem.options.rtol))
     tic = time.perf_counter()
 
     def fun_x(theta):
@@ -485,7 +489,7 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
     # parameter that collapses towards 0 then shows as undetermined relative to its own size
     mag = np.where(x != 0, np.abs(x), scale)
     cov, s2, dof, directions, rel_sv = covariance(J, sol.fun, names, mag,
-                                                  rcond=max(RCOND, 30.0 * problem.rtol / diff_step))
+                                                  rcond=max(RCOND, 30.0 * problem.options.rtol / diff_step))
     bad = sorted({n for dvec in directions for n in dvec.parameters()}, key=names.index)
     se = np.sqrt(np.diag(cov))
     success, message = bool(sol.success), str(sol.message)

@@ -154,7 +154,7 @@ def model_robot(name: str, description: str, build: Callable, mechanism, joints:
     (the COMMAND_MODELS contract of the model modules)."""
     command_models = dict(command_models or {})
 
-    def make_twin(command: str = "builtin", rtol=1e-6, atol=1e-8, hmax=0.02, limits=None, log=None, config=None):
+    def make_twin(command: str = "builtin", options=None, limits=None, log=None, config=None):
         from bondsim_ros.twin.model_twin import Binding, ModelTwin
 
         if config:
@@ -171,8 +171,7 @@ def model_robot(name: str, description: str, build: Callable, mechanism, joints:
                           efforts=dict(efforts or {}), derive=derive, source=name,
                           twist=params if command == "twist" else other.get("twist"),
                           trajectory=params if command == "trajectory" else other.get("trajectory"))
-        return ModelTwin(name, builder(), binding, rtol=rtol, atol=atol, hmax=hmax, limits=limits, command=command,
-                         log=log)
+        return ModelTwin(name, builder(), binding, options, limits=limits, command=command, log=log)
 
     return Robot(name, description, Path(mechanism), make_twin, tuple(sorted(command_models)), model=model or name)
 

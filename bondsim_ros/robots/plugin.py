@@ -19,9 +19,10 @@ class RobotError(ValueError):
 class Robot:
     """A robot plug-in.
 
-    ``make_twin(command, rtol=, atol=, hmax=, limits=, log=, config=)`` returns a Twin
+    ``make_twin(command, options=, limits=, log=, config=)`` returns a Twin
     (bondsim_ros.twin.protocol); ``command`` is "builtin" (the model's own reference), "twist"
-    (/cmd_vel) or "trajectory" (joint_trajectory), one of ``commands`` or "builtin".
+    (/cmd_vel) or "trajectory" (joint_trajectory), one of ``commands`` or "builtin";
+    ``options``: its solver's (a ``SolverOptions``; None: ``twin.protocol.TWIN_OPTIONS``).
     ``model`` is the name ``bondsim-ros simulate`` knows the built-in reference model by (or a
     model file path)."""
 
@@ -54,7 +55,7 @@ class ModelEntry:
     # models' figures live in bondsim_ros.plotting.models (models do not plot), which
     # `simulate --plot` asks by name
     plot: Callable | None = None
-    defaults: dict = field(default_factory=dict)  # suggested simulate options (t_end, dt_out, hmax, rtol)
+    defaults: dict = field(default_factory=dict)  # suggested simulate span (t_end, dt_out)
     postprocess: Callable | None = None  # postprocess(result) -> result with derived columns
     # write_config(estimates: dict, out_path, notes: dict): the model's parameter file with fitted
     # values substituted (``bondsim-ros fit --config-out``), for models built from one

@@ -263,7 +263,7 @@ def yaml_robot(path) -> Robot:
     xml = spec["file"][0]
     state = {}
 
-    def make_twin(command: str = "builtin", rtol=1e-6, atol=1e-8, hmax=0.02, limits=None, log=None, config=None):
+    def make_twin(command: str = "builtin", options=None, limits=None, log=None, config=None):
         from bondsim_ros.bondgraph.codegen import compile_model
         from bondsim_ros.twin.model_twin import Binding, ModelTwin
 
@@ -287,7 +287,6 @@ def yaml_robot(path) -> Robot:
                           hold=False, source=str(path),
                           param_topics={t: par for t, (par, _) in (commands["topics"] or {}).items()},
                           output_topics={t: col for t, (col, _) in outputs.items()})
-        return ModelTwin(name, compiled, binding, rtol=rtol, atol=atol, hmax=hmax, limits=limits, command=command,
-                         log=log)
+        return ModelTwin(name, compiled, binding, options, limits=limits, command=command, log=log)
 
     return Robot(name, f"{path.name} bound to {xml.name}", xml, make_twin, kinds, model=str(path))

@@ -35,6 +35,7 @@ from .frame_clock import FrameClock
 from .node_diagnostics import joint_command_status, solver_status
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, JointTrajectory, Limits
+from bondsim_ros.twin.protocol import TWIN_OPTIONS
 
 from ._env import Param, declare_parameters, run_node
 
@@ -147,8 +148,8 @@ class DynamicsNode(Node):
         try:
             self.robot = load_robot(p["model"])
             # placeable: simulation_interfaces' SetEntityState puts a planar base elsewhere
-            self.twin = PlacedTwin(self.robot.make_twin(command, rtol=p["rtol"], hmax=p["hmax"], limits=limits,
-                                                        config=p["robot_config"] or None,
+            self.twin = PlacedTwin(self.robot.make_twin(command, TWIN_OPTIONS.replace(rtol=p["rtol"], hmax=p["hmax"]),
+                                                        limits=limits, config=p["robot_config"] or None,
                                                         log=lambda m: self.get_logger().info(m)))
         except RobotError as exc:
             raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None

@@ -5,25 +5,29 @@ Knows nothing about bond graphs: give it compiled residual and Jacobian kernels 
 differential, and initial values::
 
     problem = DAEProblem(residual, jacobian, indptr, indices, differential, params)
-    solver = BDFSolver(problem, rtol=1e-6, atol=1e-8, hmax=0.02)
+    solver = BDFSolver(problem, SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02))
     solver.init(0.0, y0)                 # consistent algebraic y and y'
     Y, YP = solver.advance(t_out)        # dense output; call again to continue
 
-Importing it does not import numba (``kernels`` does so only for numba-compiled kernels).
+Importing it imports neither numpy nor numba: ``SolverOptions`` comes from ``options`` (the
+command line builds its flags from it at parse time), the rest is loaded when first asked for
+(``kernels`` imports numba only for numba-compiled kernels).
 """
-from .bdf import (
-    BDFSolver, DAEProblem, InconsistentInitialValues, ModeChatter, SingularMatrix, SolverError, StepSizeUnderflow,
-    TooManySteps,
-)
-from .kernels import jacobian_kernel, residual_kernel
+from .options import SolverOptionError, SolverOptions
 
-__all__ = ["BDFSolver", "DAEProblem", "SolverError", "StepSizeUnderflow", "SingularMatrix",
-           "InconsistentInitialValues", "TooManySteps", "ModeChatter", "RES_SIG", "JAC_SIG", "residual_kernel",
-           "jacobian_kernel"]
+_BDF = ("BDFSolver", "DAEProblem", "SolverError", "StepSizeUnderflow", "SingularMatrix", "InconsistentInitialValues",
+        "TooManySteps", "ModeChatter")
+_KERNELS = ("residual_kernel", "jacobian_kernel", "RES_SIG", "JAC_SIG")
+
+__all__ = ["SolverOptions", "SolverOptionError", *_BDF, *_KERNELS]
 
 
 def __getattr__(name):
-    if name in ("RES_SIG", "JAC_SIG"):  # numba signatures: numba only when asked for
+    if name in _BDF:
+        from . import bdf
+
+        return getattr(bdf, name)
+    if name in _KERNELS:  # numba signatures: numba only when asked for
         from . import kernels
 
         return getattr(kernels, name)

@@ -7,6 +7,7 @@ import numpy as np
 
 from . import _ccore as core
 from .kernels import c_address
+from .options import SolverOptionError, SolverOptions
 
 
 class SolverError(RuntimeError):
@@ -178,26 +179,17 @@ class BDFSolver:
         (``solver.native.CKernel``) or numba-compiled ones (see ``solver.kernels``), the CSC pattern of the iteration matrix
         (``indptr``, ``indices``), which unknowns are differential, parameters, and optional
         names for messages.
-    rtol, atol : float, float or array
-        Local error tolerances (weighted RMS norm, as IDA).
-    hmax : float
-        Largest step; also the way to make sure a step never jumps over a short input.
-    h0 : float, optional
-        First step; default from the initial slope, at most 1e-2 and hmax.
-    max_order : int
-        Highest BDF order (1-5).
-    suppress_alg : bool
-        Leave the algebraic unknowns out of the error test (default True). Needed for index-2
-        unknowns such as the contact forces of velocity constraints (Sf(0) joints), whose
-        error estimate does not converge with h (Hairer & Wanner, VII.3).
-    linear_solver : "auto" | "dense" | "sparse"
-        LU of the iteration matrix: dense partial pivoting (by columns, as LAPACK), or sparse:
-        SuiteSparse's KLU where the core was built with it, else the core's own left-looking LU
-        (COLAMD column order; ``sparse_lu`` says which, ``BONDSIM_NO_KLU=1`` picks the own);
-        "auto" takes sparse for n > 60 and density < 0.2. The factorisation is reused across
-        steps until Newton converges slowly or the step size changes.
-    max_steps : int
-        Steps allowed per ``advance`` call before ``TooManySteps``.
+    options : SolverOptions, optional
+        ``solver.options`` (default ``SolverOptions()``): rtol and atol, the local error
+        tolerances (weighted RMS norm, as IDA; atol per unknown must have the problem's length),
+        hmax, h0, max_order, suppress_alg (leave the algebraic unknowns out of the error test:
+        needed for index-2 unknowns such as the contact forces of velocity constraints, Sf(0)
+        joints, whose error estimate does not converge with h; Hairer & Wanner, VII.3),
+        linear_solver (dense partial pivoting by columns, as LAPACK, or sparse: SuiteSparse's KLU
+        where the core was built with it, else the core's own left-looking LU with COLAMD column
+        order; ``sparse_lu`` says which, ``BONDSIM_NO_KLU=1`` picks the own; "auto" takes sparse for n > 60 and
+        density < 0.2; the factorisation is reused across steps until Newton converges slowly
+        or the step size changes) and max_steps per ``advance`` call.
 
     Failures raise ``StepSizeUnderflow`` (naming the unknown that failed the error test or
     the equation where Newton diverged), ``SingularMatrix`` (naming the unknown without a
@@ -205,22 +197,29 @@ class BDFSolver:
     switched back and forth) or ``TooManySteps``; ``failure()`` gives what the core reported as (kind, index).
     """
 
-    def __init__(self, problem, rtol=1e-6, atol=1e-8, hmax=math.inf, h0=None, max_order=5, suppress_alg=True,
-                 linear_solver="auto", max_steps=500000):
-        if not (rtol > 0 and hmax > 0):
-            raise ValueError("rtol and hmax must be positive")
-        if int(max_order) != max_order or not 1 <= max_order <= core.MAX_ORDER:
-            raise ValueError(f"max_order must be an integer from 1 to {core.MAX_ORDER}, not {max_order!r}")
-        self.max_order = int(max_order)
+    def __init__(self, problem, options: SolverOptions | None = None):
+        options = SolverOptions() if options is None else options
+        if not isinstance(options, SolverOptions):
+            raise TypeError(f"options must be a SolverOptions, not {type(options).__name__}")
+        if options.max_order > core.MAX_ORDER:  # options.MAX_ORDER and the C core's agree (test_solver_options)
+            raise SolverOptionError("max_order", f"solver option max_order must be at most {core.MAX_ORDER}")
+        self.options = options
+        self.max_order = options.max_order
         self.problem = problem
         n = problem.n
         self.n = n
-        self.rtol = float(rtol)
-        self.atol = np.full(n, float(atol)) if np.isscalar(atol) else \
-            np.broadcast_to(np.asarray(atol, dtype=float), (n,)).copy()
-        self.hmax = float(hmax)
-        self.h0 = h0
-        self.max_steps = int(max_steps)
+        self.rtol = options.rtol
+        if isinstance(options.atol, tuple):
+            if len(options.atol) not in (1, n):
+                raise SolverOptionError("atol", f"solver option atol has {len(options.atol)} values, the problem "
+                                                f"has {n} unknowns")
+            self.atol = np.broadcast_to(np.asarray(options.atol, dtype=float), (n,)).copy()
+        else:
+            self.atol = np.full(n, options.atol)
+        self.hmax = options.hmax
+        self.h0 = options.h0
+        self.max_steps = options.max_steps
+        suppress_alg, linear_solver = options.suppress_alg, options.linear_solver
         self.diff = np.asarray(problem.differential, dtype=bool).copy() if suppress_alg else np.ones(n, bool)
         # parameters, then the modes of the model's discontinuities: the kernels read both
         n_par = len(problem.params)
@@ -242,8 +241,6 @@ class BDFSolver:
         self.ist = np.zeros(core.N_INT_STATE, dtype=np.int64)
         self.piv = np.zeros(n, dtype=np.int64)
         self.index2 = np.zeros(n, dtype=np.uint8)  # set by init(): _index2
-        if linear_solver not in ("auto", "dense", "sparse"):
-            raise ValueError(f"linear_solver must be 'auto', 'dense' or 'sparse', not {linear_solver!r}")
         nnz = len(self.indices)
         if linear_solver == "auto":
             # dense LU wins on small or dense iteration matrices (no indexing overhead)
@@ -571,7 +568,7 @@ class BDFSolver:
         if status == core.SINGULAR and kind == "sparse_fill":
             what = "KLU ran out of memory or refused the pattern" if self.sparse_lu == "klu" else \
                 "sparse LU fill exceeded its work space"
-            raise SolverError(f"{what}; use linear_solver='dense'")
+            raise SolverError(f"{what}; use SolverOptions(linear_solver='dense')")
         if status == core.SINGULAR:
             raise SingularMatrix(f"singular iteration matrix at t={t:.9g}: no pivot for unknown {self._var(k)}; "
                                  f"check the equations involving it")

@@ -6,6 +6,8 @@ import sys
 
 
 def register(sub) -> None:
+    from bondsim_ros.cliargs import add_solver_flags
+
     p = sub.add_parser(
         "sweep", help="simulate a model over a parameter grid in parallel (local cores or a Dask cluster)",
         description="Simulate MODEL once per combination of the --param values (their Cartesian product) and "
@@ -28,9 +30,7 @@ def register(sub) -> None:
                    help="take the outputs at these output times (columns NAME@T) instead of their final values")
     p.add_argument("--t-end", type=float, default=None, help="end time [s] (default: the model's suggestion)")
     p.add_argument("--dt-out", type=float, default=None, help="output interval [s] (the times --at can name)")
-    p.add_argument("--rtol", type=float, default=1e-6)
-    p.add_argument("--atol", type=float, default=1e-8)
-    p.add_argument("--hmax", type=float, default=math.inf, help="largest step [s]")
+    add_solver_flags(p)
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="local worker processes (default: every usable core; 1: in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -78,7 +78,7 @@ def _progress(quiet):
 
 
 def cmd_sweep(args) -> int:
-    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.cliargs import CLIError, solver_options
     from bondsim_ros.outfiles import Output, check_output
 
     from .core import SweepError, SweepInterrupted, check_format, parse_param, sweep
@@ -92,6 +92,7 @@ def cmd_sweep(args) -> int:
         if name in params:
             raise CLIError(f"--param {name}: given twice")
         params[name] = values
+    options = solver_options(args)
     outputs = _names(args.outputs, "--outputs") if args.outputs is not None else None
     at = _times(args.at) if args.at is not None else None
     if args.jobs is not None and args.jobs < 1:
@@ -111,8 +112,8 @@ def cmd_sweep(args) -> int:
     try:
         if bar is not None:
             bar.start()
-        result = sweep(args.model, params, t_end=args.t_end, dt_out=args.dt_out, rtol=args.rtol, atol=args.atol,
-                       hmax=args.hmax, outputs=outputs, at=at, jobs=args.jobs, scheduler=args.scheduler,
+        result = sweep(args.model, params, t_end=args.t_end, dt_out=args.dt_out,
+                       options=options, outputs=outputs, at=at, jobs=args.jobs, scheduler=args.scheduler,
                        chunksize=args.chunksize, progress=update)
     except SweepInterrupted as exc:
         result, interrupted = exc.result, True
@@ -151,8 +152,8 @@ def cmd_sweep(args) -> int:
 
 
 # sweep()'s argument -> the command line's option
-_OPTIONS = {"params": "--param", "t_end": "--t-end", "dt_out": "--dt-out", "rtol": "--rtol", "atol": "--atol",
-            "hmax": "--hmax", "outputs": "--outputs", "at": "--at", "jobs": "--jobs", "scheduler": "--scheduler"}
+_OPTIONS = {"params": "--param", "t_end": "--t-end", "dt_out": "--dt-out", "outputs": "--outputs", "at": "--at",
+            "jobs": "--jobs", "scheduler": "--scheduler"}
 
 
 def _option_named(exc) -> str:

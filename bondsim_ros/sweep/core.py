@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bondsim_ros.solver.options import SolverOptions
+
 # A grid larger than this is refused before anything runs (a typo such as k=0:1:1e9).
 MAX_RUNS = 1_000_000
 # Largest number of output rows a run computes (t_end / dt_out), as ``simulate`` limits it.
@@ -130,9 +132,7 @@ class RunOptions:
     """What every run of a sweep shares (sent to the workers once per chunk)."""
     t_end: float
     dt_out: float
-    rtol: float = 1e-6
-    atol: float = 1e-8
-    hmax: float = math.inf
+    options: SolverOptions = SolverOptions()
     outputs: tuple | None = None  # column names; None: every output column
     at: tuple | None = None  # output times to take the columns at; None: the final row
 
@@ -158,8 +158,8 @@ def run_one(compiled, entry, values: dict, opts: RunOptions) -> dict:
 
     tic = time.perf_counter()
     try:
-        result = simulate(compiled, t_end=opts.t_end, dt_out=opts.dt_out, rtol=opts.rtol, atol=opts.atol,
-                          hmax=opts.hmax, params=values, quiet=True)
+        result = simulate(compiled, t_end=opts.t_end, dt_out=opts.dt_out, options=opts.options, params=values,
+                          quiet=True)
         if entry is not None and entry.postprocess is not None:
             result = entry.postprocess(result)
         outputs = _select(result, opts)
@@ -295,18 +295,12 @@ def _chunks(runs: list, workers: int, chunksize: int | None) -> list:
     return [indexed[i:i + chunksize] for i in range(0, len(indexed), chunksize)]
 
 
-def _check_options(t_end, dt_out, rtol, atol, hmax) -> None:
+def _check_span(t_end, dt_out) -> None:
     if not (math.isfinite(t_end) and math.isfinite(dt_out) and t_end > 0 and dt_out > 0):
         raise SweepError(f"must be positive finite numbers (got {t_end:g}, {dt_out:g})", "t_end, dt_out")
     if t_end / dt_out > MAX_OUTPUT_ROWS:
         raise SweepError(f"{t_end:g} / {dt_out:g} gives {t_end / dt_out:.3g} output rows per run "
                          f"(limit {MAX_OUTPUT_ROWS}): use a larger dt_out", "t_end, dt_out")
-    if not 0 < rtol < 1:
-        raise SweepError(f"must be between 0 and 1 (exclusive), got {rtol:g}", "rtol")
-    if not (math.isfinite(atol) and atol > 0):
-        raise SweepError(f"must be a positive finite number, got {atol:g}", "atol")
-    if not hmax > 0:
-        raise SweepError(f"must be positive, got {hmax:g}", "hmax")
 
 
 def _output_times(t_end: float, dt_out: float) -> np.ndarray:
@@ -345,8 +339,8 @@ def _model_spec(spec) -> str:
     return spec
 
 
-def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = None, rtol: float = 1e-6,
-          atol: float = 1e-8, hmax: float = math.inf, outputs=None, at=None, jobs: int | None = None,
+def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = None,
+          options: SolverOptions | None = None, outputs=None, at=None, jobs: int | None = None,
           scheduler=None, chunksize: int | None = None, progress=None, use_cache: bool = True) -> SweepResult:
     """Simulate ``model`` once per point of the parameter grid ``params``.
 
@@ -354,7 +348,8 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
     name; the generated code is built here first). ``params``: ``{name: values}`` (the
     Cartesian product is run; a string value is parsed as on the command line, ``"1:10:5"`` or
     ``"0.1,0.2"``) or a list of ``{name: value}`` runs. ``t_end``/``dt_out``: as ``simulate``
-    (default: the built-in model's suggestion). ``outputs``: column names to keep (default:
+    (default: the built-in model's suggestion); ``options``: the solver's, every run's (default
+    ``SolverOptions()``). ``outputs``: column names to keep (default:
     all); ``at``: output times to take them at, giving columns ``NAME@T`` (default: the final
     values, columns ``NAME``). ``jobs``: local worker processes (default: the usable cores;
     1 runs in this process); ``scheduler``: a Dask scheduler address (``tcp://host:8786``), or
@@ -402,7 +397,11 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
     dt_out = dt_out if dt_out is not None else defaults.get("dt_out")
     if t_end is None or dt_out is None:
         raise SweepError("give both (this model suggests no defaults)", "t_end, dt_out")
-    _check_options(t_end, dt_out, rtol, atol, hmax)
+    _check_span(t_end, dt_out)
+    if options is None:
+        options = SolverOptions()
+    elif not isinstance(options, SolverOptions):
+        raise SweepError(f"must be a SolverOptions, not {type(options).__name__}", "options")
     known = ["t", *compiled.output_names]
     if outputs is not None:
         outputs = tuple(outputs)
@@ -413,7 +412,7 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
         if missing and (entry is None or entry.postprocess is None):
             raise SweepError(f"model {compiled.name!r} has no output column {missing[0]!r} (has: {', '.join(known)})",
                              "outputs")
-    opts = RunOptions(float(t_end), float(dt_out), float(rtol), float(atol), float(hmax), outputs,
+    opts = RunOptions(float(t_end), float(dt_out), options, outputs,
                       None if at is None else _check_at(at, float(t_end), float(dt_out)))
 
     rows: list = [None] * len(runs)

@@ -13,8 +13,10 @@ from typing import Callable
 
 import numpy as np
 
+from .protocol import TWIN_OPTIONS
 from .protocol import BUILTIN, OK, TRAJECTORY, TWIST, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, body_twist, limit_twist
 from .trajectory import TrajectorySampler
+from bondsim_ros.solver.options import SolverOptions
 
 TRAJECTORY_STEP = 0.01  # s: longest hold of a joint reference along a trajectory
 
@@ -51,8 +53,8 @@ def mechanism_joints(path) -> list:
 class ModelTwin:
     """Step a compiled model to given simulated times; joint states, base pose and probes out."""
 
-    def __init__(self, name: str, model, binding: Binding, rtol: float = 1e-6, atol: float = 1e-8,
-                 hmax: float = 0.02, limits: Limits | None = None, command: str = BUILTIN, log=None):
+    def __init__(self, name: str, model, binding: Binding, options: SolverOptions | None = None,
+                 limits: Limits | None = None, command: str = BUILTIN, log=None):
         from bondsim_ros.bondgraph.codegen import CompiledModel, compile_model
         from bondsim_ros.bondgraph.simulation import Simulation, SimulationResult
         from bondsim_ros.mechanism.probes import ProbeKinematics
@@ -64,7 +66,7 @@ class ModelTwin:
         self.limits = limits or Limits()
         self.compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
         self._Simulation, self._Result = Simulation, SimulationResult
-        self._sim_args = dict(rtol=rtol, atol=atol, hmax=hmax)
+        self.options = TWIN_OPTIONS if options is None else options
         # a model variant may take both (the dual-arm platform: base twist and arm joints)
         self.commands = frozenset(k for k in (TWIST, TRAJECTORY) if getattr(binding, k))
         if command != BUILTIN and command not in self.commands:
@@ -88,7 +90,7 @@ class ModelTwin:
 
     # -- lifecycle -------------------------------------------------------------------------
     def reset(self) -> None:
-        self.sim = self._Simulation(self.compiled, **self._sim_args)
+        self.sim = self._Simulation(self.compiled, self.options)
         self.t = 0.0
         self._traj = None
         if TWIST in self.commands:

@@ -14,6 +14,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from bondsim_ros.solver.options import SolverOptions
+
 OK, WARN, ERROR = "OK", "WARN", "ERROR"
 
 # What drives a model: a twin's ``command`` (make_twin's argument, ModelTwin.command) and the
@@ -27,6 +29,10 @@ COMMANDS = (BUILTIN, TWIST, TRAJECTORY)
 # names where the motion comes from, the command what the model takes
 COMMAND_OF_REFERENCE = {"rose": BUILTIN, "builtin": BUILTIN, "cmd_vel": TWIST, "waypoints": TWIST,
                         "joint_trajectory": TRAJECTORY}
+
+# A live twin's solver options (make_twin's default): steps of at most 20 ms, so that no step
+# jumps over a command that lasts a frame or two (the paper's frames are 30 ms apart)
+TWIN_OPTIONS = SolverOptions(rtol=1e-6, atol=1e-8, hmax=0.02)
 
 
 @dataclass

@@ -8,13 +8,13 @@ from bondsim_ros.twin.protocol import BUILTIN, TWIST
 from .. import Robot
 
 
-def _make_twin(command: str = BUILTIN, rtol=1e-6, atol=1e-8, hmax=0.02, limits=None, log=None, config=None):
+def _make_twin(command: str = BUILTIN, options=None, limits=None, log=None, config=None):
     from .. import RobotError
     from .twin import RobotinoTwin
 
     if command not in (BUILTIN, TWIST):
         raise RobotError(f"robotino: no {command} command (has: twist)")
-    return RobotinoTwin(command, rtol=rtol, atol=atol, hmax=hmax, limits=limits, config=config, log=log)
+    return RobotinoTwin(command, options, limits=limits, config=config, log=log)
 
 
 def robot() -> Robot:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bondsim_ros.paths import share_file
+from bondsim_ros.solver.options import SolverOptions
 from bondsim_ros.twin.model_twin import Binding, ModelTwin
 from bondsim_ros.twin.protocol import BUILTIN, OK, TWIST, CommandError, Diagnostic, Limits, TwinState
 
@@ -50,16 +51,15 @@ class RobotinoTwin(ModelTwin):
     motor_names = ("motor1", "motor2", "motor3")
     wheel_joints = AXLES  # the driven wheels, for wheel-speed commands (ros2_control's velocity interfaces)
 
-    def __init__(self, command: str = TWIST, rtol: float = 1e-6, atol: float = 1e-8, hmax: float = 0.02,
-                 limits: Limits | None = None, config=None, log=None):
+    def __init__(self, command: str = TWIST, options: SolverOptions | None = None, limits: Limits | None = None,
+                 config=None, log=None):
         if command not in (TWIST, BUILTIN):
             raise ValueError(f"command must be {TWIST!r} (cmd_vel) or {BUILTIN!r} (the rose path), got {command!r}")
         self.params = load_params(config)
         self.gear = float(self.params["gear.ratio"])
         self.torque_constant = float(self.params["motor.torque_constant"])
         model = robotino(reference="twist" if command == TWIST else "rose", config=config)
-        super().__init__("robotino", model, binding(command), rtol=rtol, atol=atol, hmax=hmax, limits=limits,
-                         command=command, log=log)
+        super().__init__("robotino", model, binding(command), options, limits=limits, command=command, log=log)
         self.joint_names = [f"wheel{i}_axle" if j == 0 else f"wheel{i}_roller{j}"
                             for i in (1, 2, 3) for j in range(0, N_ROLLERS + 1)]
 
