@@ -227,7 +227,8 @@ def test_joint_trajectory_brings_the_joint_to_its_goal(diffbot_installed):
 
     joints, dn, _ = spin_graph({"model": "slidebot", "reference": "joint_trajectory"}, 2.6, setup)
     after = joints[sent["n"]:]
-    ts = np.array([dn.frame_clock.sim_time_of_stamp(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec) for m in after])
+    clock = dn.frame_clock
+    ts = np.array([clock.sim_time_of_stamp(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec) for m in after])
     q = np.array([m.position[0] for m in after])
     assert q[0] == pytest.approx(0.0, abs=1e-9)  # held where it was until the trajectory came
     moved = ts[q > 1e-6]
