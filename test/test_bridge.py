@@ -101,7 +101,7 @@ def _run(wheel_radius, seconds=5.0):
                 cmd.publish(Twist(linear=Vector3(x=COMMAND[0], y=COMMAND[1]), angular=Vector3(z=COMMAND[2])))
                 next_cmd = time.monotonic() + 0.05
             executor.spin_once(timeout_sec=0.005)
-        twin_speeds = {n: v for n, v in zip(twin.joint_names, twin.twin.state().velocity)}
+        twin_speeds = {n: v for n, v in zip(twin.twin.joint_names, twin.twin.state().velocity)}
     finally:
         executor.shutdown()
         for n in nodes:

@@ -81,7 +81,7 @@ def served_graph(params, with_probes=False):
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     graph = start_graph(params, {}, state_publisher={}, context=ctx)
-    probes = graph.nodes["dynamics_node"].probe_names if with_probes else None
+    probes = graph.nodes["dynamics_node"].probes.names if with_probes else None
     live = FoxgloveLive(port=0, context=ctx, **({"probes": probes} if with_probes else {}))  # port 0: a free one
     graph.nodes["foxglove_live"] = live
     graph.executor.add_node(live)

@@ -115,7 +115,7 @@ def test_position_commands_from_a_joint_trajectory_controller_are_followed():
               f"at the goal {err:.5f} rad")
         assert err < 0.01
         assert max(errors) < 0.1
-        assert tw.node.joint_commands["accepted"] > 100 and tw.node.joint_commands["refused"] == 0
+        assert tw.node.joint_commands.accepted > 100 and tw.node.joint_commands.refused == 0
     finally:
         tw.close()
 
@@ -131,7 +131,7 @@ def test_refused_commands_are_reported_and_nan_means_no_command():
                     dict(name=["q1", "q2", "q3"], position=[0.1, 0.2])):
             pub.publish(JointState(**bad))
             tw.run(0.3)
-        assert tw.node.joint_commands["refused"] == 3
+        assert tw.node.joint_commands.refused == 3
         tw.run(1.2)  # a /diagnostics round
         status = [s for d in tw.diag for s in d.status if s.name.endswith("/joint_commands")]
         assert status and status[-1].level == DiagnosticStatus.WARN
@@ -241,7 +241,7 @@ def test_a_trajectory_naming_a_joint_the_twin_does_not_drive_is_refused_not_a_so
                               points=[JointTrajectoryPoint(positions=[1.0], time_from_start=Duration(sec=1))])
         pub.publish(msg)
         tw.run(1.5)
-        assert tw.node.solver_failures == 0 and tw.node.last_failure is None
+        assert tw.node.failures.count == 0 and tw.node.failures.last is None
         errors = [s for d in tw.diag for s in d.status if s.level == DiagnosticStatus.ERROR]
         assert not errors, errors[0].message
     finally:

@@ -36,7 +36,7 @@ def run_live(model, seconds, sim_time=True, rtf=1.0):
                              reliability=ReliabilityPolicy.RELIABLE)
         listener.create_subscription(String, "/robot_description", lambda m: desc.append(m.data), latched)
         dn = graph.nodes["dynamics_node"]
-        for name in dn.probe_names:
+        for name in dn.probes.names:
             errors[name] = []
             listener.create_subscription(Float64, f"/probe_error/{name}", lambda m, n=name: errors[n].append(m.data), 100)
         assert graph.spin_until(lambda: len(joints) > 3 and desc, timeout=30.0), "no joint states"
@@ -80,7 +80,7 @@ def test_live_twin_matches_simulate(model, seconds, tol):
     joints, clock, errors, desc, dn = run_live(model, seconds)
     assert len(joints) > 10, f"only {len(joints)} joint states"
     # /odom (and odom -> base_footprint) for the mobile bases only; none for fixed ones
-    assert (dn.pub_odom is not None) == (model in ("robotino", "omni5dpo", "dualarm"))
+    assert (dn.topics.pub_odom is not None) == (model in ("robotino", "omni5dpo", "dualarm"))
     names = urdf_joints(desc)
     assert list(joints[0].name) == names  # every non-virtual joint of the XML, document order
     times = np.array([ns_of(m.header.stamp) * 1e-9 for m in joints])  # use_sim_time: stamp = t_sim

@@ -173,9 +173,9 @@ def test_a_yaml_arm_driven_by_joint_commands_follows_simulate():
         steps, t0 = {}, 0.0
         for (position, values), n in zip(commands, frames):
             steps[t0] = values
-            accepted = tw.node.joint_commands["accepted"]
+            accepted = tw.node.joint_commands.accepted
             pub.publish(JointState(name=["shoulder", "elbow"], position=position))
-            assert tw.spin_until(lambda: tw.node.joint_commands["accepted"] > accepted), "command not received"
+            assert tw.spin_until(lambda: tw.node.joint_commands.accepted > accepted), "command not received"
             tw.step(n)
             t0 = tw.node.twin.t
         tw.spin(0.2)
@@ -190,7 +190,7 @@ def test_a_yaml_arm_driven_by_joint_commands_follows_simulate():
               f"max |published - simulated| = {worst:.2e}")
         assert got[39] == pytest.approx([0.5, -0.3], abs=0.05)  # it went to the first set point
         assert worst <= TOL
-        assert tw.node.joint_commands["refused"] == 0
+        assert tw.node.joint_commands.refused == 0
     finally:
         tw.close()
 

@@ -1,9 +1,10 @@
 """The dynamics node's own /diagnostics content without rclpy: keeping up, behind, a recent model
-failure; joint commands accepted and refused."""
+failure; joint commands accepted and refused; live parameter changes."""
 import math
+from types import SimpleNamespace
 
 from bondsim_ros.ros.frame_clock import FrameClock
-from bondsim_ros.ros.node_diagnostics import joint_command_status, solver_status
+from bondsim_ros.ros.node_diagnostics import joint_command_status, parameters_status, solver_status
 
 
 def _clock():
@@ -27,11 +28,17 @@ def test_solver_status_keeping_up_behind_and_failed():
 
 
 def test_joint_command_status_warns_for_five_seconds_after_a_refusal():
-    counts = {"accepted": 3, "refused": 0, "last_refusal": None, "wall": -math.inf}
+    counts = SimpleNamespace(accepted=3, refused=0, last_refusal=None, wall=-math.inf)
     d = joint_command_status("arm3dof", counts, 10.0)
     assert (d.name, d.level, d.message, d.values) == ("arm3dof/joint_commands", "OK", "ok",
                                                       {"accepted": "3", "refused": "0"})
-    counts.update(refused=1, last_refusal="refused: unknown joints ['x']", wall=10.0)
+    counts.refused, counts.last_refusal, counts.wall = 1, "refused: unknown joints ['x']", 10.0
     assert joint_command_status("arm3dof", counts, 14.0).message == "refused: unknown joints ['x']"
     assert joint_command_status("arm3dof", counts, 14.0).level == "WARN"
     assert joint_command_status("arm3dof", counts, 15.5).level == "OK"
+
+
+def test_parameters_status_says_what_was_set_and_every_live_value():
+    d = parameters_status("robotino", "publish_rate 33 -> 10", {"publish_rate": 10.0, "real_time_factor": 1.0})
+    assert (d.name, d.level, d.message) == ("robotino/parameters", "OK", "set: publish_rate 33 -> 10")
+    assert d.values == {"publish_rate": "10", "real_time_factor": "1"}

@@ -183,7 +183,7 @@ def test_a_registered_plugin_runs_live(diffbot_installed):
     joints, dn, _ = spin_graph({"model": "diffbot"}, 1.0)
     assert list(joints[-1].name) == ["wheel_left", "wheel_right"]
     # the built-in reference: wheel angles 2 t and 3 t at the simulated instant
-    t = dn.sim_time_of_stamp(joints[-1].header.stamp.sec * 1_000_000_000 + joints[-1].header.stamp.nanosec)
+    t = dn.frame_clock.sim_time_of_stamp(joints[-1].header.stamp.sec * 1_000_000_000 + joints[-1].header.stamp.nanosec)
     assert joints[-1].position[0] == pytest.approx(2.0 * t, abs=1e-6)
     assert joints[-1].position[1] == pytest.approx(3.0 * t, abs=1e-6)
 
@@ -201,8 +201,8 @@ def test_cmd_vel_moves_the_plugin_base(diffbot_installed):
     assert dn.twin.twist == pytest.approx((0.3, 0.0, 0.5))
     # wheel speeds from the published angles over the last frames: (v -+ w b/2) / r
     a, b = joints[-10], joints[-1]
-    dt = dn.sim_time_of_stamp(b.header.stamp.sec * 10**9 + b.header.stamp.nanosec) - \
-        dn.sim_time_of_stamp(a.header.stamp.sec * 10**9 + a.header.stamp.nanosec)
+    dt = dn.frame_clock.sim_time_of_stamp(b.header.stamp.sec * 10**9 + b.header.stamp.nanosec) - \
+        dn.frame_clock.sim_time_of_stamp(a.header.stamp.sec * 10**9 + a.header.stamp.nanosec)
     wl, wr = ((b.position[k] - a.position[k]) / dt for k in (0, 1))
     assert wl == pytest.approx((0.3 - 0.5 * 0.15) / 0.05, rel=0.02)
     assert wr == pytest.approx((0.3 + 0.5 * 0.15) / 0.05, rel=0.02)
@@ -227,7 +227,8 @@ def test_joint_trajectory_brings_the_joint_to_its_goal(diffbot_installed):
 
     joints, dn, _ = spin_graph({"model": "slidebot", "reference": "joint_trajectory"}, 2.6, setup)
     after = joints[sent["n"]:]
-    ts = np.array([dn.sim_time_of_stamp(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec) for m in after])
+    clock = dn.frame_clock
+    ts = np.array([clock.sim_time_of_stamp(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec) for m in after])
     q = np.array([m.position[0] for m in after])
     assert q[0] == pytest.approx(0.0, abs=1e-9)  # held where it was until the trajectory came
     moved = ts[q > 1e-6]

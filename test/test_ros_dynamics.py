@@ -59,9 +59,9 @@ def test_joint_states_names_order_and_rate():
     try:
         h.spin(0.5)  # let discovery settle
         h.joints.clear()
-        skipped0 = h.node.skipped_frames
+        skipped0 = h.node.frame_clock.skipped_frames
         h.spin(3.0)
-        skipped = h.node.skipped_frames - skipped0
+        skipped = h.node.frame_clock.skipped_frames - skipped0
         msgs = [m for _, m in h.joints]
         from bondsim_ros.mechanism import load_mechanism
         from bondsim_ros.mechanism.probes import packaged_project
@@ -73,8 +73,8 @@ def test_joint_states_names_order_and_rate():
         assert len(msgs[0].position) == len(msgs[0].velocity) == len(msgs[0].effort) == 21
         stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in msgs])
         rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
-        print(f"joint_states rate {rate:.2f} Hz over 3 s, {h.node.overruns} overruns, {skipped} frames skipped, "
-              f"process held up for {h.held_up * 1e3:.0f} ms at most")
+        print(f"joint_states rate {rate:.2f} Hz over 3 s, {h.node.frame_clock.overruns} overruns, "
+              f"{skipped} frames skipped, process held up for {h.held_up * 1e3:.0f} ms at most")
         # every frame is published, or was skipped because the process was held up for longer
         # than a period (rcl drops the periods a late timer missed) and the node says so
         assert round((stamps[-1] - stamps[0]) * 33.0) - (len(stamps) - 1) == skipped
@@ -119,21 +119,22 @@ def test_a_held_up_process_skips_frames_and_the_node_counts_them(executor):
     h.probe.create_subscription(DiagnosticArray, "/diagnostics", diags.append, 10)
     try:
         h.spin(0.5)
-        assert h.node.skipped_frames == 0
+        assert h.node.frame_clock.skipped_frames == 0
         h.joints.clear()
         time.sleep(0.25)  # the process does nothing else: 8.25 periods
         h.spin(1.5)
         stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for _, m in h.joints])
         missing = round((stamps[-1] - stamps[0]) * 33.0) - (len(stamps) - 1)
-        print(f"{executor}: {h.node.skipped_frames} frames skipped, {missing} missing from /joint_states, "
+        skipped = h.node.frame_clock.skipped_frames
+        print(f"{executor}: {skipped} frames skipped, {missing} missing from /joint_states, "
               f"largest stamp gap {np.diff(stamps).max() * 33.0:.2f} periods")
-        assert 7 <= h.node.skipped_frames <= 9
+        assert 7 <= skipped <= 9
         # the frames missing from /joint_states are exactly those the node counted (the events
         # executor runs one catch-up tick right after the late one, which the node counts too)
-        assert missing == h.node.skipped_frames and np.diff(stamps).max() * 33.0 > 7.5
+        assert missing == skipped and np.diff(stamps).max() * 33.0 > 7.5
         status = [st for d in diags for st in d.status if st.name.endswith("/solver")]
-        assert status and f"{h.node.skipped_frames} frames skipped" in status[-1].message
-        assert dict((kv.key, kv.value) for kv in status[-1].values)["frames skipped"] == str(h.node.skipped_frames)
+        assert status and f"{skipped} frames skipped" in status[-1].message
+        assert dict((kv.key, kv.value) for kv in status[-1].values)["frames skipped"] == str(skipped)
     finally:
         h.close()
 
@@ -144,7 +145,7 @@ def test_a_publish_that_blocks_is_an_overrun():
     h = Harness(reference="rose", publish_rate=33.0)
     try:
         h.spin(0.3)
-        overruns, publish = h.node.overruns, h.node.publish_state
+        overruns, publish = h.node.frame_clock.overruns, h.node.publish_state
 
         def slow_publish(state):
             h.node.publish_state = publish
@@ -154,7 +155,7 @@ def test_a_publish_that_blocks_is_an_overrun():
         h.node.publish_state = slow_publish
         h.spin(0.3)
         assert h.node.publish_state is publish  # it ran
-        assert h.node.overruns >= overruns + 1
+        assert h.node.frame_clock.overruns >= overruns + 1
     finally:
         h.close()
 

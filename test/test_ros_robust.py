@@ -170,7 +170,7 @@ def test_cmd_vel_auto_takes_twist_then_twist_stamped():
                     pub.publish(_twist(kind, vx))
                     return tw.node.twin.twist == pytest.approx((vx, 0.0, 0.0))
                 assert tw.spin_until(applied, 10.0, also=ex), f"{kind.__name__} command never applied"
-                assert tw.node._cmd_kind == ("twist" if kind is Twist else "stamped")
+                assert tw.node.cmd_vel.kind == ("twist" if kind is Twist else "stamped")
             finally:
                 ex.shutdown()
                 node.destroy_node()
@@ -199,7 +199,7 @@ def test_cmd_vel_auto_with_both_types_published_keeps_the_one_it_has():
             twist_pub.publish(_twist(Twist, 0.35))
             tw.spin(0.05, also=ex1)
             ex2.spin_once(timeout_sec=0)
-        assert tw.node._cmd_kind == "twist"
+        assert tw.node.cmd_vel.kind == "twist"
         assert tw.node.twin.twist == pytest.approx((0.35, 0.0, 0.0))
         n = len(tw.joints)
         tw.spin(0.3)
@@ -245,8 +245,8 @@ def test_random_in_limit_commands_at_100_hz_keep_the_node_publishing():
         tw.close()
     gaps = np.diff(tw.joints)
     print(f"{len(tw.joints)} joint states, largest gap {gaps.max() * 1e3:.0f} ms, simulated {sim_t:.1f} s, "
-          f"{tw.node.overruns} overruns, {tw.node.solver_failures} solver failures")
-    assert tw.node.solver_failures == 0, tw.node.last_failure
+          f"{tw.node.frame_clock.overruns} overruns, {tw.node.failures.count} solver failures")
+    assert tw.node.failures.count == 0, tw.node.failures.last
     assert sim_t > 12.0
     assert len(tw.joints) > 0.5 * 6.0 * 33 and gaps.max() < 1.0
 
@@ -277,7 +277,7 @@ def test_a_solver_failure_is_reported_on_diagnostics_and_survived():
         assert errors[0].name.endswith("robotino/solver")
         assert len(tw.joints) > n + 20, "joint states did not resume"
         assert tw.node.twin.t > t_fail + 1.0, "the twin is not moving on"
-        assert tw.node.solver_failures == 1
+        assert tw.node.failures.count == 1
     finally:
         tw.close()
 

@@ -60,20 +60,25 @@ def _protocol_members() -> set:
 
 
 def test_the_dynamics_node_uses_only_the_twin_protocol():
-    """Every ``self.twin.X`` of the node is a protocol member, or one the protocol documents as
-    optional, or PlacedTwin's ``set_pose``: any Twin runs in the node, whatever its class."""
+    """Every ``self.twin.X`` and ``twin.X`` of the node and of the modules it hands its twin to
+    is a protocol member, or one the protocol documents as optional, or PlacedTwin's
+    ``set_pose``: any Twin runs in the node, whatever its class."""
     import ast
+    import importlib
     import inspect
-
-    import bondsim_ros.ros.dynamics_node as dn
 
     optional = {"set_pose", "columns", "column", "param_topics", "check_params", "output_topics", "wheel_joints",
                 "twist_for_wheel_speeds"}
-    used = {node.attr for node in ast.walk(ast.parse(inspect.getsource(dn)))
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "twin" and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"}
-    assert used and used <= _protocol_members() | optional, sorted(used - _protocol_members() - optional)
-    assert "hasattr(self.twin" not in inspect.getsource(dn)
+    for name in ("ros.dynamics_node", "ros.state_topics", "ros.messages", "ros.joint_commands", "ros.model_io",
+                 "ros.command_queue", "twin.failures"):
+        source = inspect.getsource(importlib.import_module(f"bondsim_ros.{name}"))
+        used = {node.attr for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Attribute) and (
+                    isinstance(node.value, ast.Attribute) and node.value.attr == "twin"
+                    and isinstance(node.value.value, ast.Name) and node.value.value.id == "self"
+                    or isinstance(node.value, ast.Name) and node.value.id == "twin")}
+        assert used and used <= _protocol_members() | optional, (name, sorted(used - _protocol_members() - optional))
+        assert "hasattr(self.twin" not in source and "hasattr(twin" not in source, name
 
 
 def test_unknowns_and_motors_are_protocol_members_of_both_twins():

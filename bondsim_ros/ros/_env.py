@@ -247,6 +247,29 @@ def descriptor(name: str, spec: Param):
     return desc
 
 
+def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
+    """rclpy Parameters for programmatic starts (bondsim-ros up, tests); ints given for float
+    parameters are converted, since ROS parameters are strictly typed."""
+    from rclpy.parameter import Parameter
+
+    out = []
+    for key, value in (overrides or {}).items():
+        if key == "use_sim_time":  # every node has it (rclpy declares it)
+            out.append(Parameter(key, value=bool(value)))
+            continue
+        if key not in defaults:
+            raise ValueError(f"unknown parameter {key!r}")
+        default = defaults[key][0]
+        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if isinstance(default, list) and default:
+            kind = type(default[0])
+            # ROS cannot type an empty array: [""] stands for "none" in string lists
+            value = [kind(v) for v in value] or [kind()]
+        out.append(Parameter(key, value=value))
+    return out
+
+
 def declare_parameters(node, params: dict, on_change=None) -> dict:
     """Declare every row of ``params`` ({name: Param}) on ``node`` with its descriptor; returns
     the values in effect. A start value that is not allowed is a ValueError naming every bad

@@ -17,8 +17,7 @@ from geometry_msgs.msg import Twist, TwistStamped
 from rclpy.node import Node
 from std_msgs.msg import Bool
 
-from ._env import Param, declare_parameters, run_node
-from .dynamics_node import overrides_to_parameters
+from ._env import Param, declare_parameters, overrides_to_parameters, run_node
 
 PARAMS = {
     "cmd_vel_in": Param("cmd_vel", "velocity commands to pass on (Nav2's, a teleop's)"),

@@ -261,7 +261,7 @@ def cmd_up(args) -> int:
             kw = {"namespace": args.namespace} if args.namespace else {}
             try:
                 live = FoxgloveLive(port=args.foxglove, host=foxglove_address, context=context,
-                                    probes=graph.nodes["dynamics_node"].probe_names, **kw)
+                                    probes=graph.nodes["dynamics_node"].probes.names, **kw)
             except FoxgloveServeError as exc:
                 raise CLIError(f"--foxglove: {exc}") from None
             graph.nodes["foxglove_live"] = live
@@ -272,9 +272,9 @@ def cmd_up(args) -> int:
               f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
         why = spin_until_signal(graph.executor, context, duration=args.duration)
         dn = graph.nodes["dynamics_node"]
-        print(f"bondsim-ros up: stopped ({why}): {dn.frames} frames, {dn.overruns} overruns, "
-              f"max lag {dn.max_lag * 1e3:.1f} ms, {dn.solver_failures} solver failures, "
-              f"{dn.skipped_frames} frames skipped", file=sys.stderr)
+        print(f"bondsim-ros up: stopped ({why}): {dn.frame_clock.frames} frames, {dn.frame_clock.overruns} overruns, "
+              f"max lag {dn.frame_clock.max_lag * 1e3:.1f} ms, {dn.failures.count} solver failures, "
+              f"{dn.frame_clock.skipped_frames} frames skipped", file=sys.stderr)
     finally:
         if graph is not None:
             graph.shutdown()

@@ -81,12 +81,12 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
             from .foxglove_live import FoxgloveLive
 
             graph.nodes["foxglove_live"] = FoxgloveLive(port=foxglove_port, host=foxglove_address, context=context,
-                                                        probes=graph.nodes["dynamics_node"].probe_names)
+                                                        probes=graph.nodes["dynamics_node"].probes.names)
             graph.executor.add_node(graph.nodes["foxglove_live"])
         # wait until the recorder subscribed to every publishing topic, then start from t = 0
         state = dn.twin.state()
         need = {"/joint_states", "/tf_static", "/robot_description"}
-        need |= {f"/probes/{n}" for n in dn.probe_names} | {f"/probe_error/{n}" for n in dn.probe_names}
+        need |= {f"/probes/{n}" for n in dn.probes.names} | {f"/probe_error/{n}" for n in dn.probes.names}
         if state.pose is not None:
             need |= {"/tf", "/odom"}
         if state.reference is not None:
@@ -98,13 +98,13 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
             missing = sorted(need - set(recorder.connections))
             raise RuntimeError(f"demo: topics never appeared: {', '.join(missing)}")
         dn.restart()
-        skipped0 = dn.skipped_frames
+        skipped0 = dn.frame_clock.skipped_frames
         wall = duration / rtf
         tic = time.monotonic()
         graph.spin_for(wall, on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
-        stats = {"wall_s": time.monotonic() - tic, "frames": dn.frames, "overruns": dn.overruns,
-                 "skipped_frames": dn.skipped_frames - skipped0,
-                 "max_lag_ms": dn.max_lag * 1e3, "counts": dict(recorder.counts),
+        stats = {"wall_s": time.monotonic() - tic, "frames": dn.frame_clock.frames, "overruns": dn.frame_clock.overruns,
+                 "skipped_frames": dn.frame_clock.skipped_frames - skipped0,
+                 "max_lag_ms": dn.frame_clock.max_lag * 1e3, "counts": dict(recorder.counts),
                  "name": dn.twin.name, "mechanism": str(dn.twin.mechanism)}
         recorder.close()
         return stats
@@ -437,7 +437,7 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
 
         def progress(t_sim, dn):
             bar.update(task, completed=min(t_sim, duration),
-                       info=f"t = {t_sim:5.1f} s, {dn.frames} frames, {dn.overruns} overruns")
+                       info=f"t = {t_sim:5.1f} s, {dn.frame_clock.frames} frames, {dn.frame_clock.overruns} overruns")
 
         domain_id = private_domain() if domain_id is None else domain_id
         try:

@@ -238,7 +238,7 @@ class FoxgloveLive(Node):
             raise
         self.create_subscription(JointState, "joint_states", self._on_joints, 50)
         self.create_subscription(Odometry, "odom", self._on_odom, 50)
-        from .dynamics_node import tf_message
+        from .messages import tf_message
 
         tf = tf_message()
         self.create_subscription(tf, "/tf", lambda m: self._on_tf(m, self.ch_tf), 100)

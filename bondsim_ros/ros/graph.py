@@ -81,7 +81,7 @@ class FleetClock:
     ran (the process held up longer than a period) are counted."""
 
     def __init__(self, node, twins, rate):
-        from .dynamics_node import tf_message
+        from .messages import tf_message
 
         self.twins = twins
         self.period = 1.0 / rate
@@ -110,7 +110,7 @@ class FleetClock:
         self.tick_seconds.clear()
         self.tick_starts.clear()
         for t in self.twins:
-            t.overruns, t.max_lag = 0, 0.0
+            t.frame_clock.overruns, t.frame_clock.max_lag = 0, 0.0
 
     def stats(self) -> dict:
         """Ticks, the frames the timer skipped, tick wall time p50/p99/max [s], and the twins'
@@ -123,7 +123,7 @@ class FleetClock:
         pct = (lambda q: float(np.percentile(ticks, q))) if len(ticks) else (lambda q: float("nan"))
         return {"robots": len(self.twins), "ticks": int(len(ticks)), "skipped": skipped,
                 "tick_p50_s": pct(50), "tick_p99_s": pct(99), "tick_max_s": float(ticks.max()) if len(ticks) else float("nan"),
-                "overruns": int(sum(t.overruns for t in self.twins)), "period_s": self.period}
+                "overruns": int(sum(t.frame_clock.overruns for t in self.twins)), "period_s": self.period}
 
 
 def start_fleet(n: int, dynamics: dict | None = None, context=None, first: int = 0,

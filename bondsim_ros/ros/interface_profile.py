@@ -52,6 +52,42 @@ def parameter_table(profile: InterfaceProfile) -> dict:
     return table
 
 
+def apply_profile(node, p: dict, extra: dict) -> ProfileInterface:
+    """Stand ``node`` (a DynamicsNode) in for another program's ROS interface (the robot's
+    profile ``p["interface"]``): its topics, frames and frame prefix replace the node's own
+    parameters in ``p`` (which then says what is in force); its parameters (``extra``: those
+    given that the node's table does not know), services, joint names and limits come with it.
+    ValueError naming what does not fit."""
+    from bondsim_ros.twin.interface_profile import ProfileError
+
+    if p["reference"] != "cmd_vel":
+        raise ValueError(f"invalid dynamics_node parameters: interface: {p['interface']} takes velocity "
+                         f"commands; it needs reference cmd_vel, not {p['reference']}")
+    if node.twin.state().pose is None:
+        raise ValueError(f"invalid dynamics_node parameters: interface: {p['model']} has no planar base")
+    try:
+        profile = load_interface(node.robot, p["interface"], node.twin.joint_names)
+    except ProfileError as exc:
+        raise ValueError(f"invalid dynamics_node parameters: interface: {exc}") from None
+    log = node.get_logger()
+    given = set(extra) | set(node._parameter_overrides)  # programmatic, or from the command line / a file
+    for name in sorted(given & set(profile.ignored_parameters)):
+        log.info(f"{name}: no effect in the twin ({profile.ignored_parameters[name]})")
+    unknown = sorted(set(extra) - {q.name for q in profile.parameters} - set(profile.ignored_parameters))
+    if unknown:
+        raise ValueError(f"unknown parameter {unknown[0]!r} (interface {profile.name} declares "
+                         f"{', '.join(q.name for q in profile.parameters)})")
+    interface = ProfileInterface(node, profile)
+    p["cmd_vel_topic"], p["cmd_vel_type"] = profile.topics["cmd_vel"], profile.cmd_vel_type
+    p["odom_frame"], p["base_frame"] = profile.odom_frame, profile.base_frame
+    if interface.frame_prefix is not None:
+        p["frame_prefix"] = interface.frame_prefix
+    log.info(f"interface {profile.name} ({profile.source}): cmd_vel on {p['cmd_vel_topic']}, "
+             f"frames {p['frame_prefix']}{p['odom_frame']} -> {p['frame_prefix']}{p['base_frame']}, "
+             f"services {', '.join(interface.services) or 'none'}")
+    return interface
+
+
 class ProfileInterface:
     """One profile applied to one DynamicsNode (``node``)."""
 

@@ -13,7 +13,12 @@ node passes the message's fields.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
+
+import numpy as np
+
+from bondsim_ros.twin.protocol import CommandError, JointTrajectory
 
 
 class JointCommandError(ValueError):
@@ -92,3 +97,37 @@ def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -
                                     f"twist needs every wheel")
         cmd.twist = tuple(twin.twist_for_wheel_speeds([given["velocity"][w] for w in wheels]))
     return cmd
+
+
+class JointCommands:
+    """Joint commands received by the node, checked now and queued for the next frame in
+    ``queue`` (CommandQueue), as cmd_vel and joint trajectories: positions become the
+    trajectory interface's set points, wheel speeds the base's twist (under the cmd_vel
+    watchdog). Counted for /diagnostics (node_diagnostics.joint_command_status)."""
+
+    def __init__(self, twin, queue, twist_allowed: bool, monotonic=time.monotonic):
+        self.twin, self.queue, self.twist_allowed = twin, queue, twist_allowed
+        self._monotonic = monotonic
+        self.accepted = self.refused = 0
+        self.last_refusal = None  # "refused: why" of the last refused command
+        self.wall = -math.inf  # when it was refused (monotonic s)
+
+    def receive(self, names, position, velocity, effort) -> JointCommand:
+        """Take one JointState's fields; JointCommandError or CommandError (counted, nothing
+        queued) if the twin refuses them."""
+        try:
+            cmd = parse(names, position, velocity, effort, self.twin, twist_allowed=self.twist_allowed)
+            if cmd.twist is not None:
+                self.twin.limit_twist(*cmd.twist)  # refused here, not at the frame
+        except (JointCommandError, CommandError) as exc:
+            self.refused += 1
+            self.last_refusal, self.wall = f"refused: {exc}", self._monotonic()
+            raise
+        self.accepted += 1
+        if cmd.positions:
+            joints = list(cmd.positions)
+            # one point at time 0: the set point from now on, held (a position command interface)
+            self.queue.trajectory(JointTrajectory(joints, np.zeros(1), np.array([[cmd.positions[n] for n in joints]])))
+        if cmd.twist is not None:
+            self.queue.twist(*cmd.twist)
+        return cmd

@@ -1,6 +1,7 @@
 """What the dynamics node reports about itself on /diagnostics, without ROS: whether it keeps up
-(from its FrameClock) and the model's failures, and its joint commands; as the Twin protocol's
-Diagnostic records, which the node turns into diagnostic_msgs like the twin's own.
+(from its FrameClock) and the model's failures, its joint commands, its live parameter changes; as
+the Twin protocol's Diagnostic records, which the node turns into diagnostic_msgs like the
+twin's own.
 """
 from __future__ import annotations
 
@@ -24,10 +25,16 @@ def solver_status(twin_name: str, clock, solver_failures: int, last_failure: str
                        "sim time [s]": f"{t:.3f}"})
 
 
-def joint_command_status(twin_name: str, counts: dict, now: float) -> Diagnostic:
+def joint_command_status(twin_name: str, counts, now: float) -> Diagnostic:
     """WARN with the last refusal for ``RECENT`` s after it, else OK; ``counts`` as the node keeps
-    them: accepted, refused, last_refusal, wall (when it was refused)."""
-    recent = counts["last_refusal"] is not None and now - counts["wall"] < RECENT
-    return Diagnostic(f"{twin_name}/joint_commands", WARN if recent else OK,
-                      counts["last_refusal"] if recent else "ok",
-                      {"accepted": str(counts["accepted"]), "refused": str(counts["refused"])})
+    them (joint_commands.JointCommands): accepted, refused, last_refusal, wall (when it was
+    refused)."""
+    recent = counts.last_refusal is not None and now - counts.wall < RECENT
+    return Diagnostic(f"{twin_name}/joint_commands", WARN if recent else OK, counts.last_refusal if recent else "ok",
+                      {"accepted": str(counts.accepted), "refused": str(counts.refused)})
+
+
+def parameters_status(twin_name: str, text: str, live: dict) -> Diagnostic:
+    """OK, ``text`` saying which live parameters were set and how; ``live``: every live
+    parameter's value now."""
+    return Diagnostic(f"{twin_name}/parameters", OK, f"set: {text}", {k: f"{v:g}" for k, v in live.items()})

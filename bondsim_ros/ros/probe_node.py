@@ -21,8 +21,8 @@ from sensor_msgs.msg import JointState
 
 from bondsim_ros.mechanism.probes import ProbeKinematics
 
-from ._env import Param, declare_parameters, run_node
-from .dynamics_node import overrides_to_parameters, tf_message
+from ._env import Param, declare_parameters, overrides_to_parameters, run_node
+from .messages import tf_message
 
 # The node's parameters (see dynamics_node.PARAMS): all apply at start.
 PARAMS = {

@@ -27,8 +27,8 @@ from std_msgs.msg import Bool
 from bondsim_ros.paths import share_file
 from bondsim_ros.sensors import Bumper, IRSensorRing, LaserScanner, World, compose, load_map
 
-from ._env import Param, declare_parameters, run_node
-from .dynamics_node import overrides_to_parameters, tf_message
+from ._env import Param, declare_parameters, overrides_to_parameters, run_node
+from .messages import tf_message
 
 # rto_node's IR LaserScan fields (DistanceSensorArrayROS.cpp), kept as the driver sends them
 IR_SCAN_TIME, IR_RANGE_MIN, IR_RANGE_MAX, IR_POINT_Z = 0.1, 0.05, 0.65, 0.05

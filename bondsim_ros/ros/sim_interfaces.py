@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import re
 
+from .messages import stamp_msg
+
 PLANAR_TOLERANCE = 1e-6  # z [m], roll and pitch [rad] a planar base accepts as 0
 
 
@@ -21,6 +23,17 @@ def available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def offer(node):
+    """The standard's services on ``node`` (a DynamicsNode), or None, said in its log, where the
+    simulation_interfaces package is missing."""
+    if available():
+        return SimulationInterfaces(node)
+    node.get_logger().warning("simulation_interfaces is missing: its services are not offered (on a ROS install: "
+                              "apt install ros-$ROS_DISTRO-simulation-interfaces; in the pip environment: "
+                              "tools/setup.sh generates it)")
+    return None
 
 
 def yaw_of_quaternion(x, y, z, w):
@@ -72,12 +85,12 @@ class SimulationInterfaces:
         world), stamped with the simulated instant; a fixed base is at the origin, at rest."""
         node = self.node
         state = node.twin.state()
-        msg.header.stamp = node._stamp_msg(node.stamp_ns(state.t))
+        msg.header.stamp = stamp_msg(node.frame_clock.stamp_ns(state.t))
         if state.pose is None:
             msg.header.frame_id = ""  # the standard's default: the world the fixed base stands in
             msg.pose.orientation.w = 1.0
             return msg
-        msg.header.frame_id = node.odom_frame
+        msg.header.frame_id = node.topics.odom_frame
         x, y, yaw = state.pose
         msg.pose.position.x, msg.pose.position.y = float(x), float(y)
         msg.pose.orientation.z, msg.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
@@ -112,7 +125,7 @@ class SimulationInterfaces:
         response.features.spawn_formats = []
         response.features.custom_info = (
             f"bondsim_ros dynamics_node: one entity, {self.entity!r} (the robot; its base pose "
-            f"{'in ' + self.node.odom_frame if self.node.twin.placeable else 'fixed'}); a step is one frame, "
+            f"{'in ' + self.node.topics.odom_frame if self.node.twin.placeable else 'fixed'}); a step is one frame, "
             f"1/publish_rate x real_time_factor simulated seconds; ResetSimulation resets time and state "
             f"together; SetEntityState sets the pose only")
         return response
@@ -150,7 +163,7 @@ class SimulationInterfaces:
             else:
                 node.stop()
         except Exception as exc:  # noqa: BLE001 - a service call must never take the node down
-            node._solver_failed(exc, f"setting the simulation {names[target]}")
+            node.solver_failed(exc, f"setting the simulation {names[target]}")
             return self._result(response, response.STATE_TRANSITION_ERROR, f"{type(exc).__name__}: {exc}")
         return self._result(response, R.RESULT_OK)
 
@@ -161,10 +174,10 @@ class SimulationInterfaces:
                                 "the simulation is playing: pause it first (SetSimulationState STATE_PAUSED)")
         if request.steps < 1:
             return self._result(response, R.RESULT_OPERATION_FAILED, "steps must be at least 1")
-        failures = node.solver_failures
+        failures = node.failures.count
         node.step_frames(int(request.steps))
-        if node.solver_failures > failures:
-            return self._result(response, R.RESULT_OPERATION_FAILED, f"the model failed: {node.last_failure}")
+        if node.failures.count > failures:
+            return self._result(response, R.RESULT_OPERATION_FAILED, f"the model failed: {node.failures.last}")
         return self._result(response, R.RESULT_OK)
 
     def _reset(self, request, response):
@@ -178,7 +191,7 @@ class SimulationInterfaces:
         try:
             self.node.restart()
         except Exception as exc:  # noqa: BLE001
-            self.node._solver_failed(exc, "reset")
+            self.node.solver_failed(exc, "reset")
             return self._result(response, R.RESULT_OPERATION_FAILED, f"reset failed: {type(exc).__name__}: {exc}")
         return self._result(response, R.RESULT_OK)
 
@@ -228,9 +241,9 @@ class SimulationInterfaces:
                                 "masses); command it through cmd_vel or joint commands")
         if not set_pose:
             return self._result(response, R.RESULT_OK)
-        if st.header.frame_id not in ("", node.odom_frame):
+        if st.header.frame_id not in ("", node.topics.odom_frame):
             return self._result(response, response.INVALID_POSE,
-                                f"pose in frame {st.header.frame_id!r}: give it in {node.odom_frame!r} (or '')")
+                                f"pose in frame {st.header.frame_id!r}: give it in {node.topics.odom_frame!r} (or '')")
         p, q = st.pose.position, st.pose.orientation
         values = (p.x, p.y, p.z, q.x, q.y, q.z, q.w)
         if not all(math.isfinite(v) for v in values):

@@ -20,8 +20,8 @@ from std_msgs.msg import String
 
 from bondsim_ros.mechanism.urdf_chain import UrdfChain, translation_quaternion
 
-from ._env import Param, declare_parameters, run_node
-from .dynamics_node import overrides_to_parameters, tf_message
+from ._env import Param, declare_parameters, overrides_to_parameters, run_node
+from .messages import tf_message
 
 # The node's parameters (see dynamics_node.PARAMS): all apply at start.
 PARAMS = {

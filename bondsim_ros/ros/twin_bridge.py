@@ -26,8 +26,7 @@ from sensor_msgs.msg import JointState
 
 from bondsim_ros.msgutil import stamp_ns, yaw
 
-from ._env import Param, declare_parameters, run_node
-from .dynamics_node import overrides_to_parameters
+from ._env import Param, declare_parameters, overrides_to_parameters, run_node
 
 # The node's parameters (see dynamics_node.PARAMS; config/robotino_bridge.yaml lists them all):
 # all apply at start.

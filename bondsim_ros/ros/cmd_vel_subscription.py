@@ -1,0 +1,88 @@
+"""The dynamics node's velocity commands: the cmd_vel subscription (Twist or TwistStamped, as
+``cmd_vel_type`` says or, auto, as the publishers present send them: cmd_vel_type.py), each
+command checked and clamped when it arrives and queued for the next frame (CommandQueue).
+"""
+from __future__ import annotations
+
+from geometry_msgs.msg import Twist, TwistStamped
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from bondsim_ros.twin.protocol import CommandError
+
+from .cmd_vel_type import STAMPED, both_published, next_kind, publisher_kinds
+
+SEARCH_PERIOD_NS = 200_000_000  # auto: looking for a publisher, or retrying a failed switch
+FOUND_PERIOD_NS = 1_000_000_000  # auto: subscribed; a publisher of the other type is looked for
+
+
+class CmdVelSubscription:
+    """cmd_vel for one DynamicsNode (``node``) into ``queue``, through the interface profile in
+    force (``interface``: disabled, held after a bumper contact, or the profile's limits)."""
+
+    def __init__(self, node, topic: str, kind: str, queue, interface=None):
+        self.node, self.topic, self.queue, self.interface = node, topic, queue, interface
+        self.sub = None
+        self.kind = None  # TWIST or STAMPED subscribed (auto: as published)
+        self.timer = None  # auto: looks for publishers until one is found, then once a second
+        if kind == "auto":
+            self.timer = node.create_timer(SEARCH_PERIOD_NS * 1e-9, self.recheck)
+            self.recheck()
+        else:
+            self._subscribe(kind)
+
+    def _publisher_kinds(self) -> set:
+        topic = self.node.resolve_topic_name(self.topic)
+        return publisher_kinds(info.topic_type for info in self.node.get_publishers_info_by_topic(topic))
+
+    def recheck(self):
+        """Follow the publishers' type; with publishers of both types, keep the current one and
+        say so. Never raises: a failed switch (the old subscription not yet released by the
+        executor: RCLError "incompatible type") is retried."""
+        log = self.node.get_logger()
+        try:
+            kinds = self._publisher_kinds()
+            kind = next_kind(kinds, self.kind)
+            if kind is None:
+                if both_published(kinds):
+                    log.warning(f"{self.topic} has Twist and TwistStamped publishers; only {self.kind} is received "
+                                f"(one type per topic and process)", throttle_duration_sec=10.0)
+                return
+            if self.sub is not None:
+                log.info(f"cmd_vel publisher uses {kind}: resubscribing")
+                self.node.destroy_subscription(self.sub)
+                self.sub, self.kind = None, None
+            self._subscribe(kind)
+            self.timer.timer_period_ns = FOUND_PERIOD_NS
+        except Exception as exc:  # noqa: BLE001 - e.g. the old subscription not yet released
+            self.timer.timer_period_ns = SEARCH_PERIOD_NS  # retry soon, not once a second
+            log.warning(f"cmd_vel: cannot subscribe yet ({exc}); retrying", throttle_duration_sec=5.0)
+
+    def _subscribe(self, kind: str):
+        """No QoS-event handlers: each holds the reader alive until the executor lets go of it,
+        and a reader still alive keeps the topic's old type (CI once saw a switch refused for
+        10 s)."""
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        events = SubscriptionEventCallbacks(use_default_callbacks=False)
+        if kind == STAMPED:
+            self.sub = self.node.create_subscription(TwistStamped, self.topic, lambda m: self.on_twist(m.twist), qos,
+                                                     event_callbacks=events)
+        else:
+            self.sub = self.node.create_subscription(Twist, self.topic, self.on_twist, qos, event_callbacks=events)
+        self.kind = kind
+
+    def on_twist(self, twist):
+        """Check and clamp the command now; apply it at the next frame (CommandQueue)."""
+        log = self.node.get_logger()
+        vals = (twist.linear.x, twist.linear.y, twist.angular.z)
+        if self.interface is not None:
+            vals = self.interface.command(*vals)
+            if vals is None:
+                return
+        try:
+            applied = self.queue.twist(*vals)
+        except CommandError as exc:
+            log.warning(f"rejected cmd_vel: {exc}", throttle_duration_sec=1.0)
+            return
+        if any(abs(a - v) > 1e-12 for a, v in zip(applied, vals)):
+            log.warning(f"cmd_vel {vals} clamped to {applied}", throttle_duration_sec=1.0)

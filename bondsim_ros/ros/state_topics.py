@@ -1,0 +1,89 @@
+"""The dynamics node's state topics: /joint_states, /clock, /odom and odom -> base on /tf (a
+mobile base), motor_states, reference_pose, the model's Float64 outputs, ~/frame_cost and
+/diagnostics; each frame's messages stamped as the node says.
+"""
+from __future__ import annotations
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+
+from . import messages
+
+# the topics the node publishes or takes itself, as documented (a model's own topics must differ)
+OWN_TOPICS = ("joint_states", "odom", "/tf", "/clock", "/diagnostics", "motor_states", "reference_pose",
+              "~/frame_cost")
+
+
+class StateTopics:
+    """The publishers of one DynamicsNode (``node``) for ``twin``: topic names from the interface
+    profile in force (``interface``, or None: the node's own), frames ``odom_frame`` and
+    ``base_frame`` (prefixed), ``outputs`` the model's output topics."""
+
+    def __init__(self, node, twin, interface, odom_frame: str, base_frame: str, publish_clock: bool, outputs=()):
+        self.twin, self.interface = twin, interface
+        self.odom_frame, self.base_frame = odom_frame, base_frame
+        # joint names unprefixed: robot_state_publisher matches them against the URDF and
+        # applies its own frame_prefix to frame ids only
+        self.joint_names = list(twin.joint_names)
+        topics = interface.profile.topics if interface is not None else {}
+        self.pub_joints = node.create_publisher(JointState, topics.get("joint_states", "joint_states"), 10)
+        # odometry only for a mobile base: a fixed one would advertise a topic that never speaks
+        self.pub_odom = (node.create_publisher(Odometry, topics.get("odom", "odom"), 10)
+                         if twin.state().pose is not None else None)
+        self.TFMessage = messages.tf_message()
+        self.pub_tf = node.create_publisher(self.TFMessage, "/tf", 100)
+        self.pub_motors = node.create_publisher(JointState, "motor_states", 10) if twin.motor_names else None
+        self.pub_clock = node.create_publisher(Clock, "/clock", 10) if publish_clock else None
+        self.pub_frame_cost = node.create_publisher(Float64, "~/frame_cost", 10)  # worst frame of the last second [s]
+        self.pub_reference = node.create_publisher(PoseStamped, "reference_pose", 10)  # rose mode only
+        self.pub_diag = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self.pub_outputs = {topic: node.create_publisher(Float64, topic, 10) for topic in outputs}
+
+    def joints(self, state, ns: int):
+        """/clock and /joint_states of ``state`` at stamp ``ns``; returns the stamp message."""
+        stamp = messages.stamp_msg(ns)
+        if self.pub_clock is not None:
+            self.pub_clock.publish(Clock(clock=messages.stamp_msg(int(round(state.t * 1e9)))))
+        if self.interface is not None:
+            names, position, velocity = self.interface.joint_state(state)
+            js = messages.joint_state(stamp, names, position, velocity)
+        else:
+            js = messages.joint_state(stamp, self.joint_names, state.position.tolist(), state.velocity.tolist(),
+                                      state.effort.tolist())
+        self.pub_joints.publish(js)
+        return stamp
+
+    def rest(self, state, stamp, tf_batch: list, outputs) -> None:
+        """``outputs`` ((topic, value) pairs), motor states, the interface's motor readings, and
+        for a mobile base /odom and the reference at ``stamp``; odom -> base appended to
+        ``tf_batch``."""
+        for topic, value in outputs:
+            self.pub_outputs[topic].publish(Float64(data=value))
+        if self.pub_motors is not None:
+            names, pos, vel, eff = self.twin.motor_states(state)
+            self.pub_motors.publish(messages.joint_state(stamp, names, *(np.asarray(v, float).tolist()
+                                                                         for v in (pos, vel, eff))))
+        if self.interface is not None:
+            self.interface.publish_motor_readings(state, stamp)
+        if state.pose is None:  # a fixed base: no odometry
+            return
+        self.pub_odom.publish(messages.odometry(stamp, self.odom_frame, self.base_frame, state.pose,
+                                                state.twist_body))
+        if self.interface is None or self.interface.publish_tf:
+            tf_batch.append(messages.planar_transform(stamp, self.odom_frame, self.base_frame, state.pose))
+        if state.reference is not None:
+            self.pub_reference.publish(messages.planar_pose(stamp, self.odom_frame, state.reference))
+
+    def tf(self, tf_batch: list) -> None:
+        self.pub_tf.publish(self.TFMessage(transforms=tf_batch))
+
+    def frame_cost(self, seconds: float) -> None:
+        self.pub_frame_cost.publish(Float64(data=float(seconds)))
+
+    def diagnostics(self, records, stamp, prefix: str, twin_name: str) -> None:
+        self.pub_diag.publish(messages.diagnostic_array(records, stamp, prefix, f"{prefix}{twin_name}_twin"))

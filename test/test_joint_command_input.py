@@ -1,0 +1,72 @@
+"""Joint commands received by the node, without rclpy: accepted ones queued for the next frame
+(positions as a held set point, wheel speeds as the base's twist), refused ones counted with the
+reason, nothing queued."""
+import math
+
+import numpy as np
+import pytest
+
+from bondsim_ros.ros.joint_commands import JointCommandError, JointCommands
+from bondsim_ros.twin.protocol import CommandError
+
+
+class Twin:
+    name = "demo"
+    joint_names = ["a", "b", "w1", "w2"]
+    commands = frozenset({"trajectory", "twist"})
+    trajectory_joints = ["a", "b"]
+    wheel_joints = ("w1", "w2")
+
+    @staticmethod
+    def twist_for_wheel_speeds(speeds):
+        return (0.5 * (speeds[0] + speeds[1]), 0.0, speeds[1] - speeds[0])
+
+    @staticmethod
+    def limit_twist(vx, vy, wz):
+        if vx > 10.0:
+            raise CommandError(f"vx {vx} beyond what the base can do")
+        return vx, vy, wz
+
+
+class Queue:
+    def __init__(self):
+        self.twists, self.trajectories = [], []
+
+    def twist(self, *t):
+        self.twists.append(t)
+
+    def trajectory(self, traj):
+        self.trajectories.append(traj)
+
+
+def test_positions_become_a_held_set_point_and_wheel_speeds_a_twist():
+    q = Queue()
+    jc = JointCommands(Twin(), q, twist_allowed=True, monotonic=lambda: 3.0)
+    jc.receive(["a", "b"], [0.1, math.nan], [], [])
+    (traj,) = q.trajectories
+    assert traj.joint_names == ["a"] and traj.times.tolist() == [0.0]
+    np.testing.assert_array_equal(traj.positions, [[0.1]])
+    jc.receive(["w1", "w2"], [], [1.0, 3.0], [])
+    assert q.twists == [(2.0, 0.0, 2.0)]
+    assert (jc.accepted, jc.refused, jc.last_refusal) == (2, 0, None)
+
+
+@pytest.mark.parametrize("fields, error, says", [
+    ((["x"], [0.0], [], []), JointCommandError, "unknown joints ['x']"),
+    ((["w1", "w2"], [], [30.0, 30.0], []), CommandError, "beyond what the base can do"),
+])
+def test_a_refused_command_is_counted_with_its_reason_and_queues_nothing(fields, error, says):
+    q = Queue()
+    jc = JointCommands(Twin(), q, twist_allowed=True, monotonic=lambda: 7.5)
+    with pytest.raises(error, match=says.replace("[", r"\[").replace("]", r"\]")):
+        jc.receive(*fields)
+    assert (jc.accepted, jc.refused, jc.wall) == (0, 1, 7.5)
+    assert jc.last_refusal.startswith("refused: ") and says in jc.last_refusal
+    assert not q.twists and not q.trajectories
+
+
+def test_wheel_speeds_need_the_cmd_vel_reference():
+    jc = JointCommands(Twin(), Queue(), twist_allowed=False)
+    with pytest.raises(JointCommandError, match="reference cmd_vel"):
+        jc.receive(["w1", "w2"], [], [1.0, 3.0], [])
+    assert jc.refused == 1 and jc.wall > -math.inf
