@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from bondsim_ros.ros.joint_commands import JointCommandError, JointCommands
+from bondsim_ros.ros.joint_commands import JointCommandError, JointCommands, parse
 from bondsim_ros.twin.protocol import CommandError
 
 
@@ -70,3 +70,30 @@ def test_wheel_speeds_need_the_cmd_vel_reference():
     with pytest.raises(JointCommandError, match="reference cmd_vel"):
         jc.receive(["w1", "w2"], [], [1.0, 3.0], [])
     assert jc.refused == 1 and jc.wall > -math.inf
+
+
+@pytest.mark.parametrize("fields, says", [
+    (dict(names=[]), "no joint names"),
+    (dict(names=["a", "a"], position=[0.0, 0.0]), "repeat"),
+    (dict(names=["a", "x"], position=[0.0, 0.0]), "unknown joints ['x']"),
+    (dict(names=["a", "b"], position=[0.0]), "position has 1 entries for 2 names"),
+    (dict(names=["a"], position=[math.inf]), "position of a is inf"),
+    (dict(names=["a"], effort=[1.0]), "no effort inputs"),
+    (dict(names=["w1"], position=[0.0]), "which demo does not drive"),
+    (dict(names=["a"], velocity=[1.0]), "only the wheels"),
+    (dict(names=["w1", "w2"], velocity=[1.0, math.nan]), "without ['w2']"),
+])
+def test_parse_refuses_with_the_reason(fields, says):
+    kw = {"position": [], "velocity": [], "effort": [], **{k: v for k, v in fields.items() if k != "names"}}
+    with pytest.raises(JointCommandError) as info:
+        parse(fields["names"], kw["position"], kw["velocity"], kw["effort"], Twin())
+    assert says in str(info.value)
+
+
+def test_parse_takes_positions_and_wheel_speeds():
+    cmd = parse(["a", "b"], [0.1, math.nan], [], [], Twin())
+    assert cmd.positions == {"a": 0.1} and cmd.twist is None
+    cmd = parse(["w1", "w2"], [], [1.0, 3.0], [], Twin())
+    assert cmd.positions is None and cmd.twist == (2.0, 0.0, 2.0)
+    with pytest.raises(JointCommandError, match="reference cmd_vel"):
+        parse(["w1", "w2"], [], [1.0, 3.0], [], Twin(), twist_allowed=False)

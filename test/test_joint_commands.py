@@ -6,7 +6,6 @@ import time
 import numpy as np
 import pytest
 
-from bondsim_ros.ros.joint_commands import JointCommandError, parse
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -183,47 +182,6 @@ def test_wheel_speed_commands_drive_the_base_at_the_twist_they_make():
         assert max(abs(o.linear.x), abs(o.linear.y), abs(o.angular.z)) < 1e-3
     finally:
         tw.close()
-
-
-class _Twin:
-    """What parse() reads of a twin."""
-
-    name = "demo"
-    joint_names = ["a", "b", "w1", "w2"]
-    commands = frozenset({"trajectory", "twist"})
-    trajectory_joints = ["a", "b"]
-    wheel_joints = ("w1", "w2")
-
-    @staticmethod
-    def twist_for_wheel_speeds(speeds):
-        return (0.5 * (speeds[0] + speeds[1]), 0.0, speeds[1] - speeds[0])
-
-
-@pytest.mark.parametrize("fields, says", [
-    (dict(names=[]), "no joint names"),
-    (dict(names=["a", "a"], position=[0.0, 0.0]), "repeat"),
-    (dict(names=["a", "x"], position=[0.0, 0.0]), "unknown joints ['x']"),
-    (dict(names=["a", "b"], position=[0.0]), "position has 1 entries for 2 names"),
-    (dict(names=["a"], position=[math.inf]), "position of a is inf"),
-    (dict(names=["a"], effort=[1.0]), "no effort inputs"),
-    (dict(names=["w1"], position=[0.0]), "which demo does not drive"),
-    (dict(names=["a"], velocity=[1.0]), "only the wheels"),
-    (dict(names=["w1", "w2"], velocity=[1.0, math.nan]), "without ['w2']"),
-])
-def test_parse_refuses_with_the_reason(fields, says):
-    kw = {"position": [], "velocity": [], "effort": [], **{k: v for k, v in fields.items() if k != "names"}}
-    with pytest.raises(JointCommandError) as info:
-        parse(fields["names"], kw["position"], kw["velocity"], kw["effort"], _Twin())
-    assert says in str(info.value)
-
-
-def test_parse_takes_positions_and_wheel_speeds():
-    cmd = parse(["a", "b"], [0.1, math.nan], [], [], _Twin())
-    assert cmd.positions == {"a": 0.1} and cmd.twist is None
-    cmd = parse(["w1", "w2"], [], [1.0, 3.0], [], _Twin())
-    assert cmd.positions is None and cmd.twist == (2.0, 0.0, 2.0)
-    with pytest.raises(JointCommandError, match="reference cmd_vel"):
-        parse(["w1", "w2"], [], [1.0, 3.0], [], _Twin(), twist_allowed=False)
 
 
 def test_a_trajectory_naming_a_joint_the_twin_does_not_drive_is_refused_not_a_solver_failure():
