@@ -12,6 +12,7 @@ cluster's tasks, and the KeyboardInterrupt goes on to the caller.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -79,6 +80,25 @@ def worker_state(key, make):
             del kept[next(iter(kept))]
         kept[key] = make()
     return kept[key]
+
+
+# Libraries that start a thread per core for their linear algebra: a worker is one of the
+# processes sharing the cores, and their spinning threads slowed a 2-process pool below one
+# process (as Dask's nanny, one thread each unless the user's environment says otherwise). Set
+# while the pool spawns its processes (they inherit the environment then).
+ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _one_thread_each():
+    added = [name for name in ONE_THREAD if name not in os.environ]
+    for name in added:
+        os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _pool_worker_init() -> None:
@@ -164,7 +184,8 @@ class Workers:
         """Start ``fn(*args)`` once per worker without waiting (a model load, while this process
         computes something else); what it returns or raises is dropped."""
         if self._pool is not None:
-            self._pending += [self._pool.submit(fn, *args) for _ in range(self.size)]
+            with _one_thread_each():
+                self._pending += [self._pool.submit(fn, *args) for _ in range(self.size)]
         elif self._client is not None:
             self._pending += [self._client.submit(fn, *args, pure=False) for _ in range(self.size)]
 
@@ -185,7 +206,8 @@ class Workers:
 
             futures = []
             try:
-                futures = [self._pool.submit(fn, *args) for args in tasks]
+                with _one_thread_each():  # the pool spawns its processes as tasks come
+                    futures = [self._pool.submit(fn, *args) for args in tasks]
                 index = {f: i for i, f in enumerate(futures)}
                 for fut in cf.as_completed(futures):
                     i = index[fut]
