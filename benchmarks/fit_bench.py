@@ -1,7 +1,7 @@
 """`bondsim-ros fit` wall time with the Jacobian's simulations in this process, on a 2-process
 pool and on a local 2-worker Dask cluster.
 
-    python benchmarks/fit_bench.py                    # the 5DPO identification and a 20 s Robotino log
+    python benchmarks/fit_bench.py                    # the 5DPO identification and a 30 s Robotino log
     python benchmarks/fit_bench.py --robotino 5 --no-dask
 
 Each case is one ``bondsim_ros.fit.fit()`` call timed whole, as a user waits for it: with
@@ -133,7 +133,7 @@ def bench(case: str, seconds: float, client) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--omni5dpo", type=float, default=8.0, help="length of the 5DPO log [s] (default 8)")
-    ap.add_argument("--robotino", type=float, default=20.0, help="length of the Robotino log [s] (default 20)")
+    ap.add_argument("--robotino", type=float, default=30.0, help="length of the Robotino log [s] (default 30)")
     ap.add_argument("--no-dask", action="store_true", help="leave the Dask cluster out")
     record.add_argument(ap, "fit_bench")
     args = ap.parse_args(argv)

@@ -152,7 +152,7 @@ class Workers:
 
     def __init__(self, jobs: int = 1, scheduler=None):
         self._pool = self._client = None
-        self._own = False
+        self._own = self._ended = False
         self._pending: list = []
         if scheduler is not None:
             self._client, self._own = dask_client(scheduler)
@@ -193,6 +193,8 @@ class Workers:
         """``[fn(*args) for args in tasks]``, run on the workers; ``on_result(i, value)`` as each
         finishes (in any order). A task's exception is raised here (the others are cancelled);
         on KeyboardInterrupt the workers are stopped (:meth:`stop`) before it goes on."""
+        if self._ended:
+            raise RuntimeError("these workers were stopped or closed")
         tasks = list(tasks)
         out: list = [None] * len(tasks)
         if not self.remote:
@@ -243,6 +245,7 @@ class Workers:
     def stop(self) -> None:
         """End at once: the pool's processes terminated, the cluster's tasks of this value
         cancelled (the cluster itself goes on)."""
+        self._ended = True
         if self._pool is not None:
             # the executor has no way to stop a running task: end its worker processes (private,
             # but the only handle). The executor then fails the pending futures itself
@@ -257,6 +260,7 @@ class Workers:
 
     def close(self) -> None:
         """End once the tasks given have finished."""
+        self._ended = True
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=True)
