@@ -460,8 +460,9 @@ SECTIONS = [
      "includes starting the two worker processes and their loading the model (from the generated-code cache) "
      "and the fit's problem; the Dask cluster is started before the timing. Each iteration simulates the "
      "accepted point in the calling process, then one point per parameter for the Jacobian, these in "
-     "parallel: with 3 parameters and 2 workers at best 4 runs' time against 3, × 1.33. 5DPO: the "
-     "identification of docs/examples/omni5dpo.md (I_zz, kp, ki from yaw-rate steps at 50 Hz); Robotino: "
+     "parallel: with 3 parameters and 2 workers an iteration takes at best 3 runs' time instead of 4 "
+     "(× 1.33). 5DPO: the identification of docs/examples/omni5dpo.md (I_zz, kp, ki from yaw-rate steps at "
+     "50 Hz); Robotino: "
      "robotino_twist's mass, yaw inertia and motor constant from a cmd_vel log at 100 Hz (test/test_fit.py's "
      "3 s pattern of steps, repeated). Every fit must equal the serial one bit for bit (estimate, "
      "covariance, number of simulations).",
