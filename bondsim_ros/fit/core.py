@@ -571,6 +571,7 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
     workers, spec = _fit_workers(problem, jobs, scheduler)
     with workers if workers is not None else contextlib.nullcontext():
         if workers is not None:
+            spec = workers.share(spec)  # a cluster's workers get the logged data once, not per run
             workers.warm_up(_load_problem, spec)  # the workers load the model while r0 runs here
         result = _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, spec)
     if workers is not None:

@@ -180,6 +180,14 @@ class Workers:
         """Whether tasks run outside this process."""
         return self._pool is not None or self._client is not None
 
+    def share(self, value):
+        """``value`` as tasks should be given it when many get the same (a fit's problem): on a
+        Dask cluster sent to every worker once (a task given the handle finds it there), else
+        ``value`` itself."""
+        if self._client is None:
+            return value
+        return self._client.scatter(value, broadcast=True, hash=False)
+
     def warm_up(self, fn, *args) -> None:
         """Start ``fn(*args)`` once per worker without waiting (a model load, while this process
         computes something else); what it returns or raises is dropped."""
