@@ -352,6 +352,32 @@ def sweep_bench(f: dict) -> list:
                   "load average (1 min) before / after"], rows)
 
 
+def fit_bench(f: dict) -> list:
+    labels = {"jobs_1": "`--jobs 1` (this process)", "jobs_2": "`--jobs 2` (2 spawned processes)",
+              "dask_2": "`--scheduler`: local Dask cluster, 2 worker processes"}
+    rows = []
+    for case in ("omni5dpo", "robotino"):
+        c = f.get(case)
+        if not c:
+            continue
+        what = (f"{c['model']}: {c['parameters']} parameters, {sig(c['seconds'])} s log, "
+                f"{count(c['residuals'])} residuals")
+        for key, label in labels.items():
+            v = c.get(key)
+            if v:
+                load = f"{sig(v['load_before'][0], 2)} / {sig(v['load_after'][0], 2)}"
+                walls = ", ".join(sig(w) for w in v.get("walls_s", [v["wall_s"]]))
+                rows.append([what, label, count(v["simulations"]), f"**{sig(v['wall_s'])} s**", walls,
+                             ratio(v["speedup"]), "yes" if v["identical_to_jobs_1"] else "**no**", load])
+    for key, when in (("control_before", "before"), ("control_after", "after")):
+        c = f.get(key)
+        if c:
+            rows.append([f"control {when}: a pure-Python loop twice, no fit", "2 spawned processes", DASH,
+                         f"{sig(c['two_processes_s'])} s", DASH, ratio(c["speedup"]), DASH, DASH])
+    return table(["fit", "where the Jacobian's runs go", "simulations", "wall (fastest)", "each run [s]", "× jobs 1",
+                  "same fit as jobs 1", "load average (1 min) before first / after last"], rows)
+
+
 # (record name, section title, what it measures, renderer)
 SECTIONS = [
     ("solver_bench", "The solver against SUNDIALS IDA at equal error",
@@ -430,6 +456,19 @@ SECTIONS = [
      "run); Robotino: robotino_twist, 50 s each, over 10 × n/10 body-twist commands (vx_cmd, wz_cmd). Every table "
      "must equal the serial one value for value.",
      sweep_bench),
+    ("fit_bench", "`bondsim-ros fit`: the Jacobian's runs on workers",
+     "One `bondsim_ros.fit.fit()` call per row, timed whole as a user waits for it: with `--jobs 2` that "
+     "includes starting the two worker processes and their loading the model (from the generated-code cache) "
+     "and the fit's problem; the Dask cluster is started before the timing. Each iteration simulates the "
+     "accepted point in the calling process, then one point per parameter for the Jacobian, these in "
+     "parallel: with 3 parameters and 2 workers an iteration takes at best 3 runs' time instead of 4 "
+     "(× 1.33). 5DPO: the identification of docs/examples/omni5dpo.md (I_zz, kp, ki from yaw-rate steps at "
+     "50 Hz); Robotino: "
+     "robotino_twist's mass, yaw inertia and motor constant from a cmd_vel log at 100 Hz (test/test_fit.py's "
+     "3 s pattern of steps, repeated). The three kinds run in turn, a few times each; the fastest of each "
+     "counts (the one the machine's other jobs disturbed least), and every one must equal the serial fit "
+     "bit for bit (estimate, covariance, number of simulations).",
+     fit_bench),
     ("model_size", "Build time against model size",
      "Ladders of 10 … 10 000 elements on alternating 1- and 0-junctions driven by a voltage source, "
      "built from a YAML model file through the phases of a build: reading the file, collecting the "

@@ -60,3 +60,24 @@ def test_machine_paths_in_a_command_are_replaced():
     cmd = record.command("solver_bench", ["--sundials-prefix", "/opt/sun", "--dualarm", "--record",
                                           "--json=/var/x.json"], {"--sundials-prefix": "PREFIX", "--json": "OUT"})
     assert cmd == "python benchmarks/solver_bench.py --sundials-prefix PREFIX --dualarm --json OUT"
+
+
+def test_fit_bench_records_equal_fits_and_the_report_lays_them_out(tmp_path, monkeypatch):
+    """fit_bench --record (short logs, no Dask): jobs 2 gives the jobs 1 fit bit for bit, and the
+    report renders its rows with the command that reproduces it."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    record = _load("record")
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    monkeypatch.setitem(sys.modules, "record", record)
+    bench = _load("fit_bench")
+    assert bench.main(["--omni5dpo", "2", "--robotino", "1", "--no-dask", "--repeat", "1", "--record"]) == 0
+    rec = json.loads((tmp_path / "fit_bench.json").read_text())
+    assert rec["command"] == "python benchmarks/fit_bench.py --omni5dpo 2 --robotino 1 --no-dask --repeat 1"
+    for case in ("omni5dpo", "robotino"):
+        c = rec["figures"][case]
+        assert c["parameters"] == 3 and set(c) >= {"jobs_1", "jobs_2"} and "dask_2" not in c
+        assert c["jobs_2"]["identical_to_jobs_1"] and c["jobs_2"]["simulations"] == c["jobs_1"]["simulations"]
+    assert "shared with other jobs" in rec["notes"][0]
+    text = _load("report").render(tmp_path)
+    assert "Reproduce: `python benchmarks/fit_bench.py --omni5dpo 2 --robotino 1 --no-dask --repeat 1`" in text
+    assert "| robotino_twist: 3 parameters, 1 s log, 606 residuals | `--jobs 2` (2 spawned processes) |" in text

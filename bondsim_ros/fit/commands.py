@@ -45,6 +45,13 @@ def register(sub) -> None:
     p.add_argument("--t-end", type=float, default=None, help="use data rows up to this time only")
     add_solver_flags(p, FIT_OPTIONS)
     p.add_argument("--max-evals", type=int, default=None, help="stop after this many model evaluations")
+    p.add_argument("--jobs", "-j", default=None, metavar="N",
+                   help="local worker processes for the Jacobian's simulations (one per fitted parameter and "
+                        "iteration; default 1: all in this process; 0: every usable core); the estimate is the "
+                        "same bit for bit")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run the Jacobian's simulations on the Dask cluster whose scheduler is at ADDRESS "
+                        "(tcp://host:8786) instead (pip install 'bondsim_ros[cluster]')")
     p.add_argument("--json", metavar="OUT.json", help="write the estimates, intervals and covariance")
     p.add_argument("--config-out", metavar="OUT.yaml",
                    help="write the model's parameter file with the estimates in (models built from one, e.g. "
@@ -85,18 +92,22 @@ def _bound(text):
 
 
 def cmd_fit(args) -> int:
-    from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.model_commands import _load
+    from bondsim_ros.models import buildcache
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.cliargs import CLIError, assignments, solver_options
 
-    from .core import FitError, FitProblem, read_csv
-
     from bondsim_ros.outfiles import check_output
+    from bondsim_ros.sweep.workers import WorkersError
+
+    from .core import FitError, FitProblem, read_csv
 
     options = solver_options(args)
     if args.max_evals is not None and args.max_evals < 1:
         raise CLIError(f"--max-evals {args.max_evals}: give at least 1 model evaluation")
+    args.jobs = _jobs(args.jobs)
+    if args.jobs is not None and args.scheduler is not None:
+        raise CLIError("give --jobs or --scheduler, not both (a cluster's workers are its own)")
     outputs = [(opt, getattr(args, attr)) for opt, attr in
                (("--json", "json"), ("--config-out", "config_out"), ("--csv", "csv"), ("--plot", "plot"))]
     given = [(opt, path) for opt, path in outputs if path]
@@ -115,12 +126,16 @@ def cmd_fit(args) -> int:
     log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
     try:
         data = read_csv(args.data)  # data errors before the (slow) model build
-        model, entry = _load(args.model)
+        # from the build record when the model was built before (no sympy), as `simulate` and
+        # the workers of --jobs/--scheduler find it (models/buildcache.py)
+        resolved = buildcache.resolve(args.model, load=_load)
+        entry = resolved.entry
         if args.config_out and (entry is None or entry.write_config is None):
             raise FitError(f"--config-out: model {args.model!r} is not built from a parameter file")
-        compiled = compile_model(model, log=log)
+        compiled = resolved.compile(log=log)
         problem = FitProblem(compiled, data, params, _split(args.outputs), inputs=_split(args.inputs), fixed=fixed,
-                             time_col=args.time_col, t_end=args.t_end, options=options, weights=weights)
+                             time_col=args.time_col, t_end=args.t_end, options=options, weights=weights,
+                             model=args.model)
         for name in guesses:
             if name not in params:
                 raise FitError(f"--guess for {name!r}, which is not in --params ({', '.join(params)})")
@@ -132,6 +147,8 @@ def cmd_fit(args) -> int:
         result = _run(problem, x0, bounds, args)
     except (FitError, ModelError) as exc:
         raise CLIError(str(exc)) from None
+    except WorkersError as exc:
+        raise CLIError(f"--{exc.arg}: {exc.message}") from None
     _report(result, problem, args.quiet)
     from bondsim_ros.outfiles import output_path, write_text_atomic
 
@@ -237,11 +254,27 @@ def _json_safe(value):
     return value
 
 
+def _jobs(text):
+    """--jobs: None when not given (1: this process), else a whole number >= 0 (0: every core)."""
+    from bondsim_ros.cliargs import CLIError
+
+    if text is None:
+        return None
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = -1
+    if jobs < 0:
+        raise CLIError(f"--jobs expects a whole number of processes >= 1 (0: every usable core), got {text!r}")
+    return jobs
+
+
 def _run(problem, x0, bounds, args):
     from .core import fit
 
+    where = {"jobs": 1 if args.jobs is None else args.jobs, "scheduler": args.scheduler}
     if args.quiet:
-        return fit(problem, x0=x0, bounds=bounds, max_nfev=args.max_evals)
+        return fit(problem, x0=x0, bounds=bounds, max_nfev=args.max_evals, **where)
     from rich.console import Console
     from rich.live import Live
 
@@ -254,7 +287,7 @@ def _run(problem, x0, bounds, args):
 
     with Live(line(0, float("nan"), x0), console=console, transient=True, refresh_per_second=8) as live:
         return fit(problem, x0=x0, bounds=bounds, max_nfev=args.max_evals,
-                   progress=lambda n, c, th: live.update(line(n, c, th)))
+                   progress=lambda n, c, th: live.update(line(n, c, th)), **where)
 
 
 def _report(result, problem, quiet):
@@ -266,7 +299,8 @@ def _report(result, problem, quiet):
     console = Console()
     err = Console(stderr=True, soft_wrap=True)  # one line per message, also in a log file
     table = Table(title=f"fit of {problem.compiled.name}: {result.n_data} residuals, {result.dof} dof, "
-                        f"{result.n_eval} simulations, {result.seconds:.1f} s")
+                        f"{result.n_eval} simulations, {result.seconds:.1f} s"
+                        + ("" if result.workers.startswith("1 job") else f" ({result.workers})"))
     for col in ("parameter", "initial", "estimate", "std. error", "95% CI low", "95% CI high", "rel. SE"):
         table.add_column(col, justify="right" if col != "parameter" else "left")
     for n, i, e, s, lo, hi in zip(result.names, result.initial, result.estimate, result.stderr, result.ci_low,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import math
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,8 +116,21 @@ class FitProblem:
     t_end: float | None = None
     options: SolverOptions | None = None  # the solver's; None: FIT_OPTIONS
     weights: dict = field(default_factory=dict)  # data column -> weight (1/sigma)
+    # the built-in model's name or the model file ``compiled`` came from: how workers load it
+    # (a fit with jobs or a scheduler); set from ``compiled`` when that is given as a name/file
+    model: str | None = None
 
     def __post_init__(self):
+        if isinstance(self.compiled, (str, Path)):
+            from bondsim_ros.sweep.workers import load_model, model_spec
+
+            spec = model_spec(self.compiled)
+            self.compiled = load_model(spec)[0]
+            self.model = self.model or spec
+        elif self.model is not None:
+            from bondsim_ros.sweep.workers import model_spec
+
+            self.model = model_spec(self.model)
         if self.options is None:
             self.options = FIT_OPTIONS
         elif not isinstance(self.options, SolverOptions):
@@ -264,6 +278,74 @@ class FitProblem:
         """Weighted simulated-minus-logged values, column by column (Fortran order)."""
         return ((self.simulate(theta) - self.y) * self.w).ravel(order="F")
 
+    def spec(self) -> "FitSpec":
+        """What a worker rebuilds this problem from (picklable): the model by name or file, the
+        logged columns the fit uses, the options. FitError when the model has no name/file."""
+        if not self.model:
+            raise FitError(f"a fit on workers (jobs, scheduler) loads model {self.compiled.name!r} by name: give "
+                           f"FitProblem(..., model=NAME or FILE), the built-in model's name or the model file it "
+                           f"was compiled from")
+        cols = list(dict.fromkeys([self.time_col] + [c for _, c in self.input_map] + [c for _, c in self.output_map]))
+        data = LogData(cols, np.column_stack([self.data.column(c) for c in cols]), self.data.source)
+        return FitSpec(self.model, self.compiled.key, tuple(map(float, self.compiled.params)), data,
+                       list(self.params), list(self.outputs), list(self.inputs), dict(self.fixed), self.time_col,
+                       self.t_end, self.options, dict(self.weights), uuid.uuid4().hex)
+
+
+@dataclass(frozen=True, eq=False)
+class FitSpec:
+    """A :class:`FitProblem` as a worker rebuilds it: sent with every task, the problem (with
+    its reusable solver) kept by the worker per ``token``."""
+
+    model: str  # built-in model name or model file (absolute path)
+    key: str  # the generated code's key, and
+    defaults: tuple  # the parameter values, that the worker's model must have (the same runs)
+    data: LogData  # the logged columns the fit uses
+    params: list
+    outputs: list
+    inputs: list
+    fixed: dict
+    time_col: str
+    t_end: float | None
+    options: SolverOptions
+    weights: dict
+    token: str  # one per fit
+
+    def problem(self) -> FitProblem:
+        from bondsim_ros.sweep.workers import worker_model
+
+        compiled, _ = worker_model(self.model)
+        if compiled.key != self.key or tuple(map(float, compiled.params)) != self.defaults:
+            what = "generated code" if compiled.key != self.key else "parameter values"
+            raise FitError(f"model {self.model!r} as a worker loads it differs from the fit's (its {what}): "
+                           f"the workers need the same model file and package version")
+        return FitProblem(compiled, self.data, self.params, self.outputs, inputs=self.inputs, fixed=self.fixed,
+                          time_col=self.time_col, t_end=self.t_end, options=self.options, weights=self.weights,
+                          model=self.model)
+
+
+def _worker_problem(spec: FitSpec) -> FitProblem:
+    from bondsim_ros.sweep.workers import worker_state
+
+    return worker_state(("fit", spec.token), spec.problem)
+
+
+def _load_problem(spec: FitSpec) -> None:
+    """A worker's warm-up: the model and the problem, before the first Jacobian needs them."""
+    _worker_problem(spec)
+
+
+def evaluate(spec: FitSpec, theta) -> tuple:
+    """(residuals, None) of ``theta``, or (None, the solver's message) when the run fails: the
+    task a worker runs for one point of a fit's finite differences."""
+    from bondsim_ros.solver import SolverError
+
+    problem = _worker_problem(spec)
+    try:
+        return problem.residuals(theta), None
+    except SolverError as exc:
+        return None, str(exc)
+
 
 # --------------------------------------------------------------------------------------
 # The fit
@@ -330,6 +412,7 @@ class FitResult:
     singular_values: list = field(default_factory=list)  # of the scaled Jacobian, over the largest
     warnings: list = field(default_factory=list)  # estimates at a bound or far from the start
     input_mismatches: list = field(default_factory=list)  # logged inputs the model does not follow
+    workers: str = "1 job (this process)"  # where the Jacobian's runs went
 
     @property
     def identifiable(self) -> bool:
@@ -354,7 +437,7 @@ class FitResult:
                                          "rel_stderr": d.rel_stderr, "description": d.describe()}
                                         for d in self.undetermined],
             "scaled_singular_values": self.singular_values, "warnings": self.warnings,
-            "input_mismatches": self.input_mismatches, "usable": self.usable,
+            "input_mismatches": self.input_mismatches, "usable": self.usable, "workers": self.workers,
             "covariance": self.cov.tolist(),
         }
 
@@ -420,13 +503,54 @@ def _implied_bounds(problem: FitProblem, names, x0, lo, hi, explicit) -> None:
                 break
 
 
-def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None, max_nfev=None,
-        progress=None) -> FitResult:
-    """Least-squares estimate of ``problem.params``; ``progress(n_eval, cost, theta)`` after each run."""
-    from scipy.optimize import least_squares
-    from scipy.stats import t as student_t
+def forward_steps(z, rel_step, lb, ub) -> np.ndarray:
+    """The steps of least_squares' forward-difference ('2-point') Jacobian at ``z``
+    (scipy.optimize._numdiff: relative ``rel_step``, sqrt(eps) where that does not change z,
+    reversed or shortened to stay within the bounds). Its Jacobian's column i is
+    (f(z + h_i e_i) - f(z)) / ((z_i + h_i) - z_i)."""
+    sign = (z >= 0).astype(float) * 2 - 1
+    h = rel_step * sign * np.abs(z)
+    dx = (z + h) - z
+    h = np.where(dx == 0, np.finfo(np.float64).eps ** 0.5 * sign * np.maximum(1.0, np.abs(z)), h)
+    if np.all((lb == -np.inf) & (ub == np.inf)):
+        return h
+    adjusted = h.copy()
+    lower, upper = z - lb, ub - z
+    x = z + h
+    violated = (x < lb) | (x > ub)
+    fitting = np.abs(h) <= np.maximum(lower, upper)
+    adjusted[violated & fitting] *= -1
+    forward = (upper >= lower) & ~fitting
+    adjusted[forward] = upper[forward]
+    backward = (upper < lower) & ~fitting
+    adjusted[backward] = -lower[backward]
+    return adjusted
 
-    from bondsim_ros.solver import SolverError
+
+def _fit_workers(problem: FitProblem, jobs, scheduler):
+    """(Workers, FitSpec) for a fit on workers, (None, None) for this process alone."""
+    from bondsim_ros.sweep.workers import Workers, check_jobs
+
+    if scheduler is None:
+        jobs = min(check_jobs(jobs), len(problem.params))  # a Jacobian has one point per parameter
+        if jobs <= 1:
+            return None, None
+    spec = problem.spec()
+    return Workers(jobs if scheduler is None else 1, scheduler), spec
+
+
+def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None, max_nfev=None,
+        progress=None, jobs: int | None = 1, scheduler=None) -> FitResult:
+    """Least-squares estimate of ``problem.params``; ``progress(n_eval, cost, theta)`` after each run.
+
+    ``jobs``: local worker processes for the finite-difference Jacobian's columns (one
+    simulation each per iteration), 1 (default) all in this process, 0 or None every usable
+    core; ``scheduler``: a Dask scheduler address, Client or cluster to run them on instead.
+    The steps, the runs and so the estimate are the same bit for bit; the problem needs its
+    model's name or file (``FitProblem(model=...)``) for the workers to load it. Raises
+    FitError for bad input, ``bondsim_ros.sweep.workers.WorkersError`` for bad ``jobs`` or an
+    unreachable scheduler; on Ctrl-C the workers are stopped and KeyboardInterrupt goes on."""
+    import contextlib
 
     names = list(problem.params)
     x0 = problem.initial() if x0 is None else np.asarray(x0, dtype=float)
@@ -444,6 +568,23 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
         if not lo[i] <= x0[i] <= hi[i]:
             raise FitError(f"initial value {x0[i]:g} of {name!r} is outside its bounds [{a}, {b}]")
     _implied_bounds(problem, names, x0, lo, hi, explicit=set(bounds or {}))
+    workers, spec = _fit_workers(problem, jobs, scheduler)
+    with workers if workers is not None else contextlib.nullcontext():
+        if workers is not None:
+            spec = workers.share(spec)  # a cluster's workers get the logged data once, not per run
+            workers.warm_up(_load_problem, spec)  # the workers load the model while r0 runs here
+        result = _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, spec)
+    if workers is not None:
+        result.workers = workers.description
+    return result
+
+
+def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, spec) -> FitResult:
+    from scipy.optimize import least_squares
+    from scipy.stats import t as student_t
+
+    from bondsim_ros.solver import SolverError
+
     # the optimiser works on z = x / scale (scale = |initial value|): finite-difference steps and
     # trust regions are then relative to each parameter's size, also for one that tends to 0
     scale = np.where(np.abs(x0) > 0, np.abs(x0), 1.0)
@@ -451,18 +592,60 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
     diff_step = diff_step or max(1e-6, 30.0 * math.sqrt(problem.options.rtol))
     tic = time.perf_counter()
 
+    def failed(theta, message):
+        return FitError(f"simulation failed at {dict(zip(names, map(float, theta)))}: {message}; "
+                        f"try other initial values or --bounds")
+
     def fun_x(theta):
         try:
             r = problem.residuals(theta)
         except SolverError as exc:
-            raise FitError(f"simulation failed at {dict(zip(names, map(float, theta)))}: {exc}; "
-                           f"try other initial values or --bounds") from None
+            raise failed(theta, exc) from None
         if progress:
             progress(problem.n_eval, 0.5 * float(r @ r), theta)
         return r
 
+    last: dict = {}  # z's bytes -> its residuals: the point least_squares asks the Jacobian at
+
     def fun(z):
-        return fun_x(z * scale)
+        r = fun_x(z * scale)
+        last.clear()
+        last[z.tobytes()] = r
+        return r
+
+    def fun_many(thetas) -> list:
+        """fun_x of each, on the workers (the same runs as here, in any order)."""
+        if workers is None:
+            return [fun_x(theta) for theta in thetas]
+
+        def done(i, value):
+            problem.n_eval += 1  # a run of the fit, wherever it ran
+            if progress and value[0] is not None:
+                progress(problem.n_eval, 0.5 * float(value[0] @ value[0]), thetas[i])
+
+        out = workers.run(evaluate, [(spec, theta) for theta in thetas], done)
+        for theta, (r, message) in zip(thetas, out):
+            if r is None:  # the first failed column, as the serial order meets it
+                raise failed(theta, message)
+        return [r for r, _ in out]
+
+    def jac(z):
+        # least_squares' own '2-point' Jacobian (forward_steps), its columns' runs on the workers
+        f0 = last.get(z.tobytes())
+        if f0 is None:
+            f0 = fun(z)
+        h = forward_steps(z, diff_step, lo / scale, hi / scale)
+        points = []
+        for i in range(len(z)):
+            zi = z.copy()
+            zi[i] = z[i] + h[i]
+            points.append(zi * scale)
+        # filled by rows of the transpose as scipy does: the same memory layout (Fortran order)
+        # makes its linear algebra on J round the same way
+        Jt = np.empty((len(z), len(f0)))
+        for i, fi in enumerate(fun_many(points)):
+            Jt[i] = (fi - f0) / ((z[i] + h[i]) - z[i])
+        return Jt.T
 
     r0 = fun(x0 / scale)
     if not np.all(np.isfinite(r0)):
@@ -472,19 +655,23 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
     if not math.isfinite(ss0):
         raise FitError("the sum of squared residuals overflows at the initial parameters (largest residual "
                        f"{float(np.max(np.abs(r0))):.3g}); rescale the data or give --weight")
-    sol = least_squares(fun, x0 / scale, jac="2-point", bounds=(lo / scale, hi / scale), diff_step=diff_step,
-                        method="trf", max_nfev=max_nfev, xtol=1e-10, ftol=1e-10, gtol=1e-10)
+    sol = least_squares(fun, x0 / scale, jac="2-point" if workers is None else jac, bounds=(lo / scale, hi / scale),
+                        diff_step=diff_step, method="trf", max_nfev=max_nfev, xtol=1e-10, ftol=1e-10, gtol=1e-10)
     x = sol.x * scale
     # Jacobian at the optimum: least_squares returns the last one it evaluated, which can lag the
     # final accepted step; recompute it there so the standard errors belong to the estimate
     J = np.empty((len(sol.fun), len(names)))
+    steps, points = [], []
     for i in range(len(names)):
         h = diff_step * max(abs(sol.x[i]), 1.0) * scale[i]
         if x[i] + h > hi[i]:
             h = -h  # stay inside the bounds
         xp = x.copy()
         xp[i] += h
-        J[:, i] = (fun_x(xp) - sol.fun) / h
+        steps.append(h)
+        points.append(xp)
+    for i, (h, fi) in enumerate(zip(steps, fun_many(points))):
+        J[:, i] = (fi - sol.fun) / h
     # columns scaled by the estimate's magnitude (the start's where the estimate is 0): a
     # parameter that collapses towards 0 then shows as undetermined relative to its own size
     mag = np.where(x != 0, np.abs(x), scale)
@@ -542,4 +729,5 @@ def _warnings(names, x0, x, lo, hi, scale, active, grad) -> list:
     return out
 
 
-__all__ = ["FitError", "FitProblem", "FitResult", "Direction", "LogData", "read_csv", "fit", "covariance"]
+__all__ = ["FitError", "FitProblem", "FitSpec", "FitResult", "Direction", "LogData", "read_csv", "fit", "covariance",
+           "forward_steps"]

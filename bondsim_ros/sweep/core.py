@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from bondsim_ros.solver.options import SolverOptions
+
+# the workers (bondsim_ros.sweep.workers); default_jobs and load_model are also sweep's API
+from .workers import Workers, WorkersError, default_jobs, load_model, model_spec, worker_model
 
 # A grid larger than this is refused before anything runs (a typo such as k=0:1:1e9).
 MAX_RUNS = 1_000_000
@@ -106,27 +107,6 @@ def grid(params: dict) -> list[dict]:
 
 # -- one worker's model and runs ----------------------------------------------------------------
 
-_LOADED: dict = {}  # model spec -> (CompiledModel, ModelEntry or None), per worker process
-_LOAD_LOCK = threading.Lock()  # a Dask worker with threads shares the process
-
-
-def load_model(spec: str, use_cache: bool = True):
-    """(CompiledModel, its built-in ModelEntry or None) of ``spec``, as ``bondsim-ros simulate``
-    finds it: from the build record when the model was built before (no sympy), else built
-    and compiled (and recorded, so that the workers that load it next find it)."""
-    from bondsim_ros.models import buildcache
-
-    resolved = buildcache.resolve(spec, use_cache=use_cache)
-    return resolved.compile(), resolved.entry
-
-
-def _worker_model(spec: str):
-    with _LOAD_LOCK:
-        if spec not in _LOADED:
-            _LOADED[spec] = load_model(spec)
-        return _LOADED[spec]
-
-
 @dataclass(frozen=True)
 class RunOptions:
     """What every run of a sweep shares (sent to the workers once per chunk)."""
@@ -178,18 +158,11 @@ def run_chunk(spec: str, chunk: list, opts: RunOptions) -> list:
     """Run ``chunk`` ([(index, {param: value}), ...]) with the worker's copy of the model;
     returns [(index, row), ...]. The function the pool and Dask workers call."""
     try:
-        compiled, entry = _worker_model(spec)
+        compiled, entry = worker_model(spec)
     except Exception as exc:  # noqa: BLE001 - e.g. a cluster worker without the model file
         message = f"the worker could not load the model: {type(exc).__name__}: {exc}"
         return [(i, {"status": STATUS_FAILED, "message": message, "seconds": 0.0, "outputs": {}}) for i, _ in chunk]
     return [(i, run_one(compiled, entry, values, opts)) for i, values in chunk]
-
-
-def _pool_worker_init() -> None:
-    import signal
-
-    # Ctrl-C reaches the whole process group: the parent alone handles it (stops the workers)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 # -- the result ---------------------------------------------------------------------------------
@@ -280,13 +253,6 @@ def check_format(path) -> None:
 
 # -- running ------------------------------------------------------------------------------------
 
-def default_jobs() -> int:
-    try:
-        return len(os.sched_getaffinity(0))  # the cores this process may use (a container, taskset)
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def _chunks(runs: list, workers: int, chunksize: int | None) -> list:
     if chunksize is None:
         # ~4 chunks per worker: balances uneven run times while a chunk amortises the round trip
@@ -327,16 +293,6 @@ def _check_at(at, t_end, dt_out) -> tuple:
     if not out:
         raise SweepError("no times given", "at")
     return tuple(out)
-
-
-def _model_spec(spec) -> str:
-    """The model as the workers load it: a model file by its absolute path (a worker's current
-    folder may differ), a built-in model by its name."""
-    spec = str(spec)
-    path = Path(spec)
-    if path.suffix in (".yaml", ".yml", ".py") and path.exists():
-        return str(path.resolve())
-    return spec
 
 
 def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = None,
@@ -383,7 +339,7 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
             raise SweepError("no runs given", "params")
         if len(runs) > MAX_RUNS:
             raise SweepError(f"{len(runs)} runs: more than {MAX_RUNS}", "params")
-    spec = _model_spec(model)
+    spec = model_spec(model)
     try:
         compiled, entry = load_model(spec, use_cache=use_cache)
     except ModelError as exc:
@@ -417,19 +373,21 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
 
     rows: list = [None] * len(runs)
     tic = time.perf_counter()
-    if scheduler is not None:
-        workers = _run_dask(scheduler, spec, runs, opts, rows, chunksize, progress)
-    else:
+    if scheduler is None:
         jobs = default_jobs() if jobs is None else int(jobs)
         if jobs < 1:
             raise SweepError(f"must be at least 1, got {jobs}", "jobs")
         jobs = min(jobs, len(runs))
-        if jobs <= 1:
-            workers = "1 job (this process)"
-            _run_here(compiled, entry, runs, opts, rows, progress)
-        else:
-            workers = f"{jobs} jobs"
-            _run_pool(jobs, spec, runs, opts, rows, chunksize, progress)
+    if scheduler is None and jobs <= 1:
+        workers = "1 job (this process)"
+        _run_here(compiled, entry, runs, opts, rows, progress)
+    else:
+        try:
+            pool = Workers(jobs if scheduler is None else 1, scheduler)
+        except WorkersError as exc:
+            raise SweepError(exc.message, exc.arg) from None
+        workers = pool.description
+        _run_on(pool, spec, runs, opts, rows, chunksize, progress)
     seconds = time.perf_counter() - tic
 
     result = _result(compiled.name, param_names, runs, rows, opts, seconds, workers)
@@ -475,73 +433,12 @@ def _run_here(compiled, entry, runs, opts, rows, progress) -> None:
         pass  # the rows not run are marked cancelled
 
 
-def _run_pool(jobs, spec, runs, opts, rows, chunksize, progress) -> None:
-    import concurrent.futures as cf
-    import multiprocessing
-
+def _run_on(pool: Workers, spec, runs, opts, rows, chunksize, progress) -> None:
     tally = _Tally(len(runs), progress)
-    # spawn: a fresh interpreter per worker (no copy of this process's threads, locks or loaded
-    # libraries, as fork would make); each imports the package and loads the model once
-    pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_pool_worker_init)
-    futures = []
+    chunks = _chunks(runs, pool.size, chunksize)
     try:
-        futures = [pool.submit(run_chunk, spec, chunk, opts) for chunk in _chunks(runs, jobs, chunksize)]
-        for fut in cf.as_completed(futures):
-            tally.add(rows, fut.result())
+        with pool:
+            pool.run(run_chunk, [(spec, chunk, opts) for chunk in chunks],
+                     lambda i, pairs: tally.add(rows, pairs))
     except KeyboardInterrupt:
-        # the executor has no way to stop a running task: end its worker processes (private, but
-        # the only handle; they hold nothing that needs a clean exit). The executor then fails
-        # the pending futures itself (cancelling them first makes its thread raise on them, in
-        # Python 3.11); the unfinished rows are marked cancelled
-        _stop(pool)
-        return
-    except cf.process.BrokenProcessPool as exc:
-        _stop(pool)
-        raise RuntimeError(f"a sweep worker process died ({exc})") from None
-    except BaseException:
-        _stop(pool)
-        raise
-    pool.shutdown(wait=True)
-
-
-def _stop(pool) -> None:
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
-        proc.terminate()
-    pool.shutdown(wait=True)
-
-
-def _dask_client(scheduler):
-    try:
-        from dask.distributed import Client
-    except ImportError:
-        raise SweepError("a Dask scheduler needs dask.distributed: pip install 'bondsim_ros[cluster]' "
-                         "(or pip install 'dask[distributed]')", "scheduler") from None
-    if isinstance(scheduler, Client):
-        return scheduler, False
-    try:
-        return Client(scheduler, timeout="10s"), True
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise SweepError(f"cannot connect to the Dask scheduler {scheduler}: {exc}", "scheduler") from None
-
-
-def _run_dask(scheduler, spec, runs, opts, rows, chunksize, progress) -> str:
-    from dask.distributed import as_completed
-
-    client, own = _dask_client(scheduler)
-    try:
-        n_workers = max(1, sum(client.nthreads().values()))
-        tally = _Tally(len(runs), progress)
-        futures = []
-        try:
-            # pure=False: identical chunks of two sweeps are still two computations
-            futures = [client.submit(run_chunk, spec, chunk, opts, pure=False)
-                       for chunk in _chunks(runs, n_workers, chunksize)]
-            for fut in as_completed(futures):
-                tally.add(rows, fut.result())
-        except KeyboardInterrupt:
-            client.cancel(futures)
-        return f"Dask at {client.scheduler.address}, {n_workers} worker threads"
-    finally:
-        if own:
-            client.close()
+        pass  # the workers are stopped; the unfinished rows are marked cancelled

@@ -1,0 +1,292 @@
+"""Where independent simulations run: this process, a local pool of spawned processes, or a Dask
+cluster, behind one :class:`Workers` value that ``sweep`` and ``fit`` both use.
+
+A worker process loads a compiled model once (:func:`worker_model`, from the generated-code
+cache the calling process filled) and keeps it, and whatever else a task builds on it
+(:func:`worker_state`: a fit's problem with its reusable solver), for every task it is given.
+A task is a module-level function and picklable arguments: the pool and Dask send it by name.
+
+Ctrl-C: the pool's workers ignore SIGINT (the terminal sends it to the whole process group);
+the calling process ends them (they hold nothing that needs a clean exit) or cancels the
+cluster's tasks, and the KeyboardInterrupt goes on to the caller.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+
+
+class WorkersError(ValueError):
+    """Bad ``jobs`` or ``scheduler``: nothing was started. ``arg`` names the argument."""
+
+    def __init__(self, message: str, arg: str):
+        super().__init__(f"{arg}: {message}")
+        self.message, self.arg = message, arg
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the cores this process may use (a container, taskset)
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+# -- in a worker ----------------------------------------------------------------------------------
+
+_LOADED: dict = {}  # model spec -> (CompiledModel, ModelEntry or None), per worker process
+_LOAD_LOCK = threading.Lock()  # a Dask worker with threads shares the process
+_STATE = threading.local()  # per thread: what a task keeps for the next (a solver is one thread's)
+STATE_KEPT = 4  # per thread, the newest: a long-lived Dask worker serves fit after fit
+
+
+def load_model(spec: str, use_cache: bool = True):
+    """(CompiledModel, its built-in ModelEntry or None) of ``spec``, as ``bondsim-ros simulate``
+    finds it: from the build record when the model was built before (no sympy), else built
+    and compiled (and recorded, so that the workers that load it next find it)."""
+    from bondsim_ros.models import buildcache
+
+    resolved = buildcache.resolve(spec, use_cache=use_cache)
+    return resolved.compile(), resolved.entry
+
+
+def model_spec(spec) -> str:
+    """The model as the workers load it: a model file by its absolute path (a worker's current
+    folder may differ), a built-in model by its name."""
+    spec = str(spec)
+    path = Path(spec)
+    if path.suffix in (".yaml", ".yml", ".py") and path.exists():
+        return str(path.resolve())
+    return spec
+
+
+def worker_model(spec: str):
+    """This process's copy of ``spec``'s model, loaded on first use."""
+    with _LOAD_LOCK:
+        if spec not in _LOADED:
+            _LOADED[spec] = load_model(spec)
+        return _LOADED[spec]
+
+
+def worker_state(key, make):
+    """This thread's value for ``key``, made by ``make()`` on first use (the newest
+    :data:`STATE_KEPT` are kept)."""
+    kept = getattr(_STATE, "kept", None)
+    if kept is None:
+        kept = _STATE.kept = {}
+    if key not in kept:
+        while len(kept) >= STATE_KEPT:
+            del kept[next(iter(kept))]
+        kept[key] = make()
+    return kept[key]
+
+
+# Libraries that start a thread per core for their linear algebra: a worker is one of the
+# processes sharing the cores, and their spinning threads slowed a 2-process pool below one
+# process (as Dask's nanny, one thread each unless the user's environment says otherwise). Set
+# while the pool spawns its processes (they inherit the environment then).
+ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _one_thread_each():
+    added = [name for name in ONE_THREAD if name not in os.environ]
+    for name in added:
+        os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+def _pool_worker_init() -> None:
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent alone handles it (stops the workers)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _noop() -> None:
+    return None
+
+
+# -- in the calling process -----------------------------------------------------------------------
+
+def dask_client(scheduler):
+    """(Client, whether it was opened here) for a scheduler address or a Client."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise WorkersError("a Dask scheduler needs dask.distributed: pip install 'bondsim_ros[cluster]' "
+                           "(or pip install 'dask[distributed]')", "scheduler") from None
+    if isinstance(scheduler, Client):
+        return scheduler, False
+    try:
+        return Client(scheduler, timeout="10s"), True
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise WorkersError(f"cannot connect to the Dask scheduler {scheduler}: {exc}", "scheduler") from None
+
+
+def check_jobs(jobs) -> int:
+    """``jobs`` as a count of local processes: None or 0 -> every usable core; WorkersError
+    for anything but a whole number >= 0."""
+    if jobs is None:
+        return default_jobs()
+    if isinstance(jobs, bool) or not isinstance(jobs, int) and not (isinstance(jobs, float) and jobs.is_integer()):
+        raise WorkersError(f"must be a whole number, got {jobs!r}", "jobs")
+    jobs = int(jobs)
+    if jobs < 0:
+        raise WorkersError(f"must be at least 1 (or 0 for every core), got {jobs}", "jobs")
+    return jobs or default_jobs()
+
+
+class Workers:
+    """Runs tasks ``fn(*args)``: in this process (``jobs=1``), on a pool of ``jobs`` spawned
+    processes, or on the Dask cluster of ``scheduler`` (an address ``tcp://host:8786``, a
+    ``dask.distributed`` Client or a cluster object). ``size``: how many run at once;
+    ``description``: where they run, for a report. Use it as a context manager: leaving it
+    normally waits for the pool to end; leaving it by an exception (Ctrl-C) ends the pool's
+    processes and cancels the cluster's tasks at once."""
+
+    def __init__(self, jobs: int = 1, scheduler=None):
+        self._pool = self._client = None
+        self._own = self._ended = False
+        self._pending: list = []
+        if scheduler is not None:
+            self._client, self._own = dask_client(scheduler)
+            self.size = max(1, sum(self._client.nthreads().values()))
+            self.description = f"Dask at {self._client.scheduler.address}, {self.size} worker threads"
+            return
+        jobs = int(jobs)
+        if jobs < 1:
+            raise WorkersError(f"must be at least 1, got {jobs}", "jobs")
+        self.size = jobs
+        if jobs == 1:
+            self.description = "1 job (this process)"
+            return
+        import concurrent.futures as cf
+        import multiprocessing
+
+        # spawn: a fresh interpreter per worker (no copy of this process's threads, locks or loaded
+        # libraries, as fork would make); each imports the package and loads the model once
+        self._pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=_pool_worker_init)
+        self.description = f"{jobs} jobs"
+
+    @property
+    def remote(self) -> bool:
+        """Whether tasks run outside this process."""
+        return self._pool is not None or self._client is not None
+
+    def share(self, value):
+        """``value`` as tasks should be given it when many get the same (a fit's problem): on a
+        Dask cluster sent to every worker once (a task given the handle finds it there), else
+        ``value`` itself."""
+        if self._client is None:
+            return value
+        return self._client.scatter(value, broadcast=True, hash=False)
+
+    def warm_up(self, fn, *args) -> None:
+        """Start ``fn(*args)`` once per worker without waiting (a model load, while this process
+        computes something else); what it returns or raises is dropped."""
+        if self._pool is not None:
+            with _one_thread_each():
+                self._pending += [self._pool.submit(fn, *args) for _ in range(self.size)]
+        elif self._client is not None:
+            self._pending += [self._client.submit(fn, *args, pure=False) for _ in range(self.size)]
+
+    def run(self, fn, tasks, on_result=None) -> list:
+        """``[fn(*args) for args in tasks]``, run on the workers; ``on_result(i, value)`` as each
+        finishes (in any order). A task's exception is raised here (the others are cancelled);
+        on KeyboardInterrupt the workers are stopped (:meth:`stop`) before it goes on."""
+        if self._ended:
+            raise RuntimeError("these workers were stopped or closed")
+        tasks = list(tasks)
+        out: list = [None] * len(tasks)
+        if not self.remote:
+            for i, args in enumerate(tasks):
+                out[i] = fn(*args)
+                if on_result is not None:
+                    on_result(i, out[i])
+            return out
+        if self._pool is not None:
+            import concurrent.futures as cf
+
+            futures = []
+            try:
+                with _one_thread_each():  # the pool spawns its processes as tasks come
+                    futures = [self._pool.submit(fn, *args) for args in tasks]
+                index = {f: i for i, f in enumerate(futures)}
+                for fut in cf.as_completed(futures):
+                    i = index[fut]
+                    out[i] = fut.result()
+                    if on_result is not None:
+                        on_result(i, out[i])
+            except cf.process.BrokenProcessPool as exc:
+                self.stop()
+                raise RuntimeError(f"a worker process died ({exc})") from None
+            except BaseException:
+                # not cancelling the futures first: in Python 3.11 the executor's thread then
+                # raises on them; ending the processes makes it fail them itself
+                self.stop()
+                raise
+            return out
+        from dask.distributed import as_completed
+
+        futures = []
+        try:
+            # pure=False: identical tasks of two runs are still two computations
+            futures = [self._client.submit(fn, *args, pure=False) for args in tasks]
+            index = {f.key: i for i, f in enumerate(futures)}
+            for fut in as_completed(futures):
+                i = index[fut.key]
+                out[i] = fut.result()
+                if on_result is not None:
+                    on_result(i, out[i])
+        except BaseException:
+            self._client.cancel(futures)
+            raise
+        return out
+
+    def stop(self) -> None:
+        """End at once: the pool's processes terminated, the cluster's tasks of this value
+        cancelled (the cluster itself goes on)."""
+        self._ended = True
+        if self._pool is not None:
+            # the executor has no way to stop a running task: end its worker processes (private,
+            # but the only handle). The executor then fails the pending futures itself
+            pool, self._pool = self._pool, None
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.terminate()
+            pool.shutdown(wait=True)
+        if self._client is not None:
+            if self._pending:
+                self._client.cancel(self._pending)
+            self._close_client()
+
+    def close(self) -> None:
+        """End once the tasks given have finished."""
+        self._ended = True
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=True)
+        if self._client is not None:
+            self._close_client()
+
+    def _close_client(self) -> None:
+        client, self._client = self._client, None
+        self._pending = []
+        if self._own:
+            client.close()
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.stop()
+
