@@ -182,6 +182,29 @@ def test_output_rows_of_a_numba_kernel_go_through_the_c_loop():
     assert np.array_equal(plain, [[0.1, 0.1, 11.0], [0.2, 4.2, 13.0], [0.3, 8.3, 15.0]])
 
 
+def test_output_rows_fill_a_given_table():
+    """output_rows(out=...) writes the rows into the caller's array (a result's table after its
+    first row) and returns it; an array of another shape is refused, naming the shape."""
+    from bondsim_ros.solver.kernels import output_rows, residual_kernel
+
+    def outs(t, y, yp, p, out):
+        out[0] = y[0] * p[0] + t
+        out[1] = yp[1]
+
+    Y = np.arange(6.0).reshape(3, 2)
+    YP = Y + 10.0
+    p = np.array([2.0])
+    table = np.full((4, 3), -1.0)
+    for kernel in (outs, residual_kernel(outs)):
+        rows = output_rows(kernel, 2, [0.1, 0.2, 0.3], Y, YP, p, out=table[1:])
+        assert np.shares_memory(rows, table)
+        assert np.array_equal(table[1:], [[0.1, 0.1, 11.0], [0.2, 4.2, 13.0], [0.3, 8.3, 15.0]])
+        assert np.array_equal(table[0], [-1.0, -1.0, -1.0])
+        table[1:] = 0.0
+    with pytest.raises(ValueError, match=r"shape \(3, 3\)"):
+        output_rows(outs, 2, [0.1, 0.2, 0.3], Y, YP, p, out=np.zeros((2, 3)))
+
+
 def test_the_slots_and_codes_are_read_from_the_core_itself():
     """_ccore takes every enum member and integer #define of bdf_core.c from its source (no hand
     copy to drift); the ctypes struct has solver_t's fields in solver_t's order."""
