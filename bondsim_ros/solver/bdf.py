@@ -95,6 +95,25 @@ def _left_null_space(M) -> np.ndarray:
     return np.hstack([W, extra])
 
 
+_null_spaces: dict = {}  # dF/dy' (its bytes) -> its left null space, for small problems
+_NULL_SPACE_KEY_MAX = 8 * 100 * 100  # n <= 100: the key's hash costs nothing beside the SVD
+_NULL_SPACES_MAX = 32
+
+
+def _null_space_of(key: bytes, Fyp) -> np.ndarray:
+    """_left_null_space(Fyp), read-only, kept per process for small problems under ``key``
+    (Fyp's bytes): a new solver of a model a sweep already ran takes it without an SVD."""
+    W = _null_spaces.get(key)
+    if W is None:
+        W = _left_null_space(Fyp)
+        W.flags.writeable = False  # shared between solvers
+        if len(key) <= _NULL_SPACE_KEY_MAX:
+            if len(_null_spaces) >= _NULL_SPACES_MAX:
+                _null_spaces.pop(next(iter(_null_spaces)))
+            _null_spaces[key] = W
+    return W
+
+
 def _lstsq_failed(err, flag):
     raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
 
@@ -418,7 +437,7 @@ class BDFSolver:
             # null space is taken again only for other values
             key = Fyp.tobytes()
             if key != self._W_key:
-                self._W_key, self._W = key, _left_null_space(Fyp)
+                self._W_key, self._W = key, _null_space_of(key, Fyp)
             W = self._W
             eps = 1e-5 * max(1.0, abs(t0))
             R[1:] = 0.0
