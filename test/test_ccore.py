@@ -244,3 +244,24 @@ def test_a_first_run_builds_the_core_beside_the_model_and_leaves_it_whole(tmp_pa
     proc = subprocess.run([sys.executable, "-c", "from bondsim_ros.solver import _ccore; "
                            "print(_ccore.library()._name)"], env=env, capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip().endswith(built[0]), proc.stderr
+
+
+def test_the_compiler_version_is_asked_once_per_compiler_binary(tmp_path, monkeypatch):
+    """`cc --version` names the core's library; its answer is kept in <cache>/host/ for the
+    binary as it is, so a later process starts no compiler to find the core. A changed binary
+    (another size or time) is asked again."""
+    log = tmp_path / "versions.log"
+    cc = tmp_path / "cc.sh"
+    cc.write_text(f'#!/bin/sh\necho asked >> {log}\necho "cc 1.0"\n')
+    cc.chmod(0o755)
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(native, "_versions", {})
+    assert native._compiler_id(str(cc)) == "cc 1.0"
+    monkeypatch.setattr(native, "_versions", {})  # as in a new process
+    assert native._compiler_id(str(cc)) == "cc 1.0"
+    assert log.read_text().split() == ["asked"]
+    assert [p.name.startswith("cc_") for p in (tmp_path / "cache" / "host").iterdir()] == [True]
+    cc.write_text(f'#!/bin/sh\necho asked >> {log}\necho "cc 2.0 (upgraded)"\n')
+    monkeypatch.setattr(native, "_versions", {})
+    assert native._compiler_id(str(cc)) == "cc 2.0 (upgraded)"
+    assert log.read_text().split() == ["asked", "asked"]
