@@ -204,6 +204,36 @@ def _column_order(indptr, indices, n) -> np.ndarray:
     return q.copy()
 
 
+_patterns: dict = {}  # a CSC pattern (n, indptr, indices as bytes) -> _Pattern
+_PATTERNS_MAX = 16
+
+
+class _Pattern:
+    """What a solver derives from its CSC pattern, kept per process (a sweep's or a fit's new
+    solvers of one model take it, and np.unique on the dual-arm's pattern cost 0.1 ms):
+    ``cols`` (each non-zero's column), ``flat`` (its place in a dense row-major n x n matrix)
+    and ``distinct`` (no row twice in a column). Read-only: shared by the solvers."""
+
+    def __init__(self, indptr, indices):
+        n = len(indptr) - 1
+        self.cols = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        self.flat = indices * n + self.cols
+        self.distinct = _distinct_rows(indptr, indices)
+        self.cols.flags.writeable = False
+        self.flat.flags.writeable = False
+
+    @staticmethod
+    def of(indptr, indices) -> "_Pattern":
+        key = np.int64(len(indptr)).tobytes() + indptr.tobytes() + indices.tobytes()
+        hit = _patterns.get(key)
+        if hit is None:
+            hit = _Pattern(indptr, indices)
+            if len(_patterns) >= _PATTERNS_MAX:
+                _patterns.pop(next(iter(_patterns)))
+            _patterns[key] = hit
+        return hit
+
+
 def _distinct_rows(indptr, indices) -> bool:
     """No row index twice in one column of the CSC pattern."""
     n = len(indptr) - 1
@@ -278,8 +308,9 @@ class BDFSolver:
             raise ValueError(f"the problem has {n_modes} modes and switching functions but no modes kernel")
         self.indptr = np.asarray(problem.indptr, dtype=np.int64)
         self.indices = np.asarray(problem.indices, dtype=np.int64)
-        # position of each non-zero in a dense row-major n x n matrix (_kernels_at)
-        self._flat = self.indices * n + np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
+        # the pattern's derived arrays; flat: each non-zero's place in a dense row-major n x n matrix (_kernels_at)
+        self._pattern = _Pattern.of(self.indptr, self.indices)
+        self._flat = self._pattern.flat
         self._stats = np.zeros(core.N_STATS, dtype=np.int64)
         self.D = np.zeros((core.MAX_ORDER + 3, n))
         self.st = np.zeros(core.N_FLOAT_STATE)
@@ -297,7 +328,7 @@ class BDFSolver:
         #: the sparse LU in use: "klu", "own", or None (dense). KLU takes a CSC pattern without
         #: a row twice in one column (the own LU sums such entries, as the dense assembly does)
         self.sparse_lu = None if not self.sparse else \
-            "klu" if lib.bdf_has_klu() and _distinct_rows(self.indptr, self.indices) else "own"
+            "klu" if lib.bdf_has_klu() and self._pattern.distinct else "own"
         self.G = np.zeros(1 if self.sparse else n * n)
         self._setup_sparse(n, nnz)
         # the C core, its struct pointing at this solver's arrays (they live as long as it)
@@ -549,12 +580,30 @@ class BDFSolver:
         gives them a round-off floor that grows with cj (bdf_core.c, newton_solve)."""
         if not self._any_index2_candidate:  # all differential, or all in the error test
             return self._index2_candidates
-        _, G = self._kernels_at(np.ascontiguousarray(y, dtype=float), np.ascontiguousarray(yp, dtype=float))
-        Fy = G(t, 0.0)
-        Fyp = G(t, 1.0) - Fy
-        free_rows = ~np.any(Fyp != 0.0, axis=1)
-        in_free = np.any(Fy[free_rows] != 0.0, axis=0)
+        y, yp = np.ascontiguousarray(y, dtype=float), np.ascontiguousarray(yp, dtype=float)
+        _, G = self._kernels_at(y, yp)
+        if not self._pattern.distinct:  # entries summed into the dense matrices first
+            Fy = G(t, 0.0)
+            Fyp = G(t, 1.0) - Fy
+            free_rows = ~np.any(Fyp != 0.0, axis=1)
+            in_free = np.any(Fy[free_rows] != 0.0, axis=0)
+            return self._index2_candidates & ~in_free
+        # one entry per place: the same tests on the non-zeros (a difference is zero when its
+        # operands are equal whatever the signs of zeros, so dense or not gives the same sets)
+        v0 = self._jac_values(t, y, yp, 0.0)
+        v1 = self._jac_values(t, y, yp, 1.0)
+        n, rows, cols = self.n, self.indices, self._pattern.cols
+        with_yp = np.zeros(n, dtype=bool)
+        with_yp[rows[(v1 - v0) != 0.0]] = True
+        in_free = np.zeros(n, dtype=bool)
+        in_free[cols[(v0 != 0.0) & ~with_yp[rows]]] = True
         return self._index2_candidates & ~in_free
+
+    def _jac_values(self, t, y, yp, cj) -> np.ndarray:
+        """The iteration matrix's non-zeros dF/dy + cj dF/dy' at (t, y, y'), a new array."""
+        vals = np.zeros(len(self.indices))
+        self.problem.jacobian(t, y, yp, self.pm, cj, vals)
+        return vals
 
     def init(self, t0, y0, yp0=None, consistent=True):
         y0 = np.asarray(y0, dtype=float)
