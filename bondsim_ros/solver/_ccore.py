@@ -312,7 +312,7 @@ class Core:
         self._ptr = ctypes.addressof(s)
         self._ist = self._arrays["ist"]
         self._advance = lib.bdf_advance
-        self._buffers()
+        self._own = self._pointing = None  # the small-output buffers: made on first use
         if s.sparse == SPARSE_KLU:
             weakref.finalize(self, _release, lib, s)
 
@@ -325,7 +325,8 @@ class Core:
 
     def _buffers(self):
         """Output buffers for SMALL times, whose pointers stay in the struct: a frame of the
-        twin (one output time) then costs no pointer look-up."""
+        twin (one output time) then costs no pointer look-up. Made by the first call with so
+        few times (a run over many output times never needs them)."""
         n = self.s.n
         self._t, self._Y, self._YP = np.zeros(self.SMALL), np.zeros((self.SMALL, n)), np.zeros((self.SMALL, n))
         self._own = (_addr(self._t), _addr(self._Y), _addr(self._YP))
@@ -342,6 +343,8 @@ class Core:
             s.t_out, s.Yout, s.YPout = _addr(t_out), _addr(Y), _addr(YP)
             self._pointing = None
             return self._advance(self._ptr)
+        if self._own is None:
+            self._buffers()
         if self._pointing is not self._own:
             s.t_out, s.Yout, s.YPout = self._own
             self._pointing = self._own
