@@ -167,3 +167,25 @@ def test_code_gone_after_the_record_was_read_is_built_again(tmp_path, cache, cap
     again, err = simulate(model, tmp_path / "b.csv", capsys)
     assert "(cached)" in err
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_dependencies_are_listed_by_their_real_paths(tmp_path):
+    """A build's files are recorded under os.path.realpath of what it opened: through a linked
+    folder, a linked file, a relative path and '..' alike (the real paths of folders are
+    worked out once per folder, not per file)."""
+    from bondsim_ros.models import buildcache
+
+    real_dir = tmp_path / "real" / "deep"
+    real_dir.mkdir(parents=True)
+    for name in ("a.yaml", "b.yaml", "target.yaml"):
+        (real_dir / name).write_text(name)
+    (tmp_path / "linked").symlink_to(tmp_path / "real")
+    (real_dir / "link.yaml").symlink_to(real_dir / "target.yaml")
+    opened = {str(tmp_path / "linked" / "deep" / "a.yaml"), str(tmp_path / "linked" / "deep" / "link.yaml"),
+              str(tmp_path / "real" / "deep" / ".." / "deep" / "b.yaml"),
+              os.path.relpath(tmp_path / "linked" / "deep" / "b.yaml")}
+    files = buildcache._dependencies(opened)
+    for path in opened:
+        assert os.path.realpath(path) in files
+    mine = {f for f in files if f.startswith(os.path.realpath(tmp_path))}
+    assert mine == {os.path.realpath(real_dir / n) for n in ("a.yaml", "b.yaml", "target.yaml")}
