@@ -45,11 +45,22 @@ class SimulationResult:
                                 stats=self.stats, timings=self.timings, model_name=self.model_name)
 
     def to_csv(self, path) -> None:
-        # %.17g round-trips every float64 exactly; one format call per row is ~10x faster than
-        # repr per value (0.35 s -> 0.03 s for the Robotino's 2501 x 60 table)
+        # %.17g round-trips every float64 exactly. One format call per block of rows on plain
+        # floats writes what np.savetxt(fmt="%.17g", delimiter=",") writes, 15 % faster (the
+        # Robotino's 2501 x 80 table: 0.068 -> 0.058 s; the digits themselves are the rest)
         with open(path, "w", newline="") as fh:
             csv.writer(fh).writerow(self.names)
-            np.savetxt(fh, self.data, fmt="%.17g", delimiter=",")
+            data = np.asarray(self.data, dtype=float)
+            if data.ndim != 2:
+                np.savetxt(fh, data, fmt="%.17g", delimiter=",")
+                return
+            line = ",".join(["%.17g"] * data.shape[1]) + "\n"
+            for start in range(0, data.shape[0], _CSV_BLOCK):
+                block = data[start:start + _CSV_BLOCK]
+                fh.write((line * block.shape[0]) % tuple(block.ravel().tolist()))
+
+
+_CSV_BLOCK = 512  # rows formatted by one call
 
 
 class Simulation:
