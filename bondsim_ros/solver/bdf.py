@@ -64,10 +64,15 @@ class DAEProblem:
 
 def _step_from_derivative(y, yp, diff, atol, rtol) -> float:
     """A first step that moves the differential unknowns by about half their tolerance:
-    0.5 / RMS(y'/(atol + rtol |y|)); inf when nothing moves."""
-    if not diff.any():
-        return math.inf
-    v = yp[diff] / (atol[diff] + rtol * np.abs(y[diff]))
+    0.5 / RMS(y'/(atol + rtol |y|)); inf when nothing moves. ``diff``: the unknowns in the
+    error test, a mask or their indices (None: all of them)."""
+    if diff is not None:
+        if diff.dtype == bool:
+            diff = np.flatnonzero(diff)
+        if not diff.size:
+            return math.inf
+        y, yp, atol = y[diff], yp[diff], atol[diff]
+    v = yp / (atol + rtol * np.abs(y))
     ypn = math.sqrt(float(v @ v) / v.size)
     return 0.5 / ypn if ypn > 0 else math.inf
 
@@ -296,6 +301,8 @@ class BDFSolver:
         self.max_steps = options.max_steps
         suppress_alg, linear_solver = options.suppress_alg, options.linear_solver
         self.diff = np.asarray(problem.differential, dtype=bool).copy() if suppress_alg else np.ones(n, bool)
+        # the unknowns in the error test as indices, None when all are (the first step's size)
+        self._tested = None if self.diff.all() else np.flatnonzero(self.diff)
         # parameters, then the modes of the model's discontinuities: the kernels read both
         n_par = len(problem.params)
         self.n_par = n_par
@@ -615,7 +622,7 @@ class BDFSolver:
         if self.h0 is not None:
             h = float(self.h0)
         else:
-            h = max(min(_step_from_derivative(y, yp, self.diff, self.atol, self.rtol), 1e-2, self.hmax), 1e-8)
+            h = max(min(_step_from_derivative(y, yp, self._tested, self.atol, self.rtol), 1e-2, self.hmax), 1e-8)
         self.D[:] = 0.0
         self.D[0] = y
         self.D[1] = yp * h
@@ -659,7 +666,7 @@ class BDFSolver:
                 self.y, self.yp = self._consistent_with_modes(self.t, self.y, self.yp)
             except InconsistentInitialValues:
                 pass  # keep the old values: the corrector still converges, only more slowly
-            h_est = _step_from_derivative(self.y, self.yp, self.diff, self.atol, self.rtol)
+            h_est = _step_from_derivative(self.y, self.yp, self._tested, self.atol, self.rtol)
             if math.isfinite(h_est):
                 h_new = max(min(h_new, h_est), 1e-10)
         self.D[:] = 0.0
