@@ -215,17 +215,26 @@ _PATTERNS_MAX = 16
 
 class _Pattern:
     """What a solver derives from its CSC pattern, kept per process (a sweep's or a fit's new
-    solvers of one model take it, and np.unique on the dual-arm's pattern cost 0.1 ms):
-    ``cols`` (each non-zero's column), ``flat`` (its place in a dense row-major n x n matrix)
-    and ``distinct`` (no row twice in a column). Read-only: shared by the solvers."""
+    solvers of one model take it): ``cols`` (each non-zero's column), ``flat`` (its place in a
+    dense row-major n x n matrix) and ``distinct`` (no row twice in a column; by sorting, not
+    np.unique, which in numpy 2 imports numpy.ma: 15 ms of a warm run). Read-only: shared by
+    the solvers."""
 
     def __init__(self, indptr, indices):
         n = len(indptr) - 1
         self.cols = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
         self.flat = indices * n + self.cols
-        self.distinct = _distinct_rows(indptr, indices)
         self.cols.flags.writeable = False
         self.flat.flags.writeable = False
+        self._distinct = None
+
+    @property
+    def distinct(self) -> bool:
+        """No row twice in a column (taken when first asked: sparse solvers, index-2 tests)."""
+        if self._distinct is None:
+            keys = np.sort(self.flat)
+            self._distinct = not bool(np.any(keys[1:] == keys[:-1]))
+        return self._distinct
 
     @staticmethod
     def of(indptr, indices) -> "_Pattern":
@@ -237,13 +246,6 @@ class _Pattern:
                 _patterns.pop(next(iter(_patterns)))
             _patterns[key] = hit
         return hit
-
-
-def _distinct_rows(indptr, indices) -> bool:
-    """No row index twice in one column of the CSC pattern."""
-    n = len(indptr) - 1
-    keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr)) * max(n, 1) + indices
-    return np.unique(keys).size == keys.size
 
 
 class BDFSolver:
