@@ -182,6 +182,29 @@ def test_output_rows_of_a_numba_kernel_go_through_the_c_loop():
     assert np.array_equal(plain, [[0.1, 0.1, 11.0], [0.2, 4.2, 13.0], [0.3, 8.3, 15.0]])
 
 
+def test_output_rows_fill_a_given_table():
+    """output_rows(out=...) writes the rows into the caller's array (a result's table after its
+    first row) and returns it; an array of another shape is refused, naming the shape."""
+    from bondsim_ros.solver.kernels import output_rows, residual_kernel
+
+    def outs(t, y, yp, p, out):
+        out[0] = y[0] * p[0] + t
+        out[1] = yp[1]
+
+    Y = np.arange(6.0).reshape(3, 2)
+    YP = Y + 10.0
+    p = np.array([2.0])
+    table = np.full((4, 3), -1.0)
+    for kernel in (outs, residual_kernel(outs)):
+        rows = output_rows(kernel, 2, [0.1, 0.2, 0.3], Y, YP, p, out=table[1:])
+        assert np.shares_memory(rows, table)
+        assert np.array_equal(table[1:], [[0.1, 0.1, 11.0], [0.2, 4.2, 13.0], [0.3, 8.3, 15.0]])
+        assert np.array_equal(table[0], [-1.0, -1.0, -1.0])
+        table[1:] = 0.0
+    with pytest.raises(ValueError, match=r"shape \(3, 3\)"):
+        output_rows(outs, 2, [0.1, 0.2, 0.3], Y, YP, p, out=np.zeros((2, 3)))
+
+
 def test_the_slots_and_codes_are_read_from_the_core_itself():
     """_ccore takes every enum member and integer #define of bdf_core.c from its source (no hand
     copy to drift); the ctypes struct has solver_t's fields in solver_t's order."""
@@ -221,3 +244,24 @@ def test_a_first_run_builds_the_core_beside_the_model_and_leaves_it_whole(tmp_pa
     proc = subprocess.run([sys.executable, "-c", "from bondsim_ros.solver import _ccore; "
                            "print(_ccore.library()._name)"], env=env, capture_output=True, text=True, timeout=300)
     assert proc.stdout.strip().endswith(built[0]), proc.stderr
+
+
+def test_the_compiler_version_is_asked_once_per_compiler_binary(tmp_path, monkeypatch):
+    """`cc --version` names the core's library; its answer is kept in <cache>/host/ for the
+    binary as it is, so a later process starts no compiler to find the core. A changed binary
+    (another size or time) is asked again."""
+    log = tmp_path / "versions.log"
+    cc = tmp_path / "cc.sh"
+    cc.write_text(f'#!/bin/sh\necho asked >> {log}\necho "cc 1.0"\n')
+    cc.chmod(0o755)
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(native, "_versions", {})
+    assert native._compiler_id(str(cc)) == "cc 1.0"
+    monkeypatch.setattr(native, "_versions", {})  # as in a new process
+    assert native._compiler_id(str(cc)) == "cc 1.0"
+    assert log.read_text().split() == ["asked"]
+    assert [p.name.startswith("cc_") for p in (tmp_path / "cache" / "host").iterdir()] == [True]
+    cc.write_text(f'#!/bin/sh\necho asked >> {log}\necho "cc 2.0 (upgraded)"\n')
+    monkeypatch.setattr(native, "_versions", {})
+    assert native._compiler_id(str(cc)) == "cc 2.0 (upgraded)"
+    assert log.read_text().split() == ["asked", "asked"]

@@ -47,3 +47,39 @@ def test_multiplier_of_a_constraint_with_a_derivative_is_consistent_at_the_start
     assert yp[1] == pytest.approx(math.cos(t0), abs=1e-8)  # v' = g'
     assert y[2] == pytest.approx(3.0 + t0 - M * math.cos(t0), abs=1e-8)  # lam = F - m g'
     assert yp[0] == pytest.approx(math.sin(t0), abs=1e-12)
+
+
+def test_least_squares_is_numpys_bit_for_bit():
+    """consistent() solves with the LAPACK call behind np.linalg.lstsq directly: the same bits
+    on square, tall, rank-deficient and badly scaled systems."""
+    from bondsim_ros.solver.bdf import _lstsq
+
+    rng = np.random.default_rng(7)
+    for m, k in [(3, 3), (5, 3), (6, 4), (4, 4), (8, 5)]:
+        for scale in (1.0, 1e-9, 1e9):
+            A = rng.standard_normal((m, k)) * scale
+            if k > 2:
+                A[:, -1] = A[:, 0] + A[:, 1]  # rank-deficient
+            b = rng.standard_normal((m, 1))
+            expected = np.linalg.lstsq(A, b[:, 0], rcond=None)[0]
+            assert np.array_equal(_lstsq(A, b), expected)
+            Ab = np.hstack([A, b])  # strided views, as consistent() hands them
+            assert np.array_equal(_lstsq(Ab[:, :-1], Ab[:, -1:]), expected)
+
+
+def test_null_space_follows_changing_derivative_coefficients():
+    """The left null space of dF/dy' is kept between runs, and taken again when dF/dy' is not
+    the one it was taken of: the values are those of a fresh solver either way."""
+    from bondsim_ros.solver.bdf import _left_null_space
+
+    s = BDFSolver(problem(), options=SolverOptions())
+    y, yp = s.consistent(0.0, np.array([0.3, 0.0, 0.0]))
+    W_first = s._W
+    assert W_first.shape[1] == 1
+    fresh = BDFSolver(problem(), options=SolverOptions())
+    assert all(np.array_equal(a, b) for a, b in zip(fresh.consistent(0.0, np.array([0.3, 0.0, 0.0])), (y, yp)))
+    s._W = np.zeros((3, 0))  # a stale null space must not be used for another dF/dy'
+    s._W_key = b"other"
+    y2, yp2 = s.consistent(0.0, np.array([0.3, 0.0, 0.0]))
+    assert np.array_equal(y2, y) and np.array_equal(yp2, yp)
+    assert np.array_equal(s._W, _left_null_space(np.array([[1.0, 0, 0], [0, M, 0], [1.0, 0, 0]])))

@@ -137,3 +137,25 @@ def test_runtime_parameter_changes_the_run_without_rebuilding(k):
     res = simulate(compiled, t_end=5.0, dt_out=0.01, options=SolverOptions(rtol=1e-10, atol=1e-12), params={"k": k})
     x, _ = mass_spring_damper_analytic(res.t, k=k)
     assert rel_err(res["spring.q"], x) <= 1e-6
+
+
+def test_result_csv_is_what_savetxt_writes(tmp_path):
+    """SimulationResult.to_csv: the header, then the rows as np.savetxt(fmt="%.17g",
+    delimiter=",") writes them, byte for byte: signed zeros, NaN, infinities, subnormals and
+    more rows than one formatting block; a table without rows is the header alone."""
+    import csv
+    import io
+
+    from bondsim_ros.bondgraph.simulation import SimulationResult, _CSV_BLOCK
+
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((2 * _CSV_BLOCK + 7, 5)) * 10.0 ** rng.integers(-300, 300, (2 * _CSV_BLOCK + 7, 5))
+    data[3] = [0.0, -0.0, np.nan, np.inf, -np.inf]
+    data[4] = [5e-324, 1.7976931348623157e308, -1e-5, 0.1, 123456789012345678.0]
+    for table in (data, data[:0], data[:1]):
+        res = SimulationResult(names=["t", "a", "b", "c", "d"], data=table)
+        res.to_csv(tmp_path / "r.csv")
+        expected = io.StringIO(newline="")
+        csv.writer(expected).writerow(res.names)
+        np.savetxt(expected, table, fmt="%.17g", delimiter=",")
+        assert (tmp_path / "r.csv").read_bytes() == expected.getvalue().encode()

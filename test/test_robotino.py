@@ -186,3 +186,22 @@ def test_roller_switches_from_a_start_at_rest_without_the_pose_loop():
         slip_x = np.max(np.abs(v_ix - _roller_arm(r[f"wheel{i}_axle"]) * r[f"wr{i}"]))
         print(f"wheel {i}: max slip x {slip_x:.1e} m/s")
         assert slip_x < 1e-3
+
+
+def test_roller_angles_integrate_the_contact_roller_row_by_row():
+    """Each row adds the trapezoid 0.5 (w_k + w_k-1)(t_k - t_k-1) to the roller in contact at
+    row k, the others keep their angle: the row-by-row sum bit for bit, on wheel angles that
+    cross several roller boundaries and back."""
+    rng = np.random.default_rng(5)
+    t = np.cumsum(rng.uniform(0.001, 0.05, 400))
+    theta = np.cumsum(rng.normal(0.0, 0.3, 400))
+    w = rng.normal(0.0, 2.0, 400)
+    expected = np.zeros((400, rb.N_ROLLERS))
+    idx = rb.contact_roller(theta)
+    for k in range(1, 400):
+        expected[k] = expected[k - 1]
+        expected[k, idx[k]] += 0.5 * (w[k] + w[k - 1]) * (t[k] - t[k - 1])
+    got = rb.roller_angles(t, theta, w)
+    assert len(set(idx.tolist())) == rb.N_ROLLERS  # every roller took its turn
+    assert got.tobytes() == expected.tobytes()
+    assert rb.roller_angles(t[:1], theta[:1], w[:1]).tolist() == [[0.0] * rb.N_ROLLERS]

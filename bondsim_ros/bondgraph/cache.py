@@ -92,7 +92,7 @@ def compile_library(name: str, src_path: Path, source: str, folder: Path) -> Pat
 
 def _groups(root: Path) -> dict:
     groups: dict = {}
-    for folder in ("models", "solver"):
+    for folder in ("models", "solver", "host"):
         base = root / folder
         if not base.is_dir():
             continue

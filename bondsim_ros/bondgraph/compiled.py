@@ -10,6 +10,7 @@ compiled again from the cached source if the library alone is gone.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,9 @@ class CompiledModel:
         --param, set_param, fit); zero where the symbolic elimination divided by it (a pivot)
         or where it is a derivative's only coefficient."""
         params = np.asarray(params, dtype=float)
-        bad_values = [n for n, v in zip(self.param_names, params) if not np.isfinite(v)]
+        # plain floats and math: a fit or a sweep checks every run's values (numpy scalars cost
+        # a microsecond each)
+        bad_values = [n for n, v in zip(self.param_names, params.tolist()) if not math.isfinite(v)]
         if bad_values:
             raise ModelError(self.name, "parameter values must be finite: "
                              + ", ".join(f"{n} = {params[self.param_names.index(n)]}" for n in bad_values))
@@ -70,18 +73,24 @@ class CompiledModel:
             return
         out = np.zeros(len(pivot_names) + len(check_names))
         z = np.zeros(self.n)
-        with np.errstate(all="ignore"):
+        from bondsim_ros.solver.native import CKernel
+
+        if isinstance(self.pivots, CKernel):  # C sets no numpy error state
             self.pivots(0.0, z, z, params, out)
+        else:
+            with np.errstate(all="ignore"):
+                self.pivots(0.0, z, z, params, out)
         problems = []
-        for k, v in enumerate(out):
-            if k < len(pivot_names):
-                ok, text = np.isfinite(v) and v != 0.0, f"{pivot_names[k]} (pivot = {v + 0.0:g})"
+        n_piv = len(pivot_names)
+        for k, v in enumerate(out.tolist()):
+            if k < n_piv:
+                if not (math.isfinite(v) and v != 0.0):
+                    problems.append((k, f"{pivot_names[k]} (pivot = {v + 0.0:g})"))
             else:
-                kind = self.check_kinds[k - len(pivot_names)]
-                ok = np.isfinite(v) and (v > 0 if kind == "positive" else v >= 0 if kind == "nonnegative" else v != 0)
-                text = f"{check_names[k - len(pivot_names)]} (it is {v + 0.0:g})"
-            if not ok:
-                problems.append((k, text))
+                kind = self.check_kinds[k - n_piv]
+                ok = math.isfinite(v) and (v > 0 if kind == "positive" else v >= 0 if kind == "nonnegative" else v != 0)
+                if not ok:
+                    problems.append((k, f"{check_names[k - n_piv]} (it is {v + 0.0:g})"))
         if problems:
             named = []
             for k, _ in problems:

@@ -23,12 +23,16 @@ __all__ = ["SolverOptions", "SolverOptionError", *_BDF, *_KERNELS]
 
 
 def __getattr__(name):
+    # kept as a module attribute once loaded: a later ``from bondsim_ros.solver import
+    # BDFSolver`` (every Simulation) then finds it without this call
     if name in _BDF:
         from . import bdf
 
-        return getattr(bdf, name)
+        value = globals()[name] = getattr(bdf, name)
+        return value
     if name in _KERNELS:  # numba signatures: numba only when asked for
         from . import kernels
 
-        return getattr(kernels, name)
+        value = globals()[name] = getattr(kernels, name)
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -269,16 +269,21 @@ def no_modes_address() -> int:
     return ctypes.cast(library().bdf_no_modes, ctypes.c_void_p).value
 
 
+_from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
+
+
 def _addr(a: np.ndarray) -> int:
-    """The data pointer of a C-contiguous array. ctypes' from_buffer takes 0.6 us where
-    ``a.ctypes.data`` takes 3-4 (a solver hands the core some twenty arrays); read-only
-    arrays have no writable buffer to offer and take the slow way."""
+    """The data pointer of a C-contiguous array. ctypes' from_buffer takes 0.3 us where
+    ``a.ctypes.data`` takes 1 (a solver hands the core some thirty arrays): a writable
+    C-contiguous array offers its buffer; anything else (read-only, empty, or not
+    C-contiguous: refused) takes the checks."""
+    try:
+        return _addressof(_from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        pass
     if not a.flags.c_contiguous:
         raise ValueError("the C core needs C-contiguous arrays")
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))
-    except (TypeError, ValueError):  # read-only, or empty
-        return a.ctypes.data
+    return a.ctypes.data
 
 
 def _release(lib, s):
@@ -298,19 +303,16 @@ class Core:
         n, nnz, n_roots, n_modes = sizes["n"], sizes["nnz"], sizes["n_roots"], sizes["n_modes"]
         self._arrays["work"] = np.zeros(lib.bdf_work_size(n, nnz, n_roots, n_modes))
         self._arrays["mask"] = np.zeros(n, dtype=np.uint8)
-        s = self.s = Solver()
-        for name, addr in kernels.items():
-            setattr(s, name, addr)
-        for name, v in sizes.items():
-            setattr(s, name, int(v))
-        for name, v in scalars.items():
-            setattr(s, name, v)
-        for name, a in self._arrays.items():
-            setattr(s, name, _addr(a))
+        # the struct's fields in one constructor call (a quarter of the time of a setattr each)
+        fields = dict(kernels)
+        fields.update({name: int(v) for name, v in sizes.items()})
+        fields.update(scalars)
+        fields.update({name: _addr(a) for name, a in self._arrays.items()})
+        s = self.s = Solver(**fields)
         self._ptr = ctypes.addressof(s)
         self._ist = self._arrays["ist"]
         self._advance = lib.bdf_advance
-        self._buffers()
+        self._own = self._pointing = None  # the small-output buffers: made on first use
         if s.sparse == SPARSE_KLU:
             weakref.finalize(self, _release, lib, s)
 
@@ -323,7 +325,8 @@ class Core:
 
     def _buffers(self):
         """Output buffers for SMALL times, whose pointers stay in the struct: a frame of the
-        twin (one output time) then costs no pointer look-up."""
+        twin (one output time) then costs no pointer look-up. Made by the first call with so
+        few times (a run over many output times never needs them)."""
         n = self.s.n
         self._t, self._Y, self._YP = np.zeros(self.SMALL), np.zeros((self.SMALL, n)), np.zeros((self.SMALL, n))
         self._own = (_addr(self._t), _addr(self._Y), _addr(self._YP))
@@ -340,6 +343,8 @@ class Core:
             s.t_out, s.Yout, s.YPout = _addr(t_out), _addr(Y), _addr(YP)
             self._pointing = None
             return self._advance(self._ptr)
+        if self._own is None:
+            self._buffers()
         if self._pointing is not self._own:
             s.t_out, s.Yout, s.YPout = self._own
             self._pointing = self._own

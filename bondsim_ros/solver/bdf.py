@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _ccore as core
+from . import native
 from .kernels import c_address
 from .options import SolverOptionError, SolverOptions
 
@@ -63,10 +64,15 @@ class DAEProblem:
 
 def _step_from_derivative(y, yp, diff, atol, rtol) -> float:
     """A first step that moves the differential unknowns by about half their tolerance:
-    0.5 / RMS(y'/(atol + rtol |y|)); inf when nothing moves."""
-    if not diff.any():
-        return math.inf
-    v = yp[diff] / (atol[diff] + rtol * np.abs(y[diff]))
+    0.5 / RMS(y'/(atol + rtol |y|)); inf when nothing moves. ``diff``: the unknowns in the
+    error test, a mask or their indices (None: all of them)."""
+    if diff is not None:
+        if diff.dtype == bool:
+            diff = np.flatnonzero(diff)
+        if not diff.size:
+            return math.inf
+        y, yp, atol = y[diff], yp[diff], atol[diff]
+    v = yp / (atol + rtol * np.abs(y))
     ypn = math.sqrt(float(v @ v) / v.size)
     return 0.5 / ypn if ypn > 0 else math.inf
 
@@ -92,6 +98,52 @@ def _left_null_space(M) -> np.ndarray:
     extra = np.zeros((n, rows.size - rank))
     extra[rows] = U[:, rank:]
     return np.hstack([W, extra])
+
+
+_null_spaces: dict = {}  # dF/dy' (its bytes) -> its left null space, for small problems
+_NULL_SPACE_KEY_MAX = 8 * 100 * 100  # n <= 100: the key's hash costs nothing beside the SVD
+_NULL_SPACES_MAX = 32
+
+
+def _null_space_of(key: bytes, Fyp) -> np.ndarray:
+    """_left_null_space(Fyp), read-only, kept per process for small problems under ``key``
+    (Fyp's bytes): a new solver of a model a sweep already ran takes it without an SVD."""
+    W = _null_spaces.get(key)
+    if W is None:
+        W = _left_null_space(Fyp)
+        W.flags.writeable = False  # shared between solvers
+        if len(key) <= _NULL_SPACE_KEY_MAX:
+            if len(_null_spaces) >= _NULL_SPACES_MAX:
+                _null_spaces.pop(next(iter(_null_spaces)))
+            _null_spaces[key] = W
+    return W
+
+
+def _lstsq_failed(err, flag):
+    raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+
+
+try:  # numpy's own LAPACK gufunc behind np.linalg.lstsq (gelsd), without its wrapper's checks
+    from numpy.linalg import _umath_linalg
+
+    _LSTSQ = _umath_linalg.lstsq
+except (ImportError, AttributeError):
+    _LSTSQ = None
+
+
+def _lstsq(A, b) -> np.ndarray:
+    """``np.linalg.lstsq(A, b[:, 0], rcond=None)[0]`` for a float64 A (m x k) and b (m x 1),
+    bit for bit: the same LAPACK call with the same rcond, without the wrapper's ~4 us of
+    argument handling (a small model's consistent initialisation solves one per iteration)."""
+    if _LSTSQ is None:
+        return np.linalg.lstsq(A, b[:, 0], rcond=None)[0]
+    rcond = _EPS * max(A.shape)
+    with np.errstate(call=_lstsq_failed, invalid="call", over="ignore", divide="ignore", under="ignore"):
+        x = _LSTSQ(A, b, rcond, signature="ddd->ddid")[0]
+    return x[:, 0]
+
+
+_EPS = float(np.finfo(float).eps)
 
 
 def _colamd(indptr, indices, n) -> np.ndarray:
@@ -132,8 +184,6 @@ def _column_order(indptr, indices, n) -> np.ndarray:
     one SciPy gives."""
     import hashlib
 
-    from . import native
-
     key = hashlib.sha256(b"colamd\0" + _scipy_id() + b"\0" + np.int64(n).tobytes() + indptr.tobytes()
                          + indices.tobytes()).hexdigest()[:24]
     if key in _orders:
@@ -159,11 +209,43 @@ def _column_order(indptr, indices, n) -> np.ndarray:
     return q.copy()
 
 
-def _distinct_rows(indptr, indices) -> bool:
-    """No row index twice in one column of the CSC pattern."""
-    n = len(indptr) - 1
-    keys = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr)) * max(n, 1) + indices
-    return np.unique(keys).size == keys.size
+_patterns: dict = {}  # a CSC pattern (n, indptr, indices as bytes) -> _Pattern
+_PATTERNS_MAX = 16
+
+
+class _Pattern:
+    """What a solver derives from its CSC pattern, kept per process (a sweep's or a fit's new
+    solvers of one model take it): ``cols`` (each non-zero's column), ``flat`` (its place in a
+    dense row-major n x n matrix) and ``distinct`` (no row twice in a column; by sorting, not
+    np.unique, which in numpy 2 imports numpy.ma: 15 ms of a warm run). Read-only: shared by
+    the solvers."""
+
+    def __init__(self, indptr, indices):
+        n = len(indptr) - 1
+        self.cols = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+        self.flat = indices * n + self.cols
+        self.cols.flags.writeable = False
+        self.flat.flags.writeable = False
+        self._distinct = None
+
+    @property
+    def distinct(self) -> bool:
+        """No row twice in a column (taken when first asked: sparse solvers, index-2 tests)."""
+        if self._distinct is None:
+            keys = np.sort(self.flat)
+            self._distinct = not bool(np.any(keys[1:] == keys[:-1]))
+        return self._distinct
+
+    @staticmethod
+    def of(indptr, indices) -> "_Pattern":
+        key = np.int64(len(indptr)).tobytes() + indptr.tobytes() + indices.tobytes()
+        hit = _patterns.get(key)
+        if hit is None:
+            hit = _Pattern(indptr, indices)
+            if len(_patterns) >= _PATTERNS_MAX:
+                _patterns.pop(next(iter(_patterns)))
+            _patterns[key] = hit
+        return hit
 
 
 class BDFSolver:
@@ -221,6 +303,8 @@ class BDFSolver:
         self.max_steps = options.max_steps
         suppress_alg, linear_solver = options.suppress_alg, options.linear_solver
         self.diff = np.asarray(problem.differential, dtype=bool).copy() if suppress_alg else np.ones(n, bool)
+        # the unknowns in the error test as indices, None when all are (the first step's size)
+        self._tested = None if self.diff.all() else np.flatnonzero(self.diff)
         # parameters, then the modes of the model's discontinuities: the kernels read both
         n_par = len(problem.params)
         self.n_par = n_par
@@ -233,14 +317,16 @@ class BDFSolver:
             raise ValueError(f"the problem has {n_modes} modes and switching functions but no modes kernel")
         self.indptr = np.asarray(problem.indptr, dtype=np.int64)
         self.indices = np.asarray(problem.indices, dtype=np.int64)
-        # position of each non-zero in a dense row-major n x n matrix (_dense_G)
-        self._flat = self.indices * n + np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
+        # the pattern's derived arrays; flat: each non-zero's place in a dense row-major n x n matrix (_kernels_at)
+        self._pattern = _Pattern.of(self.indptr, self.indices)
+        self._flat = self._pattern.flat
         self._stats = np.zeros(core.N_STATS, dtype=np.int64)
         self.D = np.zeros((core.MAX_ORDER + 3, n))
         self.st = np.zeros(core.N_FLOAT_STATE)
         self.ist = np.zeros(core.N_INT_STATE, dtype=np.int64)
         self.piv = np.zeros(n, dtype=np.int64)
         self.index2 = np.zeros(n, dtype=np.uint8)  # set by init(): _index2
+        self._setup_consistent(problem, n)
         nnz = len(self.indices)
         if linear_solver == "auto":
             # dense LU wins on small or dense iteration matrices (no indexing overhead)
@@ -251,7 +337,7 @@ class BDFSolver:
         #: the sparse LU in use: "klu", "own", or None (dense). KLU takes a CSC pattern without
         #: a row twice in one column (the own LU sums such entries, as the dense assembly does)
         self.sparse_lu = None if not self.sparse else \
-            "klu" if lib.bdf_has_klu() and _distinct_rows(self.indptr, self.indices) else "own"
+            "klu" if lib.bdf_has_klu() and self._pattern.distinct else "own"
         self.G = np.zeros(1 if self.sparse else n * n)
         self._setup_sparse(n, nnz)
         # the C core, its struct pointing at this solver's arrays (they live as long as it)
@@ -274,6 +360,53 @@ class BDFSolver:
                         piv=self.piv, q=self.q, Lp=Lp, Li=Li, Lx=Lx, Up=Up, Ui=Ui, Ux=Ux, prow=prow, pinv=pinv,
                         xw=xw, index2=self.index2),
             lib=lib)
+
+    def _setup_consistent(self, problem, n):
+        """What consistent() and _index2() reuse from run to run: the algebraic unknowns, work
+        rows for the residuals, the Jacobian's values, and C kernels' ctypes functions (called
+        with addresses: about 1 us where a CKernel call converting its arrays takes 3)."""
+        differential = np.asarray(problem.differential, dtype=bool)
+        self._alg = np.flatnonzero(~differential)
+        # index-2 candidates: algebraic and outside the error test (see _index2)
+        self._index2_candidates = ~differential & ~self.diff
+        self._any_index2_candidate = bool(self._index2_candidates.any())
+        self._R = np.zeros((3, n))  # F at the iterate, at t0 + eps and at t0 - eps
+        self._vals = np.zeros(len(self.indices))
+        self._W_key, self._W = None, None  # the last iteration's Fyp and its left null space
+        res, jac = problem.residual, problem.jacobian
+        if isinstance(res, native.CKernel) and isinstance(jac, native.CKernel) and res.kind == "res" \
+                and jac.kind == "jac":
+            self._cfns = (res._fn, jac._fn, core._addr(self.pm), core._addr(self._vals),
+                          tuple(core._addr(row) for row in self._R))
+        else:
+            self._cfns = None
+
+    def _kernels_at(self, y, yp):
+        """(res(t, k): F(t, y, y') into work row k, G(t, cj): the dense iteration matrix
+        dF/dy + cj dF/dy') at the arrays y, y' (updated in place between calls)."""
+        R, vals, flat, n = self._R, self._vals, self._flat, self.n
+        if self._cfns is not None:
+            cres, cjac, a_p, a_vals, a_rows = self._cfns
+            a_y, a_yp = native._ptr(y), native._ptr(yp)
+
+            def res(t, k):
+                cres(t, a_y, a_yp, a_p, a_rows[k])
+
+            def G(t, cj):
+                vals[:] = 0.0
+                cjac(t, a_y, a_yp, a_p, cj, a_vals)
+                return np.bincount(flat, weights=vals, minlength=n * n).reshape(n, n)
+        else:
+            residual, jacobian, pm = self.problem.residual, self.problem.jacobian, self.pm
+
+            def res(t, k):
+                residual(t, y, yp, pm, R[k])
+
+            def G(t, cj):
+                vals[:] = 0.0
+                jacobian(t, y, yp, pm, cj, vals)
+                return np.bincount(flat, weights=vals, minlength=n * n).reshape(n, n)
+        return res, G
 
     def _setup_sparse(self, n, nnz):
         """Column order (COLAMD, from SuperLU on the pattern) and work arrays for the own sparse
@@ -315,65 +448,75 @@ class BDFSolver:
         """y at the integrator's last step point (a copy)."""
         return self.D[0].copy()
 
-    def _dense_G(self, t, y, yp, cj):
-        vals = np.zeros(len(self.indices))
-        self.problem.jacobian(t, y, yp, self.pm, cj, vals)
-        # summed in CSC order into zeros, as the core assembles it (bincount adds in the order
-        # of its input, as np.add.at did, in a fifth of the time)
-        return np.bincount(self._flat, weights=vals, minlength=self.n * self.n).reshape(self.n, self.n)
-
     def consistent(self, t0, y0, yp0=None, tol=1e-10, maxiter=50):
         """Solve F(t0, y, y') = 0 for the algebraic y and all y' (differential y fixed)."""
         n = self.n
         y = np.array(y0, dtype=float)
         yp = np.zeros(n) if yp0 is None else np.array(yp0, dtype=float)
-        diff = np.asarray(self.problem.differential, bool)
-        alg = ~diff
-        n_alg = int(alg.sum())
-        r = np.zeros(n)
-        res = self.problem.residual
-        res(t0, y, yp, self.pm, r)  # then F at the values of each iteration's end (the kernels are pure)
-        for it in range(maxiter):
+        alg = self._alg
+        n_alg = alg.size
+        R = self._R
+        r = R[0]
+        res, G = self._kernels_at(y, yp)
+        res(t0, 0)  # then F at the values of each iteration's end (the kernels are pure)
+        bad = -1  # the largest |F| and |y| of the last iterate
+        for _ in range(maxiter):
             if not np.isfinite(r).all():
                 # a law that divides by zero or overflows at t0: name the equation, not numpy's SVD
                 bad = int(np.argmin(np.isfinite(r)))
                 raise InconsistentInitialValues(f"{self._eq(bad)} is not finite at t={t0:g} "
                                                 f"(residual {r[bad]}): a law divides by zero or overflows there")
-            Fy = self._dense_G(t0, y, yp, 0.0)
-            Fyp = self._dense_G(t0, y, yp, 1.0) - Fy
+            Fy = G(t0, 0.0)
+            Fyp = G(t0, 1.0) - Fy
             # hidden constraints: every combination w of the equations free of y' (w^T Fyp = 0)
             # must also hold to first order, w^T (Fy yp + Ft) = 0. Rows without y' are such
             # combinations, but so is a constraint that contains a derivative of a state
             # together with that state's own equation (the dual-arm manipulator: a velocity constraint on a
             # flow eliminated as q'); without them the multipliers were a minimum-norm guess.
-            W = _left_null_space(Fyp)
+            # dF/dy' seldom changes between iterations and runs (a sweep of a damping): its
+            # null space is taken again only for other values
+            key = Fyp.tobytes()
+            if key != self._W_key:
+                self._W_key, self._W = key, _null_space_of(key, Fyp)
+            W = self._W
             eps = 1e-5 * max(1.0, abs(t0))
-            r_plus, r_minus = np.zeros(n), np.zeros(n)
-            res(t0 + eps, y, yp, self.pm, r_plus)
-            res(t0 - eps, y, yp, self.pm, r_minus)
-            Ft = (r_plus - r_minus) / (2 * eps)  # central difference: O(eps^2)
-            A_top = np.hstack([Fy[:, alg], Fyp])
-            A_hid = np.hstack([np.zeros((W.shape[1], n_alg)), W.T @ Fy])
-            rhs = np.concatenate([-r, -(W.T @ (Fy @ yp + Ft))])
-            A = np.vstack([A_top, A_hid])
-            if not (np.isfinite(A).all() and np.isfinite(rhs).all()):
+            R[1:] = 0.0
+            res(t0 + eps, 1)
+            res(t0 - eps, 2)
+            Ft = (R[1] - R[2]) / (2 * eps)  # central difference: O(eps^2)
+            # [[Fy_alg, Fyp], [0, W^T Fy]] x = -[r, W^T (Fy y' + Ft)], with the right-hand side
+            # as the last column (one finiteness test)
+            m = n + W.shape[1]
+            Ab = np.empty((m, n_alg + n + 1))
+            if n_alg:
+                Ab[:n, :n_alg] = Fy[:, alg]
+            Ab[:n, n_alg:-1] = Fyp
+            np.negative(r, out=Ab[:n, -1])
+            if m > n:
+                Ab[n:, :n_alg] = 0.0
+                Ab[n:, n_alg:-1] = W.T @ Fy
+                Ab[n:, -1] = -(W.T @ (Fy @ yp + Ft))
+            if not np.isfinite(Ab).all():
                 raise InconsistentInitialValues(f"the Jacobian or the time derivative of the equations is not "
                                                 f"finite at t={t0:g}: a law divides by zero or overflows there")
             try:
-                sol, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+                sol = _lstsq(Ab[:, :-1], Ab[:, -1:])
             except np.linalg.LinAlgError as exc:
                 raise InconsistentInitialValues(f"no consistent initial values at t={t0:g}: {exc}") from None
             y[alg] += sol[:n_alg]
             yp += sol[n_alg:]
-            res(t0, y, yp, self.pm, r)
+            res(t0, 0)
             # done when F is tiny or Newton has stalled (hidden-constraint rows that the
             # integrated y satisfies only to the solver's tolerance leave a floor in r);
             # |x| as np.linalg.norm computes it, sqrt(x . x)
             step_floor = 1e-12 * max(1.0, math.sqrt(y @ y), math.sqrt(yp @ yp))
-            if np.abs(r).max() < tol * max(1.0, np.abs(y).max()) or math.sqrt(sol @ sol) <= step_floor:
+            bad = int(np.abs(r).argmax())
+            y_max = float(np.abs(y).max())
+            if abs(r[bad]) < tol * max(1.0, y_max) or math.sqrt(sol @ sol) <= step_floor:
                 break
-        bad = np.argmax(np.abs(r))
-        if abs(r[bad]) > 1e-6 * max(1.0, float(np.abs(y).max())):
+        if bad < 0:
+            bad, y_max = int(np.abs(r).argmax()), float(np.abs(y).max())
+        if abs(r[bad]) > 1e-6 * max(1.0, y_max):
             raise InconsistentInitialValues(
                 f"initial values violate {self._eq(bad)}: residual {r[bad]:.3g} cannot be removed by "
                 f"adjusting algebraic unknowns (are the given states consistent with the constraints?)")
@@ -444,11 +587,32 @@ class BDFSolver:
         """The index-2 unknowns: algebraic, outside the error test, and in no equation free of
         y' (a multiplier that only the derivative of a constraint determines). The Newton test
         gives them a round-off floor that grows with cj (bdf_core.c, newton_solve)."""
-        Fy = self._dense_G(t, y, yp, 0.0)
-        Fyp = self._dense_G(t, y, yp, 1.0) - Fy
-        free_rows = ~np.any(Fyp != 0.0, axis=1)
-        in_free = np.any(Fy[free_rows] != 0.0, axis=0)
-        return ~np.asarray(self.problem.differential, bool) & ~self.diff & ~in_free
+        if not self._any_index2_candidate:  # all differential, or all in the error test
+            return self._index2_candidates
+        y, yp = np.ascontiguousarray(y, dtype=float), np.ascontiguousarray(yp, dtype=float)
+        _, G = self._kernels_at(y, yp)
+        if not self._pattern.distinct:  # entries summed into the dense matrices first
+            Fy = G(t, 0.0)
+            Fyp = G(t, 1.0) - Fy
+            free_rows = ~np.any(Fyp != 0.0, axis=1)
+            in_free = np.any(Fy[free_rows] != 0.0, axis=0)
+            return self._index2_candidates & ~in_free
+        # one entry per place: the same tests on the non-zeros (a difference is zero when its
+        # operands are equal whatever the signs of zeros, so dense or not gives the same sets)
+        v0 = self._jac_values(t, y, yp, 0.0)
+        v1 = self._jac_values(t, y, yp, 1.0)
+        n, rows, cols = self.n, self.indices, self._pattern.cols
+        with_yp = np.zeros(n, dtype=bool)
+        with_yp[rows[(v1 - v0) != 0.0]] = True
+        in_free = np.zeros(n, dtype=bool)
+        in_free[cols[(v0 != 0.0) & ~with_yp[rows]]] = True
+        return self._index2_candidates & ~in_free
+
+    def _jac_values(self, t, y, yp, cj) -> np.ndarray:
+        """The iteration matrix's non-zeros dF/dy + cj dF/dy' at (t, y, y'), a new array."""
+        vals = np.zeros(len(self.indices))
+        self.problem.jacobian(t, y, yp, self.pm, cj, vals)
+        return vals
 
     def init(self, t0, y0, yp0=None, consistent=True):
         y0 = np.asarray(y0, dtype=float)
@@ -460,7 +624,7 @@ class BDFSolver:
         if self.h0 is not None:
             h = float(self.h0)
         else:
-            h = max(min(_step_from_derivative(y, yp, self.diff, self.atol, self.rtol), 1e-2, self.hmax), 1e-8)
+            h = max(min(_step_from_derivative(y, yp, self._tested, self.atol, self.rtol), 1e-2, self.hmax), 1e-8)
         self.D[:] = 0.0
         self.D[0] = y
         self.D[1] = yp * h
@@ -504,7 +668,7 @@ class BDFSolver:
                 self.y, self.yp = self._consistent_with_modes(self.t, self.y, self.yp)
             except InconsistentInitialValues:
                 pass  # keep the old values: the corrector still converges, only more slowly
-            h_est = _step_from_derivative(self.y, self.yp, self.diff, self.atol, self.rtol)
+            h_est = _step_from_derivative(self.y, self.yp, self._tested, self.atol, self.rtol)
             if math.isfinite(h_est):
                 h_new = max(min(h_new, h_est), 1e-10)
         self.D[:] = 0.0

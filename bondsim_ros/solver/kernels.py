@@ -80,15 +80,23 @@ def c_address(kernel, kind: str, n: int, n_p: int, n_out: int) -> int:
     return hit[1].address
 
 
-def output_rows(outputs, n_out, t_out, Y, YP, p):
+def output_rows(outputs, n_out, t_out, Y, YP, p, out=None):
     """Rows ``[t, outputs(t, y, y', p)]`` (n_out values) for every output time: one loop in
     bdf_core.c for a C kernel or a numba one (through its C adapter); called from Python once
-    per row it cost about 1.2 ms per 1000 rows, several times a small model's whole solve."""
+    per row it cost about 1.2 ms per 1000 rows, several times a small model's whole solve.
+    ``out``: a C-contiguous float64 array of ``len(t_out)`` rows of 1 + n_out to write them
+    into (a result's table after its first row, without a copy); else a new one."""
     t_out = np.ascontiguousarray(t_out, dtype=np.float64)
     Y = np.ascontiguousarray(Y, dtype=np.float64)
     YP = np.ascontiguousarray(YP, dtype=np.float64)
     p = np.ascontiguousarray(p, dtype=np.float64)
-    rows = np.empty((t_out.shape[0], 1 + n_out))
+    shape = (t_out.shape[0], 1 + n_out)
+    if out is None:
+        rows = np.empty(shape)
+    elif out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"output_rows: out must be a C-contiguous float64 array of shape {shape}")
+    else:
+        rows = out
     if getattr(outputs, "address", None) is not None or _is_numba(outputs):
         from . import _ccore
 

@@ -367,12 +367,13 @@ def roller_angles(t, theta, omega_roller):
     """Angle of each of the six rollers: the contact roller turns with omega_roller, the others coast
     at their last angle (the paper's model has one contact roller per wheel)."""
     t, theta, w = map(np.asarray, (t, theta, omega_roller))
-    out = np.zeros((len(t), N_ROLLERS))
-    idx = contact_roller(theta)
-    for k in range(1, len(t)):
-        out[k] = out[k - 1]
-        out[k, idx[k]] += 0.5 * (w[k] + w[k - 1]) * (t[k] - t[k - 1])
-    return out
+    # each row's trapezoid increment on its contact roller, summed down the rows in order
+    # (np.cumsum adds row after row; the other rollers add +0.0, which changes no sum that
+    # starts at +0.0): the Python loop's values bit for bit, in a fraction of a warm run's time
+    steps = np.zeros((len(t), N_ROLLERS))
+    if len(t) > 1:
+        steps[np.arange(1, len(t)), contact_roller(theta)[1:]] = 0.5 * (w[1:] + w[:-1]) * (t[1:] - t[:-1])
+    return np.cumsum(steps, axis=0)
 
 
 def add_roller_columns(result):
