@@ -105,9 +105,13 @@ enum { OK = 0, UNDERFLOW = 1, SINGULAR = 2, TOO_MANY = 3,
    the mode (FAIL_MODES: one that chatters, CHATTER) */
 enum { FAIL_NONE, FAIL_ERROR_TEST, FAIL_NEWTON, FAIL_PIVOT, FAIL_SPARSE_FILL, FAIL_MODES };
 /* named slots of the state arrays kept between advance() calls: st (doubles), ist (integers) */
-enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST, N_FLOAT_STATE };
+enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST,
+       S_T_SWITCHED, S_EV_FROM, /* the switch-back records (loop_t), valid when I_RECORDS is 1 */
+       N_FLOAT_STATE };
 enum { I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_KIND, I_FAIL_INDEX, I_K_OUT, I_MAX_ORDER,
        I_EVENT_PHASE, /* after an event restart: bit flags PHASE_* */
+       I_N_BACK, I_K_BACK, I_STEPS_BACK, I_N_EV_BACK, I_K_EV, I_STEPS_EV,
+       I_RECORDS, /* 0 (a restart zeroes ist): the records start afresh */
        N_INT_STATE };
 enum { PHASE_RESTART_PENDING = 1, /* no step accepted yet */
        PHASE_RAMP = 2 };          /* IDA's start-up phase */
@@ -179,7 +183,8 @@ typedef struct {
 } solver_t;
 
 int64_t bdf_work_size(int64_t n, int64_t nnz, int64_t n_roots, int64_t n_modes) {
-    return nnz + 16 * n + 3 * NW * NW + NW * n + 5 * n_roots + 2 * n_modes + 2 * NROWS * n + 2 * n * n_roots;
+    return nnz + 16 * n + 3 * NW * NW + NW * n + 5 * n_roots + 2 * n_modes + 2 * NROWS * n + 2 * n * n_roots
+           + n_roots; /* the last: g_old kept between calls (setup_work leaves it) */
 }
 
 int64_t bdf_struct_size(void) { return (int64_t)sizeof(solver_t); }
@@ -451,6 +456,7 @@ typedef struct {
     double *vals, *y_pred, *psi, *d, *y, *yp, *r, *scale, *dy, *yo, *ypo, *r2, *yq, *ypq, *yp_restart, *y_star;
     double *wR, *wU, *wRU, *wD;
     double *g_old, *g_new, *g_lo, *g_hi, *g_mid, *m_new, *m_past;
+    double *g_kept; /* g_old at the end of the last call (I_RECORDS) */
     double *D_prev, *D_acc;
     double *dg; /* 2 n x n_roots: switching functions' changes (within_band) */
     double gamma[MAX_ORDER + 2], err_const[MAX_ORDER + 2];
@@ -1566,7 +1572,7 @@ static int complete_step(const solver_t *s, work_t *w, loop_t *L) {
    and set the method's constants. */
 static void setup_work(solver_t *s, work_t *w) {
     const int64_t n = s->n, nr = s->n_roots;
-    memset(s->work, 0, bdf_work_size(n, s->nnz, nr, s->n_modes) * sizeof(double));
+    memset(s->work, 0, (bdf_work_size(n, s->nnz, nr, s->n_modes) - nr) * sizeof(double));
     double *p = s->work;
     w->vals = p; p += s->nnz;
     double **vecs[] = {&w->y_pred, &w->psi, &w->d, &w->y, &w->yp, &w->r, &w->scale, &w->dy, &w->yo, &w->ypo,
@@ -1587,6 +1593,7 @@ static void setup_work(solver_t *s, work_t *w) {
     w->D_prev = p; p += NROWS * n;
     w->D_acc = p; p += NROWS * n;
     w->dg = p; p += 2 * n * nr;
+    w->g_kept = p; p += nr;
 
     int64_t nmask = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -1627,16 +1634,29 @@ int64_t bdf_advance(solver_t *s) {
     L.fail_kind = ist[I_FAIL_KIND]; L.fail_index = ist[I_FAIL_INDEX];
     L.t_new = L.t;
     L.cj = 0.0;
-    L.t_switched = NAN;
     L.steps_here = 0;
-    L.n_back = 0; L.k_back = -1; L.steps_back = 0;
-    L.n_ev_back = 0; L.k_ev = -1; L.steps_ev = 0; L.ev_from = NAN;
+    /* the switch-back records carry over from the last call, so that a run answered in several
+       calls (a progress bar's chunks) takes the steps of a run answered in one */
+    if (ist[I_RECORDS]) {
+        L.t_switched = st[S_T_SWITCHED]; L.ev_from = st[S_EV_FROM];
+        L.n_back = ist[I_N_BACK]; L.k_back = ist[I_K_BACK]; L.steps_back = ist[I_STEPS_BACK];
+        L.n_ev_back = ist[I_N_EV_BACK]; L.k_ev = ist[I_K_EV]; L.steps_ev = ist[I_STEPS_EV];
+    } else {
+        L.t_switched = NAN;
+        L.n_back = 0; L.k_back = -1; L.steps_back = 0;
+        L.n_ev_back = 0; L.k_ev = -1; L.steps_ev = 0; L.ev_from = NAN;
+    }
 
     work_t w;
     setup_work(s, &w);
     if (L.restart_pending) /* still order 1 with D[1] = h y' */
         for (int64_t m = 0; m < n; m++) w.yp_restart[m] = D[n + m] / L.h;
-    if (nr > 0) {
+    if (nr > 0 && ist[I_RECORDS] && s->stats[ST_STEPS] > 0) {
+        /* the switching functions where the last call left them, at its last step's corrected
+           (y, y'): the polynomial's y' there is not the corrector's, and a g that reads y' would
+           differ in its last bits from what one call would have compared against */
+        memcpy(w.g_old, w.g_kept, nr * sizeof(double));
+    } else if (nr > 0) {
         if (s->stats[ST_STEPS] > 0) {
             dense_output(n, L.t, L.t, L.h, L.order, D, w.yo, w.ypo);
         } else {
@@ -1664,6 +1684,11 @@ int64_t bdf_advance(solver_t *s) {
     ist[I_ORDER] = L.order; ist[I_N_EQUAL] = L.n_equal; ist[I_LU_VALID] = L.lu_valid ? 1 : 0; ist[I_K_OUT] = L.k_out;
     ist[I_EVENT_PHASE] = (L.restart_pending ? PHASE_RESTART_PENDING : 0) + (L.ramp ? PHASE_RAMP : 0);
     ist[I_FAIL_KIND] = L.fail_kind; ist[I_FAIL_INDEX] = L.fail_index;
+    st[S_T_SWITCHED] = L.t_switched; st[S_EV_FROM] = L.ev_from;
+    ist[I_N_BACK] = L.n_back; ist[I_K_BACK] = L.k_back; ist[I_STEPS_BACK] = L.steps_back;
+    ist[I_N_EV_BACK] = L.n_ev_back; ist[I_K_EV] = L.k_ev; ist[I_STEPS_EV] = L.steps_ev;
+    ist[I_RECORDS] = 1;
+    if (nr > 0) memcpy(w.g_kept, w.g_old, nr * sizeof(double));
     return status;
 }
 
