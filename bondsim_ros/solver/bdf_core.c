@@ -662,10 +662,12 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
         for (int64_t m = 0; m < n; m++) yp[m] = (psi[m] + d[m]) * cj;
         s->res(t_new, y, yp, s->p, r);
         s->stats[ST_RES_EVALS] += 1;
+        int finite = 1; /* (one test after the loop, which then runs in vectors) */
         for (int64_t m = 0; m < n; m++) {
-            if (!isfinite(r[m])) { *ss_io = ss; return NOT_FINITE; }
+            finite &= isfinite(r[m]) != 0;
             dy[m] = -r[m];
         }
+        if (!finite) { *ss_io = ss; return NOT_FINITE; }
         lu_apply(s, dy);
         s->stats[ST_NEWTON_ITERS] += 1;
         for (int64_t m = 0; m < n; m++) {
@@ -683,7 +685,7 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
             norm0 = nrm;
             if (nrm <= 1e-4 * tol) { *ss_io = ss; return CONVERGED; }
         } else {
-            double rate = norm0 > 0 ? pow(nrm / norm0, 1.0 / (double)it) : 0.0;
+            double rate = norm0 > 0 ? (it == 1 ? nrm / norm0 : pow(nrm / norm0, 1.0 / (double)it)) : 0.0;
             if (rate > RATE_MAX) { *ss_io = ss; return SLOW; }
             ss = rate / (1.0 - rate);
             if (it == 1) ss_first = ss;
