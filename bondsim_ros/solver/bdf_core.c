@@ -86,6 +86,9 @@ typedef void (*jac_fn)(double t, const double *y, const double *yp, const double
 #define SAFETY 0.9
 #define GROW_MIN 2.0 /* a step grows only by at least this factor after a success (IDA; 1.2 gave the
    Robotino fewer steps but more Newton iterations, LUs and rejections: 95.7k / 12.5k / 7.5k) */
+#define RATE_AGE 20 /* Newton's rate, measured by a solve of two or more iterations, is carried
+   unmeasured at fixed cj across step decisions for at most this many steps (step_attempt; after
+   every decision: the Robotino's Newton iterations 5 % more at rtol 1e-6, 8 % at 1e-8) */
 #define RATE_MAX 0.9 /* Newton fails when its convergence rate exceeds this (IDA) */
 #define CJ_RATIO_LO 0.6 /* keep G while cj/cj_lu stays inside (IDA: (1-0.25)/(1+0.25)) */
 #define CJ_RATIO_HI (1.0 / 0.6)
@@ -113,6 +116,7 @@ enum { FAIL_NONE, FAIL_ERROR_TEST, FAIL_NEWTON, FAIL_PIVOT, FAIL_SPARSE_FILL, FA
 enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST, N_FLOAT_STATE };
 enum { I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_KIND, I_FAIL_INDEX, I_K_OUT, I_MAX_ORDER,
        I_EVENT_PHASE, /* after an event restart: bit flags PHASE_* */
+       I_RATE_AGE,    /* converged attempts since Newton last measured its rate (step_attempt) */
        N_INT_STATE };
 enum { PHASE_RESTART_PENDING = 1, /* no step accepted yet */
        PHASE_RAMP = 2 };          /* IDA's start-up phase */
@@ -537,6 +541,7 @@ typedef struct {
     double *dg; /* 2 n x n_roots: switching functions' changes (within_band) */
     double gamma[MAX_ORDER + 2], err_const[MAX_ORDER + 2];
     int64_t nmask;
+    int64_t newton_its; /* iterations of the last newton_solve */
 } work_t;
 
 /* Rescale the difference array for a new step h_new = factor * h (R U transform), with
@@ -670,6 +675,7 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
         if (!finite) { *ss_io = ss; return NOT_FINITE; }
         lu_apply(s, dy);
         s->stats[ST_NEWTON_ITERS] += 1;
+        w->newton_its = it + 1;
         for (int64_t m = 0; m < n; m++) {
             dy[m] *= scal;
             y[m] += dy[m];
@@ -1248,6 +1254,7 @@ typedef struct {
     int restart_pending, ramp;       /* I_EVENT_PHASE: no step accepted since an event restart;
                                         IDA's start-up phase after it (after_restart_step) */
     int64_t fail_kind, fail_index;   /* I_FAIL_KIND, I_FAIL_INDEX: what a failure names */
+    int64_t rate_age;                /* I_RATE_AGE */
     /* per call */
     double hmin;                     /* smallest step at t */
     double t_new;                    /* end of the step being attempted */
@@ -1303,11 +1310,11 @@ static int step_attempt(const solver_t *s, work_t *w, loop_t *L) {
     /* IDA's rule: the factorised G(cj_lu) serves while cj/cj_lu stays in [0.6, 1.67] */
     if (L->lu_valid && !(CJ_RATIO_LO <= cj / L->cj_lu && cj / L->cj_lu <= CJ_RATIO_HI)) L->lu_valid = 0;
     double ss_old_g = L->ss; /* the rate measured on the G in use, before any reset below */
-    if (cj != L->cj_last || L->n_equal == 0)
+    if (cj != L->cj_last || (L->n_equal == 0 && L->rate_age >= RATE_AGE))
         /* the carried rate says nothing about a different cj (IDA), and it is measured afresh
-           after each step decision: at fixed cj a rate carried unmeasured over many
-           one-iteration steps left Newton errors that made the Boudon et al. slider crank 20x less
-           accurate at rtol 1e-8 */
+           at the first step decision RATE_AGE steps after it was last measured: at fixed cj a
+           rate carried unmeasured over many one-iteration steps left Newton errors that made the
+           Boudon et al. slider crank 20x less accurate at rtol 1e-8 */
         L->ss = 100.0;
     L->cj_last = cj;
     for (;;) {
@@ -1346,7 +1353,10 @@ static int step_attempt(const solver_t *s, work_t *w, loop_t *L) {
                with the heading and a G one step old can contract by worse than 1. The next step
                measures it (IDA's 20 for an unmeasured rate; docs/solver.md) */
             L->ss = 20.0;
-        if (outcome == CONVERGED) return ATTEMPT_CONVERGED;
+        if (outcome == CONVERGED) {
+            L->rate_age = w->newton_its >= 2 ? 0 : L->rate_age + 1; /* (two iterations measure it) */
+            return ATTEMPT_CONVERGED;
+        }
         if (fresh) return ATTEMPT_NEWTON_FAILED;
         L->lu_valid = 0; /* refresh the iteration matrix and retry */
         ss_old_g = 20.0; /* the old G's rate was too slow: nothing to carry */
@@ -1719,6 +1729,7 @@ int64_t bdf_advance(solver_t *s) {
     L.restart_pending = (ist[I_EVENT_PHASE] & PHASE_RESTART_PENDING) != 0;
     L.ramp = (ist[I_EVENT_PHASE] & PHASE_RAMP) != 0;
     L.fail_kind = ist[I_FAIL_KIND]; L.fail_index = ist[I_FAIL_INDEX];
+    L.rate_age = ist[I_RATE_AGE];
     L.t_new = L.t;
     L.cj = 0.0;
     L.t_switched = NAN;
@@ -1758,6 +1769,7 @@ int64_t bdf_advance(solver_t *s) {
     ist[I_ORDER] = L.order; ist[I_N_EQUAL] = L.n_equal; ist[I_LU_VALID] = L.lu_valid ? 1 : 0; ist[I_K_OUT] = L.k_out;
     ist[I_EVENT_PHASE] = (L.restart_pending ? PHASE_RESTART_PENDING : 0) + (L.ramp ? PHASE_RAMP : 0);
     ist[I_FAIL_KIND] = L.fail_kind; ist[I_FAIL_INDEX] = L.fail_index;
+    ist[I_RATE_AGE] = L.rate_age;
     return status;
 }
 
