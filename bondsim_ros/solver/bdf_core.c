@@ -24,7 +24,8 @@ Functions, in file order:
     bdf_has_klu, bdf_release  is KLU in this build; free its factorisations
   linear algebra
     lu_factor            dense LU with partial pivoting, by columns
-    lu_compress, lu_solve_rows  its factors by rows without zeros; the solve with them
+    lu_rows_u, lu_compress, lu_solve_rows  its factors by rows without zeros; the solve
+                         with them
     splu_factor, splu_solve  sparse left-looking LU (threshold partial pivoting)
     klu_lu_factor, klu_lu_solve  SuiteSparse's KLU (BONDSIM_KLU builds; sparse == SPARSE_KLU)
     lu_apply             solve with whichever factorisation is in use
@@ -207,58 +208,10 @@ int64_t bdf_struct_size(void) { return (int64_t)sizeof(solver_t); }
 /* linear algebra                                                                     */
 /* ---------------------------------------------------------------------------------- */
 
-/* Dense LU with partial pivoting, in place, of A stored by columns (A[j * n + i] = a_ij, as
-   LAPACK's dgetrf): every inner loop is an update of a contiguous column by a multiple of
-   another (axpy), with no chain through one accumulator, so it runs at the machine's
-   throughput; row-oriented dot products were bound by the add latency (the Robotino's
-   25 x 25 solves took 0.85 us, 40 % of its run). Zero multipliers are skipped: a bond-graph
-   iteration matrix is mostly zeros (the Robotino's: 128 of 625 entries).
-   Returns -1 or the column where it broke down. */
-static int64_t lu_factor(int64_t n, double *A, int64_t *piv) {
-    for (int64_t k = 0; k < n; k++) {
-        double *col_k = A + k * n;
-        /* the pivot: the first of the largest magnitudes, found as their maximum in four
-           independent lanes, then where it is (one compare-and-select chain over the column
-           was a third of the factorisation's time); a NaN on the diagonal breaks down as an
-           infinite magnitude does, one below it is passed over */
-        double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
-        int64_t i = k;
-        for (; i + 4 <= n; i += 4) {
-            m0 = pmax(m0, fabs(col_k[i]));
-            m1 = pmax(m1, fabs(col_k[i + 1]));
-            m2 = pmax(m2, fabs(col_k[i + 2]));
-            m3 = pmax(m3, fabs(col_k[i + 3]));
-        }
-        for (; i < n; i++) m0 = pmax(m0, fabs(col_k[i]));
-        double big = pmax(pmax(m0, m1), pmax(m2, m3));
-        piv[k] = k;
-        if (big == 0.0 || !isfinite(big) || isnan(col_k[k])) return k;
-        int64_t p = k;
-        while (fabs(col_k[p]) != big) p++;
-        piv[k] = p;
-        if (p != k)
-            for (int64_t j = 0; j < n; j++) {
-                double tmp = A[j * n + k];
-                A[j * n + k] = A[j * n + p];
-                A[j * n + p] = tmp;
-            }
-        double inv = 1.0 / col_k[k];
-        col_k[k] = inv; /* the diagonal holds 1 / u_kk: the back substitution multiplies (a
-                           division there sat on the solve's critical path) */
-        for (int64_t i = k + 1; i < n; i++) col_k[i] *= inv;
-        for (int64_t j = k + 1; j < n; j++) {
-            double *col_j = A + j * n;
-            double u = col_j[k];
-            if (u != 0.0)
-                for (int64_t i = k + 1; i < n; i++) col_j[i] -= col_k[i] * u;
-        }
-    }
-    return -1;
-}
-
-/* The dense factors of lu_factor by rows with their zeros dropped: row i of L (columns
-   ascending) at val[lp[i] .. lp[i + 1]), row i of U right of the diagonal (columns descending)
-   at val[up[i] .. up[i + 1]), perm the row permutation of all the pivots' swaps at once. A
+/* The dense factors of lu_factor by rows with their zeros dropped, U's rows first (lu_factor
+   writes them as it goes), then L's: row i of L (columns ascending) at val[lp[i] .. lp[i + 1]),
+   row i of U right of the diagonal (columns descending)
+   at val[up[i] .. up[i + 1]) (columns ascending: the solve runs it backwards), perm the row permutation of all the pivots' swaps at once. A
    bond-graph iteration matrix keeps few entries through its LU (the Robotino's 28 x 28: some
    100 in L and 150 in U of 756), and the column solve's loops, short and each reading the
    element the last one stored, ran at some 0.3 us per solve, a third of the Robotino's run. */
@@ -279,8 +232,85 @@ static lu_rows_t lu_rows_of(const solver_t *s) {
     return R;
 }
 
-/* lu_factor's factors in A (and piv) by rows, for lu_solve_rows (also after a failed
-   factorisation, whose factors no solve uses) */
+/* Dense LU with partial pivoting, in place, of A stored by columns (A[j * n + i] = a_ij, as
+   LAPACK's dgetrf): every inner loop is an update of a contiguous column by a multiple of
+   another (axpy), with no chain through one accumulator, so it runs at the machine's
+   throughput; row-oriented dot products were bound by the add latency (the Robotino's
+   25 x 25 solves took 0.85 us, 40 % of its run). Zero multipliers are skipped: a bond-graph
+   iteration matrix is mostly zeros (the Robotino's: 128 of 625 entries).
+   U's rows go to R as they are found (each is final at its step): their multipliers are read
+   here anyway, and a later pass over them, across A's columns, cost as much again.
+   Returns -1 or the column where it broke down (U's rows from it on then empty). */
+static int64_t lu_factor(int64_t n, double *A, int64_t *piv, const lu_rows_t *R) {
+    int32_t q = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double *col_k = A + k * n;
+        /* the pivot: the first of the largest magnitudes, found as their maximum in four
+           independent lanes, then where it is (one compare-and-select chain over the column
+           was a third of the factorisation's time); a NaN on the diagonal breaks down as an
+           infinite magnitude does, one below it is passed over */
+        double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
+        int64_t i = k;
+        for (; i + 4 <= n; i += 4) {
+            m0 = pmax(m0, fabs(col_k[i]));
+            m1 = pmax(m1, fabs(col_k[i + 1]));
+            m2 = pmax(m2, fabs(col_k[i + 2]));
+            m3 = pmax(m3, fabs(col_k[i + 3]));
+        }
+        for (; i < n; i++) m0 = pmax(m0, fabs(col_k[i]));
+        double big = pmax(pmax(m0, m1), pmax(m2, m3));
+        piv[k] = k;
+        if (big == 0.0 || !isfinite(big) || isnan(col_k[k])) {
+            for (int64_t r = k; r <= n; r++) R->up[r] = q;
+            return k;
+        }
+        int64_t p = k;
+        while (fabs(col_k[p]) != big) p++;
+        piv[k] = p;
+        if (p != k)
+            for (int64_t j = 0; j < n; j++) {
+                double tmp = A[j * n + k];
+                A[j * n + k] = A[j * n + p];
+                A[j * n + p] = tmp;
+            }
+        double inv = 1.0 / col_k[k];
+        col_k[k] = inv; /* the diagonal holds 1 / u_kk: the back substitution multiplies (a
+                           division there sat on the solve's critical path) */
+        for (int64_t i = k + 1; i < n; i++) col_k[i] *= inv;
+        R->up[k] = q;
+        for (int64_t j = k + 1; j < n; j++) {
+            double *col_j = A + j * n;
+            double u = col_j[k];
+            if (u == 0.0) continue;
+            R->val[q] = u;
+            R->idx[q] = (int32_t)j;
+            q++;
+            for (int64_t i = k + 1; i < n; i++) col_j[i] -= col_k[i] * u;
+        }
+    }
+    R->up[n] = q;
+    return -1;
+}
+
+/* U's rows of lu_factor's factors in A, as lu_factor writes them (for a G factorised by an
+   earlier call: the rows live outside the work space each call zeroes, but a reset solver's G
+   is zeroed) */
+static void lu_rows_u(const solver_t *s, const double *restrict A) {
+    const int64_t n = s->n;
+    lu_rows_t R = lu_rows_of(s);
+    int32_t q = 0;
+    for (int64_t i = 0; i < n; i++) {
+        R.up[i] = q;
+        for (int64_t k = i + 1; k < n; k++) {
+            double v = A[k * n + i];
+            if (v != 0.0) { R.val[q] = v; R.idx[q] = (int32_t)k; q++; }
+        }
+    }
+    R.up[n] = q;
+}
+
+/* L's rows of lu_factor's factors in A and the permutation of piv, after U's rows, for
+   lu_solve_rows (also after a failed factorisation, whose factors no solve uses) */
 static void lu_compress(const solver_t *s, const double *restrict A, const int64_t *restrict piv) {
     const int64_t n = s->n;
     lu_rows_t R = lu_rows_of(s);
@@ -289,7 +319,7 @@ static void lu_compress(const solver_t *s, const double *restrict A, const int64
         int64_t p = piv[k];
         if (p != k && p >= 0 && p < n) { int32_t tmp = R.perm[k]; R.perm[k] = R.perm[p]; R.perm[p] = tmp; }
     }
-    int32_t q = 0;
+    int32_t q = R.up[n];
     for (int64_t i = 0; i < n; i++) {
         R.lp[i] = q;
         for (int64_t k = 0; k < i; k++) {
@@ -298,14 +328,6 @@ static void lu_compress(const solver_t *s, const double *restrict A, const int64
         }
     }
     R.lp[n] = q;
-    for (int64_t i = 0; i < n; i++) {
-        R.up[i] = q;
-        for (int64_t k = n - 1; k > i; k--) {
-            double v = A[k * n + i];
-            if (v != 0.0) { R.val[q] = v; R.idx[q] = (int32_t)k; q++; }
-        }
-    }
-    R.up[n] = q;
 }
 
 /* Solve with the factors by rows: each unknown one short dot product over the entries of its
@@ -325,7 +347,7 @@ static void lu_solve_rows(const solver_t *s, double *restrict b) {
     }
     for (int64_t i = n - 1; i >= 0; i--) { /* U x = y */
         double v = y[i];
-        for (int32_t q = R.up[i]; q < R.up[i + 1]; q++) v -= val[q] * y[idx[q]];
+        for (int32_t q = R.up[i + 1] - 1; q >= R.up[i]; q--) v -= val[q] * y[idx[q]];
         y[i] = v * A[i * n + i];
     }
     memcpy(b, y, n * sizeof(double));
@@ -630,7 +652,8 @@ static int64_t factorize(const solver_t *s, double t, const double *y, const dou
         return bad;
     }
     assemble(s->n, s->G, vals, s->indptr, s->indices);
-    int64_t bad = lu_factor(s->n, s->G, s->piv);
+    lu_rows_t R = lu_rows_of(s);
+    int64_t bad = lu_factor(s->n, s->G, s->piv, &R);
     lu_compress(s, s->G, s->piv);
     return bad;
 }
@@ -1671,7 +1694,10 @@ static int complete_step(const solver_t *s, work_t *w, loop_t *L) {
 static void setup_work(solver_t *s, work_t *w) {
     const int64_t n = s->n, nr = s->n_roots;
     memset(s->work, 0, work_zeroed_size(n, s->nnz, nr, s->n_modes) * sizeof(double));
-    if (s->sparse == DENSE_LU) lu_compress(s, s->G, s->piv); /* (the factors in G outlive the call) */
+    if (s->sparse == DENSE_LU) { /* (the factors in G outlive the call) */
+        lu_rows_u(s, s->G);
+        lu_compress(s, s->G, s->piv);
+    }
     double *p = s->work;
     w->vals = p; p += s->nnz;
     double **vecs[] = {&w->y_pred, &w->psi, &w->d, &w->y, &w->yp, &w->r, &w->scale, &w->dy, &w->yo, &w->ypo,
