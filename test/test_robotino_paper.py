@@ -49,7 +49,7 @@ def test_tracking_errors_within_fig34(paper_run):
 
 def test_tracking_errors_at_rtol_1e_8_are_the_controllers():
     """At rtol 1e-8 the position errors are the drives' (below 1e-6 m; at rtol 1e-6 the solver's
-    error adds a few 1e-6 m), and the heading error does not move: it is the PID's lag."""
+    error adds up to some 1e-6 m), and the heading error does not move: it is the PID's lag."""
     r = simulate(compile_model(rb.robotino()), t_end=50.0, dt_out=0.02,
                  options=SolverOptions(hmax=0.02, rtol=1e-8, atol=1e-10))
     ex, ey, ephi = fig34_errors(r)
