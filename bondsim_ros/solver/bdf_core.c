@@ -453,8 +453,8 @@ static void splu_solve(const solver_t *s, double *b) {
    largest |u_kk|) falls below EPS^(2/3), is redone as a full factorisation with new pivots;
    the latter only when its reciprocal pivot growth is also below KLU_GROWTH_KEEP times that of
    the last full factorisation. A small rcond alone is the matrix's, not the pivots': the
-   index-2 dual-arm's G at small steps has rcond 1e-14 whatever the pivots, and its full
-   factorisations there chose the same pivots again (6 of its 46 LUs at rtol 1e-6). */
+   index-2 dual-arm's G at steps of 1e-11 s has rcond 1e-14 whatever the pivots, and full
+   factorisations there chose the same pivots again. */
 #define KLU_RCOND_MIN 3.666852862501036e-11 /* EPS^(2/3) */
 #define KLU_GROWTH_KEEP 0.5
 #ifdef BONDSIM_KLU
