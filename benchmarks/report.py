@@ -411,7 +411,8 @@ SECTIONS = [
      "Warm: the generated-code cache after one untimed run. Empty cache: a new `BONDSIM_CACHE_DIR` "
      "holding only the C solver core (built once per machine and compiler), so the model is built, "
      "reduced, printed as C and compiled; with the solver core included: a cache with nothing in it, "
-     "the first run on a machine (gcc builds the core in the background while the model is built). "
+     "the first run on a machine (gcc builds the core in the background from the command's start, "
+     "while the model is built). "
      "The CPU time (user + system of the command and its compilers) moves far less with the load "
      "of a shared machine than the wall time; wall close to CPU means the run had one core to itself.",
      cli_bench),

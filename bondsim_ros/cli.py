@@ -23,14 +23,32 @@ COMMAND_MODULES = [
     "bondsim_ros.cache_commands",  # cache
 ]
 
+# The sub-command -> the module of COMMAND_MODULES that registers it (a test keeps the two in
+# step). A run of one command registers that module alone: the others' imports and argparse
+# calls cost 15-20 ms, a tenth of a warm `simulate`.
+COMMANDS = {
+    "simulate": "bondsim_ros.model_commands", "draw": "bondsim_ros.model_commands",
+    "models": "bondsim_ros.model_commands", "robots": "bondsim_ros.model_commands",
+    "xml2urdf": "bondsim_ros.mechanism.commands", "render": "bondsim_ros.mechanism.commands",
+    "up": "bondsim_ros.ros.commands", "demo": "bondsim_ros.ros.commands", "fleet": "bondsim_ros.ros.commands",
+    "fit": "bondsim_ros.fit.commands", "bag2csv": "bondsim_ros.fit.commands",
+    "sweep": "bondsim_ros.sweep.commands",
+    "cache": "bondsim_ros.cache_commands",
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every sub-command, or of ``command``'s module alone (a known command: its
+    usage, help and errors are the same either way)."""
     parser = argparse.ArgumentParser(
         prog="bondsim-ros",
         description="Bond-graph digital twins: simulate models, convert mechanisms, run the ROS 2 graph.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    only = COMMANDS.get(command) if command else None
     for name in COMMAND_MODULES:
+        if only is not None and name != only:
+            continue
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -47,11 +65,20 @@ def main(argv: list[str] | None = None) -> int:
         # initialisation, n <= a few hundred); OpenBLAS's extra thread only spins (0.08 s of
         # a 0.75 s warm `simulate robotino`). A user's own setting wins.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
+    if argv is None and getattr(args, "solver_core", False):
+        # a first run on this machine: gcc builds the solver core (about 1 s) from now on, while
+        # numpy is imported and the model built, not only once the model is being built. Only
+        # in a program run: its exit waits for the build (_exit_now); a caller of main(argv)
+        # gets it built where it is needed.
+        from bondsim_ros.solver import _ccore
+
+        _ccore.prebuild()
     try:
         code = int(args.func(args) or 0)
     except CLIError as exc:

@@ -27,7 +27,8 @@ def register(sub) -> None:
     p.add_argument("--no-cache", action="store_true",
                    help="build the model and regenerate its code even if cached (no build record either)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress or summary output")
-    p.set_defaults(func=cmd_simulate, fast_exit=True)  # cli._exit_now: files closed, no threads
+    # fast_exit: cli._exit_now (files closed, no threads); solver_core: the C core built from the start
+    p.set_defaults(func=cmd_simulate, fast_exit=True, solver_core=True)
 
     d = sub.add_parser("draw", help="draw a model's bond graph (Graphviz)")
     d.add_argument("model", metavar="MODEL")

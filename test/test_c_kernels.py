@@ -350,3 +350,29 @@ def test_the_code_cache_key_covers_every_module_that_reads_or_prints_a_law():
     not_code = {"__init__.py", "draw.py", "simulation.py", "yamlmodel.py", "library.py"}
     missing = sorted(p.name for p in here.glob("*.py") if p.name not in not_code and p.name not in fingerprint.ENGINE_FILES)
     assert not missing, f"bondgraph modules outside the code cache's key: {missing}"
+
+
+def test_a_large_sources_kernels_take_o0_only_where_their_powers_come_out_the_same(tmp_path):
+    import ctypes
+
+    from bondsim_ros.bondgraph import cache
+    from bondsim_ros.solver import native
+
+    pad = "/*" + " " * cache.LARGE_SOURCE + "*/\n"
+    assert list(cache._powi_exponents("__builtin_powi(f(x, (y)), -3) + __builtin_powi(z, 12)")) == [-3, 12]
+    assert cache.kernel_flags("double a;") == cache.KERNEL_CFLAGS  # small: -O1
+    assert cache.kernel_flags(pad + "__builtin_powi(x, 4) + __builtin_powi(x, -4)") == cache.LARGE_KERNEL_CFLAGS
+    assert cache.kernel_flags(pad + "__builtin_powi(x, 5)") == cache.KERNEL_CFLAGS
+    # what the rule rests on: x**n for |n| <= 4 is the same at -O1 (gcc's multiplications) and
+    # at -O0 (libgcc's __powidf2)
+    body = "".join(f"    out[{k}] = __builtin_powi(x[0], {n});\n" for k, n in enumerate(range(-4, 5)))
+    src = f"void powers(const double *x, double *out) {{\n{body}}}\n"
+    libs = [ctypes.CDLL(str(native.build_library(src, f"powi{o}", tmp_path, extra_flags=(o,)))) for o in ("-O0", "-O1")]
+    rng = np.random.default_rng(1)
+    for x in np.concatenate([rng.uniform(-3, 3, 2000), rng.lognormal(0, 20, 2000)]):
+        xs, outs = np.array([x]), []
+        for lib in libs:
+            out = np.zeros(9)
+            lib.powers(ctypes.c_void_p(xs.ctypes.data), ctypes.c_void_p(out.ctypes.data))
+            outs.append(out)
+        assert np.array_equal(outs[0], outs[1], equal_nan=True), x

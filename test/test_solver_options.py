@@ -103,6 +103,35 @@ def test_importing_the_solver_package_or_building_the_command_line_imports_no_nu
     assert out.stdout.split() == ["False", "False"]
 
 
+def test_the_command_map_names_what_each_module_registers():
+    """cli.COMMANDS (a run of one command registers its module alone) agrees with the modules."""
+    import argparse
+    import importlib
+
+    from bondsim_ros import cli
+
+    registered = {}
+    for name in cli.COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(name).register(sub)
+        registered.update(dict.fromkeys(sub.choices, name))
+    assert cli.COMMANDS == registered
+
+
+def test_a_commands_own_parser_parses_and_refuses_as_the_whole_one():
+    from bondsim_ros.cli import build_parser
+
+    def commands(parser):
+        return parser._subparsers._group_actions[0].choices
+
+    argv = ["simulate", "dc_motor", "--rtol", "1e-5", "--csv", "o.csv"]
+    own, whole = build_parser("simulate"), build_parser()
+    assert vars(own.parse_args(argv)) == vars(whole.parse_args(argv))
+    assert commands(own)["simulate"].format_help() == commands(whole)["simulate"].format_help()
+    assert set(commands(own)) == {"simulate", "draw", "models", "robots"}
+    assert build_parser("no-such-command").format_help() == whole.format_help()
+
+
 # -- the runs ------------------------------------------------------------------------------------
 def test_no_options_and_the_default_options_written_out_give_the_same_run_bit_for_bit():
     compiled = compile_model(ex.dc_motor())

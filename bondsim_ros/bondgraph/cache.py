@@ -70,6 +70,40 @@ class KeyLock:
 # -O1 for the kernels (straight-line arithmetic): gcc 0.29 s instead of 0.41 s on the Robotino's
 # 511 lines, 5.0 s instead of 6.3 s on the dual-arm's 4067; the Robotino solve measured the same
 KERNEL_CFLAGS = ("-O1",)
+# A large model's kernels at -O0: gcc's register allocation over their long straight-line
+# functions is most of -O1's time (the dual-arm's 320 kB: 1.5 s of CPU at -O1, 0.4 s at -O0,
+# the largest part of its first build after sympy's), while its solve is the sparse LU's, not
+# the kernels' (its 20 s run: 0.056 s either way; the Robotino's, all kernels, would be 30 %
+# slower). -O0 evaluates each operation as written, with -ffp-contract=off no fused one: the
+# dual-arm's outputs are bit for bit those of its -O1 kernels. Only where every integer power
+# is of exponent -4..4: gcc -O1 multiplies x**5 and beyond out in another order than libgcc's
+# __powidf2, which -O0 calls.
+LARGE_KERNEL_CFLAGS = ("-O0",)
+LARGE_SOURCE = 100_000  # characters of C (the Robotino's: 18 000)
+SAME_POWI = 4
+
+
+def _powi_exponents(source: str):
+    """The exponents of the source's ``__builtin_powi(base, n)`` calls (cprint's integer powers)."""
+    start = source.find("__builtin_powi(")
+    while start >= 0:
+        depth, k = 0, start + len("__builtin_powi")
+        while True:  # to the call's closing parenthesis (the base may hold calls and commas)
+            c = source[k]
+            depth += (c == "(") - (c == ")")
+            if depth == 0:
+                break
+            k += 1
+        yield int(source[source.rfind(",", start, k) + 1:k])
+        start = source.find("__builtin_powi(", k)
+
+
+def kernel_flags(source: str) -> tuple:
+    """The optimisation of a model's kernels: -O1, or -O0 for a large source whose results are
+    the same at both."""
+    if len(source) >= LARGE_SOURCE and all(abs(n) <= SAME_POWI for n in _powi_exponents(source)):
+        return LARGE_KERNEL_CFLAGS
+    return KERNEL_CFLAGS
 
 
 def compile_library(name: str, src_path: Path, source: str, folder: Path) -> Path:
@@ -78,7 +112,8 @@ def compile_library(name: str, src_path: Path, source: str, folder: Path) -> Pat
     from bondsim_ros.solver import native
 
     try:
-        return native.build_library(source, src_path.stem, folder, extra_flags=KERNEL_CFLAGS, what=f"model {name!r}")
+        return native.build_library(source, src_path.stem, folder, extra_flags=kernel_flags(source),
+                                    what=f"model {name!r}")
     except native.NativeBuildError as exc:
         text = str(exc).strip()
         raise ModelError(name, f"the generated code does not compile ({text})") from None
@@ -157,4 +192,5 @@ def remove(older_than: float | None, root: Path | None = None, now: float | None
 
 
 __all__ = ["cache_dir", "entry_paths", "is_cached", "atomic_write", "KeyLock", "KERNEL_CFLAGS",
+           "LARGE_KERNEL_CFLAGS", "LARGE_SOURCE", "kernel_flags",
            "compile_library", "usage", "remove"]

@@ -25,8 +25,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 # -O2: -O3 compiled the Robotino kernels 40 % slower for no measurable run-time gain.
 # -ffp-contract=off: no fused multiply-adds, so results do not depend on the CPU the cache
 # was built on. -fno-math-errno lets sqrt compile to one instruction.
@@ -252,10 +250,23 @@ def load_library(path: Path) -> ctypes.CDLL:
     return lib
 
 
-_F64 = np.dtype(np.float64)
+# numpy's float64 and a one-element array, made by the first _ptr call: this module imports no
+# numpy, so that the command line can start the solver core's first build before importing it
+_F64 = _EMPTY = _EMPTY_ADDRESS = None
 
 
-def _ptr(a: np.ndarray) -> int:
+def _numpy_constants() -> None:
+    global _F64, _EMPTY, _EMPTY_ADDRESS
+    import numpy as np
+
+    _EMPTY = np.zeros(1)
+    _EMPTY_ADDRESS = _EMPTY.ctypes.data
+    _F64 = np.dtype(np.float64)
+
+
+def _ptr(a) -> int:
+    if _F64 is None:  # the first call (and ``dtype != None`` would compare with float64)
+        _numpy_constants()
     if a.dtype != _F64 or not a.flags.c_contiguous:
         raise TypeError("kernel arguments must be C-contiguous float64 arrays")
     # ctypes' from_buffer takes 0.4 us where ``a.ctypes.data`` takes 1.4: a consistent
@@ -265,10 +276,6 @@ def _ptr(a: np.ndarray) -> int:
     if not a.size:  # a model without parameters: a valid address the kernel never reads
         return _EMPTY_ADDRESS
     return a.ctypes.data  # read-only
-
-
-_EMPTY = np.zeros(1)
-_EMPTY_ADDRESS = _EMPTY.ctypes.data
 
 
 class CKernel:
