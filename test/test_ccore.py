@@ -164,18 +164,22 @@ def test_core_source_ships_with_the_package():
     assert '"solver/*.c"' in setup  # package_data: pip and colcon install it next to _ccore.py
 
 
-def test_output_rows_of_a_numba_kernel_go_through_the_c_loop():
-    """kernels.output_rows: a numba-compiled output kernel (through its C adapter) gives the rows
-    a plain Python loop over the same function gives."""
-    from bondsim_ros.solver.kernels import output_rows, residual_kernel
-
+def _output_case():
+    """An output kernel (two outputs from y, y', p and t) with three points to evaluate it at."""
     def outs(t, y, yp, p, out):
         out[0] = y[0] * p[0] + t
         out[1] = yp[1]
 
     Y = np.arange(6.0).reshape(3, 2)
-    YP = Y + 10.0
-    p = np.array([2.0])
+    return outs, Y, Y + 10.0, np.array([2.0])
+
+
+def test_output_rows_of_a_numba_kernel_go_through_the_c_loop():
+    """kernels.output_rows: a numba-compiled output kernel (through its C adapter) gives the rows
+    a plain Python loop over the same function gives."""
+    from bondsim_ros.solver.kernels import output_rows, residual_kernel
+
+    outs, Y, YP, p = _output_case()
     compiled = output_rows(residual_kernel(outs), 2, [0.1, 0.2, 0.3], Y, YP, p)
     plain = output_rows(outs, 2, [0.1, 0.2, 0.3], Y, YP, p)
     assert np.array_equal(compiled, plain)
@@ -187,13 +191,7 @@ def test_output_rows_fill_a_given_table():
     first row) and returns it; an array of another shape is refused, naming the shape."""
     from bondsim_ros.solver.kernels import output_rows, residual_kernel
 
-    def outs(t, y, yp, p, out):
-        out[0] = y[0] * p[0] + t
-        out[1] = yp[1]
-
-    Y = np.arange(6.0).reshape(3, 2)
-    YP = Y + 10.0
-    p = np.array([2.0])
+    outs, Y, YP, p = _output_case()
     table = np.full((4, 3), -1.0)
     for kernel in (outs, residual_kernel(outs)):
         rows = output_rows(kernel, 2, [0.1, 0.2, 0.3], Y, YP, p, out=table[1:])

@@ -19,6 +19,7 @@ import pytest
 from bondsim_ros.cli import main
 from bondsim_ros.fit import FitError, FitProblem, LogData, fit, read_csv
 from bondsim_ros.solver import SolverOptions
+from procs import left_over, started_workers
 
 from test_fit import MOTOR_PY, TRUTH, _noisy_log, _write
 
@@ -190,13 +191,6 @@ def test_workers_need_the_model_by_name_and_the_same_model(motor_log):
                           _problem(motor_log).residuals([1.5, 0.028, 1e-4]))
 
 
-def children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to see the worker processes")
 def test_ctrl_c_during_a_parallel_fit_exits_130_and_leaves_no_worker(motor_log, tmp_path):
     path, _ = motor_log
@@ -210,11 +204,7 @@ def test_ctrl_c_during_a_parallel_fit_exits_130_and_leaves_no_worker(motor_log, 
                              "--hmax", "4e-7", "--jobs", "2"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        workers = children(proc.pid)
-        assert len(workers) >= 2, "the worker processes did not start"
+        workers = started_workers(proc.pid)
         time.sleep(4.0)  # past the two runs at the start: the first Jacobian's on the workers
         assert proc.poll() is None, "the fit ended before Ctrl-C"
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal signals the whole process group
@@ -224,10 +214,7 @@ def test_ctrl_c_during_a_parallel_fit_exits_130_and_leaves_no_worker(motor_log, 
             proc.kill()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.strip().endswith("interrupted"), err
-    deadline = time.monotonic() + 10
-    while [w for w in workers if Path(f"/proc/{w}").exists()] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [Path(f"/proc/{w}/cmdline").read_bytes() for w in workers if Path(f"/proc/{w}").exists()]
+    left = left_over(workers)
     assert not left, f"processes outlived the fit: {left}"
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from bondsim_ros.cli import main
 from bondsim_ros.solver import SolverOptions
+from procs import left_over, started_workers
 
 SERVO = str(Path(__file__).resolve().parent / "data" / "models" / "servo.yaml")
 RUN = ["--t-end", "1", "--dt-out", "0.01"]
@@ -210,13 +211,6 @@ def test_python_api_and_ctrl_c_stops_the_workers(tmp_path):
     assert not multiprocessing.active_children()  # no worker left running
 
 
-def children(pid: int) -> list[int]:
-    try:
-        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to see the worker processes")
 def test_ctrl_c_on_the_command_line_writes_the_table_and_leaves_no_worker(tmp_path):
     import os
@@ -231,11 +225,7 @@ def test_ctrl_c_on_the_command_line_writes_the_table_and_leaves_no_worker(tmp_pa
                              "--t-end", "4", "--dt-out", "0.01", "--hmax", "1e-5", "--jobs", "2", "--chunksize", "1",
                              "-o", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while len(children(proc.pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        workers = children(proc.pid)
-        assert len(workers) >= 2, "the worker processes did not start"
+        workers = started_workers(proc.pid)
         time.sleep(1.0)  # runs under way
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal signals the whole process group
         err = proc.communicate(timeout=30)[1]
@@ -247,10 +237,7 @@ def test_ctrl_c_on_the_command_line_writes_the_table_and_leaves_no_worker(tmp_pa
     status = [r["status"] for r in read_rows(out)]
     assert len(status) == 200 and status.count("cancelled") > 0 and "failed" not in status, status
     assert all(s == "ok" for s in status if s != "cancelled")
-    deadline = time.monotonic() + 10  # the pool's resource tracker ends once it reads its pipe's end
-    while [w for w in workers if Path(f"/proc/{w}").exists()] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [Path(f"/proc/{w}/cmdline").read_bytes() for w in workers if Path(f"/proc/{w}").exists()]
+    left = left_over(workers)
     assert not left, f"processes outlived the sweep: {left}"
 
 

@@ -385,27 +385,28 @@ class BDFSolver:
         """(res(t, k): F(t, y, y') into work row k, G(t, cj): the dense iteration matrix
         dF/dy + cj dF/dy') at the arrays y, y' (updated in place between calls)."""
         R, vals, flat, n = self._R, self._vals, self._flat, self.n
-        if self._cfns is not None:
+        if self._cfns is not None:  # C kernels called by address: no array conversions per call
             cres, cjac, a_p, a_vals, a_rows = self._cfns
             a_y, a_yp = native._ptr(y), native._ptr(yp)
 
             def res(t, k):
                 cres(t, a_y, a_yp, a_p, a_rows[k])
 
-            def G(t, cj):
-                vals[:] = 0.0
+            def jac(t, cj):
                 cjac(t, a_y, a_yp, a_p, cj, a_vals)
-                return np.bincount(flat, weights=vals, minlength=n * n).reshape(n, n)
         else:
             residual, jacobian, pm = self.problem.residual, self.problem.jacobian, self.pm
 
             def res(t, k):
                 residual(t, y, yp, pm, R[k])
 
-            def G(t, cj):
-                vals[:] = 0.0
+            def jac(t, cj):
                 jacobian(t, y, yp, pm, cj, vals)
-                return np.bincount(flat, weights=vals, minlength=n * n).reshape(n, n)
+
+        def G(t, cj):
+            vals[:] = 0.0
+            jac(t, cj)
+            return np.bincount(flat, weights=vals, minlength=n * n).reshape(n, n)
         return res, G
 
     def _setup_sparse(self, n, nnz):

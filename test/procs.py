@@ -1,0 +1,30 @@
+"""The worker processes of a command under test (Linux /proc): wait for them to start, and what
+is left of them after the command ended, for tests that check no worker outlives a run."""
+import time
+from pathlib import Path
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def started_workers(pid: int, count: int = 2, timeout: float = 60.0) -> list[int]:
+    """The children of ``pid`` once there are ``count`` (asserts they came within ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while len(children(pid)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = children(pid)
+    assert len(workers) >= count, "the worker processes did not start"
+    return workers
+
+
+def left_over(workers: list[int], timeout: float = 10.0) -> list[bytes]:
+    """The command lines of ``workers`` still running after ``timeout`` (a pool's resource tracker
+    ends only once it reads its pipe's end)."""
+    deadline = time.monotonic() + timeout
+    while [w for w in workers if Path(f"/proc/{w}").exists()] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [Path(f"/proc/{w}/cmdline").read_bytes() for w in workers if Path(f"/proc/{w}").exists()]
