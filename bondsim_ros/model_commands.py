@@ -93,7 +93,7 @@ def _check_run_options(t_end, dt_out, args):
     return solver_options(args)
 
 
-def _write_csv(result, out):
+def _write_csv(result, out, rows=None):
     """Stage the CSV (bondsim_ros.outfiles.Output), put in place once the plots are written too:
     a failed write (disk full) or a failed plot leaves neither a partial file nor a replaced one."""
     from bondsim_ros.cliargs import CLIError
@@ -101,7 +101,10 @@ def _write_csv(result, out):
 
     staged = Output(out, "--csv", stdout_ok=True)
     try:
-        result.to_csv(staged.stage())
+        if rows is not None:  # formatted while it was solved (bondgraph.simulation.StreamedCsv)
+            rows.to_csv(result, staged.stage())
+        else:
+            result.to_csv(staged.stage())
     except OSError as exc:
         staged.discard()
         raise CLIError(f"--csv {out}: cannot write: {exc.strerror or exc}") from None
@@ -144,6 +147,11 @@ def cmd_simulate(args) -> int:
     if args.plot:
         check_output_path(args.plot, "--plot")
     params = _params(args.param)
+    rows = result = None
+    if csv_out is not None:
+        from bondsim_ros.bondgraph.simulation import StreamedCsv
+
+        rows = StreamedCsv()
     try:
         tic = time.perf_counter()
         compiled = resolved.compile(log=log)
@@ -152,15 +160,19 @@ def cmd_simulate(args) -> int:
             if name not in compiled.param_names:
                 raise CLIError(f"model {compiled.name!r} has no parameter {name!r} "
                                f"(has: {', '.join(compiled.param_names) or 'none'})")
-        result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, quiet=args.quiet)
+        result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, quiet=args.quiet,
+                          rows=rows)
     except ModelError as exc:
         raise CLIError(str(exc)) from None
     except SolverError as exc:
         raise CLIError(f"simulation failed: {exc}") from None
+    finally:
+        if rows is not None and result is None:
+            rows.close()
     if entry is not None and entry.postprocess is not None:
         result = entry.postprocess(result)
     _warn_not_finite(result)
-    csv_tmp = _write_csv(result, csv_out) if csv_out is not None else None
+    csv_tmp = _write_csv(result, csv_out, rows) if csv_out is not None else None
     written = []
     try:
         if args.plot:

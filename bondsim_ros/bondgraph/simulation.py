@@ -63,6 +63,82 @@ class SimulationResult:
 _CSV_BLOCK = 512  # rows formatted by one call
 
 
+def _column_text(column: np.ndarray) -> list:
+    """'%.17g' of each value, each distinct value formatted once (by its bits: -0.0 is not
+    0.0): a derived column (the Robotino's roller angles) repeats most of its values."""
+    bits, where = np.unique(np.ascontiguousarray(column, dtype=float).view(np.int64), return_inverse=True)
+    text = np.array(["%.17g" % v for v in bits.view(np.float64).tolist()], dtype=object)
+    return text[where.reshape(-1)].tolist()
+
+
+class StreamedCsv:
+    """A result's CSV text formatted while the solve computes it: ``simulate(..., rows=this)``
+    hands over the table's rows as each stretch of them is solved, and a thread of its own
+    formats them while the solver core (a ctypes call, which lets go of the GIL) computes the
+    next stretch. ``to_csv(result, path)`` then writes the bytes ``result.to_csv(path)`` writes:
+    columns a postprocessor appended to the solved ones (``SimulationResult.with_columns``) are
+    formatted then and joined to the rows' text; a result whose solved columns differ from the
+    rows handed over is written by ``result.to_csv`` itself."""
+
+    # rows per format call on the thread: a short hold of the GIL, which the solving thread
+    # needs back between its stretches (a 512-row call holds it ~10 ms)
+    BLOCK = 32
+
+    def __init__(self):
+        import queue
+
+        self._todo = queue.SimpleQueue()
+        self._parts = []  # formatted blocks of rows, each line ending in "\n"
+        self._data = None
+        self._thread = None
+
+    def rows_ready(self, data: np.ndarray, stop: int) -> None:
+        """Rows ``data[:stop]`` hold their final values (``data``: the same array each call)."""
+        if self._thread is None:
+            import threading
+
+            self._data = data
+            self._thread = threading.Thread(target=self._format, daemon=True)
+            self._thread.start()
+        self._todo.put(stop)
+
+    def _format(self) -> None:
+        data, done = self._data, 0
+        line = ",".join(["%.17g"] * data.shape[1]) + "\n"
+        while True:
+            stop = self._todo.get()
+            if stop is None:
+                return
+            for start in range(done, stop, self.BLOCK):
+                block = data[start:min(stop, start + self.BLOCK)]
+                self._parts.append((line * block.shape[0]) % tuple(block.ravel().tolist()))
+            done = max(done, stop)
+
+    def close(self) -> None:
+        """Stop the thread (once the rows are all in, or the solve failed)."""
+        if self._thread is not None:
+            self._todo.put(None)
+            self._thread.join()
+
+    def to_csv(self, result: SimulationResult, path) -> None:
+        self.close()
+        data = self._data
+        n = 0 if data is None else data.shape[1]
+        solved = result.data[:, :n] if result.data.ndim == 2 else None
+        if (data is None or solved is None or solved.shape != data.shape
+                or not np.array_equal(solved.view(np.int64), data.view(np.int64))):
+            result.to_csv(path)
+            return
+        text = "".join(self._parts)
+        extra = np.asarray(result.data[:, n:], dtype=float)
+        if extra.shape[1]:
+            text = "".join([a + "," + b + "\n" for a, b in zip(text.split("\n"), map(",".join, zip(*[
+                _column_text(extra[:, j]) for j in range(extra.shape[1])])))])
+        with open(path, "w", newline="") as fh:
+            csv.writer(fh).writerow(result.names)
+            fh.write(text)
+
+
 class Simulation:
     """A model instance stepping in time; resumable (the ROS dynamics node advances it per frame)."""
 
@@ -175,14 +251,15 @@ def _progress_bar(t0, t_end, quiet):
 
 
 def simulate(model, t_end: float, dt_out: float, t0: float = 0.0, options: SolverOptions | None = None,
-             params=None, y0=None, quiet=True, log=None) -> SimulationResult:
+             params=None, y0=None, quiet=True, log=None, rows=None) -> SimulationResult:
     """Simulate ``model`` from ``t0`` to ``t_end`` with outputs every ``dt_out``; ``options``:
-    the solver's (default ``SolverOptions()``)."""
+    the solver's (default ``SolverOptions()``). ``rows``: an object whose ``rows_ready(data,
+    stop)`` is told each stretch of the result's table as it is solved (``StreamedCsv``)."""
     compiled, t_build, t_out = _prepare(model, t0, t_end, dt_out, log)
     tic = time.perf_counter()
     sim = Simulation(compiled, options, t0=t0, params=params, y0=y0)
     t_init = time.perf_counter() - tic
-    return _run(sim, t_out, quiet, t_build, t_init)
+    return _run(sim, t_out, quiet, t_build, t_init, rows)
 
 
 def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.0,
@@ -225,7 +302,24 @@ def _output_times(t0, t_end, dt_out) -> np.ndarray:
     return t_out
 
 
-def _run(sim, t_out, quiet, t_build, t_init) -> SimulationResult:
+def _advance(sim, t_out, data, progress, rows):
+    """Solve into ``data[1:]``; with ``rows``, stretch by stretch, each handed over once solved
+    (the same outputs as one call: the core's steps do not depend on how the output times are
+    split)."""
+    if rows is None:
+        sim.advance(t_out, progress=progress, tstop=float(t_out[-1]), out=data[1:])
+        return
+    rows.rows_ready(data, 1)
+    for start in range(0, t_out.shape[0], _STRETCH):
+        stop = min(t_out.shape[0], start + _STRETCH)
+        sim.advance(t_out[start:stop], progress=progress, tstop=float(t_out[-1]), out=data[1 + start:1 + stop])
+        rows.rows_ready(data, 1 + stop)
+
+
+_STRETCH = 128  # output rows per solver call when someone takes the rows as they come
+
+
+def _run(sim, t_out, quiet, t_build, t_init, rows=None) -> SimulationResult:
     """Integrate a started Simulation over ``t_out`` into a result (first row: the start)."""
     compiled = sim.compiled
     t0, t_end = sim.t, float(t_out[-1])
@@ -240,9 +334,9 @@ def _run(sim, t_out, quiet, t_build, t_init) -> SimulationResult:
     # series) are not evaluated outside it, and the last row is a step point, not interpolated
     if prog:
         with prog:
-            sim.advance(t_out, progress=cb, tstop=float(t_out[-1]), out=data[1:])
+            _advance(sim, t_out, data, cb, rows)
     else:
-        sim.advance(t_out, tstop=float(t_out[-1]), out=data[1:])
+        _advance(sim, t_out, data, cb, rows)
     t_solve = time.perf_counter() - tic
     return SimulationResult(names=sim.output_names, data=data, stats=dict(sim.solver.stats),
                             timings={"build": t_build, "init": t_init, "solve": t_solve},
