@@ -88,7 +88,7 @@ class StreamedCsv:
         import queue
 
         self._todo = queue.SimpleQueue()
-        self._parts = []  # formatted blocks of rows, each line ending in "\n"
+        self._lines = []  # the rows formatted so far, without their line ends
         self._data = None
         self._thread = None
 
@@ -104,14 +104,15 @@ class StreamedCsv:
 
     def _format(self) -> None:
         data, done = self._data, 0
-        line = ",".join(["%.17g"] * data.shape[1]) + "\n"
+        line = ",".join(["%.17g"] * data.shape[1])
         while True:
             stop = self._todo.get()
             if stop is None:
                 return
             for start in range(done, stop, self.BLOCK):
                 block = data[start:min(stop, start + self.BLOCK)]
-                self._parts.append((line * block.shape[0]) % tuple(block.ravel().tolist()))
+                text = "\n".join([line] * block.shape[0]) % tuple(block.ravel().tolist())
+                self._lines.extend(text.split("\n"))
             done = max(done, stop)
 
     def close(self) -> None:
@@ -129,11 +130,11 @@ class StreamedCsv:
                 or not np.array_equal(solved.view(np.int64), data.view(np.int64))):
             result.to_csv(path)
             return
-        text = "".join(self._parts)
         extra = np.asarray(result.data[:, n:], dtype=float)
+        lines = self._lines
         if extra.shape[1]:
-            text = "".join([a + "," + b + "\n" for a, b in zip(text.split("\n"), map(",".join, zip(*[
-                _column_text(extra[:, j]) for j in range(extra.shape[1])])))])
+            lines = map(",".join, zip(lines, *[_column_text(extra[:, j]) for j in range(extra.shape[1])]))
+        text = "\n".join(lines) + "\n"
         with open(path, "w", newline="") as fh:
             csv.writer(fh).writerow(result.names)
             fh.write(text)
