@@ -19,7 +19,6 @@ import os
 import re
 import threading
 import weakref
-from importlib import resources
 from pathlib import Path
 
 from . import native
@@ -28,7 +27,8 @@ from . import native
 # start the core's first build (prebuild) before it imports numpy (0.05-0.1 s)
 
 def source() -> str:
-    return resources.files(__package__).joinpath("bdf_core.c").read_text()
+    # beside this module (package data): importlib.resources would cost a warm run 5 ms of imports
+    return Path(__file__).with_name("bdf_core.c").read_text()
 
 
 _NAME = re.compile(r"[A-Z][A-Z0-9_]*$")

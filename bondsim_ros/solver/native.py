@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -84,6 +83,8 @@ def _compiler_id(cc: str) -> str:
                     return known[4]
             except (OSError, ValueError, TypeError, IndexError):
                 pass
+        import subprocess  # here: a warm run, its libraries built, starts no process (2 ms of import)
+
         try:
             out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
         except OSError as exc:
@@ -194,6 +195,8 @@ def _units(source: str, jobs: int) -> list:
 
 def _run_all(cmds: list, cc: str, what: str) -> None:
     """Run the compiler commands at once (one per core); the first failure is the error."""
+    import subprocess
+
     try:
         procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in cmds]
     except OSError as exc:
