@@ -64,11 +64,13 @@ _CSV_BLOCK = 512  # rows formatted by one call
 
 
 def _column_text(column: np.ndarray) -> list:
-    """'%.17g' of each value, each distinct value formatted once (by its bits: -0.0 is not
-    0.0): a derived column (the Robotino's roller angles) repeats most of its values."""
-    bits, where = np.unique(np.ascontiguousarray(column, dtype=float).view(np.int64), return_inverse=True)
-    text = np.array(["%.17g" % v for v in bits.view(np.float64).tolist()], dtype=object)
-    return text[where.reshape(-1)].tolist()
+    """'%.17g' of each value, a run of equal values (by their bits: -0.0 is not 0.0) formatted
+    once: a derived column (the Robotino's coasting rollers) repeats most of its values."""
+    column = np.ascontiguousarray(column, dtype=float)
+    bits = column.view(np.int64)
+    start = np.flatnonzero(np.concatenate(([True], bits[1:] != bits[:-1])))
+    text = np.array(["%.17g" % v for v in column[start].tolist()], dtype=object)
+    return np.repeat(text, np.diff(np.append(start, bits.shape[0]))).tolist()
 
 
 class StreamedCsv:
