@@ -148,10 +148,6 @@ def cmd_simulate(args) -> int:
         check_output_path(args.plot, "--plot")
     params = _params(args.param)
     rows = result = None
-    if csv_out is not None:
-        from bondsim_ros.bondgraph.simulation import StreamedCsv
-
-        rows = StreamedCsv()
     try:
         tic = time.perf_counter()
         compiled = resolved.compile(log=log)
@@ -160,6 +156,11 @@ def cmd_simulate(args) -> int:
             if name not in compiled.param_names:
                 raise CLIError(f"model {compiled.name!r} has no parameter {name!r} "
                                f"(has: {', '.join(compiled.param_names) or 'none'})")
+        if csv_out is not None:  # the CSV formatted while the solve runs
+            from bondsim_ros.bondgraph.simulation import StreamedCsv
+
+            derive = entry.postprocess_rows if entry is not None else None
+            rows = StreamedCsv(derive(["t"] + list(compiled.output_names)) if derive is not None else None)
         result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, quiet=args.quiet,
                           rows=rows)
     except ModelError as exc:

@@ -76,15 +76,63 @@ def test_closing_before_any_row_and_after_the_rows_returns():
     rows.close()
 
 
-def test_robotino_command_csv_is_that_of_the_result_written_after_the_solve(tmp_path):
+def test_derived_columns_made_on_the_thread_are_written_when_they_are_the_results(tmp_path):
+    data = _table(90, 3, 5)
+
+    def derive(rows):  # column b and twice column c
+        return np.stack([rows[:, 1], rows[:, 2] * 2.0], axis=1)
+
+    rows = StreamedCsv(derive)
+    for stop in (1, 33, 90):
+        rows.rows_ready(data, stop)
+    good = SimulationResult(names=["a", "b", "c"], data=data).with_columns(
+        ["b1", "c2"], [data[:, 1], data[:, 2] * 2.0])
+    rows.to_csv(good, tmp_path / "streamed.csv")
+    good.to_csv(tmp_path / "after.csv")
+    assert (tmp_path / "streamed.csv").read_bytes() == (tmp_path / "after.csv").read_bytes()
+    # a postprocessor whose columns differ from the thread's: the result's are written
+    rows = StreamedCsv(derive)
+    rows.rows_ready(data, 90)
+    other = SimulationResult(names=["a", "b", "c"], data=data).with_columns(
+        ["b1", "c2"], [data[:, 1], data[:, 2] * 3.0])
+    rows.to_csv(other, tmp_path / "streamed.csv")
+    other.to_csv(tmp_path / "after.csv")
+    assert (tmp_path / "streamed.csv").read_bytes() == (tmp_path / "after.csv").read_bytes()
+
+
+def test_roller_columns_of_blocks_are_those_of_the_whole_table():
+    from bondsim_ros.robots.robotino.model import N_ROLLERS, RollerRows, add_roller_columns
+
+    rng = np.random.default_rng(6)
+    n = 400
+    names = ["t", "wheel1_axle", "wr1", "x", "wheel2_axle", "wr2", "wheel3_axle", "wr3"]
+    data = np.column_stack([np.cumsum(rng.uniform(0.001, 0.03, n))] + [rng.normal(0, 3, n) for _ in names[1:]])
+    data[:, 1] = np.cumsum(rng.normal(0, 0.4, n))  # axle angles through many contact rollers
+    whole = add_roller_columns(SimulationResult(names=names, data=data)).data[:, len(names):]
+    assert whole.shape[1] == 3 * N_ROLLERS and np.count_nonzero(np.diff(whole[:, :N_ROLLERS], axis=0)) > 0
+    derive, parts, start = RollerRows(names), [], 0
+    for size in (1, 7, 1, 128, 64, 199):
+        parts.append(derive(data[start:start + size]))
+        start += size
+    assert start == n
+    assert np.concatenate(parts).view(np.int64).tolist() == whole.view(np.int64).tolist()
+
+
+def test_robotino_command_csv_is_that_of_the_result_written_after_the_solve(tmp_path, monkeypatch):
     """The command streams its CSV (stretches of 128 rows, 501 rows here, roller columns
-    appended by the postprocessor) and writes the bytes of the result written after the run."""
+    made on the thread) and writes the bytes of the result written after the run."""
     from bondsim_ros.models import resolve_model
     from bondsim_ros.robots.robotino.model import add_roller_columns
 
     out = tmp_path / "cli.csv"
-    assert main(["simulate", "robotino", "--t-end", "10", "--dt-out", "0.02", "--hmax", "0.02",
-                 "--csv", str(out), "--quiet"]) == 0
+
+    def not_here(self, path):
+        raise AssertionError("written after the solve, not while it ran")
+
+    with monkeypatch.context() as m:
+        m.setattr(SimulationResult, "to_csv", not_here)
+        assert main(["simulate", "robotino", "--t-end", "10", "--dt-out", "0.02", "--hmax", "0.02",
+                     "--csv", str(out), "--quiet"]) == 0
     model, _ = resolve_model("robotino")
     result = simulate(compile_model(model), t_end=10, dt_out=0.02, options=SolverOptions(hmax=0.02))
     add_roller_columns(result).to_csv(tmp_path / "after.csv")

@@ -80,14 +80,20 @@ class StreamedCsv:
     next stretch. ``to_csv(result, path)`` then writes the bytes ``result.to_csv(path)`` writes:
     columns a postprocessor appended to the solved ones (``SimulationResult.with_columns``) are
     formatted then and joined to the rows' text; a result whose solved columns differ from the
-    rows handed over is written by ``result.to_csv`` itself."""
+    rows handed over is written by ``result.to_csv`` itself. ``derive`` (a model's
+    ``postprocess_rows``, made for the solved columns): the appended columns of the next rows,
+    handed the rows in order; they are then formatted on the thread as well, and written when
+    they are, bit for bit, the result's appended columns."""
 
     # rows per format call on the thread: a short hold of the GIL, which the solving thread
     # needs back between its stretches (a 512-row call holds it ~10 ms)
     BLOCK = 32
 
-    def __init__(self):
+    def __init__(self, derive=None):
         import queue
+
+        self._derive = derive
+        self._derived = []  # the derived columns' blocks, to check against the result's
 
         self._todo = queue.SimpleQueue()
         self._lines = []  # the rows formatted so far, without their line ends
@@ -105,14 +111,18 @@ class StreamedCsv:
         self._todo.put(stop)
 
     def _format(self) -> None:
-        data, done = self._data, 0
-        line = ",".join(["%.17g"] * data.shape[1])
+        data, done, line = self._data, 0, None
         while True:
             stop = self._todo.get()
             if stop is None:
                 return
             for start in range(done, stop, self.BLOCK):
                 block = data[start:min(stop, start + self.BLOCK)]
+                if self._derive is not None:
+                    more = np.asarray(self._derive(block), dtype=float)
+                    self._derived.append(more)
+                    block = np.concatenate([block, more], axis=1)
+                line = line or ",".join(["%.17g"] * block.shape[1])
                 text = "\n".join([line] * block.shape[0]) % tuple(block.ravel().tolist())
                 self._lines.extend(text.split("\n"))
             done = max(done, stop)
@@ -134,7 +144,13 @@ class StreamedCsv:
             return
         extra = np.asarray(result.data[:, n:], dtype=float)
         lines = self._lines
-        if extra.shape[1]:
+        if self._derive is not None:
+            derived = np.concatenate(self._derived) if self._derived else None
+            if derived is None or derived.shape != extra.shape or not np.array_equal(
+                    derived.view(np.int64), np.ascontiguousarray(extra).view(np.int64)):
+                result.to_csv(path)  # the result's own columns, not those the thread made
+                return
+        elif extra.shape[1]:
             lines = map(",".join, zip(lines, *[_column_text(extra[:, j]) for j in range(extra.shape[1])]))
         text = "\n".join(lines) + "\n"
         with open(path, "w", newline="") as fh:

@@ -387,6 +387,34 @@ def add_roller_columns(result):
     return result.with_columns(names, extra)
 
 
+class RollerRows:
+    """``add_roller_columns``'s columns, computed for successive blocks of rows (``simulate
+    --csv`` formats them while the solve runs): each block's increments use the row before it,
+    and the sums go on from the last row's angles, added row after row as np.cumsum adds them,
+    so the values are those of the whole table's, bit for bit."""
+
+    def __init__(self, names):
+        names = list(names)
+        self._cols = [(names.index("t"), names.index(f"wheel{i}_axle"), names.index(f"wr{i}")) for i in (1, 2, 3)]
+        self._last = None  # the previous block's last row
+        self._angles = None  # (3, N_ROLLERS): the angles at that row
+
+    def __call__(self, rows):
+        rows = np.asarray(rows, dtype=float)
+        ext = rows if self._last is None else np.concatenate([self._last, rows])
+        out = []
+        for k, (it, ith, iw) in enumerate(self._cols):
+            t, theta, w = ext[:, it], ext[:, ith], ext[:, iw]
+            steps = np.zeros((len(t), N_ROLLERS))
+            if len(t) > 1:
+                steps[np.arange(1, len(t)), contact_roller(theta)[1:]] = 0.5 * (w[1:] + w[:-1]) * (t[1:] - t[:-1])
+            if self._last is not None:
+                steps[0] = self._angles[k]  # the sums go on from the last row's (its own step is in them)
+            out.append(np.cumsum(steps, axis=0)[len(ext) - len(rows):])
+        self._last, self._angles = rows[-1:].copy(), [a[-1].copy() for a in out]
+        return np.concatenate(out, axis=1)
+
+
 def write_config(estimates: dict, out_path, notes: dict | None = None, source=None) -> Path:
     """Write a copy of the Robotino parameter YAML (``source``, default the one in use) with the
     fitted run-time parameters substituted, each noted with where its value came from. The twin
@@ -425,11 +453,11 @@ def _build_twist():
 
 ENTRIES = [
     ModelEntry("robotino", _build_rose, "Festo Robotino on the rose path of Damic & Cohodar Husic (2025)",
-               defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
+               defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns, postprocess_rows=RollerRows),
     ModelEntry("robotino_firmware", _build_firmware,
                "Festo Robotino on the rose path, drive voltage clipped at the supply with anti-windup",
-               defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns),
+               defaults=dict(t_end=50.0, dt_out=0.02), postprocess=add_roller_columns, postprocess_rows=RollerRows),
     ModelEntry("robotino_twist", _build_twist, "Festo Robotino driven by a body twist (vx_cmd, vy_cmd, wz_cmd)",
-               defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns,
+               defaults=dict(t_end=5.0, dt_out=0.02), postprocess=add_roller_columns, postprocess_rows=RollerRows,
                write_config=write_config),
 ]
