@@ -93,13 +93,14 @@ def _check_run_options(t_end, dt_out, args):
     return solver_options(args)
 
 
-def _write_csv(result, out, rows=None):
+def _write_csv(result, out, rows=None, staged=None):
     """Stage the CSV (bondsim_ros.outfiles.Output), put in place once the plots are written too:
-    a failed write (disk full) or a failed plot leaves neither a partial file nor a replaced one."""
+    a failed write (disk full) or a failed plot leaves neither a partial file nor a replaced one.
+    ``rows``: the StreamedCsv of the run, writing ``staged``'s file while it solved."""
     from bondsim_ros.cliargs import CLIError
     from bondsim_ros.outfiles import Output
 
-    staged = Output(out, "--csv", stdout_ok=True)
+    staged = staged or Output(out, "--csv", stdout_ok=True)
     try:
         if rows is not None:  # formatted while it was solved (bondgraph.simulation.StreamedCsv)
             rows.to_csv(result, staged.stage())
@@ -147,7 +148,7 @@ def cmd_simulate(args) -> int:
     if args.plot:
         check_output_path(args.plot, "--plot")
     params = _params(args.param)
-    rows = result = None
+    rows = result = staged = None
     try:
         tic = time.perf_counter()
         compiled = resolved.compile(log=log)
@@ -156,11 +157,21 @@ def cmd_simulate(args) -> int:
             if name not in compiled.param_names:
                 raise CLIError(f"model {compiled.name!r} has no parameter {name!r} "
                                f"(has: {', '.join(compiled.param_names) or 'none'})")
-        if csv_out is not None:  # the CSV formatted while the solve runs
+        if csv_out is not None:  # the CSV formatted, and written when it can be, while the solve runs
             from bondsim_ros.bondgraph.simulation import StreamedCsv
+            from bondsim_ros.outfiles import Output
 
-            derive = entry.postprocess_rows if entry is not None else None
-            rows = StreamedCsv(derive(["t"] + list(compiled.output_names)) if derive is not None else None)
+            names = ["t"] + list(compiled.output_names)
+            make = entry.postprocess_rows if entry is not None else None
+            derive = make(names) if make is not None else None
+            if derive is not None:
+                names += list(derive.names)
+            known = derive is not None or entry is None or entry.postprocess is None  # the header
+            staged = Output(csv_out, "--csv", stdout_ok=True) if known else None
+            try:
+                rows = StreamedCsv(derive, path=staged.stage() if known else None, names=names)
+            except OSError as exc:
+                raise CLIError(f"--csv {csv_out}: cannot write: {exc.strerror or exc}") from None
         result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, quiet=args.quiet,
                           rows=rows)
     except ModelError as exc:
@@ -170,10 +181,12 @@ def cmd_simulate(args) -> int:
     finally:
         if rows is not None and result is None:
             rows.close()
+            if staged is not None:
+                staged.discard()
     if entry is not None and entry.postprocess is not None:
         result = entry.postprocess(result)
     _warn_not_finite(result)
-    csv_tmp = _write_csv(result, csv_out, rows) if csv_out is not None else None
+    csv_tmp = _write_csv(result, csv_out, rows, staged) if csv_out is not None else None
     written = []
     try:
         if args.plot:

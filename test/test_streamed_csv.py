@@ -137,3 +137,34 @@ def test_robotino_command_csv_is_that_of_the_result_written_after_the_solve(tmp_
     result = simulate(compile_model(model), t_end=10, dt_out=0.02, options=SolverOptions(hmax=0.02))
     add_roller_columns(result).to_csv(tmp_path / "after.csv")
     assert out.read_bytes() == (tmp_path / "after.csv").read_bytes()
+
+
+def test_rows_written_by_the_thread_are_the_file_to_csv_writes(tmp_path):
+    data = _table(200, 4, 7)
+    names = ["a", "b", "c", "d"]
+    result = SimulationResult(names=names, data=data)
+    result.to_csv(tmp_path / "after.csv")
+    path = tmp_path / "streamed.csv"
+    rows = StreamedCsv(path=path, names=names)
+    for stop in (1, 64, 200):
+        rows.rows_ready(data, stop)
+    rows.to_csv(result, path)
+    assert path.read_bytes() == (tmp_path / "after.csv").read_bytes()
+    # a result other than the rows written (another header, appended columns): rewritten
+    for other in (SimulationResult(names=["a", "b", "c", "x"], data=data),
+                  result.with_columns(["e"], [data[:, 0] * 2.0])):
+        rows = StreamedCsv(path=path, names=names)
+        rows.rows_ready(data, 200)
+        rows.to_csv(other, path)
+        other.to_csv(tmp_path / "after.csv")
+        assert path.read_bytes() == (tmp_path / "after.csv").read_bytes()
+
+
+def test_a_file_the_thread_cannot_write_is_an_error_of_to_csv(tmp_path):
+    import pytest
+
+    data = _table(20, 2, 8)
+    rows = StreamedCsv(path=tmp_path / "no" / "such" / "folder.csv", names=["a", "b"])
+    rows.rows_ready(data, 20)
+    with pytest.raises(OSError):
+        rows.to_csv(SimulationResult(names=["a", "b"], data=data), tmp_path / "no" / "such" / "folder.csv")

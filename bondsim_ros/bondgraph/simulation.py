@@ -83,20 +83,23 @@ class StreamedCsv:
     rows handed over is written by ``result.to_csv`` itself. ``derive`` (a model's
     ``postprocess_rows``, made for the solved columns): the appended columns of the next rows,
     handed the rows in order; they are then formatted on the thread as well, and written when
-    they are, bit for bit, the result's appended columns."""
+    they are, bit for bit, the result's appended columns. ``path`` and ``names`` (the header,
+    appended columns included): the thread writes the file as it goes, rewritten by
+    ``result.to_csv`` when the result is not what was written."""
 
     # rows per format call on the thread: a short hold of the GIL, which the solving thread
     # needs back between its stretches (a 512-row call holds it ~10 ms)
     BLOCK = 32
 
-    def __init__(self, derive=None):
+    def __init__(self, derive=None, path=None, names=None):
         import queue
 
         self._derive = derive
         self._derived = []  # the derived columns' blocks, to check against the result's
-
+        self._path, self._names = (path, list(names)) if path is not None and names is not None else (None, None)
+        self._error = None  # an OSError of the thread's writing, raised by to_csv
         self._todo = queue.SimpleQueue()
-        self._lines = []  # the rows formatted so far, without their line ends
+        self._lines = []  # without a path: the rows formatted so far, without their line ends
         self._data = None
         self._thread = None
 
@@ -111,11 +114,17 @@ class StreamedCsv:
         self._todo.put(stop)
 
     def _format(self) -> None:
-        data, done, line = self._data, 0, None
+        data, done, line, fh = self._data, 0, None, None
+        if self._path is not None:
+            try:
+                fh = open(self._path, "w", newline="")
+                csv.writer(fh).writerow(self._names)
+            except OSError as exc:
+                self._error = exc
         while True:
             stop = self._todo.get()
             if stop is None:
-                return
+                break
             for start in range(done, stop, self.BLOCK):
                 block = data[start:min(stop, start + self.BLOCK)]
                 if self._derive is not None:
@@ -124,17 +133,31 @@ class StreamedCsv:
                     block = np.concatenate([block, more], axis=1)
                 line = line or ",".join(["%.17g"] * block.shape[1])
                 text = "\n".join([line] * block.shape[0]) % tuple(block.ravel().tolist())
-                self._lines.extend(text.split("\n"))
+                if self._path is None:
+                    self._lines.extend(text.split("\n"))
+                elif fh is not None:
+                    try:
+                        fh.write(text + "\n")
+                    except OSError as exc:
+                        self._error, fh = exc, None
             done = max(done, stop)
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError as exc:
+                self._error = exc
 
     def close(self) -> None:
         """Stop the thread (once the rows are all in, or the solve failed)."""
         if self._thread is not None:
             self._todo.put(None)
             self._thread.join()
+            self._thread = None
 
     def to_csv(self, result: SimulationResult, path) -> None:
         self.close()
+        if self._error is not None:
+            raise self._error
         data = self._data
         n = 0 if data is None else data.shape[1]
         solved = result.data[:, :n] if result.data.ndim == 2 else None
@@ -151,7 +174,14 @@ class StreamedCsv:
                 result.to_csv(path)  # the result's own columns, not those the thread made
                 return
         elif extra.shape[1]:
+            if self._path is not None:  # the thread wrote rows without the appended columns
+                result.to_csv(path)
+                return
             lines = map(",".join, zip(lines, *[_column_text(extra[:, j]) for j in range(extra.shape[1])]))
+        if self._path is not None:
+            if str(path) != str(self._path) or list(result.names) != self._names:
+                result.to_csv(path)
+            return  # written by the thread
         text = "\n".join(lines) + "\n"
         with open(path, "w", newline="") as fh:
             csv.writer(fh).writerow(result.names)

@@ -57,9 +57,9 @@ class ModelEntry:
     plot: Callable | None = None
     defaults: dict = field(default_factory=dict)  # suggested simulate span (t_end, dt_out)
     postprocess: Callable | None = None  # postprocess(result) -> result with derived columns
-    # postprocess_rows(names) -> derive: derive(rows) the columns postprocess appends, for the
-    # table's next rows (2-D, columns ``names``, handed over in order), bit for bit; lets
-    # `simulate --csv` format them while the solve runs. None: they are formatted after it
+    # postprocess_rows(names) -> derive: derive(rows) the columns postprocess appends (named
+    # derive.names), for the table's next rows (2-D, columns ``names``, handed over in order),
+    # bit for bit; lets `simulate --csv` write them while the solve runs. None: after it
     postprocess_rows: Callable | None = None
     # write_config(estimates: dict, out_path, notes: dict): the model's parameter file with fitted
     # values substituted (``bondsim-ros fit --config-out``), for models built from one

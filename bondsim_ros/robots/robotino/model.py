@@ -396,6 +396,7 @@ class RollerRows:
     def __init__(self, names):
         names = list(names)
         self._cols = [(names.index("t"), names.index(f"wheel{i}_axle"), names.index(f"wr{i}")) for i in (1, 2, 3)]
+        self.names = [f"wheel{i}_roller{j + 1}" for i in (1, 2, 3) for j in range(N_ROLLERS)]
         self._last = None  # the previous block's last row
         self._angles = None  # (3, N_ROLLERS): the angles at that row
 
