@@ -371,13 +371,15 @@ def test_draw_refuses_an_unwritable_output_and_a_broken_model(tmp_path, capsys):
 
 
 def test_a_failed_csv_write_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
-    from bondsim_ros.bondgraph.simulation import SimulationResult
+    from bondsim_ros.bondgraph.simulation import SimulationResult, StreamedCsv
 
-    def full_disk(self, path):
-        Path(path).write_text("t,partial\n")
+    def full_disk(self, *result_path):
+        Path(result_path[-1]).write_text("t,partial\n")
         raise OSError(errno.ENOSPC, "No space left on device")
 
+    # the CSV written after the run, or by the thread formatting it during the run
     monkeypatch.setattr(SimulationResult, "to_csv", full_disk)
+    monkeypatch.setattr(StreamedCsv, "to_csv", full_disk)
     out = tmp_path / "out.csv"
     rc, err = run(simulate_args(MODELS / "rc_step.yaml", "--csv", out), capsys)
     assert rc == 2 and "No space left on device" in err
