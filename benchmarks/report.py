@@ -414,7 +414,8 @@ SECTIONS = [
      "the first run on a machine (gcc builds the core in the background from the command's start, "
      "while the model is built). "
      "The CPU time (user + system of the command and its compilers) moves far less with the load "
-     "of a shared machine than the wall time; wall close to CPU means the run had one core to itself.",
+     "of a shared machine than the wall time. A warm run's CPU time exceeds its wall time: a second "
+     "thread formats and writes the CSV while the solver core computes the next rows.",
      cli_bench),
     ("small_runs", "Small models: set-up plus solve per run, against IDA with its set-up",
      "What a fit or a parameter sweep pays per simulation of a small model (rtol 1e-6, atol 1e-8), each run "
