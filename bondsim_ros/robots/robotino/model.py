@@ -363,9 +363,10 @@ def contact_roller(theta):
     return (-k) % N_ROLLERS
 
 
-def roller_angles(t, theta, omega_roller):
+def roller_angles(t, theta, omega_roller, start=None):
     """Angle of each of the six rollers: the contact roller turns with omega_roller, the others coast
-    at their last angle (the paper's model has one contact roller per wheel)."""
+    at their last angle (the paper's model has one contact roller per wheel). ``start``: the six
+    angles at the first row (default zeros), so that a table can be taken in blocks."""
     t, theta, w = map(np.asarray, (t, theta, omega_roller))
     # each row's trapezoid increment on its contact roller, summed down the rows in order
     # (np.cumsum adds row after row; the other rollers add +0.0, which changes no sum that
@@ -373,18 +374,15 @@ def roller_angles(t, theta, omega_roller):
     steps = np.zeros((len(t), N_ROLLERS))
     if len(t) > 1:
         steps[np.arange(1, len(t)), contact_roller(theta)[1:]] = 0.5 * (w[1:] + w[:-1]) * (t[1:] - t[:-1])
+    if start is not None:
+        steps[0] = start
     return np.cumsum(steps, axis=0)
 
 
 def add_roller_columns(result):
     """Append wheel{i}_roller{j} joint columns to a SimulationResult (document order kept in names)."""
-    extra, names = [], []
-    for i in (1, 2, 3):
-        ang = roller_angles(result.t, result[f"wheel{i}_axle"], result[f"wr{i}"])
-        for j in range(N_ROLLERS):
-            names.append(f"wheel{i}_roller{j + 1}")
-            extra.append(ang[:, j])
-    return result.with_columns(names, extra)
+    rows = RollerRows(result.names)
+    return result.with_columns(rows.names, rows(result.data).T)
 
 
 class RollerRows:
@@ -405,13 +403,8 @@ class RollerRows:
         ext = rows if self._last is None else np.concatenate([self._last, rows])
         out = []
         for k, (it, ith, iw) in enumerate(self._cols):
-            t, theta, w = ext[:, it], ext[:, ith], ext[:, iw]
-            steps = np.zeros((len(t), N_ROLLERS))
-            if len(t) > 1:
-                steps[np.arange(1, len(t)), contact_roller(theta)[1:]] = 0.5 * (w[1:] + w[:-1]) * (t[1:] - t[:-1])
-            if self._last is not None:
-                steps[0] = self._angles[k]  # the sums go on from the last row's (its own step is in them)
-            out.append(np.cumsum(steps, axis=0)[len(ext) - len(rows):])
+            start = None if self._last is None else self._angles[k]  # its own step is in them
+            out.append(roller_angles(ext[:, it], ext[:, ith], ext[:, iw], start)[len(ext) - len(rows):])
         self._last, self._angles = rows[-1:].copy(), [a[-1].copy() for a in out]
         return np.concatenate(out, axis=1)
 
