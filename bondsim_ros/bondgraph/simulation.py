@@ -54,13 +54,18 @@ class SimulationResult:
             if data.ndim != 2:
                 np.savetxt(fh, data, fmt="%.17g", delimiter=",")
                 return
-            line = ",".join(["%.17g"] * data.shape[1]) + "\n"
             for start in range(0, data.shape[0], _CSV_BLOCK):
-                block = data[start:start + _CSV_BLOCK]
-                fh.write((line * block.shape[0]) % tuple(block.ravel().tolist()))
+                fh.write(_rows_text(data[start:start + _CSV_BLOCK]))
 
 
 _CSV_BLOCK = 512  # rows formatted by one call
+
+
+def _rows_text(block: np.ndarray) -> str:
+    """The rows of a 2-D float block as CSV text, '%.17g' comma-separated, each line ending in a
+    newline: what np.savetxt(fmt="%.17g", delimiter=",") writes, one format call for the block."""
+    line = ",".join(["%.17g"] * block.shape[1]) + "\n"
+    return (line * block.shape[0]) % tuple(block.ravel().tolist())
 
 
 def _column_text(column: np.ndarray) -> list:
@@ -114,7 +119,7 @@ class StreamedCsv:
         self._todo.put(stop)
 
     def _format(self) -> None:
-        data, done, line, fh = self._data, 0, None, None
+        data, done, fh = self._data, 0, None
         if self._path is not None:
             try:
                 fh = open(self._path, "w", newline="")
@@ -131,13 +136,12 @@ class StreamedCsv:
                     more = np.asarray(self._derive(block), dtype=float)
                     self._derived.append(more)
                     block = np.concatenate([block, more], axis=1)
-                line = line or ",".join(["%.17g"] * block.shape[1])
-                text = "\n".join([line] * block.shape[0]) % tuple(block.ravel().tolist())
+                text = _rows_text(block)
                 if self._path is None:
-                    self._lines.extend(text.split("\n"))
+                    self._lines.extend(text[:-1].split("\n"))
                 elif fh is not None:
                     try:
-                        fh.write(text + "\n")
+                        fh.write(text)
                     except OSError as exc:
                         self._error, fh = exc, None
             done = max(done, stop)
