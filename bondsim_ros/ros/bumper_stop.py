@@ -18,12 +18,13 @@ from rclpy.node import Node
 from std_msgs.msg import Bool
 
 from ._env import Param, declare_parameters, overrides_to_parameters, run_node
+from .cmd_vel_type import STAMPED, next_kind, publisher_kinds
 
 PARAMS = {
     "cmd_vel_in": Param("cmd_vel", "velocity commands to pass on (Nav2's, a teleop's)"),
     "cmd_vel_out": Param("cmd_vel_bumper", "where they go: the twin's cmd_vel_topic"),
-    "cmd_vel_type": Param("auto", "auto (the first publisher's type) | twist | stamped", choices=("auto", "twist",
-                          "stamped")),
+    "cmd_vel_type": Param("auto", "auto (the publishers' type; stamped where both are) | twist | stamped",
+                          choices=("auto", "twist", "stamped")),
     "bumper_topic": Param("bumper", "std_msgs/Bool contact (sensor_node's, rto_node's topic)"),
     "bumper_timeout": Param(2.0, "seconds commands are held at zero after a contact (rto_node's bumper_timeout)",
                             low=0.0, high=3600.0),
@@ -52,17 +53,17 @@ class BumperStop(Node):
             self._connect(p["cmd_vel_type"])
 
     def _find_type(self):
-        """Subscribe with the type of the first publisher seen on cmd_vel_in (one type per topic
-        and process: guessing would break an in-process publisher of the other type)."""
+        """Subscribe with the type of the publishers seen on cmd_vel_in (one type per topic and
+        process: guessing would break an in-process publisher of the other type), as the
+        dynamics node picks it (cmd_vel_type.next_kind)."""
         topic = self.resolve_topic_name(self.p["cmd_vel_in"])
-        for info in self.get_publishers_info_by_topic(topic):
-            if info.topic_type in ("geometry_msgs/msg/Twist", "geometry_msgs/msg/TwistStamped"):
-                self._connect("stamped" if info.topic_type.endswith("Stamped") else "twist")
-                self._auto_timer.cancel()
-                return
+        kind = next_kind(publisher_kinds(info.topic_type for info in self.get_publishers_info_by_topic(topic)), None)
+        if kind is not None:
+            self._connect(kind)
+            self._auto_timer.cancel()
 
     def _connect(self, kind):
-        msg_type = TwistStamped if kind == "stamped" else Twist
+        msg_type = TwistStamped if kind == STAMPED else Twist
         self.pub = self.create_publisher(msg_type, self.p["cmd_vel_out"], 10)
         self.create_subscription(msg_type, self.p["cmd_vel_in"], self._on_cmd, 10)
         self.kind = kind
@@ -73,7 +74,7 @@ class BumperStop(Node):
         return time.monotonic() < self.hold_until
 
     def _zero(self, like=None):
-        if self.kind == "stamped":
+        if self.kind == STAMPED:
             out = TwistStamped()
             if like is not None:
                 out.header = like.header
