@@ -66,12 +66,12 @@ def measure(label, build, pname, values, t_end, dt_out, repeat):
     from c_ida import CIDA
 
     from bondsim_ros.bondgraph.codegen import compile_model
-    from bondsim_ros.bondgraph.simulation import _output_times, simulate, simulate_many
+    from bondsim_ros.bondgraph.simulation import output_times, simulate, simulate_many
     from bondsim_ros.solver import BDFSolver
 
     model = run_time_model(build, pname)
     c = compile_model(model)
-    t_out = _output_times(0.0, t_end, dt_out)
+    t_out = output_times(0.0, t_end, dt_out)
     sets = [{"p_" + pname: v} for v in values]
     vecs = []
     for s in sets:

@@ -344,10 +344,12 @@ def _prepare(model, t0, t_end, dt_out, log):
         raise ValueError(f"dt_out must be positive, got {dt_out}")
     tic = time.perf_counter()
     compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
-    return compiled, time.perf_counter() - tic, _output_times(t0, t_end, dt_out)
+    return compiled, time.perf_counter() - tic, output_times(t0, t_end, dt_out)
 
 
-def _output_times(t0, t_end, dt_out) -> np.ndarray:
+def output_times(t0, t_end, dt_out) -> np.ndarray:
+    """The output times of a run from ``t0`` (not included) to ``t_end``: every ``dt_out``, and
+    ``t_end`` itself where it is not one of them."""
     n = int(math.floor((t_end - t0) / dt_out + 1e-9))
     t_out = t0 + dt_out * np.arange(1, n + 1)
     if t_out.size == 0 or t_out[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):

@@ -269,17 +269,10 @@ def _check_span(t_end, dt_out) -> None:
                          f"(limit {MAX_OUTPUT_ROWS}): use a larger dt_out", "t_end, dt_out")
 
 
-def _output_times(t_end: float, dt_out: float) -> np.ndarray:
-    """The output times of a run, as :func:`simulate` lays them out."""
-    n = int(math.floor(t_end / dt_out + 1e-9))
-    t = dt_out * np.arange(0, n + 1)
-    if t[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):
-        t = np.append(t, t_end)
-    return t
-
-
 def _check_at(at, t_end, dt_out) -> tuple:
-    times = _output_times(t_end, dt_out)
+    from bondsim_ros.bondgraph.simulation import output_times
+
+    times = np.concatenate([[0.0], output_times(0.0, t_end, dt_out)])  # a run's rows: its start, then these
     out = []
     for when in at:
         when = float(when)
