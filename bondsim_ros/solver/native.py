@@ -63,26 +63,53 @@ def compiler() -> str:
 _versions: dict = {}
 
 
+def _remembered(kind: str, key: list):
+    """The text stored in the cache's host/ folder for ``key`` (a JSON list naming what the
+    value depends on), or None when none is stored or it was stored for another key."""
+    memo = _memo_path(kind, key)
+    try:
+        with open(memo) as fh:
+            known = json.load(fh)
+        if isinstance(known, list) and len(known) == 2 and known[0] == key and isinstance(known[1], str):
+            return known[1]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _remember(kind: str, key: list, value: str) -> None:
+    """Store ``value`` for ``key``, whole or not at all (a read-only cache: asked again next time)."""
+    memo = _memo_path(kind, key)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([key, value]))
+        os.replace(tmp, memo)
+    except OSError:
+        pass
+
+
+def _memo_path(kind: str, key: list) -> Path:
+    return cache_root() / "host" / f"{kind}_{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]}.json"
+
+
 def _compiler_id(cc: str) -> str:
     """The first line of ``cc --version``, remembered in the cache for the compiler's binary as
     it is now (path, size, modification time, inode): a warm run then starts no compiler
     process (10 ms) to find the solver core's library."""
     if cc not in _versions:
         binary = shutil.which(cc)
-        stamp, memo = None, None
+        stamp = None
         if binary:
             try:
                 st = os.stat(binary)
-                real = os.path.realpath(binary)
-                stamp = [real, st.st_size, st.st_mtime_ns, st.st_ino]
-                memo = cache_root() / "host" / f"cc_{hashlib.sha256(real.encode()).hexdigest()[:16]}.json"
-                with open(memo) as fh:
-                    known = json.load(fh)
-                if known[:4] == stamp and isinstance(known[4], str):
-                    _versions[cc] = known[4]
-                    return known[4]
-            except (OSError, ValueError, TypeError, IndexError):
+                stamp = [os.path.realpath(binary), st.st_size, st.st_mtime_ns, st.st_ino]
+            except OSError:
                 pass
+        known = _remembered("cc", stamp) if stamp is not None else None
+        if known is not None:
+            _versions[cc] = known
+            return known
         import subprocess  # here: a warm run, its libraries built, starts no process (2 ms of import)
 
         try:
@@ -90,14 +117,8 @@ def _compiler_id(cc: str) -> str:
         except OSError as exc:
             raise NativeBuildError(f"C compiler {cc!r} does not run: {exc}") from None
         _versions[cc] = out.stdout.splitlines()[0] if out.stdout else cc
-        if memo is not None and out.returncode == 0:
-            try:  # whole or not at all; a read-only cache asks the compiler again next time
-                memo.parent.mkdir(parents=True, exist_ok=True)
-                tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(stamp + [_versions[cc]]))
-                os.replace(tmp, memo)
-            except OSError:
-                pass
+        if stamp is not None and out.returncode == 0:
+            _remember("cc", stamp, _versions[cc])
     return _versions[cc]
 
 
@@ -129,23 +150,11 @@ def host_id() -> str:
 def _processor(platform, cpu: list) -> str:
     """``platform.processor()`` (on Linux a ``uname -p`` process, 2-5 ms), remembered in the
     cache for this CPU and kernel."""
-    key = "\0".join([platform.machine(), platform.release()] + cpu)
-    memo = cache_root() / "host" / f"cpu_{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
-    try:
-        with open(memo) as fh:
-            known = json.load(fh)
-        if isinstance(known, list) and len(known) == 2 and known[0] == key and isinstance(known[1], str):
-            return known[1]
-    except (OSError, ValueError):
-        pass
-    value = platform.processor()
-    try:  # whole or not at all
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([key, value]))
-        os.replace(tmp, memo)
-    except OSError:
-        pass
+    key = [platform.machine(), platform.release()] + cpu
+    value = _remembered("cpu", key)
+    if value is None:
+        value = platform.processor()
+        _remember("cpu", key, value)
     return value
 
 
