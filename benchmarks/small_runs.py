@@ -11,7 +11,9 @@ adds time):
   in, + ``advance``: the same work as the C-IDA run below, which is handed them;
 - ``C-IDA``: SUNDIALS IDA from C (``benchmarks/c_ida.py``), one ``run`` per run: IDACreate,
   IDAInit, tolerances, the dense linear solver, the integration and IDAFree, from Python
-  through ctypes (its set-up is part of each run);
+  through ctypes (its set-up is part of each run). With ``--sundials-prefix PREFIX`` (or
+  ``BONDSIM_SUNDIALS_PREFIX``) it is the SUNDIALS built there from source (``-O3
+  -march=native``, IDA's fastest build here), else Debian's ``libsundials-dev``;
 - ``simulate`` / ``simulate_many``: the simulation layer, output columns and results included
   (``simulate`` builds nothing: it is handed the compiled model): a sweep of --repeat
   ``simulate`` calls against one ``simulate_many`` over the same sets, per run, the faster of
@@ -22,7 +24,7 @@ The models are solver_bench's mass-spring-damper (10 s, output every 0.01 s) and
 (a model parameter made a run-time one: the damper's, the load's friction), and the
 reused solver's results are checked to be bit for bit the new solver's.
 
-    python benchmarks/small_runs.py [--repeat 300] [--record]
+    python benchmarks/small_runs.py [--repeat 300] [--sundials-prefix PREFIX] [--record]
 """
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ def run_time_model(build, name):
     return model
 
 
-def measure(label, build, pname, values, t_end, dt_out, repeat):
+def measure(label, build, pname, values, t_end, dt_out, repeat, prefix=None):
     from c_ida import CIDA
 
     from bondsim_ros.bondgraph.codegen import compile_model
@@ -90,7 +92,7 @@ def measure(label, build, pname, values, t_end, dt_out, repeat):
     reused.init(0.0, c.y0)
     given = BDFSolver(problem, options=OPTIONS)
     given.init(0.0, c.y0)
-    cida = CIDA(model, c, log=lambda msg: None)
+    cida = CIDA(model, c, log=lambda msg: None, prefix=prefix)
 
     def new_solver(k):
         problem.params[:] = vecs[k]
@@ -158,13 +160,21 @@ def _timed(fn) -> float:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=300, help="runs of each kind per model (min taken)")
+    ap.add_argument("--sundials-prefix", default=None,
+                    help="install prefix of a SUNDIALS built from source (default: $BONDSIM_SUNDIALS_PREFIX, "
+                         "else Debian's libsundials-dev)")
     record.add_argument(ap, "small_runs")
     a = ap.parse_args()
+    from c_ida import native_prefix
+
+    prefix = a.sundials_prefix or native_prefix()
+    ida_build = "native (-O3 -march=native)" if prefix else "Debian's libsundials-dev"
+    print(f"C-IDA: {ida_build}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; min of {a.repeat} runs each, in microseconds")
     out = []
     for label, build, pname, values, t_end, dt_out in models():
-        r = measure(label, build, pname, values, t_end, dt_out, a.repeat)
+        r = measure(label, build, pname, values, t_end, dt_out, a.repeat, prefix)
         out.append(r)
         print(f"{label} (n = {r['n']}, {r['outputs']} output times, {r['steps']} steps):")
         for key, us in r["us_per_run"].items():
@@ -173,7 +183,8 @@ def main():
               f"reused with values given / C-IDA {r['ratio_given_to_cida']:.2f}; "
               f"simulate_many / simulate {r['ratio_many_to_simulate']:.2f}")
     if a.record:
-        record.write("small_runs", sys.argv[1:], {"rtol": RTOL, "atol": ATOL, "repeat": a.repeat, "models": out})
+        record.write("small_runs", sys.argv[1:], {"rtol": RTOL, "atol": ATOL, "repeat": a.repeat, "ida": ida_build,
+                                                   "models": out}, placeholders={"--sundials-prefix": "PREFIX"})
 
 
 if __name__ == "__main__":

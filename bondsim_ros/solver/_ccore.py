@@ -254,6 +254,10 @@ def library() -> ctypes.CDLL:
     lib.bdf_output_rows.restype = None
     lib.bdf_has_klu.argtypes, lib.bdf_has_klu.restype = [], _I
     lib.bdf_release.argtypes, lib.bdf_release.restype = [_P, _I], None
+    lib.bdf_consistent_work_size.argtypes, lib.bdf_consistent_work_size.restype = [_I, _I, _I, _I], _I
+    lib.bdf_consistent.argtypes = [_P, _D, _P, _P, _P, _I, _P, _I, _P, _D, _I, _P, _P]
+    lib.bdf_consistent.restype = _I
+    lib.bdf_start.argtypes, lib.bdf_start.restype = [_P, _D, _P, _P, _D, _I, _I], _D
     if lib.bdf_struct_size() != ctypes.sizeof(Solver):
         raise native.NativeBuildError("bdf_core.c's solver_t and _ccore.Solver disagree")
     _libs[want] = lib
@@ -316,8 +320,29 @@ class Core:
         self._ist = self._arrays["ist"]
         self._advance = lib.bdf_advance
         self._own = self._pointing = None  # the small-output buffers: made on first use
+        self._ci_work = None  # bdf_consistent's work space: made on first use
         if s.sparse == SPARSE_KLU:
             weakref.finalize(self, _release, lib, s)
+
+    def consistent(self, t0, y, yp, alg, W, fyp_key, tol, maxiter, fyp_out) -> int:
+        """bdf_consistent on y, yp (updated in place): CI_OK, CI_NEED_W (dF/dy' is not
+        ``fyp_key``; it is in ``fyp_out``) or CI_FALLBACK. W: dF/dy' = fyp_key's left null
+        space (n x m_w, C-contiguous)."""
+        n, m_w = self.s.n, W.shape[1]
+        size = self._lib.bdf_consistent_work_size(n, self.s.nnz, alg.shape[0], m_w)
+        work = self._ci_work
+        if work is None or work.shape[0] < size:
+            import numpy as np
+
+            work = self._ci_work = np.zeros(size)
+        return self._lib.bdf_consistent(self._ptr, t0, _addr(y), _addr(yp), _addr(alg) if alg.size else None,
+                                        alg.shape[0], _addr(W) if W.size else None, m_w, _addr(fyp_key), tol,
+                                        maxiter, _addr(work), _addr(fyp_out))
+
+    def start(self, t0, y, yp, h0, max_order, clear) -> float:
+        """bdf_start: a run from (t0, y, y') at order 1; the first step (h0, or from y' when
+        NaN); ``clear`` puts the arrays back to a new solver's state first."""
+        return self._lib.bdf_start(self._ptr, t0, _addr(y), _addr(yp), h0, max_order, int(bool(clear)))
 
     def release(self, keep_symbolic=True):
         """Free KLU's numeric factorisation (and its analysis unless ``keep_symbolic``): the

@@ -100,6 +100,10 @@ def _left_null_space(M) -> np.ndarray:
     return np.hstack([W, extra])
 
 
+# the core's consistent solve up to this many unknowns; above, numpy's LAPACK (blocked, BLAS)
+# outruns its unblocked QR, and a run's set-up is small beside its steps
+_CORE_CONSISTENT_MAX = 100
+
 _null_spaces: dict = {}  # dF/dy' (its bytes) -> its left null space, for small problems
 _NULL_SPACE_KEY_MAX = 8 * 100 * 100  # n <= 100: the key's hash costs nothing beside the SVD
 _NULL_SPACES_MAX = 32
@@ -373,6 +377,9 @@ class BDFSolver:
         self._R = np.zeros((3, n))  # F at the iterate, at t0 + eps and at t0 - eps
         self._vals = np.zeros(len(self.indices))
         self._W_key, self._W = None, None  # the last iteration's Fyp and its left null space
+        self._W_fyp = self._W_c = None  # the same as C-contiguous arrays, for the core's solve
+        self._fyp_out = np.zeros((n, n))  # dF/dy' as the core's solve found it
+        self._no_W = np.zeros((n, 0))
         res, jac = problem.residual, problem.jacobian
         if isinstance(res, native.CKernel) and isinstance(jac, native.CKernel) and res.kind == "res" \
                 and jac.kind == "jac":
@@ -450,8 +457,18 @@ class BDFSolver:
         return self.D[0].copy()
 
     def consistent(self, t0, y0, yp0=None, tol=1e-10, maxiter=50):
-        """Solve F(t0, y, y') = 0 for the algebraic y and all y' (differential y fixed)."""
+        """Solve F(t0, y, y') = 0 for the algebraic y and all y' (differential y fixed).
+
+        The core's solve (bdf_consistent) first: the same Newton, each iteration's least squares
+        by a pivoted QR in place of numpy's SVD, some 20 us less per call on a small model,
+        which a fit or sweep pays every run. The systems it leaves to this method are the
+        rank-deficient ones (a minimum-norm answer), those whose dF/dy' moves with the iterate,
+        and every failure, which this method names."""
         n = self.n
+        y = np.array(y0, dtype=float)
+        yp = np.zeros(n) if yp0 is None else np.array(yp0, dtype=float)
+        if self._consistent_in_core(float(t0), y, yp, tol, maxiter):
+            return y, yp
         y = np.array(y0, dtype=float)
         yp = np.zeros(n) if yp0 is None else np.array(yp0, dtype=float)
         alg = self._alg
@@ -478,7 +495,7 @@ class BDFSolver:
             # null space is taken again only for other values
             key = Fyp.tobytes()
             if key != self._W_key:
-                self._W_key, self._W = key, _null_space_of(key, Fyp)
+                self._set_null_space(key, Fyp)
             W = self._W
             eps = 1e-5 * max(1.0, abs(t0))
             R[1:] = 0.0
@@ -522,6 +539,32 @@ class BDFSolver:
                 f"initial values violate {self._eq(bad)}: residual {r[bad]:.3g} cannot be removed by "
                 f"adjusting algebraic unknowns (are the given states consistent with the constraints?)")
         return y, yp
+
+    def _set_null_space(self, key: bytes, Fyp):
+        """dF/dy' (its bytes ``key``) and its left null space, for both solves."""
+        self._W_key, self._W = key, _null_space_of(key, Fyp)
+        self._W_fyp = np.ascontiguousarray(Fyp, dtype=float)
+        self._W_c = np.ascontiguousarray(self._W, dtype=float)
+
+    def _consistent_in_core(self, t0, y, yp, tol, maxiter) -> bool:
+        """bdf_consistent on y, yp in place; True when it found the values (else they are
+        garbage). A dF/dy' other than the one whose null space is known is handed back at
+        once: its null space is taken (or found in the cache) and the solve starts again."""
+        if self.n > _CORE_CONSISTENT_MAX:
+            return False
+        for _ in range(2):
+            if self._W_fyp is None:  # no null space yet: a key nothing equals (NaN)
+                self._fyp_out[:] = np.nan
+                code = self._core.consistent(t0, y, yp, self._alg, self._no_W, self._fyp_out, tol, maxiter,
+                                             self._fyp_out)
+            else:
+                code = self._core.consistent(t0, y, yp, self._alg, self._W_c, self._W_fyp, tol, maxiter,
+                                             self._fyp_out)
+            if code != core.CI_NEED_W:
+                return code == core.CI_OK
+            Fyp = self._fyp_out.copy()
+            self._set_null_space(Fyp.tobytes(), Fyp)
+        return False
 
     def _set_modes(self, t, y, yp) -> bool:
         """The modes the laws pick at (t, y, y'); True if any changed."""
@@ -616,22 +659,17 @@ class BDFSolver:
         return vals
 
     def init(self, t0, y0, yp0=None, consistent=True):
+        return self._start(t0, y0, yp0, consistent, clear=False)
+
+    def _start(self, t0, y0, yp0, consistent, clear):
         y0 = np.asarray(y0, dtype=float)
         y = y0.copy()
         yp = np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy()
         y, yp = self._consistent_with_modes(t0, y, yp, consistent)
         self.index2[:] = self._index2(t0, y, yp)
         self.y, self.yp = y, yp
-        if self.h0 is not None:
-            h = float(self.h0)
-        else:
-            h = max(min(_step_from_derivative(y, yp, self._tested, self.atol, self.rtol), 1e-2, self.hmax), 1e-8)
-        self.D[:] = 0.0
-        self.D[0] = y
-        self.D[1] = yp * h
-        self.st[:] = 0.0
-        self.st[core.S_T], self.st[core.S_H] = t0, h
-        self._restart_order()
+        # D = [y, h y'], order 1, the first step from y' (bdf_start); clear: a new solver's arrays
+        self._core.start(float(t0), y, yp, math.nan if self.h0 is None else float(self.h0), self.max_order, clear)
         self.t = float(t0)
         return y, yp
 
@@ -647,13 +685,7 @@ class BDFSolver:
                 raise ValueError(f"reset: {p.shape[0]} parameter values given, the problem has {self.n_par}")
             self.pm[:self.n_par] = p
         self.pm[self.n_par:] = 0.0  # the modes: picked again by init
-        self._stats[:] = 0
-        self.G[:] = 0.0
-        self.piv[:] = 0
-        for a in self._lu:
-            a[:] = 0
-        self._core.release()
-        return self.init(t0, y0, yp0, consistent)
+        return self._start(t0, y0, yp0, consistent, clear=True)
 
     def set_params(self, p, restart=True):
         """New parameter values from the last output time on (the integrator may have stepped

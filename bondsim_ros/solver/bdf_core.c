@@ -808,19 +808,37 @@ static void after_success(double err_m, double err_n, double err_p, int64_t orde
     *factor_out = factor;
 }
 
-/* Write every output time the current step covers; returns the next output index. */
+/* Write every output time the current step covers; returns the next output index. The
+   polynomial's node shifts and 1/(h j) are taken once per step, not per output time: a small
+   model's run answers some five output times a step, and dense_output's ten divisions each
+   were a fifth of its time. */
 static int64_t emit_outputs(const solver_t *s, int64_t k_out, double t, double h, int64_t order, const double *D,
-                            int started, double *yo, double *ypo) {
+                            int started) {
     const int64_t n = s->n;
+    if (k_out >= s->n_out || s->t_out[k_out] > t) return k_out;
+    double shift[MAX_ORDER + 1], inv[MAX_ORDER + 1];
+    for (int64_t j = 1; j <= order; j++) {
+        shift[j] = t - h * (double)(j - 1);
+        inv[j] = 1.0 / (h * (double)j);
+    }
     while (k_out < s->n_out && s->t_out[k_out] <= t) {
+        double *Y = s->Yout + k_out * n, *YP = s->YPout + k_out * n;
         if (started) {
-            dense_output(n, s->t_out[k_out], t, h, order, D, yo, ypo);
+            const double t_eval = s->t_out[k_out];
+            for (int64_t m = 0; m < n; m++) { Y[m] = D[m]; YP[m] = 0.0; }
+            double prod = 1.0, dprod = 0.0; /* as dense_output */
+            for (int64_t j = 1; j <= order; j++) {
+                double x = (t_eval - shift[j]) * inv[j];
+                dprod = dprod * x + prod * inv[j];
+                prod = prod * x;
+                const double *Dj = D + j * n;
+                for (int64_t m = 0; m < n; m++) {
+                    Y[m] += Dj[m] * prod;
+                    YP[m] += Dj[m] * dprod;
+                }
+            }
         } else { /* no step yet: the initial point */
-            for (int64_t m = 0; m < n; m++) { yo[m] = D[m]; ypo[m] = D[n + m] / h; }
-        }
-        for (int64_t m = 0; m < n; m++) {
-            s->Yout[k_out * n + m] = yo[m];
-            s->YPout[k_out * n + m] = ypo[m];
+            for (int64_t m = 0; m < n; m++) { Y[m] = D[m]; YP[m] = D[n + m] / h; }
         }
         k_out++;
     }
@@ -1817,7 +1835,7 @@ int64_t bdf_advance(solver_t *s) {
 
     int status = OK;
     for (;;) {
-        L.k_out = emit_outputs(s, L.k_out, L.t, L.h, L.order, D, s->stats[ST_STEPS] > 0, w.yo, w.ypo);
+        L.k_out = emit_outputs(s, L.k_out, L.t, L.h, L.order, D, s->stats[ST_STEPS] > 0);
         if (L.k_out >= s->n_out) break;
         if (L.steps_here >= s->max_steps) { status = TOO_MANY; break; }
         begin_step(s, &w, &L);
@@ -1857,4 +1875,221 @@ void bdf_output_rows(res_fn fn, int64_t n_t, int64_t n, int64_t n_val, const dou
 /* The modes kernel of a problem with switching functions but no modes (writes nothing). */
 void bdf_no_modes(double t, const double *y, const double *yp, const double *p, double *out) {
     (void)t; (void)y; (void)yp; (void)p; (void)out;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* consistent initial values                                                          */
+/* ---------------------------------------------------------------------------------- */
+
+/* bdf_consistent's outcomes: the values are consistent; dF/dy' differs from the one whose left
+   null space the caller handed in (written to fyp_out, row-major, before anything moved); or
+   the caller's own solve is to decide (a rank-deficient or underdetermined system, values not
+   finite, no convergence: BDFSolver.consistent names what is wrong) */
+enum { CI_OK = 0, CI_NEED_W = 1, CI_FALLBACK = 2 };
+
+int64_t bdf_consistent_work_size(int64_t n, int64_t nnz, int64_t n_alg, int64_t m_w) {
+    const int64_t m = n + m_w, k = n_alg + n;
+    return nnz + 2 * n * n + m * k + m + 5 * n + 2 * k + k;
+}
+
+/* Least squares min |A x - b| for A (m x k, by columns, overwritten) of full column rank,
+   m >= k: Householder QR with column pivoting. Returns 0, or -1 when the rank is below k by
+   LAPACK's gelsd threshold (eps max(m, k) times the largest pivot): the minimum-norm answer
+   of a rank-deficient system is the caller's. x: k values; perm, norms: k each. */
+static int lstsq_qr(int64_t m, int64_t k, double *A, double *b, double *x, double *norms, int64_t *perm) {
+    for (int64_t j = 0; j < k; j++) perm[j] = j;
+    double r00 = 0.0;
+    const double rcond = EPS * (double)(m > k ? m : k);
+    for (int64_t j = 0; j < k; j++) {
+        /* the column of largest remaining norm (recomputed: these systems are small) */
+        int64_t best = j;
+        double best_norm = -1.0;
+        for (int64_t c = j; c < k; c++) {
+            double s = 0.0;
+            for (int64_t i = j; i < m; i++) s += A[c * m + i] * A[c * m + i];
+            norms[c] = s;
+            if (s > best_norm) { best_norm = s; best = c; }
+        }
+        if (best != j) {
+            for (int64_t i = 0; i < m; i++) {
+                double tmp = A[j * m + i]; A[j * m + i] = A[best * m + i]; A[best * m + i] = tmp;
+            }
+            int64_t tp = perm[j]; perm[j] = perm[best]; perm[best] = tp;
+        }
+        double *a = A + j * m;
+        double alpha = sqrt(best_norm);
+        if (j == 0) r00 = alpha;
+        if (!(alpha > rcond * r00) || alpha == 0.0) return -1;
+        if (a[j] > 0.0) alpha = -alpha;
+        /* H = I - v v^T / (v^T v / 2)... with v = a[j:] - alpha e_j, beta = 1 / (alpha (alpha - a_j)) */
+        double v0 = a[j] - alpha;
+        double beta = -1.0 / (alpha * v0); /* 2 / (v^T v) with v^T v = 2 alpha (alpha - a_j) */
+        a[j] = v0;
+        for (int64_t c = j + 1; c < k; c++) {
+            double *ac = A + c * m;
+            double s = 0.0;
+            for (int64_t i = j; i < m; i++) s += a[i] * ac[i];
+            s *= beta;
+            for (int64_t i = j; i < m; i++) ac[i] -= s * a[i];
+        }
+        double s = 0.0;
+        for (int64_t i = j; i < m; i++) s += a[i] * b[i];
+        s *= beta;
+        for (int64_t i = j; i < m; i++) b[i] -= s * a[i];
+        a[j] = alpha; /* R's diagonal; below it, v's tail (not read again) */
+    }
+    /* R z = (Q^T b)[0:k], x[perm] = z */
+    for (int64_t j = k - 1; j >= 0; j--) {
+        double s = b[j];
+        for (int64_t c = j + 1; c < k; c++) s -= A[c * m + j] * norms[c];
+        norms[j] = s / A[j * m + j];
+    }
+    for (int64_t j = 0; j < k; j++) x[perm[j]] = norms[j];
+    return 0;
+}
+
+/* Consistent values at t0 as BDFSolver.consistent computes them (the algebraic y and all y',
+   the differential y fixed): Newton on F = 0 with the hidden constraints w^T (Fy y' + Ft) = 0
+   of each column w of W (the left null space of dF/dy', n x m_w by rows, computed by the
+   caller for dF/dy' = fyp_key, row-major), each iteration a least-squares solve. y, yp are
+   updated in place (on CI_OK only are they the answer). */
+int64_t bdf_consistent(solver_t *s, double t0, double *y, double *yp, const int64_t *alg, int64_t n_alg,
+                       const double *W, int64_t m_w, const double *fyp_key, double tol, int64_t maxiter,
+                       double *work, double *fyp_out) {
+    const int64_t n = s->n, m = n + m_w, k = n_alg + n;
+    double *vals = work, *Fy = vals + s->nnz, *Fyp = Fy + n * n, *A = Fyp + n * n, *b = A + m * k;
+    double *r = b + m, *r1 = r + n, *r2 = r1 + n, *Ft = r2 + n, *v = Ft + n, *x = v + n, *norms = x + k;
+    int64_t *perm = (int64_t *)(norms + k);
+    s->res(t0, y, yp, s->p, r);
+    int64_t bad = -1;
+    double y_max = 0.0;
+    for (int64_t it = 0; it < maxiter; it++) {
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(r[i])) return CI_FALLBACK;
+        for (int64_t i = 0; i < s->nnz; i++) vals[i] = 0.0;
+        s->jac(t0, y, yp, s->p, 0.0, vals);
+        assemble(n, Fy, vals, s->indptr, s->indices);
+        for (int64_t i = 0; i < s->nnz; i++) vals[i] = 0.0;
+        s->jac(t0, y, yp, s->p, 1.0, vals);
+        assemble(n, Fyp, vals, s->indptr, s->indices);
+        int same = 1;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double d = Fyp[j * n + i] - Fy[j * n + i];
+                Fyp[j * n + i] = d;
+                if (memcmp(&d, &fyp_key[i * n + j], sizeof(double)) != 0) same = 0;
+            }
+        if (!same) {
+            if (it > 0) return CI_FALLBACK; /* dF/dy' moved with the iterate: the caller's solve */
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < n; j++) fyp_out[i * n + j] = Fyp[j * n + i];
+            return CI_NEED_W;
+        }
+        if (m < k) return CI_FALLBACK; /* underdetermined: a minimum-norm answer */
+        double eps = 1e-5 * pmax(1.0, fabs(t0));
+        s->res(t0 + eps, y, yp, s->p, r1);
+        s->res(t0 - eps, y, yp, s->p, r2);
+        for (int64_t i = 0; i < n; i++) Ft[i] = (r1[i] - r2[i]) / (2 * eps);
+        /* [[Fy_alg, Fyp], [0, W^T Fy]] x = -[r, W^T (Fy y' + Ft)], by columns */
+        for (int64_t c = 0; c < n_alg; c++) {
+            for (int64_t i = 0; i < n; i++) A[c * m + i] = Fy[alg[c] * n + i];
+            for (int64_t i = n; i < m; i++) A[c * m + i] = 0.0;
+        }
+        for (int64_t j = 0; j < n; j++) {
+            double *col = A + (n_alg + j) * m;
+            for (int64_t i = 0; i < n; i++) col[i] = Fyp[j * n + i];
+            for (int64_t l = 0; l < m_w; l++) {
+                double acc = 0.0;
+                for (int64_t i = 0; i < n; i++) acc += W[i * m_w + l] * Fy[j * n + i];
+                col[n + l] = acc;
+            }
+        }
+        for (int64_t i = 0; i < n; i++) {
+            double acc = Ft[i];
+            for (int64_t j = 0; j < n; j++) acc += Fy[j * n + i] * yp[j];
+            v[i] = acc;
+            b[i] = -r[i];
+        }
+        for (int64_t l = 0; l < m_w; l++) {
+            double acc = 0.0;
+            for (int64_t i = 0; i < n; i++) acc += W[i * m_w + l] * v[i];
+            b[n + l] = -acc;
+        }
+        for (int64_t i = 0; i < m * k; i++)
+            if (!isfinite(A[i])) return CI_FALLBACK;
+        for (int64_t i = 0; i < m; i++)
+            if (!isfinite(b[i])) return CI_FALLBACK;
+        if (lstsq_qr(m, k, A, b, x, norms, perm) != 0) return CI_FALLBACK;
+        for (int64_t c = 0; c < n_alg; c++) y[alg[c]] += x[c];
+        for (int64_t j = 0; j < n; j++) yp[j] += x[n_alg + j];
+        s->res(t0, y, yp, s->p, r);
+        /* done when F is tiny or Newton has stalled (BDFSolver.consistent says why) */
+        double yy = 0.0, pp = 0.0, xx = 0.0;
+        for (int64_t i = 0; i < n; i++) { yy += y[i] * y[i]; pp += yp[i] * yp[i]; }
+        for (int64_t j = 0; j < k; j++) xx += x[j] * x[j];
+        double step_floor = 1e-12 * pmax(pmax(1.0, sqrt(yy)), sqrt(pp));
+        bad = 0;
+        y_max = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            if (fabs(r[i]) > fabs(r[bad]) || (isnan(r[i]) && !isnan(r[bad]))) bad = i;
+            if (fabs(y[i]) > y_max) y_max = fabs(y[i]);
+        }
+        if (fabs(r[bad]) < tol * pmax(1.0, y_max) || sqrt(xx) <= step_floor) break;
+    }
+    if (bad < 0 || !(fabs(r[bad]) <= 1e-6 * pmax(1.0, y_max))) return CI_FALLBACK;
+    return CI_OK;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* a run's start                                                                      */
+/* ---------------------------------------------------------------------------------- */
+
+/* Start a run at (t0, y, y') at order 1 with step h0 (NaN: the step that moves the unknowns in
+   the error test by about half their tolerance, 0.5 / RMS(y' / (atol + rtol |y|)), within
+   [1e-8, min(1e-2, hmax)]); returns the step. clear: put every array a run reads back to a new
+   solver's state first (BDFSolver.reset): counters, iteration matrix, pivots, sparse factors,
+   KLU's numeric factorisation. */
+double bdf_start(solver_t *s, double t0, const double *y, const double *yp, double h0, int64_t max_order,
+                 int64_t clear) {
+    const int64_t n = s->n;
+    if (clear) {
+        memset(s->stats, 0, N_STATS * sizeof(int64_t));
+        memset(s->G, 0, (s->sparse ? 1 : n * n) * sizeof(double));
+        memset(s->piv, 0, n * sizeof(int64_t));
+        const int64_t ptrs = s->sparse == SPARSE_OWN ? n + 1 : 1;
+        memset(s->Lp, 0, ptrs * sizeof(int64_t));
+        memset(s->Up, 0, ptrs * sizeof(int64_t));
+        memset(s->Li, 0, s->cap_l * sizeof(int64_t));
+        memset(s->Lx, 0, s->cap_l * sizeof(double));
+        memset(s->Ui, 0, s->cap_u * sizeof(int64_t));
+        memset(s->Ux, 0, s->cap_u * sizeof(double));
+        memset(s->prow, 0, n * sizeof(int64_t));
+        memset(s->pinv, 0, n * sizeof(int64_t));
+        memset(s->xw, 0, n * sizeof(double));
+        bdf_release(s, 1);
+    }
+    double h = h0;
+    if (isnan(h)) {
+        double sum = 0.0;
+        int64_t count = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (s->diff[i]) {
+                double v = yp[i] / (s->atol[i] + s->rtol * fabs(y[i]));
+                sum += v * v;
+                count++;
+            }
+        double ypn = count ? sqrt(sum / (double)count) : 0.0;
+        h = ypn > 0.0 ? 0.5 / ypn : INFINITY;
+        h = pmax(pmin(pmin(h, 1e-2), s->hmax), 1e-8);
+    }
+    memset(s->D, 0, NROWS * n * sizeof(double));
+    for (int64_t m = 0; m < n; m++) { s->D[m] = y[m]; s->D[n + m] = yp[m] * h; }
+    memset(s->st, 0, N_FLOAT_STATE * sizeof(double));
+    s->st[S_T] = t0;
+    s->st[S_H] = h;
+    memset(s->ist, 0, N_INT_STATE * sizeof(int64_t));
+    s->ist[I_ORDER] = 1;
+    s->ist[I_MAX_ORDER] = max_order;
+    s->ist[I_FAIL_KIND] = FAIL_NONE;
+    return h;
 }
