@@ -201,13 +201,15 @@ def small_runs(f: dict) -> list:
     header = ["model", "n, outputs, steps"] + [f"{k} [µs]" for k in keys] + ["reused / new", "reused / C-IDA",
                                                                                "values given / C-IDA"]
     rows = []
+    lead = [f"C-IDA: {f['ida']}.", ""] if f.get("ida") else []
     for m in f["models"]:
         us = m["us_per_run"]
-        rows.append([m["model"], f"{m['n']}, {count(m['outputs'])}, {count(m['steps'])}"]
+        rows.append([m["model"], f"{m['n']}, {count(m['outputs'])}, {count(m['steps'])}"
+                    + (f" / {count(m['ida_steps'])}" if m.get("ida_steps") is not None else "")]
                     + [sig(us.get(k)) for k in keys]
                     + [f"**{ratio(m['ratio_reused_to_new'])}**", f"**{ratio(m['ratio_reused_to_cida'])}**",
                        ratio(m["ratio_given_to_cida"])])
-    return table(header, rows)
+    return lead + table(header, rows)
 
 
 def ros_bench(f: dict) -> list:
@@ -424,8 +426,11 @@ SECTIONS = [
      "solver through `BDFSolver.reset` (what `simulate_many` and the fit do; bit for bit the new solver's "
      "results, which the script checks); `reset` handed the consistent values (no initialisation: the "
      "work C-IDA is given); C-IDA's run from Python, its IDACreate/IDAInit/linear solver set-up and "
-     "IDAFree included; and the simulation layer, a sweep of `simulate` calls against one "
-     "`simulate_many` over the same sets (outputs and results included).",
+     "IDAFree included, from the SUNDIALS build the table's heading names (with `--sundials-prefix`: "
+     "the one built `-O3 -march=native`, IDA's fastest here); and the simulation layer, a sweep of "
+     "`simulate` calls against one `simulate_many` over the same sets (outputs and results included). "
+     "These rows compare a run's whole cost at equal tolerances (the steps: ours / C-IDA's); the "
+     "solver tables above compare at equal error.",
      small_runs),
     ("ros_bench", "The ROS 2 graph: frame cost, real-time factor, jitter",
      "Real rclpy (EventsExecutor, Fast DDS, localhost discovery). One Robotino twin on the rose path "

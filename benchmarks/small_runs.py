@@ -142,8 +142,10 @@ def measure(label, build, pname, values, t_end, dt_out, repeat, prefix=None):
         sweeps["simulate_many, per run"].append(
             _timed(lambda: simulate_many(c, many_sets, t_end, dt_out, options=OPTIONS)))
     runs.update({key: min(v) / repeat for key, v in sweeps.items()})
+    reuse(0)  # the counters of both on the first set
     steps = reused.stats["steps"]
-    return {"model": label, "n": c.n, "outputs": len(t_out), "steps": steps,
+    ida_steps = ida(0)[-1]["steps"]
+    return {"model": label, "n": c.n, "outputs": len(t_out), "steps": steps, "ida_steps": ida_steps,
             "us_per_run": {key: v * 1e6 for key, v in runs.items()},
             "ratio_reused_to_new": runs["reused solver"] / runs["new solver"],
             "ratio_reused_to_cida": runs["reused solver"] / runs["C-IDA"],
@@ -176,7 +178,7 @@ def main():
     for label, build, pname, values, t_end, dt_out in models():
         r = measure(label, build, pname, values, t_end, dt_out, a.repeat, prefix)
         out.append(r)
-        print(f"{label} (n = {r['n']}, {r['outputs']} output times, {r['steps']} steps):")
+        print(f"{label} (n = {r['n']}, {r['outputs']} output times, {r['steps']} steps, C-IDA {r['ida_steps']}):")
         for key, us in r["us_per_run"].items():
             print(f"  {key:30s} {us:8.1f}")
         print(f"  reused / new {r['ratio_reused_to_new']:.2f}; reused / C-IDA {r['ratio_reused_to_cida']:.2f}; "

@@ -58,6 +58,17 @@ def test_tracking_errors_at_rtol_1e_8_are_the_controllers():
     assert_fig34(ex, ey, ephi)
 
 
+def test_at_the_papers_solver_setting_positions_are_the_integrators_and_phi_the_drives():
+    """The paper integrates with absolute and relative errors 1e-6 (section 4): the position errors
+    grow to Fig. 34's size (some 1e-5 m), the heading error stays the drives' lag."""
+    r = simulate(compile_model(rb.robotino()), t_end=50.0, dt_out=0.02,
+                 options=SolverOptions(hmax=0.02, rtol=1e-6, atol=1e-6))
+    ex, ey, ephi = fig34_errors(r)
+    print(f"atol = rtol = 1e-6, after 5 s: x {ex:.3g} m, y {ey:.3g} m, phi {ephi:.3g} rad")
+    assert 2e-6 < max(ex, ey) < 2e-5  # above the drives' share (< 1e-6 m), within Fig. 34's largest
+    assert abs(ephi - 1e-6) < 0.02e-6
+
+
 @pytest.mark.parametrize("mass", [8.0, 25.0])
 def test_fig34_holds_for_chassis_masses_no_source_rules_out(mass):
     """No source gives the chassis mass (11 kg assumed): the gains keep Fig. 34 from 8 to 25 kg,
