@@ -247,8 +247,10 @@ _C_FUNCTIONS = {
 # Largest number of expressions printed into one C function: the compiler's optimiser is
 # superlinear in the size of a function (as LLVM's was for numba: the 18-DOF dual-arm Jacobian,
 # 1837 entries, took about 4 min in one function). Each chunk is a function of its own that the
-# compiler must not inline back (noinline); the price is common subexpressions recomputed
-# across chunks. Small models stay in one function.
+# compiler must not inline back (noinline). The function calls that more than one chunk needs
+# (the sines and cosines of the joint angles, the input's Chebyshev terms) are computed once by
+# the calling function and handed to the chunks in sh[]; other common subexpressions are
+# recomputed in each chunk. Small models stay in one function.
 CHUNK = 150
 
 _ARGS = {"res": "double t, const double *y, const double *yp, const double *p, double *out",
@@ -256,15 +258,89 @@ _ARGS = {"res": "double t, const double *y, const double *yp, const double *p, d
 _CALL = {"res": "t, y, yp, p, out", "jac": "t, y, yp, p, cj, vals"}
 
 
-def _shared(exprs) -> set:
+def _calls_across(chunks: list) -> list:
+    """The function calls (sin, cos, acos, exp, ...) met in more than one of ``chunks`` (lists of
+    expressions), inner ones before the calls that contain them."""
+    import sympy as sp
+
+    where: dict = {}
+    order: list = []
+    for c, exprs in enumerate(chunks):
+        seen = set()
+
+        def visit(e):
+            if e.is_Atom or not e.args or e in seen:
+                return
+            seen.add(e)
+            for a in e.args:
+                visit(a)
+            if isinstance(e, sp.Function) and isinstance(e, sp.Expr):
+                if e not in where:
+                    where[e] = set()
+                    order.append(e)
+                where[e].add(c)
+
+        for e in exprs:
+            visit(sp.sympify(e))
+    return [e for e in order if len(where[e]) > 1]
+
+
+# Fewest integer multiples of one angle, among the calls handed to chunks, computed by rotation
+# rather than each by its own call, and the largest multiple so computed.
+ROTATION_MIN_TERMS, ROTATION_MAX_K = 3, 64
+
+
+def _multiples(calls: list) -> dict:
+    """Among ``calls``, the cos(k a) and sin(k a) (integer k, 2 <= |k| <= ROTATION_MAX_K) of each
+    angle a with at least ROTATION_MIN_TERMS of them: {first call of the group: group}, a group
+    being (a, [(k, call)])."""
+    import sympy as sp
+
+    groups: dict = {}
+    for f in calls:
+        if isinstance(f, (sp.sin, sp.cos)):
+            k, a = f.args[0].as_coeff_Mul()
+            if k.is_Number and k == int(k) and 2 <= abs(int(k)) <= ROTATION_MAX_K and not a.is_number:
+                groups.setdefault(a, []).append((int(k), f))
+    return {members[0][1]: (a, members) for a, members in groups.items()
+            if len({abs(k) for k, _ in members}) >= ROTATION_MIN_TERMS}
+
+
+def _rotation(group, across: list, printer) -> list:
+    """C lines setting sh[] of a group of _multiples: cos(k a) and sin(k a) from cos a and sin a by
+    rotation, (c_k, s_k) = (c_{k-1} c_1 - s_{k-1} s_1, s_{k-1} c_1 + c_{k-1} s_1), six flops for each
+    k instead of a libm call (the dual-arm's voltages are a Chebyshev series of degree 40, T_k(s) =
+    cos(k acos s)). A rotation keeps |e^{ika}| = 1, so the rounding error grows by about an ulp per
+    k (1e-14 at k = 40, against one ulp for a call)."""
+    import sympy as sp
+
+    a, members = group
+    slot = {f: across.index(f) for _, f in members}
+    by_k: dict = {}
+    for k, f in members:
+        by_k.setdefault(abs(k), []).append((k, f))
+    lines = ["    {", f"        const double a = {printer.text(a)}, c1 = cos(a), s1 = sin(a);",
+             "        double c = c1, s = s1, c_next;"]
+    for k in range(2, max(by_k) + 1):
+        lines.append("        c_next = c * c1 - s * s1; s = s * c1 + c * s1; c = c_next;")
+        for kk, f in by_k.get(k, []):
+            # cos(-x) = cos x, sin(-x) = -sin x
+            value = "c" if isinstance(f, sp.cos) else ("-s" if kk < 0 else "s")
+            lines.append(f"        sh[{slot[f]}] = {value};")
+            printer.names[f] = f"sh[{slot[f]}]"
+    return lines + ["    }"]
+
+
+def _shared(exprs, handed=frozenset()) -> set:
     """The sub-expressions met more than once in ``exprs`` (sympy's tree CSE counting: a node seen
-    again is not entered again). Only numbers are shared: not conditions, not Piecewise pairs."""
+    again is not entered again), but those ``handed`` in by the caller (sh[]). Only numbers are
+    shared: not conditions, not Piecewise pairs."""
     import sympy as sp
 
     seen, shared = set(), set()
 
     def count(e):
-        if e.is_Atom or not e.args:
+        if e.is_Atom or not e.args or e in handed:
             return
         if e in seen:
             if isinstance(e, sp.Expr):
@@ -279,7 +355,7 @@ def _shared(exprs) -> set:
     return shared
 
 
-def _define_shared(exprs, shared: set, printer, lines: list) -> list:
+def _define_shared(exprs, shared: set, printer, lines: list, handed=frozenset()) -> list:
     """Common-subexpression elimination at print time: each shared sub-expression becomes a
     ``const double _cK``, children before parents, and the printer prints its name wherever it
     meets it again. sympy's tree_cse rebuilt every expression around its new symbols (new Add and
@@ -289,7 +365,7 @@ def _define_shared(exprs, shared: set, printer, lines: list) -> list:
     done, defined = set(), []
 
     def define(e):
-        if e.is_Atom or not e.args or e in done:
+        if e.is_Atom or not e.args or e in done or e in handed:
             return
         done.add(e)
         for a in e.args:
@@ -314,24 +390,74 @@ def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, 
 
     target = "out" if kind == "res" else "vals"
     # a chunk: its own function, which may land in another translation unit (native.UNIT_MARK)
-    head = ('__attribute__((noinline, visibility("hidden"))) void ' if chunk else "void ") + f"{name}({_ARGS[kind]})"
+    head = ('__attribute__((noinline, visibility("hidden"))) void ' if chunk else "void ") + f"{name}({_ARGS[kind]}"
+    head += ", const double *sh)" if chunk else ")"
     if len(exprs) > CHUNK:
-        lines, calls = [], []
-        for c, start in enumerate(range(0, len(exprs), CHUNK)):
-            lines += _emit_function(f"{name}_{c}", kind, exprs[start:start + CHUNK], printer, offset + start,
-                                    chunk=True) + [""]
-            calls.append(f"    {name}_{c}({_CALL[kind]});")
-        return lines + [UNIT_MARK, head + " {"] + calls + ["}"]
+        parts = [exprs[start:start + CHUNK] for start in range(0, len(exprs), CHUNK)]
+        across = _calls_across(parts)
+        body = [f"    double sh[{max(len(across), 1)}];"]
+        series = _multiples(across)
+        for k, e in enumerate(across):  # inner calls first: each printed with those before it
+            if e in series:
+                body += _rotation(series.pop(e), across, printer)
+            elif e not in printer.names:
+                body.append(f"    sh[{k}] = {printer.text(e)};")
+            printer.names[e] = f"sh[{k}]"
+        lines = []
+        for c, part in enumerate(parts):
+            lines += _emit_function(f"{name}_{c}", kind, part, printer, offset + c * CHUNK, chunk=True) + [""]
+            body.append(f"    {name}_{c}({_CALL[kind]}, sh);")
+        for e in across:
+            del printer.names[e]
+        return lines + [UNIT_MARK, head + " {"] + body + ["}"]
     lines = [UNIT_MARK, head + " {"]
     if exprs:
         exprs = [sp.sympify(e) for e in exprs]
-        defined = _define_shared(exprs, _shared(exprs), printer, lines)
+        handed = {e for e in printer.names if isinstance(e, sp.Function)}  # sh[] of the caller
+        defined = _define_shared(exprs, _shared(exprs, handed), printer, lines, handed)
         for k, val in enumerate(exprs):
             lines.append(f"    {target}[{offset + k}] = {printer.text(val)};")
         for e in defined:  # the next function numbers its own
             del printer.names[e]
     lines.append("}")
     return lines
+
+def _offset_of(arg):
+    """(c, a) when ``arg`` is a + c with c a nonzero number and a not a number, else None."""
+    import sympy as sp
+
+    if not isinstance(arg, sp.Add):
+        return None
+    const = [term for term in arg.args if term.is_number]
+    if not const or len(const) == len(arg.args):
+        return None
+    c = float(sp.Add(*const))
+    return (c, sp.Add(*[term for term in arg.args if not term.is_number])) if c != 0.0 else None
+
+
+def split_offsets(exprs: list) -> list:
+    """sin(a + c) and cos(a + c), c a number, written with sin(a) and cos(a): the three wheels of
+    an omnidrive at a + 2 pi/3 k then cost one sincos, not three (the Robotino residual's trig
+    fell from 8 sincos to 4 a call). The sums are exact to an ulp of each factor; the
+    coefficients are the doubles nearest cos(c) and sin(c)."""
+    import math
+
+    import sympy as sp
+
+    mapping = {}
+    for e in exprs:
+        for f in sp.sympify(e).atoms(sp.sin, sp.cos):
+            split = _offset_of(f.args[0])
+            if split is None or f in mapping:
+                continue
+            c, a = split
+            cc, sc = sp.Float(math.cos(c)), sp.Float(math.sin(c))
+            if isinstance(f, sp.sin):  # sin(a + c) = sin a cos c + cos a sin c
+                mapping[f] = sp.sin(a) * cc + sp.cos(a) * sc
+            else:  # cos(a + c) = cos a cos c - sin a sin c
+                mapping[f] = sp.cos(a) * cc - sp.sin(a) * sc
+    return [sp.sympify(e).xreplace(mapping) for e in exprs] if mapping else list(exprs)
+
 
 def generate_source(red, key: str, events=None) -> str:
     """C source (one translation unit) of the kernels for a :class:`reduce.ReducedDAE`:
@@ -366,6 +492,8 @@ def generate_source(red, key: str, events=None) -> str:
         jac_dy, jac_dyp = red.jac_dy, red.jac_dyp
         res = list(red.equations)
     jac = [sp.sympify(dy) + cj * sp.sympify(dyp) if dyp != 0 else sp.sympify(dy) for dy, dyp in zip(jac_dy, jac_dyp)]
+    # the kernels of the solver's loop; outputs and pivots run once per row or per run
+    res, jac = split_offsets(res), split_offsets(jac)
     outs = [e for _, e in red.outputs]
     # the pivots kernel: the elimination's parametric pivots, then the parameter checks
     pivots = [e for e, _ in red.pivots] + [e for e, _, _ in (red.param_checks or [])]
