@@ -444,19 +444,29 @@ def split_offsets(exprs: list) -> list:
 
     import sympy as sp
 
-    mapping = {}
-    for e in exprs:
-        for f in sp.sympify(e).atoms(sp.sin, sp.cos):
-            split = _offset_of(f.args[0])
-            if split is None or f in mapping:
-                continue
-            c, a = split
-            cc, sc = sp.Float(math.cos(c)), sp.Float(math.sin(c))
-            if isinstance(f, sp.sin):  # sin(a + c) = sin a cos c + cos a sin c
-                mapping[f] = sp.sin(a) * cc + sp.cos(a) * sc
-            else:  # cos(a + c) = cos a cos c - sin a sin c
-                mapping[f] = sp.cos(a) * cc - sp.sin(a) * sc
-    return [sp.sympify(e).xreplace(mapping) for e in exprs] if mapping else list(exprs)
+    mapping, seen = {}, set()
+
+    def calls(e):  # each node once: the kernels' trees share sub-expressions heavily
+        if e.is_Atom or e in seen:
+            return
+        seen.add(e)
+        if isinstance(e, (sp.sin, sp.cos)):
+            yield e
+        for a in e.args:
+            yield from calls(a)
+
+    exprs = [sp.sympify(e) for e in exprs]
+    for f in [f for e in exprs for f in calls(e)]:
+        split = _offset_of(f.args[0])
+        if split is None or f in mapping:
+            continue
+        c, a = split
+        cc, sc = sp.Float(math.cos(c)), sp.Float(math.sin(c))
+        if isinstance(f, sp.sin):  # sin(a + c) = sin a cos c + cos a sin c
+            mapping[f] = sp.sin(a) * cc + sp.cos(a) * sc
+        else:  # cos(a + c) = cos a cos c - sin a sin c
+            mapping[f] = sp.cos(a) * cc - sp.sin(a) * sc
+    return [e.xreplace(mapping) for e in exprs] if mapping else exprs
 
 
 def generate_source(red, key: str, events=None) -> str:
