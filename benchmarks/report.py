@@ -552,10 +552,10 @@ It is linked statically into the model's library with its symbols kept local
 (`-Wl,--exclude-libs,ALL`): Debian's shared library and a native build carry the same soname, and
 loaded as two shared libraries into one process the second would silently be the first. Both
 builds run the same algorithm; with `-march=native` the compiler contracts into FMA, which rounds
-differently, so the counters differ a little (by 0.1 % in steps on the Robotino, whose 927
-restarts carry rounding along). Per step the native build took a fifth of the time of Debian's on
-the Robotino (1.2 against 6.1 µs with dense LU), and KLU, with the native build, is faster than
-dense LU from 25 unknowns on."""
+differently, so the counters differ a little (by 0.4 % in steps on the Robotino at rtol 1e-6,
+whose 927 restarts carry rounding along). Per step the native build took a quarter of the time of
+Debian's on the Robotino at rtol 1e-6 (3.8 against 16.3 µs with dense LU in the recorded sweep),
+and KLU, with the native build, is faster than dense LU from 25 unknowns on."""
 
 
 def machine_line(rec: dict) -> str:
