@@ -312,7 +312,16 @@ def main(rec, record_path):
     executor = MultiThreadedExecutor(num_threads=2)
     for n in [node] + extra:
         executor.add_node(n)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
+    def spin():
+        try:
+            executor.spin()
+        except Exception:
+            # executor.shutdown() below races the spinning thread (a guard condition or wait set
+            # torn down mid-wait raises in spin); the real Nav2 node exits cleanly on SIGINT
+            if not stop.is_set():
+                raise
+
+    spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
 
     def write():

@@ -87,9 +87,13 @@ def test_a_dense_solver_has_no_sparse_lu():
 
 @pytest.mark.skipif(not _ccore.klu_flags(), reason="no klu.h on this machine")
 def test_the_dual_arm_with_klu_and_with_the_own_lu(monkeypatch):
-    """The 225-unknown dual-arm (sparse LU under linear_solver="auto") over its 2 s: the same
-    trajectory to round-off, and the same work (KLU pivots differently, which may move a Newton
-    iteration's last digits)."""
+    """The 225-unknown dual-arm (sparse LU under linear_solver="auto") over its 2 s with KLU and
+    with the core's own sparse LU. KLU pivots differently, which moves a Newton iteration's last
+    digits; the step decisions are discrete, so such a digit can flip one, after which the two
+    runs are two valid solutions parting by up to the tolerance's error (rtol 1e-6: 1.7e-5 of a
+    state's range, 258 steps against 240; at rtol 3e-7 they parted by 1.1e-6 with the kernels
+    before). So: the same trajectory to round-off until the first flip (t <= 0.5 s here: 4e-10
+    measured), both within reach of a rtol 1e-10 run at the end, and about the same work."""
     from bondsim_ros.bondgraph import compile_model
     from bondsim_ros.robots.dualarm.model import dualarm
 
@@ -103,12 +107,18 @@ def test_the_dual_arm_with_klu_and_with_the_own_lu(monkeypatch):
         Y, _ = s.advance(t_out)
         runs[s.sparse_lu] = (Y, s.stats)
     assert sorted(runs) == ["klu", "own"]
+    s = BDFSolver(c.problem(), options=SolverOptions(rtol=1e-10, atol=1e-12))
+    s.init(0.0, c.y0)
+    Y_ref, _ = s.advance(t_out)
     (Y_klu, st_klu), (Y_own, st_own) = runs["klu"], runs["own"]
-    scale = np.maximum(np.abs(Y_own).max(axis=0), 1e-3)
-    assert np.max(np.abs(Y_klu - Y_own) / scale) < 1e-8  # rtol 1e-6 runs; 4e-12 measured
+    scale = np.maximum(np.abs(Y_ref).max(axis=0), 1e-3)
+    early = t_out <= 0.5
+    assert np.max(np.abs(Y_klu - Y_own)[early] / scale) < 1e-8
+    for Y in (Y_klu, Y_own):  # 3.6e-5 and 1.9e-5 measured
+        assert np.max(np.abs(Y - Y_ref) / scale) < 1e-4
     assert st_klu["steps"] > 200
     for key in ("steps", "rejected", "newton_iters", "lu_factorizations"):
-        assert abs(st_klu[key] - st_own[key]) <= 0.02 * st_own[key] + 1, key
+        assert abs(st_klu[key] - st_own[key]) <= 0.15 * st_own[key] + 3, key
 
 
 @pytest.mark.skipif(not _ccore.klu_flags(), reason="no klu.h on this machine")
