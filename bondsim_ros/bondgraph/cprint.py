@@ -422,6 +422,7 @@ def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, 
     lines.append("}")
     return lines
 
+
 def _offset_of(arg):
     """(c, a) when ``arg`` is a + c with c a nonzero number and a not a number, else None."""
     import sympy as sp
