@@ -258,31 +258,36 @@ _ARGS = {"res": "double t, const double *y, const double *yp, const double *p, d
 _CALL = {"res": "t, y, yp, p, out", "jac": "t, y, yp, p, cj, vals"}
 
 
+def _nodes_once(exprs):
+    """Every compound sub-expression of ``exprs`` once, children before parents: the kernels'
+    trees share sub-expressions heavily, and a plain traversal enters each shared one again."""
+    import sympy as sp
+
+    seen = set()
+
+    def visit(e):
+        if e.is_Atom or not e.args or e in seen:
+            return
+        seen.add(e)
+        for a in e.args:
+            yield from visit(a)
+        yield e
+
+    for e in exprs:
+        yield from visit(sp.sympify(e))
+
+
 def _calls_across(chunks: list) -> list:
     """The function calls (sin, cos, acos, exp, ...) met in more than one of ``chunks`` (lists of
     expressions), inner ones before the calls that contain them."""
     import sympy as sp
 
     where: dict = {}
-    order: list = []
     for c, exprs in enumerate(chunks):
-        seen = set()
-
-        def visit(e):
-            if e.is_Atom or not e.args or e in seen:
-                return
-            seen.add(e)
-            for a in e.args:
-                visit(a)
+        for e in _nodes_once(exprs):
             if isinstance(e, sp.Function) and isinstance(e, sp.Expr):
-                if e not in where:
-                    where[e] = set()
-                    order.append(e)
-                where[e].add(c)
-
-        for e in exprs:
-            visit(sp.sympify(e))
-    return [e for e in order if len(where[e]) > 1]
+                where.setdefault(e, set()).add(c)
+    return [e for e, found_in in where.items() if len(found_in) > 1]
 
 
 # Fewest integer multiples of one angle, among the calls handed to chunks, computed by rotation
@@ -306,7 +311,7 @@ def _multiples(calls: list) -> dict:
             if len({abs(k) for k, _ in members}) >= ROTATION_MIN_TERMS}
 
 
-def _rotation(group, across: list, printer) -> list:
+def _rotation(group, slot: dict, printer) -> list:
     """C lines setting sh[] of a group of _multiples: cos(k a) and sin(k a) from cos a and sin a by
     rotation, (c_k, s_k) = (c_{k-1} c_1 - s_{k-1} s_1, s_{k-1} c_1 + c_{k-1} s_1), six flops for each
     k instead of a libm call (the dual-arm's voltages are a Chebyshev series of degree 40, T_k(s) =
@@ -315,7 +320,6 @@ def _rotation(group, across: list, printer) -> list:
     import sympy as sp
 
     a, members = group
-    slot = {f: across.index(f) for _, f in members}
     by_k: dict = {}
     for k, f in members:
         by_k.setdefault(abs(k), []).append((k, f))
@@ -397,9 +401,10 @@ def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, 
         across = _calls_across(parts)
         body = [f"    double sh[{max(len(across), 1)}];"]
         series = _multiples(across)
+        slot = {e: k for k, e in enumerate(across)}
         for k, e in enumerate(across):  # inner calls first: each printed with those before it
             if e in series:
-                body += _rotation(series.pop(e), across, printer)
+                body += _rotation(series.pop(e), slot, printer)
             elif e not in printer.names:
                 body.append(f"    sh[{k}] = {printer.text(e)};")
             printer.names[e] = f"sh[{k}]"
@@ -445,21 +450,11 @@ def split_offsets(exprs: list) -> list:
 
     import sympy as sp
 
-    mapping, seen = {}, set()
-
-    def calls(e):  # each node once: the kernels' trees share sub-expressions heavily
-        if e.is_Atom or e in seen:
-            return
-        seen.add(e)
-        if isinstance(e, (sp.sin, sp.cos)):
-            yield e
-        for a in e.args:
-            yield from calls(a)
-
+    mapping = {}
     exprs = [sp.sympify(e) for e in exprs]
-    for f in [f for e in exprs for f in calls(e)]:
-        split = _offset_of(f.args[0])
-        if split is None or f in mapping:
+    for f in list(_nodes_once(exprs)):
+        split = _offset_of(f.args[0]) if isinstance(f, (sp.sin, sp.cos)) else None
+        if split is None:
             continue
         c, a = split
         cc, sc = sp.Float(math.cos(c)), sp.Float(math.sin(c))
