@@ -127,6 +127,8 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started
                                              lambda m, t=topic: joint_names.__setitem__(t, list(m.name)), 10)
             executor.spin_once(timeout_sec=0.1)
         out["joint_names"] = joint_names
+        out["settled"] = settled is not None  # False: MAX_SECONDS passed, or the launch ended, before
+        out["lifecycle_states"] = dict(lifecycle.get("states", {}))
         out["published_topics"] = sorted(t for t, _ in node.get_topic_names_and_types()
                                          if node.count_publishers(t) > 0)
         out["nodes"] = sorted(f"{ns.rstrip('/')}/{n}" for n, ns in node.get_node_names_and_namespaces())

@@ -11,7 +11,8 @@ by the stand-in executables of its install prefix (one process each, rclpy, para
   connects to ``base_frame_id`` and ``odom_frame_id`` through the transforms seen; started at
   its initial pose, it broadcasts map -> odom on each scan as AMCL does before any motion;
 - lifecycle_manager: configures, then activates every node of ``node_names`` in order, as
-  nav2_lifecycle_manager's startup does (it waits for each node's change_state service);
+  nav2_lifecycle_manager's startup does (it waits for each node's change_state service; a lost
+  request is sent again, where the real one reports a failed bring-up);
 - controller_server / planner_server: their costmap (local_costmap / global_costmap, parameters
   from the same files) subscribes to every observation source of its ObstacleLayer plugins with
   the layer's QoS (sensor data, depth 50: obstacle_layer.cpp) and checks frames the same way.
@@ -259,23 +260,60 @@ def costmaps(node, rec, args):
     return cm, watches
 
 
+ANSWER_SECONDS = 10.0  # a lifecycle request unanswered this long is asked again (lifecycle_manager)
+
+
+def _answer(client, request):
+    """The service's answer, or None after ANSWER_SECONDS."""
+    done = threading.Event()
+    future = client.call_async(request)
+    future.add_done_callback(lambda f: done.set())
+    if not done.wait(ANSWER_SECONDS):
+        client.remove_pending_request(future)
+        return None
+    return future.result()
+
+
 def lifecycle_manager(node, rec):
-    from lifecycle_msgs.msg import Transition
-    from lifecycle_msgs.srv import ChangeState
+    """Configures, then activates, each node of ``node_names`` in order. Where nav2_util's
+    LifecycleServiceClient gives up on a transition unanswered within its timeout, this asks the
+    node's state and sends the transition again (at most three times): on a loaded machine a
+    request sent just after wait_for_service can be lost while DDS is still matching the
+    service's endpoints, and the test then only saw a bring-up that never finished."""
+    from lifecycle_msgs.msg import State, Transition
+    from lifecycle_msgs.srv import ChangeState, GetState
 
     names = list(node.get_parameter("node_names").value)
     rec["managed"] = {n: [] for n in names}
+    reached = {"inactive": State.PRIMARY_STATE_INACTIVE, "active": State.PRIMARY_STATE_ACTIVE}
 
     def startup():
+        # get_state clients only where a request went unanswered: a client alone puts its service
+        # in the graph (ros2 service list), where a watcher would then wait for its answer
         clients = {n: node.create_client(ChangeState, f"/{n}/change_state") for n in names}
+        getters = {}
         for transition, label in ((Transition.TRANSITION_CONFIGURE, "inactive"),
                                   (Transition.TRANSITION_ACTIVATE, "active")):
             for n in names:
-                if not clients[n].wait_for_service(timeout_sec=60.0):
+                change = clients[n]
+                if not change.wait_for_service(timeout_sec=60.0):
                     rec["failed"] = f"{n}: no change_state service"
                     return
-                result = clients[n].call(ChangeState.Request(transition=Transition(id=transition)))
-                if not result.success:
+                for attempt in range(3):
+                    result = _answer(change, ChangeState.Request(transition=Transition(id=transition)))
+                    if result is not None:
+                        break
+                    if n not in getters:
+                        getters[n] = node.create_client(GetState, f"/{n}/get_state")
+                    get = getters[n]
+                    state = _answer(get, GetState.Request()) if get.wait_for_service(timeout_sec=5.0) else None
+                    if state is not None and state.current_state.id == reached[label]:
+                        break  # the request came through, its answer did not
+                    rec.setdefault("retried", []).append(f"{n}: {label}")
+                else:
+                    rec["failed"] = f"{n}: {label}: no answer in 3 x {ANSWER_SECONDS:g} s"
+                    return
+                if result is not None and not result.success:
                     rec["failed"] = f"{n}: {label} refused"
                     return
                 rec["managed"][n].append(label)

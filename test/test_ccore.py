@@ -84,6 +84,98 @@ def test_c_switching_functions_locate_the_event_and_restart_there(tmp_path):
     assert s.pm[1] == 1.0  # the mode after the switch
 
 
+# Two linear index-1 DAEs for the dense LU that keeps a pivot order (bdf.KEEP_PIVOT).
+# FILL: z (unknown 0) and y_1..y_4 with y_i' + k_i y_i + (z - sin t) = 0 and
+# c z + sum_i (y_i' + k_i y_i) - c sin t = 0: z = sin t, y_i = e^{-k_i t}. G's column of z
+# is (1, 1, 1, 1, c): eliminating it fills every row, and the pivots' relative sizes do not
+# change with cj, so a kept order is the order partial pivoting picks every time.
+# THROUGH_ZERO: s(t) x + z = s cos t + sin t, x + z = cos t + sin t, y' = x: x = cos t,
+# z = sin t, y = sin t, with s(t) = 10 max(0, 1 - t): x's pivot is s's row while s > 1, and
+# that row's entry is exactly 0 from t = 1 on.
+KEPT_ORDER_C = """
+#include <math.h>
+static const double K[4] = {0.5, 1.0, 2.0, 3.0};
+void res_fill(double t, const double *y, const double *yp, const double *p, double *out) {
+    double sum = 0.0;
+    for (int i = 0; i < 4; i++) {
+        double a = yp[1 + i] + K[i] * y[1 + i];
+        out[i] = a + y[0] - sin(t);
+        sum += a;
+    }
+    out[4] = p[0] * y[0] + sum - p[0] * sin(t);
+}
+void jac_fill(double t, const double *y, const double *yp, const double *p, double cj, double *vals) {
+    for (int i = 0; i < 4; i++) vals[i] = 1.0; /* column z: rows 0..3, then 4 */
+    vals[4] = p[0];
+    for (int i = 0; i < 4; i++) { vals[5 + 2 * i] = K[i] + cj; vals[6 + 2 * i] = K[i] + cj; } /* rows i, 4 */
+}
+static double s_of(double t) { return 10.0 * fmax(0.0, 1.0 - t); }
+void res_zero(double t, const double *y, const double *yp, const double *p, double *out) {
+    double s = s_of(t);
+    out[0] = s * y[0] + y[1] - (s * cos(t) + sin(t));
+    out[1] = y[0] + y[1] - (cos(t) + sin(t));
+    out[2] = yp[2] - y[0];
+}
+void jac_zero(double t, const double *y, const double *yp, const double *p, double cj, double *vals) {
+    vals[0] = s_of(t); vals[1] = 1.0; vals[2] = -1.0; /* column x: rows 0, 1, 2 */
+    vals[3] = 1.0; vals[4] = 1.0;                     /* column z: rows 0, 1 */
+    vals[5] = cj;                                     /* column y: row 2 */
+}
+"""
+
+
+def kept_order_problems(folder):
+    lib = native.load_library(native.build_library(KEPT_ORDER_C, "test_kept_order", folder))
+    kern = {name: native.CKernel(lib, name, "jac" if name.startswith("jac") else "res")
+            for name in ("res_fill", "jac_fill", "res_zero", "jac_zero")}
+    fill = DAEProblem(kern["res_fill"], kern["jac_fill"], indptr=np.array([0, 5, 7, 9, 11, 13]),
+                      indices=np.array([0, 1, 2, 3, 4, 0, 4, 1, 4, 2, 4, 3, 4]),
+                      differential=np.array([False, True, True, True, True]), params=np.array([0.5]))
+    zero = DAEProblem(kern["res_zero"], kern["jac_zero"], indptr=np.array([0, 3, 5, 6]),
+                      indices=np.array([0, 1, 2, 0, 1, 2]), differential=np.array([False, False, True]),
+                      params=np.zeros(0))
+    return fill, zero
+
+
+def run_dense(problem, y0, t, keep_pivot, monkeypatch):
+    """Steps that end on every output time (tstop): the step size, and with it G, changes at each."""
+    from bondsim_ros.solver import bdf
+
+    monkeypatch.setattr(bdf, "KEEP_PIVOT", keep_pivot)
+    s = BDFSolver(problem, options=SolverOptions(rtol=1e-8, atol=1e-10, linear_solver="dense"))
+    s.init(0.0, y0)
+    rows = [s.advance([ti], tstop=ti) for ti in t]
+    return np.vstack([r[0] for r in rows]), np.vstack([r[1] for r in rows]), s.stats
+
+
+def test_the_dense_lu_in_a_kept_order_gives_partial_pivotings_factors_bit_for_bit(tmp_path, monkeypatch):
+    fill, _ = kept_order_problems(tmp_path)
+    t = np.linspace(0.05, 5.0, 100)
+    y0 = [0.0, 1.0, 1.0, 1.0, 1.0]
+    kept = run_dense(fill, y0, t, 0.01, monkeypatch)
+    fresh = run_dense(fill, y0, t, 0.0, monkeypatch)  # every matrix pivoted afresh
+    assert kept[2]["lu_factorizations"] > 10
+    exact = np.column_stack([np.sin(t)] + [np.exp(-k * t) for k in (0.5, 1.0, 2.0, 3.0)])
+    assert np.max(np.abs(kept[0] - exact)) < 1e-6
+    # the same factors give the same steps, Newton iterates and outputs, to the last bit
+    assert np.array_equal(kept[0], fresh[0]) and np.array_equal(kept[1], fresh[1])
+    assert kept[2] == fresh[2]
+
+
+def test_a_kept_pivot_that_falls_to_zero_is_pivoted_afresh(tmp_path, monkeypatch):
+    _, zero = kept_order_problems(tmp_path)
+    t = np.linspace(0.05, 3.0, 300)
+    Y, YP, stats = run_dense(zero, [1.0, 0.0, 0.0], t, 0.01, monkeypatch)
+    assert np.max(np.abs(Y - np.column_stack([np.cos(t), np.sin(t), np.sin(t)]))) < 1e-8  # 2.5e-10 measured
+    # the order is left at the zero pivot, before a Newton iteration fails on it: as many failures
+    # (of matrices kept from an earlier step) as a run that pivots every matrix afresh. Between
+    # s = 1 and s = 0.01 the kept order is not partial pivoting's: round-off apart (2e-11)
+    fresh = run_dense(zero, [1.0, 0.0, 0.0], t, 0.0, monkeypatch)
+    assert stats["newton_failures"] == fresh[2]["newton_failures"]
+    assert stats["lu_factorizations"] <= fresh[2]["lu_factorizations"] * 1.1
+    assert np.max(np.abs(Y - fresh[0])) < 1e-9
+
+
 def test_a_run_with_c_kernels_never_imports_numba(tmp_path):
     script = textwrap.dedent(f"""
         import json, sys

@@ -154,7 +154,10 @@ def test_costly_laws_are_refused_quickly(law, refused):
     with time_bound(60):
         out, seconds = _timed(law)
     assert isinstance(out, LawError) and refused in str(out), out
-    assert seconds < 0.5, seconds
+    # bounded work, not a stopwatch: the slowest of these takes 0.2 s of CPU alone and took 0.51 s
+    # once in a full run on two virtual CPUs (a busy sibling stretches CPU time too); unbounded
+    # work on these texts takes minutes
+    assert seconds < 2.0, seconds
 
 
 def test_a_long_product_is_the_product_of_its_factors():

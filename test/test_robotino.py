@@ -79,8 +79,11 @@ def _roller_arm(theta):
 
 def test_no_slip_at_every_contact(paper_run):
     """Contact-point velocity is zero to solver tolerance at every output point; sideways the
-    outputs' interpolation error shows (< 1e-3 m/s; 3.1e-5 m/s measured). The roller switches
-    are located as events, so no step spans one (see docs/robotino.md)."""
+    outputs' interpolation error shows (< 1e-3 m/s; 2.5e-6 to 2.6e-5 m/s measured). The roller switches
+    are located as events, so no step spans one (see docs/robotino.md). Along the wheel the
+    median is 1e-14 m/s and a few isolated output times reach 1e-7 m/s (rtol 0.97e-6 to
+    1.03e-6 gave a maximum of 5e-9 to 1.2e-7, whichever LU pivoting), under the tolerance of
+    rtol 1e-6 on speeds of 0.1 to 0.5 m/s."""
     r = paper_run
     rw, R = PARAMS["wheel.radius"], PARAMS["chassis.radius_to_wheel"]
     for i, alpha in zip((1, 2, 3), rb.ALPHA):
@@ -92,7 +95,8 @@ def test_no_slip_at_every_contact(paper_run):
         print(f"wheel {i}: max slip y {np.max(np.abs(slip_y)):.1e} m/s; slip x median "
               f"{np.median(np.abs(slip_x)):.1e}, 99th percentile {np.percentile(np.abs(slip_x), 99):.1e}, "
               f"max {np.max(np.abs(slip_x)):.1e} m/s")
-        assert np.max(np.abs(slip_y)) < 1e-7
+        assert np.max(np.abs(slip_y)) < 3e-7
+        assert np.median(np.abs(slip_y)) < 1e-12
         assert np.median(np.abs(slip_x)) < 1e-6
         assert np.max(np.abs(slip_x)) < 1e-3
 
