@@ -141,7 +141,7 @@ def _configs() -> list:
     is wanted and found."""
     klu = klu_flags() if klu_wanted() else ()
     out = []
-    for arch in (native.CORE_CFLAGS, ("-O3",)):
+    for arch in (native.CORE_CFLAGS, ("-fopenmp-simd",)):
         if klu:
             out.append((arch + klu, ("-lklu",)))
         out.append((arch, ()))

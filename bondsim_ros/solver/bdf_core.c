@@ -10,6 +10,10 @@ Shampine & Reichelt 1997) with kappa = 0, adapted to implicit DAEs: with cj = al
 the new point solves F(t_new, y_pred + d, (psi + d) cj) = 0 for d, with the iteration matrix
 G = dF/dy + cj dF/dy'. Step, order and Newton control follow IDA where the comments say so.
 
+The loops marked `#pragma omp simd` are element-wise (the one reduction marked is an integer
+AND): compiled with -fopenmp-simd at -O2 (solver/native.py, CORE_CFLAGS) they are vectorised as
+-O3 would, rounding as the scalar loops do, in half -O3's compile time.
+
 Every array is owned by the caller (the Python side allocates them once per solver, the work
 space included): nothing is allocated here, so nothing can leak, except by SuiteSparse's KLU in
 a build with it (BONDSIM_KLU): its symbolic and numeric factorisations live until bdf_release,
@@ -291,6 +295,7 @@ static int64_t lu_factor(int64_t n, double *A, int64_t *piv, const lu_rows_t *R)
         double inv = 1.0 / col_k[k];
         col_k[k] = inv; /* the diagonal holds 1 / u_kk: the back substitution multiplies (a
                            division there sat on the solve's critical path) */
+        #pragma omp simd
         for (int64_t i = k + 1; i < n; i++) col_k[i] *= inv;
         R->up[k] = q;
         for (int64_t j = k + 1; j < n; j++) {
@@ -300,6 +305,7 @@ static int64_t lu_factor(int64_t n, double *A, int64_t *piv, const lu_rows_t *R)
             R->val[q] = u;
             R->idx[q] = (int32_t)j;
             q++;
+            #pragma omp simd
             for (int64_t i = k + 1; i < n; i++) col_j[i] -= col_k[i] * u;
         }
     }
@@ -715,14 +721,17 @@ static void rescale_D(int64_t n, double *D, int64_t order, double factor, work_t
             RU[i * NW + j] = s;
         }
     for (int64_t i = 0; i < k; i++) {
+        #pragma omp simd
         for (int64_t m = 0; m < n; m++) tmp[i * n + m] = 0.0;
         for (int64_t l = 0; l < k; l++) {
             double c = RU[l * NW + i];
             if (c != 0.0)
+                #pragma omp simd
                 for (int64_t m = 0; m < n; m++) tmp[i * n + m] += c * D[l * n + m];
         }
     }
     for (int64_t i = 0; i < k; i++)
+        #pragma omp simd
         for (int64_t m = 0; m < n; m++) D[i * n + m] = tmp[i * n + m];
 }
 
@@ -736,6 +745,7 @@ static double wrms(int64_t n, const double *v, const double *scale, const uint8_
 /* BDF interpolating polynomial through the last order+1 points (and its derivative). */
 static void dense_output(int64_t n, double t_eval, double t, double h, int64_t order, const double *D,
                          double *y_out, double *yp_out) {
+    #pragma omp simd
     for (int64_t m = 0; m < n; m++) { y_out[m] = D[m]; yp_out[m] = 0.0; }
     double prod = 1.0; /* prod_{l<j} x_l */
     double dprod = 0.0; /* d/dt of prod */
@@ -745,6 +755,7 @@ static void dense_output(int64_t n, double t_eval, double t, double h, int64_t o
         double x = (t_eval - shift) / denom;
         dprod = dprod * x + prod / denom;
         prod = prod * x;
+        #pragma omp simd
         for (int64_t m = 0; m < n; m++) {
             y_out[m] += D[j * n + m] * prod;
             yp_out[m] += D[j * n + m] * dprod;
@@ -757,12 +768,15 @@ static void predict(const solver_t *s, const double *D, int64_t order, const dou
                     double *y_pred, double *psi, double *scale) {
     const int64_t n = s->n;
     /* row by row over D (contiguous loops), each sum in the order of j */
+    #pragma omp simd
     for (int64_t m = 0; m < n; m++) { y_pred[m] = D[m]; psi[m] = 0.0; }
     for (int64_t j = 1; j <= order; j++) {
         const double *Dj = D + j * n;
         const double g = gamma[j];
+        #pragma omp simd
         for (int64_t m = 0; m < n; m++) { y_pred[m] += Dj[m]; psi[m] += g * Dj[m]; }
     }
+    #pragma omp simd
     for (int64_t m = 0; m < n; m++) {
         scale[m] = s->atol[m] + s->rtol * fabs(y_pred[m]);
         psi[m] /= alpha_k;
@@ -805,6 +819,7 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
     double *y = w->y, *yp = w->yp, *d = w->d, *r = w->r, *dy = w->dy;
     const double *psi = w->psi, *y_pred = w->y_pred;
     double ss = *ss_io;
+    #pragma omp simd
     for (int64_t m = 0; m < n; m++) { d[m] = 0.0; y[m] = y_pred[m]; }
     double scal = cj != cj_lu ? 2.0 / (1.0 + cj / cj_lu) : 1.0;
     /* An index-2 unknown (a joint force) is determined through the iteration matrix's 1/h^2
@@ -822,10 +837,12 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
         wgt[m] = s->index2[m] ? pmax(scale[m], floor_cj * (fabs(y_pred[m]) + s->atol[m])) : scale[m];
     double norm0 = 0.0, ss_first = 0.0;
     for (int64_t it = 0; it < NEWTON_MAXITER; it++) {
+        #pragma omp simd
         for (int64_t m = 0; m < n; m++) yp[m] = (psi[m] + d[m]) * cj;
         s->res(t_new, y, yp, s->p, r);
         s->stats[ST_RES_EVALS] += 1;
         int finite = 1; /* (one test after the loop, which then runs in vectors) */
+        #pragma omp simd reduction(&:finite)
         for (int64_t m = 0; m < n; m++) {
             finite &= isfinite(r[m]) != 0;
             dy[m] = -r[m];
@@ -834,6 +851,7 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
         lu_apply(s, dy);
         s->stats[ST_NEWTON_ITERS] += 1;
         w->newton_its = it + 1;
+        #pragma omp simd
         for (int64_t m = 0; m < n; m++) {
             dy[m] *= scal;
             y[m] += dy[m];
@@ -976,11 +994,13 @@ static int64_t emit_outputs(const solver_t *s, int64_t k_out, double t, double h
 
 /* Accepted step: the new backward differences from the correction d (SciPy's update). */
 static void update_differences(int64_t n, double *D, int64_t order, const double *d) {
+    #pragma omp simd
     for (int64_t m = 0; m < n; m++) {
         D[(order + 2) * n + m] = d[m] - D[(order + 1) * n + m];
         D[(order + 1) * n + m] = d[m];
     }
     for (int64_t i = order; i >= 0; i--)
+        #pragma omp simd
         for (int64_t m = 0; m < n; m++) D[i * n + m] += D[(i + 1) * n + m];
 }
 
