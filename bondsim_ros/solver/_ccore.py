@@ -97,8 +97,8 @@ class Solver(ctypes.Structure):
                 ("n", _I), ("nnz", _I), ("n_par", _I), ("n_modes", _I), ("n_roots", _I), ("sparse", _I),
                 ("max_steps", _I), ("cap_l", _I), ("cap_u", _I),
                 ("indptr", _P), ("indices", _P), ("diff", _P), ("p", _P), ("rtol", _D), ("atol", _P),
-                ("hmax", _D), ("keep_pivot", _D), ("D", _P), ("st", _P), ("ist", _P), ("stats", _P), ("G", _P), ("piv", _P),
-                ("q", _P), ("Lp", _P), ("Li", _P), ("Lx", _P), ("Up", _P), ("Ui", _P), ("Ux", _P), ("prow", _P),
+                ("hmax", _D), ("keep_pivot", _D), ("D", _P), ("st", _P), ("ist", _P), ("stats", _P), ("G", _P),
+                ("piv", _P), ("q", _P), ("Lp", _P), ("Li", _P), ("Lx", _P), ("Up", _P), ("Ui", _P), ("Ux", _P), ("prow", _P),
                 ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P), ("index2", _P), ("klu", _P),
                 ("t_out", _P), ("n_out", _I), ("t_stop", _D), ("Yout", _P), ("YPout", _P)]
 

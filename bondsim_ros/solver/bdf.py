@@ -100,8 +100,6 @@ def _left_null_space(M) -> np.ndarray:
     return np.hstack([W, extra])
 
 
-# the core's consistent solve up to this many unknowns; above, numpy's LAPACK (blocked, BLAS)
-# outruns its unblocked QR, and a run's set-up is small beside its steps
 #: The dense LU factorises each new iteration matrix in the pivot order of the last full
 #: factorisation, on its factors' structural non-zeros only, while every pivot stays at least this
 #: fraction of the largest magnitude below it (threshold partial pivoting, between KLU's default
@@ -111,6 +109,8 @@ def _left_null_space(M) -> np.ndarray:
 #: pivoting afresh every time.
 KEEP_PIVOT = 0.01
 
+# the core's consistent solve up to this many unknowns; above, numpy's LAPACK (blocked, BLAS)
+# outruns its unblocked QR, and a run's set-up is small beside its steps
 _CORE_CONSISTENT_MAX = 100
 
 _null_spaces: dict = {}  # dF/dy' (its bytes) -> its left null space, for small problems

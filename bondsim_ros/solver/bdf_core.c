@@ -30,12 +30,12 @@ Functions, in file order:
     lu_factor            dense LU with partial pivoting, by columns
     lu_rows_u, lu_compress, lu_solve_rows  its factors by rows without zeros; the solve
                          with them
+    assemble             CSC values into the dense iteration matrix
     lu_keep, lu_refactor the pivot order and factor structure of the last lu_factor kept;
                          the next LU in that order on the factors' structure alone
     splu_factor, splu_solve  sparse left-looking LU (threshold partial pivoting)
     klu_lu_factor, klu_lu_solve  SuiteSparse's KLU (BONDSIM_KLU builds; sparse == SPARSE_KLU)
     lu_apply             solve with whichever factorisation is in use
-    assemble             CSC values into the dense iteration matrix
   the method
     rescale_D            difference array for a new step size (R U transform)
     wrms, error_norm, worst_unknown  weighted RMS norms; the unknown an error test failed on
@@ -351,6 +351,16 @@ static void lu_compress(const solver_t *s, const double *restrict A, const int64
     R.lp[n] = q;
 }
 
+/* the CSC values into the dense G, stored by columns like them; with row_at, row i of the
+   pattern goes to row row_at[i] of G (lu_refactor's kept order) */
+static void assemble(int64_t n, double *G, const double *vals, const int64_t *indptr, const int64_t *indices,
+                     const int32_t *row_at) {
+    memset(G, 0, n * n * sizeof(double));
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t k = indptr[j]; k < indptr[j + 1]; k++)
+            G[j * n + (row_at ? row_at[indices[k]] : indices[k])] += vals[k];
+}
+
 /* The pivot order of the last full factorisation (lu_factor), kept with the structure of the
    factors it gives on G's pattern, so that the next G, with new values on the same pattern, is
    factorised in that order by lu_refactor: its loops run over the factors' structural non-zeros
@@ -363,7 +373,6 @@ typedef struct {
     int32_t *pinv, *l_col, *u_row, *l_row, *l_rows, *u_cols, *l_cols;
     uint8_t *pattern; /* n x n scratch of lu_keep */
 } lu_kept_t;
-
 
 static lu_kept_t lu_kept_of(const solver_t *s) {
     const int64_t n = s->n, half = n * (n - 1) / 2;
@@ -427,9 +436,7 @@ static int lu_refactor(const solver_t *s, const double *vals) {
     double *A = s->G;
     lu_kept_t K = lu_kept_of(s);
     lu_rows_t R = lu_rows_of(s);
-    memset(A, 0, n * n * sizeof(double));
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t t = s->indptr[j]; t < s->indptr[j + 1]; t++) A[j * n + K.pinv[s->indices[t]]] += vals[t];
+    assemble(n, A, vals, s->indptr, s->indices, K.pinv);
     int32_t q = 0;
     for (int64_t k = 0; k < n; k++) {
         double *col_k = A + k * n;
@@ -678,12 +685,7 @@ static void lu_apply(const solver_t *s, double *b) {
     else lu_solve_rows(s, b);
 }
 
-/* the CSC values into the dense G, stored by columns like them */
-static void assemble(int64_t n, double *G, const double *vals, const int64_t *indptr, const int64_t *indices) {
-    for (int64_t i = 0; i < n * n; i++) G[i] = 0.0;
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t k = indptr[j]; k < indptr[j + 1]; k++) G[j * n + indices[k]] += vals[k];
-}
+
 
 /* ---------------------------------------------------------------------------------- */
 /* the method                                                                         */
@@ -725,14 +727,16 @@ static void rescale_D(int64_t n, double *D, int64_t order, double factor, work_t
         for (int64_t m = 0; m < n; m++) tmp[i * n + m] = 0.0;
         for (int64_t l = 0; l < k; l++) {
             double c = RU[l * NW + i];
-            if (c != 0.0)
+            if (c != 0.0) {
                 #pragma omp simd
                 for (int64_t m = 0; m < n; m++) tmp[i * n + m] += c * D[l * n + m];
+            }
         }
     }
-    for (int64_t i = 0; i < k; i++)
+    for (int64_t i = 0; i < k; i++) {
         #pragma omp simd
         for (int64_t m = 0; m < n; m++) D[i * n + m] = tmp[i * n + m];
+    }
 }
 
 static double wrms(int64_t n, const double *v, const double *scale, const uint8_t *mask, int64_t nmask) {
@@ -798,7 +802,7 @@ static int64_t factorize(const solver_t *s, double t, const double *y, const dou
     }
     const int keep = s->keep_pivot > 0.0;
     if (keep && s->ist[I_LU_KEPT] && lu_refactor(s, vals)) return -1;
-    assemble(s->n, s->G, vals, s->indptr, s->indices);
+    assemble(s->n, s->G, vals, s->indptr, s->indices, NULL);
     lu_rows_t R = lu_rows_of(s);
     int64_t bad = lu_factor(s->n, s->G, s->piv, &R);
     lu_compress(s, s->G, s->piv);
@@ -999,9 +1003,10 @@ static void update_differences(int64_t n, double *D, int64_t order, const double
         D[(order + 2) * n + m] = d[m] - D[(order + 1) * n + m];
         D[(order + 1) * n + m] = d[m];
     }
-    for (int64_t i = order; i >= 0; i--)
+    for (int64_t i = order; i >= 0; i--) {
         #pragma omp simd
         for (int64_t m = 0; m < n; m++) D[i * n + m] += D[(i + 1) * n + m];
+    }
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -2121,10 +2126,10 @@ int64_t bdf_consistent(solver_t *s, double t0, double *y, double *yp, const int6
             if (!isfinite(r[i])) return CI_FALLBACK;
         for (int64_t i = 0; i < s->nnz; i++) vals[i] = 0.0;
         s->jac(t0, y, yp, s->p, 0.0, vals);
-        assemble(n, Fy, vals, s->indptr, s->indices);
+        assemble(n, Fy, vals, s->indptr, s->indices, NULL);
         for (int64_t i = 0; i < s->nnz; i++) vals[i] = 0.0;
         s->jac(t0, y, yp, s->p, 1.0, vals);
-        assemble(n, Fyp, vals, s->indptr, s->indices);
+        assemble(n, Fyp, vals, s->indptr, s->indices, NULL);
         int same = 1;
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) {
