@@ -90,8 +90,9 @@ def test_c_switching_functions_locate_the_event_and_restart_there(tmp_path):
 # is (1, 1, 1, 1, c): eliminating it fills every row, and the pivots' relative sizes do not
 # change with cj, so a kept order is the order partial pivoting picks every time.
 # THROUGH_ZERO: s(t) x + z = s cos t + sin t, x + z = cos t + sin t, y' = x: x = cos t,
-# z = sin t, y = sin t, with s(t) = 10 max(0, 1 - t): x's pivot is s's row while s > 1, and
-# that row's entry is exactly 0 from t = 1 on.
+# z = sin t, y = sin t, with s(t) = 10 max(p0, 1 - t): x's pivot is s's row while s > 1, and
+# that row's entry falls to 10 p0 from t = 1 on (exactly 0, or 1e-299: a pivot 1e299 times
+# smaller than the entry below it, whose factors lose every digit).
 KEPT_ORDER_C = """
 #include <math.h>
 static const double K[4] = {0.5, 1.0, 2.0, 3.0};
@@ -109,22 +110,22 @@ void jac_fill(double t, const double *y, const double *yp, const double *p, doub
     vals[4] = p[0];
     for (int i = 0; i < 4; i++) { vals[5 + 2 * i] = K[i] + cj; vals[6 + 2 * i] = K[i] + cj; } /* rows i, 4 */
 }
-static double s_of(double t) { return 10.0 * fmax(0.0, 1.0 - t); }
+static double s_of(double t, double floor) { return 10.0 * fmax(floor, 1.0 - t); }
 void res_zero(double t, const double *y, const double *yp, const double *p, double *out) {
-    double s = s_of(t);
+    double s = s_of(t, p[0]);
     out[0] = s * y[0] + y[1] - (s * cos(t) + sin(t));
     out[1] = y[0] + y[1] - (cos(t) + sin(t));
     out[2] = yp[2] - y[0];
 }
 void jac_zero(double t, const double *y, const double *yp, const double *p, double cj, double *vals) {
-    vals[0] = s_of(t); vals[1] = 1.0; vals[2] = -1.0; /* column x: rows 0, 1, 2 */
+    vals[0] = s_of(t, p[0]); vals[1] = 1.0; vals[2] = -1.0; /* column x: rows 0, 1, 2 */
     vals[3] = 1.0; vals[4] = 1.0;                     /* column z: rows 0, 1 */
     vals[5] = cj;                                     /* column y: row 2 */
 }
 """
 
 
-def kept_order_problems(folder):
+def kept_order_problems(folder, floor=0.0):
     lib = native.load_library(native.build_library(KEPT_ORDER_C, "test_kept_order", folder))
     kern = {name: native.CKernel(lib, name, "jac" if name.startswith("jac") else "res")
             for name in ("res_fill", "jac_fill", "res_zero", "jac_zero")}
@@ -133,7 +134,7 @@ def kept_order_problems(folder):
                       differential=np.array([False, True, True, True, True]), params=np.array([0.5]))
     zero = DAEProblem(kern["res_zero"], kern["jac_zero"], indptr=np.array([0, 3, 5, 6]),
                       indices=np.array([0, 1, 2, 0, 1, 2]), differential=np.array([False, False, True]),
-                      params=np.zeros(0))
+                      params=np.array([floor]))
     return fill, zero
 
 
@@ -162,14 +163,16 @@ def test_the_dense_lu_in_a_kept_order_gives_partial_pivotings_factors_bit_for_bi
     assert kept[2] == fresh[2]
 
 
-def test_a_kept_pivot_that_falls_to_zero_is_pivoted_afresh(tmp_path, monkeypatch):
-    _, zero = kept_order_problems(tmp_path)
+@pytest.mark.parametrize("floor", [0.0, 1e-300])
+def test_a_kept_pivot_that_falls_to_zero_is_pivoted_afresh(tmp_path, monkeypatch, floor):
+    _, zero = kept_order_problems(tmp_path, floor)
     t = np.linspace(0.05, 3.0, 300)
     Y, YP, stats = run_dense(zero, [1.0, 0.0, 0.0], t, 0.01, monkeypatch)
     assert np.max(np.abs(Y - np.column_stack([np.cos(t), np.sin(t), np.sin(t)]))) < 1e-8  # 2.5e-10 measured
-    # the order is left at the zero pivot, before a Newton iteration fails on it: as many failures
-    # (of matrices kept from an earlier step) as a run that pivots every matrix afresh. Between
-    # s = 1 and s = 0.01 the kept order is not partial pivoting's: round-off apart (2e-11)
+    # the order is left at the zero or tiny pivot, before a Newton iteration fails on its factors:
+    # as many failures (of matrices kept from an earlier step) as a run that pivots every matrix
+    # afresh (without the zero test, or without the threshold for the tiny one, one more each).
+    # Between s = 1 and s = 0.01 the kept order is not partial pivoting's: round-off apart (2e-11)
     fresh = run_dense(zero, [1.0, 0.0, 0.0], t, 0.0, monkeypatch)
     assert stats["newton_failures"] == fresh[2]["newton_failures"]
     assert stats["lu_factorizations"] <= fresh[2]["lu_factorizations"] * 1.1
