@@ -299,7 +299,7 @@ def lifecycle_manager(node, rec):
                 if not change.wait_for_service(timeout_sec=60.0):
                     rec["failed"] = f"{n}: no change_state service"
                     return
-                for attempt in range(3):
+                for _ in range(3):
                     result = _answer(change, ChangeState.Request(transition=Transition(id=transition)))
                     if result is not None:
                         break
@@ -350,7 +350,16 @@ def main(rec, record_path):
     executor = MultiThreadedExecutor(num_threads=2)
     for n in [node] + extra:
         executor.add_node(n)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
+    def spin():
+        try:
+            executor.spin()
+        except Exception:
+            # executor.shutdown() below races the spinning thread (a guard condition or wait set
+            # torn down mid-wait raises in spin); the real Nav2 node exits cleanly on SIGINT
+            if not stop.is_set():
+                raise
+
+    spinner = threading.Thread(target=spin, daemon=True)
     spinner.start()
 
     def write():
@@ -363,7 +372,6 @@ def main(rec, record_path):
             write()
     finally:
         write()
-        # out at once, as the real programs exit on SIGINT: no executor.shutdown(), which once
-        # held this process past launch's SIGINT and SIGTERM (15 s) on a loaded machine, and no
-        # interpreter exit, which a thread still in rcl (a service wait) would abort
+        executor.shutdown(timeout_sec=1.0)
+        # out at once: a thread still in rcl (a service wait) would abort the interpreter's exit
         os._exit(0)

@@ -407,7 +407,8 @@ def test_nav2_launch(prefix, tmp_path, localization):
     seen, records = run_launch(prefix, tmp_path, "robotino_nav2.launch.py", "/joint_states", *args, settle=5.0)
     assert seen["settled"], (f"the bring-up did not finish within {MAX_SECONDS:g} s: lifecycle states "
                              f"{seen['lifecycle_states']}, managers "
-                             f"{[r.get('managed') for r in records if r['executable'] == 'lifecycle_manager']}")
+                             f"{[r.get('managed') for r in records if r['executable'] == 'lifecycle_manager']}\n"
+                             f"{seen['log'][-3000:]}")
     amcl_mode = localization != "static"
     rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
     values, _ = _rcl(rsp, tmp_path, "robot_state_publisher")
