@@ -80,15 +80,28 @@ def load_cached(key: str, name: str, parameters: dict, log=None) -> CompiledMode
 def _build(model, key, eliminate, src_path, meta_path, folder, log) -> dict:
     """Equations, elimination, C source, library; then the source and the metadata (last: the
     cache entry exists once the metadata does). A compile failure leaves nothing behind."""
-    from .cprint import generate_source
-    from .equations import build_dae
-    from .events import extract_events
-    from .reduce import reduce_dae, require_unknowns
+    from .floatfacts import shared_float_facts
 
     from bondsim_ros.solver import _ccore
 
     _ccore.prebuild()  # the solver core's first build on this machine runs beside this one
     log(f"model {model.name!r}: building equations")
+    with shared_float_facts():  # the symbolic work: a quarter faster (floatfacts.py)
+        meta, source = _symbolic(model, key, eliminate, log)
+    log(f"model {model.name!r}: compiling the kernels (C)")
+    meta["library"] = compile_library(model.name, src_path, source, folder).name
+    atomic_write(src_path, source)
+    atomic_write(meta_path, json.dumps(meta))
+    return meta
+
+
+def _symbolic(model, key, eliminate, log):
+    """The model's equations, their reduction and the C source: (metadata, source)."""
+    from .cprint import generate_source
+    from .equations import build_dae
+    from .events import extract_events
+    from .reduce import reduce_dae, require_unknowns
+
     try:
         raw = build_dae(model)
         red = reduce_dae(raw, eliminate=eliminate)
@@ -127,11 +140,7 @@ def _build(model, key, eliminate, src_path, meta_path, folder, log) -> dict:
     except Exception as exc:  # a law with no C translation the checks let through: name it
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelError(model.name, f"the generated code does not compile ({type(exc).__name__}: {first})") from None
-    log(f"model {model.name!r}: compiling the kernels (C)")
-    meta["library"] = compile_library(model.name, src_path, source, folder).name
-    atomic_write(src_path, source)
-    atomic_write(meta_path, json.dumps(meta))
-    return meta
+    return meta, source
 
 
 def _param_names(expr) -> list:

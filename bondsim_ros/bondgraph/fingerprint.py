@@ -22,7 +22,7 @@ CODEGEN_VERSION = "8"  # 2: pivots kernel; 3: large kernels in chunks; 4: parame
 # 7: own Add/Mul printers (terms in stored order), CSE at print time; 8: sin/cos of a + constant split, calls shared by chunks passed in sh[]
 # every module that builds, parses, reduces or prints equations, or lays out the cached code
 ENGINE_FILES = ("core.py", "elements.py", "signals.py", "laws.py", "equations.py", "reduce.py", "codegen.py",
-                "events.py", "fingerprint.py", "cprint.py", "jacobian.py", "compiled.py", "cache.py")
+                "events.py", "fingerprint.py", "cprint.py", "jacobian.py", "compiled.py", "cache.py", "floatfacts.py")
 
 
 # not part of the equations: a comment added to a model file must not invalidate its code
