@@ -10,8 +10,9 @@ every value the run-time parameter ``k`` (pivots made of parameters). The
 model is written as a YAML model file and timed through the phases of a build: reading the
 file (``load``), collecting the equations (``dae``), the elimination and the Jacobian
 (``reduce``) and, with ``--codegen``, the C source (``source``; compiling it is the C
-compiler's time and not measured). ``--profile N`` runs the build of one chain of N elements
-under cProfile and prints the 25 most expensive functions.
+compiler's time and not measured), the last three as ``compile_model`` runs them (with the
+Floats' shared records of facts, bondgraph/floatfacts.py). ``--profile N`` runs the build of
+one chain of N elements under cProfile and prints the 25 most expensive functions.
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ def chain_yaml(n: int, kinds: str = "R") -> str:
 
 def build(text: str, codegen: bool) -> dict:
     from bondsim_ros.bondgraph.equations import build_dae
+    from bondsim_ros.bondgraph.floatfacts import shared_float_facts
     from bondsim_ros.bondgraph.reduce import reduce_dae
     from bondsim_ros.bondgraph.yamlmodel import loads_model
 
@@ -65,21 +67,22 @@ def build(text: str, codegen: bool) -> dict:
     t0 = time.perf_counter()
     model = loads_model(text, "chain.yaml")
     times["load"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    raw = build_dae(model)
-    times["dae"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    red = reduce_dae(raw)
-    times["reduce"] = time.perf_counter() - t0
-    if codegen:
-        from bondsim_ros.bondgraph.codegen import generate_source
-        from bondsim_ros.bondgraph.events import extract_events
-
+    with shared_float_facts():  # as compile_model builds (bondgraph/floatfacts.py)
         t0 = time.perf_counter()
-        moded, ev = extract_events(red.equations, red.eq_names)
-        source = generate_source(red, "bench", (moded, ev) if ev else None)
-        times["source"] = time.perf_counter() - t0
-        times["source_kb"] = len(source) / 1000
+        raw = build_dae(model)
+        times["dae"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        red = reduce_dae(raw)
+        times["reduce"] = time.perf_counter() - t0
+        if codegen:
+            from bondsim_ros.bondgraph.codegen import generate_source
+            from bondsim_ros.bondgraph.events import extract_events
+
+            t0 = time.perf_counter()
+            moded, ev = extract_events(red.equations, red.eq_names)
+            source = generate_source(red, "bench", (moded, ev) if ev else None)
+            times["source"] = time.perf_counter() - t0
+            times["source_kb"] = len(source) / 1000
     times.update(raw_eqs=len(raw.equations), eqs=len(red.equations), nnz=len(red.jac_rows))
     return times
 

@@ -479,7 +479,8 @@ SECTIONS = [
     ("model_size", "Build time against model size",
      "Ladders of 10 … 10 000 elements on alternating 1- and 0-junctions driven by a voltage source, "
      "built from a YAML model file through the phases of a build: reading the file, collecting the "
-     "equations, the elimination and the Jacobian. `R`: resistors closed by one inertia; `IRC`: I, R, C "
+     "equations, the elimination and the Jacobian, the last two as `compile_model` runs them (the "
+     "Floats' shared records of facts, docs/engine.md step 4). `R`: resistors closed by one inertia; `IRC`: I, R, C "
      "in turn; `Rp`, `IRCp`: the same with every value the run-time parameter `k` (pivots made of "
      "parameters, docs/engine.md step 3). One process, one build per row.",
      model_size),

@@ -1,7 +1,7 @@
 """The paper's Robotino run (50 s, output 0.02 s, hmax 0.02 s, tolerances 1e-6), timed.
 
 Prints, in one process on the same generated equations:
-  - build time: cold (sympy + code generation + numba compile, empty caches) and cached;
+  - build time: cold (sympy, code generation, gcc for the model and the solver core; empty caches) and cached;
   - solve time of bondsim_ros's BDF, median of N after a warm-up, set-up included (the
     Simulation with its solver and consistent initial values);
   - the same DAE through SUNDIALS IDA driven from C (benchmarks/c_ida.py: the model's generated
@@ -36,7 +36,7 @@ from bondsim_ros.solver import SolverOptions  # noqa: E402
 
 
 def cold_build_seconds() -> float:
-    """Build the model in a fresh interpreter with empty code and numba caches."""
+    """Build the model in a fresh interpreter with empty caches (generated code, solver core, numba)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, BONDSIM_CACHE_DIR=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"))
         code = ("import time; t=time.perf_counter();"
