@@ -33,7 +33,7 @@ from .equations import RawDAE, T, derivative_symbol
 # them into every equation of that unknown with coefficients that, unlike numbers, do not fold.
 # Along a ladder of N resistors given as a parameter each 0-junction's effort became the sum of
 # all before it and the parametric pivots then substituted through all of them: O(N^3), 11 s at
-# N = 300, N = 1000 did not finish; with the cap N = 1000 takes 7 s (benchmarks/model_size.py).
+# N = 300, N = 1000 did not finish; with the cap N = 1000 takes 4.7 s (benchmarks/model_size.py).
 # The built-in models' longest rows with parameters have 13 unknowns (robotino_twist); their
 # rows without parameters may be long (the dual-arm's longest has 313) and are not capped.
 MAX_PIVOT_ROW = 32
@@ -46,7 +46,7 @@ MAX_PIVOT_ROW = 32
 # through a parametric pivot for an unknown whose expression would be more than this many
 # levels deep: another of its unknowns is taken, or the equation stays in the DAE with them
 # (the solver takes algebraic unknowns as they are). The ladder's equations then stay at most
-# 13 levels deep and reduce to one (N = 10 000: 36 s, benchmarks/model_size.py). The built-in
+# 13 levels deep and reduce to one (N = 10 000: 53 s, benchmarks/model_size.py). The built-in
 # models' parametric pivots are at most 8 levels deep (omni5dpo), so none of them is affected.
 MAX_PIVOT_DEPTH = 40
 
