@@ -365,12 +365,17 @@ def main(rec, record_path):
     def write():
         for w in watches:
             w.check_publishers()
-        with open(record_path, "w") as f:
+        part = f"{record_path}.part"
+        with open(part, "w") as f:
             json.dump(rec, f)
+        os.replace(part, record_path)  # whole or not at all, whenever the process ends
     try:
         while not stop.wait(0.5):
             write()
     finally:
+        # out within 3 s of SIGINT whatever holds the teardown below, as the real programs exit:
+        # launch sends SIGTERM 5 s after SIGINT, and its "process has died" error fails the test
+        threading.Timer(3.0, os._exit, (0,)).start()
         write()
         executor.shutdown(timeout_sec=1.0)
         # out at once: a thread still in rcl (a service wait) would abort the interpreter's exit

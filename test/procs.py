@@ -1,7 +1,17 @@
 """The worker processes of a command under test (Linux /proc): wait for them to start, and what
-is left of them after the command ended, for tests that check no worker outlives a run."""
+is left of them after the command ended, for tests that check no worker outlives a run; and the
+Ctrl-C a terminal would deliver to that command."""
+import signal
 import time
 from pathlib import Path
+
+
+def terminal_sigint() -> None:
+    """``preexec_fn`` of a command that a test stops as Ctrl-C in a terminal would: SIGINT at its
+    default, so Python raises KeyboardInterrupt. A test run started in the background of a
+    non-interactive shell (``pytest &`` in a script) has SIGINT ignored, and its children would
+    inherit that and never see the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def children(pid: int) -> list[int]:

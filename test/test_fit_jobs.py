@@ -19,7 +19,7 @@ import pytest
 from bondsim_ros.cli import main
 from bondsim_ros.fit import FitError, FitProblem, LogData, fit, read_csv
 from bondsim_ros.solver import SolverOptions
-from procs import left_over, started_workers
+from procs import left_over, started_workers, terminal_sigint
 
 from test_fit import MOTOR_PY, TRUTH, _noisy_log, _write
 
@@ -202,7 +202,8 @@ def test_ctrl_c_during_a_parallel_fit_exits_130_and_leaves_no_worker(motor_log, 
     # hmax 4e-7: 2.5 million steps a simulation, about a second each: the fit runs for long
     proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "fit", str(path), str(data), *FIT,
                              "--hmax", "4e-7", "--jobs", "2"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=terminal_sigint)
     try:
         workers = started_workers(proc.pid)
         time.sleep(4.0)  # past the two runs at the start: the first Jacobian's on the workers

@@ -14,7 +14,7 @@ import pytest
 
 from bondsim_ros.cli import main
 from bondsim_ros.solver import SolverOptions
-from procs import left_over, started_workers
+from procs import left_over, started_workers, terminal_sigint
 
 SERVO = str(Path(__file__).resolve().parent / "data" / "models" / "servo.yaml")
 RUN = ["--t-end", "1", "--dt-out", "0.01"]
@@ -223,7 +223,8 @@ def test_ctrl_c_on_the_command_line_writes_the_table_and_leaves_no_worker(tmp_pa
     # 200 runs of about 0.1 s each: still running when Ctrl-C comes
     proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "sweep", SERVO, "--param", "m=1:2:200",
                              "--t-end", "4", "--dt-out", "0.01", "--hmax", "1e-5", "--jobs", "2", "--chunksize", "1",
-                             "-o", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             "-o", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=terminal_sigint)
     try:
         workers = started_workers(proc.pid)
         time.sleep(1.0)  # runs under way
