@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 from sympy import Float
 
-# the facts Float's own handlers decide (sympy 1.12 to 1.14); every other fact follows from these
+# the facts Float's own handlers decide (as in sympy 1.12 and 1.14); every other fact follows from these
 _KNOWN_HANDLERS = frozenset({"extended_negative", "extended_positive", "finite", "infinite", "integer",
                              "negative", "positive", "zero"})
 
