@@ -440,3 +440,18 @@ def test_sines_of_an_angle_plus_constants_become_one_sine_and_one_cosine():
         for e, f in zip(exprs, in_doubles):
             exact = e.xreplace({x: y}).evalf(30, subs={y: sp.Rational(float(v))})
             assert abs(f(float(v)) - float(exact)) < 4 * 2.2e-16, (e, v)
+
+
+def test_a_denominator_shared_by_several_quotients_is_computed_once():
+    """x/d, y/d and z/d print d by value in each quotient (so the C divides, as the
+    expressions say): d itself must be the shared sub-expression, or its cosine is called once
+    per quotient (the Robotino's contact radius r_0 + r cos θ, in three residual rows)."""
+    y0, y1, y2, th = sp.symbols("y0 y1 y2 th")
+    d = sp.Float(-0.0275) + sp.Float(0.04) * sp.cos(th - sp.pi / 3)
+    exprs = [y0 / d, y1 / d + y0, y2 / d - y1]
+    printer = cprint._printer({y0: "y[0]", y1: "y[1]", y2: "y[2]", th: "y[3]"})
+    source = "\n".join(cprint._emit_function("residual", "res", exprs, printer))
+    calls = source.count("cos(") + source.count("sin(")  # sympy may write the cosine as a sine
+    assert calls == 1, source
+    body = [line for line in source.splitlines() if line.strip().startswith("out[")]
+    assert all("/" in line and "cos(" not in line and "sin(" not in line for line in body), source

@@ -349,6 +349,11 @@ def _shared(exprs, handed=frozenset()) -> set:
         if e in seen:
             if isinstance(e, sp.Expr):
                 shared.add(e)
+                # a product prints its negative powers by value (x/(d), _print_Mul): what
+                # repeats in the C is the base (the Robotino's 1/(r_0 + r cos θ) computed
+                # its cosine three times a call)
+                if e.is_Pow and e.exp.is_Number and e.exp < 0 and not e.base.is_Atom and e.base not in handed:
+                    shared.add(e.base)
             return
         seen.add(e)
         for a in e.args:
