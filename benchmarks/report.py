@@ -555,7 +555,7 @@ loaded as two shared libraries into one process the second would silently be the
 builds run the same algorithm; with `-march=native` the compiler contracts into FMA, which rounds
 differently, so the counters differ a little (by 0.4 % in steps on the Robotino at rtol 1e-6,
 whose 927 restarts carry rounding along). Per step the native build took a quarter of the time of
-Debian's on the Robotino at rtol 1e-6 (3.6 against 16.5 µs with dense LU in the recorded sweep),
+Debian's on the Robotino at rtol 1e-6 (4.0 against 16 µs with dense LU in the recorded sweep),
 and KLU, with the native build, is faster than dense LU from 25 unknowns on."""
 
 
