@@ -14,7 +14,15 @@ user (``$BONDSIM_CACHE_DIR`` or ~/.cache/bondsim_ros) after one untimed run. Col
 built once per machine, not per model), so the model is built, reduced, printed and compiled;
 the core's own build is timed on its own. Empty: a new ``BONDSIM_CACHE_DIR`` with nothing in
 it, the very first run on a machine (the core's build overlaps the model's). The build time is
-the one the command prints (`build X s`). ``--ref ROOT`` runs the same command with ROOT first
+the one the command prints (`build X s`). Every run starts as a command typed in a shell does:
+the ROS 2 wheels' bootstrapper (a .pth file of the venv) starts each new interpreter a second
+time with the ROS libraries on LD_LIBRARY_PATH, unless its guard variable says the process is
+that second start; this script runs as one, so the guard is dropped from the runs' environment.
+Beside the warm runs, in the same rounds, the parts of the wait that are no code of this
+package's: the interpreter's start (with and without the bootstrapper's second start) and
+numpy's import, each ended with os._exit as the command ends; with the solve time the command
+prints, the rest by difference is what the package itself adds (its imports, finding the cached
+model, set-up, the CSV's last rows). ``--ref ROOT`` runs the same command with ROOT first
 on PYTHONPATH, alternating with this checkout (same load); runs start in a temporary folder, so
 that the current folder's package does not shadow ROOT's. Wall times are medians and minima of
 --repeat runs; the CPU time (user + system of the process and its compilers) moves far less
@@ -42,16 +50,29 @@ ROBOTINO = ["robotino", "--t-end", "50", "--dt-out", "0.02", "--hmax", "0.02", "
 DUALARM = ["dualarm"]
 
 
-def run(root: Path, model_args: list, csv: Path, env_extra: dict | None = None) -> tuple[float, float, str]:
-    """(wall, CPU seconds of the process: user + system, stderr). On a shared machine the CPU
-    time varies far less with the load than the wall time."""
+# the ROS 2 wheels' bootstrapper (ros_wheels_bootstrapper): set in a process it has started the
+# second time, and so in this script's environment, never in a user's shell
+BOOTSTRAP_GUARD = "_ROS_WHEELS_BOOTSTRAP_COMPLETE"
+
+
+def run_env(root: Path, env_extra: dict | None = None, shell: bool = True) -> dict:
+    """The environment of a run with ``root`` first on sys.path. ``shell``: as a shell's command
+    starts (no bootstrapper guard), else as this script's children would by default."""
     env = dict(os.environ, PYTHONPATH=str(root), **(env_extra or {}))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: the package's modules compiled once
-    cmd = [sys.executable, "-m", "bondsim_ros.cli", "simulate", *model_args, "--csv", str(csv)]
+    if shell:
+        env.pop(BOOTSTRAP_GUARD, None)
+    else:
+        env[BOOTSTRAP_GUARD] = "1"
+    return env
+
+
+def timed(cmd: list, env: dict, cwd: Path) -> tuple[float, float, str]:
+    """(wall, CPU seconds of the process: user + system, stderr). On a shared machine the CPU
+    time varies far less with the load than the wall time."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     tic = time.perf_counter()
-    # cwd: a folder without a package in it (`python -m` puts the current folder first on sys.path)
-    proc = subprocess.run(cmd, env=env, cwd=csv.parent, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - tic
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -60,9 +81,50 @@ def run(root: Path, model_args: list, csv: Path, env_extra: dict | None = None) 
     return wall, cpu, proc.stderr
 
 
+def run(root: Path, model_args: list, csv: Path, env_extra: dict | None = None) -> tuple[float, float, str]:
+    """`simulate MODEL_ARGS --csv CSV` as typed in a shell: (wall, CPU seconds, stderr)."""
+    cmd = [sys.executable, "-m", "bondsim_ros.cli", "simulate", *model_args, "--csv", str(csv)]
+    # cwd: a folder without a package in it (`python -m` puts the current folder first on sys.path)
+    return timed(cmd, run_env(root, env_extra), csv.parent)
+
+
+# the parts of a warm run that are no code of the package's: the interpreter's start as typed in
+# a shell, the same without the bootstrapper's second start, and numpy's import after it as the
+# command imports it (one BLAS thread unless set otherwise); each ends as the command does, with
+# os._exit (cli._exit_now), so that no interpreter teardown is counted that the command skips
+_START = "import os; "
+_NUMPY = "os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); import numpy; "
+_EXIT = "os._exit(0)"
+FLOORS = {"interpreter": (["-c", _START + _EXIT], True), "interpreter_once": (["-c", _START + _EXIT], False),
+          "numpy": (["-c", _START + _NUMPY + _EXIT], True)}
+
+
+def floor_times(root: Path, cwd: Path) -> dict:
+    """One wall time of each FLOORS command."""
+    return {name: timed([sys.executable, *args], run_env(root, shell=shell), cwd)[0]
+            for name, (args, shell) in FLOORS.items()}
+
+
 def build_time(stderr: str) -> float:
     m = re.search(r"build ([0-9.]+) s", stderr)
     return float(m.group(1)) if m else float("nan")
+
+
+def solve_time(stderr: str) -> float:
+    """The solve time the command prints (`solve X s`), NaN when it printed none."""
+    m = re.search(r"solve ([0-9.]+) s", stderr)
+    return float(m.group(1)) if m else float("nan")
+
+
+def parts(walls: list, solves: list, floors: dict) -> dict:
+    """Where a warm run's wall time goes, from medians of the same rounds: the interpreter's
+    start (its second start for the ROS wheels, by difference), numpy's import, the printed
+    solve, and the rest by difference (the package's imports, the cached model, set-up, CSV, exit)."""
+    med = {name: statistics.median(v) for name, v in floors.items()}
+    solve = statistics.median(solves)
+    return {"interpreter_s": med["interpreter"], "reexec_s": med["interpreter"] - med["interpreter_once"],
+            "numpy_import_s": med["numpy"] - med["interpreter"], "solve_s": solve,
+            "rest_s": statistics.median(walls) - med["numpy"] - solve}
 
 
 def load() -> str:
@@ -76,12 +138,17 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
     times = {label: [] for label in roots}
     cpus = {label: [] for label in roots}
     builds = {label: [] for label in roots}
+    solves = {label: [] for label in roots}
+    floors = {name: [] for name in FLOORS}
     for _ in range(repeat):
         for label, root in roots.items():
             wall, cpu, err = run(root, ROBOTINO, tmp / f"{label}.csv")
             times[label].append(wall)
             cpus[label].append(cpu)
             builds[label].append(build_time(err))
+            solves[label].append(solve_time(err))
+        for name, wall in floor_times(roots["this"], tmp).items():
+            floors[name].append(wall)
     print(f"warm `bondsim-ros simulate {' '.join(ROBOTINO)} --csv r.csv`, {repeat} runs each "
           f"(load average after: {load()})")
     for label in roots:
@@ -93,15 +160,20 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
         a, b = (statistics.median(times[k]) for k in roots)
         print(f"  ratio {list(roots)[0]} / {list(roots)[1]}: {a / b:.2f}")
     t = times["this"]
+    split = parts(t, solves["this"], floors)
+    print(f"  of which (medians): interpreter start {split['interpreter_s']:.3f} s (the ROS wheels' second "
+          f"start {split['reexec_s']:.3f} s), numpy import {split['numpy_import_s']:.3f} s, printed solve "
+          f"{split['solve_s']:.3f} s, the rest {split['rest_s']:.3f} s")
     return {"runs": repeat, "wall_median_s": statistics.median(t), "wall_min_s": min(t), "wall_max_s": max(t),
-            "cpu_median_s": statistics.median(cpus["this"]), "build_median_s": statistics.median(builds["this"])}
+            "cpu_median_s": statistics.median(cpus["this"]), "build_median_s": statistics.median(builds["this"]),
+            "parts": split}
 
 
 def core_build(root: Path) -> float:
     """The C solver core compiled into an empty cache (once per machine and compiler)."""
     with tempfile.TemporaryDirectory(prefix="bondsim_core_") as cache:
         code = "from bondsim_ros.solver import _ccore; _ccore.library()"
-        env = dict(os.environ, BONDSIM_CACHE_DIR=cache, PYTHONPATH=str(root))
+        env = run_env(root, {"BONDSIM_CACHE_DIR": cache})
         tic = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], env=env, check=True)
         wall = time.perf_counter() - tic

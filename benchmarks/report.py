@@ -180,6 +180,15 @@ def cli_bench(f: dict) -> list:
     if w:
         rows.append([f"warm: wall, median of {w['runs']} (min{DASH}max)",
                      f"**{sig2(w['wall_median_s'], 2)} s** ({span(w['wall_min_s'], w['wall_max_s'], lambda v: sig2(v, 2))})"])
+        p = w.get("parts")
+        if p:
+            rows.append(["warm, of which (medians of the same rounds): the interpreter's start "
+                         "(the ROS 2 wheels' second start in it)",
+                         f"{sig2(p['interpreter_s'], 2)} s ({sig2(p['reexec_s'], 2)} s)"])
+            rows.append(["warm, of which: numpy's import", f"{sig2(p['numpy_import_s'], 2)} s"])
+            rows.append(["warm, of which: the solve `simulate` prints", f"{sig2(p['solve_s'], 2)} s"])
+            rows.append(["warm, of which: the rest, by difference (the package's imports, the cached model, "
+                         "set-up, the CSV's last rows)", f"{sig2(p['rest_s'], 2)} s"])
         rows.append(["warm: CPU time, median", f"{sig2(w['cpu_median_s'], 2)} s" if w.get("cpu_median_s") else DASH])
         rows.append(["warm: build time `simulate` prints", f"{sig2(w['build_median_s'], 2)} s"])
     for key, label in (("robotino", "Robotino"), ("dualarm", "18-DOF dual-arm (`simulate dualarm`)")):
@@ -408,8 +417,13 @@ SECTIONS = [
      "PRO 4750G.",
      robotino_bench),
     ("cli_bench", "`bondsim-ros simulate` from the command line",
-     "What a user waits for: each run a fresh `python -m bondsim_ros.cli simulate` process, timed "
+     "What a user waits for: each run a fresh `python -m bondsim_ros.cli simulate` process started as "
+     "from a shell (in the pip environment the ROS 2 wheels start every interpreter a second time with "
+     "their libraries on LD_LIBRARY_PATH; an apt-installed ROS has no such second start), timed "
      "from spawn to exit, with the package's compiled modules (.pyc) as an installed package has them. "
+     "The warm wall time is split, with medians of the same rounds, into the interpreter's start and "
+     "numpy's import (measured alone), the solve the command prints, and the rest by difference: "
+     "what the package adds around its solve. "
      "Warm: the generated-code cache after one untimed run. Empty cache: a new `BONDSIM_CACHE_DIR` "
      "holding only the C solver core (built once per machine and compiler), so the model is built, "
      "reduced, printed as C and compiled; with the solver core included: a cache with nothing in it, "

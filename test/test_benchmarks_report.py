@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 
@@ -81,3 +83,25 @@ def test_fit_bench_records_equal_fits_and_the_report_lays_them_out(tmp_path, mon
     text = _load("report").render(tmp_path)
     assert "Reproduce: `python benchmarks/fit_bench.py --omni5dpo 2 --robotino 1 --no-dask --repeat 1`" in text
     assert "| robotino_twist: 3 parameters, 1 s log, 606 residuals | `--jobs 2` (2 spawned processes) |" in text
+
+
+def test_cli_bench_reads_the_times_the_command_prints_and_splits_the_wait(tmp_path, monkeypatch):
+    """cli_bench runs `simulate` as a shell starts it (without the ROS wheels' bootstrapper guard
+    this test's own process may carry) and reads the build and solve times the command prints;
+    the warm wall time's split adds back up to it."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setitem(sys.modules, "record", _load("record"))
+    bench = _load("cli_bench")
+    monkeypatch.setenv(bench.BOOTSTRAP_GUARD, "1")
+    assert bench.BOOTSTRAP_GUARD not in bench.run_env(ROOT)
+    assert bench.run_env(ROOT, shell=False)[bench.BOOTSTRAP_GUARD] == "1"
+    wall, cpu, err = bench.run(ROOT, ["mass_spring_damper", "--t-end", "1"], tmp_path / "msd.csv")
+    solve, build = bench.solve_time(err), bench.build_time(err)
+    assert 0 < solve < wall and 0 <= build < wall, err
+    assert (tmp_path / "msd.csv").read_text().startswith("t,")
+    split = bench.parts([0.30, 0.32, 0.31], [0.16, 0.17, 0.15],
+                        {"interpreter": [0.05, 0.05, 0.06], "interpreter_once": [0.03, 0.03, 0.03],
+                         "numpy": [0.12, 0.13, 0.12]})
+    assert split["interpreter_s"] + split["numpy_import_s"] + split["solve_s"] + split["rest_s"] == \
+        pytest.approx(0.31)
+    assert split["reexec_s"] == pytest.approx(0.02) and split["rest_s"] == pytest.approx(0.03)
