@@ -119,7 +119,8 @@ def solve_time(stderr: str) -> float:
 def parts(walls: list, solves: list, floors: dict) -> dict:
     """Where a warm run's wall time goes, from medians of the same rounds: the interpreter's
     start (its second start for the ROS wheels, by difference), numpy's import, the printed
-    solve, and the rest by difference (the package's imports, the cached model, set-up, CSV, exit)."""
+    solve, and the rest by difference (the package's imports, the cached model, set-up, the CSV's
+    last rows)."""
     med = {name: statistics.median(v) for name, v in floors.items()}
     solve = statistics.median(solves)
     return {"interpreter_s": med["interpreter"], "reexec_s": med["interpreter"] - med["interpreter_once"],

@@ -97,7 +97,7 @@ def test_cli_bench_reads_the_times_the_command_prints_and_splits_the_wait(tmp_pa
     assert bench.run_env(ROOT, shell=False)[bench.BOOTSTRAP_GUARD] == "1"
     wall, cpu, err = bench.run(ROOT, ["mass_spring_damper", "--t-end", "1"], tmp_path / "msd.csv")
     solve, build = bench.solve_time(err), bench.build_time(err)
-    assert 0 < solve < wall and 0 <= build < wall, err
+    assert 0 <= solve < wall and 0 <= build < wall, err  # (NaN, nothing read, fails both)
     assert (tmp_path / "msd.csv").read_text().startswith("t,")
     split = bench.parts([0.30, 0.32, 0.31], [0.16, 0.17, 0.15],
                         {"interpreter": [0.05, 0.05, 0.06], "interpreter_once": [0.03, 0.03, 0.03],
