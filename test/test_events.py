@@ -473,6 +473,34 @@ def test_robotino_wheel_at_rest_with_no_consistent_roller_side_goes_on():
     assert np.max(np.abs(runs[0] - runs[1])) < 1e-4
 
 
+@pytest.mark.parametrize("rtol", [1e-6, 1e-9])
+def test_robotino_with_wheels_turned_far_switches_its_rollers_as_near_zero(rtol):
+    """Wheel angles 20,000 rollers on (2.1e4 rad: some 35 minutes of driving at 10 rad/s), a
+    geometry the same as at the paper's angles. A roller's switching function 3 (theta + pi/6) / pi
+    - k is then computed from an angle whose ulp (3.6e-12 rad) the wheel takes longer to turn
+    than the events' time resolution near t = 0 (9e-16 s): the located root lies where the
+    function is exactly 0 and the law still picks the old roller. The run underflowed at the
+    first switch (t = 0.04 s) at every tolerance; it now switches the same rollers and follows
+    the run from the paper's angles."""
+    from bondsim_ros.robots.robotino.model import robotino
+
+    c = compile_model(robotino())
+    wheels = [c.var_names.index(f"wheel{i}.angle.x") for i in (1, 2, 3)]
+    turned = 20000 * math.pi / 3
+    opts = SolverOptions(rtol=rtol, atol=rtol * 1e-2, hmax=0.02)
+    t_out = np.linspace(0.02, 3.0, 150)
+    near = Simulation(c, options=opts)
+    far = Simulation(c, options=opts, y0={c.var_names[i]: c.y0[i] + turned for i in wheels})
+    Y_near, Y_far = np.asarray(near.advance(t_out)), np.asarray(far.advance(t_out))
+    assert far.solver.stats["events"] == near.solver.stats["events"] > 50
+    col = near.output_names.index
+    pose = [col(k) for k in ("chassis.pos_x.x", "chassis.pos_y.x", "chassis.heading.x")]
+    angles = [col(c.var_names[i]) for i in wheels]
+    # the same motion to far below the tolerances (measured: pose 6e-11, angles 2e-9 at rtol 1e-6)
+    assert np.max(np.abs(Y_far[:, pose] - Y_near[:, pose])) < 1e-8
+    assert np.max(np.abs(Y_far[:, angles] - turned - Y_near[:, angles])) < 1e-7
+
+
 def test_outputs_asked_in_several_calls_are_those_of_one_call():
     """A run answered in chunks (the progress bar of `simulate` in a terminal asks 100 outputs
     at a time) takes the steps of the run answered in one call, bit for bit: the core carries

@@ -1072,6 +1072,36 @@ static double locate_root(const solver_t *s, work_t *w, double t_lo, double t_hi
     return t_hi;
 }
 
+/* A located root whose crossing function is exactly zero at the bracket's right end (g_hi):
+   advance *t_root, doubling the distance from ttol up to the step end t, to the first point
+   where every such function has its new sign strictly. A switching function computed from an
+   unknown large against its change over ttol stays exactly zero over a stretch of time (a
+   Robotino wheel at 2e4 rad moves by less than its ulp, 3.6e-12 rad, in 3.6e-13 s; g = 3(theta +
+   pi/6)/pi - k is then exactly 0 over that stretch, while ttol at t = 0.04 s is 9e-16 s), and
+   there its law still picks the old mode (floor(x) at x = k): the root would pass for a crossing
+   that changes no mode, the step would go on with the old law, and the run underflowed at the
+   roller's edge. Returns whether *t_root moved (g_hi then holds the values there). */
+static int off_zero(const solver_t *s, work_t *w, double *t_root, double t, double h, int64_t order,
+                    const double *D, double ttol) {
+    const int64_t nr = s->n_roots;
+    double *g_lo = w->g_lo, *g_hi = w->g_hi, *g_mid = w->g_mid;
+    int on_zero = 0;
+    for (int64_t j = 0; j < nr; j++) on_zero |= crosses(g_lo[j], g_hi[j]) && g_hi[j] == 0.0;
+    if (!on_zero) return 0;
+    double t0 = *t_root, t_past = t0;
+    for (double d = 2.0 * ttol; t_past < t; d *= 2.0) {
+        t_past = pmin(t0 + d, t);
+        dense_output(s->n, t_past, t, h, order, D, w->yo, w->ypo);
+        s->roots(t_past, w->yo, w->ypo, s->p, g_mid);
+        int still = 0;
+        for (int64_t j = 0; j < nr; j++) still |= crosses(g_lo[j], g_hi[j]) && g_hi[j] == 0.0 && g_mid[j] == 0.0;
+        if (!still) break;
+    }
+    memcpy(g_hi, g_mid, nr * sizeof(double));
+    *t_root = t_past;
+    return 1;
+}
+
 /* The events' resolution in time, 100 ulp of |t| + |h|: the width of a located root's bracket,
    and how far past a point "just past it" is. */
 static inline double event_ttol(double t, double h) { return 100.0 * EPS * (fabs(t) + fabs(h)); }
@@ -1393,6 +1423,10 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         t_root = locate_root(s, w, t_lo, t, t, h, order, D, ttol);
         dense_output(n, t_root + ttol, t, h, order, D, yo, ypo);
         s->modes(t_root + ttol, yo, ypo, s->p, m_new);
+        if (!modes_changed(s, m_new) && off_zero(s, w, &t_root, t, h, order, D, ttol)) {
+            dense_output(n, t_root + ttol, t, h, order, D, yo, ypo);
+            s->modes(t_root + ttol, yo, ypo, s->p, m_new);
+        }
         if (modes_changed(s, m_new)) { found = 1; break; }
         /* a crossing that changes no mode: search on past it */
         t_lo = t_root;
