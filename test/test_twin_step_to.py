@@ -186,3 +186,29 @@ def test_after_a_reset_the_robotino_moves_by_the_twist_it_reports():
     tw.reset()
     assert tw.set_twist(0.4, 0.0, 0.0) == tw.twist == pytest.approx((0.4, 0.0, 0.0))
     assert tw.step_to(1.0).pose[0] == pytest.approx(0.4, abs=0.03)  # 1 s at 0.4 m/s after the motors spin up
+
+
+def test_a_twin_running_for_hours_follows_commands_as_a_fresh_one():
+    """The first step after a command was at least 1e-10 s, the solver's smallest step at t is
+    10 eps |t|: from t = 4.5e4 s (12.5 hours) on the first step after a command was below it, and
+    a twin left running underflowed at its next cmd_vel. At 6e4 s the same commands, given after
+    the robot stood still there, move it as they move one started at t = 0 (the twist model does
+    not depend on t)."""
+    from bondsim_ros.robots.robotino.twin import RobotinoTwin
+
+    def replay(t_start):
+        twin = RobotinoTwin("twist")
+        for t in np.arange(5000.0, t_start + 1.0, 5000.0):  # standing still (hmax-long steps)
+            twin.step_to(t)
+        rng = np.random.default_rng(10)
+        t, poses = t_start, []
+        while t < t_start + 3.0:
+            twin.set_twist(*(rng.uniform(-1, 1, 3) * np.array([0.7, 0.7, 2.5])))
+            t += rng.choice([0.0303, 0.606, 0.05, 0.001])
+            twin.step_to(t)
+            poses.append([twin.column(k) for k in ("chassis.pos_x.x", "chassis.pos_y.x", "chassis.heading.x")])
+        return np.array(poses)
+
+    fresh, old = replay(0.0), replay(6e4)
+    assert np.max(np.abs(fresh)) > 0.1  # it moved
+    assert np.max(np.abs(old - fresh)) < 1e-6

@@ -712,7 +712,11 @@ class BDFSolver:
                 pass  # keep the old values: the corrector still converges, only more slowly
             h_est = _step_from_derivative(self.y, self.yp, self._tested, self.atol, self.rtol)
             if math.isfinite(h_est):
-                h_new = max(min(h_new, h_est), 1e-10)
+                # at least what the core allows a restart at t (bdf_core.c: 100 hmin, hmin = 10
+                # eps max(|t|, 1)): a fixed 1e-10 fell below hmin from t = 4.5e4 s on, and a
+                # twin 12.5 hours old underflowed at its next command; too long a first step
+                # only fails its error test and shrinks
+                h_new = max(min(h_new, h_est), 1e-10, 1000 * _EPS * max(abs(self.t), 1.0))
         self.D[:] = 0.0
         self.D[0] = self.y
         self.D[1] = self.yp * h_new
