@@ -212,3 +212,32 @@ def test_a_twin_running_for_hours_follows_commands_as_a_fresh_one():
     fresh, old = replay(0.0), replay(6e4)
     assert np.max(np.abs(fresh)) > 0.1  # it moved
     assert np.max(np.abs(old - fresh)) < 1e-6
+
+
+@pytest.mark.parametrize("t0", [3e6, 1e7])
+def test_the_twist_model_commanded_weeks_into_a_run_moves_as_at_its_start(t0):
+    """A restart's consistent values picked the modes "just after" t0 at 1e-9 |t0| along y' and
+    took the time derivative of the equations over 1e-5 |t0|: at t0 = 3e6 s (35 days) 3 ms along
+    a y' of 1e5 (a PID after a command) and over 60 s. The restart then started from values its
+    equations rejected by 6e4 and underflowed. Those perturbations are now times, not fractions
+    of the clock: the same commands move the robot as they do from t = 0 (to the tolerance)."""
+    from bondsim_ros.bondgraph import Simulation, compile_model
+    from bondsim_ros.models import resolve_model
+
+    c = compile_model(resolve_model("robotino_twist")[0])
+    pose = [c.var_names.index(k) for k in ("chassis.pos_x.x", "chassis.pos_y.x", "chassis.heading.x")]
+
+    def run(start):
+        sim = Simulation(c, options=TWIN_OPTIONS, t0=start)
+        rng = np.random.default_rng(10)
+        rows = []
+        for k in range(1, 101):
+            vx, vy, wz = rng.uniform(-1, 1, 3) * np.array([0.7, 0.7, 2.5])
+            sim.set_params({"vx_cmd": vx, "vy_cmd": vy, "wz_cmd": wz}, restart=True)
+            sim.step_to(start + 0.05 * k)
+            rows.append(sim.solver.y[pose].copy())
+        return np.array(rows)
+
+    fresh, late = run(0.0), run(t0)
+    assert np.max(np.abs(fresh)) > 0.1  # it moved
+    assert np.max(np.abs(late - fresh)) < 1e-5

@@ -2197,10 +2197,11 @@ int64_t bdf_consistent(solver_t *s, double t0, double *y, double *yp, const int6
             return CI_NEED_W;
         }
         if (m < k) return CI_FALLBACK; /* underdetermined: a minimum-norm answer */
-        double eps = 1e-5 * pmax(1.0, fabs(t0));
+        /* 1e-5 s, not 1e-5 |t0|: a difference over 60 s at t0 = 3e6 s (BDFSolver._time_step) */
+        double eps = (t0 + pmax(1e-5, 64 * EPS * fabs(t0))) - t0;
         s->res(t0 + eps, y, yp, s->p, r1);
         s->res(t0 - eps, y, yp, s->p, r2);
-        for (int64_t i = 0; i < n; i++) Ft[i] = (r1[i] - r2[i]) / (2 * eps);
+        for (int64_t i = 0; i < n; i++) Ft[i] = (r1[i] - r2[i]) / ((t0 + eps) - (t0 - eps));
         /* [[Fy_alg, Fyp], [0, W^T Fy]] x = -[r, W^T (Fy y' + Ft)], by columns */
         for (int64_t c = 0; c < n_alg; c++) {
             for (int64_t i = 0; i < n; i++) A[c * m + i] = Fy[alg[c] * n + i];
