@@ -214,17 +214,22 @@ def test_a_twin_running_for_hours_follows_commands_as_a_fresh_one():
     assert np.max(np.abs(old - fresh)) < 1e-6
 
 
-@pytest.mark.parametrize("t0", [3e6, 1e7])
+@pytest.mark.parametrize("t0", [3e6, 1e7, 1e9])
 def test_the_twist_model_commanded_weeks_into_a_run_moves_as_at_its_start(t0):
     """A restart's consistent values picked the modes "just after" t0 at 1e-9 |t0| along y' and
     took the time derivative of the equations over 1e-5 |t0|: at t0 = 3e6 s (35 days) 3 ms along
     a y' of 1e5 (a PID after a command) and over 60 s. The restart then started from values its
     equations rejected by 6e4 and underflowed. Those perturbations are now times, not fractions
-    of the clock: the same commands move the robot as they do from t = 0 (to the tolerance)."""
+    of the clock. And hmin, 10 eps |t|, passed the nanosecond steps after a command between
+    1e7 and 2e7 s: the twist model, which reads no t, now runs on a time of its own that starts
+    at 0 at every restart. The same commands move the robot as they do from t = 0 (to the
+    tolerance; at 1e9 s the clock itself resolves only 1.2e-7 s)."""
     from bondsim_ros.bondgraph import Simulation, compile_model
     from bondsim_ros.models import resolve_model
+    from bondsim_ros.robots.robotino.model import robotino
 
     c = compile_model(resolve_model("robotino_twist")[0])
+    assert c.autonomous and not compile_model(robotino()).autonomous  # the paper's reference reads t
     pose = [c.var_names.index(k) for k in ("chassis.pos_x.x", "chassis.pos_y.x", "chassis.heading.x")]
 
     def run(start):
@@ -241,3 +246,21 @@ def test_the_twist_model_commanded_weeks_into_a_run_moves_as_at_its_start(t0):
     fresh, late = run(0.0), run(t0)
     assert np.max(np.abs(fresh)) > 0.1  # it moved
     assert np.max(np.abs(late - fresh)) < 1e-5
+
+
+def test_an_autonomous_problem_keeps_absolute_times_outside_its_own():
+    """y' = -y started 3e9 s into a run, where the clock resolves 4.8e-7 s: on its own time from
+    0 the solver answers absolute output times with the closed form to 3e-15 (on the clock's
+    time, with step sizes the differences of rounded times, to 7e-5), its step point in
+    absolute time."""
+    problem = DAEProblem(decay_res, decay_jac, np.array([0, 1], dtype=np.int64), np.array([0], dtype=np.int64),
+                         np.ones(1, bool), np.zeros(1), ["y"], autonomous=True)
+    s = BDFSolver(problem, options=SolverOptions(rtol=1e-10, atol=1e-12, hmax=1e-3))
+    t0 = 3e9
+    s.init(t0, [1.0])
+    t_out = t0 + np.array([0.25, 0.5, 1.0])
+    Y, _ = s.advance(t_out)
+    assert np.allclose(Y[:, 0], np.exp(-(t_out - t0)), rtol=1e-9, atol=0)
+    assert t_out[-1] <= s.t_step < t_out[-1] + 1e-3
+    y, _ = s.step_to(t0 + 1.5)
+    assert y[0] == pytest.approx(math.exp(-1.5), rel=1e-9)

@@ -98,7 +98,7 @@ def _build(model, key, eliminate, src_path, meta_path, folder, log) -> dict:
 def _symbolic(model, key, eliminate, log):
     """The model's equations, their reduction and the C source: (metadata, source)."""
     from .cprint import generate_source
-    from .equations import build_dae
+    from .equations import T, build_dae
     from .events import extract_events
     from .reduce import reduce_dae, require_unknowns
 
@@ -133,6 +133,8 @@ def _symbolic(model, key, eliminate, log):
     meta["n_modes"] = len(ev.modes)
     meta["root_names"] = ev.root_names
     meta["mode_names"] = ev.mode_names
+    # what the solver evaluates does not read t: its time may start at 0 at every restart
+    meta["autonomous"] = not any(e.has(T) for e in [*red.equations, *moded, *ev.natural, *ev.roots])
     if ev:
         log(f"model {model.name!r}: {len(ev.roots)} switching functions, {len(ev.modes)} modes (events)")
     try:

@@ -54,6 +54,7 @@ class CompiledModel:
     modes: object = None
     residual_modes: object = None
     jacobian_modes: object = None
+    autonomous: bool = False  # no t in the equations, switching functions or modes (DAEProblem)
 
     def check_params(self, params) -> None:
         """Refuse parameter values the model cannot run with, naming the parameter and the
@@ -124,7 +125,7 @@ class CompiledModel:
             var_names=list(self.var_names), eq_names=list(self.eq_names),
             roots=self.roots if ev else None, modes=self.modes if ev else None,
             n_roots=len(self.root_names or []) if ev else 0, n_modes=self.n_modes, root_names=self.root_names,
-            mode_names=self.mode_names,
+            mode_names=self.mode_names, autonomous=self.autonomous,
         )
 
 
@@ -168,7 +169,7 @@ def load_compiled(name: str, parameters: dict, key: str, meta: dict, src_path: P
         check_names=meta.get("check_names", []), check_kinds=meta.get("check_kinds", []),
         pivot_params=meta.get("pivot_params", []), param_uses=meta.get("param_uses", {}),
         n_modes=meta.get("n_modes", 0), root_names=meta.get("root_names", []),
-        mode_names=meta.get("mode_names", []),
+        mode_names=meta.get("mode_names", []), autonomous=bool(meta.get("autonomous", False)),
         roots=kernels.get("roots"), modes=kernels.get("modes"),
         residual_modes=kernels.get("residual_modes"), jacobian_modes=kernels.get("jacobian_modes"),
     )

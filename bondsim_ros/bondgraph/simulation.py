@@ -257,8 +257,7 @@ class Simulation:
         command that restarts the integration from it starts on the constraints (an interpolated
         state violates the Robotino's rolling constraints by up to 1e-2, and the restart then
         underflows the step size)."""
-        land = t + 64 * np.finfo(float).eps * max(1.0, abs(t))
-        Y, YP = self.solver.advance([t], tstop=land)
+        Y, YP = self.solver.step_to(t)
         self.t, self.last_y, self.last_yp = t, Y[0].copy(), YP[0].copy()
         return Y[0], YP[0]
 

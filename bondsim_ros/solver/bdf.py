@@ -56,6 +56,10 @@ class DAEProblem:
     n_modes: int = 0
     root_names: list = None
     mode_names: list = None  # per mode: what it switches (named in ModeChatter)
+    # No kernel reads t (residual, Jacobian, switching functions, modes): the solver then runs
+    # on a time of its own that starts at 0 at init and at every restart (BDFSolver), so that
+    # late in a run its step sizes and events are resolved as at its start.
+    autonomous: bool = False
 
     @property
     def n(self):
@@ -313,6 +317,9 @@ class BDFSolver:
         self.problem = problem
         n = problem.n
         self.n = n
+        # the absolute time of the core's t = 0 (DAEProblem.autonomous; else 0: absolute time)
+        self._autonomous = bool(getattr(problem, "autonomous", False))
+        self._origin = 0.0
         self.rtol = options.rtol
         if isinstance(options.atol, tuple):
             if len(options.atol) not in (1, n):
@@ -468,7 +475,7 @@ class BDFSolver:
     @property
     def t_step(self) -> float:
         """The time of the integrator's last step point (at or past the last output time)."""
-        return float(self.st[core.S_T])
+        return float(self.st[core.S_T]) + self._origin
 
     @property
     def y_step(self) -> np.ndarray:
@@ -684,11 +691,13 @@ class BDFSolver:
         y0 = np.asarray(y0, dtype=float)
         y = y0.copy()
         yp = np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy()
-        y, yp = self._consistent_with_modes(t0, y, yp, consistent)
-        self.index2[:] = self._index2(t0, y, yp)
+        self._origin = float(t0) if self._autonomous else 0.0
+        t_core = float(t0) - self._origin  # (the kernels of an autonomous problem ignore t)
+        y, yp = self._consistent_with_modes(t_core, y, yp, consistent)
+        self.index2[:] = self._index2(t_core, y, yp)
         self.y, self.yp = y, yp
         # D = [y, h y'], order 1, the first step from y' (bdf_start); clear: a new solver's arrays
-        self._core.start(float(t0), y, yp, math.nan if self.h0 is None else float(self.h0), self.max_order, clear)
+        self._core.start(t_core, y, yp, math.nan if self.h0 is None else float(self.h0), self.max_order, clear)
         self.t = float(t0)
         return y, yp
 
@@ -714,10 +723,12 @@ class BDFSolver:
         h = self.st[core.S_H]
         h_new = min(h, 1e-3, self.hmax) if restart else min(h, self.hmax)
         if restart:
+            if self._autonomous:
+                self._origin = self.t  # the solver's own time starts again at 0
             # y' (and algebraic y) jump with the inputs: predicting from the old y' would make
             # the first error estimate h |dy'|, which at tight tolerances underflows the step
             try:
-                self.y, self.yp = self._consistent_with_modes(self.t, self.y, self.yp)
+                self.y, self.yp = self._consistent_with_modes(self.t - self._origin, self.y, self.yp)
             except InconsistentInitialValues:
                 pass  # keep the old values: the corrector still converges, only more slowly
             h_est = _step_from_derivative(self.y, self.yp, self._tested, self.atol, self.rtol)
@@ -726,11 +737,11 @@ class BDFSolver:
                 # eps max(|t|, 1)): a fixed 1e-10 fell below hmin from t = 4.5e4 s on, and a
                 # twin 12.5 hours old underflowed at its next command; too long a first step
                 # only fails its error test and shrinks
-                h_new = max(min(h_new, h_est), 1e-10, 1000 * _EPS * max(abs(self.t), 1.0))
+                h_new = max(min(h_new, h_est), 1e-10, 1000 * _EPS * max(abs(self.t - self._origin), 1.0))
         self.D[:] = 0.0
         self.D[0] = self.y
         self.D[1] = self.yp * h_new
-        self.st[core.S_T] = self.t
+        self.st[core.S_T] = self.t - self._origin
         self.st[core.S_H] = h_new
         self._restart_order()
 
@@ -746,18 +757,29 @@ class BDFSolver:
         those are answered from the interpolating polynomial of the last step, which spans the
         last output time. ``tstop``: no step goes beyond it."""
         t_out = np.asarray(t_out, dtype=float).reshape(-1)
+        return self._advance(t_out, progress, float(tstop) - self._origin, chunk)
+
+    def step_to(self, t: float):
+        """``advance([t])`` with the last step ending a few ulps past ``t`` (64 eps of the
+        solver's own time, so never a last step below hmin) instead of past it by up to a step:
+        the state at ``t`` is then a step point, not an interpolation."""
+        t_core = float(t) - self._origin
+        return self._advance(np.array([float(t)]), None, t_core + 64 * _EPS * max(1.0, abs(t_core)), 100)
+
+    def _advance(self, t_out, progress, tstop, chunk):
+        """advance with ``tstop`` in the solver's own time."""
         m = t_out.shape[0]
         if m and t_out[0] < self.t - 1e-12 * max(1, abs(self.t)):
             raise ValueError(f"output time {t_out[0]} is before the last output time {self.t}")
         Y = np.empty((m, self.n))
         YP = np.empty((m, self.n))
-        tstop = float(tstop)
+        t_core = t_out - self._origin if self._origin else t_out
         start = 0
         while start < m:
             stop = min(m, start + chunk) if progress else m
             self.ist[core.I_K_OUT] = 0
             # the core writes into buffers of its own (pointers set once), copied into Y, YP
-            status = self._core.advance(t_out[start:stop], tstop, Y[start:stop], YP[start:stop], self.rtol,
+            status = self._core.advance(t_core[start:stop], tstop, Y[start:stop], YP[start:stop], self.rtol,
                                         self.hmax, self.max_steps)
             if status != core.OK:
                 self._raise(status)
@@ -779,7 +801,7 @@ class BDFSolver:
         return names.get(kind), int(self.ist[core.I_FAIL_INDEX])
 
     def _raise(self, status):
-        t, h = self.st[core.S_T], self.st[core.S_H]
+        t, h = self.st[core.S_T] + self._origin, self.st[core.S_H]
         kind, k = self.failure()
         if status == core.UNDERFLOW:
             who = {"error_test": f" (last error-test failure on {self._var(k)})",

@@ -2292,7 +2292,9 @@ double bdf_start(solver_t *s, double t0, const double *y, const double *yp, doub
             }
         double ypn = count ? sqrt(sum / (double)count) : 0.0;
         h = ypn > 0.0 ? 0.5 / ypn : INFINITY;
-        h = pmax(pmin(pmin(h, 1e-2), s->hmax), 1e-8);
+        /* at least 100 hmin (as a restart's first step; hmin = 10 eps max(|t0|, 1)): 1e-8 alone
+           is below hmin from t0 = 4.5e6 s on, and the run ended before its first step */
+        h = pmax(pmax(pmin(pmin(h, 1e-2), s->hmax), 1e-8), 1000.0 * EPS * pmax(fabs(t0), 1.0));
     }
     memset(s->D, 0, NROWS * n * sizeof(double));
     for (int64_t m = 0; m < n; m++) { s->D[m] = y[m]; s->D[n + m] = yp[m] * h; }
