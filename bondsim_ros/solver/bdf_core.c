@@ -1103,6 +1103,9 @@ static int off_zero(const solver_t *s, work_t *w, double *t_root, double t, doub
     return 1;
 }
 
+/* The smallest step at t: 10 ulps of max(|t|, 1), so that t + h differs from t. */
+static inline double hmin_at(double t) { return 10.0 * EPS * pmax(fabs(t), 1.0); }
+
 /* The events' resolution in time, 100 ulp of |t| + |h|: the width of a located root's bracket,
    and how far past a point "just past it" is. */
 static inline double event_ttol(double t, double h) { return 100.0 * EPS * (fabs(t) + fabs(h)); }
@@ -1537,7 +1540,7 @@ enum { ATTEMPT_CONVERGED, ATTEMPT_NEWTON_FAILED, ATTEMPT_SINGULAR, /* step_attem
 /* The step size limits at t, before the attempts at a step: hmin, hmax and tstop. */
 static void begin_step(const solver_t *s, work_t *w, loop_t *L) {
     const int64_t n = s->n;
-    L->hmin = 10 * EPS * pmax(fabs(L->t), 1.0);
+    L->hmin = hmin_at(L->t);
     if (L->h > s->hmax) {
         rescale_D(n, s->D, L->order, s->hmax / L->h, w);
         L->h = s->hmax;
@@ -2292,9 +2295,9 @@ double bdf_start(solver_t *s, double t0, const double *y, const double *yp, doub
             }
         double ypn = count ? sqrt(sum / (double)count) : 0.0;
         h = ypn > 0.0 ? 0.5 / ypn : INFINITY;
-        /* at least 100 hmin (as a restart's first step; hmin = 10 eps max(|t0|, 1)): 1e-8 alone
-           is below hmin from t0 = 4.5e6 s on, and the run ended before its first step */
-        h = pmax(pmax(pmin(pmin(h, 1e-2), s->hmax), 1e-8), 1000.0 * EPS * pmax(fabs(t0), 1.0));
+        /* at least 100 hmin, as a restart's first step: 1e-8 alone is below hmin from
+           t0 = 4.5e6 s on, and the run ended before its first step */
+        h = pmax(pmax(pmin(pmin(h, 1e-2), s->hmax), 1e-8), 100.0 * hmin_at(t0));
     }
     memset(s->D, 0, NROWS * n * sizeof(double));
     for (int64_t m = 0; m < n; m++) { s->D[m] = y[m]; s->D[n + m] = yp[m] * h; }
