@@ -323,3 +323,44 @@ def test_node_executable_refuses_bad_parameters_by_name(module, param, value, sa
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert f"[{module}]" in proc.stderr
+
+
+HELD_TEARDOWN = """
+import sys, time
+from rclpy.node import Node
+from bondsim_ros.ros._env import run_node
+
+class Held(Node):
+    def __init__(self, **kw):
+        super().__init__("held_node", **kw)
+        self.create_timer(0.05, lambda: None)
+        print("spinning", file=sys.stderr, flush=True)
+
+    def destroy_node(self):  # the middleware's teardown, held as Fast DDS has held it
+        time.sleep(60)
+
+run_node(Held, sys.argv)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_node_whose_teardown_is_held_ends_before_launch_escalates(sig):
+    """launch waits 5 s after SIGINT, then sends SIGTERM and reports the node as died; a node
+    executable stops within 3 s of either signal, whatever holds its teardown, and says where."""
+    proc = subprocess.Popen([sys.executable, "-c", HELD_TEARDOWN], env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr.readline().strip() == "spinning"
+        time.sleep(0.3)
+        tic = time.monotonic()
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=30.0)
+        took = time.monotonic() - tic
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read()
+    assert rc == 0 and 2.9 < took < 4.5, (rc, took, err)
+    assert "[WARN] [held_node]: teardown held in destroy_node" in err, err
+    assert "Traceback" not in err, err

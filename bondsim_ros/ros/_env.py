@@ -101,16 +101,49 @@ def spin_until_signal(executor, context=None, duration: float | None = None, on_
             signal.signal(sig, old)
 
 
+# s a node executable's teardown may take once it stopped spinning: launch sends SIGTERM 5 s
+# after SIGINT (its sigterm_timeout) and then reports the node as died
+TEARDOWN_LIMIT = 3.0
+
+
+def end_within(seconds: float, name: str, status: int = 0) -> None:
+    """Make sure this process ends ``seconds`` from now, with ``status``, whatever holds it.
+
+    For a node executable that has stopped: what is left is ROS's teardown (destroying the
+    node's entities, then the middleware's participant), and Fast DDS has held that past
+    launch's 5 s on a loaded machine. The limit cuts only the participant's goodbye (its peers
+    drop it when its lease runs out). The warning names where the main thread was held."""
+    import threading
+
+    def force():
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        where = f" in {frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})" if frame else ""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os.write(2, f"[WARN] [{name}]: teardown held{where} for {seconds:g} s: exiting without it\n".encode())
+        os._exit(status)
+
+    timer = threading.Timer(seconds, force)
+    timer.daemon = True  # a teardown that finishes in time ends the process without waiting for it
+    timer.start()
+
+
 def run_node(node_class, args=None) -> None:
     """A node executable's whole life: init, spin until Ctrl-C, SIGTERM (launch's way of
-    stopping it) or shutdown, then destroy the node before the context goes."""
+    stopping it) or shutdown, then destroy the node before the context goes, within
+    TEARDOWN_LIMIT."""
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     ensure_local_discovery()
+    name = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else node_class.__name__
     context = rclpy.Context()
     init_rclpy(args=args, context=context)
     node = None
+    status = 0
     try:
         try:
             with sigterm_interrupts():
@@ -118,8 +151,8 @@ def run_node(node_class, args=None) -> None:
         except ValueError as exc:  # bad parameters / robot_description: say what, no traceback
             import rclpy.logging
 
-            name = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else node_class.__name__
             rclpy.logging.get_logger(name).fatal(str(exc))
+            status = 2
             raise SystemExit(2) from None
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
@@ -131,6 +164,10 @@ def run_node(node_class, args=None) -> None:
     except KeyboardInterrupt:  # Ctrl-C while the node was still being built
         pass
     finally:
+        failed = sys.exc_info()[0]  # an error on its way out: its traceback, then status 1
+        if failed is not None and not issubclass(failed, (KeyboardInterrupt, SystemExit)):
+            status = 1
+        end_within(TEARDOWN_LIMIT, node.get_name() if node is not None else name, status)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
