@@ -364,3 +364,39 @@ def test_a_node_whose_teardown_is_held_ends_before_launch_escalates(sig):
     assert rc == 0 and 2.9 < took < 4.5, (rc, took, err)
     assert "[WARN] [held_node]: teardown held in destroy_node" in err, err
     assert "Traceback" not in err, err
+
+
+HELD_UP = """
+import sys, time
+from bondsim_ros.ros import graph
+
+graph.Graph.shutdown = lambda self: time.sleep(60)  # the middleware's teardown, held
+from bondsim_ros.cli import main
+
+sys.exit(main(["up"]))
+"""
+
+
+def test_up_whose_teardown_is_held_ends_within_3_s_of_sigint(tmp_path):
+    """`bondsim-ros up` bounds its teardown as the node executables do, with the CLI's status."""
+    proc = subprocess.Popen([sys.executable, "-c", HELD_UP], env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        lines = []
+        for line in proc.stderr:  # the twin is built (seconds), then says it runs
+            lines.append(line)
+            if "running, discovery range" in line:
+                break
+        assert proc.poll() is None, "".join(lines)
+        time.sleep(0.5)
+        tic = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=30.0)
+        took = time.monotonic() - tic
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = "".join(lines) + proc.stderr.read()
+    assert rc == 0 and 2.9 < took < 4.5, (rc, took, err[-3000:])
+    assert "stopped (SIGINT)" in err and "[WARN] [bondsim-ros up]: teardown held in <lambda>" in err, err[-3000:]

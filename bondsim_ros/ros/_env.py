@@ -106,8 +106,9 @@ def spin_until_signal(executor, context=None, duration: float | None = None, on_
 TEARDOWN_LIMIT = 3.0
 
 
-def end_within(seconds: float, name: str, status: int = 0) -> None:
-    """Make sure this process ends ``seconds`` from now, with ``status``, whatever holds it.
+def end_within(seconds: float, name: str, status: int = 0):
+    """Make sure this process ends ``seconds`` from now, with ``status``, whatever holds it;
+    returns the started timer (cancel it where the process goes on after the teardown).
 
     For a node executable that has stopped: what is left is ROS's teardown (destroying the
     node's entities, then the middleware's participant), and Fast DDS has held that past
@@ -129,6 +130,7 @@ def end_within(seconds: float, name: str, status: int = 0) -> None:
     timer = threading.Timer(seconds, force)
     timer.daemon = True  # a teardown that finishes in time ends the process without waiting for it
     timer.start()
+    return timer
 
 
 def run_node(node_class, args=None) -> None:

@@ -223,7 +223,8 @@ def cmd_up(args) -> int:
 
     from bondsim_ros.cliargs import CLIError
 
-    from ._env import choose_discovery_range, init_rclpy, sigterm_interrupts, spin_until_signal
+    from ._env import (TEARDOWN_LIMIT, choose_discovery_range, end_within, init_rclpy, sigterm_interrupts,
+                       spin_until_signal)
     from .graph import load_ros_params, start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
@@ -276,9 +277,18 @@ def cmd_up(args) -> int:
               f"max lag {dn.frame_clock.max_lag * 1e3:.1f} ms, {dn.failures.count} solver failures, "
               f"{dn.frame_clock.skipped_frames} frames skipped", file=sys.stderr)
     finally:
-        if graph is not None:
-            graph.shutdown()
-        rclpy.try_shutdown(context=context)
+        # bounded as a node executable's (a held middleware teardown), the timer cancelled after
+        # it: `up` may run inside another program (tests call the CLI's main)
+        failed = sys.exc_info()[0]
+        status = (0 if failed is None or issubclass(failed, SystemExit)  # as the CLI's main would exit
+                  else 130 if issubclass(failed, KeyboardInterrupt) else 2 if issubclass(failed, CLIError) else 1)
+        timer = end_within(TEARDOWN_LIMIT, "bondsim-ros up", status)
+        try:
+            if graph is not None:
+                graph.shutdown()
+            rclpy.try_shutdown(context=context)
+        finally:
+            timer.cancel()
     return 0
 
 
