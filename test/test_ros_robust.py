@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -349,6 +350,8 @@ def test_a_node_whose_teardown_is_held_ends_before_launch_escalates(sig):
     executable stops within 3 s of either signal, whatever holds its teardown, and says where."""
     proc = subprocess.Popen([sys.executable, "-c", HELD_TEARDOWN], env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
+    guard = threading.Timer(120.0, proc.kill)  # a node that never starts fails the test, no hang
+    guard.start()
     try:
         assert proc.stderr.readline().strip() == "spinning"
         time.sleep(0.3)
@@ -357,6 +360,7 @@ def test_a_node_whose_teardown_is_held_ends_before_launch_escalates(sig):
         rc = proc.wait(timeout=30.0)
         took = time.monotonic() - tic
     finally:
+        guard.cancel()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -381,6 +385,8 @@ def test_up_whose_teardown_is_held_ends_within_3_s_of_sigint(tmp_path):
     """`bondsim-ros up` bounds its teardown as the node executables do, with the CLI's status."""
     proc = subprocess.Popen([sys.executable, "-c", HELD_UP], env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    guard = threading.Timer(180.0, proc.kill)  # an `up` that never says it runs fails the test, no hang
+    guard.start()
     try:
         lines = []
         for line in proc.stderr:  # the twin is built (seconds), then says it runs
@@ -394,6 +400,7 @@ def test_up_whose_teardown_is_held_ends_within_3_s_of_sigint(tmp_path):
         rc = proc.wait(timeout=30.0)
         took = time.monotonic() - tic
     finally:
+        guard.cancel()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
