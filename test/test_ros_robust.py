@@ -344,16 +344,21 @@ run_node(Held, sys.argv)
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_node_whose_teardown_is_held_ends_before_launch_escalates(sig):
-    """launch waits 5 s after SIGINT, then sends SIGTERM and reports the node as died; a node
-    executable stops within 3 s of either signal, whatever holds its teardown, and says where."""
-    proc = subprocess.Popen([sys.executable, "-c", HELD_TEARDOWN], env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    guard = threading.Timer(120.0, proc.kill)  # a node that never starts fails the test, no hang
+def _stop_held(code: str, ready: str, sig, cwd=None) -> tuple:
+    """Start ``code`` (a process whose teardown is held), wait for its stderr line containing
+    ``ready``, send ``sig``; returns (exit status, seconds to exit, stderr). A process that
+    never gets ready is killed after 3 min: the test fails instead of hanging the run."""
+    proc = subprocess.Popen([sys.executable, "-c", code], env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd)
+    guard = threading.Timer(180.0, proc.kill)
     guard.start()
+    lines = []
     try:
-        assert proc.stderr.readline().strip() == "spinning"
+        for line in proc.stderr:
+            lines.append(line)
+            if ready in line:
+                break
+        assert proc.poll() is None, "".join(lines)
         time.sleep(0.3)
         tic = time.monotonic()
         proc.send_signal(sig)
@@ -364,7 +369,14 @@ def test_a_node_whose_teardown_is_held_ends_before_launch_escalates(sig):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    err = proc.stderr.read()
+    return rc, took, "".join(lines) + proc.stderr.read()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_node_whose_teardown_is_held_ends_before_launch_escalates(sig):
+    """launch waits 5 s after SIGINT, then sends SIGTERM and reports the node as died; a node
+    executable stops within 3 s of either signal, whatever holds its teardown, and says where."""
+    rc, took, err = _stop_held(HELD_TEARDOWN, "spinning", sig)
     assert rc == 0 and 2.9 < took < 4.5, (rc, took, err)
     assert "[WARN] [held_node]: teardown held in destroy_node" in err, err
     assert "Traceback" not in err, err
@@ -383,27 +395,7 @@ sys.exit(main(["up"]))
 
 def test_up_whose_teardown_is_held_ends_within_3_s_of_sigint(tmp_path):
     """`bondsim-ros up` bounds its teardown as the node executables do, with the CLI's status."""
-    proc = subprocess.Popen([sys.executable, "-c", HELD_UP], env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    guard = threading.Timer(180.0, proc.kill)  # an `up` that never says it runs fails the test, no hang
-    guard.start()
-    try:
-        lines = []
-        for line in proc.stderr:  # the twin is built (seconds), then says it runs
-            lines.append(line)
-            if "running, discovery range" in line:
-                break
-        assert proc.poll() is None, "".join(lines)
-        time.sleep(0.5)
-        tic = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=30.0)
-        took = time.monotonic() - tic
-    finally:
-        guard.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    err = "".join(lines) + proc.stderr.read()
+    # the twin is built (seconds), then `up` says it runs
+    rc, took, err = _stop_held(HELD_UP, "running, discovery range", signal.SIGINT, cwd=tmp_path)
     assert rc == 0 and 2.9 < took < 4.5, (rc, took, err[-3000:])
     assert "stopped (SIGINT)" in err and "[WARN] [bondsim-ros up]: teardown held in <lambda>" in err, err[-3000:]
