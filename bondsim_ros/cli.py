@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
+    args.program_run = argv is None  # the console script or `python -m`: the process is the command's
     if argv is None and getattr(args, "solver_core", False):
         # a first run on this machine: gcc builds the solver core (about 1 s) from now on, while
         # numpy is imported and the model built, not only once the model is being built. Only

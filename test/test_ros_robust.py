@@ -389,13 +389,29 @@ from bondsim_ros.ros import graph
 graph.Graph.shutdown = lambda self: time.sleep(60)  # the middleware's teardown, held
 from bondsim_ros.cli import main
 
-sys.exit(main(["up"]))
+sys.argv = ["bondsim-ros", "up"]
+sys.exit(main())  # a program run, as the console script's
 """
 
 
 def test_up_whose_teardown_is_held_ends_within_3_s_of_sigint(tmp_path):
-    """`bondsim-ros up` bounds its teardown as the node executables do, with the CLI's status."""
+    """`bondsim-ros up` bounds its teardown as the node executables do, with the CLI's status
+    (only as a program: a caller of main(argv), a test runner among them, keeps its process)."""
     # the twin is built (seconds), then `up` says it runs
     rc, took, err = _stop_held(HELD_UP, "running, discovery range", signal.SIGINT, cwd=tmp_path)
     assert rc == 0 and 2.9 < took < 4.5, (rc, took, err[-3000:])
     assert "stopped (SIGINT)" in err and "[WARN] [bondsim-ros up]: teardown held in <lambda>" in err, err[-3000:]
+
+
+def test_up_inside_another_program_keeps_its_process_through_a_held_teardown(tmp_path):
+    """main(argv) called by another program (a test runner) returns after a teardown held
+    beyond the limit: forcing the exit there would end the caller, whatever it was doing."""
+    code = ("import sys, time\nfrom bondsim_ros.ros import graph\n"
+            "graph.Graph.shutdown = lambda self: time.sleep(4.5)\n"
+            "from bondsim_ros.cli import main\n"
+            "rc = main(['up', '--duration', '1'])\n"
+            "print('returned', rc, flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0 and "returned 0" in proc.stdout, proc.stderr[-3000:]
+    assert "teardown held" not in proc.stderr, proc.stderr[-3000:]

@@ -277,18 +277,21 @@ def cmd_up(args) -> int:
               f"max lag {dn.frame_clock.max_lag * 1e3:.1f} ms, {dn.failures.count} solver failures, "
               f"{dn.frame_clock.skipped_frames} frames skipped", file=sys.stderr)
     finally:
-        # bounded as a node executable's (a held middleware teardown), the timer cancelled after
-        # it: `up` may run inside another program (tests call the CLI's main)
-        failed = sys.exc_info()[0]
-        status = (0 if failed is None or issubclass(failed, SystemExit)  # as the CLI's main would exit
-                  else 130 if issubclass(failed, KeyboardInterrupt) else 2 if issubclass(failed, CLIError) else 1)
-        timer = end_within(TEARDOWN_LIMIT, "bondsim-ros up", status)
+        # in a program run bounded as a node executable's (a held middleware teardown); a caller
+        # of the CLI's main(argv) keeps its process: no forced exit there
+        timer = None
+        if getattr(args, "program_run", False):
+            failed = sys.exc_info()[0]
+            status = (0 if failed is None or issubclass(failed, SystemExit)  # as the CLI's main would exit
+                      else 130 if issubclass(failed, KeyboardInterrupt) else 2 if issubclass(failed, CLIError) else 1)
+            timer = end_within(TEARDOWN_LIMIT, "bondsim-ros up", status)
         try:
             if graph is not None:
                 graph.shutdown()
             rclpy.try_shutdown(context=context)
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
     return 0
 
 
