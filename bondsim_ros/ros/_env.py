@@ -117,15 +117,19 @@ def end_within(seconds: float, name: str, status: int = 0):
     import threading
 
     def force():
-        frame = sys._current_frames().get(threading.main_thread().ident)
-        where = f" in {frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})" if frame else ""
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os.write(2, f"[WARN] [{name}]: teardown held{where} for {seconds:g} s: exiting without it\n".encode())
-        os._exit(status)
+        try:
+            frame = sys._current_frames().get(threading.main_thread().ident)
+            where = ""
+            if frame is not None:
+                where = f" in {frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})"
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os.write(2, f"[WARN] [{name}]: teardown held{where} for {seconds:g} s: exiting without it\n".encode())
+        finally:  # nothing here (a closed stderr) keeps the process
+            os._exit(status)
 
     timer = threading.Timer(seconds, force)
     timer.daemon = True  # a teardown that finishes in time ends the process without waiting for it
