@@ -106,18 +106,42 @@ def spin_until_signal(executor, context=None, duration: float | None = None, on_
 TEARDOWN_LIMIT = 3.0
 
 
-def end_within(seconds: float, name: str, status: int = 0):
+class end_within:
     """Make sure this process ends ``seconds`` from now, with ``status``, whatever holds it;
-    returns the started timer (cancel it where the process goes on after the teardown).
+    ``cancel()`` where the process goes on after the teardown.
 
     For a node executable that has stopped: what is left is ROS's teardown (destroying the
     node's entities, then the middleware's participant), and Fast DDS has held that past
     launch's 5 s on a loaded machine. The limit cuts only the participant's goodbye (its peers
-    drop it when its lease runs out). The warning names where the main thread was held."""
-    import threading
+    drop it when its lease runs out).
 
-    def force():
+    rclpy keeps the GIL in its destroy calls, so a Python timer cannot fire while one is held:
+    it serves the teardowns held in Python (a WARN naming where, then the exit). Behind it two
+    that need no GIL: faulthandler's watchdog prints every thread's stack shortly after, and a
+    POSIX timer whose thread calls libc's ``_exit(status)`` itself ends the process."""
+
+    GRACE = 0.1  # s after the Python timer: the stacks, then as long again the exit
+
+    def __init__(self, seconds: float, name: str, status: int = 0):
+        import faulthandler
+        import threading
+
+        self.seconds, self.name, self.status = seconds, name, status
+        self.timer = threading.Timer(seconds, self._force)
+        self.timer.daemon = True  # a teardown that finishes in time ends the process without waiting
+        self.timer.start()
+        self.stacks = False
         try:
+            faulthandler.dump_traceback_later(seconds + self.GRACE, exit=False, file=sys.__stderr__)
+            self.stacks = True
+        except (AttributeError, OSError, ValueError, RuntimeError):  # no usable stderr
+            pass
+        self.posix = _exit_timer(seconds + 2 * self.GRACE, status)
+
+    def _force(self):
+        try:
+            import threading
+
             frame = sys._current_frames().get(threading.main_thread().ident)
             where = ""
             if frame is not None:
@@ -127,14 +151,56 @@ def end_within(seconds: float, name: str, status: int = 0):
                     stream.flush()
                 except (OSError, ValueError):
                     pass
-            os.write(2, f"[WARN] [{name}]: teardown held{where} for {seconds:g} s: exiting without it\n".encode())
+            os.write(2, f"[WARN] [{self.name}]: teardown held{where} for {self.seconds:g} s: exiting without it\n"
+                     .encode())
         finally:  # nothing here (a closed stderr) keeps the process
-            os._exit(status)
+            os._exit(self.status)
 
-    timer = threading.Timer(seconds, force)
-    timer.daemon = True  # a teardown that finishes in time ends the process without waiting for it
-    timer.start()
-    return timer
+    def cancel(self) -> None:
+        import faulthandler
+
+        self.timer.cancel()
+        if self.stacks:
+            faulthandler.cancel_dump_traceback_later()
+        if self.posix is not None:
+            self.posix()
+
+
+def _exit_timer(seconds: float, status: int):
+    """A POSIX timer (Linux's glibc or musl: timer_create with SIGEV_THREAD) that calls libc's
+    ``_exit(status)`` from a thread of libc's own, so no Python runs; returns the function that
+    deletes it, or None where there is no such timer (the Python timer then stands alone)."""
+    import ctypes
+
+    class sigevent(ctypes.Structure):  # struct sigevent, SIGEV_THREAD's members, padded to 64 bytes
+        _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
+                    ("function", ctypes.c_void_p), ("attribute", ctypes.c_void_p), ("pad", ctypes.c_byte * 32)]
+
+    class timespec(ctypes.Structure):
+        _fields_ = [("sec", ctypes.c_long), ("nsec", ctypes.c_long)]
+
+    class itimerspec(ctypes.Structure):
+        _fields_ = [("interval", timespec), ("value", timespec)]
+
+    if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        create, settime, delete = libc.timer_create, libc.timer_settime, libc.timer_delete
+        exit_now = ctypes.cast(libc._exit, ctypes.c_void_p).value
+    except AttributeError:
+        return None
+    # the thread gets sigev_value as its one argument, in the register an int argument uses
+    event = sigevent(value=status or None, notify=2, function=exit_now)  # SIGEV_THREAD
+    timer = ctypes.c_void_p()
+    if create(1, ctypes.byref(event), ctypes.byref(timer)) != 0:  # CLOCK_MONOTONIC
+        return None
+    whole = int(seconds)
+    spec = itimerspec(value=timespec(whole, int((seconds - whole) * 1e9)))
+    if settime(timer, 0, ctypes.byref(spec), None) != 0:
+        delete(timer)
+        return None
+    return lambda: delete(timer)
 
 
 def run_node(node_class, args=None) -> None:
