@@ -374,8 +374,11 @@ def main(rec, record_path):
             write()
     finally:
         # out within 3 s of SIGINT whatever holds the teardown below, as the real programs exit:
-        # launch sends SIGTERM 5 s after SIGINT, and its "process has died" error fails the test
-        threading.Timer(3.0, os._exit, (0,)).start()
+        # launch sends SIGTERM 5 s after SIGINT, and its "process has died" error fails the test;
+        # the node executables' bound, which holds where a C call keeps the GIL too
+        from bondsim_ros.ros._env import end_within
+
+        end_within(3.0, exe)
         write()
         executor.shutdown(timeout_sec=1.0)
         # out at once: a thread still in rcl (a service wait) would abort the interpreter's exit
