@@ -428,3 +428,19 @@ def test_up_inside_another_program_keeps_its_process_through_a_held_teardown(tmp
                           cwd=tmp_path)
     assert proc.returncode == 0 and "returned 0" in proc.stdout, proc.stderr[-3000:]
     assert "teardown held" not in proc.stderr, proc.stderr[-3000:]
+
+
+def test_a_cancelled_teardown_bound_leaves_the_process_alone():
+    """end_within(...).cancel() stops all three layers: the process outlives the limit and
+    exits with its own status, no WARN, no stacks; uncancelled, the C layer ends a process
+    whose main thread keeps the GIL, with the given status."""
+    cancelled = ("import time\nfrom bondsim_ros.ros._env import end_within\n"
+                 "end_within(0.3, 'x', 7).cancel()\ntime.sleep(1.0)\nprint('alive')\n")
+    proc = subprocess.run([sys.executable, "-c", cancelled], env=_env(), capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout.strip(), proc.stderr) == (0, "alive", "")
+    held = ("import ctypes\nfrom bondsim_ros.ros._env import end_within\n"
+            "end_within(0.3, 'x', 7)\nctypes.PyDLL(None).sleep(30)\nprint('alive')\n")
+    tic = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", held], env=_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 7 and time.monotonic() - tic < 10 and "alive" not in proc.stdout, proc.stderr
+    assert "Timeout (0:00:00.400000)!" in proc.stderr, proc.stderr

@@ -136,7 +136,7 @@ class end_within:
             self.stacks = True
         except (AttributeError, OSError, ValueError, RuntimeError):  # no usable stderr
             pass
-        self.posix = _exit_timer(seconds + 2 * self.GRACE, status)
+        self.delete_exit_timer = _exit_timer(seconds + 2 * self.GRACE, status)
 
     def _force(self):
         try:
@@ -162,8 +162,8 @@ class end_within:
         self.timer.cancel()
         if self.stacks:
             faulthandler.cancel_dump_traceback_later()
-        if self.posix is not None:
-            self.posix()
+        if self.delete_exit_timer is not None:
+            self.delete_exit_timer()
 
 
 def _exit_timer(seconds: float, status: int):
@@ -171,6 +171,9 @@ def _exit_timer(seconds: float, status: int):
     ``_exit(status)`` from a thread of libc's own, so no Python runs; returns the function that
     deletes it, or None where there is no such timer (the Python timer then stands alone)."""
     import ctypes
+
+    if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
 
     class sigevent(ctypes.Structure):  # struct sigevent, SIGEV_THREAD's members, padded to 64 bytes
         _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int),
@@ -182,8 +185,6 @@ def _exit_timer(seconds: float, status: int):
     class itimerspec(ctypes.Structure):
         _fields_ = [("interval", timespec), ("value", timespec)]
 
-    if not sys.platform.startswith("linux") or ctypes.sizeof(ctypes.c_void_p) != 8:
-        return None
     try:
         libc = ctypes.CDLL(None)
         create, settime, delete = libc.timer_create, libc.timer_settime, libc.timer_delete
