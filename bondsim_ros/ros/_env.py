@@ -166,6 +166,20 @@ class end_within:
             self.delete_exit_timer()
 
 
+def command_status(failed, usage_errors=()) -> int:
+    """The status bondsim-ros's main() gives a command that ends with the exception class
+    ``failed`` (None: it returned): 0; 130 for Ctrl-C; 2 for a usage error (the CLI's CLIError,
+    or one of ``usage_errors``, which the command reports as one); 1 for anything else. A
+    command's bounded teardown (end_within) exits with it."""
+    from bondsim_ros.cliargs import CLIError
+
+    if failed is None or issubclass(failed, SystemExit):
+        return 0
+    if issubclass(failed, KeyboardInterrupt):
+        return 130
+    return 2 if issubclass(failed, (CLIError, *usage_errors)) else 1
+
+
 def _exit_timer(seconds: float, status: int):
     """A POSIX timer (Linux's glibc or musl: timer_create with SIGEV_THREAD) that calls libc's
     ``_exit(status)`` from a thread of libc's own, so no Python runs; returns the function that

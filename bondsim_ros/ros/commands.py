@@ -223,8 +223,8 @@ def cmd_up(args) -> int:
 
     from bondsim_ros.cliargs import CLIError
 
-    from ._env import (TEARDOWN_LIMIT, choose_discovery_range, end_within, init_rclpy, sigterm_interrupts,
-                       spin_until_signal)
+    from ._env import (TEARDOWN_LIMIT, choose_discovery_range, command_status, end_within, init_rclpy,
+                       sigterm_interrupts, spin_until_signal)
     from .graph import load_ros_params, start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
@@ -281,17 +281,14 @@ def cmd_up(args) -> int:
         # of the CLI's main(argv) keeps its process: no forced exit there
         timer = None
         if getattr(args, "program_run", False):
-            failed = sys.exc_info()[0]
-            status = (0 if failed is None or issubclass(failed, SystemExit)  # as the CLI's main would exit
-                      else 130 if issubclass(failed, KeyboardInterrupt) else 2 if issubclass(failed, CLIError) else 1)
-            timer = end_within(TEARDOWN_LIMIT, "bondsim-ros up", status)
-        try:
-            if graph is not None:
-                graph.shutdown()
-            rclpy.try_shutdown(context=context)
-        finally:
-            if timer is not None:
-                timer.cancel()
+            timer = end_within(TEARDOWN_LIMIT, "bondsim-ros up", command_status(sys.exc_info()[0]))
+        if graph is not None:
+            graph.shutdown()
+        rclpy.try_shutdown(context=context)
+        # a teardown cut short (a second Ctrl-C) leaves the bound armed: what is left of ROS then
+        # goes with the interpreter's exit, which the bound also covers
+        if timer is not None:
+            timer.cancel()
     return 0
 
 
@@ -358,16 +355,16 @@ def cmd_demo(args) -> int:
     from .foxglove_live import FoxgloveServeError
 
     try:
-        summary = run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
-                           quiet=args.quiet, foxglove_port=args.foxglove, params=params,
-                           foxglove_address=foxglove_address or "127.0.0.1", sensors=not args.no_sensors)
+        # the summary is said before the node graph's teardown, which a program run bounds
+        run_demo(duration=args.duration, out_dir=out, rtf=args.rtf, video=not args.no_video,
+                 quiet=args.quiet, foxglove_port=args.foxglove, params=params,
+                 foxglove_address=foxglove_address or "127.0.0.1", sensors=not args.no_sensors,
+                 say=None if args.quiet else (lambda line: print(f"[demo] {line}", file=sys.stderr)),
+                 bound_teardown=getattr(args, "program_run", False))
     except (FileExistsError, DemoOptionError) as exc:
         raise CLIError(str(exc)) from None
     except FoxgloveServeError as exc:  # the port taken between the check and the server's start
         raise CLIError(f"--foxglove: {exc}") from None
-    if not args.quiet:
-        for line in summary:
-            print(f"[demo] {line}", file=sys.stderr)
     return 0
 
 

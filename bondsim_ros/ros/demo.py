@@ -11,8 +11,10 @@ from __future__ import annotations
 from bondsim_ros.msgutil import stamp_ns, yaw
 from bondsim_ros.plotting import save_figure
 
+import contextlib
 import math
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -41,9 +43,23 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
     ``domain_id``: the ROS domain of the run (None: ROS_DOMAIN_ID, else 0); ``foxglove_port``:
     also serve the run live to Foxglove (foxglove_live.py) on ``foxglove_address``;
     ``sensor_map``: a mobile base also runs sensor_node against this Nav2 map (None: none)."""
+    with recording(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id,
+                   foxglove_port=foxglove_port, foxglove_address=foxglove_address, sensor_map=sensor_map) as stats:
+        return stats
+
+
+@contextlib.contextmanager
+def recording(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None,
+              domain_id: int | None = None, foxglove_port: int | None = None,
+              foxglove_address: str = "127.0.0.1", sensor_map: str | None = None, bound_teardown: bool = False):
+    """record() as a context: its statistics once the bag is closed, the graph stopped but not yet
+    destroyed; leaving the block destroys it. What the run produced can so be written before the
+    middleware's teardown, which Fast DDS has held on a loaded machine; ``bound_teardown`` (a
+    program run only: it may end the process) bounds that teardown to TEARDOWN_LIMIT, with the
+    status the command line would give (_env.end_within)."""
     import rclpy
 
-    from ._env import ensure_local_discovery, init_rclpy
+    from ._env import TEARDOWN_LIMIT, command_status, end_within, ensure_local_discovery, init_rclpy
     from .bag import BagRecorder
     from .graph import start_graph
 
@@ -107,11 +123,21 @@ def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, para
                  "max_lag_ms": dn.frame_clock.max_lag * 1e3, "counts": dict(recorder.counts),
                  "name": dn.twin.name, "mechanism": str(dn.twin.mechanism)}
         recorder.close()
-        return stats
+        yield stats
     finally:
+        timer = None
+        if bound_teardown:
+            from .foxglove_live import FoxgloveServeError
+
+            timer = end_within(TEARDOWN_LIMIT, "bondsim-ros demo", command_status(
+                sys.exc_info()[0], (DemoOptionError, FileExistsError, FoxgloveServeError)))
         if graph is not None:
             graph.shutdown()
         rclpy.try_shutdown(context=context)
+        # a teardown cut short (a second Ctrl-C) leaves the bound armed: what is left of ROS then
+        # goes with the interpreter's exit, which the bound also covers
+        if timer is not None:
+            timer.cancel()
 
 
 def bag_to_series(bag_dir: Path, rtf: float = 1.0) -> dict:
@@ -366,8 +392,10 @@ def private_domain() -> int:
 
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
              quiet: bool = False, domain_id: int | None = None, foxglove_port: int | None = None,
-             params: tuple | None = None, foxglove_address: str = "127.0.0.1", sensors: bool = True) -> list:
-    """Record, plot, render; returns summary lines. ``params``: the (dynamics_node, probe_node,
+             params: tuple | None = None, foxglove_address: str = "127.0.0.1", sensors: bool = True,
+             say=None, bound_teardown: bool = False) -> list:
+    """Record, plot, render; returns summary lines, each also handed to ``say`` (when given) before
+    the node graph is destroyed; ``bound_teardown``: see recording(). ``params``: the (dynamics_node, probe_node,
     state_publisher) parameters of the graph, as record() takes them (``bondsim-ros demo`` reads
     config/dynamics.yaml and sets its --model); None: the nodes' defaults. ``sensors``: a mobile
     base also carries the simulated laser scanner, IR sensors and bumper (sensor_node) in the
@@ -398,7 +426,7 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
     sensor_map = demo_world(params) if sensors else None
     try:
         return _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port,
-                                  foxglove_address, sensor_map)
+                                  foxglove_address, sensor_map, say=say, bound_teardown=bound_teardown)
     except DemoOptionError:
         if created and not any(out_dir.iterdir()):
             out_dir.rmdir()  # refused before anything was written: leave no empty folder behind
@@ -428,25 +456,38 @@ def new_bag_dir(out_dir: Path) -> Path:
 
 
 def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id, params, foxglove_port=None,
-                       foxglove_address="127.0.0.1", sensor_map=None) -> list:
+                       foxglove_address="127.0.0.1", sensor_map=None, say=None, bound_teardown=False) -> list:
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("[bold]demo[/] {task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
-                  TimeRemainingColumn(), disable=quiet, transient=False) as bar:
-        task = bar.add_task("simulating", total=duration, info="")
+    # the node graph lives on (stopped) until the report is written and said: a held teardown
+    # then costs no output
+    with contextlib.ExitStack() as graph:
+        with Progress(TextColumn("[bold]demo[/] {task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
+                      TimeRemainingColumn(), disable=quiet, transient=False) as bar:
+            task = bar.add_task("simulating", total=duration, info="")
 
-        def progress(t_sim, dn):
-            bar.update(task, completed=min(t_sim, duration),
-                       info=f"t = {t_sim:5.1f} s, {dn.frame_clock.frames} frames, {dn.frame_clock.overruns} overruns")
+            def progress(t_sim, dn):
+                bar.update(task, completed=min(t_sim, duration),
+                           info=f"t = {t_sim:5.1f} s, {dn.frame_clock.frames} frames, {dn.frame_clock.overruns} overruns")
 
-        domain_id = private_domain() if domain_id is None else domain_id
-        try:
-            stats = record(duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id,
-                           foxglove_port=foxglove_port, foxglove_address=foxglove_address, sensor_map=sensor_map)
-        except BaseException:
-            shutil.rmtree(bag_dir, ignore_errors=True)  # this run's own, unfinished recording only
-            raise
-        bar.update(task, completed=duration)
+            domain_id = private_domain() if domain_id is None else domain_id
+            try:
+                stats = graph.enter_context(recording(
+                    duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id,
+                    foxglove_port=foxglove_port, foxglove_address=foxglove_address, sensor_map=sensor_map,
+                    bound_teardown=bound_teardown))
+            except BaseException:
+                shutil.rmtree(bag_dir, ignore_errors=True)  # this run's own, unfinished recording only
+                raise
+            bar.update(task, completed=duration)
+        lines = _report(stats, out_dir, bag_dir, rtf, video, quiet, domain_id, sensor_map)
+        for line in lines if say is not None else ():
+            say(line)
+    return lines
+
+
+def _report(stats, out_dir, bag_dir, rtf, video, quiet, domain_id, sensor_map) -> list:
+    """The bag read back: plots, the joint trajectory, the video; the summary lines."""
     series = bag_to_series(bag_dir, rtf=rtf)
     plots = plot_series(series, out_dir, map_yaml=sensor_map)
     lines = [f"ROS domain {domain_id} (set ROS_DOMAIN_ID to choose it)",
