@@ -180,6 +180,24 @@ def command_status(failed, usage_errors=()) -> int:
     return 2 if issubclass(failed, (CLIError, *usage_errors)) else 1
 
 
+def tear_down(graph, context, bound_as: str | None = None, usage_errors=()) -> None:
+    """Destroy a command's node graph (None: none was started), then shut its context down.
+    ``bound_as``: the command's name, in a program run only: the teardown is then bounded
+    (end_within, TEARDOWN_LIMIT) and exits with the status the CLI would give (command_status of
+    the exception on its way out, if any). A teardown cut short (a second Ctrl-C) leaves the
+    bound armed: what is left of ROS then goes with the interpreter's exit, which it also covers."""
+    import rclpy
+
+    timer = None
+    if bound_as is not None:
+        timer = end_within(TEARDOWN_LIMIT, bound_as, command_status(sys.exc_info()[0], usage_errors))
+    if graph is not None:
+        graph.shutdown()
+    rclpy.try_shutdown(context=context)
+    if timer is not None:
+        timer.cancel()
+
+
 def _exit_timer(seconds: float, status: int):
     """A POSIX timer (Linux's glibc or musl: timer_create with SIGEV_THREAD) that calls libc's
     ``_exit(status)`` from a thread of libc's own, so no Python runs; returns the function that

@@ -223,8 +223,7 @@ def cmd_up(args) -> int:
 
     from bondsim_ros.cliargs import CLIError
 
-    from ._env import (TEARDOWN_LIMIT, choose_discovery_range, command_status, end_within, init_rclpy,
-                       sigterm_interrupts, spin_until_signal)
+    from ._env import choose_discovery_range, init_rclpy, sigterm_interrupts, spin_until_signal, tear_down
     from .graph import load_ros_params, start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
@@ -279,16 +278,7 @@ def cmd_up(args) -> int:
     finally:
         # in a program run bounded as a node executable's (a held middleware teardown); a caller
         # of the CLI's main(argv) keeps its process: no forced exit there
-        timer = None
-        if getattr(args, "program_run", False):
-            timer = end_within(TEARDOWN_LIMIT, "bondsim-ros up", command_status(sys.exc_info()[0]))
-        if graph is not None:
-            graph.shutdown()
-        rclpy.try_shutdown(context=context)
-        # a teardown cut short (a second Ctrl-C) leaves the bound armed: what is left of ROS then
-        # goes with the interpreter's exit, which the bound also covers
-        if timer is not None:
-            timer.cancel()
+        tear_down(graph, context, bound_as="bondsim-ros up" if getattr(args, "program_run", False) else None)
     return 0
 
 

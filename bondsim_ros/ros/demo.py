@@ -14,7 +14,6 @@ from bondsim_ros.plotting import save_figure
 import contextlib
 import math
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -55,11 +54,10 @@ def recording(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, p
     """record() as a context: its statistics once the bag is closed, the graph stopped but not yet
     destroyed; leaving the block destroys it. What the run produced can so be written before the
     middleware's teardown, which Fast DDS has held on a loaded machine; ``bound_teardown`` (a
-    program run only: it may end the process) bounds that teardown to TEARDOWN_LIMIT, with the
-    status the command line would give (_env.end_within)."""
+    program run only: it may end the process) bounds that teardown (_env.tear_down)."""
     import rclpy
 
-    from ._env import TEARDOWN_LIMIT, command_status, end_within, ensure_local_discovery, init_rclpy
+    from ._env import ensure_local_discovery, init_rclpy, tear_down
     from .bag import BagRecorder
     from .graph import start_graph
 
@@ -125,19 +123,10 @@ def recording(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, p
         recorder.close()
         yield stats
     finally:
-        timer = None
-        if bound_teardown:
-            from .foxglove_live import FoxgloveServeError
+        from .foxglove_live import FoxgloveServeError
 
-            timer = end_within(TEARDOWN_LIMIT, "bondsim-ros demo", command_status(
-                sys.exc_info()[0], (DemoOptionError, FileExistsError, FoxgloveServeError)))
-        if graph is not None:
-            graph.shutdown()
-        rclpy.try_shutdown(context=context)
-        # a teardown cut short (a second Ctrl-C) leaves the bound armed: what is left of ROS then
-        # goes with the interpreter's exit, which the bound also covers
-        if timer is not None:
-            timer.cancel()
+        tear_down(graph, context, bound_as="bondsim-ros demo" if bound_teardown else None,
+                  usage_errors=(DemoOptionError, FileExistsError, FoxgloveServeError))
 
 
 def bag_to_series(bag_dir: Path, rtf: float = 1.0) -> dict:
@@ -481,8 +470,9 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
                 raise
             bar.update(task, completed=duration)
         lines = _report(stats, out_dir, bag_dir, rtf, video, quiet, domain_id, sensor_map)
-        for line in lines if say is not None else ():
-            say(line)
+        if say is not None:
+            for line in lines:
+                say(line)
     return lines
 
 
