@@ -127,6 +127,7 @@ class end_within:
         import threading
 
         self.seconds, self.name, self.status = seconds, name, status
+        self.deadline = time.monotonic() + seconds
         self.timer = threading.Timer(seconds, self._force)
         self.timer.daemon = True  # a teardown that finishes in time ends the process without waiting
         self.timer.start()
@@ -155,6 +156,16 @@ class end_within:
                      .encode())
         finally:  # nothing here (a closed stderr) keeps the process
             os._exit(self.status)
+
+    def set_status(self, status: int) -> None:
+        """Exit with ``status`` instead when the bound runs out (a second Ctrl-C during the
+        teardown: the CLI's 130). The libc timer carries its status, so it is made anew for the
+        time that is left."""
+        self.status = status
+        if self.delete_exit_timer is not None:
+            self.delete_exit_timer()
+            left = self.deadline + 2 * self.GRACE - time.monotonic()
+            self.delete_exit_timer = _exit_timer(max(left, 1e-3), status)
 
     def cancel(self) -> None:
         import faulthandler
@@ -185,15 +196,21 @@ def tear_down(graph, context, bound_as: str | None = None, usage_errors=()) -> N
     ``bound_as``: the command's name, in a program run only: the teardown is then bounded
     (end_within, TEARDOWN_LIMIT) and exits with the status the CLI would give (command_status of
     the exception on its way out, if any). A teardown cut short (a second Ctrl-C) leaves the
-    bound armed: what is left of ROS then goes with the interpreter's exit, which it also covers."""
+    bound armed, now with the status of an interrupted command (130): what is left of ROS then
+    goes with the interpreter's exit, which it also covers."""
     import rclpy
 
     timer = None
     if bound_as is not None:
         timer = end_within(TEARDOWN_LIMIT, bound_as, command_status(sys.exc_info()[0], usage_errors))
-    if graph is not None:
-        graph.shutdown()
-    rclpy.try_shutdown(context=context)
+    try:
+        if graph is not None:
+            graph.shutdown()
+        rclpy.try_shutdown(context=context)
+    except KeyboardInterrupt:
+        if timer is not None:  # the CLI says "interrupted" with 130; so does the bound, if it ends the run
+            timer.set_status(command_status(KeyboardInterrupt))
+        raise
     if timer is not None:
         timer.cancel()
 

@@ -476,16 +476,23 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
     return lines
 
 
+def topic_line(topic: str, count: int, wall_s: float) -> str:
+    """A topic's line of the summary: its messages and their mean rate over the recording. A
+    topic published once (``/robot_description``, latched) has no rate: "0.0 Hz" would read
+    as a topic that stopped."""
+    if count == 1:
+        return f"  {topic:32s} {count:6d} msg   once"
+    return f"  {topic:32s} {count:6d} msgs  {count / wall_s:6.1f} Hz"
+
+
 def _report(stats, out_dir, bag_dir, rtf, video, quiet, domain_id, sensor_map) -> list:
     """The bag read back: plots, the joint trajectory, the video; the summary lines."""
     series = bag_to_series(bag_dir, rtf=rtf)
     plots = plot_series(series, out_dir, map_yaml=sensor_map)
     lines = [f"ROS domain {domain_id} (set ROS_DOMAIN_ID to choose it)",
              f"bag: {bag_dir} ({sum(stats['counts'].values())} messages on {len(stats['counts'])} topics)"]
-    span = stats["wall_s"]
     for topic in sorted(stats["counts"]):
-        n = stats["counts"][topic]
-        lines.append(f"  {topic:32s} {n:6d} msgs  {n / span:6.1f} Hz")
+        lines.append(topic_line(topic, stats["counts"][topic], stats["wall_s"]))
     lines.append(f"frames {stats['frames']}, overruns {stats['overruns']}, skipped {stats['skipped_frames']}, "
                  f"max lag {stats['max_lag_ms']:.1f} ms")
     if "x_ref" in series:
