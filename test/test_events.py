@@ -553,3 +553,28 @@ def test_outputs_asked_in_several_calls_are_those_of_one_call():
     for Y, stats in runs[1:]:
         assert stats == runs[0][1]
         assert np.array_equal(Y, runs[0][0])
+
+
+def test_a_row_on_a_switch_in_time_holds_the_state_its_laws_read_there():
+    """An output row at the very instant of a step in time holds the state of the law the row's
+    own laws read at that instant. The Step reads `after` at t = t0 (t < t0 is false): the row
+    at t0 is then the state just after the step, the capacitor still uncharged (uc = 0, q = 0)
+    and the whole step across R (i = V0 / R), y' there being the restart's estimate (within
+    2 %). A law switching after t0 (t <= t0) gives the state just before it: nothing flows.
+    The row used to pair the state before the step (i = 0) with the source after it (uc = V0)."""
+    text = (MODELS / "rc_step.yaml").read_text()
+    R, V0 = 1.0, 10.0
+    after = simulate(compile_model(loads_model(text, "rc_step.yaml")), t_end=0.3, dt_out=0.1, params={"R": R})
+    row = dict(zip(after.names, after.data[1]))
+    assert row["t"] == 0.1 and row["cap.q"] == 0.0, row
+    assert abs(row["i"] - V0 / R) < 0.02 * V0 / R and abs(row["uc"]) < 0.02 * V0, row
+    left = (text.replace("  step: {type: Step, t0: 0.1, before: 0.0, after: V0}\n", "")
+            .replace("  - [step.out, V.u]\n", "")
+            .replace("V: {type: Se, effort: u, inputs: [u]}", "V: {type: Se, effort: 'Piecewise((0, t <= 0.1), (V0, True))'}"))
+    before = simulate(compile_model(loads_model(left, "rc_left.yaml")), t_end=0.3, dt_out=0.1, params={"R": R})
+    row = dict(zip(before.names, before.data[1]))
+    assert row["t"] == 0.1 and row["cap.q"] == 0.0 and row["i"] == 0.0 and row["uc"] == 0.0, row
+    # past the step both runs follow uc = V0 (1 - exp(-(t - t0) / RC)) alike
+    for result in (after, before):
+        uc = dict(zip(result.names, result.data[2]))["uc"]
+        assert abs(uc - V0 * (1.0 - math.exp(-0.1 / (R * 0.5)))) < 1e-4, uc

@@ -1383,7 +1383,7 @@ static int modes_inconsistent(const solver_t *s, work_t *w, double t_acc, double
    function with a new sign. Returns the code; *t, *h, *k_out, *cj_lu updated:
    EV_NONE: nothing to do; EV_SWITCHED: new modes, the step (possibly shortened to end at the
    root, D and h then those of the shorter step) continues as it is, because the law did not
-   change there; EV_RESTART: the step was ended at the root, outputs up to it written, the
+   change there; EV_RESTART: the step was ended at the root, outputs before it written, the
    modes switched and D reset for an order-1 restart at t with step h (y' measured by a probe
    step), the iteration matrix to be formed anew. */
 static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_io, double *h_io, int64_t order,
@@ -1472,9 +1472,16 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         }
         if (!landed) memcpy(D, D_acc, NROWS * n * sizeof(double)); /* interpolate the accepted step instead */
     }
-    /* outputs up to the root from the polynomial of the (shortened) step */
+    /* outputs up to the root from the polynomial of the (shortened) step; one on the root
+       itself (to the events' resolution) where the laws already read their new modes (t < 0.1
+       at t = 0.1) is the restart's, written after it from y* and y'+: its row's state is then
+       the one its laws (the outputs' kernel reads them at t) belong to */
     while (k_out < s->n_out && s->t_out[k_out] <= t_root) {
         dense_output(n, s->t_out[k_out], t_anchor, h_anchor, order, D, yo, ypo);
+        if (s->t_out[k_out] >= t_root - ttol) {
+            s->modes(s->t_out[k_out], yo, ypo, s->p, w->m_past);
+            if (modes_changed(s, w->m_past)) break;
+        }
         for (int64_t m = 0; m < n; m++) {
             s->Yout[k_out * n + m] = yo[m];
             s->YPout[k_out * n + m] = ypo[m];
