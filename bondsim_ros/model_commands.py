@@ -72,12 +72,12 @@ def _params(items):
     return out
 
 
-def check_output_path(path, option: str, *, stdout_ok: bool = False) -> Path:
-    """Refuse an output path that cannot be written, before any work is done (the commands'
-    one check: bondsim_ros.outfiles)."""
+def check_output_path(path, option: str, *, stdout_ok: bool = False, inputs=()) -> Path:
+    """Refuse an output path that cannot be written, or that is one of the command's
+    ``inputs``, before any work is done (the commands' one check: bondsim_ros.outfiles)."""
     from bondsim_ros.outfiles import check_output
 
-    return check_output(path, option, stdout_ok=stdout_ok)
+    return check_output(path, option, stdout_ok=stdout_ok, inputs=inputs)
 
 
 def _check_run_options(t_end, dt_out, args):
@@ -144,9 +144,12 @@ def cmd_simulate(args) -> int:
     if t_end is None or dt_out is None:
         raise CLIError("give --t-end and --dt-out (this model suggests no defaults)")
     options = _check_run_options(t_end, dt_out, args)
-    csv_out = check_output_path(args.csv, "--csv", stdout_ok=True) if args.csv else None
+    csv_out = check_output_path(args.csv, "--csv", stdout_ok=True, inputs=[args.model]) if args.csv else None
     if args.plot:
-        check_output_path(args.plot, "--plot")
+        from bondsim_ros.plotting import check_figure_format
+
+        check_output_path(args.plot, "--plot", inputs=[args.model])
+        check_figure_format(args.plot, "--plot")
     params = _params(args.param)
     rows = result = staged = None
     try:
@@ -242,7 +245,12 @@ def cmd_draw(args) -> int:
 
     from bondsim_ros.outfiles import output_path
 
-    check_output_path(args.output, "--output")
+    from bondsim_ros.bondgraph.draw import FORMATS
+
+    check_output_path(args.output, "--output", inputs=[args.model])
+    if Path(args.output).suffix.lstrip(".").lower() not in FORMATS:
+        raise CLIError(f"--output {args.output}: a drawing is written as "
+                       f"{', '.join('.' + f for f in FORMATS)} (the name's suffix says which)")
     model, _ = _load(args.model)
     try:
         with output_path(args.output, "--output") as tmp:  # the drawing takes its format from the suffix

@@ -15,8 +15,8 @@ matplotlib figure, a PNG, GIF or MP4, Graphviz's output):
   refused rather than taken as a file named ``-`` (``./-`` names that file).
 
 A command checks every output path it was given before it starts (a missing folder, a folder
-given as a file, an unwritable place are usage errors, exit status 2, and cost no computing
-time). A write that fails (``/dev/full``: no space left on device) is an :class:`OutputError`
+given as a file, an unwritable place, one of the command's own input files or a path inside an
+input folder are usage errors, exit status 2, and cost no computing time). A write that fails (``/dev/full``: no space left on device) is an :class:`OutputError`
 naming the option and the path, also exit status 2.
 """
 from __future__ import annotations
@@ -69,10 +69,30 @@ def real_file(path) -> Path:
     return Path(os.path.realpath(path)) if os.path.islink(path) else path
 
 
-def check_output(path, option: str, *, make_folder: bool = False, stdout_ok: bool = False) -> Path:
+def _input_hit(real: Path, inputs) -> str | None:
+    """The input of ``inputs`` (files or folders, such as a bag) that a file written at ``real``
+    would replace or land in, if any."""
+    target = os.path.realpath(real)
+    for item in inputs:
+        if not item or str(item) == STDOUT:
+            continue
+        try:
+            if os.path.isdir(item):
+                folder = os.path.realpath(item)
+                if os.path.commonpath([folder, target]) == folder:
+                    return str(item)
+            elif os.path.exists(real) and os.path.samefile(real, item):
+                return str(item)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def check_output(path, option: str, *, make_folder: bool = False, stdout_ok: bool = False, inputs=()) -> Path:
     """``path`` if a file can be written there; else OutputError naming ``option`` and the reason.
     ``make_folder``: a missing folder will be created by the command (then its nearest existing
-    ancestor must be a writable folder). ``stdout_ok``: ``-`` means standard output."""
+    ancestor must be a writable folder). ``stdout_ok``: ``-`` means standard output. ``inputs``:
+    the files and folders the command reads, which no output may replace or land in."""
     label = _label(path, option)
     if str(path) == STDOUT:
         if stdout_ok:
@@ -93,6 +113,10 @@ def check_output(path, option: str, *, make_folder: bool = False, stdout_ok: boo
     if path.is_dir():
         raise OutputError(f"{label}: is a directory (give a file name)")
     real = real_file(path)
+    hit = _input_hit(real, inputs)
+    if hit is not None:
+        what = "write inside" if os.path.isdir(hit) else "overwrite"
+        raise OutputError(f"{label}: refusing to {what} {hit}, an input of this command")
     folder = real.parent if str(real.parent) else Path(".")
     if not folder.exists():
         if not make_folder:
@@ -137,7 +161,10 @@ class Output:
         if self.kind == "file":
             real = real_file(self.path)
             folder = real.parent if str(real.parent) else Path(".")
-            fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=suffix, dir=folder)
+            try:  # a folder that takes no new file (/proc) although it looked writable
+                fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=suffix, dir=folder)
+            except OSError as exc:
+                raise OutputError(f"{self.label}: cannot write: {exc.strerror or exc}") from None
             try:
                 mode = stat.S_IMODE(os.stat(real).st_mode)  # a replaced file keeps its mode
             except OSError:

@@ -134,6 +134,13 @@ def test_bad_columns_and_data_are_named(motor, tmp_path, capsys):
     assert "no output column 'torque'" in capsys.readouterr().err
     assert main(["fit", str(path), str(data), "--params", "Ra", "--outputs", "current=amps", "-q"]) == 2
     assert "no column 'amps'" in capsys.readouterr().err
+    # the time is no output: `--outputs t` used to fit the model's last column against the data's time
+    assert main(["fit", str(path), str(data), "--params", "Ra", "--outputs", "t", "-q"]) == 2
+    assert "no output column 't'" in capsys.readouterr().err
+    assert main(["fit", str(path), str(data), "--params", "Ra", "--outputs", "current=t", "-q"]) == 2
+    assert "--outputs current=t: 't' is the data's time column" in capsys.readouterr().err
+    assert main(["fit", str(path), str(data), "--params", "Ra", "--outputs", "current,current", "-q"]) == 2
+    assert "--outputs: output listed twice: current" in capsys.readouterr().err
     assert main(["fit", str(path), str(data), "--params", "Ra", "--outputs", "current", "--inputs", "Volts", "-q"]) == 2
     assert "input 'Volts' is not a run-time parameter" in capsys.readouterr().err
     log.data[57, 2] = np.nan

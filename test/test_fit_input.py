@@ -196,13 +196,32 @@ def test_overflowing_sums_are_not_convergence(motor_model, tmp_path, capsys):
 def test_outputs_over_the_inputs_are_refused(tmp_path, capsys):
     data = _data(tmp_path / "d.csv", [[0.0, 24.0, 0.0], [0.1, 24.0, 1.0]])
     before = data.read_bytes()
-    refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--csv", str(data)], "--csv and DATA.csv name the same file")
+    refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--csv", str(data)],
+            f"--csv {data}: refusing to overwrite {data}, an input of this command")
     assert data.read_bytes() == before
     bag = write_bag(tmp_path / "b", [], [(T0 + k, T0 + k, (1, 2, 3)) for k in range(3)])
     mcap = next(bag.glob("*.mcap"))
     size = mcap.stat().st_size
-    refused(capsys, ["bag2csv", str(mcap), "-o", str(mcap), "--no-odom"], "is the bag itself")
+    refused(capsys, ["bag2csv", str(mcap), "-o", str(mcap), "--no-odom"], f"refusing to overwrite {mcap}")
     assert mcap.stat().st_size == size
+    # nor a file of a bag folder (its metadata), nor the bridge configuration read
+    meta = bag / "metadata.yaml"
+    kept = meta.read_bytes() if meta.exists() else None
+    refused(capsys, ["bag2csv", str(bag), "-o", str(meta), "--no-odom"], f"refusing to write inside {bag}")
+    assert (meta.read_bytes() if meta.exists() else None) == kept
+    cfg = tmp_path / "bridge.yaml"
+    cfg.write_text("odom_topic: /odom\n")
+    refused(capsys, ["bag2csv", str(bag), "-o", str(cfg), "--bridge-config", str(cfg), "--no-odom"],
+            f"refusing to overwrite {cfg}")
+    assert cfg.read_text() == "odom_topic: /odom\n"
+    model = tmp_path / "rc_step.yaml"
+    model.write_text((Path(__file__).parent / "data" / "models" / "rc_step.yaml").read_text())
+    text = model.read_text()
+    for argv in (["fit", str(model), str(data), "--params", "C", "--outputs", "uc=current", "--json", str(model)],
+                 ["simulate", str(model), "--t-end", "0.5", "--dt-out", "0.1", "--csv", str(model)],
+                 ["draw", str(model), "-o", str(model)]):
+        refused(capsys, argv, f"refusing to overwrite {model}, an input of this command")
+        assert model.read_text() == text, argv
     refused(capsys, bag2csv(bag, tmp_path / "o.csv", "--wheel-sign", "nan"), "--wheel-sign nan")
 
 
@@ -296,3 +315,12 @@ def test_fuzz_csv_readers(tmp_path):
                 assert str(exc), (case, bytes(data))
             except Exception as exc:  # noqa: BLE001 - the finding
                 pytest.fail(f"case {case}: {reader.__name__}({bytes(data)!r}): {type(exc).__name__}: {exc}")
+
+
+def test_a_plot_format_no_writer_has_is_refused_before_the_fit(tmp_path, capsys):
+    """`fit --plot fit.txt` used to fit, write --json, then end in matplotlib's traceback."""
+    data = _data(tmp_path / "d.csv", [[0.0, 24.0, 0.0], [0.1, 24.0, 1.0], [0.2, 24.0, 1.5]])
+    out = tmp_path / "fit.json"
+    refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--json", str(out), "--plot", str(tmp_path / "fit.txt")],
+            f"--plot {tmp_path / 'fit.txt'}: no figure format .txt")
+    assert not out.exists()

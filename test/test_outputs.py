@@ -212,3 +212,30 @@ def test_mp4_into_a_pipe_without_ffmpeg_is_an_error_not_a_gif_beside_it(tmp_path
     err = capsys.readouterr().err
     assert rc == 2 and "cannot write MP4 (no ffmpeg here)" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "pipe.mp4"]
+
+
+@pytest.mark.parametrize("command", ["simulate --csv", "simulate --plot", "bag2csv -o", "draw -o"])
+def test_a_folder_that_takes_no_new_file_is_an_error_naming_the_option(tmp_path, inputs, capsys, command):
+    """/proc looks writable to root, yet no file can be made in it: the staging fails, and the
+    command says so by its option, without a traceback, where it used to raise FileNotFoundError."""
+    argv, suffix, _ = COMMANDS[command]
+    out = f"/proc/bondsim-out{suffix}"
+    rc = main(argv(inputs, out))
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert f"{out}: " in err and ("cannot write" in err or "not writable" in err), err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.01", "--plot", "{tmp}/p.txt"],
+     "--plot {tmp}/p.txt: no figure format .txt"),
+    (["draw", "dc_motor", "-o", "{tmp}/drawing"],
+     "--output {tmp}/drawing: a drawing is written as .png, .svg, .pdf, .dot"),
+])
+def test_an_output_format_no_writer_has_is_refused_by_the_name_given(tmp_path, capsys, argv, message):
+    """The format is refused before the run, by the name the user gave: `draw -o drawing` used
+    to say "unsupported drawing format '.5b6a2ufy'", the suffix of its temporary file."""
+    rc = main([a.format(tmp=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and message.format(tmp=tmp_path) in err and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -69,6 +69,9 @@ def to_dot(model: Model, max_depth: int | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+FORMATS = ("png", "svg", "pdf", "dot")  # the suffixes draw() writes
+
+
 def draw(model: Model, out_path, max_depth: int | None = None) -> Path:
     """Write the drawing to ``out_path`` (.png, .svg, .pdf or .dot)."""
     out = Path(out_path)
@@ -77,7 +80,7 @@ def draw(model: Model, out_path, max_depth: int | None = None) -> Path:
     if fmt == "dot":
         out.write_text(src)
         return out
-    if fmt not in ("png", "svg", "pdf"):
+    if fmt not in FORMATS:
         raise ValueError(f"unsupported drawing format {out.suffix!r}: use .png, .svg, .pdf or .dot")
     dot = shutil.which("dot")
     if dot is None:

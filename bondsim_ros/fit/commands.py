@@ -112,8 +112,12 @@ def cmd_fit(args) -> int:
                (("--json", "json"), ("--config-out", "config_out"), ("--csv", "csv"), ("--plot", "plot"))]
     given = [(opt, path) for opt, path in outputs if path]
     for opt, path in given:  # before the (slow) work: nothing computed for nothing
-        check_output(path, opt)
-    resolved = [(opt, str(Path(path).resolve())) for opt, path in [("DATA.csv", args.data)] + given]
+        check_output(path, opt, inputs=[args.model, args.data])
+    if args.plot:
+        from bondsim_ros.plotting import check_figure_format
+
+        check_figure_format(args.plot, "--plot")
+    resolved = [(opt, str(Path(path).resolve())) for opt, path in given]  # the inputs: check_output
     for i, (opt, path) in enumerate(resolved):
         for opt2, path2 in resolved[:i]:
             if path == path2:
@@ -192,9 +196,7 @@ def cmd_bag2csv(args) -> int:
     from .bag import bag_to_log, write_log
     from .core import FitError
 
-    check_output(args.output, "-o", stdout_ok=True)
-    if Path(args.output).resolve() == Path(args.bag).resolve():
-        raise CLIError(f"-o {args.output} is the bag itself")
+    check_output(args.output, "-o", stdout_ok=True, inputs=[args.bag, args.bridge_config])
     if args.wheel_sign is not None and not (math.isfinite(args.wheel_sign) and args.wheel_sign != 0):
         raise CLIError(f"--wheel-sign {args.wheel_sign}: give a finite, non-zero factor (usually 1 or -1)")
     cfg_path = args.bridge_config or share_file("config", "robotino_bridge.yaml")

@@ -163,10 +163,17 @@ class FitProblem:
             raise FitError("no output columns to compare: give --outputs")
         sim_names = ["t"] + list(c.output_names)
         for mname, col in self.output_map:
-            if mname not in sim_names:
+            if mname not in c.output_names:  # not "t" either: the time is what outputs are compared at
                 raise FitError(f"model {c.name!r} has no output column {mname!r} "
                                f"(recorded: {', '.join(n for n in c.output_names if '.' not in n)})")
+            if col == self.time_col:
+                raise FitError(f"--outputs {mname}={col}: {col!r} is the data's time column")
             self.data.column(col)
+        for what, names in (("output", [m for m, _ in self.output_map]),
+                            ("data column", [col for _, col in self.output_map])):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise FitError(f"--outputs: {what} listed twice: {', '.join(dup)}")
         for col in self.weights:
             if col not in [d for _, d in self.output_map]:
                 raise FitError(f"weight given for {col!r}, which is not a fitted output column")

@@ -95,7 +95,7 @@ def cmd_render(args) -> int:
         raise CLIError("--fps and --every must be positive")
     if not (args.speed > 0 and math.isfinite(args.speed)):
         raise CLIError(f"--speed {args.speed}: give a positive number (1 = real time)")
-    check_output(args.output, "-o", make_folder=True)
+    check_output(args.output, "-o", make_folder=True, inputs=[args.file, args.joints])
     try:
         written = render(args.file, args.output, joints_csv=args.joints, fps=args.fps, every=args.every,
                          row=args.row, search_path=args.search_path, size=(w, h), view=args.view,

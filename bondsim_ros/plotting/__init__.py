@@ -17,6 +17,21 @@ def figure_path(out_png, tag: str = ""):
     return out.with_name(f"{out.stem}{'_' + tag if tag else ''}{out.suffix or '.png'}")
 
 
+def check_figure_format(path, option: str) -> None:
+    """Refuse, before any work, a figure name whose suffix matplotlib writes no format for
+    (``--plot fit.txt``); no suffix is PNG, as save_figure writes it."""
+    from pathlib import Path
+
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from bondsim_ros.outfiles import OutputError
+
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in formats:
+        raise OutputError(f"{option} {path}: no figure format .{fmt} (formats: {', '.join(sorted(formats))})")
+
+
 def save_figure(fig, path) -> str:
     """Lay out, write at 110 dpi under bondsim_ros.outfiles' rule (whole or not at all; a link
     written through, a pipe or device written to), close (figures are many in long sessions);
