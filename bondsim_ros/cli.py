@@ -72,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     args.program_run = argv is None  # the console script or `python -m`: the process is the command's
+    if args.command not in ("models", "robots", "draw"):  # the others build, load or list compiled code
+        from bondsim_ros.solver import native
+
+        try:
+            native.check_cache_root()
+        except native.NativeBuildError as exc:
+            print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
+            return 2
     if argv is None and getattr(args, "solver_core", False):
         # a first run on this machine: gcc builds the solver core (about 1 s) from now on, while
         # numpy is imported and the model built, not only once the model is being built. Only

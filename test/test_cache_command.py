@@ -58,3 +58,17 @@ def test_a_bad_age_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == ["bondsim-ros cache: error: --older-than nan: expected a finite "
                                              "number of days >= 0"]
+
+
+def test_a_cache_folder_that_cannot_hold_files_is_one_line_exit_2(tmp_path):
+    """$BONDSIM_CACHE_DIR naming a file, or a place no folder can be made in, is said by name
+    before any work, by every command that uses the cache (it used to end in a traceback)."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for root, why in ((afile, "not a folder"), (Path("/proc/bondsim-cache"), "No such file or directory")):
+        for argv in (["cache"], ["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.05"]):
+            r = run(*argv, env_root=root)
+            assert r.returncode == 2, r.stderr
+            assert r.stderr.strip().splitlines() == [
+                f"bondsim-ros {argv[0]}: error: cache folder {root} ($BONDSIM_CACHE_DIR) cannot hold the compiled "
+                f"models: {why}"], r.stderr

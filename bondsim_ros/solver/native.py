@@ -56,6 +56,24 @@ def cache_root() -> Path:
     return Path(root)
 
 
+def check_cache_root() -> Path:
+    """The cache root, made if missing; NativeBuildError naming it and the variable that chose
+    it when it cannot hold files (a regular file, a folder in /proc, no permission)."""
+    root = cache_root()
+    try:
+        if root.exists() and not root.is_dir():
+            raise NotADirectoryError(20, "not a folder")
+        root.mkdir(parents=True, exist_ok=True)
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        source = ("$BONDSIM_CACHE_DIR" if os.environ.get("BONDSIM_CACHE_DIR")
+                  else "$XDG_CACHE_HOME" if os.environ.get("XDG_CACHE_HOME") else "the default")
+        raise NativeBuildError(f"cache folder {root} ({source}) cannot hold the compiled models: "
+                               f"{exc.strerror or exc}") from None
+    return root
+
+
 def compiler() -> str:
     cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
     if not cc:
