@@ -209,3 +209,30 @@ def test_roller_angles_integrate_the_contact_roller_row_by_row():
     assert len(set(idx.tolist())) == rb.N_ROLLERS  # every roller took its turn
     assert got.tobytes() == expected.tobytes()
     assert rb.roller_angles(t[:1], theta[:1], w[:1]).tolist() == [[0.0] * rb.N_ROLLERS]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("chassis: [\n", "{path}:2: not valid YAML"),
+    ("", "{path} ($BONDSIM_ROBOTINO_CONFIG): expected the Robotino's parameter sections"),
+    ("chassis: {mass: {value: heavy}}\n", "{path} ($BONDSIM_ROBOTINO_CONFIG): chassis.mass: expected a finite number, "
+                                          "got 'heavy'"),
+    (None, "{path} ($BONDSIM_ROBOTINO_CONFIG): parameter chassis.inertia_z is missing"),
+    ("missing", "{path} ($BONDSIM_ROBOTINO_CONFIG): cannot read the Robotino parameters: No such file"),
+])
+def test_a_broken_parameter_file_is_named_not_a_traceback(tmp_path, capsys, monkeypatch, text, message):
+    """$BONDSIM_ROBOTINO_CONFIG (the documented way to run the Robotino on other parameters) that
+    is no YAML, no sections, a value no number or a parameter missing: one line naming the file
+    (and line), exit status 2; each used to end in a Python traceback."""
+    from bondsim_ros.cli import main
+
+    path = tmp_path / "robotino.yaml"
+    if text is None:
+        text = "".join(line for line in rb.config_path().read_text().splitlines(keepends=True)
+                       if "inertia_z" not in line)
+    if text != "missing":
+        path.write_text(text)
+    monkeypatch.setenv("BONDSIM_ROBOTINO_CONFIG", str(path))
+    rc = main(["simulate", "robotino_twist", "--t-end", "0.1", "--dt-out", "0.05", "-q", "--no-cache"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err, err
+    assert err.startswith("bondsim-ros simulate: error: " + message.format(path=path)), err

@@ -32,6 +32,7 @@ from bondsim_ros.bondgraph import (
     PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model,
     Recorder, Se, Sf, Sum,
 )
+from bondsim_ros.bondgraph.core import ModelError
 from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.paths import share_file
 from bondsim_ros.physics.omni import ALPHA, omni_chassis, wheel_frame, wheel_speed_law
@@ -53,13 +54,35 @@ def _value(node):
     return node["value"] if isinstance(node, dict) and "value" in node else node
 
 
+class Params(dict):
+    """The flat parameters, with the file they were read from (``source``) for their errors."""
+
+    source = "config/robotino.yaml"
+
+
 def load_params(path=None, overrides: dict | None = None) -> dict:
-    """Flat SI parameter dict from the YAML (``section.key`` names), with optional overrides."""
+    """Flat SI parameter dict from the YAML (``section.key`` names), with optional overrides. A
+    file that cannot be read or is no such YAML: ModelError naming it (and the line)."""
+    from_env = not path and bool(os.environ.get("BONDSIM_ROBOTINO_CONFIG"))
     path = Path(path or os.environ.get("BONDSIM_ROBOTINO_CONFIG") or config_path())
+    where = f"{path} ($BONDSIM_ROBOTINO_CONFIG)" if from_env else str(path)
     import yaml  # here, not at the top: a warm `simulate` (build record) reads no config
 
-    data = yaml.safe_load(path.read_text())
-    flat = {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelError(where, f"cannot read the Robotino parameters: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ModelError(where, "not a text file (UTF-8)") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"{path}:{mark.line + 1}" if mark is not None else where
+        raise ModelError(line, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(data, dict):
+        raise ModelError(where, "expected the Robotino's parameter sections (chassis:, wheel:, motor:, "
+                                "controller:, ...)")
+    flat = Params()
+    flat.source = where
     for section, entries in data.items():
         if not isinstance(entries, dict):
             continue
@@ -76,10 +99,18 @@ def load_params(path=None, overrides: dict | None = None) -> dict:
 
 
 def _p(params, key, default=None):
+    source = getattr(params, "source", Params.source)
     if key in params and params[key] is not None:
-        return float(params[key])
+        value = params[key]
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not math.isfinite(number):
+            raise ModelError(source, f"{key}: expected a finite number, got {value!r}")
+        return number
     if default is None:
-        raise KeyError(f"robotino parameter {key!r} missing from config/robotino.yaml")
+        raise ModelError(source, f"parameter {key} is missing")
     return float(default)
 
 
