@@ -37,6 +37,16 @@ COMMANDS = {
 }
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a job scheduler's stop) in a program run: raised where Python runs
+    next, so that the command cleans up as for Ctrl-C (no staged output left behind), then
+    exits 143 (128 + SIGTERM), as a process ended by the signal."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every sub-command, or of ``command``'s module alone (a known command: its
     usage, help and errors are the same either way)."""
@@ -72,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     args.program_run = argv is None  # the console script or `python -m`: the process is the command's
+    if args.program_run:
+        import signal
+
+        signal.signal(signal.SIGTERM, _terminate)
     if args.command not in ("models", "robots", "draw"):  # the others build, load or list compiled code
         from bondsim_ros.solver import native
 
@@ -93,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     except CLIError as exc:
         print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
         code = 2
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

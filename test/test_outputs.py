@@ -5,8 +5,12 @@ write that fails (no space left on the device) is a clean error with exit status
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -238,4 +242,28 @@ def test_an_output_format_no_writer_has_is_refused_by_the_name_given(tmp_path, c
     rc = main([a.format(tmp=tmp_path) for a in argv])
     err = capsys.readouterr().err
     assert rc == 2 and message.format(tmp=tmp_path) in err and "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("sig, status, said", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_a_run_stopped_by_a_signal_leaves_no_partial_file(tmp_path, sig, status, said):
+    """`kill` (SIGTERM) during `simulate --csv` cleans up as Ctrl-C does: the CSV written while
+    it solves is removed, no file under the name given. SIGTERM used to end the process where it
+    stood and leave the hidden staged CSV (137 MB after 4 s of a long run)."""
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "simulate", "robotino", "--t-end", "5000",
+                             "--dt-out", "0.01", "--csv", "r.csv", "-q"], cwd=tmp_path, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline and not any(p.stat().st_size > 100_000 for p in tmp_path.glob(".r.csv.*")):
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.stderr.read()
+        proc.send_signal(sig)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == status and err.strip().splitlines()[-1] == said, (proc.returncode, err)
+    assert "Traceback" not in err, err
     assert list(tmp_path.iterdir()) == []
