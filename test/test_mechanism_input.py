@@ -449,3 +449,20 @@ def test_render_urdf_with_entities_is_refused(tmp_path, capsys):
     out = tmp_path / "x.png"
     refused(capsys, ["render", str(urdf), "-o", str(out), "-q"], "x.urdf:1:", "DTDs and entities are not allowed",
             nothing=out)
+
+
+@pytest.mark.parametrize("body, message", [
+    ('<link name="a"><visual><geometry><box size="nan 1 1"/></geometry></visual></link>',
+     "link 'a': a placement or size that is not finite (nan or inf)"),
+    ('<link name="a"><visual><geometry><sphere radius="inf"/></geometry></visual></link>',
+     "link 'a': a placement or size that is not finite (nan or inf)"),
+    ('<link name="a"/><link name="b"/><joint name="j" type="fixed"><parent link="a"/><child link="b"/>'
+     '<origin xyz="nan 0 0"/></joint>', "joint 'j': its origin is not finite (nan or inf)"),
+])
+def test_render_urdf_with_a_size_or_placement_not_finite_names_it(tmp_path, capsys, body, message):
+    """It used to end in matplotlib's traceback (axis limits cannot be NaN), or draw a picture."""
+    urdf = tmp_path / "r.urdf"
+    urdf.write_text(f'<robot name="r">{body}</robot>\n')
+    out = tmp_path / "s.png"
+    refused(capsys, ["render", str(urdf), "-o", str(out), "-q"], f"{urdf}: {message}")
+    assert not out.exists()

@@ -118,6 +118,24 @@ def _confined_mesh_handler(path):
     return handler
 
 
+def _check_finite(model, path) -> None:
+    """RenderError naming the joint or link whose placement or size is nan or inf: the picture's
+    bounds would be NaN (matplotlib: "Axis limits cannot be NaN or Inf")."""
+    def bad(*values) -> bool:
+        return any(v is not None and not np.isfinite(np.asarray(v, dtype=float)).all() for v in values)
+
+    for joint in model.joints:
+        if bad(joint.origin):
+            raise RenderError(f"{path}: joint {joint.name!r}: its origin is not finite (nan or inf)")
+    for link in model.links:
+        for shape in list(link.visuals) + list(link.collisions):
+            g = shape.geometry
+            sizes = [g.box and g.box.size, g.sphere and g.sphere.radius,
+                     g.cylinder and (g.cylinder.radius, g.cylinder.length), g.mesh and g.mesh.scale]
+            if bad(shape.origin, *sizes):
+                raise RenderError(f"{path}: link {link.name!r}: a placement or size that is not finite (nan or inf)")
+
+
 def _from_urdf(path) -> Drawing:
     import os
 
@@ -137,6 +155,7 @@ def _from_urdf(path) -> Drawing:
         scene = robot.scene
     except Exception as exc:  # noqa: BLE001 - lxml, yourdfpy and trimesh raise many types for a bad URDF
         raise RenderError(f"{path}: cannot read the URDF ({type(exc).__name__}: {exc})") from None
+    _check_finite(robot.robot, path)
     items = []
     for node in scene.graph.nodes_geometry:
         t, name = scene.graph[node]
