@@ -337,6 +337,24 @@ def test_a_negative_literal_written_as_text_is_refused_like_a_number(tmp_path, c
     assert rc == 2 and "neg.yaml:6: mass (inertia): inertia must be positive, got -6" in err, err
 
 
+@pytest.mark.parametrize("initial, element", [("p0: .nan", "I"), ("p0: .inf", "I"), ("q0: -.inf", "C")])
+def test_an_initial_value_that_is_not_finite_is_refused_naming_its_element(tmp_path, capsys, initial, element):
+    """The run used to fail at t = 0 blaming another element's law ("s: displacement law q' = f
+    is not finite at t=0")."""
+    law = "inertia: 1" if element == "I" else "capacitance: 1"
+    path = write(tmp_path, "init.yaml", f"""
+        model: init
+        components:
+          s: {{type: C, capacitance: 2}}
+          e: {{type: {element}, {law}, {initial}}}
+          j: {{type: EffortJunction}}
+        bonds: [[j, s], [j, e]]
+        """)
+    rc, err = run(simulate_args(path), capsys)
+    local = initial.split(":")[0][0]
+    assert rc == 2 and f"init.yaml:4: e: initial value of {local} must be a finite number, got " in err, err
+
+
 # ---------------------------------------------------------------- simulate's command line
 def test_output_paths_are_checked_before_the_run(tmp_path, capsys):
     model = MODELS / "rc_step.yaml"

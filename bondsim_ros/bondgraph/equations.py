@@ -8,6 +8,7 @@ effort and a flow unknown; nothing is made causal.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -102,6 +103,8 @@ class _Context:
             initial = float(initial)
         except (TypeError, ValueError):
             raise ModelError(element.path, f"initial value of {local} must be a number, got {initial!r}") from None
+        if not math.isfinite(initial):  # else the run fails at t = 0 naming whichever law reads it first
+            raise ModelError(element.path, f"initial value of {local} must be a finite number, got {initial}")
         self.states[sym] = initial
         self.state_names[sym] = name
         self.derivative_of[dsym] = sym
