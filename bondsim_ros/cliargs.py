@@ -10,16 +10,20 @@ class CLIError(Exception):
 
 def assignments(items, what: str, parse=float, form: str = "NAME=VALUE") -> dict:
     """``["a=1", "b=2"]`` -> ``{"a": parse("1"), ...}`` for the repeatable NAME=VALUE options
-    (--param, --guess, --bounds, --weight); a malformed item is a CLIError naming it."""
+    (--param, --guess, --bounds, --weight); a malformed item, or a name given twice (which value
+    would the user mean?), is a CLIError naming it."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
         try:
             if not sep or not name.strip():
                 raise ValueError
-            out[name.strip()] = parse(value)
+            parsed = parse(value)
         except ValueError:
             raise CLIError(f"{what} expects {form}, got {item!r}") from None
+        if name.strip() in out:
+            raise CLIError(f"{what.split()[0]} {name.strip()}: given twice")
+        out[name.strip()] = parsed
     return out
 
 

@@ -324,3 +324,21 @@ def test_a_plot_format_no_writer_has_is_refused_before_the_fit(tmp_path, capsys)
     refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--json", str(out), "--plot", str(tmp_path / "fit.txt")],
             f"--plot {tmp_path / 'fit.txt'}: no figure format .txt")
     assert not out.exists()
+
+
+def test_a_t_end_leaving_too_few_rows_and_a_byte_order_mark_are_handled(motor_model, tmp_path, capsys):
+    """--t-end that keeps one row used to be reported as an unsorted time column, nan as "no
+    data rows with t <= nan"; a spreadsheet's UTF-8 byte-order mark hid the first column's name
+    ("no column 't' (columns: \\ufefft, ...)")."""
+    rows = [[0.0, 24.0, 0.0], [0.1, 24.0, 1.0], [0.2, 24.0, 1.5]]
+    data = _data(tmp_path / "d.csv", rows)
+    refused(capsys, ["fit", str(motor_model), str(data), *FIT, "--t-end", "0.05"],
+            f"{data}: 1 data row(s) with t <= 0.05 (t_end, --t-end): a fit needs at least two")
+    refused(capsys, ["fit", str(motor_model), str(data), *FIT, "--t-end", "nan"], "t_end (--t-end) must be a finite time")
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + data.read_bytes())
+    assert read_csv(bom).names == read_csv(data).names and read_csv(bom).names[0] == "t"
+    refused(capsys, ["fit", str(motor_model), str(data), *FIT, "--param", "Ra=1", "--param", "Ra=2"],
+            "--param Ra: given twice")
+    refused(capsys, ["simulate", str(motor_model), "--t-end", "0.1", "--dt-out", "0.05", "--param", "Ra=1",
+                     "--param", "Ra=2"], "--param Ra: given twice")

@@ -57,7 +57,7 @@ def read_csv(path) -> LogData:
     if not path.exists():
         raise FitError(f"{path}: no such file")
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # -sig: a spreadsheet's byte-order mark
             rows = list(csv.reader(fh))
     except UnicodeDecodeError as exc:
         raise FitError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
@@ -181,9 +181,12 @@ class FitProblem:
                 raise FitError(f"weight of {col!r} must be a positive number")
 
         t = self.data.column(self.time_col)
+        if self.t_end is not None and not math.isfinite(self.t_end):
+            raise FitError(f"t_end (--t-end) must be a finite time, got {self.t_end}")
         keep = np.ones(len(t), dtype=bool) if self.t_end is None else (t <= self.t_end + 1e-12)
-        if not keep.any():
-            raise FitError(f"no data rows with {self.time_col} <= {self.t_end}")
+        if self.t_end is not None and keep.sum() < 2:
+            raise FitError(f"{src}: {int(keep.sum())} data row(s) with {self.time_col} <= {self.t_end:g} "
+                           f"(t_end, --t-end): a fit needs at least two")
         cols = [self.time_col] + [col for _, col in self.input_map] + [col for _, col in self.output_map]
         block = np.column_stack([self.data.column(col) for col in cols])[keep]
         bad_rows = ~np.isfinite(block).all(axis=1)
