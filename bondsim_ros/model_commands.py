@@ -107,6 +107,8 @@ def _write_csv(result, out, rows=None, staged=None):
         else:
             result.to_csv(staged.stage())
     except OSError as exc:
+        if rows is not None:
+            rows.close()  # its thread opens the staged file: joined first, or it may make it again
         staged.discard()
         raise CLIError(f"--csv {out}: cannot write: {exc.strerror or exc}") from None
     return staged
