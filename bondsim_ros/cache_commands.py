@@ -11,7 +11,7 @@ def register(sub) -> None:
     what.add_argument("--prune", action="store_true",
                       help="remove entries not used for --older-than days (the newest solver core stays)")
     what.add_argument("--clear", action="store_true", help="remove every entry")
-    c.add_argument("--older-than", type=float, default=30.0, metavar="DAYS", help="age limit of --prune (default 30)")
+    c.add_argument("--older-than", type=float, default=None, metavar="DAYS", help="age limit of --prune (default 30)")
     c.set_defaults(func=cmd_cache)
 
 
@@ -24,11 +24,15 @@ def cmd_cache(args) -> int:
     from bondsim_ros.cliargs import CLIError
     from bondsim_ros.solver import native
 
-    if not args.older_than >= 0 or args.older_than == float("inf"):
-        raise CLIError(f"--older-than {args.older_than}: expected a finite number of days >= 0")
+    if args.older_than is not None:
+        if not args.older_than >= 0 or args.older_than == float("inf"):
+            raise CLIError(f"--older-than {args.older_than}: expected a finite number of days >= 0")
+        if not args.prune:
+            raise CLIError("--older-than is the age limit of --prune (--clear removes every entry)")
+    older_than = 30.0 if args.older_than is None else args.older_than
     root = native.cache_root()
     if args.prune or args.clear:
-        files, size = cache.remove(None if args.clear else args.older_than * 86400.0, root)
+        files, size = cache.remove(None if args.clear else older_than * 86400.0, root)
         print(f"removed {files} files ({_mb(size)}) from {root}")
     print(root)
     for folder, (files, size) in sorted(cache.usage(root).items()):

@@ -249,6 +249,8 @@ def cmd_draw(args) -> int:
 
     from bondsim_ros.bondgraph.draw import FORMATS
 
+    if args.depth is not None and args.depth < 0:
+        raise CLIError(f"--depth {args.depth}: give 0 (the model's own document) or more")
     check_output_path(args.output, "--output", inputs=[args.model])
     if Path(args.output).suffix.lstrip(".").lower() not in FORMATS:
         raise CLIError(f"--output {args.output}: a drawing is written as "

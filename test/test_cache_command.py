@@ -58,6 +58,13 @@ def test_a_bad_age_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == ["bondsim-ros cache: error: --older-than nan: expected a finite "
                                              "number of days >= 0"]
+    # an age limit where nothing takes it: --clear removes every entry (it used to ignore the limit)
+    (tmp_path / "models").mkdir()
+    kept = touch(tmp_path / "models" / "m_x.c", 1.0, time.time())
+    r = run("cache", "--clear", "--older-than", "5", env_root=tmp_path)
+    assert r.returncode == 2 and kept.exists()
+    assert r.stderr.strip().splitlines() == ["bondsim-ros cache: error: --older-than is the age limit of --prune "
+                                             "(--clear removes every entry)"]
 
 
 def test_a_cache_folder_that_cannot_hold_files_is_one_line_exit_2(tmp_path):

@@ -235,6 +235,7 @@ def test_a_folder_that_takes_no_new_file_is_an_error_naming_the_option(tmp_path,
      "--plot {tmp}/p.txt: no figure format .txt"),
     (["draw", "dc_motor", "-o", "{tmp}/drawing"],
      "--output {tmp}/drawing: a drawing is written as .png, .svg, .pdf, .dot"),
+    (["draw", "dc_motor", "-o", "{tmp}/d.dot", "--depth", "-1"], "--depth -1: give 0 (the model's own document) or more"),
 ])
 def test_an_output_format_no_writer_has_is_refused_by_the_name_given(tmp_path, capsys, argv, message):
     """The format is refused before the run, by the name the user gave: `draw -o drawing` used
