@@ -1475,10 +1475,12 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
     /* outputs up to the root from the polynomial of the (shortened) step; one on the root
        itself (to the events' resolution) where the laws already read their new modes (t < 0.1
        at t = 0.1) is the restart's, written after it from y* and y'+: its row's state is then
-       the one its laws (the outputs' kernel reads them at t) belong to */
+       the one its laws (the outputs' kernel reads them at t) belong to. Not at t_stop: the run
+       ends there, and its last row is the one its interval's laws reach (inputs given on
+       [t0, t_stop] end at t_stop; y'+ would be measured past it) */
     while (k_out < s->n_out && s->t_out[k_out] <= t_root) {
         dense_output(n, s->t_out[k_out], t_anchor, h_anchor, order, D, yo, ypo);
-        if (s->t_out[k_out] >= t_root - ttol) {
+        if (s->t_out[k_out] >= t_root - ttol && t_root < s->t_stop - ttol) {
             s->modes(s->t_out[k_out], yo, ypo, s->p, w->m_past);
             if (modes_changed(s, w->m_past)) break;
         }
