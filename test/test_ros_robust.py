@@ -487,6 +487,7 @@ def test_demo_whose_teardown_is_held_writes_its_outputs_and_ends_within_3_s(tmp_
     topics = {line.split()[1]: line.split()[2:] for line in lines if line.startswith("[demo]   /")}
     assert topics["/robot_description"] == ["1", "msg", "once"], topics
     assert topics["/joint_states"][1] == "msgs" and float(topics["/joint_states"][2]) > 1.0, topics
+    assert all(words[-2:] != ["0.0", "Hz"] for words in topics.values()), topics  # /tf_static: 2 msgs
     for name in ("path.png", "tracking_errors.png", "joints.csv"):
         assert (tmp_path / "out" / name).stat().st_size > 0, name
     if hold == "python":

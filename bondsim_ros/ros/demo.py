@@ -478,11 +478,13 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
 
 def topic_line(topic: str, count: int, wall_s: float) -> str:
     """A topic's line of the summary: its messages and their mean rate over the recording. A
-    topic published once (``/robot_description``, latched) has no rate: "0.0 Hz" would read
-    as a topic that stopped."""
+    topic published once (``/robot_description``, latched) has no rate, and one published a few
+    times (``/tf_static``) fewer than one every ten seconds: "0.0 Hz" would read as a topic that
+    stopped."""
     if count == 1:
         return f"  {topic:32s} {count:6d} msg   once"
-    return f"  {topic:32s} {count:6d} msgs  {count / wall_s:6.1f} Hz"
+    rate = count / wall_s
+    return f"  {topic:32s} {count:6d} msgs  " + (f"{rate:6.1f} Hz" if rate >= 0.05 else "  <0.1 Hz")
 
 
 def _report(stats, out_dir, bag_dir, rtf, video, quiet, domain_id, sensor_map) -> list:
