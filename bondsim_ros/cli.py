@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from bondsim_ros.cliargs import CLIError
+from bondsim_ros.cliargs import CLIError, Terminated
 
 # Modules that contribute sub-commands, in the order they appear in --help.
 COMMAND_MODULES = [
@@ -35,12 +35,6 @@ COMMANDS = {
     "sweep": "bondsim_ros.sweep.commands",
     "cache": "bondsim_ros.cache_commands",
 }
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, a job scheduler's stop) in a program run: raised where Python runs
-    next, so that the command cleans up as for Ctrl-C (no staged output left behind), then
-    exits 143 (128 + SIGTERM), as a process ended by the signal."""
 
 
 def _terminate(signum, frame):

@@ -8,6 +8,12 @@ class CLIError(Exception):
     """A user-facing error: printed without a traceback, exit status 2."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a job scheduler's stop) in a program run: raised where Python runs
+    next, so that the command cleans up as for Ctrl-C (no staged output left behind), then
+    exits 143 (128 + SIGTERM), as a process ended by the signal."""
+
+
 def assignments(items, what: str, parse=float, form: str = "NAME=VALUE") -> dict:
     """``["a=1", "b=2"]`` -> ``{"a": parse("1"), ...}`` for the repeatable NAME=VALUE options
     (--param, --guess, --bounds, --weight); a malformed item, or a name given twice (which value

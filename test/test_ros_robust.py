@@ -525,3 +525,15 @@ def test_a_cancelled_teardown_bound_leaves_the_process_alone():
     proc = subprocess.run([sys.executable, "-c", held], env=_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 7 and time.monotonic() - tic < 10 and "alive" not in proc.stdout, proc.stderr
     assert "Timeout (0:00:00.400000)!" in proc.stderr, proc.stderr
+
+
+def test_a_bounded_teardown_exits_with_the_status_the_cli_gives():
+    """The forced exit of a held teardown says what main() would: 143 after SIGTERM (the CLI's
+    Terminated, which the demo's recording loop lets through), 130 after Ctrl-C, 2 for a usage
+    error, 1 for a failure, 0 otherwise; SIGTERM's used to be 130, main()'s own 143."""
+    from bondsim_ros.cliargs import CLIError, Terminated
+    from bondsim_ros.ros._env import command_status
+
+    assert command_status(Terminated) == 143 and command_status(KeyboardInterrupt) == 130
+    assert command_status(CLIError) == 2 and command_status(FileExistsError, (FileExistsError,)) == 2
+    assert command_status(RuntimeError) == 1 and command_status(None) == 0 and command_status(SystemExit) == 0

@@ -179,13 +179,15 @@ class end_within:
 
 def command_status(failed, usage_errors=()) -> int:
     """The status bondsim-ros's main() gives a command that ends with the exception class
-    ``failed`` (None: it returned): 0; 130 for Ctrl-C; 2 for a usage error (the CLI's CLIError,
-    or one of ``usage_errors``, which the command reports as one); 1 for anything else. A
-    command's bounded teardown (end_within) exits with it."""
-    from bondsim_ros.cliargs import CLIError
+    ``failed`` (None: it returned): 0; 143 for SIGTERM, 130 for Ctrl-C; 2 for a usage error (the
+    CLI's CLIError, or one of ``usage_errors``, which the command reports as one); 1 for anything
+    else. A command's bounded teardown (end_within) exits with it."""
+    from bondsim_ros.cliargs import CLIError, Terminated
 
     if failed is None or issubclass(failed, SystemExit):
         return 0
+    if issubclass(failed, Terminated):
+        return 143
     if issubclass(failed, KeyboardInterrupt):
         return 130
     return 2 if issubclass(failed, (CLIError, *usage_errors)) else 1
@@ -207,9 +209,9 @@ def tear_down(graph, context, bound_as: str | None = None, usage_errors=()) -> N
         if graph is not None:
             graph.shutdown()
         rclpy.try_shutdown(context=context)
-    except KeyboardInterrupt:
-        if timer is not None:  # the CLI says "interrupted" with 130; so does the bound, if it ends the run
-            timer.set_status(command_status(KeyboardInterrupt))
+    except KeyboardInterrupt as exc:
+        if timer is not None:  # the CLI says "interrupted" with 130 (143 for SIGTERM); so does the bound
+            timer.set_status(command_status(type(exc)))
         raise
     if timer is not None:
         timer.cancel()
