@@ -242,12 +242,9 @@ def plot_result(result, out_png) -> list:
 
 
 def cmd_draw(args) -> int:
-    from bondsim_ros.bondgraph.draw import draw
+    from bondsim_ros.bondgraph.draw import FORMATS, draw
     from bondsim_ros.cliargs import CLIError
-
     from bondsim_ros.outfiles import output_path
-
-    from bondsim_ros.bondgraph.draw import FORMATS
 
     if args.depth is not None and args.depth < 0:
         raise CLIError(f"--depth {args.depth}: give 0 (the model's own document) or more")

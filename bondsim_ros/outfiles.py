@@ -16,8 +16,9 @@ matplotlib figure, a PNG, GIF or MP4, Graphviz's output):
 
 A command checks every output path it was given before it starts (a missing folder, a folder
 given as a file, an unwritable place, one of the command's own input files or a path inside an
-input folder are usage errors, exit status 2, and cost no computing time). A write that fails (``/dev/full``: no space left on device) is an :class:`OutputError`
-naming the option and the path, also exit status 2.
+input folder are usage errors, exit status 2, and cost no computing time). A write that fails
+(``/dev/full``: no space left on device) is an :class:`OutputError` naming the option and the
+path, also exit status 2.
 """
 from __future__ import annotations
 
