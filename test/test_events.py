@@ -574,10 +574,11 @@ def test_a_row_on_a_switch_in_time_holds_the_state_its_laws_read_there():
     before = simulate(compile_model(loads_model(left, "rc_left.yaml")), t_end=0.3, dt_out=0.1, params={"R": R})
     row = dict(zip(before.names, before.data[1]))
     assert row["t"] == 0.1 and row["cap.q"] == 0.0 and row["i"] == 0.0 and row["uc"] == 0.0, row
-    # a run that ends on the step ends with the state its interval reaches: before the step
+    # a run that ends on the step ends with the state its interval reaches, before the step, and
+    # its laws read there: the source still off (the row used to say uc = V0 with i = 0)
     last = simulate(compile_model(loads_model(text, "rc_step.yaml")), t_end=0.1, dt_out=0.05, params={"R": R})
     row = dict(zip(last.names, last.data[-1]))
-    assert row["t"] == 0.1 and row["cap.q"] == 0.0 and row["i"] == 0.0, row
+    assert row["t"] == 0.1 and row["cap.q"] == 0.0 and row["i"] == 0.0 and row["uc"] == 0.0, row
     # past the step both runs follow uc = V0 (1 - exp(-(t - t0) / RC)) alike
     for result in (after, before):
         uc = dict(zip(result.names, result.data[2]))["uc"]
