@@ -190,6 +190,10 @@ def test_a_ladder_of_resistors_given_as_a_parameter_matches_the_numbers(tmp_path
     ("def build():\n    x = 1\n     y = 2\n", "bad.py:3: IndentationError: unexpected indent"),
     ("import os\nimport no_such_module_here\n", "bad.py:2: ModuleNotFoundError: No module named 'no_such_module_here'"),
     ("def inner():\n    return 1 / 0\n\ndef build():\n    return inner()\n", "bad.py:2: ZeroDivisionError: division by zero"),
+    # sys.exit in a model file used to end the command with its status, 0 with nothing done
+    ("import sys\n\ndef build():\n    sys.exit(0)\n",
+     "bad.py:4: SystemExit(0): a model file's code must not end the program"),
+    ("import sys\nsys.exit('no')\n", "bad.py:2: SystemExit('no'): a model file's code must not end the program"),
 ])
 def test_a_python_model_file_that_fails_is_named_by_file_and_line(tmp_path, capsys, code, expected):
     path = tmp_path / "bad.py"

@@ -70,7 +70,7 @@ def entry_from(module: str, name: str):
     return found[0] if found else None
 
 
-def _code_error(exc: Exception, path: Path, spec: str):
+def _code_error(exc: BaseException, path: Path, spec: str):
     """A ModelError for an exception raised by a Python model file's code, at the deepest line
     of that file in the traceback (file:line: ExceptionType: message)."""
     from bondsim_ros.bondgraph.core import ModelError
@@ -80,7 +80,10 @@ def _code_error(exc: Exception, path: Path, spec: str):
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         if str(Path(frame.f_code.co_filename).resolve()) == target:
             line = lineno
-    return ModelError(f"{spec}:{line}" if line else spec, f"{type(exc).__name__}: {exc}")
+    what = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, SystemExit):  # sys.exit() in a model file would end the command as if it had run
+        what = f"{type(exc).__name__}({exc.code!r}): a model file's code must not end the program"
+    return ModelError(f"{spec}:{line}" if line else spec, what)
 
 
 def resolve_model(spec: str):
@@ -108,7 +111,7 @@ def resolve_model(spec: str):
         except SyntaxError as exc:  # IndentationError, a file that is not UTF-8 text too
             where = f"{exc.filename or spec}:{exc.lineno}" if exc.lineno else (exc.filename or spec)
             raise ModelError(where, f"{type(exc).__name__}: {exc.msg}") from None
-        except Exception as exc:  # noqa: BLE001 - the file's own code failed: say where in it
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file's own code failed: say where in it
             raise _code_error(exc, path, spec) from None
         if not hasattr(module, "build"):
             raise ModelError(spec, "a Python model file must define build() -> Model")
@@ -116,7 +119,7 @@ def resolve_model(spec: str):
             model = module.build()
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
             raise _code_error(exc, path, spec) from None
         if not isinstance(model, Model):
             raise ModelError(spec, f"build() returned {type(model).__name__}, not a Model")
