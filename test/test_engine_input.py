@@ -492,6 +492,9 @@ def test_definitions_fanning_out_exponentially_are_refused(tmp_path, capsys):
     ("{type: Function, expr: sin, inputs: [sin]}", "input name 'sin' is reserved"),
     ("{type: Se, effort: 1, inputs: u}", "inputs must be a list of names"),
     ("{type: Step, t0: [1, 2]}", "Step: t0 must be a number or an expression"),
+    # (these were refused as a law using an unknown name 'nan')
+    ("{type: Step, t0: .nan}", "Step: t0 must be a finite number, got nan"),
+    ("{type: Sine, omega: .inf}", "Sine: omega must be a finite number, got inf"),
 ])
 def test_block_shapes_out_of_range_are_refused(tmp_path, capsys, component, expected):
     path = write(tmp_path, "blk.yaml", f"""

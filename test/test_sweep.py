@@ -111,6 +111,8 @@ def test_an_unreachable_scheduler_is_refused(tmp_path, capsys):
     ("m=1,,2", "--param m: expects START:STOP:COUNT, V1,V2,... or VALUE, got '1,,2'"),
     ("m=a", "--param m: expects"),
     ("m=1,nan", "--param m: values must be finite numbers, got nan"),
+    ("m=1:inf:3", "--param m: STOP must be a finite number, got inf"),  # (linspace: nan)
+    ("m=-inf:1:3", "--param m: START must be a finite number, got -inf"),
     ("m", "--param expects NAME=START:STOP:COUNT, NAME=V1,V2,... or NAME=VALUE, got 'm'"),
     ("=1", "--param expects NAME=START:STOP:COUNT"),
     ("zz=1,2", "--param: model 'servo' has no parameter 'zz' (has: m, b, kp)"),

@@ -29,9 +29,13 @@ class Block(Element):
 def _args(name, shape, **values) -> dict:
     """The arguments of an input shape as law text: numbers as written, expressions (a
     parameter name) in parentheses so that they stay one operand; the law parser checks them."""
+    import math
+
     out = {}
     for key, v in values.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if not math.isfinite(v):  # repr would put nan into the law, refused as an unknown name
+                raise ModelError(name, f"{shape}: {key} must be a finite number, got {v!r}")
             out[key] = repr(v)
         elif isinstance(v, str):
             out[key] = f"({v})"

@@ -65,6 +65,9 @@ def parse_values(text: str) -> list:
             if len(parts) != 3:
                 raise ValueError
             start, stop = float(parts[0]), float(parts[1])
+            for word, value in (("START", start), ("STOP", stop)):  # linspace would say nan
+                if not math.isfinite(value):
+                    raise SweepError(f"{word} must be a finite number, got {value!r}")
             count = float(parts[2])
             if not (count.is_integer() and count >= 1):
                 raise SweepError(f"COUNT must be a whole number >= 1, got {parts[2].strip()!r}")
