@@ -451,6 +451,51 @@ def test_render_urdf_with_entities_is_refused(tmp_path, capsys):
             nothing=out)
 
 
+URDF_JOINT = '<joint name="{n}" type="{t}"><parent link="{p}"/><child link="{c}"/></joint>'
+
+
+@pytest.mark.parametrize("text, message, urdfdom_refuses", [
+    ('<html/>', "<html>: a URDF's top element is <robot>", True),
+    ('<robot><link name="a"/></robot>', "<robot>: a <robot> needs a name", True),
+    ('<robot name="r"><link/></robot>', "<link>: a <link> needs a name", False),  # (urdfdom: logged)
+    ('<robot name="r"><link name="a"/>\n<link name="a"/></robot>', ":2: <link>: link 'a' is defined twice (line 1)", True),
+    ('<robot name="r"><link name="a"/>\n' + URDF_JOINT.format(n="j", t="fixed", p="a", c="zz") + '</robot>',
+     ":2: <child>: joint 'j': child link 'zz' is not a <link> of the robot", True),
+    ('<robot name="r"><link name="a"/><link name="b"/>\n' + URDF_JOINT.format(n="j", t="hinge", p="a", c="b")
+     + '</robot>', ":2: <joint>: joint 'j': type='hinge': expected one of revolute", True),
+    ('<robot name="r"><link name="a"/><link name="b"/>\n' + URDF_JOINT.format(n="j", t="revolute", p="a", c="b")
+     + '</robot>', ":2: <joint>: joint 'j': a revolute joint needs <limit>", True),
+    ('<robot name="r"><link name="a"/><link name="b"/></robot>',
+     "<robot>: more than one root link (a link no joint has as child): a, b", True),
+    ('<robot name="r"><link name="a"/><link name="b"/>' + URDF_JOINT.format(n="j", t="fixed", p="a", c="b")
+     + '\n' + URDF_JOINT.format(n="k", t="fixed", p="b", c="a") + '</robot>',
+     "<robot>: no root link: the joints make a closed loop", True),
+    ('<robot name="r"><link name="a"/><link name="b"/><link name="c"/>' + URDF_JOINT.format(n="j", t="fixed", p="b", c="c")
+     + '\n' + URDF_JOINT.format(n="k", t="fixed", p="c", c="b") + '</robot>',
+     ":2: <joint>: joint 'k' closes a loop of links", False),  # (urdfdom: a tree from a, and the loop beside it)
+    ('<robot name="r"><link name="a"><visual><geometry>\n<box size="abc"/></geometry></visual></link></robot>',
+     ":2: <box>: size='abc': expected 3 numbers", False),
+    ('<robot name="r"><link name="a"><visual><geometry>\n<box size="1 1"/></geometry></visual></link></robot>',
+     ":2: <box>: size='1 1': expected 3 numbers, got 2", False),
+    ('<robot name="r"><link name="a"><visual><geometry>\n<cylinder radius="1"/></geometry></visual></link></robot>',
+     ":2: <cylinder>: link 'a': a <cylinder> needs length=", False),
+])
+def test_render_urdf_that_is_not_a_valid_tree_is_refused_by_line(tmp_path, capsys, text, message, urdfdom_refuses):
+    """These ended in yourdfpy's own words (KeyError: 'name', list.remove(x): x not in list), in
+    a traceback (IndexError, "Extents must be (3,)!"), or were drawn (a loop, two roots). ROS's
+    parser (check_urdf) refuses the same structures; a visual it cannot read and a link with no
+    name it logs and goes on, and a loop of links beside the tree it does not look for: render
+    refuses those too."""
+    urdf = tmp_path / "t.urdf"
+    urdf.write_text(text + "\n")
+    out = tmp_path / "t.png"
+    refused(capsys, ["render", str(urdf), "-o", str(out), "-q"], f"t.urdf{message}" if message.startswith(":")
+            else f"t.urdf:1: {message}", nothing=out)
+    if shutil.which("check_urdf"):
+        proc = subprocess.run(["check_urdf", str(urdf)], capture_output=True, text=True)
+        assert (proc.returncode != 0) == urdfdom_refuses, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("body, message", [
     ('<link name="a"><visual><geometry><box size="nan 1 1"/></geometry></visual></link>',
      "link 'a': a placement or size that is not finite (nan or inf)"),

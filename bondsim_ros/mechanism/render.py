@@ -141,6 +141,7 @@ def _from_urdf(path) -> Drawing:
 
     import yourdfpy
 
+    from .urdfcheck import check_urdf_tree
     from .xmlreader import parse_xml
 
     try:
@@ -149,7 +150,8 @@ def _from_urdf(path) -> Drawing:
         raise RenderError(f"{path}: cannot read the URDF ({exc.strerror})") from None
     if size > MAX_FILE_BYTES:
         raise RenderError(f"{path}: {size} bytes, above the limit of {MAX_FILE_BYTES} bytes")
-    parse_xml(Path(path).read_bytes(), str(path))  # DTDs, entities, size: refused before lxml reads it
+    # DTDs, entities, size, then the URDF's structure: refused before lxml and yourdfpy read it
+    check_urdf_tree(parse_xml(Path(path).read_bytes(), str(path)))
     try:
         robot = yourdfpy.URDF.load(str(path), filename_handler=_confined_mesh_handler(path))
         scene = robot.scene

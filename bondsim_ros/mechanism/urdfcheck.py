@@ -1,0 +1,128 @@
+"""The structure of a URDF file read for drawing, checked before yourdfpy loads it.
+
+yourdfpy reports a broken URDF in its own internals' words (``KeyError: 'name'``,
+``list.remove(x): x not in list``) or not at all: a joint cycle or two root links are drawn. The
+rules here are the ones ROS's own parser (urdfdom, which ``check_urdf`` runs) applies: a
+``<robot>`` root with a name, named and unique links and joints, a joint type it knows with the
+limits a revolute or prismatic joint needs, parent and child links that exist, one parent joint
+per link and one root link. A geometry needs the sizes its shape has, as numbers: urdfdom logs
+such a visual as an error and leaves it out; a drawing of the robot without it would mislead, so
+here it is refused. Each refusal names the line and element, as the mechanism XML's do. urdfdom
+takes a negative box size, and so does this check; NaN and infinity are the renderer's to name
+(its bounds).
+"""
+from __future__ import annotations
+
+from .errors import MechanismError
+from .xmlreader import Node
+
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+# each shape's attributes and how many numbers each holds (None: text, a file name)
+SHAPES = {"box": {"size": 3}, "sphere": {"radius": 1}, "cylinder": {"radius": 1, "length": 1},
+          "mesh": {"filename": None}}
+OPTIONAL = {"origin": {"xyz": 3, "rpy": 3}, "axis": {"xyz": 3}, "mesh": {"scale": 3}}
+
+
+def _numbers(node: Node, attr: str, count: int) -> None:
+    text = node.attrs[attr]
+    words = text.split()
+    try:
+        [float(w) for w in words]
+    except ValueError:
+        raise node.error(f"{attr}={text!r}: expected {count} number{'s' if count > 1 else ''}") from None
+    if len(words) != count:
+        raise node.error(f"{attr}={text!r}: expected {count} number{'s' if count > 1 else ''}, got {len(words)}")
+
+
+def _optional(node: Node) -> None:
+    for attr, count in OPTIONAL.get(node.tag, {}).items():
+        if attr in node.attrs:
+            _numbers(node, attr, count)
+
+
+def _children(node: Node, tag: str) -> list:
+    return [c for c in node.children if c.tag == tag]
+
+
+def _name(node: Node, what: str) -> str:
+    name = node.attrs.get("name", "").strip()
+    if not name:
+        raise node.error(f"a {what} needs a name")
+    return name
+
+
+def _geometry(shape: Node, link: str) -> None:
+    """A <visual> or <collision>: its origin, and one geometry of a known shape."""
+    for origin in _children(shape, "origin"):
+        _optional(origin)
+    geometries = _children(shape, "geometry")
+    if len(geometries) != 1:
+        raise shape.error(f"link {link!r}: a <{shape.tag}> needs one <geometry>, got {len(geometries)}")
+    kinds = [c for c in geometries[0].children]
+    if len(kinds) != 1 or kinds[0].tag not in SHAPES:
+        got = ", ".join(f"<{c.tag}>" for c in kinds) or "nothing"
+        raise geometries[0].error(f"link {link!r}: a <geometry> holds one of "
+                                  f"{', '.join(f'<{s}>' for s in SHAPES)}; got {got}")
+    kind = kinds[0]
+    for attr, count in SHAPES[kind.tag].items():
+        if attr not in kind.attrs:
+            raise kind.error(f"link {link!r}: a <{kind.tag}> needs {attr}=")
+        if count is not None:
+            _numbers(kind, attr, count)
+    _optional(kind)
+
+
+def check_urdf_tree(root: Node) -> None:
+    """MechanismError at the first element that breaks the rules above."""
+    if root.tag != "robot":
+        raise root.error("a URDF's top element is <robot>")
+    _name(root, "<robot>")
+    links: dict = {}
+    for link in _children(root, "link"):
+        name = _name(link, "<link>")
+        if name in links:
+            raise link.error(f"link {name!r} is defined twice (line {links[name].line})")
+        links[name] = link
+        for shape in _children(link, "visual") + _children(link, "collision"):
+            _geometry(shape, name)
+    if not links:
+        raise root.error("a <robot> needs at least one <link>")
+    joints: dict = {}
+    parent_of: dict = {}
+    for joint in _children(root, "joint"):
+        name = _name(joint, "<joint>")
+        if name in joints:
+            raise joint.error(f"joint {name!r} is defined twice (line {joints[name].line})")
+        joints[name] = joint
+        kind = joint.attrs.get("type", "")
+        if kind not in JOINT_TYPES:
+            raise joint.error(f"joint {name!r}: type={kind!r}: expected one of {', '.join(JOINT_TYPES)}")
+        if kind in ("revolute", "prismatic") and not _children(joint, "limit"):
+            raise joint.error(f"joint {name!r}: a {kind} joint needs <limit>")
+        for tag in ("origin", "axis"):
+            for node in _children(joint, tag):
+                _optional(node)
+        ends = {}
+        for end in ("parent", "child"):
+            nodes = _children(joint, end)
+            if len(nodes) != 1 or not nodes[0].attrs.get("link", "").strip():
+                raise joint.error(f"joint {name!r}: needs one <{end} link=\"...\"/>")
+            ends[end] = nodes[0].attrs["link"].strip()
+            if ends[end] not in links:
+                raise nodes[0].error(f"joint {name!r}: {end} link {ends[end]!r} is not a <link> of the robot")
+        child = ends["child"]
+        if child in parent_of:
+            raise joint.error(f"joint {name!r}: link {child!r} is already the child of joint {parent_of[child][0]!r}")
+        parent_of[child] = (name, ends["parent"])
+    roots = [name for name in links if name not in parent_of]
+    if len(roots) > 1:
+        raise root.error(f"more than one root link (a link no joint has as child): {', '.join(roots[:5])}")
+    if not roots:
+        raise root.error("no root link: the joints make a closed loop")
+    for name in links:  # a loop beside the tree: walking up from a link must reach the root
+        seen, at = set(), name
+        while at in parent_of:
+            if at in seen:
+                raise joints[parent_of[at][0]].error(f"joint {parent_of[at][0]!r} closes a loop of links")
+            seen.add(at)
+            at = parent_of[at][1]
