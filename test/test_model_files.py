@@ -3,6 +3,7 @@ names, nesting without end, sources that leave nothing to integrate, long chains
 files that do not run. Each is refused with one line naming file, line and component (exit
 status 2, no traceback) or, for a long chain, built in bounded time."""
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,6 +105,38 @@ def test_yaml_values_nested_2000_deep_are_refused(tmp_path, capsys):
     path.write_text("model: m\ncomponents:\n  a: {type: I, inertia: " + "[" * 2000 + "]" * 2000 + "}\n")
     line = refused(*simulate(path, capsys, seconds=60))
     assert "deep.yaml:3: values nested more than 100 deep: refused" in line
+
+
+def _lines(value):
+    """A read model file's values with the lines its mappings and lists were marked with."""
+    if isinstance(value, dict):
+        return ("map", value.line, sorted(value.key_lines.items()), {k: _lines(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return ("list", value.line, [_lines(v) for v in value])
+    return value
+
+
+def test_libyamls_reading_gives_the_pure_python_readers_values_lines_and_limit():
+    """Model files are read with libyaml (a 9.8 MB file took 65 s with PyYAML's own parser);
+    the values, their lines and the nesting limit must be the ones PyYAML's reader gives."""
+    import yaml
+
+    from bondsim_ros.bondgraph import yamlmodel
+
+    assert yamlmodel._CLoader is not None  # PyYAML's wheels and Debian's python3-yaml have it
+    data = Path(__file__).parent / "data" / "models"
+    texts = [f.read_text() for f in sorted(data.glob("*.yaml"))]
+    texts.append("model: m\nbase: &b {x: [1, 2, {y: 3}]}\nuse: *b\nlist:\n  - - a\n    - b\n  - {c: d}\n")
+    for text in texts:
+        assert _lines(yamlmodel._read_yaml(text)) == _lines(yaml.load(text, Loader=yamlmodel._Loader))
+    for depth, refused_at in ((99, None), (100, 3), (150, 3)):  # the top mapping is depth 1
+        text = "model: m\nx:\n  " + "[" * depth + "]" * depth + "\n"
+        for read in (yamlmodel._read_yaml, lambda t: yaml.load(t, Loader=yamlmodel._Loader)):
+            if refused_at is None:
+                read(text)
+            else:
+                with pytest.raises(ModelError, match=f"line {refused_at}: values nested more than 100 deep"):
+                    read(text)
 
 
 def test_components_nested_past_the_limit_in_python_are_refused():
