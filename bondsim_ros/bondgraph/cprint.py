@@ -364,13 +364,14 @@ def _shared(exprs, handed=frozenset()) -> set:
     return shared
 
 
-def _define_shared(exprs, shared: set, printer, lines: list, handed=frozenset()) -> list:
+def _define_shared(exprs, shared: set, printer, lines: list, handed=frozenset(), first: int = 0) -> list:
     """Common-subexpression elimination at print time: each shared sub-expression becomes a
     ``const double _cK``, children before parents, and the printer prints its name wherever it
     meets it again. sympy's tree_cse rebuilt every expression around its new symbols (new Add and
     Mul objects, each deducing its assumptions): 6.8 s of the 18-DOF dual-arm's 10 s of code
     generation. The expressions stay as they are, so the C computes exactly what they say.
-    Returns the names defined (the caller forgets them after its function)."""
+    Returns the names defined (the caller forgets them after its function); ``first``: the
+    number of the first name (for a function that calls it more than once)."""
     done, defined = set(), []
 
     def define(e):
@@ -380,7 +381,7 @@ def _define_shared(exprs, shared: set, printer, lines: list, handed=frozenset())
         for a in e.args:
             define(a)
         if e in shared:
-            name = f"_c{len(defined)}"
+            name = f"_c{first + len(defined)}"
             lines.append(f"    const double {name} = {printer.text(e)};")
             printer.names[e] = name
             defined.append(e)
@@ -431,6 +432,37 @@ def _emit_function(name: str, kind: str, exprs: list, printer, offset: int = 0, 
             del printer.names[e]
     lines.append("}")
     return lines
+
+
+def _emit_modes(natural: list, modes: list, printer) -> list:
+    """C lines of the ``modes`` kernel: each natural mode in terms of the modes before it (inner
+    ones first), computed in order, each reading those before it from out[] where it has just
+    written them. Each shared sub-expression is defined before the first mode that uses it, so
+    one that reads a mode comes after it. Writing the earlier modes into the later ones instead
+    made sympy fold every condition with a Piecewise in it into normal form: a Max of six sines
+    did not finish generating in 5 minutes."""
+    import sympy as sp
+
+    from bondsim_ros.solver.native import UNIT_MARK
+
+    exprs = [sp.sympify(e) for e in natural]
+    saved = {m: printer.names.get(m) for m in modes}
+    for j, m in enumerate(modes):
+        printer.names[m] = f"out[{j}]"
+    lines = [UNIT_MARK, f"void modes({_ARGS['res']}) {{"]
+    shared = _shared(exprs)
+    defined = []
+    for k, val in enumerate(exprs):
+        defined += _define_shared([val], shared - set(defined), printer, lines, first=len(defined))
+        lines.append(f"    out[{k}] = {printer.text(val)};")
+    for e in defined:
+        del printer.names[e]
+    for m, name in saved.items():
+        if name is None:
+            del printer.names[m]
+        else:
+            printer.names[m] = name
+    return lines + ["}"]
 
 
 def _offset_of(arg):
@@ -512,12 +544,7 @@ def generate_source(red, key: str, events=None) -> str:
              "Do not edit. */", C_PRELUDE]
     if ev:
         n_modes = len(ev.modes)
-        # the natural modes: each in terms of the modes before it (inner ones first), here
-        # with those written out, so that one common-subexpression elimination serves them all
-        natural = []
-        for k, nat in enumerate(ev.natural):
-            natural.append(sp.sympify(nat).xreplace(dict(zip(ev.modes[:k], natural))))
-        lines += _emit_function("modes", "res", natural, printer) + [""]
+        lines += _emit_modes(list(ev.natural), ev.modes, printer) + [""]
         lines += _emit_function("roots", "res", list(ev.roots), printer) + [""]
         lines += _emit_function("residual_modes", "res", res, printer) + [""]
         lines += _emit_function("jacobian_modes", "jac", jac, printer) + [""]
