@@ -44,6 +44,43 @@ def test_solver_answers_an_output_time_it_has_already_stepped_past():
         s.advance([0.4])
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda s: s.advance([0.2, 0.1]), "output times must be ascending: 0.1 comes after 0.2"),
+    (lambda s: s.advance([0.1, float("nan")]), "output times must be finite, got nan"),
+    (lambda s: s.advance([math.inf]), "output times must be finite, got inf"),
+    (lambda s: s.step_to(float("nan")), "output times must be finite, got nan"),
+    (lambda s: s.advance([[0.1, 0.2]]), r"one time or a 1-D sequence, got shape \(1, 2\)"),
+    (lambda s: s.advance([0.1], tstop=float("nan")), "tstop must be a time or inf, got nan"),
+])
+def test_output_times_the_solver_cannot_answer_are_refused_by_name(call, message):
+    """A descending list was answered row by row, the later rows from the polynomial of a step
+    that had gone past them; NaN stepped towards t = inf until the step size underflowed; inf
+    returned a row; a 2-D array was flattened."""
+    s = decay_solver()
+    with pytest.raises(ValueError, match=message):
+        call(s)
+    Y, _ = s.advance([0.5])  # and the solver goes on as if nothing had been asked
+    assert Y[0, 0] == pytest.approx(math.exp(-0.5), rel=1e-6)
+
+
+def test_simulation_refuses_parameters_and_start_values_that_are_not_numbers_by_name():
+    from pathlib import Path
+
+    from bondsim_ros.bondgraph import Simulation, compile_model, simulate
+    from bondsim_ros.bondgraph.yamlmodel import load_model
+
+    compiled = compile_model(load_model(Path(__file__).parent / "data" / "models" / "rc_step.yaml"))
+    with pytest.raises(ValueError, match="parameter 'R': expected a number, got 'x'"):
+        Simulation(compiled, params={"R": "x"})
+    with pytest.raises(TypeError, match="y0 must map names to values \\(a dict\\), got list"):
+        Simulation(compiled, y0=[1.0])
+    sim = Simulation(compiled)
+    with pytest.raises(ValueError, match="parameter 'C': expected a number, got None"):
+        sim.set_params({"C": None})
+    with pytest.raises(ValueError, match="1e\\+18 output times \\(limit 1e\\+09\\): use a larger dt_out"):
+        simulate(compiled, t_end=1e9, dt_out=1e-9)
+
+
 @pytest.fixture(scope="module")
 def twin():
     from bondsim_ros.robots.robotino.twin import RobotinoTwin

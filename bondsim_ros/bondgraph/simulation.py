@@ -192,6 +192,22 @@ class StreamedCsv:
             fh.write(text)
 
 
+def _named_values(values, what: str) -> dict:
+    """``values`` (None: none) as the mapping of names to values it must be."""
+    if values is None:
+        return {}
+    if not hasattr(values, "items"):
+        raise TypeError(f"{what} must map names to values (a dict), got {type(values).__name__}")
+    return values
+
+
+def _number(value, what: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: expected a number, got {value!r}") from None
+
+
 class Simulation:
     """A model instance stepping in time; resumable (the ROS dynamics node advances it per frame)."""
 
@@ -213,14 +229,14 @@ class Simulation:
         value) put in; refused parameters raise the model's ModelError, unknown names KeyError."""
         c = self.compiled
         p = np.array(c.params, dtype=float)
-        for name, value in (params or {}).items():
-            p[c.param_index(name)] = float(value)
+        for name, value in _named_values(params, "params").items():
+            p[c.param_index(name)] = _number(value, f"parameter {name!r}")
         c.check_params(p)
         y_init = c.y0.copy()
-        for name, value in (y0 or {}).items():
+        for name, value in _named_values(y0, "y0").items():
             if name not in c.var_names:
                 raise KeyError(f"model {c.name!r} has no unknown {name!r}")
-            y_init[c.var_names.index(name)] = float(value)
+            y_init[c.var_names.index(name)] = _number(value, f"y0 {name!r}")
         return p, y_init
 
     def reset(self, params: dict | None = None, y0: dict | None = None, t0: float = 0.0) -> None:
@@ -244,8 +260,8 @@ class Simulation:
     def set_params(self, values: dict, restart: bool = False) -> None:
         """Change several run-time parameters at once (one solver restart for all of them)."""
         p = self.problem.params.copy()
-        for name, value in values.items():
-            p[self.compiled.param_index(name)] = float(value)
+        for name, value in _named_values(values, "values").items():
+            p[self.compiled.param_index(name)] = _number(value, f"parameter {name!r}")
         self.compiled.check_params(p)
         self.solver.set_params(p, restart=restart)
         self.problem.params[:] = p
@@ -279,6 +295,8 @@ class Simulation:
         ``out``: a C-contiguous float64 array of len(t_out) rows of len(output_names) to fill
         (and return) instead of a new one."""
         t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
+        if t_out.ndim > 1:
+            raise ValueError(f"t_out must be one time or a 1-D sequence of times, got shape {t_out.shape}")
         from bondsim_ros.solver.kernels import output_rows
 
         Y, YP = self.solver.advance(t_out, progress=progress, tstop=tstop)
@@ -354,10 +372,17 @@ def _prepare(model, t0, t_end, dt_out, log):
     return compiled, time.perf_counter() - tic, output_times(t0, t_end, dt_out)
 
 
+MAX_OUTPUT_TIMES = 10**9  # (8 GB a column)
+
+
 def output_times(t0, t_end, dt_out) -> np.ndarray:
     """The output times of a run from ``t0`` (not included) to ``t_end``: every ``dt_out``, and
     ``t_end`` itself where it is not one of them."""
-    n = int(math.floor((t_end - t0) / dt_out + 1e-9))
+    rows = math.floor((t_end - t0) / dt_out + 1e-9)
+    if rows > MAX_OUTPUT_TIMES:  # numpy's MemoryError would name exbibytes, not the arguments
+        raise ValueError(f"(t_end - t0) / dt_out = {rows:.3g} output times (limit {MAX_OUTPUT_TIMES:.0e}): "
+                         f"use a larger dt_out")
+    n = int(rows)
     t_out = t0 + dt_out * np.arange(1, n + 1)
     if t_out.size == 0 or t_out[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):
         t_out = np.append(t_out, t_end)

@@ -756,7 +756,12 @@ class BDFSolver:
         integrator may already be past some of them (it stepped beyond the last output), and
         those are answered from the interpolating polynomial of the last step, which spans the
         last output time. ``tstop``: no step goes beyond it."""
-        t_out = np.asarray(t_out, dtype=float).reshape(-1)
+        t_out = np.asarray(t_out, dtype=float)
+        if t_out.ndim > 1:
+            raise ValueError(f"output times must be one time or a 1-D sequence, got shape {t_out.shape}")
+        t_out = t_out.reshape(-1)
+        if math.isnan(tstop):
+            raise ValueError("tstop must be a time or inf, got nan")
         return self._advance(t_out, progress, float(tstop) - self._origin, chunk)
 
     def step_to(self, t: float):
@@ -769,8 +774,15 @@ class BDFSolver:
     def _advance(self, t_out, progress, tstop, chunk):
         """advance with ``tstop`` in the solver's own time."""
         m = t_out.shape[0]
+        if m and not np.isfinite(t_out).all():  # (the core would step towards it until h underflows)
+            raise ValueError(f"output times must be finite, got {t_out[~np.isfinite(t_out)][0]}")
         if m and t_out[0] < self.t - 1e-12 * max(1, abs(self.t)):
             raise ValueError(f"output time {t_out[0]} is before the last output time {self.t}")
+        if m > 1:
+            back = np.flatnonzero(t_out[1:] < t_out[:-1])
+            if back.size:
+                k = back[0]
+                raise ValueError(f"output times must be ascending: {t_out[k + 1]} comes after {t_out[k]}")
         Y = np.empty((m, self.n))
         YP = np.empty((m, self.n))
         t_core = t_out - self._origin if self._origin else t_out
