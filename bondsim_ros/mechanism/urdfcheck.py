@@ -51,6 +51,17 @@ def _name(node: Node, what: str) -> str:
     return name
 
 
+def _named(root: Node, tag: str) -> dict:
+    """The <tag> children of the robot by name, each name given once."""
+    out: dict = {}
+    for node in _children(root, tag):
+        name = _name(node, f"<{tag}>")
+        if name in out:
+            raise node.error(f"{tag} {name!r} is defined twice (line {out[name].line})")
+        out[name] = node
+    return out
+
+
 def _geometry(shape: Node, link: str) -> None:
     """A <visual> or <collision>: its origin, and one geometry of a known shape."""
     for origin in _children(shape, "origin"):
@@ -77,23 +88,15 @@ def check_urdf_tree(root: Node) -> None:
     if root.tag != "robot":
         raise root.error("a URDF's top element is <robot>")
     _name(root, "<robot>")
-    links: dict = {}
-    for link in _children(root, "link"):
-        name = _name(link, "<link>")
-        if name in links:
-            raise link.error(f"link {name!r} is defined twice (line {links[name].line})")
-        links[name] = link
+    links = _named(root, "link")
+    for name, link in links.items():
         for shape in _children(link, "visual") + _children(link, "collision"):
             _geometry(shape, name)
     if not links:
         raise root.error("a <robot> needs at least one <link>")
-    joints: dict = {}
+    joints = _named(root, "joint")
     parent_of: dict = {}
-    for joint in _children(root, "joint"):
-        name = _name(joint, "<joint>")
-        if name in joints:
-            raise joint.error(f"joint {name!r} is defined twice (line {joints[name].line})")
-        joints[name] = joint
+    for name, joint in joints.items():
         kind = joint.attrs.get("type", "")
         if kind not in JOINT_TYPES:
             raise joint.error(f"joint {name!r}: type={kind!r}: expected one of {', '.join(JOINT_TYPES)}")
