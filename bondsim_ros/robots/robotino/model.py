@@ -98,7 +98,9 @@ def load_params(path=None, overrides: dict | None = None) -> dict:
     return flat
 
 
-def _p(params, key, default=None):
+def param(params, key, default=None):
+    """The number at ``key`` of the Robotino parameters (``default`` when it is absent): a
+    ModelError naming the parameter file and key when it is missing or not a finite number."""
     source = getattr(params, "source", Params.source)
     if key in params and params[key] is not None:
         value = params[key]
@@ -136,7 +138,7 @@ _RUNTIME_KEY = "__runtime__"  # prm entry: yaml key -> parameter name, for the k
 def _law(params, key, default=None):
     """An element value: the run-time parameter's name if ``key`` was made one, else the number."""
     name = params.get(_RUNTIME_KEY, {}).get(key)
-    return name if name is not None else _p(params, key, default)
+    return name if name is not None else param(params, key, default)
 
 
 # --------------------------------------------------------------------------------------
@@ -160,16 +162,16 @@ class Drive(Component):
 
     def build(self):
         p = self.prm
-        n = _p(p, "gear.ratio")
-        vmax = _p(p, "controller.voltage_limit", _p(p, "motor.supply_voltage", 24.0))
+        n = param(p, "gear.ratio")
+        vmax = param(p, "controller.voltage_limit", param(p, "motor.supply_voltage", 24.0))
         # reference scaled back through the gear: omega_m = -N omega_i  [section 3.4]
         self.add(Gain("ref_scale", -n), Sum("error", "+-"))
         lim = dict(umin=-vmax, umax=vmax) if self.limited else {}
         if self.limited:  # the firmware's PI: its own gains (run-time pid_kp, pid_ki), no derivative
             pid = PID("pid", kp=_law(p, "controller.firmware_kp"), ki=_law(p, "controller.firmware_ki"), **lim)
         else:  # the paper's PID with a filtered derivative, calibrated to Fig. 34 (docs/robotino.md)
-            pid = PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=_p(p, "controller.kd", 0.0),
-                      tf=_p(p, "controller.derivative_filter_time", 0.002))
+            pid = PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=param(p, "controller.kd", 0.0),
+                      tf=param(p, "controller.derivative_filter_time", 0.002))
         self.add(pid)
         self.add(Se("voltage_source", "u", inputs=["u"]))
         bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
@@ -198,12 +200,12 @@ class Wheel(Component):
 
     def build(self):
         p = self.prm
-        rw = _p(p, "wheel.radius")
-        rmax = _p(p, "wheel.roller_radius_max")
+        rw = param(p, "wheel.radius")
+        rmax = param(p, "wheel.roller_radius_max")
         spin = self.add(EffortJunction("spin", output=True))
         roller = self.add(EffortJunction("roller", output=True))
         cx, cy = self.add(FlowJunction("contact_x")), self.add(FlowJunction("contact_y"))
-        self.add(I("inertia", _law(p, "wheel.inertia_axle")), I("roller_inertia", _p(p, "wheel.roller_inertia", 2e-6)))
+        self.add(I("inertia", _law(p, "wheel.inertia_axle")), I("roller_inertia", param(p, "wheel.roller_inertia", 2e-6)))
         self.add(TF("rotlin", -1.0 / rw))  # omega_i = -v_iy / R_w  [eqs. 8-9]
         # rolling arm of the contact roller, switching every pi/3 [eqs. 10-13]: theta_ib is
         # mod(theta, pi/3) or that minus pi/3 (paper), written as one Mod whose only wrap is the
@@ -263,7 +265,7 @@ class Chassis(Component):
         self.connect("pos_x.out", self.x)
         self.connect("pos_y.out", self.y)
         self.connect("heading.out", self.phi)
-        radius = _p(p, "chassis.radius_to_wheel")
+        radius = param(p, "chassis.radius_to_wheel")
         for i, alpha in zip((1, 2, 3), ALPHA):
             tr = wheel_frame(self, i, alpha, radius, (jx, jy, jw))
             self.bond(self.ports[f"hub{i}"], tr.local)
@@ -321,13 +323,13 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
     prm[_RUNTIME_KEY] = {}
     for pname in runtime:
         key = RUNTIME_PARAMS[pname]
-        model.parameter(pname, _p(prm, key, 0.0 if "friction" in key else None),
+        model.parameter(pname, param(prm, key, 0.0 if "friction" in key else None),
                         f"{key} [SI] from {Path(config).name if config else 'config/robotino.yaml'}")
         prm[_RUNTIME_KEY][key] = pname
-    radius, rw = _p(prm, "chassis.radius_to_wheel"), _p(prm, "wheel.radius")
+    radius, rw = param(prm, "chassis.radius_to_wheel"), param(prm, "wheel.radius")
     if reference == "rose":
-        fns, phi_start = rose_functions(_p(prm, "reference.rose.A", 2.0), _p(prm, "reference.rose.k", 3.0),
-                                        _p(prm, "reference.rose.a", 0.1), _p(prm, "reference.rose.phi0", 5 * math.pi / 6))
+        fns, phi_start = rose_functions(param(prm, "reference.rose.A", 2.0), param(prm, "reference.rose.k", 3.0),
+                                        param(prm, "reference.rose.a", 0.1), param(prm, "reference.rose.phi0", 5 * math.pi / 6))
         start = start or (0.0, 0.0, phi_start)
     else:
         start = start or (0.0, 0.0, 0.0)

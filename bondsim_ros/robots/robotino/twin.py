@@ -16,7 +16,7 @@ from bondsim_ros.solver.options import SolverOptions
 from bondsim_ros.twin.model_twin import Binding, ModelTwin
 from bondsim_ros.twin.protocol import BUILTIN, OK, TWIST, CommandError, Diagnostic, Limits, TwinState
 
-from .model import N_ROLLERS, _p, contact_roller, load_params, robotino
+from .model import N_ROLLERS, param, contact_roller, load_params, robotino
 
 __all__ = ["RobotinoTwin", "RobotinoState", "Limits", "CommandError", "wheel_speeds_for_twist"]
 
@@ -56,8 +56,8 @@ class RobotinoTwin(ModelTwin):
         if command not in (TWIST, BUILTIN):
             raise ValueError(f"command must be {TWIST!r} (cmd_vel) or {BUILTIN!r} (the rose path), got {command!r}")
         self.params = load_params(config)
-        self.gear = _p(self.params, "gear.ratio")
-        self.torque_constant = _p(self.params, "motor.torque_constant")
+        self.gear = param(self.params, "gear.ratio")
+        self.torque_constant = param(self.params, "motor.torque_constant")
         model = robotino(reference="twist" if command == TWIST else "rose", config=config)
         super().__init__("robotino", model, binding(command), options, limits=limits, command=command, log=log)
         self.joint_names = [f"wheel{i}_axle" if j == 0 else f"wheel{i}_roller{j}"
@@ -119,4 +119,4 @@ def wheel_speeds_for_twist(vx, vy, wz, params) -> np.ndarray:
     """Kinematically expected wheel speeds for a body twist [eq. 24 in the robot frame]."""
     from bondsim_ros.physics.omni import ALPHA, wheel_speeds
 
-    return wheel_speeds(vx, vy, wz, ALPHA, _p(params, "chassis.radius_to_wheel"), _p(params, "wheel.radius"))
+    return wheel_speeds(vx, vy, wz, ALPHA, param(params, "chassis.radius_to_wheel"), param(params, "wheel.radius"))
