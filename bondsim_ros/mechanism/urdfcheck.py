@@ -122,10 +122,14 @@ def check_urdf_tree(root: Node) -> None:
         raise root.error(f"more than one root link (a link no joint has as child): {', '.join(roots[:5])}")
     if not roots:
         raise root.error("no root link: the joints make a closed loop")
-    for name in links:  # a loop beside the tree: walking up from a link must reach the root
-        seen, at = set(), name
-        while at in parent_of:
-            if at in seen:
+    # a loop beside the tree: walking up from every link must reach the root; each walk stops at
+    # a link an earlier one reached it from, so a chain of many links is walked once, not n^2 / 2
+    rooted = {roots[0]}
+    for name in links:
+        path, at = set(), name
+        while at not in rooted:
+            if at in path:
                 raise joints[parent_of[at][0]].error(f"joint {parent_of[at][0]!r} closes a loop of links")
-            seen.add(at)
+            path.add(at)
             at = parent_of[at][1]
+        rooted.update(path)
