@@ -151,8 +151,9 @@ def test_bad_columns_and_data_are_named(motor, tmp_path, capsys):
     with pytest.raises(FitError, match=r"log.csv:3: column 'current': 'abc' is not a number"):
         read_csv(data)
     log.data[57, 2] = 0.0
-    log.data[10, 0] = log.data[9, 0]  # repeated time stamp
-    with pytest.raises(FitError, match="strictly increasing"):
+    log.data[10, 0] = log.data[9, 0]  # repeated time stamp: named by its data row, as a NaN is
+    with pytest.raises(FitError, match=r"must be strictly increasing: data row 11 \(t = [0-9.e-]+\) does not come "
+                                       r"after data row 10"):
         FitProblem(compiled, log, ["Ra"], ["current"], inputs=["V"])
     with pytest.raises(FitError, match="both a fitted parameter and a logged input"):
         FitProblem(compiled, log, ["V"], ["current"], inputs=["V"])

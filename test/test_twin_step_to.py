@@ -79,6 +79,10 @@ def test_simulation_refuses_parameters_and_start_values_that_are_not_numbers_by_
         sim.set_params({"C": None})
     with pytest.raises(ValueError, match="1e\\+18 output times \\(limit 1e\\+09\\): use a larger dt_out"):
         simulate(compiled, t_end=1e9, dt_out=1e-9)
+    with pytest.raises(ValueError, match="dt_out must be a positive finite time, got inf"):  # (the end row alone)
+        simulate(compiled, t_end=1.0, dt_out=math.inf)
+    with pytest.raises(ValueError, match=r"t_end \(inf\) must be a finite time greater than t0"):  # (OverflowError)
+        simulate(compiled, t_end=math.inf, dt_out=0.1)
 
 
 @pytest.fixture(scope="module")

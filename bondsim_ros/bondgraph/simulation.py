@@ -363,10 +363,10 @@ def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.
 
 def _prepare(model, t0, t_end, dt_out, log):
     """The checked time span's output instants and the compiled model, with its build time."""
-    if not t_end > t0:
-        raise ValueError(f"t_end ({t_end}) must be greater than t0 ({t0})")
-    if not dt_out > 0:
-        raise ValueError(f"dt_out must be positive, got {dt_out}")
+    if not (t_end > t0 and math.isfinite(t_end) and math.isfinite(t0)):
+        raise ValueError(f"t_end ({t_end}) must be a finite time greater than t0 ({t0})")
+    if not (dt_out > 0 and math.isfinite(dt_out)):  # (inf gave the end row alone)
+        raise ValueError(f"dt_out must be a positive finite time, got {dt_out}")
     tic = time.perf_counter()
     compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
     return compiled, time.perf_counter() - tic, output_times(t0, t_end, dt_out)

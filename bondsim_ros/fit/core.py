@@ -196,8 +196,15 @@ class FitProblem:
             raise FitError(f"{src}: non-finite value in column {cols[j]!r} at data row {int(np.flatnonzero(keep)[i]) + 1} "
                            f"({self.time_col} = {block[i, 0]:g}); remove or fill such rows")
         self.t = block[:, 0]
-        if len(self.t) < 2 or np.any(np.diff(self.t) <= 0):
+        if len(self.t) < 2:
             raise FitError(f"{src}: column {self.time_col!r} must be strictly increasing with at least two rows")
+        back = np.flatnonzero(np.diff(self.t) <= 0)
+        if back.size:
+            rows = np.flatnonzero(keep)
+            k = int(back[0])
+            raise FitError(f"{src}: column {self.time_col!r} must be strictly increasing: data row {rows[k + 1] + 1} "
+                           f"({self.time_col} = {self.t[k + 1]:g}) does not come after data row {rows[k] + 1} "
+                           f"({self.time_col} = {self.t[k]:g})")
         self.u = block[:, 1:1 + len(self.input_map)]
         self.y = block[:, 1 + len(self.input_map):]
         self.w = np.array([self.weights.get(col, 1.0) for _, col in self.output_map])
