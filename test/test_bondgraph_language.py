@@ -316,6 +316,13 @@ def test_yaml_model_matches_python_model():
 @pytest.mark.parametrize("text, match", [
     ("model: x\ncomponents:\n  a: {type: Bogus}\n", r"<string>:3: a: unknown element type 'Bogus'"),
     ("model: x\ncomponents:\n  a: {type: I, inertia: 1.0, mass: 2}\n", r"<string>:3: a: I: .*unexpected keyword.*mass"),
+    # what the type takes, beside Python's words for a key it does not
+    ("model: x\ncomponents:\n  g: {type: GY, r: 2}\n",
+     r"<string>:3: g: GY: got an unexpected keyword argument 'r' \(GY takes: ratio, inputs\)"),
+    ("model: x\ncomponents:\n  s: {type: Step, start: 1}\n", r"\(Step takes: t0, before, after\)"),
+    # the ports to choose from
+    ("model: x\ncomponents:\n  E: {type: Se, effort: 1}\n  g: {type: GY, ratio: 2}\nbonds:\n  - [E, g]\n",
+     r"g: has 2 power ports; name the port to bond \(g\.p1, g\.p2\)"),
     ("model: x\ncomponents:\n  a: {type: I, inertia: 1.0}\n  b: {type: Se}\nbonds:\n  - [a, b]\n",
      r"<string>:6: .*a\.p: power direction mismatch"),
     ("model: x\ncomponents:\n  a: {type: I, inertia: 1.0}\n  a: {type: C, capacitance: 1.0}\n", r"duplicate key 'a'"),
@@ -325,6 +332,23 @@ def test_yaml_model_matches_python_model():
 def test_yaml_errors_name_file_line_and_component(text, match):
     with pytest.raises(ModelError, match=match):
         loads_model(text)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("model: x\ncomponents:\n  E: {type: Se, effort: 1}\n  r: {type: R, resistance: '2*f'}\nbonds:\n  - [E, r]\n",
+     r"<string>:4: r \(resistance\): .*unknown name\(s\) f .*; f is the element's own variable: a law in f is given "
+     r"as effort: instead of resistance:"),
+    ("model: x\ncomponents:\n  F: {type: Se, effort: 1}\n  m: {type: I, inertia: 'p**2'}\nbonds:\n  - [F, m]\n",
+     r"a law in p is given as flow: instead of inertia:"),
+    ("model: x\ncomponents:\n  F: {type: Sf, flow: 1}\n  c: {type: C, capacitance: 'q'}\nbonds:\n  - [F, c]\n",
+     r"a law in q is given as effort: instead of capacitance:"),
+])
+def test_a_law_in_the_elements_own_variable_given_as_its_coefficient_says_where_it_goes(text, match):
+    """resistance: '2*f' used to be refused as a law with an unknown name f, and nothing more."""
+    from bondsim_ros.bondgraph import compile_model
+
+    with pytest.raises(ModelError, match=match):
+        compile_model(loads_model(text), use_cache=False)
 
 
 # ---------------------------------------------------------------- drawing

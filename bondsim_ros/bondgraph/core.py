@@ -233,7 +233,8 @@ class Component:
         "target"): its one power port. A junction overrides this and grows a port per bond."""
         power = [p for p in self.ports.values() if isinstance(p, PowerPort)]
         if len(power) != 1:
-            raise ModelError(self.path, f"has {len(power)} power ports; name the port to bond")
+            names = ", ".join(f"{self.name}.{p.name}" for p in power) or "none"
+            raise ModelError(self.path, f"has {len(power)} power ports; name the port to bond ({names})")
         return power[0]
 
     # -- document --------------------------------------------------------------------

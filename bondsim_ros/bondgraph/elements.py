@@ -92,7 +92,11 @@ class Element(Component):
         loc = locs.get(self._LAW_KEYS.get(word, word)) or self.source_location
         return f"{loc}: {self.path} ({what})" if loc else f"{self.path} ({what})"
 
-    def law(self, value, ctx, local: dict | None = None, what: str = "law"):
+    def law(self, value, ctx, local: dict | None = None, what: str = "law", forms: dict | None = None):
+        """``value`` parsed over the element's inputs, the parameters and ``local`` (its own
+        variables). ``forms``: for a linear coefficient, the element's variables and the key that
+        takes a law in each (R's ``resistance: b*f`` -> a law in f is ``effort:``), said beside an
+        unknown-name refusal."""
         names = ctx.names_for(self)
         if local:
             clash = sorted(set(local) & set(names))
@@ -100,7 +104,14 @@ class Element(Component):
                 raise ModelError(self.law_where(what), f"{clash[0]!r} (an input or parameter) has the name of the "
                                                        f"law's own variable")
             names.update(local)
-        expr = parse_expression(value, names, self.law_where(what))
+        try:
+            expr = parse_expression(value, names, self.law_where(what))
+        except ModelError as exc:
+            for var, key in (forms or {}).items():
+                if f"unknown name(s) {var} (" in exc.message:
+                    raise ModelError(exc.where, exc.message + f"; {var} is the element's own variable: a law in "
+                                                              f"{var} is given as {key}: instead of {what}:") from None
+            raise
         ctx.used(self, expr, what)
         return expr
 
@@ -153,7 +164,7 @@ class I(OnePort):
         p, dp = ctx.state(self, "p", p0)
         ctx.equation(self, dp - e, "momentum law p' = e")
         if self.inertia is not None:
-            inertia = self.law(self.inertia, ctx, what="inertia")
+            inertia = self.law(self.inertia, ctx, what="inertia", forms={"p": "flow"})
             ctx.require(self, inertia, "positive", "inertia")
             ctx.equation(self, f - p / inertia, "f = p/I")
         else:
@@ -180,7 +191,7 @@ class C(OnePort):
         q, dq = ctx.state(self, "q", self.q0)
         ctx.equation(self, dq - f, "displacement law q' = f")
         if self.capacitance is not None:
-            capacitance = self.law(self.capacitance, ctx, what="capacitance")
+            capacitance = self.law(self.capacitance, ctx, what="capacitance", forms={"q": "effort"})
             ctx.require(self, capacitance, "positive", "capacitance")
             ctx.equation(self, e - q / capacitance, "e = q/C")
         else:
@@ -206,7 +217,7 @@ class R(OnePort):
     def equations(self, ctx):
         e, f = ctx.e(self.p), ctx.f(self.p)
         if self.resistance is not None:
-            resistance = self.law(self.resistance, ctx, what="resistance")
+            resistance = self.law(self.resistance, ctx, what="resistance", forms={"f": "effort", "e": "flow"})
             ctx.require(self, resistance, "nonnegative", "resistance")
             ctx.equation(self, e - resistance * f, "e = R f")
         elif self.effort_law is not None:

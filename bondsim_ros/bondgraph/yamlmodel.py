@@ -179,6 +179,19 @@ def _check_expanded_size(data, filename):
         elif isinstance(node, list):
             stack.extend(node)
 
+def _keys_taken(kind: str, factory) -> str:
+    """`` (GY takes: ratio, inputs)``: the keys an element type's constructor takes besides its
+    name, to say beside Python's "unexpected keyword argument 'r'"."""
+    import inspect
+
+    try:
+        names = [p.name for p in list(inspect.signature(factory).parameters.values())[1:]
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    except (TypeError, ValueError):
+        return ""
+    return f" ({kind} takes: {', '.join(names)})" if names else ""
+
+
 _INPUT_SHAPES = {"Constant": Input.constant, "Step": Input.step, "Ramp": Input.ramp, "Sine": Input.sine}
 _DOC_KEYS = {"type", "ports", "controls", "components", "bonds", "signals", "description"}
 
@@ -292,7 +305,7 @@ class _Reader:
             return factory(name, **kwargs)
         except TypeError as exc:
             msg = re.sub(r"^[\w.]*\(\) ", "", str(exc))
-            raise ModelError(name, f"{kind}: {msg}") from None
+            raise ModelError(name, f"{kind}: {msg}{_keys_taken(kind, factory)}") from None
 
     def document(self, name, spec, stack) -> Component:
         if not isinstance(spec, dict):
