@@ -2,6 +2,7 @@
 import re
 import shutil
 
+import numpy as np
 import pytest
 import sympy as sp
 
@@ -457,3 +458,73 @@ def test_large_kernels_are_split_into_chunks_without_changing_results(tmp_path, 
                        simulate(compiled, t_end=0.2, dt_out=0.01, options=SolverOptions(rtol=1e-9, atol=1e-12)))
     assert runs[2][0] > runs[default][0] == 4  # residual, jacobian, outputs, pivots
     np.testing.assert_array_equal(runs[2][1].data, runs[default][1].data)
+
+
+# ---------------------------------------------------------------- definition parameters
+DAMPERS = """
+model: dampers
+parameters: {k: 4.0, c: 0.4}
+definitions:
+  Damper:
+    parameters: {c: 0.4}
+    ports: {p: in}
+    components: {r: {type: R, resistance: c}}
+    bonds: [[self.p, r]]
+  Pair:
+    parameters: {c2: 1.0}
+    ports: {p: in}
+    components:
+      j: {type: EffortJunction}
+      a: {type: Damper, c: "c2/2"}
+      b: {type: Damper}
+    bonds: [[self.p, j], [j, a], [j, b]]
+components:
+  v: {type: EffortJunction, output: true}
+  F: {type: Se, effort: 0.0}
+  mass: {type: I, inertia: 1.0}
+  spring: {type: C, effort: "k*q", q0: 0.1}
+  d1: {type: Damper}
+  d2: {type: Damper, c: D2}
+  pair: {type: Pair, c2: "k"}
+bonds: [[F, v], [v, mass], [v, spring], [v, d1.p], [v, d2], [v, pair]]
+"""
+
+
+def _damped_oscillator(c, k, t):
+    """x'' + c x' + k x = 0, x(0) = 0.1, x'(0) = 0."""
+    r1, r2 = np.roots([1.0, c, k]).astype(complex)
+    a, b = 0.1 * r2 / (r2 - r1), -0.1 * r1 / (r2 - r1)
+    return (a * np.exp(r1 * t) + b * np.exp(r2 * t)).real
+
+
+@pytest.mark.parametrize("d2, c_d2", [("2*k", 8.0), ("3*k", 12.0), ("0.5", 0.5)])
+def test_definition_parameters_give_each_instance_its_own_value(tmp_path, monkeypatch, d2, c_d2):
+    """Damper's own c: d1 keeps its default 0.4, d2 takes a law of the model's k, and the Pair's
+    c2 = k reaches its inner Damper as c2/2 (the model's own c = 0.4 is shadowed inside Damper).
+    Each value is compiled into the code, so the cache must tell them apart: the three runs share
+    one cache folder."""
+    from bondsim_ros.bondgraph import compile_model, simulate
+
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "shared-cache"))
+    model = loads_model(DAMPERS.replace("c: D2", f'c: "{d2}"'), "dampers.yaml")
+    result = simulate(compile_model(model), t_end=2.0, dt_out=0.5)
+    c_total = 0.4 + c_d2 + (4.0 / 2 + 0.4)
+    t, x = result.data[:, 0], result.data[:, result.names.index("spring.q")]
+    np.testing.assert_allclose(x, _damped_oscillator(c_total, 4.0, t), atol=1e-6)
+
+
+@pytest.mark.parametrize("change, match", [
+    ("  d2: {type: Damper, c: D2}", r"dampers.yaml:24: d2: unexpected key\(s\) for an instance of Damper: cc "
+                                    r"\(Damper takes: c\)"),
+    ("    parameters: {c: 0.4}", r"dampers.yaml:6: Damper: parameters: c: a parameter value is a number or a law"),
+    ("  pair: {type: Pair, c2: \"k\"}", r"dampers.yaml:25: pair \(c2\): law 'zz' refused: uses unknown name\(s\) zz"),
+])
+def test_definition_parameters_that_do_not_fit_are_refused_at_their_line(change, match):
+    from bondsim_ros.bondgraph import compile_model
+
+    bad = {"  d2: {type: Damper, c: D2}": "  d2: {type: Damper, cc: 1}",
+           "    parameters: {c: 0.4}": "    parameters: {c: [1]}",
+           "  pair: {type: Pair, c2: \"k\"}": "  pair: {type: Pair, c2: zz}"}[change]
+    text = DAMPERS.replace(change, bad).replace("c: D2", "c: 1")
+    with pytest.raises(ModelError, match=match):
+        compile_model(loads_model(text, "dampers.yaml"), use_cache=False)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from .core import Component, ControlPort, Model, ModelError, PowerPort, at
-from .elements import Element, Junction, Se, Sf
+from .elements import Element, Junction, Se, Sf, parse_expression
 
 T = sp.Symbol("t", real=True)
 
@@ -145,6 +145,11 @@ class _Context:
         names = {"t": T}
         for pname, sym in self.param_symbols.items():
             names[pname] = sym
+        # the parameters of the model-file definitions the element sits in, outermost first, each
+        # value a law over the names around its instance (yamlmodel: `scope`)
+        for where, layer in zip(getattr(element, "scope_where", ()), getattr(element, "scope", ())):
+            values = {pname: parse_expression(text, dict(names), f"{where} ({pname})") for pname, text in layer}
+            names.update(values)
         for port in element.ports.values():
             if isinstance(port, ControlPort) and port.direction == "in":
                 if port.name in self.param_symbols:

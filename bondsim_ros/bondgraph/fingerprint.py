@@ -28,7 +28,7 @@ ENGINE_FILES = ("core.py", "elements.py", "signals.py", "laws.py", "equations.py
 
 # not part of the equations: a comment added to a model file must not invalidate its code
 _SKIP = {"parent", "children", "ports", "bonds", "connections", "_built", "_count", "description",
-         "source_location", "law_locations"}
+         "source_location", "law_locations", "scope_where"}
 _engine_hash_cache: list = []
 
 

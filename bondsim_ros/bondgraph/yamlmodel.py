@@ -28,6 +28,7 @@ Every error names the file, the line and the component path.
 """
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -193,7 +194,7 @@ def _keys_taken(kind: str, factory) -> str:
 
 
 _INPUT_SHAPES = {"Constant": Input.constant, "Step": Input.step, "Ramp": Input.ramp, "Sine": Input.sine}
-_DOC_KEYS = {"type", "ports", "controls", "components", "bonds", "signals", "description"}
+_DOC_KEYS = {"type", "ports", "controls", "components", "bonds", "signals", "description", "parameters"}
 
 
 class _Reader:
@@ -239,12 +240,17 @@ class _Reader:
             if not isinstance(cspec, dict) or "type" not in cspec:
                 self.fail(cspec if isinstance(cspec, dict) else spec, child_path, "needs a mapping with a 'type'")
             try:
-                child = self.make(str(name), cspec, stack)
+                child = self.make(str(name), cspec, stack, getattr(comp, "_yaml_scope", ()), child_path)
                 child._yaml_depth = depth
                 # positions for the errors found later (build, reduction, run-time checks)
                 child.source_location = f"{self.path}:{cspec.line}"
                 if child.elementary:
                     child.law_locations = {k: f"{self.path}:{ln}" for k, ln in cspec.key_lines.items()}
+                    scope = getattr(comp, "_yaml_scope", ())
+                    if scope:  # (an attribute of the element: the compiled code's key depends on it,
+                        # not on where the values were written)
+                        child.scope = tuple(layer for _, layer in scope)
+                        child.scope_where = tuple(where for where, _ in scope)
                 comp.add(child)
             except ModelError as exc:
                 if exc.where.startswith(self.path):
@@ -278,7 +284,7 @@ class _Reader:
             return comp.port(text[5:])
         return text
 
-    def make(self, name: str, spec, stack) -> Component:
+    def make(self, name: str, spec, stack, scope=(), path: str = "") -> Component:
         kind = spec["type"]
         if not isinstance(kind, str):
             raise ModelError(name, f"'type' must be a name, got {kind!r}")
@@ -290,12 +296,21 @@ class _Reader:
         if kind in self.definitions:
             if kind in stack:
                 raise ModelError(name, f"definition {kind!r} contains itself ({' -> '.join(stack + (kind,))})")
-            extra = set(kwargs) - {"description"}
+            definition = self.definitions[kind]
+            defaults = self.scope_values(definition, kind) if isinstance(definition, dict) else {}
+            extra = set(kwargs) - {"description"} - set(defaults)
             if extra:
-                raise ModelError(name, f"unexpected key(s) for an instance of {kind}: {', '.join(sorted(map(str, extra)))}")
-            return self.document(name, self.definitions[kind], stack + (kind,))
+                takes = f" ({kind} takes: {', '.join(defaults)})" if defaults else ""
+                raise ModelError(name, f"unexpected key(s) for an instance of {kind}: "
+                                       f"{', '.join(sorted(map(str, extra)))}{takes}")
+            given = {k: self.scope_value(spec, k, v, path or name) for k, v in kwargs.items() if k in defaults}
+            layer = scope + ((self.where(spec, path or name), tuple({**defaults, **given}.items())),) \
+                if defaults else scope
+            return self.document(name, definition, stack + (kind,), layer)
         if kind == "Component":
-            return self.document(name, spec, stack)
+            inline = self.scope_values(spec, name)
+            layer = scope + ((self.where(spec, path or name), tuple(inline.items())),) if inline else scope
+            return self.document(name, spec, stack, layer)
         cls = ELEMENTS.get(kind) or SIGNALS.get(kind)
         factory = cls or _INPUT_SHAPES.get(kind)
         if factory is None:
@@ -307,7 +322,28 @@ class _Reader:
             msg = re.sub(r"^[\w.]*\(\) ", "", str(exc))
             raise ModelError(name, f"{kind}: {msg}{_keys_taken(kind, factory)}") from None
 
-    def document(self, name, spec, stack) -> Component:
+    def scope_values(self, spec, kind) -> dict:
+        """A definition's own ``parameters:`` (name -> number or law text), in order."""
+        params = spec.get("parameters")
+        if params is None:
+            return {}
+        if not isinstance(params, dict):
+            self.fail(spec, kind, f"'parameters' must be a mapping name -> value, got {params!r}"[:300])
+        out = {}
+        for pname, value in params.items():
+            if not isinstance(pname, str) or not pname.isidentifier() or pname == "t":
+                self.fail(_KeyLine(params, pname), kind, f"parameters: {pname!r} is not a parameter name")
+            out[pname] = self.scope_value(params, pname, value, f"{kind}: parameters")
+        return out
+
+    def scope_value(self, node, key, value, who: str):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            self.fail(_KeyLine(node, key), who, f"{key}: a parameter value is a number or a law, got {value!r}"[:300])
+        if isinstance(value, float) and not math.isfinite(value):
+            self.fail(_KeyLine(node, key), who, f"{key}: a parameter value must be finite, got {value!r}")
+        return value
+
+    def document(self, name, spec, stack, scope=()) -> Component:
         if not isinstance(spec, dict):
             raise ModelError(name, f"a component definition is a mapping, got {spec!r}"[:300])
         extra = set(spec) - _DOC_KEYS
@@ -327,6 +363,7 @@ class _Reader:
         comp = Component(name, ports=ports, controls=controls)
         comp.description = str(spec.get("description") or "")
         comp._yaml_spec = (self, spec, stack)
+        comp._yaml_scope = scope
         comp._built = True
         self.pending.append(comp)
         return comp
