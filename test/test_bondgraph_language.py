@@ -528,3 +528,17 @@ def test_definition_parameters_that_do_not_fit_are_refused_at_their_line(change,
     text = DAMPERS.replace(change, bad).replace("c: D2", "c: 1")
     with pytest.raises(ModelError, match=match):
         compile_model(loads_model(text, "dampers.yaml"), use_cache=False)
+
+
+def test_an_input_named_as_a_parameter_of_its_definition_is_refused():
+    """Which u would `2*u` read: the signal or the instance's value? Neither silently."""
+    from bondsim_ros.bondgraph import compile_model
+
+    text = ("model: clash\ndefinitions:\n  Src:\n    parameters: {u: 1.0}\n    ports: {p: out}\n    components:\n"
+            "      s: {type: Se, effort: '2*u', inputs: [u]}\n      c: {type: Constant, value: 3}\n"
+            "    bonds: [[s, self.p]]\n    signals: [[c.out, s.u]]\n"
+            "components:\n  src: {type: Src}\n  m: {type: I, inertia: 1.0}\nbonds: [[src.p, m]]\n")
+    with pytest.raises(ModelError, match=r"clash.yaml:7: src\.s\.u: input name 'u' clashes with a parameter of the "
+                                         r"definition it is in"):
+        compile_model(loads_model(text, "clash.yaml"), use_cache=False)
+

@@ -147,13 +147,18 @@ class _Context:
             names[pname] = sym
         # the parameters of the model-file definitions the element sits in, outermost first, each
         # value a law over the names around its instance (yamlmodel: `scope`)
+        scoped = set()
         for where, layer in zip(getattr(element, "scope_where", ()), getattr(element, "scope", ())):
             values = {pname: parse_expression(text, dict(names), f"{where} ({pname})") for pname, text in layer}
             names.update(values)
+            scoped.update(values)
         for port in element.ports.values():
             if isinstance(port, ControlPort) and port.direction == "in":
                 if port.name in self.param_symbols:
                     raise ModelError(port.path, f"input name {port.name!r} clashes with a model parameter")
+                if port.name in scoped:
+                    raise ModelError(port.path, f"input name {port.name!r} clashes with a parameter of the "
+                                                f"definition it is in")
                 names[port.name] = self.signal(port)
         return names
 
