@@ -294,9 +294,7 @@ class Simulation:
         ``tstop``: no solver step goes beyond it (the end of the interval a model is defined on).
         ``out``: a C-contiguous float64 array of len(t_out) rows of len(output_names) to fill
         (and return) instead of a new one."""
-        t_out = np.atleast_1d(np.asarray(t_out, dtype=float))
-        if t_out.ndim > 1:
-            raise ValueError(f"t_out must be one time or a 1-D sequence of times, got shape {t_out.shape}")
+        t_out = np.atleast_1d(np.asarray(t_out, dtype=float))  # (the solver refuses one that is not 1-D)
         from bondsim_ros.solver.kernels import output_rows
 
         Y, YP = self.solver.advance(t_out, progress=progress, tstop=tstop)
