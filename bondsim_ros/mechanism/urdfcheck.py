@@ -26,12 +26,14 @@ OPTIONAL = {"origin": {"xyz": 3, "rpy": 3}, "axis": {"xyz": 3}, "mesh": {"scale"
 def _numbers(node: Node, attr: str, count: int) -> None:
     text = node.attrs[attr]
     words = text.split()
+    expected = f"{attr}={text!r}: expected {count} number{'s' if count > 1 else ''}"
     try:
-        [float(w) for w in words]
+        for word in words:
+            float(word)
     except ValueError:
-        raise node.error(f"{attr}={text!r}: expected {count} number{'s' if count > 1 else ''}") from None
+        raise node.error(expected) from None
     if len(words) != count:
-        raise node.error(f"{attr}={text!r}: expected {count} number{'s' if count > 1 else ''}, got {len(words)}")
+        raise node.error(f"{expected}, got {len(words)}")
 
 
 def _optional(node: Node) -> None:
@@ -69,7 +71,7 @@ def _geometry(shape: Node, link: str) -> None:
     geometries = _children(shape, "geometry")
     if len(geometries) != 1:
         raise shape.error(f"link {link!r}: a <{shape.tag}> needs one <geometry>, got {len(geometries)}")
-    kinds = [c for c in geometries[0].children]
+    kinds = list(geometries[0].children)
     if len(kinds) != 1 or kinds[0].tag not in SHAPES:
         got = ", ".join(f"<{c.tag}>" for c in kinds) or "nothing"
         raise geometries[0].error(f"link {link!r}: a <geometry> holds one of "
