@@ -536,3 +536,22 @@ def test_estimate_at_a_bound_or_far_from_its_start_is_warned(product_log, tmp_pa
     assert "warning: a moved from 0.001 to 2.003 (3 orders of magnitude)" in err
     assert "converged" not in stdout
     assert json.loads(out.read_text())["parameters"]["a"]["estimate"] == pytest.approx(2.0, rel=0.005)
+
+
+def test_data_that_start_later_than_zero_warn_when_the_model_reads_t(tmp_path, capsys):
+    """rc_step's Step at t0 = 0.1 s is in model time: data logged from t = 5 s are fitted with the
+    step long past (residual 0.35 V against 3e-6), which used to pass without a word."""
+    from pathlib import Path
+
+    model = Path(__file__).parent / "data" / "models" / "rc_step.yaml"
+    data = tmp_path / "rc.csv"
+    assert main(["simulate", str(model), "--t-end", "1", "--dt-out", "0.05", "--csv", str(data), "-q"]) == 0
+    rows = list(csv.reader(data.open()))
+    shifted = tmp_path / "rc_late.csv"
+    with shifted.open("w", newline="") as fh:
+        csv.writer(fh).writerows([rows[0]] + [[repr(float(r[0]) + 5.0)] + r[1:] for r in rows[1:]])
+    capsys.readouterr()
+    for path, late in ((data, False), (shifted, True)):
+        main(["fit", str(model), str(path), "--params", "R", "--outputs", "uc", "-q"])
+        err = capsys.readouterr().err
+        assert ("warning: the data start at t = 5, and so does the model's clock" in err) == late, err

@@ -705,6 +705,10 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
         message = ("the residuals, Jacobian or covariance at the end are not finite (overflow); rescale the "
                    "data or give --weight")
     warnings = _warnings(names, x0, x, lo, hi, scale, sol.active_mask, sol.grad)
+    if problem.t[0] != 0.0 and not problem.compiled.autonomous:
+        warnings.append(f"the data start at {problem.time_col} = {problem.t[0]:g}, and so does the model's clock: "
+                        f"its laws that read t (a Step's t0, a Sine's phase) see the data's times, not the time "
+                        f"since the data start")
     try:
         mismatches = problem.input_mismatches(x)
     except SolverError as exc:  # the estimate no longer simulates: no estimate
