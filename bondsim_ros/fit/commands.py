@@ -23,7 +23,8 @@ def register(sub) -> None:
                     "errors and 95% confidence intervals from s^2 (J^T J)^-1 at the optimum, names the "
                     "parameter combinations the data do not determine (SVD of the Jacobian scaled by the "
                     "parameters' magnitudes) and warns of estimates at a bound or orders of magnitude from "
-                    "their start. Exit status 1 when the optimiser did not converge, a parameter is not "
+                    "their start, and of data that start after t = 0 for a model whose laws read t (the "
+                    "model's clock is the data's). Exit status 1 when the optimiser did not converge, a parameter is not "
                     "determined, or the model does not follow a logged input (--config-out is then not "
                     "written); 2 for bad input.")
     p.add_argument("model", metavar="MODEL", help="built-in model name, .yaml or .py model file")
