@@ -162,6 +162,9 @@ def cmd_simulate(args) -> int:
             if name not in compiled.param_names:
                 raise CLIError(f"model {compiled.name!r} has no parameter {name!r} "
                                f"(has: {', '.join(compiled.param_names) or 'none'})")
+        for name in compiled.read_by_no_law(params):
+            print(f"[bondsim] warning: --param {name}: no law of model {compiled.name!r} reads {name}, so its value "
+                  f"changes nothing", file=sys.stderr)
         if csv_out is not None:  # the CSV formatted, and written when it can be, while the solve runs
             from bondsim_ros.bondgraph.simulation import StreamedCsv
             from bondsim_ros.outfiles import Output

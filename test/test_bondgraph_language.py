@@ -542,3 +542,21 @@ def test_an_input_named_as_a_parameter_of_its_definition_is_refused():
                                          r"definition it is in"):
         compile_model(loads_model(text, "clash.yaml"), use_cache=False)
 
+
+
+def test_a_run_time_parameter_that_a_definition_hides_is_named_when_set(tmp_path, capsys):
+    """The model's own c is read by no law (Damper's c hides it): --param c=3 or a sweep over it
+    used to change nothing without a word. k is read, and set without a warning."""
+    from bondsim_ros.cli import main
+    from bondsim_ros.sweep import sweep
+
+    path = tmp_path / "dampers.yaml"
+    path.write_text(DAMPERS.replace("c: D2", 'c: "2*k"'))
+    assert main(["simulate", str(path), "--t-end", "0.5", "--dt-out", "0.5", "--param", "c=3", "--param", "k=5",
+                 "--csv", str(tmp_path / "x.csv"), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: --param c: no law of model 'dampers' reads c, so its value changes nothing" in err, err
+    assert "--param k" not in err, err
+    result = sweep(str(path), {"c": [1.0, 2.0], "k": [4.0]}, t_end=0.5, dt_out=0.5, jobs=1)
+    assert result.warnings == ["parameter c: no law of model 'dampers' reads it, so its values change nothing"]
+    assert result.status == ["ok", "ok"]

@@ -104,6 +104,12 @@ class CompiledModel:
             raise ModelError(self.name, f"parameter value(s) {values} refused{f' ({uses})' if uses else ''}: "
                              + "; ".join(t for _, t in problems))
 
+    def read_by_no_law(self, names) -> list:
+        """Those of the run-time parameters ``names`` that no law of the model reads: setting
+        them changes nothing (a definition's own parameter of that name hides the model's)."""
+        uses = self.param_uses or {}
+        return [n for n in names if n in self.param_names and not uses.get(n)]
+
     @property
     def n(self) -> int:
         return len(self.var_names)

@@ -131,6 +131,8 @@ def cmd_sweep(args) -> int:
         raise CLIError(f"--output {args.output}: cannot write: {exc.strerror or exc}") from None
     staged.commit()
 
+    for warning in result.warnings:
+        print(f"[bondsim] warning: {warning}", file=sys.stderr)
     status = result.status
     failed = status.count("failed")
     if not args.quiet:

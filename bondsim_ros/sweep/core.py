@@ -183,6 +183,7 @@ class SweepResult:
     seconds: float = 0.0  # wall time of the whole sweep
     workers: str = ""
     extra: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)  # swept parameters that no law reads
 
     @property
     def columns(self) -> list:
@@ -344,6 +345,8 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
     if unknown:
         raise SweepError(f"model {compiled.name!r} has no parameter {unknown[0]!r} "
                          f"(has: {', '.join(compiled.param_names) or 'none'})", "params")
+    unread = [f"parameter {n}: no law of model {compiled.name!r} reads it, so its values change nothing"
+              for n in compiled.read_by_no_law(param_names)]
     defaults = entry.defaults if entry is not None else {}
     t_end = t_end if t_end is not None else defaults.get("t_end")
     dt_out = dt_out if dt_out is not None else defaults.get("dt_out")
@@ -387,6 +390,7 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
     seconds = time.perf_counter() - tic
 
     result = _result(compiled.name, param_names, runs, rows, opts, seconds, workers)
+    result.warnings = unread
     if any(r["status"] == STATUS_CANCELLED for r in result.rows):
         raise SweepInterrupted(result)
     return result
