@@ -298,17 +298,19 @@ class Simulation:
         from bondsim_ros.solver.kernels import output_rows
 
         Y, YP = self.solver.advance(t_out, progress=progress, tstop=tstop)
+        last = float(t_out[-1])
         t_laws = t_out
-        if t_out[-1] == tstop:
+        if last == tstop:
             # a row at tstop holds the state the interval reaches and y' from the left; its laws
             # are read from the left too, so that a switch in time at tstop (a Step's t < t0 at
             # t0) does not pair that state with the law after it
             t_laws = t_out.copy()
-            t_laws[-1] = np.nextafter(tstop, -np.inf)
+            t_laws[-1] = math.nextafter(last, -math.inf)
         rows = output_rows(self.compiled.outputs, len(self.compiled.output_names), t_laws, Y, YP, self.problem.params,
                            out=out)
-        rows[-1, 0] = t_out[-1]
-        self.t = float(t_out[-1])
+        if t_laws is not t_out:
+            rows[-1, 0] = last
+        self.t = last
         self.last_y, self.last_yp = Y[-1].copy(), YP[-1].copy()
         return rows
 
