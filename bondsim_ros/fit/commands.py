@@ -24,9 +24,9 @@ def register(sub) -> None:
                     "parameter combinations the data do not determine (SVD of the Jacobian scaled by the "
                     "parameters' magnitudes) and warns of estimates at a bound or orders of magnitude from "
                     "their start, and of data that start after t = 0 for a model whose laws read t (the "
-                    "model's clock is the data's). Exit status 1 when the optimiser did not converge, a parameter is not "
-                    "determined, or the model does not follow a logged input (--config-out is then not "
-                    "written); 2 for bad input.")
+                    "model's clock is the data's). Exit status 1 when the optimiser did not converge, a "
+                    "parameter is not determined, or the model does not follow a logged input (--config-out "
+                    "is then not written); 2 for bad input.")
     p.add_argument("model", metavar="MODEL", help="built-in model name, .yaml or .py model file")
     p.add_argument("data", metavar="DATA.csv", help="CSV with a header row; a time column and the logged columns")
     p.add_argument("--params", required=True, metavar="a,b,...", help="run-time parameters to estimate")

@@ -161,9 +161,9 @@ class FitProblem:
         self.output_map = _pairs(self.outputs, "--outputs")
         if not self.output_map:
             raise FitError("no output columns to compare: give --outputs")
-        sim_names = ["t"] + list(c.output_names)
+        out_names = list(c.output_names)
         for mname, col in self.output_map:
-            if mname not in c.output_names:  # not "t" either: the time is what outputs are compared at
+            if mname not in out_names:  # not "t" either: the time is what outputs are compared at
                 raise FitError(f"model {c.name!r} has no output column {mname!r} "
                                f"(recorded: {', '.join(n for n in c.output_names if '.' not in n)})")
             if col == self.time_col:
@@ -211,11 +211,11 @@ class FitProblem:
         if len(self.t) * len(self.output_map) <= len(self.params):
             raise FitError(f"{len(self.t) * len(self.output_map)} data points cannot determine "
                            f"{len(self.params)} parameters")
-        self.out_idx = [sim_names.index(m) - 1 for m, _ in self.output_map]  # into compiled outputs
+        self.out_idx = [out_names.index(m) for m, _ in self.output_map]  # into compiled outputs
         # an input mapped to a column the model also records (``wz_cmd=wz_ref``): the model's own
         # column must then reproduce the log, else something in the model adds to the input
-        self.echo = [(j, pname, col, sim_names.index(col) - 1) for j, (pname, col) in enumerate(self.input_map)
-                     if col in sim_names[1:]]
+        self.echo = [(j, pname, col, out_names.index(col)) for j, (pname, col) in enumerate(self.input_map)
+                     if col in out_names]
         self.n_eval = 0
         self._sim, self._sim_options = None, None  # the Simulation reused by simulate()
 

@@ -16,7 +16,7 @@ from bondsim_ros.solver.options import SolverOptions
 from bondsim_ros.twin.model_twin import Binding, ModelTwin
 from bondsim_ros.twin.protocol import BUILTIN, OK, TWIST, CommandError, Diagnostic, Limits, TwinState
 
-from .model import N_ROLLERS, param, contact_roller, load_params, robotino
+from .model import N_ROLLERS, contact_roller, load_params, param, robotino
 
 __all__ = ["RobotinoTwin", "RobotinoState", "Limits", "CommandError", "wheel_speeds_for_twist"]
 
