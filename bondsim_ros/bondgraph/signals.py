@@ -7,6 +7,8 @@ inputs become named columns of the simulation output.
 """
 from __future__ import annotations
 
+import math
+
 from .core import ModelError, check_name
 from .elements import Element
 
@@ -29,8 +31,6 @@ class Block(Element):
 def _args(name, shape, **values) -> dict:
     """The arguments of an input shape as law text: numbers as written, expressions (a
     parameter name) in parentheses so that they stay one operand; the law parser checks them."""
-    import math
-
     out = {}
     for key, v in values.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
