@@ -154,6 +154,7 @@ def _read_yaml(text: str):
         if was_enabled:
             gc.enable()
 
+
 # Size limits of a model file (a shared file must not exhaust the machine): its bytes, and the
 # components it may create once definitions are instantiated (a definition used 10 times in a
 # definition used 10 times ... fans out exponentially).
@@ -179,6 +180,7 @@ def _check_expanded_size(data, filename):
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+
 
 def _keys_taken(kind: str, factory) -> str:
     """`` (GY takes: ratio, inputs)``: the keys an element type's constructor takes besides its
