@@ -219,3 +219,27 @@ def test_demo_records_the_scan_against_the_floor_walls(tmp_path):
     assert np.max(off_wall) < 0.02 * 5 + 0.05, f"a hit {np.max(off_wall):.3f} m off the walls"
     written = plot_series(series, tmp_path, map_yaml=floor)
     assert tmp_path / "scan.png" in written
+
+
+def test_demo_frames_run_with_the_start_up_heap_out_of_full_collections(tmp_path, monkeypatch):
+    """The first full garbage collection of a run walked every object of the start-up (rclpy,
+    the model, the URDF): some 100 ms with the GIL held, a few seconds into every demo, three
+    frames skipped. While the frames run, the objects alive at their start are frozen, so a
+    full collection walks only what the run made; afterwards the process collects as before."""
+    import gc
+
+    from bondsim_ros.ros import graph as graph_module
+    from bondsim_ros.ros.demo import record
+
+    at_run = []
+    spin_for = graph_module.Graph.spin_for
+
+    def spin_and_look(self, seconds, **kw):
+        at_run.append((gc.get_freeze_count(), len(gc.get_objects())))
+        return spin_for(self, seconds, **kw)
+
+    monkeypatch.setattr(graph_module.Graph, "spin_for", spin_and_look)
+    record(1.0, tmp_path / "bag", rtf=1.0)
+    frozen, walked = at_run[0]
+    assert frozen > 50_000 and walked < 1_000, at_run
+    assert gc.get_freeze_count() == 0

@@ -223,7 +223,8 @@ def cmd_up(args) -> int:
 
     from bondsim_ros.cliargs import CLIError
 
-    from ._env import choose_discovery_range, init_rclpy, sigterm_interrupts, spin_until_signal, tear_down
+    from ._env import (choose_discovery_range, init_rclpy, sigterm_interrupts, spin_until_signal,
+                       start_up_heap_frozen, tear_down)
     from .graph import load_ros_params, start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
@@ -270,7 +271,8 @@ def cmd_up(args) -> int:
         names = [node.get_name() if hasattr(node, "get_name") else key for key, node in graph.nodes.items()]
         print(f"bondsim-ros up: {', '.join(names)} running, discovery range "
               f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
-        why = spin_until_signal(graph.executor, context, duration=args.duration)
+        with start_up_heap_frozen():
+            why = spin_until_signal(graph.executor, context, duration=args.duration)
         dn = graph.nodes["dynamics_node"]
         print(f"bondsim-ros up: stopped ({why}): {dn.frame_clock.frames} frames, {dn.frame_clock.overruns} overruns, "
               f"max lag {dn.frame_clock.max_lag * 1e3:.1f} ms, {dn.failures.count} solver failures, "

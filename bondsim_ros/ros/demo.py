@@ -57,7 +57,7 @@ def recording(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, p
     program run only: it may end the process) bounds that teardown (_env.tear_down)."""
     import rclpy
 
-    from ._env import ensure_local_discovery, init_rclpy, tear_down
+    from ._env import ensure_local_discovery, init_rclpy, start_up_heap_frozen, tear_down
     from .bag import BagRecorder
     from .graph import start_graph
 
@@ -111,11 +111,12 @@ def recording(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, p
         if not graph.spin_until(lambda: need <= set(recorder.connections), timeout=10.0):
             missing = sorted(need - set(recorder.connections))
             raise RuntimeError(f"demo: topics never appeared: {', '.join(missing)}")
-        dn.restart()
-        skipped0 = dn.frame_clock.skipped_frames
-        wall = duration / rtf
-        tic = time.monotonic()
-        graph.spin_for(wall, on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
+        with start_up_heap_frozen():
+            dn.restart()
+            skipped0 = dn.frame_clock.skipped_frames
+            wall = duration / rtf
+            tic = time.monotonic()
+            graph.spin_for(wall, on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
         stats = {"wall_s": time.monotonic() - tic, "frames": dn.frame_clock.frames, "overruns": dn.frame_clock.overruns,
                  "skipped_frames": dn.frame_clock.skipped_frames - skipped0,
                  "max_lag_ms": dn.frame_clock.max_lag * 1e3, "counts": dict(recorder.counts),

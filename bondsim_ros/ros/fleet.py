@@ -39,7 +39,7 @@ def _process(index: int, first: int, count: int, dynamics: dict, warmup: float, 
     """One process of the fleet: build its twins, wait for all processes, warm up, measure."""
     import rclpy
 
-    from ._env import ensure_local_discovery, init_rclpy
+    from ._env import ensure_local_discovery, init_rclpy, start_up_heap_frozen
     from .graph import start_fleet
 
     ensure_local_discovery()
@@ -50,17 +50,18 @@ def _process(index: int, first: int, count: int, dynamics: dict, warmup: float, 
     try:
         graph = start_fleet(count, dynamics, context=context, first=first, clock_name=f"fleet_clock_{index}")
         clock = graph.nodes["fleet_clock"].fleet
-        ready.wait()  # every process built its twins (model loading is not part of the run)
-        go.wait()
-        for node in graph.nodes.values():  # the twins' clocks start together, at the measured run
-            if hasattr(node, "restart"):
-                node.restart()
-        graph.spin_for(warmup)
-        clock.reset_stats()
-        try:
-            graph.spin_for(math.inf if duration is None else duration)
-        except KeyboardInterrupt:
-            pass  # Ctrl-C: report the run so far
+        with start_up_heap_frozen():
+            ready.wait()  # every process built its twins (model loading is not part of the run)
+            go.wait()
+            for node in graph.nodes.values():  # the twins' clocks start together, at the measured run
+                if hasattr(node, "restart"):
+                    node.restart()
+            graph.spin_for(warmup)
+            clock.reset_stats()
+            try:
+                graph.spin_for(math.inf if duration is None else duration)
+            except KeyboardInterrupt:
+                pass  # Ctrl-C: report the run so far
         stats.update(clock.stats())
     except KeyboardInterrupt:
         stats["error"] = "interrupted before the run started"
