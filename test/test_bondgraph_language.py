@@ -530,6 +530,51 @@ def test_definition_parameters_that_do_not_fit_are_refused_at_their_line(change,
         compile_model(loads_model(text, "dampers.yaml"), use_cache=False)
 
 
+SIBLINGS = """
+model: siblings
+parameters: {k: 4.0}
+definitions:
+  Damper:
+    parameters: {c: "2*half", half: 0.2}
+    ports: {p: in}
+    components: {r: {type: R, resistance: c}}
+    bonds: [[self.p, r]]
+components:
+  v: {type: EffortJunction, output: true}
+  F: {type: Se, effort: 0.0}
+  mass: {type: I, inertia: 1.0}
+  spring: {type: C, effort: "k*q", q0: 0.1}
+  d1: {type: Damper}
+  d2: {type: Damper, half: "k/8"}
+  d3: {type: Damper, c: 0.1, half: 50}
+bonds: [[F, v], [v, mass], [v, spring], [v, d1.p], [v, d2], [v, d3]]
+"""
+
+
+def test_a_definition_default_reads_the_definitions_other_parameters():
+    """c's default reads half, written after it: d1 takes both defaults (c = 0.4), d2 sets half
+    (c = 2 k / 8 = 1), d3 sets c itself, so its half changes nothing (c = 0.1)."""
+    from bondsim_ros.bondgraph import compile_model, simulate
+
+    result = simulate(compile_model(loads_model(SIBLINGS, "siblings.yaml"), use_cache=False), t_end=2.0, dt_out=0.5)
+    t, x = result.data[:, 0], result.data[:, result.names.index("spring.q")]
+    np.testing.assert_allclose(x, _damped_oscillator(0.4 + 1.0 + 0.1, 4.0, t), atol=1e-6)
+
+
+@pytest.mark.parametrize("defaults, match", [
+    ('{c: "2*c", half: 0.2}', r"siblings.yaml:6: Damper \(c\): its default refers to itself"),
+    ('{c: "2*half", half: "c/2"}', r"siblings.yaml:6: Damper: the defaults of parameters c, half refer to each "
+                                   r"other in a loop"),
+    ('{c: "2*halve", half: 0.2}', r"siblings.yaml:6: Damper \(c\): law '2\*halve' refused: uses unknown name"),
+])
+def test_definition_defaults_that_cannot_be_resolved_are_refused_at_the_definitions_line(defaults, match):
+    from bondsim_ros.bondgraph import compile_model
+
+    text = SIBLINGS.replace('{c: "2*half", half: 0.2}', defaults)
+    with pytest.raises(ModelError, match=match):
+        compile_model(loads_model(text, "siblings.yaml"), use_cache=False)
+
+
 def test_an_input_named_as_a_parameter_of_its_definition_is_refused():
     """Which u would `2*u` read: the signal or the instance's value? Neither silently."""
     from bondsim_ros.bondgraph import compile_model

@@ -149,7 +149,7 @@ class _Context:
         # value a law over the names around its instance (yamlmodel: `scope`)
         scoped = set()
         for where, layer in zip(getattr(element, "scope_where", ()), getattr(element, "scope", ())):
-            values = {pname: parse_expression(text, dict(names), f"{where} ({pname})") for pname, text in layer}
+            values = _layer_values(layer, names, where)
             names.update(values)
             scoped.update(values)
         for port in element.ports.values():
@@ -161,6 +161,34 @@ class _Context:
                                                 f"definition it is in")
                 names[port.name] = self.signal(port)
         return names
+
+
+def _layer_values(layer, names: dict, where) -> dict:
+    """The values of one definition instance's parameters (yamlmodel: ``(name, value, default)``
+    in the definition's order; ``where``: the instance's place and each default's). An
+    instance's own value is a law over ``names``, the names around the instance; a default may
+    also read the definition's other parameters, in whatever order they are written
+    (``c2: "2*c"``), so the defaults are parsed with a placeholder for each and resolved in the
+    order they refer to each other."""
+    instance, lines = where
+    out = {pname: parse_expression(value, dict(names), f"{instance} ({pname})")
+           for pname, value, default in layer if not default}
+    holders = {pname: sp.Dummy(pname) for pname, _, default in layer if default}
+    pending = {pname: parse_expression(value, {**names, **out, **holders}, f"{lines[pname]} ({pname})")
+               for pname, value, default in layer if default}
+    while pending:
+        waiting = {holders[q] for q in pending}
+        ready = [p for p, expr in pending.items() if not expr.free_symbols & waiting]
+        if not ready:
+            for pname, expr in pending.items():
+                if holders[pname] in expr.free_symbols:
+                    raise ModelError(f"{lines[pname]} ({pname})", "its default refers to itself")
+            first = next(iter(pending))
+            raise ModelError(lines[first], f"the defaults of parameters {', '.join(pending)} refer to each "
+                                           f"other in a loop")
+        for pname in ready:
+            out[pname] = pending.pop(pname).xreplace({holders[q]: out[q] for q in holders if q in out})
+    return out
 
 
 # --------------------------------------------------------------------------------------

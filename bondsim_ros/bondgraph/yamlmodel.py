@@ -299,19 +299,22 @@ class _Reader:
             if kind in stack:
                 raise ModelError(name, f"definition {kind!r} contains itself ({' -> '.join(stack + (kind,))})")
             definition = self.definitions[kind]
-            defaults = self.scope_values(definition, kind) if isinstance(definition, dict) else {}
+            defaults, lines = self.scope_values(definition, kind) if isinstance(definition, dict) else ({}, {})
             extra = set(kwargs) - {"description"} - set(defaults)
             if extra:
                 takes = f" ({kind} takes: {', '.join(defaults)})" if defaults else ""
                 raise ModelError(name, f"unexpected key(s) for an instance of {kind}: "
                                        f"{', '.join(sorted(map(str, extra)))}{takes}")
             given = {k: self.scope_value(spec, k, v, path or name) for k, v in kwargs.items() if k in defaults}
-            layer = scope + ((self.where(spec, path or name), tuple({**defaults, **given}.items())),) \
-                if defaults else scope
+            # (name, value, whether it is the definition's default: a default may read the
+            # definition's other parameters, an instance's value reads the names around it)
+            values = tuple((k, given[k], False) if k in given else (k, v, True) for k, v in defaults.items())
+            layer = scope + (((self.where(spec, path or name), lines), values),) if defaults else scope
             return self.document(name, definition, stack + (kind,), layer)
         if kind == "Component":
-            inline = self.scope_values(spec, name)
-            layer = scope + ((self.where(spec, path or name), tuple(inline.items())),) if inline else scope
+            inline, lines = self.scope_values(spec, name)
+            values = tuple((k, v, True) for k, v in inline.items())
+            layer = scope + (((self.where(spec, path or name), lines), values),) if inline else scope
             return self.document(name, spec, stack, layer)
         cls = ELEMENTS.get(kind) or SIGNALS.get(kind)
         factory = cls or _INPUT_SHAPES.get(kind)
@@ -324,19 +327,21 @@ class _Reader:
             msg = re.sub(r"^[\w.]*\(\) ", "", str(exc))
             raise ModelError(name, f"{kind}: {msg}{_keys_taken(kind, factory)}") from None
 
-    def scope_values(self, spec, kind) -> dict:
-        """A definition's own ``parameters:`` (name -> number or law text), in order."""
+    def scope_values(self, spec, kind) -> tuple[dict, dict]:
+        """A definition's own ``parameters:``: name -> number or law text, in order, and name ->
+        where its default is written (``file:line: kind``)."""
         params = spec.get("parameters")
         if params is None:
-            return {}
+            return {}, {}
         if not isinstance(params, dict):
             self.fail(spec, kind, f"'parameters' must be a mapping name -> value, got {params!r}"[:300])
-        out = {}
+        out, lines = {}, {}
         for pname, value in params.items():
             if not isinstance(pname, str) or not pname.isidentifier() or pname == "t":
                 self.fail(_KeyLine(params, pname), kind, f"parameters: {pname!r} is not a parameter name")
             out[pname] = self.scope_value(params, pname, value, f"{kind}: parameters")
-        return out
+            lines[pname] = self.where(_KeyLine(params, pname), kind)
+        return out, lines
 
     def scope_value(self, node, key, value, who: str):
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
