@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         code = int(args.func(args) or 0)
     except CLIError as exc:
         print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
-        code = 2
+        code = exc.status
     except Terminated:
         print("terminated", file=sys.stderr)
         return 143

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 
 class CLIError(Exception):
-    """A user-facing error: printed without a traceback, exit status 2."""
+    """A user-facing error: printed without a traceback, exit status ``status`` (2: the input
+    was refused)."""
+
+    status = 2
+
+
+class RunFailed(CLIError):
+    """A run that could not be finished with valid input (the solver gave up): exit status 1,
+    as a sweep or a fit with failed runs, so that a script tells it from a refused input."""
+
+    status = 1
 
 
 class Terminated(KeyboardInterrupt):

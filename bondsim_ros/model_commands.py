@@ -129,9 +129,9 @@ def _warn_not_finite(result) -> None:
 def cmd_simulate(args) -> int:
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.bondgraph.simulation import simulate
-    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.cliargs import CLIError, RunFailed
     from bondsim_ros.models import buildcache
-    from bondsim_ros.solver import SolverError
+    from bondsim_ros.solver import InconsistentInitialValues, SolverError
 
     log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
     tic = time.perf_counter()
@@ -184,8 +184,10 @@ def cmd_simulate(args) -> int:
                           rows=rows)
     except ModelError as exc:
         raise CLIError(str(exc)) from None
-    except SolverError as exc:
+    except InconsistentInitialValues as exc:  # the model's start refused before any step: its input
         raise CLIError(f"simulation failed: {exc}") from None
+    except SolverError as exc:
+        raise RunFailed(f"simulation failed: {exc}") from None
     finally:
         if rows is not None and result is None:
             rows.close()

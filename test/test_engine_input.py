@@ -372,6 +372,24 @@ def test_output_paths_are_checked_before_the_run(tmp_path, capsys):
         assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
+def test_a_run_the_solver_cannot_finish_exits_1_and_writes_nothing(tmp_path, capsys):
+    """F = 1/(1 - t) drives the mass's momentum to infinity at t = 1: valid input, a run that
+    cannot be finished. Exit 1 (a script tells it from a refused input, 2), the solver's reason
+    and where it stopped, and no CSV."""
+    model = write(tmp_path, "blow.yaml", """
+        model: blow
+        components:
+          F: {type: Se, effort: "1/(1-t)"}
+          m: {type: I, inertia: 1.0}
+        bonds: [[F, m]]
+        """)
+    out = tmp_path / "blow.csv"
+    rc, err = run(["simulate", model, "--t-end", "2", "--dt-out", "0.5", "--csv", out, "-q"], capsys)
+    assert rc == 1, err
+    assert re.search(r"error: simulation failed: step size underflow at t=1\b.*m\.p", err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blow.yaml"]
+
+
 def test_draw_refuses_an_unwritable_output_and_a_broken_model(tmp_path, capsys):
     rc, err = run(["draw", MODELS / "servo.yaml", "-o", tmp_path / "missing" / "servo.dot"], capsys)
     assert rc == 2 and "--output" in err and "does not exist" in err, err
