@@ -54,6 +54,7 @@ def _timed(publish, times: list):
 def run(n_robots: int, rtf: float, seconds: float, reference="rose"):
     import rclpy
 
+    from bondsim_ros.ros._env import start_up_heap_frozen
     from bondsim_ros.ros.dynamics_node import DynamicsNode
 
     ctx = rclpy.Context()
@@ -76,17 +77,18 @@ def run(n_robots: int, rtf: float, seconds: float, reference="rose"):
     out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
     listener = subprocess.Popen([sys.executable, __file__, "--listen", out, "--seconds", str(seconds + 1.0),
                                  *topics])
-    warm = time.monotonic() + 1.5
-    while time.monotonic() < warm:
-        ex.spin_once(timeout_sec=0.002)
     publish_times = {id(node): [] for node in nodes}  # perf_counter() at each /joint_states publish
-    for node in nodes:
-        node.frame_clock.overruns, node.frame_clock.max_lag = 0, 0.0
-        node.publish_joints = _timed(node.publish_joints, publish_times[id(node)])
     frame_times = []
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        ex.spin_once(timeout_sec=0.002)
+    with start_up_heap_frozen():  # as the programs that spin the node run it (docs/ros.md)
+        warm = time.monotonic() + 1.5
+        while time.monotonic() < warm:
+            ex.spin_once(timeout_sec=0.002)
+        for node in nodes:
+            node.frame_clock.overruns, node.frame_clock.max_lag = 0, 0.0
+            node.publish_joints = _timed(node.publish_joints, publish_times[id(node)])
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.002)
     listener.wait(timeout=30)
     with open(out) as fh:
         arrivals = {k: v for k, v in enumerate(json.load(fh))}
