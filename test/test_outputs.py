@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bondsim_ros.cli import main
+from procs import terminal_sigint
 
 ROBOT = """<robot id="r" name="R">
   <joint name="j1">
@@ -253,7 +254,7 @@ def test_a_run_stopped_by_a_signal_leaves_no_partial_file(tmp_path, sig, status,
     stood and leave the hidden staged CSV (137 MB after 4 s of a long run)."""
     proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "simulate", "robotino", "--t-end", "5000",
                              "--dt-out", "0.01", "--csv", "r.csv", "-q"], cwd=tmp_path, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=terminal_sigint)
     try:
         deadline = time.monotonic() + 120.0
         while time.monotonic() < deadline and not any(p.stat().st_size > 100_000 for p in tmp_path.glob(".r.csv.*")):

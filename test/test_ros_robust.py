@@ -20,6 +20,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from bondsim_ros.ros.dynamics_node import DynamicsNode  # noqa: E402
 from bondsim_ros.ros.graph import make_executor  # noqa: E402
+from procs import terminal_sigint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +90,7 @@ def test_up_without_duration_publishes_until_signalled(tmp_path, sig):
     try:
         with open(err, "w") as ferr:
             proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up"], env=_env(),
-                                    stdout=subprocess.DEVNULL, stderr=ferr, cwd=tmp_path)
+                                    stdout=subprocess.DEVNULL, stderr=ferr, cwd=tmp_path, preexec_fn=terminal_sigint)
         _stop_and_check(proc, sig, err, listener, "bondsim-ros up")
         assert "stopped (" + sig.name + ")" in err.read_text()
     finally:
@@ -352,7 +353,7 @@ def _stop_held(code: str, ready: str, sig, cwd=None, again: float | None = None)
     from the first signal to the exit, stderr). A process that never gets ready is killed
     after 3 min: the test fails instead of hanging the run."""
     proc = subprocess.Popen([sys.executable, "-c", code], env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd)
+                            stderr=subprocess.PIPE, text=True, cwd=cwd, preexec_fn=terminal_sigint)
     guard = threading.Timer(180.0, proc.kill)
     guard.start()
     lines = []
