@@ -269,9 +269,9 @@ def cmd_up(args) -> int:
             graph.executor.add_node(live)
             print(f"bondsim-ros up: Foxglove at {live.url}", file=sys.stderr)
         names = [node.get_name() if hasattr(node, "get_name") else key for key, node in graph.nodes.items()]
-        print(f"bondsim-ros up: {', '.join(names)} running, discovery range "
-              f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
-        with start_up_heap_frozen():
+        with start_up_heap_frozen():  # (start-up ends here: then it says it is running)
+            print(f"bondsim-ros up: {', '.join(names)} running, discovery range "
+                  f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
             why = spin_until_signal(graph.executor, context, duration=args.duration)
         dn = graph.nodes["dynamics_node"]
         print(f"bondsim-ros up: stopped ({why}): {dn.frame_clock.frames} frames, {dn.frame_clock.overruns} overruns, "
