@@ -253,6 +253,29 @@ def test_video_speed_option(tmp_path):
     assert abs(seconds - 2.0) <= 1.0 / fps + 1e-9, frames
 
 
+def test_video_frames_drawn_by_two_processes_are_the_frames_drawn_by_one(tmp_path):
+    """--jobs 2 draws the frames in two spawned processes and encodes them here in order: the
+    GIF is the same file byte for byte, the demo's scan inset (pickled to the processes)
+    included; a worker count below 1 is refused."""
+    from bondsim_ros.cli import main
+    from bondsim_ros.mechanism.render import render
+    from bondsim_ros.ros.demo import ScanInset
+
+    csv = _swing_csv(tmp_path / "s.csv")
+    t = np.linspace(0.0, 2.0, 21)
+    scans = [np.column_stack([np.cos(np.linspace(0, 3, 30)) * (1 + k / 20), np.sin(np.linspace(0, 3, 30))])
+             for k in range(len(t))]
+    inset = ScanInset(None, t, np.cos(t), np.sin(t), t, scans, [(0.0, 0.0)] * len(t))
+    one, two = (render(PENDULUM, tmp_path / f"{jobs}.gif", joints_csv=csv, size=(96, 72), progress=False,
+                       inset=inset, jobs=jobs) for jobs in (1, 2))
+    assert Path(one).read_bytes() == Path(two).read_bytes()
+    assert main(["render", str(PENDULUM), "--joints", str(csv), "-o", str(tmp_path / "c.gif"), "--size", "96x72",
+                 "-q", "--jobs", "2"]) == 0
+    assert main(["render", str(PENDULUM), "--joints", str(csv), "-o", str(tmp_path / "d.gif"), "--size", "96x72",
+                 "-q", "--jobs", "0"]) == 2
+    assert not (tmp_path / "d.gif").exists()
+
+
 def test_video_refuses_time_going_back(tmp_path, capsys):
     """Frames are picked by t: a CSV whose t goes back is refused, naming the line, before any
     frame is drawn or file written."""

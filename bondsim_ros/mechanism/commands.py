@@ -44,6 +44,8 @@ def register(sub) -> None:
     r.add_argument("--size", default="1280x960", metavar="WxH", help="image size in pixels")
     r.add_argument("--view", choices=("auto", "robot", "scene", "follow"), default="auto",
                    help="framing: the robot (and its path), the whole scene, or a 2 m window following the robot")
+    r.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                   help="processes drawing a video's frames (default 1; the frames are the same)")
     r.add_argument("--quiet", "-q", action="store_true")
     r.set_defaults(func=cmd_render)
 
@@ -95,11 +97,13 @@ def cmd_render(args) -> int:
         raise CLIError("--fps and --every must be positive")
     if not (args.speed > 0 and math.isfinite(args.speed)):
         raise CLIError(f"--speed {args.speed}: give a positive number (1 = real time)")
+    if args.jobs < 1:
+        raise CLIError(f"--jobs {args.jobs}: give a number of processes, at least 1")
     check_output(args.output, "-o", make_folder=True, inputs=[args.file, args.joints])
     try:
         written = render(args.file, args.output, joints_csv=args.joints, fps=args.fps, every=args.every,
                          row=args.row, search_path=args.search_path, size=(w, h), view=args.view,
-                         progress=not args.quiet, speed=args.speed)
+                         progress=not args.quiet, speed=args.speed, jobs=args.jobs)
     except (MechanismError, RenderError) as exc:
         raise CLIError(str(exc)) from None
     except OSError as exc:

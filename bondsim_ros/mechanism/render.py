@@ -9,9 +9,11 @@ the mechanism (over all drawn rows, with its path) fills a fixed share of the fr
 from __future__ import annotations
 
 import csv
+import itertools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -460,14 +462,16 @@ class Renderer:
 
 
 def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=(), size=(1280, 960), view="auto",
-           progress=True, quiet=None, speed=1.0, inset=None) -> str:
+           progress=True, quiet=None, speed=1.0, inset=None, jobs=1) -> str:
     """Draw FILE (mechanism XML or URDF; None: the packaged Robotino project) to OUT (.png still,
     .mp4 or .gif along the CSV rows). A video plays the CSV's ``t`` column at ``speed`` times real
     time: frame j shows the row nearest to t_0 + j * speed / fps (:func:`frame_rows`), whatever
     the rows' spacing; a CSV without ``t`` gives one frame per row. ``every``: use every K-th row
     only. ``quiet=True`` is the same as ``progress=False``. ``inset``: a callable (axes, t) that
     draws a 2-D view of the instant t (or of the row index without a ``t`` column) into the
-    frame's top-right corner, e.g. a laser scan over the map."""
+    frame's top-right corner, e.g. a laser scan over the map. ``jobs``: processes that draw a
+    video's frames (each draws whole frames; this one feeds them to the encoder in order), the
+    inset then picklable."""
     if file is None:
         from .probes import packaged_project
 
@@ -504,6 +508,8 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
         raise RenderError(f"frame rate {fps!r}: must be a positive number")
     if not (isinstance(speed, (int, float)) and speed > 0 and np.isfinite(speed)):
         raise RenderError(f"speed {speed!r}: must be a positive number")
+    if not (isinstance(jobs, int) and jobs >= 1):
+        raise RenderError(f"jobs {jobs!r}: must be a whole number of processes, at least 1")
     picked = list(range(0, len(rows), every))
     if times is not None and "t" in header:
         bad = np.flatnonzero(np.diff(times) < 0)
@@ -514,24 +520,95 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     trail = None
     if drawing.planar_joints and all(j in rows[0] for j in drawing.planar_joints[:2]):
         trail = np.array([[r[drawing.planar_joints[0]], r[drawing.planar_joints[1]]] for r in rows])
-    renderer.fit([rows[k] for k in picked[:: max(1, len(picked) // 50)]] + [rows[picked[-1]]], trail)
-
-    def frame(k):
-        if view == "follow":
-            renderer.follow(rows[k])
-        at = k if times is None else float(times[k])
-        return renderer.draw(rows[k], "" if times is None else f"t = {times[k]:.2f} s",
-                             None if trail is None else trail[: k + 1],
-                             None if inset is None else (lambda ax: inset(ax, at)))
+    fit_rows = [rows[k] for k in picked[:: max(1, len(picked) // 50)]] + [rows[picked[-1]]]
+    # rows sparser than the frames: a row is drawn once, shown as long as it lasts
+    drawn = [k for i, k in enumerate(picked) if i == 0 or k != picked[i - 1]]
+    if jobs > 1 and len(drawn) >= MIN_FRAMES_PER_JOB * jobs:
+        scene = _Scene(file, tuple(search_path), size, view, fit_rows, trail, rows, times, inset)
+        images = _drawn_by_workers(scene, drawn, jobs)
+    else:
+        renderer.fit(fit_rows, trail)
+        scene = _Scene(file, tuple(search_path), size, view, fit_rows, trail, rows, times, inset)
+        images = (_draw_frame(renderer, scene, k) for k in drawn)
 
     def frames_seq():
         last_k, last = None, None
         for k in picked:
-            if k != last_k:  # rows sparser than the frames: a row is drawn once, shown as long as it lasts
-                last_k, last = k, frame(k)
+            if k != last_k:
+                last_k, last = k, next(images)
             yield last
 
     return _write_video(frames_seq(), len(picked), out, fps, progress)
+
+
+# a worker process costs some 2 s to start (matplotlib, trimesh, the mechanism); below this many
+# frames each, drawing them here is as quick
+MIN_FRAMES_PER_JOB = 20
+
+
+class _Scene(NamedTuple):
+    """What drawing a video's frame needs, picklable for the worker processes."""
+    file: Path
+    search_path: tuple
+    size: tuple
+    view: str
+    fit_rows: list
+    trail: np.ndarray | None
+    rows: list
+    times: np.ndarray | None
+    inset: object
+
+
+def _draw_frame(renderer: Renderer, scene: _Scene, k: int):
+    """The image of row ``k`` (the renderer fitted to ``scene.fit_rows``)."""
+    rows, times, trail, inset = scene.rows, scene.times, scene.trail, scene.inset
+    if scene.view == "follow":
+        renderer.follow(rows[k])
+    at = k if times is None else float(times[k])
+    return renderer.draw(rows[k], "" if times is None else f"t = {times[k]:.2f} s",
+                         None if trail is None else trail[: k + 1],
+                         None if inset is None else (lambda ax: inset(ax, at)))
+
+
+_worker: dict = {}  # in a worker process: its renderer and scene
+
+
+def _worker_start(scene: _Scene) -> None:
+    import signal
+
+    # Ctrl-C reaches the whole process group: the parent alone handles it (ends the workers)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    file = Path(scene.file)
+    drawing = _from_urdf(file) if file.suffix.lower() == ".urdf" else _from_xml(file, scene.search_path)
+    renderer = Renderer(drawing, scene.size, scene.view)
+    renderer.fit(scene.fit_rows, scene.trail)
+    _worker.update(renderer=renderer, scene=scene)
+
+
+def _worker_frame(k: int):
+    return _draw_frame(_worker["renderer"], _worker["scene"], k)
+
+
+def _drawn_by_workers(scene: _Scene, drawn: list, jobs: int):
+    """The images of rows ``drawn``, in order, drawn by ``jobs`` spawned processes; a few frames
+    ahead at most are in flight (an image is some 2-4 MB)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    from collections import deque
+
+    pool = cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_start,
+                                  initargs=(scene,))
+    try:
+        todo = iter(drawn)
+        ahead = deque(pool.submit(_worker_frame, k) for k in itertools.islice(todo, 3 * jobs))
+        while ahead:
+            image = ahead.popleft().result()
+            k = next(todo, None)
+            if k is not None:
+                ahead.append(pool.submit(_worker_frame, k))
+            yield image
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def frame_rows(times, fps, speed=1.0) -> list:

@@ -13,6 +13,7 @@ from bondsim_ros.plotting import save_figure
 
 import contextlib
 import math
+import os
 import shutil
 import time
 from pathlib import Path
@@ -328,18 +329,29 @@ def plot_series(s: dict, out_dir: Path, map_yaml=None) -> list:
     return written
 
 
-def scan_inset(s: dict, map_yaml=None):
+def scan_inset(s: dict, map_yaml=None) -> ScanInset:
     """The video's inset: the map, the path so far and the latest recorded scan at time t."""
-    image = map_image(map_yaml) if map_yaml is not None else None
+    return ScanInset(map_image(map_yaml) if map_yaml is not None else None, s["odom_t"], s["x"], s["y"],
+                     s["scan_t"], s["scan_points"], s["scan_origin"])
 
-    def draw(ax, t):
+
+class ScanInset:
+    """``inset(ax, t)`` for render(): arrays only, so that the processes drawing the frames get
+    it pickled."""
+
+    def __init__(self, image, odom_t, x, y, scan_t, scan_points, scan_origin):
+        self.image, self.odom_t, self.x, self.y = image, odom_t, x, y
+        self.scan_t, self.scan_points, self.scan_origin = scan_t, scan_points, scan_origin
+
+    def __call__(self, ax, t):
+        image = self.image
         if image is not None:
             ax.imshow(image[0], cmap="gray", vmin=0, vmax=1, origin="lower", extent=image[1], alpha=0.5)
-        done = s["odom_t"] <= t + 1e-9
-        ax.plot(s["x"][done], s["y"][done], lw=0.8, color="tab:red")
-        k = int(np.searchsorted(s["scan_t"], t + 1e-9)) - 1
+        done = self.odom_t <= t + 1e-9
+        ax.plot(self.x[done], self.y[done], lw=0.8, color="tab:red")
+        k = int(np.searchsorted(self.scan_t, t + 1e-9)) - 1
         if k >= 0:
-            pts, (ox, oy) = s["scan_points"][k], s["scan_origin"][k]
+            pts, (ox, oy) = self.scan_points[k], self.scan_origin[k]
             # the area the beams swept (hits are in beam order), then the hits themselves
             ax.fill(np.r_[ox, pts[:, 0]], np.r_[oy, pts[:, 1]], color="tab:blue", alpha=0.2, lw=0)
             ax.plot(pts[:, 0], pts[:, 1], ".", ms=1.5, color="tab:blue")
@@ -351,8 +363,6 @@ def scan_inset(s: dict, map_yaml=None):
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title("/scan", fontsize=9)
-
-    return draw
 
 
 def joints_csv(s: dict, path: Path) -> Path:
@@ -522,7 +532,7 @@ def _report(stats, out_dir, bag_dir, rtf, video, quiet, domain_id, sensor_map) -
             # every third 33 Hz frame at 11 fps: real-time playback, a third of the drawing work
             inset = scan_inset(series, sensor_map) if "scan_t" in series else None
             written = render(stats.get("mechanism"), target, joints_csv=csv, fps=11, every=3, size=(960, 720), view="follow",
-                             quiet=quiet, inset=inset)
+                             quiet=quiet, inset=inset, jobs=max(1, min(4, os.cpu_count() or 1)))
             lines.append(f"video: {written}")
         except Exception as exc:  # noqa: BLE001 - the bag and plots stand without the video
             lines.append(f"video not written: {exc}")
