@@ -523,12 +523,11 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     fit_rows = [rows[k] for k in picked[:: max(1, len(picked) // 50)]] + [rows[picked[-1]]]
     # rows sparser than the frames: a row is drawn once, shown as long as it lasts
     drawn = [k for i, k in enumerate(picked) if i == 0 or k != picked[i - 1]]
+    scene = _Scene(file, tuple(search_path), size, view, fit_rows, trail, rows, times, inset)
     if jobs > 1 and len(drawn) >= MIN_FRAMES_PER_JOB * jobs:
-        scene = _Scene(file, tuple(search_path), size, view, fit_rows, trail, rows, times, inset)
         images = _drawn_by_workers(scene, drawn, jobs)
     else:
         renderer.fit(fit_rows, trail)
-        scene = _Scene(file, tuple(search_path), size, view, fit_rows, trail, rows, times, inset)
         images = (_draw_frame(renderer, scene, k) for k in drawn)
 
     def frames_seq():
