@@ -493,11 +493,11 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
         times = data[:, header.index("t")] if "t" in header else np.arange(len(data)) / fps
     else:
         rows = [{}]
-    renderer = Renderer(drawing, size, view)
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".png":
         if not 0 <= row < len(rows):
             raise RenderError(f"--row {row} is outside the CSV (0..{len(rows) - 1})")
+        renderer = Renderer(drawing, size, view)
         renderer.fit([rows[row]])
         at = row if times is None else float(times[row])
         image = renderer.draw(rows[row], "" if times is None else f"t = {times[row]:.2f} s",
@@ -527,6 +527,7 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     if jobs > 1 and len(drawn) >= MIN_FRAMES_PER_JOB * jobs:
         images = _drawn_by_workers(scene, drawn, jobs)
     else:
+        renderer = Renderer(drawing, size, view)
         renderer.fit(fit_rows, trail)
         images = (_draw_frame(renderer, scene, k) for k in drawn)
 
