@@ -2,8 +2,11 @@
 simulate CSV columns named like the XML joints, kinematic agreement with the models, and the
 renderer's framing and orientation."""
 import math
+import os
 import shutil
+import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +14,8 @@ import pytest
 
 from bondsim_ros.mechanism import to_urdf
 from bondsim_ros.mechanism.render import read_joint_csv
+
+from procs import children
 
 yourdfpy = pytest.importorskip("yourdfpy")
 
@@ -274,6 +279,61 @@ def test_video_frames_drawn_by_two_processes_are_the_frames_drawn_by_one(tmp_pat
     assert main(["render", str(PENDULUM), "--joints", str(csv), "-o", str(tmp_path / "d.gif"), "--size", "96x72",
                  "-q", "--jobs", "0"]) == 2
     assert not (tmp_path / "d.gif").exists()
+
+
+def test_a_script_without_the_main_guard_gets_a_render_error_for_its_worker_processes(tmp_path):
+    """A script that calls render(jobs=2) at module level: each spawned process imports it again
+    and is refused a pool of its own there. The script ends with a RenderError that says so,
+    within seconds, and leaves no video (neither the MP4 nor a GIF in its place)."""
+    csv = _swing_csv(tmp_path / "s.csv")
+    script = tmp_path / "unguarded.py"
+    script.write_text("from bondsim_ros.mechanism.render import render\n"
+                      f"render({str(PENDULUM)!r}, 'v.mp4', joints_csv='s.csv', size=(96, 72), jobs=2, progress=False)\n")
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("bondsim_ros.mechanism.render.RenderError: a process drawing")
+    assert 'under `if __name__ == "__main__":`' in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "unguarded.py"]
+
+
+def test_a_frame_that_fails_ends_an_mp4_render_with_its_own_error(tmp_path):
+    """A drawing that fails halfway (here the inset, with a RuntimeError) is the render's error:
+    not taken for the encoder's, with a GIF of the frames left over written in its place."""
+    pytest.importorskip("imageio_ffmpeg")
+    from bondsim_ros.mechanism.render import render
+
+    def inset(ax, t):
+        if t >= 1.0:
+            raise RuntimeError(f"no scan at t = {t:g}")
+
+    csv = _swing_csv(tmp_path / "s.csv")
+    with pytest.raises(RuntimeError, match="no scan at t = 1"):
+        render(PENDULUM, tmp_path / "v.mp4", joints_csv=csv, size=(96, 72), progress=False, inset=inset)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv"]
+
+
+def test_an_encoder_that_dies_midway_is_an_error_not_a_shorter_gif(tmp_path):
+    """ffmpeg killed after it took half the frames: the render fails naming the MP4, leaves no
+    file, and writes no GIF of the frames that were left (the ones ffmpeg took are gone)."""
+    pytest.importorskip("imageio_ffmpeg")
+    from bondsim_ros.mechanism.render import RenderError, render
+
+    killed = []
+
+    def inset(ax, t):
+        if t >= 1.0 and not killed:
+            for pid in children(os.getpid()):
+                if b"ffmpeg" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    killed.append(pid)
+
+    csv = _swing_csv(tmp_path / "s.csv")
+    with pytest.raises(RenderError, match="v.mp4: cannot write MP4"):
+        render(PENDULUM, tmp_path / "v.mp4", joints_csv=csv, size=(96, 72), progress=False, inset=inset)
+    assert killed, "no ffmpeg process was found to stop"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv"]
 
 
 def test_video_refuses_time_going_back(tmp_path, capsys):

@@ -596,13 +596,24 @@ def _drawn_by_workers(scene: _Scene, drawn: list, jobs: int):
     import multiprocessing as mp
     from collections import deque
 
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_worker_start,
                                   initargs=(scene,))
     try:
         todo = iter(drawn)
         ahead = deque(pool.submit(_worker_frame, k) for k in itertools.islice(todo, 3 * jobs))
         while ahead:
-            image = ahead.popleft().result()
+            try:
+                image = ahead.popleft().result()
+            except BrokenProcessPool:
+                # most often a script without the __main__ guard: each spawned process runs
+                # the script again, reaches render() and is refused a pool of its own
+                raise RenderError(
+                    f"a process drawing the frames (jobs={jobs}) ended without drawing them: killed, out of memory, "
+                    f"or it could not start. Each one imports the calling script again, so a script that calls "
+                    f"render with jobs > 1 must do so under `if __name__ == \"__main__\":`; jobs=1 draws the "
+                    f"frames in this process") from None
             k = next(todo, None)
             if k is not None:
                 ahead.append(pool.submit(_worker_frame, k))
@@ -696,6 +707,50 @@ def _progress(total, enabled):
                     TimeElapsedColumn(), TimeRemainingColumn(), disable=not enabled, transient=True)
 
 
+class _EncoderFailed(Exception):
+    """ffmpeg could not be found, started or written to, after ``frames`` frames it took."""
+
+    def __init__(self, cause, frames: int):
+        super().__init__(str(cause))
+        self.cause, self.frames = cause, frames
+
+
+def _write_mp4(out: Path, first, frames, fps: int) -> None:
+    """Encode ``first`` and then ``frames`` with ffmpeg (imageio-ffmpeg's binary) into ``out``
+    under bondsim_ros.outfiles' rule. The encoder's failures raise _EncoderFailed; those of the
+    frames' iterator (a drawing that failed) pass through as they are."""
+    from bondsim_ros.outfiles import output_path
+
+    try:
+        import imageio_ffmpeg
+    except ImportError as exc:
+        raise _EncoderFailed(exc, 0) from None
+    h, w = first.shape[:2]
+    taken = 0
+
+    def send(frame):
+        nonlocal taken
+        try:
+            writer.send(frame)
+        except (RuntimeError, OSError) as exc:  # no ffmpeg binary; ffmpeg refused or died (its stderr)
+            raise _EncoderFailed(exc, taken) from None
+        taken += frame is not None
+
+    with output_path(out) as tmp:
+        try:  # (a generator: ffmpeg is looked for and started by the first send)
+            writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264", pix_fmt_out="yuv420p",
+                                                 macro_block_size=8, quality=7)
+        except (RuntimeError, OSError) as exc:
+            raise _EncoderFailed(exc, 0) from None
+        try:
+            send(None)  # starts ffmpeg
+            send(np.ascontiguousarray(first))
+            for f in frames:
+                send(np.ascontiguousarray(f))
+        finally:  # ffmpeg done with the file before it is renamed or removed
+            writer.close()
+
+
 def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
     """Write the frames to ``out`` (.mp4, falling back to .gif; .gif) under bondsim_ros.outfiles'
     rule: a file under a temporary name first, so an interrupted render leaves no partial video;
@@ -714,31 +769,18 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
 
         frames_seq = tick(frame_iter)
         if out.suffix.lower() == ".mp4":
+            first = next(frames_seq)  # a frame's own failure is the render's, raised as it is
             try:
-                import imageio_ffmpeg
-
-                first = next(frames_seq)
-                h, w = first.shape[:2]
-                with output_path(out) as tmp:
-                    writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264",
-                                                         pix_fmt_out="yuv420p", macro_block_size=8, quality=7)
-                    try:
-                        writer.send(None)
-                        writer.send(np.ascontiguousarray(first))
-                        for f in frames_seq:
-                            writer.send(np.ascontiguousarray(f))
-                    finally:  # ffmpeg done with the file before it is renamed or removed
-                        writer.close()
+                _write_mp4(out, first, frames_seq, fps)
                 return str(out)
-            except (ImportError, RuntimeError, OSError) as exc:
-                if is_stream(out):  # no file name beside a pipe or device for the GIF
-                    raise RenderError(f"{out}: cannot write MP4 ({exc})") from None
+            except _EncoderFailed as failed:
+                # the GIF only while no frame has reached ffmpeg: later, the frames it took are gone
+                if failed.frames or is_stream(out):  # (no file name beside a pipe or device for a GIF)
+                    raise RenderError(f"{out}: cannot write MP4 ({failed.cause})") from None
                 gif = out.with_suffix(".gif")
-                print(f"render: cannot write MP4 ({exc}); writing {gif.name} instead", file=sys.stderr)
+                print(f"render: cannot write MP4 ({failed.cause}); writing {gif.name} instead", file=sys.stderr)
                 out = gif
-                rest = list(frames_seq)
-                images = ([first] if "first" in locals() else []) + rest
-                frames_seq = iter(images)
+                frames_seq = itertools.chain([first], frames_seq)
         images = [Image.fromarray(f) for f in frames_seq]
         with output_path(out) as tmp:
             images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
