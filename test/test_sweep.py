@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import multiprocessing
+import sys
 import time
 from pathlib import Path
 
@@ -261,3 +262,21 @@ def test_the_readme_sweep_runs_as_written(tmp_path, monkeypatch, capsys):
     # straight ahead at 0.5 m/s for the model's 5 s, and turning on the spot: what the grid asks for
     assert float(rows[10]["x"]) == pytest.approx(2.5, rel=0.01) and abs(float(rows[10]["phi"])) < 1e-9
     assert float(rows[1]["phi"]) == pytest.approx(5.0, rel=0.01)
+
+
+def test_a_script_without_the_main_guard_is_told_why_its_workers_died(tmp_path):
+    """A script that runs a sweep with jobs=2 at module level: each spawned worker imports it
+    again and cannot start a pool of its own there. The script ends within seconds with an
+    error that names the __main__ guard, not only "a process terminated abruptly"."""
+    import os
+    import subprocess
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("from bondsim_ros.sweep import sweep\n"
+                      "sweep('pendulum', {'L': '0.5:1.5:4'}, t_end=0.5, dt_out=0.1, jobs=2)\n")
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(root)))
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("RuntimeError: a worker process died") and 'under `if __name__ == "__main__":`' in last

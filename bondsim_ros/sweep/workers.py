@@ -226,7 +226,12 @@ class Workers:
                         on_result(i, out[i])
             except cf.process.BrokenProcessPool as exc:
                 self.stop()
-                raise RuntimeError(f"a worker process died ({exc})") from None
+                # killed (out of memory), or, most often, unable to start: each spawned process
+                # imports the calling script again, which then reaches this pool again
+                raise RuntimeError(f"a worker process died ({exc}): killed, out of memory, or it could not start. "
+                                   f"Each worker imports the calling script again, so a script that runs a sweep or "
+                                   f"fit with jobs > 1 must do so under `if __name__ == \"__main__\":`; jobs=1 runs "
+                                   f"in this process") from None
             except BaseException:
                 # not cancelling the futures first: in Python 3.11 the executor's thread then
                 # raises on them; ending the processes makes it fail them itself
