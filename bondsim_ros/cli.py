@@ -60,6 +60,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 continue  # that layer has no commands yet
             raise
         module.register(sub)
+    parser.command_parsers = sub.choices  # name -> its parser, for errors in its own words (main)
     return parser
 
 
@@ -71,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(words[0] if words else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse names them under the top-level usage; the sub-command's usage is what helps
+        where = parser.command_parsers.get(getattr(args, "command", None)) or parser
+        where.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 1

@@ -132,6 +132,25 @@ def test_a_commands_own_parser_parses_and_refuses_as_the_whole_one():
     assert build_parser("no-such-command").format_help() == whole.format_help()
 
 
+
+@pytest.mark.parametrize("argv, usage", [
+    (["simulate", "dc_motor", "--t-end", "1", "--bogus"], "usage: bondsim-ros simulate "),
+    (["cache", "list"], "usage: bondsim-ros cache "),
+    (["--bogus"], "usage: bondsim-ros [-h] COMMAND"),
+])
+def test_an_unknown_argument_is_refused_with_its_commands_usage(argv, usage, capsys):
+    """An argument no option takes is named under the usage of the command it was given to, as
+    argparse does for every other mistake there, not under the top-level usage."""
+    from bondsim_ros.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    who = f"bondsim-ros {argv[0]}" if not argv[0].startswith("-") else "bondsim-ros"
+    assert exc.value.code == 2 and err.startswith(usage), err
+    assert err.rstrip().endswith(f"{who}: error: unrecognized arguments: {argv[-1]}"), err
+
+
 # -- the runs ------------------------------------------------------------------------------------
 def test_no_options_and_the_default_options_written_out_give_the_same_run_bit_for_bit():
     compiled = compile_model(ex.dc_motor())
