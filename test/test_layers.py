@@ -285,6 +285,21 @@ def test_ros_imports_no_robot_by_name():
         + "\n".join(bad)
 
 
+def test_the_plugin_types_import_nothing_else_of_the_package():
+    # robots/plugin.py is what a robot plug-in outside the package imports: it must not drag the
+    # registry, the engine or ROS in with it
+    bad = [f"{where(a, line)}: {a} imports {b}" for (a, b), line in sorted(EDGES.items())
+           if a == "bondsim_ros.robots.plugin" and b != a]
+    assert "bondsim_ros.robots.plugin" in MODS
+    assert not bad, "robots/plugin.py imports other modules of the package:\n" + "\n".join(bad)
+
+
+def test_the_package_never_imports_the_test_oracles():
+    bad = [f"{where(m, line)}: {m} imports {n}" for m, names in sorted(EXTERNAL.items()) for n, line in sorted(names)
+           if n.split(".")[0] in ("test", "oracles", "conftest")]
+    assert not bad, "the package imports test code:\n" + "\n".join(bad)
+
+
 def test_the_sensors_import_only_numpy_yaml_and_pil():
     # the simulated sensors stand alone: no other layer, no ROS; third-party only numpy, PyYAML, Pillow
     bad = violations("sensors", allowed_layers=set())
