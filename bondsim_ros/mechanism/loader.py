@@ -89,7 +89,7 @@ def number(node: Node, attr: str, default=None, *, positive=False, nonnegative=F
     if not math.isfinite(value):
         raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a finite decimal number)")
     if abs(value) > MAX_NUMBER:
-        raise node.error(f"bad number {raw!r} for attribute '{attr}' (magnitude above the limit {MAX_NUMBER:g})")
+        raise node.error(f"bad number {raw!r} for attribute '{attr}' (magnitude above the limit {MAX_NUMBER:g}, MAX_NUMBER)")
     if positive and value <= 0:
         raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a number > 0)")
     if nonnegative and value < 0:
@@ -108,7 +108,7 @@ def numbers(node: Node, attr: str, counts=(3,)) -> list:
         want = " or ".join(str(c) for c in counts)
         raise node.error(f"bad number list {raw!r} for attribute '{attr}' (expected {want} numbers)")
     if any(abs(v) > MAX_NUMBER for v in values):
-        raise node.error(f"bad number list {raw!r} for attribute '{attr}' (magnitude above the limit {MAX_NUMBER:g})")
+        raise node.error(f"bad number list {raw!r} for attribute '{attr}' (magnitude above the limit {MAX_NUMBER:g}, MAX_NUMBER)")
     return values
 
 
@@ -215,7 +215,7 @@ class Loader:
                 size = os.stat(path).st_size
                 if size > MAX_FILE_BYTES:
                     raise MechanismError(f"file is {size} bytes, above the limit of {MAX_FILE_BYTES} bytes "
-                                         f"for a mechanism XML file", str(path))
+                                         f"for a mechanism XML file (MAX_FILE_BYTES)", str(path))
                 data = Path(path).read_bytes()
             except OSError as exc:
                 raise MechanismError(f"cannot read file: {exc.strerror}", str(path)) from None
@@ -225,7 +225,7 @@ class Loader:
     def find(self, ref: Node, chain: list) -> Path:
         prefix = ref.attrs.get("prefix", "")
         if len(prefix) > MAX_NAME or any(c.isspace() for c in prefix):
-            raise ref.error(f"bad prefix {prefix[:40]!r} (no white space, at most {MAX_NAME} characters)")
+            raise ref.error(f"bad prefix {prefix[:40]!r} (no white space, at most {MAX_NAME} characters: MAX_NAME)")
         # the same file is referenced many times in a large mechanism: search once per place
         key = (ref.file, ref.attrs["name"], chain[0] if chain else None)
         if key not in self.found:
@@ -337,7 +337,7 @@ class Loader:
             raise node.error(f"part file {raw!r} is not an STL mesh (expected a .stl file)")
         size = file.stat().st_size
         if size > MAX_PART_BYTES:
-            raise node.error(f"part file {raw!r} is {size} bytes, above the limit of {MAX_PART_BYTES} bytes")
+            raise node.error(f"part file {raw!r} is {size} bytes, above the limit of {MAX_PART_BYTES} bytes (MAX_PART_BYTES)")
         import trimesh
 
         try:
