@@ -575,6 +575,17 @@ def test_definition_defaults_that_cannot_be_resolved_are_refused_at_the_definiti
         compile_model(loads_model(text, "siblings.yaml"), use_cache=False)
 
 
+@pytest.mark.parametrize("name", ["pi", "E", "sin", "t"])
+def test_a_definition_parameter_named_as_time_a_constant_or_a_function_is_refused(name):
+    """`pi: 2.0` among a definition's parameters made pi 2 in that definition's laws, without a
+    word: refused at its line, as a model's own parameter of that name is."""
+    from bondsim_ros.bondgraph import compile_model
+
+    text = SIBLINGS.replace('{c: "2*half", half: 0.2}', f'{{c: "2*half", half: 0.2, {name}: 2.0}}')
+    with pytest.raises(ModelError, match=rf"siblings.yaml:6: Damper: parameters: '{name}' is reserved in laws"):
+        compile_model(loads_model(text, "siblings.yaml"), use_cache=False)
+
+
 def test_an_input_named_as_a_parameter_of_its_definition_is_refused():
     """Which u would `2*u` read: the signal or the instance's value? Neither silently."""
     from bondsim_ros.bondgraph import compile_model

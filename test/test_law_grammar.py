@@ -87,6 +87,8 @@ def write(tmp_path, name, text):
     ("q % (2 - 2)", "'q % (2 - 2)' divides by zero"),
     ("q*clip(-2, -3, -1)^0.5", "'clip(-2, -3, -1)**0.5' is not real"),
     ("q + clip(2^q + 1, -2, -1)^1.5", "*I' (as sympy holds the law) is not real"),
+    ("q + sqrt(clip(2^q + 1, -2, -1))", "'I' (as sympy holds the law, clip(u, lo, hi) read as Min(Max(u, lo), hi)) "
+                                        "is not real"),
     ("q/clip(q^2 + 1, -1, 0)", "divides by zero or is not finite (clip(u, lo, hi) read as Min(Max(u, lo), hi))"),
     ("q*Piecewise((-2, q < 1), (1, True))**1.5", "*I' (as sympy holds the law) is not real"),
     ("Piecewise((q, q > 0))", "'Piecewise((q, q > 0))' has no default branch"),

@@ -320,6 +320,8 @@ def _check_constants(expr) -> None:
         if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
             raise LawError("divides by zero or is not finite (clip(u, lo, hi) read as Min(Max(u, lo), hi))")
         _check_constant_nodes(expr)
+        if expr.has(sp.I):  # sqrt(clip(.., -2, -1)) is sqrt(-1): sympy makes it I, a leaf the walk passes
+            raise LawError(f"'I' (as sympy holds the law, clip(u, lo, hi) read as Min(Max(u, lo), hi)) {_NOT_REAL}")
 
 
 def _check_constant_nodes(expr) -> None:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from .core import MAX_NESTING, Component, Model, ModelError
+from .core import MAX_NESTING, RESERVED_NAMES, Component, Model, ModelError
 from .elements import ELEMENTS
 from .signals import SIGNALS, Input
 
@@ -337,8 +337,11 @@ class _Reader:
             self.fail(spec, kind, f"'parameters' must be a mapping name -> value, got {params!r}"[:300])
         out, lines = {}, {}
         for pname, value in params.items():
-            if not isinstance(pname, str) or not pname.isidentifier() or pname == "t":
+            if not isinstance(pname, str) or not pname.isidentifier():
                 self.fail(_KeyLine(params, pname), kind, f"parameters: {pname!r} is not a parameter name")
+            if pname in RESERVED_NAMES:  # as a model's own parameter: it would hide pi, E or sin in the laws
+                self.fail(_KeyLine(params, pname), kind,
+                          f"parameters: {pname!r} is reserved in laws (time t, a constant or a function)")
             out[pname] = self.scope_value(params, pname, value, f"{kind}: parameters")
             lines[pname] = self.where(_KeyLine(params, pname), kind)
         return out, lines
