@@ -555,3 +555,30 @@ def test_data_that_start_later_than_zero_warn_when_the_model_reads_t(tmp_path, c
         main(["fit", str(model), str(path), "--params", "R", "--outputs", "uc", "-q"])
         err = capsys.readouterr().err
         assert ("warning: the data start at t = 5, and so does the model's clock" in err) == late, err
+
+
+def test_a_simulation_the_solver_cannot_finish_ends_the_fit_with_status_1(tmp_path, capsys):
+    """F = 1/(a - t) from the guess a = 0.5 blows up inside the logged second: valid input, a
+    run the solver cannot finish, so exit 1 as `simulate` gives it (not 2, a refused input),
+    naming the parameters it failed at; a start the model refuses (the pendulum at L = 0,
+    whose laws divide by zero at t0) stays a refused input, 2."""
+    model = tmp_path / "blow.yaml"
+    model.write_text(textwrap.dedent("""
+        model: blow
+        parameters: {a: 0.5}
+        components:
+          F: {type: Se, effort: "1/(a-t)"}
+          m: {type: I, inertia: 1.0}
+        bonds: [[F, m]]
+        """))
+    log = tmp_path / "log.csv"  # the momentum of a = 2: -log(1 - t/2)
+    log.write_text("t,m.p\n" + "".join(f"{k / 10:g},{-math.log(1 - k / 20):.9g}\n" for k in range(11)))
+    rc = main(["fit", str(model), str(log), "--params", "a", "--outputs", "m.p", "-q"])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "simulation failed at {'a': 0.5}: step size underflow at t=0.5" in err, err
+    pend = tmp_path / "pend.csv"
+    pend.write_text("t,x\n0,0\n0.1,0\n")
+    rc = main(["fit", "pendulum", str(pend), "--params", "L", "--outputs", "x", "--guess", "L=0", "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "simulation failed at {'L': 0.0}" in err, err

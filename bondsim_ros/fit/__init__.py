@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["FIT_OPTIONS", "FitError", "FitProblem", "FitResult", "Direction", "LogData", "read_csv", "fit",
+__all__ = ["FIT_OPTIONS", "FitError", "FitRunFailed", "FitProblem", "FitResult", "Direction", "LogData", "read_csv", "fit",
            "covariance"]
 
 

@@ -25,8 +25,8 @@ def register(sub) -> None:
                     "parameters' magnitudes) and warns of estimates at a bound or orders of magnitude from "
                     "their start, and of data that start after t = 0 for a model whose laws read t (the "
                     "model's clock is the data's). Exit status 1 when the optimiser did not converge, a "
-                    "parameter is not determined, or the model does not follow a logged input (--config-out "
-                    "is then not written); 2 for bad input.")
+                    "parameter is not determined, the model does not follow a logged input (--config-out "
+                    "is then not written) or a simulation failed; 2 for bad input.")
     p.add_argument("model", metavar="MODEL", help="built-in model name, .yaml or .py model file")
     p.add_argument("data", metavar="DATA.csv", help="CSV with a header row; a time column and the logged columns")
     p.add_argument("--params", required=True, metavar="a,b,...", help="run-time parameters to estimate")
@@ -96,12 +96,12 @@ def cmd_fit(args) -> int:
     from bondsim_ros.model_commands import _load
     from bondsim_ros.models import buildcache
     from bondsim_ros.bondgraph.core import ModelError
-    from bondsim_ros.cliargs import CLIError, assignments, solver_options
+    from bondsim_ros.cliargs import CLIError, RunFailed, assignments, solver_options
 
     from bondsim_ros.outfiles import check_output
     from bondsim_ros.sweep.workers import WorkersError
 
-    from .core import FitError, FitProblem, read_csv
+    from .core import FitError, FitProblem, FitRunFailed, read_csv
 
     options = solver_options(args)
     if args.max_evals is not None and args.max_evals < 1:
@@ -150,6 +150,8 @@ def cmd_fit(args) -> int:
             if name not in bounds and x0[i] > 0:
                 bounds[name] = (0.0, math.inf)  # physical constants that start positive stay >= 0
         result = _run(problem, x0, bounds, args)
+    except FitRunFailed as exc:
+        raise RunFailed(str(exc)) from None
     except (FitError, ModelError) as exc:
         raise CLIError(str(exc)) from None
     except WorkersError as exc:

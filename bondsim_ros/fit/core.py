@@ -34,6 +34,11 @@ class FitError(ValueError):
     """A user-facing problem with the data, the parameter names or the fit itself."""
 
 
+class FitRunFailed(FitError):
+    """A simulation of the fit that the solver could not finish (its start was not refused):
+    the fit stops, as ``simulate`` does, with exit status 1 on the command line."""
+
+
 # --------------------------------------------------------------------------------------
 # Data
 # --------------------------------------------------------------------------------------
@@ -353,7 +358,7 @@ def _load_problem(spec: FitSpec) -> None:
 
 
 def evaluate(spec: FitSpec, theta) -> tuple:
-    """(residuals, None) of ``theta``, or (None, the solver's message) when the run fails: the
+    """(residuals, None) of ``theta``, or (None, the solver's error) when the run fails: the
     task a worker runs for one point of a fit's finite differences."""
     from bondsim_ros.solver import SolverError
 
@@ -361,7 +366,7 @@ def evaluate(spec: FitSpec, theta) -> tuple:
     try:
         return problem.residuals(theta), None
     except SolverError as exc:
-        return None, str(exc)
+        return None, exc
 
 
 # --------------------------------------------------------------------------------------
@@ -600,7 +605,7 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
     from scipy.optimize import least_squares
     from scipy.stats import t as student_t
 
-    from bondsim_ros.solver import SolverError
+    from bondsim_ros.solver import InconsistentInitialValues, SolverError
 
     # the optimiser works on z = x / scale (scale = |initial value|): finite-difference steps and
     # trust regions are then relative to each parameter's size, also for one that tends to 0
@@ -609,9 +614,12 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
     diff_step = diff_step or max(1e-6, 30.0 * math.sqrt(problem.options.rtol))
     tic = time.perf_counter()
 
-    def failed(theta, message):
-        return FitError(f"simulation failed at {dict(zip(names, map(float, theta)))}: {message}; "
-                        f"try other initial values or --bounds")
+    def failed(theta, exc):
+        # a start the model refuses is refused input, as `simulate` has it; any other failure
+        # is a run the solver could not finish
+        kind = FitError if isinstance(exc, InconsistentInitialValues) else FitRunFailed
+        return kind(f"simulation failed at {dict(zip(names, map(float, theta)))}: {exc}; "
+                    f"try other initial values or --bounds")
 
     def fun_x(theta):
         try:
@@ -641,9 +649,9 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
                 progress(problem.n_eval, 0.5 * float(value[0] @ value[0]), thetas[i])
 
         out = workers.run(evaluate, [(spec, theta) for theta in thetas], done)
-        for theta, (r, message) in zip(thetas, out):
+        for theta, (r, exc) in zip(thetas, out):
             if r is None:  # the first failed column, as the serial order meets it
-                raise failed(theta, message)
+                raise failed(theta, exc)
         return [r for r, _ in out]
 
     def jac(z):
@@ -750,5 +758,5 @@ def _warnings(names, x0, x, lo, hi, scale, active, grad) -> list:
     return out
 
 
-__all__ = ["FitError", "FitProblem", "FitSpec", "FitResult", "Direction", "LogData", "read_csv", "fit", "covariance",
+__all__ = ["FitError", "FitRunFailed", "FitProblem", "FitSpec", "FitResult", "Direction", "LogData", "read_csv", "fit", "covariance",
            "forward_steps"]
