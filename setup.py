@@ -67,6 +67,7 @@ setup(
         "pillow>=9",  # map images (sensors/); matplotlib needs it too
         "matplotlib>=3.7",
         "rich>=13",
+        "threadpoolctl>=3",  # numpy's BLAS on one thread where results would follow the thread count (solver/bdf.py)
     ],
     extras_require={
         "ros": ROS_WHEELS,

@@ -2,7 +2,7 @@
 
 Bounds reached (rtol 1e-8, atol 1e-10), see docs/examples/multibody.md for the measured numbers:
 pendulum rigid variants agree with SciPy's DOP853 on the closed-form ODE to ~3e-8 rad/s, the
-parasitic pivot to ~1.5e-4 rad/s; slider crank Lagrange piston velocity to ~4e-5 m/s of the
+parasitic pivot to ~1.5e-4 rad/s; slider crank Lagrange piston velocity to ~2e-5 m/s of the
 minimal model, parasitic (k = 1e7 N/m) to ~2.5e-3 m/s, inside the paper's Fig. 31 bound 4e-3.
 """
 import re
@@ -109,9 +109,9 @@ def test_slider_piston_velocity_against_minimal(name, bound, slider_ref):
 
 def test_slider_lagrange_error_keeps_falling_to_rtol_1e12():
     """The planar Lagrange slider crank (an index-2 joint force) against the closed form over
-    5 s as the tolerance falls. At rtol 1e-12 its Newton correction used to stall at round-off
-    x cj and the step underflowed at t = 4.38 s (bdf_core.c, ROUNDOFF_FLOOR). Measured:
-    1.8e-6 m/s at rtol 1e-10, 2.7e-8 at 1e-12."""
+    5 s as the tolerance falls. At rtol 1e-12 its Newton correction stalls at round-off x cj,
+    and without the weight's round-off floor (bdf_core.c, ROUNDOFF_FLOOR) the step underflows
+    at t = 1.34 s. Measured: 2.8e-6 m/s at rtol 1e-10, 1.9e-8 at 1e-12."""
     errors = {}
     for rtol in (1e-10, 1e-12):
         r = simulate(mb.slider_crank_lagrange(), t_end=5.0, dt_out=0.002,

@@ -1,4 +1,5 @@
 """Python face of the BDF core: problem definition, consistent initialisation, resumable runs."""
+import contextlib
 import math
 import os
 from dataclasses import dataclass
@@ -91,6 +92,33 @@ def _step_from_derivative(y, yp, diff, atol, rtol) -> float:
     return 0.5 / ypn if ypn > 0 else math.inf
 
 
+# Matrices from this size on go through numpy's BLAS and LAPACK on one thread (_serial_blas): a
+# multi-threaded OpenBLAS splits a large product differently with its thread count, and the
+# consistent initial values then differ in their last bits between a program run (one thread,
+# cli.py) and a Python session (a thread per core), and with them every step after (the
+# dual-arm at rtol 1e-8: 475 steps or 474). Below it OpenBLAS stays on one thread by itself
+# (seen up to 160 unknowns here), and the limit's first use (some 4 ms) is not paid.
+_SERIAL_BLAS_MIN = 64
+_blas = None  # threadpoolctl's view of the loaded BLAS libraries, made on first use
+
+
+def _serial_blas(size: int):
+    """A context in which numpy's BLAS runs on one thread, for a problem of ``size`` unknowns
+    at least _SERIAL_BLAS_MIN; a no-op below that, or without threadpoolctl (a ROS install
+    where rosdep has no key for it: there large models' results follow the thread count)."""
+    global _blas
+    if size < _SERIAL_BLAS_MIN:
+        return contextlib.nullcontext()
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _blas = False
+        else:
+            _blas = ThreadpoolController()
+    return _blas.limit(limits=1, user_api="blas") if _blas else contextlib.nullcontext()
+
+
 def _left_null_space(M) -> np.ndarray:
     """Columns spanning {w : w^T M = 0}: the unit vectors of M's zero rows, plus (from an SVD of
     the other rows) the combinations of rows that cancel each other. A matrix whose non-zero
@@ -104,7 +132,8 @@ def _left_null_space(M) -> np.ndarray:
     sub = M[rows]
     if not np.all(np.isfinite(sub)):
         return W
-    U, S, _ = np.linalg.svd(sub, full_matrices=True)
+    with _serial_blas(max(sub.shape)):
+        U, S, _ = np.linalg.svd(sub, full_matrices=True)
     tol = max(sub.shape) * np.finfo(float).eps * (S[0] if S.size else 0.0)
     rank = int(np.sum(S > tol))
     if rank == rows.size:
@@ -505,6 +534,12 @@ class BDFSolver:
         yp = np.zeros(n) if yp0 is None else np.array(yp0, dtype=float)
         if self._consistent_in_core(float(t0), y, yp, tol, maxiter):
             return y, yp
+        with _serial_blas(n):
+            return self._consistent_lstsq(t0, y0, yp0, tol, maxiter)
+
+    def _consistent_lstsq(self, t0, y0, yp0, tol, maxiter):
+        """consistent's Newton with numpy's least squares (LAPACK's gelsd)."""
+        n = self.n
         y = np.array(y0, dtype=float)
         yp = np.zeros(n) if yp0 is None else np.array(yp0, dtype=float)
         alg = self._alg
