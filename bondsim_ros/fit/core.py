@@ -267,7 +267,10 @@ class FitProblem:
             rows = sim.advance(self.t[start:k + 1])
             out[start:k] = rows[:-1, 1:][:, out_idx]
             sim.set_params(dict(zip(names, map(float, self.u[k]))), restart=True)
-            out[k] = sim.outputs_at(self.t[k], sim.last_y, sim.last_yp)[out_idx]
+            # the row pairs the new inputs with the state they start from: the restart's
+            # consistent values (y' and the algebraic unknowns jump with the inputs), not the
+            # old y' (an RC loop's voltage read as u - R i gave the jump of u at every change)
+            out[k] = sim.outputs_at(self.t[k], sim.solver.y, sim.solver.yp)[out_idx]
             start = k + 1
         if start < len(self.t):
             rows = sim.advance(self.t[start:])
