@@ -233,3 +233,25 @@ def test_fit_and_sweep_flags_default_to_their_contexts_options():
     sweep = solver_options(parser.parse_args(["sweep", "m", "--param", "a=1", "-o", "x.csv", "--max-order", "3"]))
     assert fit == FIT_OPTIONS and (fit.rtol, fit.atol, fit.hmax) == (1e-7, 1e-9, math.inf)
     assert sweep == SolverOptions(max_order=3)
+
+
+def test_max_steps_bounds_the_steps_between_two_output_times_however_they_are_asked_for():
+    """hmax 0.01 s over 2 s: 279 steps, at most 89 between outputs 0.1 s apart (the first,
+    from the start's small steps; 10 after). max_steps=100 lets the run finish whether its
+    output times come in one call (simulate) or one call each (a CSV streamed, a twin's
+    frames): counted per call, the same run failed or not with --csv. Outputs 1 s apart need
+    more than 100 each: refused either way."""
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.bondgraph.simulation import Simulation, simulate
+    from bondsim_ros.models import resolve_model
+    from bondsim_ros.solver import TooManySteps
+
+    compiled = compile_model(resolve_model("mass_spring_damper")[0])
+    options = SolverOptions(hmax=0.01, max_steps=100)
+    whole = simulate(compiled, t_end=2.0, dt_out=0.1, options=options)
+    assert whole.stats["steps"] > 200
+    sim = Simulation(compiled, options)
+    rows = np.vstack([sim.advance([k * 0.1], tstop=2.0) for k in range(1, 21)])
+    np.testing.assert_array_equal(rows, whole.data[1:])
+    with pytest.raises(TooManySteps, match="more than 100 steps"):
+        simulate(compiled, t_end=2.0, dt_out=1.0, options=options)

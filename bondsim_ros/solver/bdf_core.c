@@ -1529,7 +1529,7 @@ typedef struct {
     double t_new;                    /* end of the step being attempted */
     double cj;                       /* its alpha_k / h */
     double t_switched;               /* where a failed step last restarted on a switch */
-    int64_t steps_here;              /* steps accepted in this call */
+    int64_t steps_here;              /* steps accepted since the last output time was reached */
     /* per step (reset by begin_step) */
     int64_t n_err_fail, n_cut;       /* error-test failures; cuts short of a predicted switch */
     double err_restart;              /* the last failure's error of a first step after a restart */
@@ -2057,9 +2057,13 @@ int64_t bdf_advance(solver_t *s) {
     }
 
     int status = OK;
+    int64_t k_reached = L.k_out;
     for (;;) {
         L.k_out = emit_outputs(s, L.k_out, L.t, L.h, L.order, D, s->stats[ST_STEPS] > 0);
         if (L.k_out >= s->n_out) break;
+        /* max_steps bounds the steps between two output times (IDA's mxstep per tout), so a
+           run fails or not whatever number of calls its output times are answered in */
+        if (L.k_out != k_reached) { k_reached = L.k_out; L.steps_here = 0; }
         if (L.steps_here >= s->max_steps) { status = TOO_MANY; break; }
         begin_step(s, &w, &L);
         int r = take_step(s, &w, &L);

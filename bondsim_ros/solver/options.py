@@ -45,7 +45,7 @@ class SolverOptions:
     suppress_alg : leave the algebraic unknowns out of the error test (index-2 multipliers).
     linear_solver : LU of the iteration matrix: "auto" (sparse for n > 60 and density < 0.2),
         "dense" or "sparse".
-    max_steps : steps allowed per ``advance`` call before ``TooManySteps``, a positive integer.
+    max_steps : steps allowed between two output times before ``TooManySteps`` (IDA's mxstep), a positive integer.
     """
 
     rtol: float = 1e-6
