@@ -193,28 +193,35 @@ def cmd_simulate(args) -> int:
             rows.close()
             if staged is not None:
                 staged.discard()
-    if entry is not None and entry.postprocess is not None:
-        result = entry.postprocess(result)
-    _warn_not_finite(result)
-    csv_tmp = _write_csv(result, csv_out, rows, staged) if csv_out is not None else None
-    written = []
+    csv_tmp, written, done = None, [], False
     try:
-        if args.plot:
-            from bondsim_ros.plotting.models import model_plot
+        if entry is not None and entry.postprocess is not None:
+            result = entry.postprocess(result)
+        _warn_not_finite(result)
+        csv_tmp = _write_csv(result, csv_out, rows, staged) if csv_out is not None else None
+        try:
+            if args.plot:
+                from bondsim_ros.plotting.models import model_plot
 
-            own = entry is not None and (entry.plot or model_plot(entry.name))
-            if own:
-                written = own(result, args.plot)
-            else:
-                written = plot_result(result, args.plot)
-    except (OSError, ValueError, CLIError) as exc:
-        if csv_tmp is not None:  # nothing half-done: the run's CSV goes with its failed plot
-            csv_tmp.discard()
-        if isinstance(exc, CLIError):  # a figure that could not be put in place (bondsim_ros.outfiles)
-            raise CLIError(f"--plot {exc}") from None
-        raise CLIError(f"--plot {args.plot}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
-    if csv_tmp is not None:
-        csv_tmp.commit()
+                own = entry is not None and (entry.plot or model_plot(entry.name))
+                if own:
+                    written = own(result, args.plot)
+                else:
+                    written = plot_result(result, args.plot)
+        except (OSError, ValueError, CLIError) as exc:
+            if isinstance(exc, CLIError):  # a figure that could not be put in place (bondsim_ros.outfiles)
+                raise CLIError(f"--plot {exc}") from None
+            raise CLIError(f"--plot {args.plot}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+        if csv_tmp is not None:
+            csv_tmp.commit()
+        done = True
+    finally:
+        if not done:  # a failed plot, Ctrl-C or SIGTERM after the solve: the staged CSV goes too
+            if rows is not None:
+                rows.close()  # (its thread writes the staged file: joined before it is removed)
+            for tmp in (csv_tmp, staged):
+                if tmp is not None:
+                    tmp.discard()
     if not args.quiet:
         s = result.stats
         print(f"[bondsim] {compiled.name}: t = 0..{t_end:g} s, {len(result.t)} output rows, "

@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from bondsim_ros.cli import main
+from bondsim_ros.cliargs import Terminated
 from procs import terminal_sigint
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ROBOT = """<robot id="r" name="R">
   <joint name="j1">
@@ -268,4 +271,37 @@ def test_a_run_stopped_by_a_signal_leaves_no_partial_file(tmp_path, sig, status,
             proc.wait()
     assert proc.returncode == status and err.strip().splitlines()[-1] == said, (proc.returncode, err)
     assert "Traceback" not in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("stop, status", [(KeyboardInterrupt, 130), (Terminated, 143)])
+def test_ctrl_c_while_the_plot_is_drawn_leaves_no_staged_csv(tmp_path, capsys, monkeypatch, stop, status):
+    """The solve is done and its CSV staged beside the target when Ctrl-C (or SIGTERM) comes
+    during the plot: the command ends 130 (143) and the staged CSV goes too. It used to stay,
+    hidden, beside the name given."""
+    from bondsim_ros import model_commands
+
+    def stopped(result, out):
+        raise stop()
+
+    monkeypatch.setattr(model_commands, "plot_result", stopped)
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "rc.yaml"
+    model.write_text((ROOT / "test" / "data" / "models" / "rc_step.yaml").read_text())
+    assert main(["simulate", str(model), "--t-end", "0.2", "--dt-out", "0.1", "--csv", "r.csv", "--plot", "r.png",
+                 "-q"]) == status
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rc.yaml"]
+
+
+def test_ctrl_c_while_the_sweep_table_is_written_leaves_no_staged_file(tmp_path, capsys, monkeypatch):
+    from bondsim_ros.sweep.core import SweepResult
+
+    def stopped(self, path):
+        Path(path).write_text("run,L\n")  # part of the table, then Ctrl-C
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(SweepResult, "write", stopped)
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "pendulum", "--param", "L=1,2", "--t-end", "0.1", "--dt-out", "0.1", "--jobs", "1",
+                 "-o", "s.csv", "-q"]) == 130
     assert list(tmp_path.iterdir()) == []

@@ -129,6 +129,9 @@ def cmd_sweep(args) -> int:
     except OSError as exc:
         staged.discard()
         raise CLIError(f"--output {args.output}: cannot write: {exc.strerror or exc}") from None
+    except BaseException:  # Ctrl-C or SIGTERM while the table is written: nothing half-written beside it
+        staged.discard()
+        raise
     staged.commit()
 
     for warning in result.warnings:
