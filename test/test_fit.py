@@ -252,12 +252,12 @@ def test_config_out_refuses_command_parameters(tmp_path, capsys):
     assert not (tmp_path / "c.yaml").exists()
 
 
-def _robot_bag(tmp_path, truth):
+def _robot_bag(tmp_path, truth, odom_from=0):
     """A rosbag2 MCAP drive log as the rto_node driver (started with namespace:=robotinobase1)
     would record it, from a robot whose
     ``truth`` differs from the configuration: cmd_vel (Twist, no stamp) at 50 Hz, joint_states
     at 100 Hz under the driver's joint names (config/robotino_bridge.yaml) with the opposite
-    wheel sign, odom at 100 Hz starting from a pose away from the origin."""
+    wheel sign, odom at 100 Hz starting from a pose away from the origin (from row ``odom_from``)."""
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 
@@ -311,7 +311,8 @@ def _robot_bag(tmp_path, truth):
                 pose=T["geometry_msgs/msg/PoseWithCovariance"](pose=pose, covariance=np.zeros(36)),
                 twist=T["geometry_msgs/msg/TwistWithCovariance"](
                     twist=T["geometry_msgs/msg/Twist"](linear=vec(), angular=vec()), covariance=np.zeros(36)))
-            bag.write(c_od, ns + 2_000_000, store.serialize_cdr(od, od.__msgtype__))
+            if k >= odom_from:
+                bag.write(c_od, ns + 2_000_000, store.serialize_cdr(od, od.__msgtype__))
     return path, t, cmd, sim
 
 
@@ -617,3 +618,30 @@ def test_a_logged_input_that_steps_gives_the_model_output_of_the_new_input_at_it
     result = json.loads(out.read_text())
     assert result["parameters"]["R"]["estimate"] == pytest.approx(2.0, rel=1e-5), result
     assert result["sigma"] < 1e-4, result
+
+
+def test_bag2csv_leaves_out_rows_before_the_odometry_starts(tmp_path, capsys):
+    """Odometry that starts 0.11 s after the joint states: those first rows had the first pose
+    held backwards while the wheels turned. They are left out, said so, and the log starts at
+    the first row with a pose (t = 0, the pose relative to it)."""
+    bag, t, cmd, sim = _robot_bag(tmp_path, {"chassis_mass": 11.0}, odom_from=11)
+    out = tmp_path / "log.csv"
+    assert main(["bag2csv", str(bag), "-o", str(out), "--wheel-sign", "-1", *NS_TOPICS]) == 0
+    assert "the 11 rows outside are left out, no pose extrapolated" in capsys.readouterr().err
+    log = read_csv(out)
+    np.testing.assert_allclose(log.column("t"), t[11:] - t[11], atol=1e-9)
+    np.testing.assert_array_equal(np.column_stack([log.column(c) for c in ("vx_cmd", "vy_cmd", "wz_cmd")]), cmd[11:])
+    x, y, phi = sim[11:, 3], sim[11:, 4], sim[11:, 5]
+    c, s = np.cos(phi[0]), np.sin(phi[0])
+    expected = np.column_stack([c * (x - x[0]) + s * (y - y[0]), -s * (x - x[0]) + c * (y - y[0]), phi - phi[0]])
+    np.testing.assert_allclose(np.column_stack([log.column(k) for k in ("x", "y", "phi")]), expected, atol=1e-9)
+
+
+def test_bag2csv_refuses_one_topic_for_two_roles(tmp_path, capsys):
+    bag, *_ = _robot_bag(tmp_path, {"chassis_mass": 11.0})
+    out = tmp_path / "log.csv"
+    topics = NS_TOPICS[:1] + ["/robotinobase1/odom"] + NS_TOPICS[2:]
+    assert main(["bag2csv", str(bag), "-o", str(out), *topics]) == 2
+    err = capsys.readouterr().err
+    assert "--odom and --cmd-vel both name /robotinobase1/odom" in err and "Traceback" not in err, err
+    assert not out.exists()

@@ -280,3 +280,30 @@ def test_a_script_without_the_main_guard_is_told_why_its_workers_died(tmp_path):
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("RuntimeError: a worker process died") and 'under `if __name__ == "__main__":`' in last
+
+
+def test_an_output_no_column_has_is_refused_before_any_run_for_a_postprocessed_model():
+    """robotino_twist's postprocessing names the columns it adds (roller joints, x, y, phi):
+    a typo among --outputs is refused at once, as for any other model, instead of every run
+    failing on it."""
+    from bondsim_ros.sweep import SweepError, sweep
+
+    with pytest.raises(SweepError, match="no output column 'nope'"):
+        sweep("robotino_twist", {"vx_cmd": [0.0, 0.5]}, t_end=1.0, dt_out=0.1, outputs=["x", "nope"], jobs=1)
+    result = sweep("robotino_twist", {"vx_cmd": [0.5]}, t_end=0.2, dt_out=0.02, outputs=["x", "wheel1_roller1"], jobs=1)
+    assert result.status == ["ok"] and result["x"][0] > 0.05 and result["wheel1_roller1"][0] > 0.1
+
+
+def test_at_columns_near_1e5_seconds_are_two_columns_with_their_own_times(tmp_path):
+    """A mass pushed by 1 N from rest: p = t. Two output times 0.5 s apart near 123,456 s are
+    two columns, each holding its own time's value; the same time twice is refused."""
+    from bondsim_ros.sweep import SweepError, sweep
+
+    model = tmp_path / "ramp.yaml"
+    model.write_text("model: ramp\nparameters: {F0: 1.0}\ncomponents:\n  F: {type: Se, effort: F0}\n"
+                     "  v: {type: EffortJunction}\n  mass: {type: I, inertia: 1.0}\nbonds: [[F, v], [v, mass]]\n")
+    result = sweep(str(model), {"F0": [1.0]}, t_end=123457.0, dt_out=0.5, at=[123456.0, 123456.5], jobs=1)
+    assert result["mass.p@123456"][0] == pytest.approx(123456.0)
+    assert result["mass.p@123456.5"][0] == pytest.approx(123456.5)
+    with pytest.raises(SweepError, match="time 1 is given twice"):
+        sweep(str(model), {"F0": [1.0]}, t_end=2.0, dt_out=0.5, at=[1, 1.0], jobs=1)

@@ -83,6 +83,11 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     wheel_joints = list(wheel_joints)
     if len(wheel_joints) != 3:
         raise FitError(f"give the three wheel joint names of the driver, got {wheel_joints}")
+    roles = [("--cmd-vel", cmd_vel), ("--joint-states", joint_states)] + ([("--odom", odom)] if odom else [])
+    for i, (role, topic) in enumerate(roles):
+        for other, same in roles[:i]:
+            if topic == same:  # one topic cannot carry two message types
+                raise FitError(f"{role} and {other} both name {topic}: each reads its own topic")
     types = {cmd_vel: TOPIC_TYPES["cmd_vel"], joint_states: TOPIC_TYPES["joint_states"]}
     if odom:
         types[odom] = TOPIC_TYPES["odom"]
@@ -162,6 +167,19 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
         ot = (np.array([s for s, _ in good], dtype=np.int64) - t_ns[0]) * 1e-9
         pose = np.array([p for _, p in good], float)
         pose[:, 2] = np.unwrap(pose[:, 2])
+        # rows outside the poses' span would hold the first or last pose while the wheels turn:
+        # left out, and the log starts at the first row kept
+        inside = (t >= ot[0]) & (t <= ot[-1])
+        if not inside.all():
+            if np.count_nonzero(inside) < 2:
+                raise FitError(f"{bag}: the {odom} poses (t = {ot[0]:.3f} to {ot[-1]:.3f} s) span fewer than two "
+                               f"{joint_states} rows")
+            notes.append(f"{odom}: its poses span t = {ot[0]:.3f} to {ot[-1]:.3f} s of the rows' 0 to {t[-1]:.3f} s: "
+                         f"the {np.count_nonzero(~inside)} rows outside are left out, no pose extrapolated")
+            first_ns = t_ns[inside][0]
+            cols = [col[inside] for col in cols]
+            t = cols[0] = (t_ns[inside] - first_ns) * 1e-9
+            ot = (np.array([s for s, _ in good], dtype=np.int64) - first_ns) * 1e-9
         x, y, phi = (np.interp(t, ot, pose[:, k]) for k in range(3))
         # relative to the first row, in its frame: the model starts at (0, 0, 0)
         c, s = math.cos(phi[0]), math.sin(phi[0])

@@ -129,7 +129,7 @@ def _select(result, opts: RunOptions) -> dict:
     for when in opts.at:
         row = int(np.argmin(np.abs(t - when)))
         for n in names:
-            out[f"{n}@{when:g}"] = float(result[n][row])
+            out[f"{n}@{_at_label(when)}"] = float(result[n][row])
     return out
 
 
@@ -273,6 +273,13 @@ def _check_span(t_end, dt_out) -> None:
                          f"(limit {MAX_OUTPUT_ROWS}): use a larger dt_out", "t_end, dt_out")
 
 
+def _at_label(when: float) -> str:
+    """The time of an ``--at`` column (``x@2.5``): 15 significant digits, so that two output
+    times 0.5 s apart near 1e5 s are two columns (6, ``:g``'s, gave one label, holding the
+    later time's value)."""
+    return f"{when:.15g}"
+
+
 def _check_at(at, t_end, dt_out) -> tuple:
     from bondsim_ros.bondgraph.simulation import output_times
 
@@ -286,6 +293,8 @@ def _check_at(at, t_end, dt_out) -> tuple:
         if abs(nearest - when) > 1e-9 * max(1.0, abs(when)):
             raise SweepError(f"time {when:g} is not an output time (multiples of dt_out {dt_out:g}, and t_end)",
                              "at")
+        if any(_at_label(when) == _at_label(other) for other in out):
+            raise SweepError(f"time {_at_label(when)} is given twice", "at")
         out.append(when)
     if not out:
         raise SweepError("no times given", "at")
@@ -362,9 +371,13 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
         outputs = tuple(outputs)
         if not outputs:
             raise SweepError("no columns given", "outputs")
-        # a built-in model's postprocessing adds columns known only once a run has ended
+        # a built-in model's postprocessing adds columns: named beforehand where it says which
+        # (postprocess_rows), else known only once a run has ended
+        derive = entry.postprocess_rows(known) if entry is not None and entry.postprocess_rows else None
+        if derive is not None:
+            known += list(derive.names)
         missing = [n for n in outputs if n not in known]
-        if missing and (entry is None or entry.postprocess is None):
+        if missing and (entry is None or entry.postprocess is None or derive is not None):
             raise SweepError(f"model {compiled.name!r} has no output column {missing[0]!r} (has: {', '.join(known)})",
                              "outputs")
     opts = RunOptions(float(t_end), float(dt_out), options, outputs,
@@ -407,7 +420,7 @@ def _result(name, param_names, runs, rows, opts, seconds, workers) -> SweepResul
     else:
         if opts.outputs is not None:
             names = list(opts.outputs)
-            output_names = names if opts.at is None else [f"{n}@{t:g}" for t in opts.at for n in names]
+            output_names = names if opts.at is None else [f"{n}@{_at_label(t)}" for t in opts.at for n in names]
     return SweepResult(name, param_names, output_names, runs, rows, seconds, workers)
 
 
