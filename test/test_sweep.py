@@ -307,3 +307,22 @@ def test_at_columns_near_1e5_seconds_are_two_columns_with_their_own_times(tmp_pa
     assert result["mass.p@123456.5"][0] == pytest.approx(123456.5)
     with pytest.raises(SweepError, match="time 1 is given twice"):
         sweep(str(model), {"F0": [1.0]}, t_end=2.0, dt_out=0.5, at=[1, 1.0], jobs=1)
+
+
+@pytest.mark.parametrize("params, extra, says", [
+    ({"L": [1.0]}, {"chunksize": 0}, "chunksize: must be a whole number of runs, at least 1, got 0"),
+    ({"L": [1.0]}, {"chunksize": -1}, "chunksize: must be a whole number of runs, at least 1, got -1"),
+    ({"L": ["a"]}, {}, "params: L: 'a' is not a number"),
+    ({"L": None}, {}, "params: L: None is not a number"),
+    ({"L": [float("nan"), 1.0]}, {}, "params: L: the values must be finite numbers, got nan"),
+    ([{"L": "x"}], {}, "params: L: 'x' is not a number"),
+])
+def test_the_python_api_refuses_what_the_command_line_refuses(params, extra, says):
+    """Before any run, as SweepError naming the argument: a chunk size below 1 (-1 ran nothing
+    and reported every run cancelled by an interruption that never came; 0 raised range()'s
+    ValueError), a value that is no number, NaN."""
+    from bondsim_ros.sweep import SweepError, sweep
+
+    with pytest.raises(SweepError) as exc:
+        sweep("pendulum", params, t_end=0.1, dt_out=0.1, jobs=2, **extra)
+    assert str(exc.value) == says

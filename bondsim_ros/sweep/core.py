@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +258,18 @@ def check_format(path) -> None:
 
 # -- running ------------------------------------------------------------------------------------
 
+def _value(v, name: str) -> float:
+    """A parameter value of the grid: a finite number, else SweepError naming the parameter (as
+    the command line refuses one)."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise SweepError(f"{name}: {v!r} is not a number", "params") from None
+    if not math.isfinite(x):
+        raise SweepError(f"{name}: the values must be finite numbers, got {x!r}", "params")
+    return x
+
+
 def _chunks(runs: list, workers: int, chunksize: int | None) -> list:
     if chunksize is None:
         # ~4 chunks per worker: balances uneven run times while a chunk amortises the round trip
@@ -331,11 +344,11 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
                     raise SweepError(f"{name}: {exc}", "params") from None
             elif np.ndim(values) == 0:
                 values = [values]
-            parsed[name] = [float(v) for v in values]
+            parsed[name] = [_value(v, name) for v in values]
         runs = grid(parsed)
         param_names = list(parsed)
     else:
-        runs = [{k: float(v) for k, v in run.items()} for run in params]
+        runs = [{k: _value(v, k) for k, v in run.items()} for run in params]
         param_names = list(runs[0]) if runs else []
         for i, run in enumerate(runs):
             if set(run) != set(param_names):
@@ -366,6 +379,9 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
         options = SolverOptions()
     elif not isinstance(options, SolverOptions):
         raise SweepError(f"must be a SolverOptions, not {type(options).__name__}", "options")
+    if chunksize is not None and (isinstance(chunksize, bool) or not isinstance(chunksize, numbers.Integral)
+                                  or chunksize < 1):
+        raise SweepError(f"must be a whole number of runs, at least 1, got {chunksize!r}", "chunksize")
     known = ["t", *compiled.output_names]
     if outputs is not None:
         outputs = tuple(outputs)
