@@ -326,3 +326,16 @@ def test_the_python_api_refuses_what_the_command_line_refuses(params, extra, say
     with pytest.raises(SweepError) as exc:
         sweep("pendulum", params, t_end=0.1, dt_out=0.1, jobs=2, **extra)
     assert str(exc.value) == says
+
+
+def test_a_sweep_whose_every_run_fails_still_has_the_output_columns():
+    """Each failed run's outputs are NaN under the columns a finished run would have: a table
+    of failures had no output columns at all, and result["x"] raised KeyError."""
+    from bondsim_ros.sweep import sweep
+
+    ok = sweep("pendulum", {"L": [1.0]}, t_end=0.1, dt_out=0.1, jobs=1)
+    failed = sweep("pendulum", {"L": [0.0]}, t_end=0.1, dt_out=0.1, jobs=1)
+    assert failed.status == ["failed"]
+    assert failed.output_names == ok.output_names and ok.output_names
+    for name in ok.output_names:
+        assert np.isnan(failed[name]).all()

@@ -383,15 +383,15 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
                                   or chunksize < 1):
         raise SweepError(f"must be a whole number of runs, at least 1, got {chunksize!r}", "chunksize")
     known = ["t", *compiled.output_names]
+    # a built-in model's postprocessing adds columns: named beforehand where it says which
+    # (postprocess_rows), else known only once a run has ended
+    derive = entry.postprocess_rows(known) if entry is not None and entry.postprocess_rows else None
+    if derive is not None:
+        known += list(derive.names)
     if outputs is not None:
         outputs = tuple(outputs)
         if not outputs:
             raise SweepError("no columns given", "outputs")
-        # a built-in model's postprocessing adds columns: named beforehand where it says which
-        # (postprocess_rows), else known only once a run has ended
-        derive = entry.postprocess_rows(known) if entry is not None and entry.postprocess_rows else None
-        if derive is not None:
-            known += list(derive.names)
         missing = [n for n in outputs if n not in known]
         if missing and (entry is None or entry.postprocess is None or derive is not None):
             raise SweepError(f"model {compiled.name!r} has no output column {missing[0]!r} (has: {', '.join(known)})",
@@ -418,14 +418,16 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
         _run_on(pool, spec, runs, opts, rows, chunksize, progress)
     seconds = time.perf_counter() - tic
 
-    result = _result(compiled.name, param_names, runs, rows, opts, seconds, workers)
+    result = _result(compiled.name, param_names, runs, rows, opts, seconds, workers, known[1:])
     result.warnings = unread
     if any(r["status"] == STATUS_CANCELLED for r in result.rows):
         raise SweepInterrupted(result)
     return result
 
 
-def _result(name, param_names, runs, rows, opts, seconds, workers) -> SweepResult:
+def _result(name, param_names, runs, rows, opts, seconds, workers, columns) -> SweepResult:
+    """``columns``: the model's output columns as known before a run (those a postprocessing
+    adds included where it names them), the table's when no run finished to say."""
     cancelled = {"status": STATUS_CANCELLED, "message": "not run (interrupted)", "seconds": math.nan, "outputs": {}}
     rows = [r if r is not None else dict(cancelled) for r in rows]
     output_names: list = []
@@ -434,9 +436,8 @@ def _result(name, param_names, runs, rows, opts, seconds, workers) -> SweepResul
             output_names = list(r["outputs"])
             break
     else:
-        if opts.outputs is not None:
-            names = list(opts.outputs)
-            output_names = names if opts.at is None else [f"{n}@{_at_label(t)}" for t in opts.at for n in names]
+        names = list(opts.outputs) if opts.outputs is not None else list(columns)
+        output_names = names if opts.at is None else [f"{n}@{_at_label(t)}" for t in opts.at for n in names]
     return SweepResult(name, param_names, output_names, runs, rows, seconds, workers)
 
 
