@@ -201,3 +201,16 @@ def test_sparse_column_order_comes_from_the_cache_as_scipy_gives_it(tmp_path, mo
         else:
             np.save(saved, bad)
         assert np.array_equal(BDFSolver(linear_problem(), options=SolverOptions(linear_solver="sparse")).q, first.q)
+
+
+def test_a_start_time_that_is_no_finite_number_and_no_output_times_are_refused(motor):
+    """Refused at the call, naming what: a NaN start ran on to 'more than 500000 steps before
+    reaching the output time (t=nan)', an empty list of output times raised IndexError."""
+    with pytest.raises(ValueError, match="t0: the start time must be finite, got nan"):
+        Simulation(motor, t0=float("nan"))
+    sim = Simulation(motor)
+    with pytest.raises(ValueError, match="t0: the start time must be finite, got inf"):
+        sim.reset(t0=float("inf"))
+    with pytest.raises(ValueError, match="advance: no output times given"):
+        sim.advance([])
+    assert sim.advance([0.1]).shape == (1, len(sim.output_names))

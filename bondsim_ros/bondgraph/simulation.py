@@ -208,6 +208,13 @@ def _number(value, what: str) -> float:
         raise ValueError(f"{what}: expected a number, got {value!r}") from None
 
 
+def _start_time(t0) -> float:
+    t0 = _number(t0, "t0")
+    if not math.isfinite(t0):  # (NaN ran into 'more than 500000 steps ... (t=nan)')
+        raise ValueError(f"t0: the start time must be finite, got {t0!r}")
+    return t0
+
+
 class Simulation:
     """A model instance stepping in time; resumable (the ROS dynamics node advances it per frame)."""
 
@@ -215,6 +222,7 @@ class Simulation:
                  params: dict | None = None, y0: dict | None = None, log=None):
         from bondsim_ros.solver import BDFSolver
 
+        t0 = _start_time(t0)
         self.compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
         c = self.compiled
         self.problem = c.problem()
@@ -245,6 +253,7 @@ class Simulation:
         the solver and its arrays are reused (``BDFSolver.reset``): what a fit or a parameter
         sweep of a small model saves per run. ``params`` and ``y0`` are relative to the model's
         own values, not to the previous run's."""
+        t0 = _start_time(t0)
         p, y_init = self._start_values(params, y0)
         self.problem.params[:] = p
         self.solver.reset(t0, y_init, params=p)
@@ -295,6 +304,8 @@ class Simulation:
         ``out``: a C-contiguous float64 array of len(t_out) rows of len(output_names) to fill
         (and return) instead of a new one."""
         t_out = np.atleast_1d(np.asarray(t_out, dtype=float))  # (the solver refuses one that is not 1-D)
+        if t_out.size == 0:
+            raise ValueError("advance: no output times given")
         from bondsim_ros.solver.kernels import output_rows
 
         Y, YP = self.solver.advance(t_out, progress=progress, tstop=tstop)
