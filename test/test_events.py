@@ -579,6 +579,12 @@ def test_a_row_on_a_switch_in_time_holds_the_state_its_laws_read_there():
     last = simulate(compile_model(loads_model(text, "rc_step.yaml")), t_end=0.1, dt_out=0.05, params={"R": R})
     row = dict(zip(last.names, last.data[-1]))
     assert row["t"] == 0.1 and row["cap.q"] == 0.0 and row["i"] == 0.0 and row["uc"] == 0.0, row
+    # ... also where t_end is a multiple of dt_out that rounds past it (3 * 0.1 is
+    # 0.30000000000000004): the last row is at t_end itself, read from the left
+    late = text.replace("t0: 0.1,", "t0: 0.3,")
+    last = simulate(compile_model(loads_model(late, "rc_late.yaml")), t_end=0.3, dt_out=0.1, params={"R": R})
+    row = dict(zip(last.names, last.data[-1]))
+    assert row["t"] == 0.3 and row["cap.q"] == 0.0 and row["i"] == 0.0 and row["uc"] == 0.0, row
     # past the step both runs follow uc = V0 (1 - exp(-(t - t0) / RC)) alike
     for result in (after, before):
         uc = dict(zip(result.names, result.data[2]))["uc"]

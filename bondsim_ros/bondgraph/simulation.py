@@ -395,6 +395,10 @@ def output_times(t0, t_end, dt_out) -> np.ndarray:
                          f"use a larger dt_out")
     n = int(rows)
     t_out = t0 + dt_out * np.arange(1, n + 1)
+    if t_out.size and abs(t_out[-1] - t_end) <= 1e-9 * max(1.0, abs(t_end)):
+        # t_end itself, not its product's rounding: 3 * 0.1 is 0.30000000000000004, past a
+        # Step at 0.3 that the run's last row must read from the left (Simulation.advance)
+        t_out[-1] = t_end
     if t_out.size == 0 or t_out[-1] < t_end - 1e-12 * max(1.0, abs(t_end)):
         t_out = np.append(t_out, t_end)
     return t_out
