@@ -157,6 +157,11 @@ def test_bad_columns_and_data_are_named(motor, tmp_path, capsys):
         FitProblem(compiled, log, ["Ra"], ["current"], inputs=["V"])
     with pytest.raises(FitError, match="both a fitted parameter and a logged input"):
         FitProblem(compiled, log, ["V"], ["current"], inputs=["V"])
+    # a value given twice would lose one of them without a word
+    with pytest.raises(FitError, match="'V' is both a logged input and a fixed value"):
+        FitProblem(compiled, log, ["Ra"], ["current"], inputs=["V"], fixed={"V": 3.0})
+    with pytest.raises(FitError, match="'Ra' is both a fitted parameter and a fixed value"):
+        FitProblem(compiled, log, ["Ra"], ["current"], inputs=["V"], fixed={"Ra": 3.0})
 
 
 def test_omni5dpo_recovers_yaw_inertia_and_gains():

@@ -155,6 +155,8 @@ class FitProblem:
         for name in self.fixed:
             if name not in known:
                 raise FitError(f"model {c.name!r} has no run-time parameter {name!r} (has: {', '.join(known)})")
+            if name in self.params:  # one value or the other would be dropped without a word
+                raise FitError(f"{name!r} is both a fitted parameter and a fixed value (--param)")
         self.input_map = _pairs(self.inputs, "--inputs")
         for pname, col in self.input_map:
             if pname not in known:
@@ -162,6 +164,8 @@ class FitProblem:
                                f"(has: {', '.join(known)})")
             if pname in self.params:
                 raise FitError(f"{pname!r} is both a fitted parameter and a logged input")
+            if pname in self.fixed:
+                raise FitError(f"{pname!r} is both a logged input and a fixed value (--param)")
             self.data.column(col)
         self.output_map = _pairs(self.outputs, "--outputs")
         if not self.output_map:
