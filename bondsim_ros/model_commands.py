@@ -201,13 +201,12 @@ def cmd_simulate(args) -> int:
         csv_tmp = _write_csv(result, csv_out, rows, staged) if csv_out is not None else None
         try:
             if args.plot:
+                from bondsim_ros.plotting import figures_together
                 from bondsim_ros.plotting.models import model_plot
 
                 own = entry is not None and (entry.plot or model_plot(entry.name))
-                if own:
-                    written = own(result, args.plot)
-                else:
-                    written = plot_result(result, args.plot)
+                with figures_together():  # a model's several figures: all of them or none
+                    written = own(result, args.plot) if own else plot_result(result, args.plot)
         except (OSError, ValueError, CLIError) as exc:
             if isinstance(exc, CLIError):  # a figure that could not be put in place (bondsim_ros.outfiles)
                 raise CLIError(f"--plot {exc}") from None

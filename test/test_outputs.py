@@ -305,3 +305,16 @@ def test_ctrl_c_while_the_sweep_table_is_written_leaves_no_staged_file(tmp_path,
     assert main(["sweep", "pendulum", "--param", "L=1,2", "--t-end", "0.1", "--dt-out", "0.1", "--jobs", "1",
                  "-o", "s.csv", "-q"]) == 130
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_plot_of_several_figures_is_written_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
+    """arm3dof's plot is three figures (a_joints, a_path, a_torques): with a folder where the
+    second goes, the command fails naming it and leaves neither the other two nor the CSV."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a_path.png").mkdir()
+    assert main(["simulate", "arm3dof", "--csv", "a.csv", "--plot", "a.png", "-q"]) == 2
+    assert "--plot a_path.png: is a directory" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_path.png"]
+    (tmp_path / "a_path.png").rmdir()
+    assert main(["simulate", "arm3dof", "--csv", "a.csv", "--plot", "a.png", "-q"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a_joints.png", "a_path.png", "a_torques.png"]

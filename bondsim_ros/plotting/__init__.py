@@ -1,6 +1,8 @@
 """The one way every plot in the package is written (size, layout, resolution, closing)."""
 from __future__ import annotations
 
+import contextlib
+
 
 def figure_path(out_png, tag: str = ""):
     """Where a model's figure ``tag`` goes: ``out.png`` -> ``out_tag.png`` (no suffix: .png).
@@ -32,20 +34,54 @@ def check_figure_format(path, option: str) -> None:
         raise OutputError(f"{option} {path}: no figure format .{fmt} (formats: {', '.join(sorted(formats))})")
 
 
+_together: list | None = None  # the figures staged inside figures_together(), in order
+
+
+@contextlib.contextmanager
+def figures_together():
+    """The figures save_figure writes inside the block are put in place together when it ends
+    without error, and all removed when it raises (a plot of several figures whose third
+    cannot be written, Ctrl-C): no run is left with some of its figures."""
+    global _together
+    outer, _together = _together, []
+    staged = _together
+    try:
+        yield
+        while staged:
+            staged[0].commit()
+            staged.pop(0)
+    finally:
+        _together = outer
+        for out in staged:  # (after an error: the ones not put in place)
+            out.discard()
+
+
 def save_figure(fig, path) -> str:
     """Lay out, write at 110 dpi under bondsim_ros.outfiles' rule (whole or not at all; a link
     written through, a pipe or device written to), close (figures are many in long sessions);
-    returns the path. The format is the name's suffix (none: PNG)."""
+    returns the path. The format is the name's suffix (none: PNG). Inside figures_together()
+    the figure is staged, put in place with the block's others."""
     from pathlib import Path
 
     import matplotlib.pyplot as plt
 
-    from bondsim_ros.outfiles import output_path
+    from bondsim_ros.outfiles import Output, check_output, output_path
 
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
     fig.tight_layout()
     try:
-        with output_path(path) as tmp:
-            fig.savefig(tmp, dpi=110, format=Path(path).suffix.lstrip(".").lower() or "png")
+        if _together is None:
+            with output_path(path) as tmp:
+                fig.savefig(tmp, dpi=110, format=fmt)
+        else:
+            check_output(path, "")  # a target that cannot take it (a folder) before any is put in place
+            out = Output(path)
+            try:
+                fig.savefig(out.stage(), dpi=110, format=fmt)
+            except BaseException:
+                out.discard()
+                raise
+            _together.append(out)
     finally:
         plt.close(fig)
     return str(path)
