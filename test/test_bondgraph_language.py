@@ -616,3 +616,25 @@ def test_a_run_time_parameter_that_a_definition_hides_is_named_when_set(tmp_path
     result = sweep(str(path), {"c": [1.0, 2.0], "k": [4.0]}, t_end=0.5, dt_out=0.5, jobs=1)
     assert result.warnings == ["parameter c: no law of model 'dampers' reads it, so its values change nothing"]
     assert result.status == ["ok", "ok"]
+
+
+@pytest.mark.parametrize("initial, p0", [('f0: "2"', 6.0), ("f0: 1e-3", 0.003), ("f0: 2", 6.0), ("p0: 1e-3", 0.001)])
+def test_an_initial_flow_written_as_text_is_read_as_its_number(initial, p0):
+    """YAML reads 1e-3 (no dot) and "2" as text: f0 times the inertia 3 made "222" of "2" (a run
+    at v = 74 without a word) and raised TypeError for 1e-3."""
+    from bondsim_ros.bondgraph import compile_model, simulate
+
+    text = f"model: m\ncomponents:\n  F: {{type: Se, effort: 0}}\n  v: {{type: EffortJunction}}\n" \
+           f"  m: {{type: I, inertia: 3, {initial}}}\nbonds: [[F, v], [v, m]]\n"
+    result = simulate(compile_model(loads_model(text, "m.yaml"), use_cache=False), t_end=1.0, dt_out=1.0)
+    assert result["m.p"][-1] == pytest.approx(p0, rel=1e-12)
+
+
+@pytest.mark.parametrize("initial", ["f0: true", "p0: true", "f0: [1]"])
+def test_an_initial_value_that_is_no_number_is_refused(initial):
+    from bondsim_ros.bondgraph import compile_model
+
+    text = f"model: m\ncomponents:\n  F: {{type: Se, effort: 0}}\n  v: {{type: EffortJunction}}\n" \
+           f"  m: {{type: I, inertia: 3, {initial}}}\nbonds: [[F, v], [v, m]]\n"
+    with pytest.raises(ModelError, match="must be a number"):
+        compile_model(loads_model(text, "m.yaml"), use_cache=False)

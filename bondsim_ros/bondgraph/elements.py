@@ -160,7 +160,13 @@ class I(OnePort):
         if self.f0 is not None:
             if self.inertia is None or not isinstance(self.inertia, (int, float)):
                 raise ModelError(self.path, "f0 needs a constant linear inertia; give p0 instead")
-            p0 = self.inertia * self.f0
+            try:  # a number first: inertia 3 times the text "2" was "222"
+                f0 = None if isinstance(self.f0, bool) else float(self.f0)
+            except (TypeError, ValueError):
+                f0 = None
+            if f0 is None:
+                raise ModelError(self.path, f"initial flow f0 must be a number, got {self.f0!r}")
+            p0 = self.inertia * f0
         p, dp = ctx.state(self, "p", p0)
         ctx.equation(self, dp - e, "momentum law p' = e")
         if self.inertia is not None:

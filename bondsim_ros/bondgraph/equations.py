@@ -100,6 +100,8 @@ class _Context:
         sym = sp.Symbol(name, real=True)
         dsym = derivative_symbol(sym)
         try:
+            if isinstance(initial, bool):  # (YAML's true, false, on, off)
+                raise TypeError
             initial = float(initial)
         except (TypeError, ValueError):
             raise ModelError(element.path, f"initial value of {local} must be a number, got {initial!r}") from None
