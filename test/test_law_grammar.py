@@ -94,6 +94,11 @@ def write(tmp_path, name, text):
     ("Piecewise((q, q > 0))", "'Piecewise((q, q > 0))' has no default branch"),
     ("Piecewise((q, q > 0), (2*q, q < 0))", "has no default branch"),
     ("clip(q, 2, 1)", "'clip(q, 2, 1)' has its lower bound above its upper bound"),
+    # a value where a condition belongs: `t > 1 & q < 5` is t > (1 & q) < 5 to Python, and sympy
+    # took 1 & q as q; a bare name as a branch's condition failed later with a TypeError
+    ("Piecewise((1, t > 1 & q < 5), (0, True))", "'1' is a value where a condition belongs"),
+    ("Piecewise((1, q), (0, True))", "'q' is a value where a condition belongs"),
+    ("Piecewise((1, (t > 1) | q), (0, True))", "is a value where a condition belongs"),
     ("clip(q, 0.5, -0.5)", "'clip(q, 0.5, -0.5)' has its lower bound above its upper bound"),
 ])
 def test_values_that_can_only_be_nan_are_refused_by_name_and_line(tmp_path, monkeypatch, capsys, law, refused):

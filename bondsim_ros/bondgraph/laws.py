@@ -299,6 +299,21 @@ def _constant_problem(value) -> str | None:
     return None
 
 
+_CONDITIONS = (sp.core.relational.Relational, sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom)
+
+
+def _condition(value, node=None, builder=None):
+    """``value`` if it is a condition (a comparison, True/False, or conditions joined by
+    and/or/not): sympy takes a name or a number there as well, and `t > 1 & u < 5` (Python's
+    precedence: t > (1 & u) < 5) became t > u < 5 without a word."""
+    if not isinstance(value, _CONDITIONS):
+        what = builder.quote(node) if builder is not None and node is not None else repr(str(value))
+        raise LawError(f"{what} is a value where a condition belongs: and, or, not, &, | and ~ join comparisons, "
+                       f"and a Piecewise branch's condition is one (write (t > 1) & (u < 5), & binding tighter "
+                       f"than >)")
+    return value
+
+
 def _check_constants(expr) -> None:
     """Every constant subexpression of the law as sympy holds it (sympy's own rewriting, such as
     Piecewise(...)**1.5 into its branches, can make one; clip as Min/Max, which sympy evaluates
@@ -384,12 +399,12 @@ class _Builder:
                 return -v
             if isinstance(node.op, ast.UAdd):
                 return v
-            return sp.Not(v)  # ast.Not, ast.Invert
+            return sp.Not(_condition(v, node, self))  # ast.Not, ast.Invert
         if kind is ast.BinOp:
             return self.binop(node)
         if kind is ast.BoolOp:
             fn = sp.And if isinstance(node.op, ast.And) else sp.Or
-            return fn(*[self.build(v) for v in node.values])
+            return fn(*[_condition(self.build(v), v, self) for v in node.values])
         if kind is ast.Compare:
             return self.compare(node)
         if kind is ast.Call:
@@ -478,9 +493,9 @@ class _Builder:
         if op is ast.Pow:
             return _power(a, b)
         if op is ast.BitAnd:
-            return sp.And(a, b)
+            return sp.And(_condition(a), _condition(b))
         if op is ast.BitOr:
-            return sp.Or(a, b)
+            return sp.Or(_condition(a), _condition(b))
         fn = _BINARY.get(op)
         if fn is None:
             raise LawError(_REFUSED.get(op, f"operator {op.__name__}"))
@@ -543,6 +558,10 @@ class _Builder:
                                    f"{MAX_MOD_NODES} terms in all (limit {MAX_MOD_NODES})")
 
     def check_call(self, node, fname, fn, args):
+        if fn is sp.Piecewise:
+            for arg, branch in zip(args, node.args):
+                if isinstance(arg, tuple):
+                    _condition(arg[1], branch.elts[1], self)
         if fn is sp.Piecewise and args and isinstance(args[-1], tuple) and args[-1][1] is not sp.true:
             # where no condition holds sympy's Piecewise is NaN: a default branch says what it is
             raise LawError(f"{self.quote(node)} has no default branch: end it with (value, True)")
