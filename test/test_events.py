@@ -627,3 +627,45 @@ def test_a_max_of_many_laws_builds_quickly_and_integrates_to_its_integral():
     for t, p in zip(result.data[1:, 0], result.data[1:, 1]):
         exact = _integral_of_max_of_sines(n, t)
         assert abs(p - exact) < 1e-7, (t, p, exact)
+
+
+def _pushed_by(effort: str, params: str = "") -> str:
+    """A mass pushed by a law of its own position x (an Integrator of its speed)."""
+    return (f"model: m\n{params}components:\n  F: {{type: Se, effort: \"{effort}\", inputs: [x]}}\n"
+            f"  v: {{type: EffortJunction, output: true}}\n  m: {{type: I, inertia: 1}}\n  pos: {{type: Integrator}}\n"
+            f"bonds: [[F, v], [v, m]]\nsignals: [[v.out, pos.in_], [pos.out, F.x]]\n")
+
+
+def test_mod_by_a_run_time_parameter_runs_as_its_definition():
+    """Mod(x + 1, k) with k a parameter was refused ('cannot differentiate ... for the
+    Jacobian', at line 1 of a component called derivative): it runs, bit for bit as
+    x + 1 - k floor((x + 1)/k), switching where the floor does."""
+    params = "parameters: {k: 2.0}\n"
+    runs = [simulate(compile_model(loads_model(_pushed_by(law, params), "m.yaml"), use_cache=False),
+                     t_end=3.0, dt_out=0.5) for law in ("Mod(x + 1, k)", "(x + 1) - k*floor((x + 1)/k)")]
+    np.testing.assert_array_equal(runs[0].data, runs[1].data)
+    assert runs[0].stats["events"] == 2
+
+
+@pytest.mark.parametrize("law, says", [
+    ("floor(floor(x/1.5)/1.5)", "its equations cannot be reduced"),
+    ("Piecewise((1, Min(t % Piecewise((x, x < 1), (2, True)), 1) < cos(x + 1) + x), (x, True))",
+     "its switching laws cannot be turned into events"),
+])
+def test_switches_sympy_cannot_order_are_refused_naming_the_model_not_a_traceback(law, says):
+    from bondsim_ros.bondgraph.core import ModelError
+
+    with pytest.raises(ModelError, match=says):
+        compile_model(loads_model(_pushed_by(law), "m.yaml"), use_cache=False)
+
+
+def test_a_branch_that_is_not_real_compiles_and_fails_where_it_is_reached():
+    """sqrt(clip(x - 0.2, -1, 1)): where the clip holds -1 sympy makes the branch I, which the C
+    printer wrote as an undeclared identifier (gcc's error, no component named). It is NaN, as
+    the law's double arithmetic gives there: the model compiles, and a start at x = 0 (the
+    square root of -0.2) is refused naming the equation."""
+    from bondsim_ros.solver import InconsistentInitialValues
+
+    compiled = compile_model(loads_model(_pushed_by("1 + sqrt(clip(x - 0.2, -1, 1))"), "m.yaml"), use_cache=False)
+    with pytest.raises(InconsistentInitialValues, match="not finite at t=0"):
+        simulate(compiled, t_end=1.0, dt_out=0.5)

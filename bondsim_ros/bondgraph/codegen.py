@@ -104,7 +104,16 @@ def _symbolic(model, key, eliminate, log):
 
     try:
         raw = build_dae(model)
-        red = reduce_dae(raw, eliminate=eliminate)
+        try:
+            red = reduce_dae(raw, eliminate=eliminate)
+        except ModelError:
+            raise
+        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+            # sympy refusing to combine two of the laws (nested switches it cannot order)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ModelError(model.name, f"its equations cannot be reduced ({type(exc).__name__}: {first[:200]}); "
+                                         f"a law nesting switches in switches (floor(floor(x)/2)) is the usual "
+                                         f"cause: write it without the nesting") from None
         require_unknowns(red)
     except ModelError as exc:  # add the model-file line of the component it names
         raise locate(model, exc) from None
@@ -129,7 +138,10 @@ def _symbolic(model, key, eliminate, log):
                                                                        red.param_checks or []],
         "param_uses": red.param_uses or {},
     }
-    moded, ev = extract_events(red.equations, red.eq_names)
+    try:
+        moded, ev = extract_events(red.equations, red.eq_names)
+    except ModelError as exc:
+        raise locate(model, exc) from None
     meta["n_modes"] = len(ev.modes)
     meta["root_names"] = ev.root_names
     meta["mode_names"] = ev.mode_names

@@ -134,6 +134,12 @@ def _printer(names: dict):
         def _print_NaN(self, expr):
             return "NAN"
 
+        def _print_ImaginaryUnit(self, expr):
+            # a branch sympy evaluated to a non-real constant (sqrt(clip(x, -1, 1)) where the
+            # clip holds -1): NaN, as the double arithmetic of the law there gives; a run that
+            # reaches it fails as not finite, naming the equation
+            return "NAN"
+
         def _print_BooleanTrue(self, expr):
             return "1"
 

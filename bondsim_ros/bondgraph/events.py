@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from .core import ModelError
 from .laws import clip
 
 _RELATIONS = (sp.StrictLessThan, sp.LessThan, sp.StrictGreaterThan, sp.GreaterThan)
@@ -143,7 +144,21 @@ def extract_events(equations, eq_names) -> tuple[list, Events]:
     out = []
     for eq, name in zip(equations, eq_names):
         b.where = name
-        out.append(b.walk(eq) if eq.has(sp.Piecewise, sp.Mod, sp.floor, sp.ceiling, sp.Min, sp.Max, clip) else eq)
+        if not eq.has(sp.Piecewise, sp.Mod, sp.floor, sp.ceiling, sp.Min, sp.Max, clip):
+            out.append(eq)
+            continue
+        try:
+            out.append(b.walk(eq))
+        except ModelError:
+            raise
+        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+            # sympy's refusal of a construct the law checks let through (a comparison of a
+            # non-real value, a condition it cannot order): named by its equation, no traceback
+            component, _, what = name.partition(": ")
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ModelError(component, f"{what}: its switching laws cannot be turned into events "
+                                        f"({type(exc).__name__}: {first[:200]}); write the law without nesting "
+                                        f"its switches, or with a real value inside each") from None
     return out, b.ev
 
 

@@ -163,8 +163,13 @@ class _Differentiator:
             inner = e.expr
             if isinstance(inner, (sp.floor, sp.ceiling)):
                 return sp.S.Zero
-            if isinstance(inner, sp.Mod) and not inner.args[1].free_symbols:
-                return self.diff(inner.args[0], e.variables[0])
+            if isinstance(inner, sp.Mod):
+                # Mod(a, c) = a - c floor(a/c), floor's derivative 0: da - floor(a/c) dc (a
+                # run-time parameter c, or an unknown, as well as a number)
+                a_, c_ = inner.args
+                v = e.variables[0]
+                dc = self.diff(c_, v) if c_.free_symbols else sp.S.Zero
+                return self.diff(a_, v) - (sp.floor(a_ / c_) * dc if dc != 0 else sp.S.Zero)
             raise ModelError("derivative", f"cannot differentiate {inner} for the Jacobian")
 
         d = d.replace(lambda e: isinstance(e, sp.Derivative), fix)
