@@ -638,3 +638,18 @@ def test_an_initial_value_that_is_no_number_is_refused(initial):
            f"  m: {{type: I, inertia: 3, {initial}}}\nbonds: [[F, v], [v, m]]\n"
     with pytest.raises(ModelError, match="must be a number"):
         compile_model(loads_model(text, "m.yaml"), use_cache=False)
+
+
+def test_a_yaml_merge_key_may_be_overridden_and_a_written_twice_key_is_still_refused():
+    """`m2: {<<: *mass, inertia: 2}` is YAML's way to reuse m1's entry with another inertia:
+    it was refused as a duplicate key. Two inertias on one 1-junction pushed by 1 N share
+    its speed t / 3: p1 = 1/3, p2 = 2/3 at t = 1."""
+    from bondsim_ros.bondgraph import compile_model, simulate
+
+    text = ("model: y\ncomponents:\n  F: {type: Se, effort: 1}\n  v: {type: EffortJunction}\n"
+            "  m1: &mass {type: I, inertia: 1}\n  m2:\n    <<: *mass\n    inertia: 2\n"
+            "bonds: [[F, v], [v, m1], [v, m2]]\n")
+    result = simulate(compile_model(loads_model(text, "y.yaml"), use_cache=False), t_end=1.0, dt_out=1.0)
+    assert result["m1.p"][-1] == pytest.approx(1 / 3) and result["m2.p"][-1] == pytest.approx(2 / 3)
+    with pytest.raises(ModelError, match="y.yaml:3: duplicate key 'inertia'"):
+        loads_model("model: y\ncomponents:\n  m: {type: I, inertia: 1, inertia: 2}\n", "y.yaml")

@@ -77,19 +77,27 @@ def _short(value, n: int = 60) -> str:
 
 
 def _construct_mapping(loader, node, deep=False):
+    # the mapping's own keys: flatten_mapping puts the keys of its `<<: *anchor` merges before
+    # them, and an own key then overrides a merged one, as YAML has it (`{<<: *mass, inertia: 2}`)
+    own = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
     loader.flatten_mapping(node)
     out = _LineDict()
     out.line = node.start_mark.line + 1
     out.key_lines = {}
+    merged = set()  # keys whose value came from a merge, which a later one may override
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if isinstance(key, (list, dict)):  # `[a]: ...`, `{a: 1}: ...`: a key is a name
             raise ModelError("", f"line {key_node.start_mark.line + 1}: a key must be a name, got "
                                  f"{'a list' if isinstance(key, list) else 'a mapping'} {_short(key)}")
-        if key in out:
+        if key in out and key not in merged:
             raise ModelError("", f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
         out[key] = loader.construct_object(value_node, deep=True)
         out.key_lines[key] = key_node.start_mark.line + 1
+        if id(key_node) in own:
+            merged.discard(key)
+        else:
+            merged.add(key)
     return out
 
 
