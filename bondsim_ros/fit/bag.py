@@ -164,7 +164,8 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
                          f"or beyond +-{MAX_VALUE:g}")
         if len({s for s, _ in good}) < 2:
             raise FitError(f"{bag}: fewer than two {odom} messages with finite poses at distinct times")
-        ot = (np.array([s for s, _ in good], dtype=np.int64) - t_ns[0]) * 1e-9
+        od_ns = np.array([s for s, _ in good], dtype=np.int64)
+        ot = (od_ns - t_ns[0]) * 1e-9
         pose = np.array([p for _, p in good], float)
         pose[:, 2] = np.unwrap(pose[:, 2])
         # rows outside the poses' span would hold the first or last pose while the wheels turn:
@@ -179,7 +180,7 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
             first_ns = t_ns[inside][0]
             cols = [col[inside] for col in cols]
             t = cols[0] = (t_ns[inside] - first_ns) * 1e-9
-            ot = (np.array([s for s, _ in good], dtype=np.int64) - first_ns) * 1e-9
+            ot = (od_ns - first_ns) * 1e-9
         x, y, phi = (np.interp(t, ot, pose[:, k]) for k in range(3))
         # relative to the first row, in its frame: the model starts at (0, 0, 0)
         c, s = math.cos(phi[0]), math.sin(phi[0])
