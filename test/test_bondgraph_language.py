@@ -653,3 +653,23 @@ def test_a_yaml_merge_key_may_be_overridden_and_a_written_twice_key_is_still_ref
     assert result["m1.p"][-1] == pytest.approx(1 / 3) and result["m2.p"][-1] == pytest.approx(2 / 3)
     with pytest.raises(ModelError, match="y.yaml:3: duplicate key 'inertia'"):
         loads_model("model: y\ncomponents:\n  m: {type: I, inertia: 1, inertia: 2}\n", "y.yaml")
+
+
+@pytest.mark.parametrize("block, says", [
+    ("{type: PID, kp: 1, umin: lo, umax: hi}", r"\(umax - umin = hi - lo\) must be positive \(it is -1\)"),
+    ('{type: Function, expr: "clip(u, lo, hi)", inputs: [u]}',
+     r"clip's upper bound minus its lower = hi - lo\) must be non-negative \(it is -1\)"),
+])
+def test_limits_given_as_parameters_are_checked_as_numbers_are(block, says):
+    """A PID's umin/umax and a clip's bounds as parameters with lo > hi: numbers there are refused
+    when the model is read; parameters ran, the output held at lo where min(max(u, lo), hi) is
+    hi. Refused before the run now, naming the parameters; a run with lo < hi is untouched."""
+    from bondsim_ros.bondgraph import compile_model, simulate
+
+    text = ("model: lim\nparameters: {lo: 1.0, hi: 0.0}\ncomponents:\n  c: {type: Ramp}\n"
+            f"  f: {block}\n  i: {{type: Integrator}}\n"
+            "signals: [[c.out, " + ("f.in_" if "PID" in block else "f.u") + "], [f.out, i.in_]]\n")
+    compiled = compile_model(loads_model(text, "lim.yaml"), use_cache=False)
+    with pytest.raises(ModelError, match=says):
+        simulate(compiled, t_end=1.0, dt_out=0.5)
+    assert simulate(compiled, t_end=1.0, dt_out=0.5, params={"lo": -1.0, "hi": 0.25}).stats["steps"] > 0

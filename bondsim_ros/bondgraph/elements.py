@@ -113,6 +113,12 @@ class Element(Component):
                                                               f"{var} is given as {key}: instead of {what}:") from None
             raise
         ctx.used(self, expr, what)
+        from .laws import clip
+
+        for c in expr.atoms(clip):  # bounds of parameters: lo <= hi before each run, as numbers are now
+            lo, hi = c.args[1:]
+            if lo.free_symbols or hi.free_symbols:
+                ctx.require(self, hi - lo, "nonnegative", f"{what}: clip's upper bound minus its lower")
         return expr
 
     def require_slope(self, ctx, law, var, kind, what):

@@ -195,6 +195,8 @@ class PID(Block):
 
             lo = self.law(self.umin, ctx, what="umin") if self.umin is not None else -sp.oo
             hi = self.law(self.umax, ctx, what="umax") if self.umax is not None else sp.oo
+            if self.umin is not None and self.umax is not None and (lo.free_symbols or hi.free_symbols):
+                ctx.require(self, hi - lo, "positive", "umax - umin")  # numbers: refused in __init__
             sat = clip(u, lo, hi)
         if self.ki:
             # back-calculation: while saturated, bleed the integral toward the limit (no windup)
