@@ -31,7 +31,7 @@ import numpy as np
 
 from .cache import KeyLock, atomic_write, cache_dir, compile_library, entry_paths
 from .compiled import CompiledModel, load_compiled
-from .core import Component, Model, ModelError, locate
+from .core import Component, Model, ModelError, locate, what_went_wrong
 from .fingerprint import engine_hash, fingerprint
 
 
@@ -110,8 +110,7 @@ def _symbolic(model, key, eliminate, log):
             raise
         except (TypeError, ValueError, AttributeError, RecursionError) as exc:
             # sympy refusing to combine two of the laws (nested switches it cannot order)
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ModelError(model.name, f"its equations cannot be reduced ({type(exc).__name__}: {first[:200]}); "
+            raise ModelError(model.name, f"its equations cannot be reduced ({what_went_wrong(exc)}); "
                                          f"a law nesting switches in switches (floor(floor(x)/2)) is the usual "
                                          f"cause: write it without the nesting") from None
         require_unknowns(red)
@@ -152,8 +151,8 @@ def _symbolic(model, key, eliminate, log):
     try:
         source = generate_source(red, key, (moded, ev) if ev else None)
     except Exception as exc:  # a law with no C translation the checks let through: name it
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(model.name, f"the generated code does not compile ({type(exc).__name__}: {first})") from None
+        raise ModelError(model.name,
+                         f"the generated code does not compile ({what_went_wrong(exc, limit=None)})") from None
     return meta, source
 
 

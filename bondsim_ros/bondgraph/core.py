@@ -45,6 +45,13 @@ class ModelError(ValueError):
 _LOCATION = re.compile(r":\d+(: |$)")
 
 
+def what_went_wrong(exc: BaseException, limit: int | None = 200) -> str:
+    """``TypeName: first line of its message`` of a library's exception (sympy's, the C
+    printer's), to say inside a ModelError without a traceback."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:limit]}" if lines else type(exc).__name__
+
+
 def at(obj, where: str) -> str:
     """``where`` prefixed with the model-file position of ``obj`` (component, bond, signal line)
     when it was read from a file: ``model.yaml:12: loose.p``."""

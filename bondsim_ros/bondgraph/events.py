@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .core import ModelError
+from .core import ModelError, what_went_wrong
 from .laws import clip
 
 _RELATIONS = (sp.StrictLessThan, sp.LessThan, sp.StrictGreaterThan, sp.GreaterThan)
@@ -155,9 +155,8 @@ def extract_events(equations, eq_names) -> tuple[list, Events]:
             # sympy's refusal of a construct the law checks let through (a comparison of a
             # non-real value, a condition it cannot order): named by its equation, no traceback
             component, _, what = name.partition(": ")
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ModelError(component, f"{what}: its switching laws cannot be turned into events "
-                                        f"({type(exc).__name__}: {first[:200]}); write the law without nesting "
+                                        f"({what_went_wrong(exc)}); write the law without nesting "
                                         f"its switches, or with a real value inside each") from None
     return out, b.ev
 
