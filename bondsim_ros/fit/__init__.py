@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["FIT_OPTIONS", "FitError", "FitRunFailed", "FitProblem", "FitResult", "Direction", "LogData", "read_csv", "fit",
-           "covariance"]
+__all__ = ["FIT_OPTIONS", "FitError", "FitRunFailed", "FitProblem", "FitResult", "Direction", "LogData",
+           "read_csv", "fit", "covariance"]
 
 
 def __getattr__(name):

@@ -765,5 +765,5 @@ def _warnings(names, x0, x, lo, hi, scale, active, grad) -> list:
     return out
 
 
-__all__ = ["FitError", "FitRunFailed", "FitProblem", "FitSpec", "FitResult", "Direction", "LogData", "read_csv", "fit", "covariance",
-           "forward_steps"]
+__all__ = ["FitError", "FitRunFailed", "FitProblem", "FitSpec", "FitResult", "Direction", "LogData", "read_csv",
+           "fit", "covariance", "forward_steps"]

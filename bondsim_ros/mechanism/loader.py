@@ -89,7 +89,8 @@ def number(node: Node, attr: str, default=None, *, positive=False, nonnegative=F
     if not math.isfinite(value):
         raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a finite decimal number)")
     if abs(value) > MAX_NUMBER:
-        raise node.error(f"bad number {raw!r} for attribute '{attr}' (magnitude above the limit {MAX_NUMBER:g}, MAX_NUMBER)")
+        raise node.error(f"bad number {raw!r} for attribute '{attr}' "
+                         f"(magnitude above the limit {MAX_NUMBER:g}, MAX_NUMBER)")
     if positive and value <= 0:
         raise node.error(f"bad number {raw!r} for attribute '{attr}' (expected a number > 0)")
     if nonnegative and value < 0:
@@ -108,7 +109,8 @@ def numbers(node: Node, attr: str, counts=(3,)) -> list:
         want = " or ".join(str(c) for c in counts)
         raise node.error(f"bad number list {raw!r} for attribute '{attr}' (expected {want} numbers)")
     if any(abs(v) > MAX_NUMBER for v in values):
-        raise node.error(f"bad number list {raw!r} for attribute '{attr}' (magnitude above the limit {MAX_NUMBER:g}, MAX_NUMBER)")
+        raise node.error(f"bad number list {raw!r} for attribute '{attr}' "
+                         f"(magnitude above the limit {MAX_NUMBER:g}, MAX_NUMBER)")
     return values
 
 
@@ -337,7 +339,8 @@ class Loader:
             raise node.error(f"part file {raw!r} is not an STL mesh (expected a .stl file)")
         size = file.stat().st_size
         if size > MAX_PART_BYTES:
-            raise node.error(f"part file {raw!r} is {size} bytes, above the limit of {MAX_PART_BYTES} bytes (MAX_PART_BYTES)")
+            raise node.error(f"part file {raw!r} is {size} bytes, above the limit of {MAX_PART_BYTES} bytes "
+                             f"(MAX_PART_BYTES)")
         import trimesh
 
         try:
