@@ -136,6 +136,7 @@ def _symbolic(model, key, eliminate, log):
         "pivot_params": [_param_names(e) for e, _ in red.pivots] + [_param_names(e) for e, _, _ in
                                                                        red.param_checks or []],
         "param_uses": red.param_uses or {},
+        "fixed_given": [[j, what] for j, what in red.fixed_given or []],
     }
     try:
         moded, ev = extract_events(red.equations, red.eq_names)

@@ -59,6 +59,11 @@ def parse_expression(value, names: dict, where: str):
         raise ModelError(where, f"law {_short(value)!r} refused: {exc}") from None
 
 
+def _shown(value) -> str:
+    """An initial value as a message quotes it (a number compactly, anything else as given)."""
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+
+
 def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
@@ -163,6 +168,7 @@ class I(OnePort):
     def equations(self, ctx):
         e, f = ctx.e(self.p), ctx.f(self.p)
         p0 = self.p0 if self.p0 is not None else 0.0
+        given = None if self.p0 is None else f"p0 = {_shown(self.p0)}"
         if self.f0 is not None:
             if self.inertia is None or not isinstance(self.inertia, (int, float)):
                 raise ModelError(self.path, "f0 needs a constant linear inertia; give p0 instead")
@@ -173,7 +179,8 @@ class I(OnePort):
             if f0 is None:
                 raise ModelError(self.path, f"initial flow f0 must be a number, got {self.f0!r}")
             p0 = self.inertia * f0
-        p, dp = ctx.state(self, "p", p0)
+            given = f"f0 = {f0:g} (p = {p0:g})"
+        p, dp = ctx.state(self, "p", p0, given)
         ctx.equation(self, dp - e, "momentum law p' = e")
         if self.inertia is not None:
             inertia = self.law(self.inertia, ctx, what="inertia", forms={"p": "flow"})
@@ -190,7 +197,7 @@ class C(OnePort):
 
     symbol = "C"
 
-    def __init__(self, name, capacitance=None, *, effort=None, q0=0.0, inputs=()):
+    def __init__(self, name, capacitance=None, *, effort=None, q0=None, inputs=()):
         super().__init__(name, inputs)
         if (capacitance is None) == (effort is None):
             raise ModelError(self.path, "give exactly one of capacitance= (linear) or effort= (law in q)")
@@ -200,7 +207,8 @@ class C(OnePort):
 
     def equations(self, ctx):
         e, f = ctx.e(self.p), ctx.f(self.p)
-        q, dq = ctx.state(self, "q", self.q0)
+        given = None if self.q0 is None else f"q0 = {_shown(self.q0)}"
+        q, dq = ctx.state(self, "q", 0.0 if self.q0 is None else self.q0, given)
         ctx.equation(self, dq - f, "displacement law q' = f")
         if self.capacitance is not None:
             capacitance = self.law(self.capacitance, ctx, what="capacitance", forms={"q": "effort"})

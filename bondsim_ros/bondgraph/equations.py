@@ -44,6 +44,9 @@ class RawDAE:
     param_checks: list = field(default_factory=list)
     param_uses: dict = field(default_factory=dict)  # parameter name -> ["r (resistance)", ...]
     sources: list = field(default_factory=list)  # paths of the Se and Sf elements
+    # state symbol -> (what the model file says: "c: q0 = 5", that value in the state's units):
+    # the initial values given explicitly, which must hold where the constraints fix the state
+    given_initial: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -74,6 +77,7 @@ class _Context:
         self.param_symbols = {name: sp.Symbol(f"param:{name}", real=True) for name in model.parameters}
         self.param_checks: list = []
         self.param_uses: dict = defaultdict(list)
+        self.given_initial: dict = {}
 
     # port variables --------------------------------------------------------------------
     def e(self, port: PowerPort):
@@ -95,7 +99,9 @@ class _Context:
     def output(self, port: ControlPort, expr):
         self.equation(port.owner, self.output_symbol(port) - expr, f"signal {port.name}")
 
-    def state(self, element: Element, local: str, initial):
+    def state(self, element: Element, local: str, initial, given: str | None = None):
+        """The state ``local`` of ``element`` starting at ``initial``; ``given``: the element's
+        key and value as the model gives them ("q0 = 5"), when given explicitly."""
         name = f"{element.path}.{local}"
         sym = sp.Symbol(name, real=True)
         dsym = derivative_symbol(sym)
@@ -109,6 +115,8 @@ class _Context:
             raise ModelError(element.path, f"initial value of {local} must be a finite number, got {initial}")
         self.states[sym] = initial
         self.state_names[sym] = name
+        if given is not None:
+            self.given_initial[sym] = f"{element.path}: {given}"
         self.derivative_of[dsym] = sym
         return sym, dsym
 
@@ -428,4 +436,5 @@ def build_dae(model: Model) -> RawDAE:
         param_checks=ctx.param_checks,
         param_uses=dict(ctx.param_uses),
         sources=[c.path for c in comps if isinstance(c, (Se, Sf))],
+        given_initial=ctx.given_initial,
     )

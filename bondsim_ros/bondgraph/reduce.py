@@ -75,6 +75,10 @@ class ReducedDAE:
     param_checks: list = None
     param_uses: dict = None  # parameter name -> element laws it enters
     sources: list = None  # paths of the Se and Sf elements (named when nothing is left to simulate)
+    # (index in variables, "c: q0 = 5"): states given an initial value whose derivative left the
+    # equations, so that the constraints fix them (an element in derivative causality): the
+    # given value is only where the consistent initialisation starts, and must be the answer
+    fixed_given: list = None
 
 
 class _Differentiator:
@@ -381,6 +385,8 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
             raise ModelError(raw.model_name, f"recorded column {col!r} clashes with a state name")
         outputs.append((col, expr.xreplace({s: eliminated[s] for s in free(expr) if s in eliminated})))
     y0 = np.array([raw.states.get(v, 0.0) for v in variables], dtype=float)
+    fixed_given = [(j, raw.given_initial[v]) for j, v in enumerate(variables)
+                   if not differential[j] and v in raw.given_initial]
     sources = list(raw.sources)
     return ReducedDAE(
         name=raw.model_name,
@@ -403,6 +409,7 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
         param_checks=checks,
         param_uses=dict(raw.param_uses),
         sources=sources,
+        fixed_given=fixed_given,
     )
 
 

@@ -229,8 +229,29 @@ class Simulation:
         self.problem.params[:], y_init = self._start_values(params, y0)
         self.solver = BDFSolver(self.problem, options)
         self.solver.init(t0, y_init)
+        self._check_fixed_given(t0, y_init, y0)
         self.t = t0
         self._out = np.zeros(len(c.output_names))
+
+    def _check_fixed_given(self, t0, y_init, y0) -> None:
+        """Refuse a start that had to move an initial value the model (or ``y0``) gave for a
+        state its constraints fix (a capacitor across an effort source: q = C e): the
+        consistent initialisation starts from the given value and lands on the only one the
+        constraints allow, which the run would otherwise take without a word."""
+        from bondsim_ros.solver import InconsistentInitialValues
+
+        c, y = self.compiled, self.solver.y
+        overridden = set(_named_values(y0, "y0"))
+        for j, what in c.fixed_given or []:
+            given, start = float(y_init[j]), float(y[j])
+            if abs(start - given) <= 1e-6 * max(1.0, abs(given)):
+                continue
+            name = c.var_names[j]
+            what = f"y0 {name!r} = {given:g}" if name in overridden else what
+            raise InconsistentInitialValues(
+                f"{what} cannot hold: the constraints of the model fix {name} at {start:.6g} at t={t0:g} (its "
+                f"element's effort or flow is set by the elements it is joined to); leave the initial value out "
+                f"or give {start:.6g}")
 
     def _start_values(self, params, y0):
         """(parameters, y0) of a run: the model's values with ``params`` and ``y0`` (name ->
@@ -257,6 +278,7 @@ class Simulation:
         p, y_init = self._start_values(params, y0)
         self.problem.params[:] = p
         self.solver.reset(t0, y_init, params=p)
+        self._check_fixed_given(t0, y_init, y0)
         self.t = t0
 
     @property
