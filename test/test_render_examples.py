@@ -339,6 +339,69 @@ def test_an_encoder_that_dies_midway_is_an_error_not_a_shorter_gif(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv"]
 
 
+# ffmpeg stand-ins (through IMAGEIO_FFMPEG_EXE). Encoding (input "-i -"): each takes every frame
+# from stdin, then fails while finishing the file; reading a file back: as ffmpeg does.
+_DIES_AT_THE_END = f"""#!{sys.executable}
+import sys
+args = sys.argv[1:]
+src = args[args.index("-i") + 1]
+if src == "-":
+    while sys.stdin.buffer.read(1 << 16):
+        pass
+    with open(args[-1], "wb") as fh:
+        fh.write(bytes([0, 0, 0, 32]) + b"ftypisom")  # the file begun, never finished
+    sys.exit(1)
+print("[in#0 @ 0x5a1] moov atom not found", file=sys.stderr)
+print(f"Error opening input file {{src}}.", file=sys.stderr)
+sys.exit(183)
+"""
+# a finished video of one frame where more were sent, and exit status 0 (read back by the real ffmpeg)
+_ONE_FRAME_KEPT = f"""#!{sys.executable}
+import os, shutil, sys
+args = sys.argv[1:]
+if args[args.index("-i") + 1] == "-":
+    while sys.stdin.buffer.read(1 << 16):
+        pass
+    shutil.copyfile(os.environ["ONE_FRAME_MP4"], args[-1])
+    sys.exit(0)
+os.execv(os.environ["REAL_FFMPEG"], [os.environ["REAL_FFMPEG"], *args])
+"""
+
+
+@pytest.mark.parametrize("stand_in, reason", [
+    (_DIES_AT_THE_END, "the video ffmpeg wrote cannot be read back: moov atom not found"),
+    (_ONE_FRAME_KEPT, "ffmpeg wrote 1 of the 51 frames"),
+])
+def test_an_encoder_that_fails_finishing_the_file_is_an_error_not_a_video(tmp_path, capsys, monkeypatch,
+                                                                          stand_in, reason):
+    """ffmpeg took every frame, then failed while finishing the file (a full disk as the index is
+    written, killed): the render fails naming the MP4 and the reason, leaves no file under its name
+    or a temporary one, and writes no GIF (ffmpeg has the frames)."""
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    from bondsim_ros.cli import main
+
+    work = tmp_path / "work"
+    work.mkdir()
+    one_frame = imageio_ffmpeg.write_frames(str(work / "one.mp4"), (96, 72), fps=25, macro_block_size=8)
+    one_frame.send(None)
+    one_frame.send(np.zeros((72, 96, 3), np.uint8))
+    one_frame.close()
+    monkeypatch.setenv("ONE_FRAME_MP4", str(work / "one.mp4"))
+    monkeypatch.setenv("REAL_FFMPEG", imageio_ffmpeg.get_ffmpeg_exe())
+    exe = work / "ffmpeg"
+    exe.write_text(stand_in)
+    exe.chmod(0o755)
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(exe))
+    csv = _swing_csv(work / "s.csv")  # 2 s at 25 fps: 51 frames
+    out = tmp_path / "out"
+    out.mkdir()
+    rc = main(["render", str(PENDULUM), "--joints", str(csv), "-o", str(out / "v.mp4"), "--size", "96x72", "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"{out / 'v.mp4'}: cannot write MP4 ({reason})" in err and "Traceback" not in err, err
+    assert list(out.iterdir()) == []
+
+
 def test_video_refuses_time_going_back(tmp_path, capsys):
     """Frames are picked by t: a CSV whose t goes back is refused, naming the line, before any
     frame is drawn or file written."""

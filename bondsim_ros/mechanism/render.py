@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import itertools
+import re
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -708,7 +710,8 @@ def _progress(total, enabled):
 
 
 class _EncoderFailed(Exception):
-    """ffmpeg could not be found, started or written to, after ``frames`` frames it took."""
+    """ffmpeg could not be found, started or written to, or left a file without the frames, after
+    ``frames`` frames it took."""
 
     def __init__(self, cause, frames: int):
         super().__init__(str(cause))
@@ -749,6 +752,30 @@ def _write_mp4(out: Path, first, frames, fps: int) -> None:
                 send(np.ascontiguousarray(f))
         finally:  # ffmpeg done with the file before it is renamed or removed
             writer.close()
+        # close() waits for ffmpeg but ignores its exit status: an ffmpeg that died or failed while
+        # finishing the file (no space for the index, killed) shows only in the file it left
+        written = _frames_in(imageio_ffmpeg.get_ffmpeg_exe(), tmp, taken)
+        if written != taken:
+            raise _EncoderFailed(f"ffmpeg wrote {written} of the {taken} frames", taken)
+
+
+def _frames_in(exe: str, path: Path, taken: int) -> int:
+    """The video frames of the MP4 at ``path``, counted by ffmpeg from the container (a stream
+    copy: nothing decoded, unlike imageio_ffmpeg.count_frames_and_secs); _EncoderFailed with
+    ffmpeg's reason when it cannot read the file."""
+    cmd = [exe, "-nostdin", "-v", "error", "-i", str(path), "-map", "0:v:0", "-c", "copy", "-f", "null",
+           "-nostats", "-progress", "pipe:1", "-"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+    except OSError as exc:
+        raise _EncoderFailed(exc, taken) from None
+    counts = re.findall(r"^frame=(\d+)$", proc.stdout, re.MULTILINE)
+    if proc.returncode or not counts:
+        # ffmpeg's first complaint, without its "[in#0 @ 0x...]" prefix
+        lines = [re.sub(r"^\[[^]]*\]\s*", "", line) for line in proc.stderr.splitlines() if line.strip()]
+        reason = lines[0] if lines else f"exit status {proc.returncode}"
+        raise _EncoderFailed(f"the video ffmpeg wrote cannot be read back: {reason}", taken)
+    return int(counts[-1])
 
 
 def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
