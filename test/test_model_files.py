@@ -73,6 +73,25 @@ def test_a_number_as_a_component_name_is_refused_with_its_line(tmp_path, capsys)
     assert "m.yaml:4: 1: a component name is text" in line
 
 
+# ----------------------------------------------------------------- bonds and signal lines that are not lists
+@pytest.mark.parametrize("connections, line, message", [
+    ("bonds: [F-m]", 5, "a bond is [from, to], got 'F-m'"),
+    ('bonds: ["F, m"]', 5, "a bond is [from, to], got 'F, m'"),
+    ("bonds:\n  - [F, m]\n  - F-m", 7, "a bond is [from, to], got 'F-m'"),
+    ("bonds: [[F, m],\n  F-m]", 6, "a bond is [from, to], got 'F-m'"),
+    ("bonds: [[F, m]]\nsignals: [\n  m.p]", 7, "a signal line is [source, target, ...], got 'm.p'"),
+])
+def test_a_bond_or_signal_line_written_as_text_is_refused_at_its_own_line(tmp_path, capsys, connections, line,
+                                                                           message):
+    """A bond given as a string instead of a list: the error names the line of that bond, not the
+    model's first line."""
+    path = tmp_path / "m.yaml"
+    path.write_text("model: m\ncomponents:\n  F: {type: Se, effort: 1.0}\n  m: {type: I, inertia: 1.0}\n"
+                    + connections + "\n")
+    err = refused(*simulate(path, capsys))
+    assert err == f"bondsim-ros simulate: error: {path}:{line}: m: {message}", err
+
+
 # ----------------------------------------------------------------- nesting
 def nested_definitions(depth):
     lines = ["model: deep", "definitions:"]
@@ -112,7 +131,7 @@ def _lines(value):
     if isinstance(value, dict):
         return ("map", value.line, sorted(value.key_lines.items()), {k: _lines(v) for k, v in value.items()})
     if isinstance(value, list):
-        return ("list", value.line, [_lines(v) for v in value])
+        return ("list", value.line, value.item_lines, [_lines(v) for v in value])
     return value
 
 
@@ -127,6 +146,7 @@ def test_libyamls_reading_gives_the_pure_python_readers_values_lines_and_limit()
     data = Path(__file__).parent / "data" / "models"
     texts = [f.read_text() for f in sorted(data.glob("*.yaml"))]
     texts.append("model: m\nbase: &b {x: [1, 2, {y: 3}]}\nuse: *b\nlist:\n  - - a\n    - b\n  - {c: d}\n")
+    texts.append("model: m\nbonds:\n  - [a, b]\n  - a-b\nflow: [x,\n  y, [z]]\n")
     for text in texts:
         assert _lines(yamlmodel._read_yaml(text)) == _lines(yaml.load(text, Loader=yamlmodel._Loader))
     for depth, refused_at in ((99, None), (100, 3), (150, 3)):  # the top mapping is depth 1

@@ -45,6 +45,7 @@ class _LineDict(dict):
 
 class _LineList(list):
     line = 0
+    item_lines = None  # {index: line} of the scalar items off the list's line (_construct_sequence)
 
 
 class _KeyLine:
@@ -52,6 +53,13 @@ class _KeyLine:
 
     def __init__(self, mapping, key):
         self.line = getattr(mapping, "key_lines", {}).get(key, getattr(mapping, "line", 0))
+
+
+class _ItemLine:
+    """The line of item ``i`` of ``items`` (a scalar has none of its own), for ``_Reader.fail``."""
+
+    def __init__(self, items, i):
+        self.line = (getattr(items, "item_lines", None) or {}).get(i, getattr(items, "line", 0))
 
 
 class _Loader(yaml.SafeLoader):
@@ -104,6 +112,12 @@ def _construct_mapping(loader, node, deep=False):
 def _construct_sequence(loader, node, deep=False):
     out = _LineList(loader.construct_object(n, deep=True) for n in node.value)
     out.line = node.start_mark.line + 1
+    for i, item in enumerate(node.value):
+        # a scalar item's own line, where it is not the list's (`- F-m` under `bonds:`), for the
+        # errors about that item
+        if item.start_mark.line + 1 != out.line and isinstance(item, yaml.ScalarNode):
+            out.item_lines = out.item_lines or {}
+            out.item_lines[i] = item.start_mark.line + 1
     return out
 
 
@@ -266,18 +280,21 @@ class _Reader:
                 if exc.where.startswith(self.path):
                     raise
                 self.fail(cspec, child_path, exc.message)
-        for bond in self.section(spec, "bonds", comp.path, list):
+        bonds = self.section(spec, "bonds", comp.path, list)
+        for i, bond in enumerate(bonds):
             ends = [bond.get("from"), bond.get("to")] if isinstance(bond, dict) else bond
             if not isinstance(ends, list) or len(ends) != 2:
-                self.fail(bond if hasattr(bond, "line") else spec, comp.path, f"a bond is [from, to], got {bond!r}")
+                self.fail(bond if hasattr(bond, "line") else _ItemLine(bonds, i), comp.path,
+                          f"a bond is [from, to], got {bond!r}")
             try:
                 made = comp.bond(self.end(comp, ends[0]), self.end(comp, ends[1]))
             except ModelError as exc:
                 self.fail(bond, comp.path, str(exc))
             made.source_location = self.where(bond if hasattr(bond, "line") else spec)
-        for line in self.section(spec, "signals", comp.path, list):
+        lines = self.section(spec, "signals", comp.path, list)
+        for i, line in enumerate(lines):
             if not isinstance(line, list) or len(line) < 2:
-                self.fail(line if hasattr(line, "line") else spec, comp.path,
+                self.fail(line if hasattr(line, "line") else _ItemLine(lines, i), comp.path,
                           f"a signal line is [source, target, ...], got {line!r}")
             try:
                 made = comp.connect(self.end(comp, line[0]), *[self.end(comp, x) for x in line[1:]])
