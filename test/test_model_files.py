@@ -73,6 +73,47 @@ def test_a_number_as_a_component_name_is_refused_with_its_line(tmp_path, capsys)
     assert "m.yaml:4: 1: a component name is text" in line
 
 
+# YAML 1.1 reads on, off, yes, no, true, false (any case) unquoted as booleans: where a name is
+# meant, the error says so in the words of the file
+_SOURCE_AND_MASS = "components:\n  F: {type: Se, effort: 1.0}\n  'on': {type: I, inertia: 1.0}\n"
+
+
+@pytest.mark.parametrize("text, where, message", [
+    ("model: onoff\ncomponents:\n  F: {type: Se, effort: 1.0}\n  on: {type: I, inertia: 1.0}\nbonds: [[F, 'on']]",
+     "4: on", "a component name is text, but YAML reads on unquoted as a boolean (true): quote it, 'on'"),
+    ("model: onoff\n" + _SOURCE_AND_MASS + "bonds: [[F, on]]",
+     "5: onoff", "a bond or signal end is text, but YAML reads on unquoted as a boolean (true): quote it, 'on'"),
+    ("model: onoff\n" + _SOURCE_AND_MASS + "bonds:\n  - - F\n    - On",
+     "7: onoff", "a bond or signal end is text, but YAML reads On unquoted as a boolean (true): quote it, 'On'"),
+    ("model: onoff\n" + _SOURCE_AND_MASS + "bonds:\n  - {from: F,\n     to: on}",
+     "7: onoff", "a bond or signal end is text, but YAML reads on unquoted as a boolean (true): quote it, 'on'"),
+    ("model: onoff\n" + _SOURCE_AND_MASS + "bonds: [[F, 'on']]\nsignals: [[F.e, NO]]",
+     "6: onoff", "a bond or signal end is text, but YAML reads NO unquoted as a boolean (false): quote it, 'NO'"),
+    ("model: onoff\nparameters:\n  k: 1.0\n  yes: 2.0\n" + _SOURCE_AND_MASS,
+     "4: parameters", "a parameter name is text, but YAML reads yes unquoted as a boolean (true): quote it, 'yes'"),
+    ("model: onoff\ndefinitions:\n  D:\n    ports: {off: in}\n    components: {r: {type: R, resistance: 1}}\n"
+     "    bonds: [[self.off, r]]\n" + _SOURCE_AND_MASS + "  d: {type: D}\nbonds: [[F, d.off]]",
+     "4: d", "ports: a port name is text, but YAML reads off unquoted as a boolean (false): quote it, 'off'"),
+    ("model: False\n" + _SOURCE_AND_MASS,
+     "1", "the model's name is text, but YAML reads False unquoted as a boolean (false): quote it, 'False'"),
+])
+def test_a_name_yaml_reads_as_a_boolean_is_refused_in_the_words_of_the_file(tmp_path, capsys, text, where, message):
+    """`on: {type: I}` was refused as "True: ... got bool True", a name the file does not hold:
+    the error names the word as written, says YAML reads it as a boolean and how to quote it."""
+    path = tmp_path / "onoff.yaml"
+    path.write_text(text + "\n")
+    err = refused(*simulate(path, capsys))
+    assert err == f"bondsim-ros simulate: error: {path}:{where}: {message}", err
+
+
+def test_two_keys_yaml_reads_as_the_same_boolean_are_refused_in_the_words_of_the_file(tmp_path, capsys):
+    path = tmp_path / "onoff.yaml"
+    path.write_text("model: onoff\ncomponents:\n  yes: {type: Se, effort: 1.0}\n  On: {type: I, inertia: 1.0}\n")
+    err = refused(*simulate(path, capsys))
+    assert err == (f"bondsim-ros simulate: error: {path}:4: duplicate key: YAML reads On unquoted as a boolean (true), "
+                   f"as it does a key before it: quote them, 'On'"), err
+
+
 # ----------------------------------------------------------------- bonds and signal lines that are not lists
 @pytest.mark.parametrize("connections, line, message", [
     ("bonds: [F-m]", 5, "a bond is [from, to], got 'F-m'"),
@@ -127,11 +168,13 @@ def test_yaml_values_nested_2000_deep_are_refused(tmp_path, capsys):
 
 
 def _lines(value):
-    """A read model file's values with the lines its mappings and lists were marked with."""
+    """A read model file's values with the lines (and words read as booleans) its mappings and lists
+    were marked with."""
     if isinstance(value, dict):
-        return ("map", value.line, sorted(value.key_lines.items()), {k: _lines(v) for k, v in value.items()})
+        return ("map", value.line, list(value.key_lines.items()), value.key_texts, value.value_texts,
+                {k: _lines(v) for k, v in value.items()})
     if isinstance(value, list):
-        return ("list", value.line, value.item_lines, [_lines(v) for v in value])
+        return ("list", value.line, value.item_lines, value.item_texts, [_lines(v) for v in value])
     return value
 
 
@@ -147,6 +190,7 @@ def test_libyamls_reading_gives_the_pure_python_readers_values_lines_and_limit()
     texts = [f.read_text() for f in sorted(data.glob("*.yaml"))]
     texts.append("model: m\nbase: &b {x: [1, 2, {y: 3}]}\nuse: *b\nlist:\n  - - a\n    - b\n  - {c: d}\n")
     texts.append("model: m\nbonds:\n  - [a, b]\n  - a-b\nflow: [x,\n  y, [z]]\n")
+    texts.append("model: m\nOn: yes\nlist: [NO, x, 'off']\n")
     for text in texts:
         assert _lines(yamlmodel._read_yaml(text)) == _lines(yaml.load(text, Loader=yamlmodel._Loader))
     for depth, refused_at in ((99, None), (100, 3), (150, 3)):  # the top mapping is depth 1

@@ -41,11 +41,12 @@ from .signals import SIGNALS, Input
 
 class _LineDict(dict):
     line = 0
+    key_texts = value_texts = None  # {key: text} of the keys, values YAML read as booleans (_as_written)
 
 
 class _LineList(list):
     line = 0
-    item_lines = None  # {index: line} of the scalar items off the list's line (_construct_sequence)
+    item_lines = item_texts = None  # {index: line} of scalars off the list's line, {index: text} as above
 
 
 class _KeyLine:
@@ -60,6 +61,21 @@ class _ItemLine:
 
     def __init__(self, items, i):
         self.line = (getattr(items, "item_lines", None) or {}).get(i, getattr(items, "line", 0))
+
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+def _as_written(texts, key, value) -> str:
+    """``value`` as the file has it: the word YAML 1.1 read as a boolean (``on``, ``No``), else str()."""
+    return (texts or {}).get(key, str(value))
+
+
+def _not_bool(what: str, texts, key, value: bool) -> str:
+    """The error for a name YAML read as a boolean, in the words of the file: ``what`` is the
+    name expected (``a component name``), ``texts`` and ``key`` where the word is kept."""
+    text = _as_written(texts, key, value)
+    return f"{what} is text, but YAML reads {text} unquoted as a boolean ({str(value).lower()}): quote it, '{text}'"
 
 
 class _Loader(yaml.SafeLoader):
@@ -99,9 +115,20 @@ def _construct_mapping(loader, node, deep=False):
             raise ModelError("", f"line {key_node.start_mark.line + 1}: a key must be a name, got "
                                  f"{'a list' if isinstance(key, list) else 'a mapping'} {_short(key)}")
         if key in out and key not in merged:
+            if key_node.tag == _BOOL_TAG:  # `on:` after `yes:`: both the key true
+                word = key_node.value
+                raise ModelError("", f"line {key_node.start_mark.line + 1}: duplicate key: YAML reads {word} unquoted "
+                                     f"as a boolean ({str(key).lower()}), as it does a key before it: quote them, "
+                                     f"'{word}'")
             raise ModelError("", f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
         out[key] = loader.construct_object(value_node, deep=True)
         out.key_lines[key] = key_node.start_mark.line + 1
+        if key_node.tag == _BOOL_TAG:  # (the words, for the errors where a name was meant)
+            out.key_texts = out.key_texts or {}
+            out.key_texts[key] = key_node.value
+        if value_node.tag == _BOOL_TAG:
+            out.value_texts = out.value_texts or {}
+            out.value_texts[key] = value_node.value
         if id(key_node) in own:
             merged.discard(key)
         else:
@@ -113,11 +140,14 @@ def _construct_sequence(loader, node, deep=False):
     out = _LineList(loader.construct_object(n, deep=True) for n in node.value)
     out.line = node.start_mark.line + 1
     for i, item in enumerate(node.value):
-        # a scalar item's own line, where it is not the list's (`- F-m` under `bonds:`), for the
-        # errors about that item
+        # a scalar item's own line, where it is not the list's (`- F-m` under `bonds:`), and the
+        # words YAML read as booleans: for the errors about that item
         if item.start_mark.line + 1 != out.line and isinstance(item, yaml.ScalarNode):
             out.item_lines = out.item_lines or {}
             out.item_lines[i] = item.start_mark.line + 1
+        if item.tag == _BOOL_TAG:
+            out.item_texts = out.item_texts or {}
+            out.item_texts[i] = item.value
     return out
 
 
@@ -257,8 +287,11 @@ class _Reader:
             where = ".".join(parts[:2] + [f"<{len(parts) - 4} levels>"] + parts[-2:]) if len(parts) > 6 else comp.path
             self.fail(spec, where, f"components nested more than {MAX_NESTING} deep: refused")
         for name, cspec in comps.items():
-            child_path = f"{comp.path}.{name}" if comp.parent is not None else str(name)
-            if not isinstance(name, str):  # `1:` or `true:` would become a name only by str()
+            written = _as_written(comps.key_texts, name, name)
+            child_path = f"{comp.path}.{written}" if comp.parent is not None else written
+            if isinstance(name, bool):
+                self.fail(_KeyLine(comps, name), child_path, _not_bool("a component name", comps.key_texts, name, name))
+            if not isinstance(name, str):  # `1:` would become a name only by str()
                 self.fail(_KeyLine(comps, name), child_path,
                           f"a component name is text (letters, digits, '_'), got {type(name).__name__} {name!r}")
             if not isinstance(cspec, dict) or "type" not in cspec:
@@ -286,6 +319,10 @@ class _Reader:
             if not isinstance(ends, list) or len(ends) != 2:
                 self.fail(bond if hasattr(bond, "line") else _ItemLine(bonds, i), comp.path,
                           f"a bond is [from, to], got {bond!r}")
+            if isinstance(bond, dict):
+                self.no_bool_ends(bond, ("from", "to"), _KeyLine, bond.value_texts, comp.path)
+            else:
+                self.no_bool_ends(bond, range(2), _ItemLine, bond.item_texts, comp.path)
             try:
                 made = comp.bond(self.end(comp, ends[0]), self.end(comp, ends[1]))
             except ModelError as exc:
@@ -296,12 +333,21 @@ class _Reader:
             if not isinstance(line, list) or len(line) < 2:
                 self.fail(line if hasattr(line, "line") else _ItemLine(lines, i), comp.path,
                           f"a signal line is [source, target, ...], got {line!r}")
+            self.no_bool_ends(line, range(len(line)), _ItemLine, line.item_texts, comp.path)
             try:
                 made = comp.connect(self.end(comp, line[0]), *[self.end(comp, x) for x in line[1:]])
             except ModelError as exc:
                 self.fail(line, comp.path, str(exc))
             for conn in made:
                 conn.source_location = self.where(line)
+
+    def no_bool_ends(self, node, keys, at, texts, comp_path):
+        """Refuse an end of a bond or signal line that YAML read as a boolean (``[F, on]``),
+        naming it as written."""
+        for key in keys:
+            value = node.get(key) if isinstance(node, dict) else node[key]
+            if isinstance(value, bool):
+                self.fail(at(node, key), comp_path, _not_bool("a bond or signal end", texts, key, value))
 
     @staticmethod
     def end(comp: Component, text):
@@ -313,6 +359,8 @@ class _Reader:
 
     def make(self, name: str, spec, stack, scope=(), path: str = "") -> Component:
         kind = spec["type"]
+        if isinstance(kind, bool):
+            raise ModelError(name, _not_bool("'type'", spec.value_texts, "type", kind))
         if not isinstance(kind, str):
             raise ModelError(name, f"'type' must be a name, got {kind!r}")
         self.count += 1
@@ -362,6 +410,9 @@ class _Reader:
             self.fail(spec, kind, f"'parameters' must be a mapping name -> value, got {params!r}"[:300])
         out, lines = {}, {}
         for pname, value in params.items():
+            if isinstance(pname, bool):
+                self.fail(_KeyLine(params, pname), kind,
+                          f"parameters: {_not_bool('a parameter name', params.key_texts, pname, pname)}")
             if not isinstance(pname, str) or not pname.isidentifier():
                 self.fail(_KeyLine(params, pname), kind, f"parameters: {pname!r} is not a parameter name")
             if pname in RESERVED_NAMES:  # as a model's own parameter: it would hide pi, E or sin in the laws
@@ -385,6 +436,12 @@ class _Reader:
         if extra:
             self.fail(spec, name, f"unexpected key(s) in a component: {', '.join(sorted(map(str, extra)))}")
         ports, controls = {}, {}
+        for key in ("ports", "controls"):
+            names = self.section(spec, key, name, dict)
+            for pname in names:
+                if isinstance(pname, bool):
+                    self.fail(_KeyLine(names, pname), name,
+                              f"{key}: {_not_bool('a port name', names.key_texts, pname, pname)}")
         for pname, value in self.section(spec, "ports", name, dict).items():
             if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
                 value = tuple(value)
@@ -447,6 +504,8 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     reader = _Reader(filename, data)
     reader.pending = []
     top = f"{filename}:{data.key_lines.get('model', data.line)}"
+    if isinstance(data["model"], bool):
+        raise ModelError(top, _not_bool("the model's name", data.value_texts, "model", data["model"]))
     try:
         model = Model(str(data["model"]), str(data.get("description") or ""))
     except ModelError as exc:
@@ -458,6 +517,9 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
         if isinstance(value, dict):
             doc, value = value.get("doc", ""), value.get("value")
         line = params.key_lines.get(name, params.line)
+        if isinstance(name, bool):
+            raise ModelError(f"{filename}:{line}: parameters",
+                             _not_bool("a parameter name", params.key_texts, name, name))
         try:
             if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                 raise ValueError(f"a parameter value is a number, got {value!r}")
