@@ -133,6 +133,25 @@ def test_a_bond_or_signal_line_written_as_text_is_refused_at_its_own_line(tmp_pa
     assert err == f"bondsim-ros simulate: error: {path}:{line}: m: {message}", err
 
 
+@pytest.mark.parametrize("connections, line, message", [
+    ("bonds:\n  - [F, x]", 7, "m: bond target: no component 'x' in this document"),
+    ("bonds:\n  - [F, 1]", 7, "m: a bond or signal end is 'component' or 'component.port', got 1"),
+    ("bonds:\n  - [F, m.q]", 7, "m: no port 'q' (ports: p)"),  # the component whose port it is
+    ("bonds: [[F, m]]\nsignals:\n  - [st.out, x.in_]", 8, "m: signal target: no component 'x' in this document"),
+    ("bonds: [[F, m]]\nsignals:\n  - [m.p, st.in_]", 8,
+     "m.p: is a power port: a signal source must be a control port (power ports are joined by bonds)"),
+])
+def test_a_bond_or_signal_end_that_names_nothing_is_refused_naming_it_once(tmp_path, capsys, connections, line,
+                                                                            message):
+    """The error of a bond's end carries its own place (the document, or the component whose
+    port is missing): said once, after the bond's line (it was `m: m: bond target: ...`)."""
+    path = tmp_path / "m.yaml"
+    path.write_text("model: m\ncomponents:\n  F: {type: Se, effort: 1.0}\n  m: {type: I, inertia: 1.0}\n"
+                    "  st: {type: Step}\n" + connections + "\n")
+    err = refused(*simulate(path, capsys))
+    assert err == f"bondsim-ros simulate: error: {path}:{line}: {message}", err
+
+
 # ----------------------------------------------------------------- nesting
 def nested_definitions(depth):
     lines = ["model: deep", "definitions:"]

@@ -332,6 +332,9 @@ class Component:
             if len(cands) != 1:
                 raise ModelError(item.path, f"has {len(cands)} control {wanted}puts; name the port to connect")
             item = cands[0]
+        if isinstance(item, PowerPort):  # named as the file names it, with what it is
+            raise ModelError(item.path, f"is a power port: a signal {role} must be a control port (power "
+                                        f"ports are joined by bonds)")
         if not isinstance(item, ControlPort):
             raise ModelError(self.path, f"signal {role} must be a control port, got {item!r}")
         inside = item.owner is self

@@ -325,8 +325,8 @@ class _Reader:
                 self.no_bool_ends(bond, range(2), _ItemLine, bond.item_texts, comp.path)
             try:
                 made = comp.bond(self.end(comp, ends[0]), self.end(comp, ends[1]))
-            except ModelError as exc:
-                self.fail(bond, comp.path, str(exc))
+            except ModelError as exc:  # (its own where: the component or end it names, once)
+                self.fail(bond, exc.where or comp.path, exc.message)
             made.source_location = self.where(bond if hasattr(bond, "line") else spec)
         lines = self.section(spec, "signals", comp.path, list)
         for i, line in enumerate(lines):
@@ -336,8 +336,8 @@ class _Reader:
             self.no_bool_ends(line, range(len(line)), _ItemLine, line.item_texts, comp.path)
             try:
                 made = comp.connect(self.end(comp, line[0]), *[self.end(comp, x) for x in line[1:]])
-            except ModelError as exc:
-                self.fail(line, comp.path, str(exc))
+            except ModelError as exc:  # (its own where: the component or end it names, once)
+                self.fail(line, exc.where or comp.path, exc.message)
             for conn in made:
                 conn.source_location = self.where(line)
 
