@@ -11,7 +11,7 @@ import pytest
 from bondsim_ros.bondgraph import C, EffortJunction, FlowJunction, I, Model, R, Se, Sf, compile_model
 from bondsim_ros.bondgraph.simulation import Simulation
 from bondsim_ros.cli import main
-from bondsim_ros.solver import InconsistentInitialValues
+from bondsim_ros.solver import InconsistentInitialValues, SolverOptions
 
 
 def capacitor_across_source(q0=None, effort=2.0, capacitance=0.5):
@@ -61,6 +61,15 @@ def test_a_flow_the_source_contradicts_is_refused_in_the_users_terms():
 @pytest.mark.parametrize("q0", [None, 1.0, 1.0 + 1e-9])
 def test_no_initial_value_or_the_consistent_one_runs_from_the_constraint(q0):
     assert start_of(capacitor_across_source(q0=q0))["c.q"] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_a_small_initial_value_is_held_to_the_absolute_tolerance():
+    """q = C e = 5e-10 (a 0.5 nF capacitor at 1 V): q0 = 5e-8 is a hundred times that, which
+    a test relative to 1 would pass; the solver's atol (1e-11 here) does not."""
+    with pytest.raises(InconsistentInitialValues, match=r"^c: q0 = 5e-08 cannot hold.*fix c.q at 5e-10"):
+        start_of(capacitor_across_source(q0=5e-8, effort=1.0, capacitance=5e-10),
+                 options=SolverOptions(atol=1e-11))
+    start_of(capacitor_across_source(q0=5e-10, effort=1.0, capacitance=5e-10), options=SolverOptions(atol=1e-11))
 
 
 def test_an_integral_causality_capacitor_keeps_its_initial_value():
