@@ -241,6 +241,44 @@ def test_unwritable_output_folder_is_refused(tmp_path, capsys):
     assert not target.exists()
 
 
+def test_an_output_folder_that_takes_no_file_is_refused_before_the_fit_and_nothing_is_left(tmp_path, capsys):
+    """/proc looks writable to root (os.access) but takes no new file: the fit used to run, write
+    --json, then fail on --csv; the outputs are now staged before the fit, and put in place
+    together or not at all."""
+    import os
+
+    if not os.access("/proc", os.W_OK):
+        pytest.skip("/proc is refused by the first check here (not root)")
+    model, data = _rc_step_run(tmp_path)
+    err = refused(capsys, ["fit", str(model), str(data), "--params", "C", "--guess", "C=0.4", "--outputs", "uc",
+                           "-q", "--json", str(tmp_path / "f.json"), "--csv", "/proc/fit.csv"],
+                  "--csv /proc/fit.csv: cannot write")
+    assert "C =" not in err and list(tmp_path.iterdir()) == [data]
+
+
+def _rc_step_run(tmp_path):
+    """test/data/models/rc_step.yaml and a CSV of its own run (uc(t) of R = 2, C = 0.5)."""
+    model = Path(__file__).parent / "data" / "models" / "rc_step.yaml"
+    data = tmp_path / "d.csv"
+    assert main(["simulate", str(model), "--t-end", "3", "--dt-out", "0.05", "-q", "--csv", str(data)]) == 0
+    return model, data
+
+
+def test_an_output_that_fails_last_leaves_none_of_the_others(tmp_path, capsys, monkeypatch):
+    from bondsim_ros.fit import commands
+
+    def failing_plot(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(commands, "plot_fit", failing_plot)
+    model, data = _rc_step_run(tmp_path)
+    refused(capsys, ["fit", str(model), str(data), "--params", "C", "--guess", "C=0.4", "--outputs", "uc",
+                     "-q", "--json", str(tmp_path / "f.json"), "--csv", str(tmp_path / "f.csv"),
+                     "--plot", str(tmp_path / "f.png")],
+            f"--plot {tmp_path / 'f.png'}: cannot write: No space left on device")
+    assert list(tmp_path.iterdir()) == [data]
+
+
 @pytest.mark.parametrize("bad,fragment", [
     ("robot_wheel_joints: 5", "robot_wheel_joints is 5, expected a list of joint names"),
     ("robot_wheel_sign: abc", "robot_wheel_sign is 'abc', expected a finite, non-zero number"),

@@ -93,15 +93,8 @@ def _bound(text):
 
 
 def cmd_fit(args) -> int:
-    from bondsim_ros.model_commands import _load
-    from bondsim_ros.models import buildcache
-    from bondsim_ros.bondgraph.core import ModelError
-    from bondsim_ros.cliargs import CLIError, RunFailed, assignments, solver_options
-
-    from bondsim_ros.outfiles import check_output
-    from bondsim_ros.sweep.workers import WorkersError
-
-    from .core import FitError, FitProblem, FitRunFailed, read_csv
+    from bondsim_ros.cliargs import CLIError, solver_options
+    from bondsim_ros.outfiles import Output, check_output
 
     options = solver_options(args)
     if args.max_evals is not None and args.max_evals < 1:
@@ -123,6 +116,49 @@ def cmd_fit(args) -> int:
         for opt2, path2 in resolved[:i]:
             if path == path2:
                 raise CLIError(f"{opt} and {opt2} name the same file {path}")
+    # every output staged now, before the (slow) fit: a folder that looked writable but takes no
+    # file (/proc) fails here; and put in place together at the end, or none of them
+    staged = {}
+    try:
+        for opt, path in given:
+            staged[opt] = Output(path, opt)
+            staged[opt].stage()
+        code = _fit_and_write(args, options, staged)
+        written = [out.path for out in staged.values() if out.tmp is not None]  # (not an unusable fit's config)
+        for out in staged.values():
+            if out.tmp is not None:
+                out.commit()
+    finally:
+        for out in staged.values():
+            out.discard()
+    if not args.quiet:
+        for path in written:
+            print(f"[bondsim] wrote {path}", file=sys.stderr)
+    return code
+
+
+def _write(out, writer) -> None:
+    """``writer(path)`` into the staged file of ``out`` (an Output); a failed write (disk full)
+    is the option's error."""
+    from bondsim_ros.outfiles import OutputError
+
+    try:
+        writer(out.tmp)
+    except OSError as exc:
+        raise OutputError(f"{out.label}: cannot write: {exc.strerror or exc}") from None
+
+
+def _fit_and_write(args, options, staged) -> int:
+    """The fit of cmd_fit, its report, and its outputs written into ``staged`` (option -> its
+    staged Output); the exit status."""
+    from bondsim_ros.bondgraph.core import ModelError
+    from bondsim_ros.cliargs import CLIError, RunFailed, assignments
+    from bondsim_ros.model_commands import _load
+    from bondsim_ros.models import buildcache
+    from bondsim_ros.sweep.workers import WorkersError
+
+    from .core import FitError, FitProblem, FitRunFailed, read_csv
+
     params = _split(args.params)
     guesses = assignments(args.guess, "--guess")
     fixed = assignments(args.param, "--param")
@@ -157,35 +193,30 @@ def cmd_fit(args) -> int:
     except WorkersError as exc:
         raise CLIError(f"--{exc.arg}: {exc.message}") from None
     _report(result, problem, args.quiet)
-    from bondsim_ros.outfiles import output_path, write_text_atomic
-
     if args.json:
         doc = {"model": compiled.name, "data": args.data, **result.as_dict()}
         # NaN/inf (a parameter the data do not determine) as null: the file stays strict JSON
-        write_text_atomic(args.json, json.dumps(_json_safe(doc), indent=2) + "\n", "--json")
+        _write(staged["--json"], lambda tmp: tmp.write_text(json.dumps(_json_safe(doc), indent=2) + "\n",
+                                                           encoding="utf-8"))
     if args.config_out and not result.usable:
         why = "did not converge" if not result.success else "gave no usable estimate"
         print(f"[bondsim] {args.config_out} not written: the fit {why}", file=sys.stderr)
-        args.config_out = None
-    if args.config_out:
+        staged["--config-out"].discard()
+    elif args.config_out:
         notes = {n: f"fitted by bondsim-ros fit to {args.data}: 95% CI [{lo:.6g}, {hi:.6g}]"
                  for n, lo, hi in zip(result.names, result.ci_low, result.ci_high)}
         try:
-            with output_path(args.config_out, "--config-out") as tmp:
-                entry.write_config(dict(zip(result.names, result.estimate)), tmp, notes)
-        except (ValueError, OSError) as exc:
+            _write(staged["--config-out"],
+                   lambda tmp: entry.write_config(dict(zip(result.names, result.estimate)), tmp, notes))
+        except ValueError as exc:
             raise CLIError(f"--config-out: {exc}") from None
     if args.csv or args.plot:
         fitted = problem.simulate(result.estimate)
         if args.csv:
-            with output_path(args.csv, "--csv") as tmp:
-                _write_csv(tmp, problem, fitted)
+            _write(staged["--csv"], lambda tmp: _write_csv(tmp, problem, fitted))
         if args.plot:
-            plot_fit(problem, problem.simulate(result.initial), fitted, args.plot, result)
-    if not args.quiet:
-        for f in (args.json, args.config_out, args.csv, args.plot):
-            if f:
-                print(f"[bondsim] wrote {f}", file=sys.stderr)
+            initial = problem.simulate(result.initial)
+            _write(staged["--plot"], lambda tmp: plot_fit(problem, initial, fitted, tmp, result))
     return 0 if result.usable else 1
 
 
