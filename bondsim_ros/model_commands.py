@@ -80,6 +80,23 @@ def check_output_path(path, option: str, *, stdout_ok: bool = False, inputs=()) 
     return check_output(path, option, stdout_ok=stdout_ok, inputs=inputs)
 
 
+def _located(exc, model_arg, given) -> str:
+    """The text of ``exc`` (a ModelError), with the file and line of the value it refuses when
+    that is a run-time parameter's value written in the model file (not one ``given`` by --param):
+    the run holds the compiled model only, so the file is read again for it."""
+    from bondsim_ros.bondgraph.compiled import ParameterRefused
+
+    names = [n for n in getattr(exc, "names", []) if n not in given]
+    if isinstance(exc, ParameterRefused) and names and not exc.located \
+            and str(model_arg).endswith((".yaml", ".yml")) and Path(model_arg).is_file():
+        from bondsim_ros.bondgraph.yamlmodel import parameter_locations
+
+        where = parameter_locations(model_arg).get(names[0])
+        if where:
+            return f"{where}: {exc}"
+    return str(exc)
+
+
 def _check_run_options(t_end, dt_out, args):
     """The solver's options from the flags, once the span is checked (a bad flag: CLIError naming it)."""
     from bondsim_ros.cliargs import CLIError, solver_options
@@ -183,7 +200,7 @@ def cmd_simulate(args) -> int:
         result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, quiet=args.quiet,
                           rows=rows)
     except ModelError as exc:
-        raise CLIError(str(exc)) from None
+        raise CLIError(_located(exc, args.model, params)) from None
     except InconsistentInitialValues as exc:  # the model's start refused before any step: its input
         raise CLIError(f"simulation failed: {exc}") from None
     except SolverError as exc:

@@ -152,6 +152,32 @@ def test_a_bond_or_signal_end_that_names_nothing_is_refused_naming_it_once(tmp_p
     assert err == f"bondsim-ros simulate: error: {path}:{line}: {message}", err
 
 
+# ----------------------------------------------------------------- run-time parameter values refused
+def test_a_parameter_value_the_model_refuses_is_named_at_its_line_in_the_file(tmp_path, capsys):
+    """The refusal comes from the compiled model at run time (the second run does not even load
+    the file); a value written in the file is still named where it is written, one given by
+    --param is not the file's."""
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        parameters:
+          k: 4.0
+          b: {value: -0.5, doc: damping}
+        components:
+          F: {type: Se, effort: 0.0}
+          v: {type: EffortJunction}
+          mass: {type: I, inertia: 1.0}
+          spring: {type: C, effort: "k*q", q0: 0.1}
+          d: {type: R, resistance: b}
+        bonds: [[F, v], [v, mass], [v, spring], [v, d]]
+        """)
+    for _ in range(2):  # built, then from the build record
+        line = refused(*simulate(path, capsys))
+        assert line.startswith(f"bondsim-ros simulate: error: {path}:4: m: parameter value(s) b = -0.5 refused "
+                               f"(b enters d (resistance))"), line
+    line = refused(*simulate(path, capsys, "--param", "b=0.5", "--param", "k=-1"))
+    assert line.startswith("bondsim-ros simulate: error: m: parameter value(s) k = -1 refused"), line
+
+
 # ----------------------------------------------------------------- nesting
 def nested_definitions(depth):
     lines = ["model: deep", "definitions:"]

@@ -20,6 +20,14 @@ from .cache import atomic_write, compile_library
 from .core import ModelError
 
 
+class ParameterRefused(ModelError):
+    """Run-time parameter values the model cannot run with; ``names``: the parameters refused."""
+
+    def __init__(self, where: str, message: str, names):
+        super().__init__(where, message)
+        self.names = list(names)
+
+
 @dataclass
 class CompiledModel:
     """Everything the solver and the outputs need, without sympy."""
@@ -70,8 +78,9 @@ class CompiledModel:
         # a microsecond each)
         bad_values = [n for n, v in zip(self.param_names, params.tolist()) if not math.isfinite(v)]
         if bad_values:
-            raise ModelError(self.name, "parameter values must be finite: "
-                             + ", ".join(f"{n} = {params[self.param_names.index(n)]}" for n in bad_values))
+            raise ParameterRefused(self.name, "parameter values must be finite: "
+                                   + ", ".join(f"{n} = {params[self.param_names.index(n)]}" for n in bad_values),
+                                   bad_values)
         pivot_names, check_names = self.pivot_names or [], self.check_names or []
         if not (pivot_names or check_names):
             return
@@ -104,8 +113,8 @@ class CompiledModel:
             values = ", ".join(f"{n} = {params[self.param_names.index(n)]:g}" for n in named) or \
                 ", ".join(f"{n} = {v:g}" for n, v in zip(self.param_names, params))
             uses = "; ".join(f"{n} enters {', '.join(self.param_uses[n])}" for n in named if self.param_uses.get(n))
-            raise ModelError(self.name, f"parameter value(s) {values} refused{f' ({uses})' if uses else ''}: "
-                             + "; ".join(t for _, t in problems))
+            raise ParameterRefused(self.name, f"parameter value(s) {values} refused{f' ({uses})' if uses else ''}: "
+                                   + "; ".join(t for _, t in problems), named or list(self.param_names))
 
     def read_by_no_law(self, names) -> list:
         """Those of the run-time parameters ``names`` that no law of the model reads: setting
@@ -185,4 +194,4 @@ def load_compiled(name: str, parameters: dict, key: str, meta: dict, src_path: P
     )
 
 
-__all__ = ["CompiledModel", "load_compiled"]
+__all__ = ["CompiledModel", "ParameterRefused", "load_compiled"]

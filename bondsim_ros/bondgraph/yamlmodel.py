@@ -461,6 +461,19 @@ class _Reader:
         return comp
 
 
+def parameter_locations(path) -> dict:
+    """``{name: "file:line"}`` of the model file's own run-time parameters: where a value the
+    model refuses at run time was written (the run itself may hold only the compiled model).
+    Empty when the file cannot be read again."""
+    try:
+        data = _read_yaml(Path(path).read_text(encoding="utf-8"))
+        params = data.get("parameters") if isinstance(data, dict) else None
+        lines = getattr(params, "key_lines", {})
+        return {str(name): f"{path}:{line}" for name, line in lines.items()}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ModelError, RecursionError):
+        return {}
+
+
 def load_model(path) -> Model:
     """Read a model file (YAML) into a :class:`Model`."""
     path = Path(path)
