@@ -178,6 +178,28 @@ def test_a_parameter_value_the_model_refuses_is_named_at_its_line_in_the_file(tm
     assert line.startswith("bondsim-ros simulate: error: m: parameter value(s) k = -1 refused"), line
 
 
+@pytest.mark.parametrize("shape, line, message", [
+    ("{type: Step, t0: 0.1,\n        after: w_reff}", 5, "ref (after): law 'w_reff' refused: uses unknown name(s) w_reff"),
+    ("{type: Ramp, slope: 2*w_reff}", 4, "ref (slope): law '2*w_reff' refused: uses unknown name(s) w_reff"),
+    ("{type: Sine, omega: w_ref, phase: 'pi/'}", 4, "ref (phase): law 'pi/' refused"),
+])
+def test_a_shape_key_with_a_bad_law_is_named_by_its_key_and_line(tmp_path, capsys, shape, line, message):
+    """A Step's `after: w_reff` was refused through the law the shape composes from its keys
+    (`law 'Piecewise((0, t < 0.1), ((w_reff), True))'`), which the user never wrote."""
+    path = write(tmp_path, "m.yaml", f"""
+        model: m
+        parameters: {{w_ref: 2.0}}
+        components:
+          ref: {shape}
+          F: {{type: Se, effort: u, inputs: [u]}}
+          m: {{type: I, inertia: 1.0}}
+        bonds: [[F, m]]
+        signals: [[ref.out, F.u]]
+        """)
+    err = refused(*simulate(path, capsys))
+    assert err.startswith(f"bondsim-ros simulate: error: {path}:{line}: {message}"), err
+
+
 # ----------------------------------------------------------------- nesting
 def nested_definitions(depth):
     lines = ["model: deep", "definitions:"]

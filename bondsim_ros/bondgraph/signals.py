@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .core import ModelError, check_name
-from .elements import Element
+from .elements import Element, parse_expression
 
 
 # Most ports a Sum, Node or Recorder may have (a model file asking for 10^8 is refused by name).
@@ -49,9 +49,12 @@ class Input(Block):
 
     symbol = "In"
 
-    def __init__(self, name, value=0.0):
+    def __init__(self, name, value=0.0, keys=None):
         super().__init__(name)
         self.value = value
+        # a shape's keys given as laws (``after: V0``), each parsed alone first: an error names
+        # the key the user wrote and its line, not the law the shape composes from them
+        self.keys = {k: v for k, v in (keys or {}).items() if isinstance(v, str)}
 
     @classmethod
     def constant(cls, name, value):
@@ -60,19 +63,25 @@ class Input(Block):
     @classmethod
     def step(cls, name, t0=0.0, before=0.0, after=1.0):
         a = _args(name, "Step", before=before, t0=t0, after=after)
-        return cls(name, f"Piecewise(({a['before']}, t < {a['t0']}), ({a['after']}, True))")
+        return cls(name, f"Piecewise(({a['before']}, t < {a['t0']}), ({a['after']}, True))",
+                   dict(before=before, t0=t0, after=after))
 
     @classmethod
     def ramp(cls, name, slope=1.0, t0=0.0, offset=0.0):
         a = _args(name, "Ramp", slope=slope, t0=t0, offset=offset)
-        return cls(name, f"{a['offset']} + Piecewise((0, t < {a['t0']}), ({a['slope']}*(t - {a['t0']}), True))")
+        return cls(name, f"{a['offset']} + Piecewise((0, t < {a['t0']}), ({a['slope']}*(t - {a['t0']}), True))",
+                   dict(slope=slope, t0=t0, offset=offset))
 
     @classmethod
     def sine(cls, name, amplitude=1.0, omega=1.0, phase=0.0, offset=0.0):
         a = _args(name, "Sine", amplitude=amplitude, omega=omega, phase=phase, offset=offset)
-        return cls(name, f"{a['offset']} + {a['amplitude']}*sin({a['omega']}*t + {a['phase']})")
+        return cls(name, f"{a['offset']} + {a['amplitude']}*sin({a['omega']}*t + {a['phase']})",
+                   dict(amplitude=amplitude, omega=omega, phase=phase, offset=offset))
 
     def equations(self, ctx):
+        names = ctx.names_for(self)
+        for key, text in self.keys.items():  # checked only: the composed law is the one used
+            parse_expression(text, names, self.law_where(key))
         ctx.output(self.out, self.law(self.value, ctx, what="value"))
 
 
