@@ -16,7 +16,8 @@ from bondsim_ros.cliargs import CLIError, Terminated
 # Modules that contribute sub-commands, in the order they appear in --help.
 COMMAND_MODULES = [
     "bondsim_ros.model_commands",  # simulate, draw, models
-    "bondsim_ros.mechanism.commands",  # xml2urdf, render
+    "bondsim_ros.mechanism.commands",  # xml2urdf
+    "bondsim_ros.render_commands",  # render
     "bondsim_ros.ros.commands",  # up, demo, fleet
     "bondsim_ros.fit.commands",  # fit
     "bondsim_ros.sweep.commands",  # sweep
@@ -29,7 +30,7 @@ COMMAND_MODULES = [
 COMMANDS = {
     "simulate": "bondsim_ros.model_commands", "draw": "bondsim_ros.model_commands",
     "models": "bondsim_ros.model_commands", "robots": "bondsim_ros.model_commands",
-    "xml2urdf": "bondsim_ros.mechanism.commands", "render": "bondsim_ros.mechanism.commands",
+    "xml2urdf": "bondsim_ros.mechanism.commands", "render": "bondsim_ros.render_commands",
     "up": "bondsim_ros.ros.commands", "demo": "bondsim_ros.ros.commands", "fleet": "bondsim_ros.ros.commands",
     "fit": "bondsim_ros.fit.commands", "bag2csv": "bondsim_ros.fit.commands",
     "sweep": "bondsim_ros.sweep.commands",

@@ -183,16 +183,29 @@ def _from_urdf(path) -> Drawing:
     return Drawing(items, fk, planar if len(planar) == 3 else [], [robot.base_link])
 
 
-def read_joint_csv(path) -> tuple[list, np.ndarray]:
+def _csv_rows(path, first_only=False) -> list:
     try:
         with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
+            reader = csv.reader(fh)
+            return list(itertools.islice(reader, 1) if first_only else reader)
     except OSError as exc:
         raise RenderError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise RenderError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except csv.Error as exc:
         raise RenderError(f"{path}: not a CSV file ({exc})") from None
+
+
+def read_csv_header(path) -> list:
+    """The column names of a joint CSV, its rows unread (to check names before a long render)."""
+    rows = _csv_rows(path, first_only=True)
+    if not rows:
+        raise RenderError(f"{path}: needs a header and at least one row")
+    return [h.strip() for h in rows[0]]
+
+
+def read_joint_csv(path) -> tuple[list, np.ndarray]:
+    rows = _csv_rows(path)
     if len(rows) < 2:
         raise RenderError(f"{path}: needs a header and at least one row")
     header = [h.strip() for h in rows[0]]
@@ -212,18 +225,33 @@ def read_joint_csv(path) -> tuple[list, np.ndarray]:
     return header, np.array([[float(v) for v in r] for _, r in body], float)
 
 
-def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names: set) -> list:
-    """Per CSV row a dict of joint values: x, y, phi -> the planar base, other columns by joint name."""
+def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names: set, columns=None, base_columns=None,
+               csv_name="the CSV") -> list:
+    """Per CSV row a dict of joint values: x, y, phi -> the planar base, other columns by joint name;
+    or, with ``columns`` ({joint: column}) and ``base_columns`` ((x, y, phi) columns or None),
+    those columns only."""
+    def base(i):  # a URDF without virtual joints: the pose of its root
+        return drawing.planar_joints[i] if drawing.planar_joints else "__" + list(BASE_COLUMNS)[i]
+
     cols = {}
+    if columns is not None:
+        for joint, col in columns.items():
+            if joint not in joint_names:
+                raise RenderError(f"the mechanism has no joint {joint!r} for column {col!r}")
+            if col not in header:
+                raise RenderError(f"{csv_name}: no column {col!r} (the values of joint {joint!r})")
+            cols[joint] = header.index(col)
+        for i, col in enumerate(base_columns or ()):
+            if col not in header:
+                raise RenderError(f"{csv_name}: no column {col!r} (the base's {list(BASE_COLUMNS)[i]})")
+            cols[base(i)] = header.index(col)
+        return [{name: float(row[k]) for name, k in cols.items()} for row in data]
     for k, h in enumerate(header):
         if h in joint_names:
             cols[h] = k
     for h, i in BASE_COLUMNS.items():
         if h in header:
-            if drawing.planar_joints:
-                cols.setdefault(drawing.planar_joints[i], header.index(h))
-            else:  # a URDF without virtual joints: the pose of its root
-                cols["__" + h] = header.index(h)
+            cols.setdefault(base(i), header.index(h))
     if not cols:
         raise RenderError("the CSV has no column named like a joint (or x, y, phi)")
     return [{name: float(row[k]) for name, k in cols.items()} for row in data]
@@ -464,7 +492,7 @@ class Renderer:
 
 
 def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=(), size=(1280, 960), view="auto",
-           progress=True, quiet=None, speed=1.0, inset=None, jobs=1) -> str:
+           progress=True, quiet=None, speed=1.0, inset=None, jobs=1, columns=None, base_columns=None) -> str:
     """Draw FILE (mechanism XML or URDF; None: the packaged Robotino project) to OUT (.png still,
     .mp4 or .gif along the CSV rows). A video plays the CSV's ``t`` column at ``speed`` times real
     time: frame j shows the row nearest to t_0 + j * speed / fps (:func:`frame_rows`), whatever
@@ -473,7 +501,9 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     draws a 2-D view of the instant t (or of the row index without a ``t`` column) into the
     frame's top-right corner, e.g. a laser scan over the map. ``jobs``: processes that draw a
     video's frames (each draws whole frames; this one feeds them to the encoder in order), the
-    inset then picklable."""
+    inset then picklable. ``columns`` ({joint: CSV column}) and ``base_columns`` ((x, y, phi) CSV
+    columns): these columns alone drive the joints and the planar base, in place of the columns
+    named like the joints and x, y, phi."""
     if file is None:
         from .probes import packaged_project
 
@@ -491,7 +521,7 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     if joints_csv:
         header, data = read_joint_csv(joints_csv)
         joint_names = _joint_names(drawing, file, search_path)
-        rows = joint_rows(drawing, header, data, joint_names)
+        rows = joint_rows(drawing, header, data, joint_names, columns, base_columns, str(joints_csv))
         times = data[:, header.index("t")] if "t" in header else np.arange(len(data)) / fps
     else:
         rows = [{}]

@@ -167,14 +167,16 @@ def read_binding(path) -> dict:
     return out
 
 
-def check_binding(path, spec: dict, columns: list) -> tuple[dict, dict | None]:
-    """Joints against the mechanism XML, columns against the model's; returns (joints, base) in
-    the mechanism's document order."""
+def check_binding(path, spec: dict, columns: list | None, missing: str = "the model has no output column",
+                  search_path=()) -> tuple[dict, dict | None]:
+    """Joints against the mechanism XML, columns against ``columns`` (the model's, or a CSV's
+    header: ``missing`` then says whose; None: not checked); returns (joints, base) in the
+    mechanism's document order."""
     from bondsim_ros.mechanism import MechanismError, load_mechanism
 
     xml, xml_line = spec["file"]
     try:
-        mech = load_mechanism(xml)
+        mech = load_mechanism(xml, search_path)
     except MechanismError as exc:
         raise RobotError(f"{path}:{xml_line}: mechanism file {xml}: {exc}") from None
     except OSError as exc:
@@ -196,8 +198,8 @@ def check_binding(path, spec: dict, columns: list) -> tuple[dict, dict | None]:
         if joint in seen:
             raise RobotError(f"{path}:{line}: mechanism.joints: {joint!r} bound twice (first at line {seen[joint]})")
         seen[joint] = line
-        if col not in columns:
-            raise RobotError(f"{path}:{line}: mechanism.joints.{joint}: the model has no output column {col!r} "
+        if columns is not None and col not in columns:
+            raise RobotError(f"{path}:{line}: mechanism.joints.{joint}: {missing} {col!r} "
                              f"(columns: {', '.join(columns)})")
     base = None
     if spec["base"]:
@@ -205,8 +207,8 @@ def check_binding(path, spec: dict, columns: list) -> tuple[dict, dict | None]:
             raise RobotError(f"{path}:{spec['base_line']}: mechanism.base: {xml.name} has no planar base (virtual X, Y, "
                              f"yaw joints)")
         for k, (col, line) in spec["base"].items():
-            if col not in columns:
-                raise RobotError(f"{path}:{line}: mechanism.base.{k}: the model has no output column {col!r} "
+            if columns is not None and col not in columns:
+                raise RobotError(f"{path}:{line}: mechanism.base.{k}: {missing} {col!r} "
                                  f"(columns: {', '.join(columns)})")
         base = {k: col for k, (col, _) in spec["base"].items()}
     cols = {joint: col for joint, col, _ in spec["joints"]}
