@@ -212,3 +212,20 @@ def test_bad_commands_are_rejected_or_clamped_never_fatal():
         assert len(h.joints) > n  # still publishing
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("overrides, says", [
+    ({"model": "cart.yaml"}, "cart ready in"),  # a model of its own: no reference (the default is "rose")
+    ({"model": "cart.yaml", "reference": "cmd_vel"}, "reference=cmd_vel)"),
+    ({"model": "robotino"}, "reference=rose)"),  # the Robotino's built-in path
+])
+def test_the_ready_line_names_a_reference_only_where_the_model_has_one(overrides, says, capfd):
+    from pathlib import Path
+
+    if overrides["model"].endswith(".yaml"):
+        overrides = {**overrides, "model": str(Path(__file__).resolve().parent / "data" / "live" / overrides["model"])}
+    h = Harness(**overrides)
+    h.close()
+    ready = [line for line in capfd.readouterr().err.splitlines() if " ready in " in line]
+    assert len(ready) == 1 and says in ready[0], ready
+    assert ("reference=" in ready[0]) == ("reference" in says), ready[0]

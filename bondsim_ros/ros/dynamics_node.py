@@ -27,7 +27,7 @@ from std_srvs.srv import SetBool, Trigger
 from bondsim_ros.twin.failures import SolverFailures
 from bondsim_ros.twin.placement import PlacedTwin
 from bondsim_ros.twin.probe_check import ProbeCheck
-from bondsim_ros.twin.protocol import COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, Limits
+from bondsim_ros.twin.protocol import BUILTIN, COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, Limits
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import TWIN_OPTIONS
 
@@ -43,6 +43,15 @@ from .state_topics import OWN_TOPICS, StateTopics
 __all__ = ["DynamicsNode", "PARAMS", "main"]
 
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def ready_message(twin, seconds: float, reference: str) -> str:
+    """The line that says the twin is built: its reference only where it has one. The built-in
+    one ("rose", the default, or "builtin") is a path only some models follow (the Robotino's
+    rose); a model that runs its own inputs has none to name."""
+    if COMMAND_OF_REFERENCE[reference] == BUILTIN and twin.state().reference is None:
+        return f"{twin.name} ready in {seconds:.2f} s ({twin.unknowns} unknowns)"
+    return f"{twin.name} ready in {seconds:.2f} s ({twin.unknowns} unknowns, reference={reference})"
 
 
 class DynamicsNode(Node):
@@ -64,8 +73,7 @@ class DynamicsNode(Node):
                                                         log=lambda m: self.get_logger().info(m)))
         except RobotError as exc:
             raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None
-        self.get_logger().info(f"{self.twin.name} ready in {time.perf_counter() - tic:.2f} s "
-                               f"({self.twin.unknowns} unknowns, reference={p['reference']})")
+        self.get_logger().info(ready_message(self.twin, time.perf_counter() - tic, p["reference"]))
         self.interface = None  # the interface profile the node stands in with (ros/interface_profile.py)
         if p["interface"]:
             from .interface_profile import apply_profile
