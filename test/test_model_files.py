@@ -96,6 +96,10 @@ _SOURCE_AND_MASS = "components:\n  F: {type: Se, effort: 1.0}\n  'on': {type: I,
      "4: d", "ports: a port name is text, but YAML reads off unquoted as a boolean (false): quote it, 'off'"),
     ("model: False\n" + _SOURCE_AND_MASS,
      "1", "the model's name is text, but YAML reads False unquoted as a boolean (false): quote it, 'False'"),
+    ("model: onoff\ncomponents:\n  F: {type: Se, effort: u, inputs: [off]}\n  m: {type: I, inertia: 1.0}",
+     "3: F", "inputs: a name is text, but YAML reads off unquoted as a boolean (false): quote it, 'off'"),
+    ("model: onoff\n" + _SOURCE_AND_MASS + "  rec:\n    type: Recorder\n    columns:\n      - v\n      - On",
+     "9: rec", "columns: a name is text, but YAML reads On unquoted as a boolean (true): quote it, 'On'"),
 ])
 def test_a_name_yaml_reads_as_a_boolean_is_refused_in_the_words_of_the_file(tmp_path, capsys, text, where, message):
     """`on: {type: I}` was refused as "True: ... got bool True", a name the file does not hold:

@@ -368,6 +368,12 @@ class _Reader:
             raise ModelError(name, f"the model has more than {MAX_COMPONENTS} components (definitions instantiated "
                                    f"inside definitions multiply): refused")
         kwargs = {k: v for k, v in spec.items() if k != "type"}
+        for key, value in kwargs.items():  # a list of names (columns, inputs) never holds a boolean
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if isinstance(item, bool):
+                        self.fail(_ItemLine(value, i) if getattr(value, "item_lines", None) else _KeyLine(spec, key),
+                                  path or name, f"{key}: {_not_bool('a name', value.item_texts, i, item)}")
         if kind in self.definitions:
             if kind in stack:
                 raise ModelError(name, f"definition {kind!r} contains itself ({' -> '.join(stack + (kind,))})")
