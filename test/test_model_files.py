@@ -204,6 +204,16 @@ def test_a_shape_key_with_a_bad_law_is_named_by_its_key_and_line(tmp_path, capsy
     assert err.startswith(f"bondsim-ros simulate: error: {path}:{line}: {message}"), err
 
 
+def test_a_parameter_that_would_remove_a_state_is_refused_by_that_consequence(capsys):
+    """R = 0 in an R-C loop leaves cap.q' with no coefficient; the elimination left that
+    coefficient in the capacitor's equation, which the message names after the consequence."""
+    model = Path(__file__).parent / "data" / "models" / "rc_step.yaml"
+    line = refused(*simulate(model, capsys, "--param", "R=0"))
+    assert line == ("bondsim-ros simulate: error: rc_step: parameter value(s) R = 0 refused (R enters r "
+                    "(resistance)): cap.q' would drop out of the equations: its only coefficient, -R (in cap: "
+                    "e = q/C, after the elimination), must not be zero (it is 0)"), line
+
+
 # ----------------------------------------------------------------- nesting
 def nested_definitions(depth):
     lines = ["model: deep", "definitions:"]

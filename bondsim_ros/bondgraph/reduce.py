@@ -364,8 +364,11 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
         if len(where) == 1:
             coef = diff(rem_eqs[where[0]], dsym)
             if coef.free_symbols and coef.free_symbols <= param_syms:
-                checks.append((coef, f"{rem_names[where[0]]}: coefficient {str(coef).replace('param:', '')} "
-                                     f"of {raw.state_names[state]}' must not be zero", "nonzero"))
+                # said by its consequence first: the equation that holds the coefficient is where
+                # the elimination left it, often not the element the parameter belongs to
+                checks.append((coef, f"{raw.state_names[state]}' would drop out of the equations: its only "
+                                     f"coefficient, {str(coef).replace('param:', '')} (in {rem_names[where[0]]}, "
+                                     f"after the elimination), must not be zero", "nonzero"))
     differential = np.array([v in state_set and deriv[v] in appearing for v in variables], dtype=bool)
 
     # Sparse Jacobian G = dF/dy + cj dF/dy', column-major (CSC) order.
