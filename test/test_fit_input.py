@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import time
 from pathlib import Path
 
@@ -254,6 +255,20 @@ def test_an_output_folder_that_takes_no_file_is_refused_before_the_fit_and_nothi
                            "-q", "--json", str(tmp_path / "f.json"), "--csv", "/proc/fit.csv"],
                   "--csv /proc/fit.csv: cannot write")
     assert "C =" not in err and list(tmp_path.iterdir()) == [data]
+
+
+def test_a_search_stepping_onto_a_refused_value_says_so_and_exits_1(tmp_path, capsys):
+    """--bounds C=: opens the side the model refuses; the search's step there is a run of the
+    fit that cannot be done (exit 1, as on the workers), named as the search's, not refused
+    input (2) that reads as if the user had given C = 0."""
+    model, data = _rc_step_run(tmp_path)
+    rc = main(["fit", str(model), str(data), "--params", "C", "--guess", "C=2", "--bounds", "C=:", "--outputs", "uc",
+               "-q"])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert re.search(r"error: the search stepped to \{'C': [-0-9.e]+\}, which the model refuses: rc_step: parameter "
+                     r"value\(s\) C = [-0-9.e]+ refused .* keep it away with --bounds$", err.strip()), err
+    assert "Traceback" not in err
 
 
 def _rc_step_run(tmp_path):

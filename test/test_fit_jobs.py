@@ -232,3 +232,20 @@ def test_workers_run_tasks_in_order_here_and_on_a_pool():
                 workers.run(divmod, [(1, 1), (1, 0)])
         with pytest.raises(RuntimeError, match="stopped or closed"):
             workers.run(pow, [(2, 3)])
+
+
+def test_a_refusal_raised_on_a_worker_comes_back_as_itself():
+    """A worker returns its run's error to the fit through pickle: a ModelError (and the
+    parameter refusal, with the names it refuses) must come back with its own fields, not fail
+    to unpickle (its constructor takes the place and the message, not the text)."""
+    import pickle
+
+    from bondsim_ros.bondgraph.compiled import ParameterRefused
+    from bondsim_ros.bondgraph.core import ModelError
+
+    for exc in (ParameterRefused("rc", "parameter value(s) C = 0 refused", ["C"]), ModelError("m.yaml:3: r", "bad"),
+                ModelError("", "no place")):
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is type(exc) and str(back) == str(exc)
+        assert (back.where, back.message, getattr(back, "names", None)) == (exc.where, exc.message,
+                                                                              getattr(exc, "names", None))

@@ -27,6 +27,9 @@ class ParameterRefused(ModelError):
         super().__init__(where, message)
         self.names = list(names)
 
+    def __reduce__(self):
+        return type(self), (self.where, self.message, self.names)
+
 
 @dataclass
 class CompiledModel:

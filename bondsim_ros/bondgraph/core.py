@@ -36,6 +36,9 @@ class ModelError(ValueError):
         self.message = message
         super().__init__(f"{where}: {message}" if where else message)
 
+    def __reduce__(self):  # (a worker process's error, sent back: its own fields, not str(self))
+        return type(self), (self.where, self.message)
+
     @property
     def located(self) -> bool:
         """True when ``where`` already names a file and line (``model.yaml:12: ...``)."""

@@ -367,12 +367,13 @@ def _load_problem(spec: FitSpec) -> None:
 def evaluate(spec: FitSpec, theta) -> tuple:
     """(residuals, None) of ``theta``, or (None, the solver's error) when the run fails: the
     task a worker runs for one point of a fit's finite differences."""
+    from bondsim_ros.bondgraph.compiled import ParameterRefused
     from bondsim_ros.solver import SolverError
 
     problem = _worker_problem(spec)
     try:
         return problem.residuals(theta), None
-    except SolverError as exc:
+    except (SolverError, ParameterRefused) as exc:
         return None, exc
 
 
@@ -612,6 +613,7 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
     from scipy.optimize import least_squares
     from scipy.stats import t as student_t
 
+    from bondsim_ros.bondgraph.compiled import ParameterRefused
     from bondsim_ros.solver import InconsistentInitialValues, SolverError
 
     # the optimiser works on z = x / scale (scale = |initial value|): finite-difference steps and
@@ -624,15 +626,24 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
     def failed(theta, exc):
         # a start the model refuses is refused input, as `simulate` has it; any other failure
         # is a run the solver could not finish
+        at = dict(zip(names, map(float, theta)))
+        if isinstance(exc, ParameterRefused):  # (bounds the user opened, or a model's own check)
+            return FitRunFailed(f"the search stepped to {at}, which the model refuses: {exc}; keep it away with "
+                                f"--bounds")
         kind = FitError if isinstance(exc, InconsistentInitialValues) else FitRunFailed
-        return kind(f"simulation failed at {dict(zip(names, map(float, theta)))}: {exc}; "
-                    f"try other initial values or --bounds")
+        return kind(f"simulation failed at {at}: {exc}; try other initial values or --bounds")
+
+    searching = False  # past the start: a value the model refuses is one the search stepped to
 
     def fun_x(theta):
         try:
             r = problem.residuals(theta)
         except SolverError as exc:
             raise failed(theta, exc) from None
+        except ParameterRefused as exc:
+            if not searching:
+                raise  # the start's values: refused input, as `simulate` refuses them
+            raise failed(theta, exc) from None  # as the workers report it (bounds opened by the user)
         if progress:
             progress(problem.n_eval, 0.5 * float(r @ r), theta)
         return r
@@ -680,6 +691,7 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
         return Jt.T
 
     r0 = fun(x0 / scale)
+    searching = True
     if not np.all(np.isfinite(r0)):
         raise FitError("the model output is not finite at the initial parameters")
     with np.errstate(over="ignore"):  # the overflow is the finding, reported below
