@@ -232,7 +232,33 @@ def test_entities_their_state_and_placing_the_base():
         moving.twist.linear.x = 1.0
         assert sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino",
                         state=moving).result.result == Result.RESULT_FEATURE_UNSUPPORTED
+        far = EntityState()
+        far.pose.orientation.w = 1.0
+        far.pose.position.x = 1e300  # finite, but a frame's motion would be lost to its rounding
+        res = sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino", state=far).result
+        assert res.result == srv.SetEntityState.Response.INVALID_POSE and "beyond the world's bounds" in res.error_message
         assert sim.node.twin.offset == before
+    finally:
+        sim.close()
+
+
+def test_a_step_count_beyond_the_limit_is_refused_and_the_node_keeps_answering():
+    """StepSimulation's frames run in its callback: 2**63 of them froze the node (no service
+    answered, SIGINT ignored) until killed. Above MAX_STEPS the call is refused at once."""
+    from bondsim_ros.ros.sim_interfaces import MAX_STEPS
+
+    sim = Sim(reference="cmd_vel")
+    try:
+        sim.spin(0.3)
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == Result.RESULT_OK
+        t = sim.node.twin.t
+        tic = time.monotonic()
+        res = sim.call(srv.StepSimulation, "/step_simulation", steps=2**63).result
+        assert res.result == Result.RESULT_OPERATION_FAILED and f"at most {MAX_STEPS} per call" in res.error_message
+        assert time.monotonic() - tic < 5.0 and sim.node.twin.t == t
+        assert sim.get_state() == SimulationState.STATE_PAUSED
+        ok = sim.call(srv.StepSimulation, "/step_simulation", steps=3).result
+        assert ok.result == Result.RESULT_OK and sim.node.twin.t == pytest.approx(t + 3 / RATE, abs=1e-9)
     finally:
         sim.close()
 

@@ -263,6 +263,8 @@ class DynamicsNode(Node):
         self.stopped = False
         t0, dt = self.twin.t, self.period * self.p["real_time_factor"]
         for k in range(1, n + 1):
+            if not self.context.ok():  # SIGINT or SIGTERM meanwhile: the process is stopping
+                break
             self.publish_state(self._advance(t0 + k * dt))  # not a running sum: n frames are exactly n * dt
             self.frame_clock.frames += 1
         self.frame_clock.hold(self.twin.t)

@@ -15,6 +15,12 @@ import re
 from .messages import stamp_msg
 
 PLANAR_TOLERANCE = 1e-6  # z [m], roll and pitch [rad] a planar base accepts as 0
+# StepSimulation's frames per call: they run in the service's callback, during which the node
+# answers nothing (the Robotino steps some 3,000 frames a second: 10,000 are about 3 s)
+MAX_STEPS = 10_000
+# SetEntityState's |x|, |y| [m]: beyond, a frame's motion is below the position's rounding
+# (x = 1e300 took the pose, then a drive at 1 rad moved y alone)
+WORLD_BOUND = 1e6
 
 
 def available() -> bool:
@@ -174,6 +180,10 @@ class SimulationInterfaces:
                                 "the simulation is playing: pause it first (SetSimulationState STATE_PAUSED)")
         if request.steps < 1:
             return self._result(response, R.RESULT_OPERATION_FAILED, "steps must be at least 1")
+        if request.steps > MAX_STEPS:
+            return self._result(response, R.RESULT_OPERATION_FAILED,
+                                f"steps {request.steps}: at most {MAX_STEPS} per call (the node answers nothing "
+                                f"else while it steps); call again for more")
         failures = node.failures.count
         node.step_frames(int(request.steps))
         if node.failures.count > failures:
@@ -248,6 +258,10 @@ class SimulationInterfaces:
         values = (p.x, p.y, p.z, q.x, q.y, q.z, q.w)
         if not all(math.isfinite(v) for v in values):
             return self._result(response, response.INVALID_POSE, f"pose not finite: {values}")
+        if max(abs(p.x), abs(p.y)) > WORLD_BOUND:
+            return self._result(response, response.INVALID_POSE,
+                                f"position ({p.x:g}, {p.y:g}) is beyond the world's bounds (|x|, |y| <= "
+                                f"{WORLD_BOUND:g} m: farther, the motion of a step is lost to rounding)")
         yaw, roll, pitch, norm = yaw_of_quaternion(q.x, q.y, q.z, q.w)
         if abs(norm - 1.0) > 1e-3:
             return self._result(response, response.INVALID_POSE, f"orientation is not a unit quaternion (norm {norm:g})")
