@@ -153,7 +153,8 @@ BAD = {
     + [("cmd_vel_timeout", NAN), ("cmd_vel_timeout", -1.0), ("max_linear_velocity", -1e300),
        ("max_linear_velocity", NAN), ("max_angular_velocity", INF), ("max_angular_velocity", 0.0),
        ("reference", "teleport"), ("reference", "cmd_vel"), ("model", "dc_motor"), ("rtol", NAN),
-       ("hmax", 1.0), ("waypoints", [NAN, 0.0, 0.0]), ("publish_clock", False), ("probes", ["nope"])],
+       ("hmax", 1.0), ("waypoints", [NAN, 0.0, 0.0]), ("publish_clock", False), ("probes", ["nope"]),
+       ("use_sim_time", True)],  # read at start: taken live, its stamps left /clock by 1.8e9 s
     "probe_node": [("use_tf2", 42), ("use_tf2", "bogus"), ("use_tf2", True), ("frame_prefix", "x/"),
                    ("mechanism", "/no/such.xml")],
     "state_publisher": [("frame_prefix", "x/"), ("urdf", 1.5), ("robot_description", "<robot")],
@@ -191,6 +192,7 @@ def test_bad_values_are_refused_with_a_reason_and_the_nodes_run_on():
                 local = graph.nodes[target].get_parameter(name).value
                 assert same(local, before[name])
         dyn = graph.nodes["dynamics_node"]
+        assert not dyn.get_clock().ros_time_is_active  # rclpy's own callback did not take it either
         assert dyn.period == pytest.approx(1 / 33.0) and dyn.p["real_time_factor"] == 1.0
         assert dyn.limits.max_linear == 1.0 and dyn.p["cmd_vel_timeout"] == 0.5
         n = len(joints)
@@ -204,6 +206,7 @@ def test_bad_values_are_refused_with_a_reason_and_the_nodes_run_on():
     assert "Wrong parameter type" in reasons[("dynamics_node", "publish_rate", "'fast'")]
     assert "read-only" in reasons[("dynamics_node", "reference", "'cmd_vel'")]
     assert "read-only" in reasons[("probe_node", "use_tf2", "'bogus'")]
+    assert "use_sim_time: applies at start only" in reasons[("dynamics_node", "use_sim_time", "True")]
     print(f"{len(refused)} bad sets refused")
 
 

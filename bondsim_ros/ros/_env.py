@@ -452,12 +452,14 @@ def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
     return out
 
 
-def declare_parameters(node, params: dict, on_change=None) -> dict:
+def declare_parameters(node, params: dict, on_change=None, start_only=()) -> dict:
     """Declare every row of ``params`` ({name: Param}) on ``node`` with its descriptor; returns
     the values in effect. A start value that is not allowed is a ValueError naming every bad
     parameter. Afterwards every SetParameters request is checked against the table (refused
     with the reason) and the accepted changes of live parameters are passed, as {name: value},
-    to ``on_change``, which applies them (a ValueError from it refuses the change)."""
+    to ``on_change``, which applies them (a ValueError from it refuses the change).
+    ``start_only``: rclpy's own parameters (use_sim_time) the node reads once, at start: a
+    change is refused, before rclpy's own callback would take it."""
     from rclpy.exceptions import ParameterException
 
     errors, values = [], {}
@@ -473,16 +475,20 @@ def declare_parameters(node, params: dict, on_change=None) -> dict:
             errors.append(error)
     if errors:
         raise ValueError(f"invalid {node.get_name()} parameters: " + "; ".join(errors))
-    node.add_on_set_parameters_callback(lambda changed: _on_set(params, changed, on_change))
+    # (added after rclpy's TimeSource callback, so run before it: a refusal here stops it)
+    node.add_on_set_parameters_callback(lambda changed: _on_set(params, changed, on_change, start_only))
     return values
 
 
-def _on_set(params: dict, changed, on_change):
+def _on_set(params: dict, changed, on_change, start_only=()):
     from rcl_interfaces.msg import SetParametersResult
 
     changes = {}
     for param in changed:
         spec = params.get(param.name)
+        if spec is None and param.name in start_only:
+            return SetParametersResult(successful=False, reason=f"{param.name}: applies at start only (this node's "
+                                                                f"stamps keep the clock it started with)")
         if spec is None:  # rclpy's own (use_sim_time)
             continue
         if not spec.live:  # rclpy refuses read-only ones first; kept for a table edited alone

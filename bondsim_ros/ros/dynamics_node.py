@@ -144,7 +144,7 @@ class DynamicsNode(Node):
 
     # -- parameters ----------------------------------------------------------------------
     def _read_parameters(self) -> dict:
-        p = declare_parameters(self, PARAMS, on_change=self._apply_parameters)
+        p = declare_parameters(self, PARAMS, on_change=self._apply_parameters, start_only=("use_sim_time",))
         validate(p, self.resolve_topic_name)
         return p
 
