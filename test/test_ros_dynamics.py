@@ -201,6 +201,14 @@ def test_bad_commands_are_rejected_or_clamped_never_fatal():
             pub.publish(t)
             h.spin(0.2)
             assert h.node.twin.twist == (0.0, 0.0, 0.0)  # refused outright
+        for attr, axis in (("angular", "x"), ("angular", "y"), ("linear", "z")):  # ignored by a planar base,
+            for value in (2000.0, math.nan):  # but garbage there marks the whole message
+                t = Twist()
+                t.linear.x = 0.2
+                setattr(getattr(t, attr), axis, value)
+                pub.publish(t)
+                h.spin(0.2)
+                assert h.node.twin.twist == (0.0, 0.0, 0.0), (attr, axis, value)
         t = Twist()
         t.linear.x, t.angular.z = 5.0, -9.0  # too fast: clamped to the limits
         for _ in range(20):

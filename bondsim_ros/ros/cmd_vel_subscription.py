@@ -4,6 +4,8 @@ command checked and clamped when it arrives and queued for the next frame (Comma
 """
 from __future__ import annotations
 
+import math
+
 from geometry_msgs.msg import Twist, TwistStamped
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -75,6 +77,13 @@ class CmdVelSubscription:
         """Check and clamp the command now; apply it at the next frame (CommandQueue)."""
         log = self.node.get_logger()
         vals = (twist.linear.x, twist.linear.y, twist.angular.z)
+        # the components a planar base does not use are ignored, but a message carrying garbage
+        # in them (NaN, angular.x = 2000) is not trusted for the others either
+        unused, huge = (twist.linear.z, twist.angular.x, twist.angular.y), self.queue.twin.limits.huge
+        if not all(math.isfinite(v) and abs(v) <= huge for v in unused):
+            log.warning(f"rejected cmd_vel: linear.z, angular.x, angular.y {unused} not finite or absurdly large "
+                        f"(> {huge:g})", throttle_duration_sec=1.0)
+            return
         if self.interface is not None:
             vals = self.interface.command(*vals)
             if vals is None:
