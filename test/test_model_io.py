@@ -160,6 +160,55 @@ def test_a_yaml_mobile_base_driven_by_cmd_vel_follows_simulate():
         tw.close()
 
 
+def test_odom_and_the_entity_state_carry_the_speed_of_a_base_bound_by_its_pose_only():
+    """cart.yaml binds the base's pose, not its velocity: /odom's twist and get_entity_state's are
+    the pose's motion over the last frame (cmd_vel vx 0.4: the distance between the last two
+    poses over the frame, not 0); a placement or a reset is no motion."""
+    from simulation_interfaces.msg import EntityState
+
+    tw = Stepped(model=str(DATA / "cart.yaml"), reference="cmd_vel", cmd_vel_type="twist", cmd_vel_timeout=3600.0)
+    try:
+        pub = tw.client.create_publisher(Twist, "/cmd_vel", 10)
+        tw.start()
+        msg = Twist()
+        msg.linear.x = 0.4
+        pub.publish(msg)
+        assert tw.spin_until(lambda: tw.node.command_queue.next_twist is not None), "cmd_vel not received"
+        tw.step(100)
+        assert tw.spin_until(lambda: len(tw.odom) >= 100), "odometry missing"
+        a, b = tw.odom[-2], tw.odom[-1]
+        dt = (ns(b.header.stamp) - ns(a.header.stamp)) * 1e-9
+        speed = math.hypot(b.pose.pose.position.x - a.pose.pose.position.x,
+                           b.pose.pose.position.y - a.pose.pose.position.y) / dt
+        assert speed == pytest.approx(0.4, rel=0.01)
+        assert b.twist.twist.linear.x == pytest.approx(speed, rel=1e-6)  # the stamps: whole ns
+        assert abs(b.twist.twist.linear.y) < 1e-9 and abs(b.twist.twist.angular.z) < 1e-9
+        st = tw.call(srv.GetEntityState, "/get_entity_state", entity="cart").state
+        assert (st.twist.linear.x, st.twist.linear.y) == pytest.approx((speed, 0.0), abs=1e-6)
+
+        placed = EntityState()
+        placed.pose.position.x, placed.pose.position.y = 3.0, -2.0
+        placed.pose.orientation.z, placed.pose.orientation.w = math.sin(0.5), math.cos(0.5)
+        assert tw.call(srv.SetEntityState, "/set_entity_state", entity="cart", state=placed).result.result == 1
+        n = len(tw.odom)
+        tw.step(1)  # placed while paused: the placed pose is published at once, then the frame after it
+        later = lambda: [m for m in tw.odom[n:] if ns(m.header.stamp) > ns(b.header.stamp)]  # noqa: E731
+        assert tw.spin_until(later), "odometry missing"
+        assert later()[0].twist.twist.linear.x == pytest.approx(0.4, rel=0.01)
+        assert later()[0].pose.pose.position.x == pytest.approx(3.0 + 0.4 * dt * math.cos(1.0), abs=1e-4)
+        st = tw.call(srv.GetEntityState, "/get_entity_state", entity="cart").state
+        assert (st.twist.linear.x, st.twist.linear.y) == pytest.approx((0.4 * math.cos(1.0), 0.4 * math.sin(1.0)),
+                                                                       rel=0.01)
+        n = len(tw.odom)
+        assert tw.call(Trigger, "/dynamics_node/reset").success
+        tw.step(1)  # the reset state (t = 0) is published too: the frame after it
+        first = lambda: [m for m in tw.odom[n:] if ns(m.header.stamp) > 0]  # noqa: E731
+        assert tw.spin_until(first), "odometry missing"
+        assert 0.0 < first()[0].twist.twist.linear.x < 0.05  # from rest: one frame of the push
+    finally:
+        tw.close()
+
+
 def test_a_yaml_arm_driven_by_joint_commands_follows_simulate():
     tw = Stepped(model=str(DATA / "arm2.yaml"))  # its own reference: joint commands need no other
     try:

@@ -1,6 +1,7 @@
 """The mechanism: section of a YAML model file: errors name the file and line of the entry that
 is wrong; `bondsim-ros up --model` refuses them with exit status 2; `bondsim-ros render` draws the
 mechanism it binds from the model's own columns."""
+import math
 import shutil
 from pathlib import Path
 
@@ -151,3 +152,78 @@ def test_render_refuses_a_model_file_it_cannot_draw(tmp_path, capfd, section, cs
     where = f"{path}:{line_of(path, bad)}: " if bad else f"{path}: "
     assert f"error: {where}" in err and message in err, err
     assert not out.exists()
+
+
+def _cart(tmp_path, base: str) -> Path:
+    """cart.yaml (and its XML) with its mechanism.base line replaced by ``base``."""
+    shutil.copy(DATA / "cart.xml", tmp_path / "cart.xml")
+    path = tmp_path / "cart.yaml"
+    path.write_text((DATA / "cart.yaml").read_text().replace("  base: {x: X, y: Y, yaw: phi}\n", base))
+    return path
+
+
+@pytest.mark.parametrize("base, message", [
+    ("  base: {x: X, y: Y, yaw: phi, vx: mass.p}\n", "all three or none: vx, vy, wz (missing: vy, wz)"),
+    ("  base: {x: X, y: Y, yaw: phi, vx: mass.p, vy: Y, wz: speed}\n", "mechanism.base.wz: the model has no output "
+                                                                        "column 'speed'"),
+])
+def test_base_velocity_columns_are_checked_with_file_and_line(tmp_path, base, message):
+    path = _cart(tmp_path, base)
+    with pytest.raises(RobotError) as err:
+        load_robot(str(path)).make_twin("twist")
+    assert f"{path}:{line_of(path, 'base:')}: " in str(err.value) and message in str(err.value), str(err.value)
+
+
+def test_base_velocity_columns_are_the_twist_in_odom(tmp_path):
+    """base: {vx:, vy:, wz:} name the base's velocity in odom: the state's world twist is theirs,
+    its body twist that turned into the base's frame."""
+    path = _cart(tmp_path, "  base: {x: X, y: Y, yaw: phi, vx: mass.p, vy: Y, wz: yaw_inertia.p}\n")
+    twin = load_robot(str(path)).make_twin("twist")
+    twin.set_twist(0.4, 0.0, 0.5)
+    s = twin.step_to(1.0)
+    world = (twin.column("mass.p"), twin.column("Y"), twin.column("yaw_inertia.p"))
+    assert s.twist_world == pytest.approx(world, abs=1e-12)
+    c, si = math.cos(s.pose[2]), math.sin(s.pose[2])
+    assert s.twist_body == pytest.approx((c * world[0] + si * world[1], -si * world[0] + c * world[1], world[2]),
+                                         abs=1e-12)
+
+
+def test_a_base_without_velocity_columns_reports_its_motion_over_the_frame():
+    """cart.yaml binds only the pose: the twist is the pose's motion over the last frame, in the
+    body frame. The model's own speeds (momentum over mass and inertia) are the truth: frame by
+    frame within what the speed changes over a frame, at the steady twist to 1e-6."""
+    twin = load_robot(str(DATA / "cart.yaml")).make_twin("twist")
+    assert twin.state().twist_body == (0.0, 0.0, 0.0)  # nothing moved yet
+    twin.set_twist(0.4, 0.0, 0.5)
+    dt, worst = 1.0 / 33.0, 0.0
+    for k in range(1, 200):
+        s = twin.step_to(k * dt)
+        v, w = twin.column("mass.p") / 2.0, twin.column("yaw_inertia.p") / 0.5
+        worst = max(worst, abs(s.twist_body[0] - v), abs(s.twist_body[1]), abs(s.twist_body[2] - w))
+        c, si = math.cos(s.pose[2]), math.sin(s.pose[2])
+        bx, by, bw = s.twist_body
+        assert s.twist_world == pytest.approx((c * bx - si * by, si * bx + c * by, bw), abs=1e-12)
+    # the frame's average lags its end by about half of what a speed changes over a frame (yaw rate: <= 0.06)
+    assert worst < 0.035
+    assert s.twist_body == pytest.approx((v, 0.0, w), abs=1e-6) and v == pytest.approx(0.4, abs=1e-5)
+
+
+def test_placing_or_resetting_the_base_is_no_motion():
+    """A placement (set_entity_state) or a reset moves the pose at once: the twist after the next
+    frame is the motion from there, not the jump."""
+    from bondsim_ros.twin.placement import PlacedTwin
+
+    twin = PlacedTwin(load_robot(str(DATA / "cart.yaml")).make_twin("twist"))
+    twin.set_twist(0.4, 0.0, 0.0)
+    dt = 1.0 / 33.0
+    for k in range(1, 100):
+        s = twin.step_to(k * dt)
+    twin.set_pose(5.0, -3.0, 2.0)
+    placed = twin.step_to(100 * dt)
+    assert placed.twist_body == pytest.approx(s.twist_body, abs=1e-4)
+    assert placed.twist_body[0] == pytest.approx(0.4, rel=0.01)
+    assert placed.twist_world[:2] == pytest.approx((0.4 * math.cos(2.0), 0.4 * math.sin(2.0)), rel=0.01)
+    twin.reset()
+    assert twin.state().twist_body == (0.0, 0.0, 0.0)
+    after = twin.step_to(dt)
+    assert 0.0 < after.twist_body[0] < 0.05  # from rest, one frame of the push

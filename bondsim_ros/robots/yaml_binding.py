@@ -4,6 +4,7 @@
       file: cart_pole.xml          # relative to the model file
       joints: {cart: x_cart, pole: theta}   # mechanism joint: output column of the model
       base: {x: X, y: Y, yaw: phi} # optional: planar base pose -> odom/TF
+                                   # (+ vx:, vy:, wz: its world-frame velocity columns, optional)
     commands:                      # optional: what ROS sets, by run-time parameters
       twist: {vx: vx_cmd, wz: wz_cmd}       # /cmd_vel
       joints: {cart: x_ref}                 # joint commands (positions by joint name), trajectories
@@ -19,6 +20,9 @@ from pathlib import Path
 import yaml
 
 from .plugin import Robot, RobotError
+
+BASE_POSE = ("x", "y", "yaw")
+BASE_TWIST = ("vx", "vy", "wz")  # optional: the base's velocity in odom (world frame), as columns
 
 
 def _section(path: Path):
@@ -127,7 +131,7 @@ def _map(node, path, what):
 
 
 def read_binding(path) -> dict:
-    """{file, joints: [(joint, column, line)], base: {x|y|yaw: (column, line)} or None, line}."""
+    """{file, joints: [(joint, column, line)], base: {x|y|yaw[|vx|vy|wz]: (column, line)} or None, line}."""
     path = Path(path)
     node, root = _section(path)
     if node is None:
@@ -150,12 +154,19 @@ def read_binding(path) -> dict:
         elif key == "base":
             base = {}
             for k, col, bl in _map(value, path, "mechanism.base"):
-                if k not in ("x", "y", "yaw"):
-                    raise RobotError(f"{path}:{bl}: mechanism.base: unknown key {k!r} (x, y, yaw)")
+                if k not in BASE_POSE + BASE_TWIST:
+                    raise RobotError(f"{path}:{bl}: mechanism.base: unknown key {k!r} (x, y, yaw; optional vx, vy, wz)")
+                if not isinstance(col, yaml.ScalarNode) or not col.value:
+                    raise RobotError(f"{path}:{bl}: mechanism.base.{k}: give the output column's name")
                 base[k] = (str(col.value), bl)
-            if set(base) != {"x", "y", "yaw"}:
-                raise RobotError(f"{path}:{value.start_mark.line + 1}: mechanism.base needs x, y and yaw "
-                                 f"(missing: {', '.join(sorted({'x', 'y', 'yaw'} - set(base)))})")
+            where = f"{path}:{value.start_mark.line + 1}: mechanism.base"
+            if not set(BASE_POSE) <= set(base):
+                raise RobotError(f"{where} needs x, y and yaw "
+                                 f"(missing: {', '.join(k for k in BASE_POSE if k not in base)})")
+            given = [k for k in BASE_TWIST if k in base]
+            if given and len(given) != len(BASE_TWIST):
+                raise RobotError(f"{where}: the base's velocity columns go all three or none: vx, vy, wz "
+                                 f"(missing: {', '.join(k for k in BASE_TWIST if k not in base)})")
             out["base"] = base
             out["base_line"] = line
         else:

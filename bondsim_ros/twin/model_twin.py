@@ -1,7 +1,8 @@
 """ModelTwin: any compiled bond-graph model bound to a mechanism XML, stepped in (scaled) real time.
 
 The binding is the paper's IPC block (Damic & Cohodar Husic section 3.8): mechanism joint -> output column of
-the model, and optionally the planar base pose {x, y, yaw} -> columns. Probe points come back
+the model, and optionally the planar base pose {x, y, yaw} -> columns (and its velocity {vx, vy, wz}, world
+frame; without those, the twist is the pose's motion over the last frame). Probe points come back
 from the mechanism's own kinematics at the same state, so they can be compared at equal stamps.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from .protocol import TWIN_OPTIONS
 from .protocol import BUILTIN, OK, TRAJECTORY, TWIST, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, body_twist, limit_twist
+from .protocol import frame_twist, world_twist
 from .trajectory import TrajectorySampler
 from bondsim_ros.solver.options import SolverOptions
 
@@ -28,7 +30,8 @@ class Binding:
 
     mechanism: Path
     joints: dict  # URDF joint name -> column, mechanism document order
-    base: dict | None = None  # {"x": col, "y": col, "yaw": col}
+    # {"x": col, "y": col, "yaw": col}, optionally with the base's velocity in odom {"vx", "vy", "wz": col}
+    base: dict | None = None
     velocities: dict = field(default_factory=dict)  # joint -> velocity column (optional, all or none)
     efforts: dict = field(default_factory=dict)  # joint -> effort column (optional, all or none)
     derive: Callable | None = None  # derive(result) -> result with more columns (SimulationResult API)
@@ -97,6 +100,7 @@ class ModelTwin:
             self._apply_twist(self.twist, restart=False)
         solver = self.sim.solver
         self._set_row(0.0, self.sim.outputs_at(0.0, solver.y, solver.yp))
+        self._frame_twist = (0.0, 0.0, 0.0)  # no previous pose: the reset pose is a jump, not a motion
         self._restarted()
         if TRAJECTORY in self.commands and self.binding.hold:
             self._hold(self.state())
@@ -246,6 +250,8 @@ class ModelTwin:
                     break
         previous = self._row
         self._set_row(t, self.sim.outputs_at(t, y, yp))
+        if self.binding.base:
+            self._frame_twist = frame_twist(self._pose(previous), self._pose(self._row), t - self.t)
         self._advanced(previous, t - self.t)
         self.t = t
         return self.state()
@@ -270,15 +276,22 @@ class ModelTwin:
         """The state object (a robot's subclass of TwinState may carry more)."""
         return TwinState(**fields)
 
+    def _pose(self, row) -> tuple:
+        b = self.binding.base
+        return (float(row[b["x"]]), float(row[b["y"]]), float(row[b["yaw"]]))
+
     def state(self) -> TwinState:
         r, b = self._row, self.binding
         pos, vel, eff = self._joint_arrays()
         pose = twist_body = twist_world = None
         if b.base:
-            pose = (float(r[b.base["x"]]), float(r[b.base["y"]]), float(r[b.base["yaw"]]))
-            if all(k in r for k in ("vx", "vy", "wz")):
-                twist_world = (float(r["vx"]), float(r["vy"]), float(r["wz"]))
+            pose = self._pose(r)
+            if "vx" in b.base:
+                twist_world = (float(r[b.base["vx"]]), float(r[b.base["vy"]]), float(r[b.base["wz"]]))
                 twist_body = body_twist(pose[2], *twist_world)
+            else:
+                twist_body = self._frame_twist
+                twist_world = world_twist(pose[2], *twist_body)
         ref = None
         if all(k in r for k in ("x_ref", "y_ref", "phi_ref")):
             ref = (float(r["x_ref"]), float(r["y_ref"]), float(r["phi_ref"]))

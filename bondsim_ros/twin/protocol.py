@@ -148,6 +148,30 @@ def body_twist(yaw: float, vx: float, vy: float, wz: float) -> tuple:
     return (c * vx + s * vy, -s * vx + c * vy, wz)
 
 
+def world_twist(yaw: float, vx: float, vy: float, wz: float) -> tuple:
+    """A planar twist given in the base frame at heading ``yaw``, in the odom (world) frame."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    return (c * vx - s * vy, s * vx + c * vy, wz)
+
+
+def frame_twist(before: tuple, after: tuple, dt: float) -> tuple:
+    """The constant body twist (vx, vy, wz) that takes the planar pose ``before`` (x, y, yaw) to
+    ``after`` in ``dt`` s (SE(2)'s logarithm: exact for a constant twist, a frame's average
+    otherwise); the yaw difference is unwrapped to [-pi, pi]. Zero for ``dt`` <= 0."""
+    if not dt > 0:
+        return (0.0, 0.0, 0.0)
+    th = math.remainder(after[2] - before[2], 2 * math.pi)
+    # the displacement in the frame of ``before``
+    dx, dy, _ = body_twist(before[2], after[0] - before[0], after[1] - before[1], 0.0)
+    if abs(th) < 1e-6:  # series of sin(th)/th and (1 - cos(th))/th
+        a, b = 1.0 - th * th / 6.0, 0.5 * th
+    else:
+        a, b = math.sin(th) / th, (1.0 - math.cos(th)) / th
+    # a constant twist moves the base by [[a, -b], [b, a]] (vx, vy) dt: invert that
+    n = (a * a + b * b) * dt
+    return ((a * dx + b * dy) / n, (a * dy - b * dx) / n, th / dt)
+
+
 def limit_twist(limits: Limits, vx, vy, wz) -> tuple:
     """A body twist clamped to ``limits`` (|(vx, vy)| scaled, wz clipped); CommandError if it is
     not finite or absurdly large."""

@@ -37,7 +37,8 @@ def binding(command: str) -> Binding:
     twist command's parameters where ``command`` is TWIST. The rollers are no columns (the
     twin integrates them)."""
     return Binding(mechanism=share_file("urdf", "robotino", "Robotino_project.xml"),
-                   joints={a: a for a in AXLES}, base={"x": "x", "y": "y", "yaw": "phi"},
+                   joints={a: a for a in AXLES},
+                   base={"x": "x", "y": "y", "yaw": "phi", "vx": "vx", "vy": "vy", "wz": "wz"},
                    twist={"vx": "vx_cmd", "vy": "vy_cmd", "wz": "wz_cmd"} if command == TWIST else None,
                    source="robotino")
 
