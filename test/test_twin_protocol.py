@@ -93,3 +93,22 @@ def test_unknowns_and_motors_are_protocol_members_of_both_twins():
     assert rt.unknowns == rt.compiled.n and rt.motor_names == ("motor1", "motor2", "motor3")
     names, pos, vel, eff = rt.motor_states(rt.state())
     assert names == ["motor1", "motor2", "motor3"] and len(pos) == len(vel) == len(eff) == 3
+
+
+@pytest.mark.parametrize("robot", ["omni5dpo", "dualarm"])
+def test_a_base_that_records_its_body_velocity_reports_it_at_any_heading(robot):
+    """The 5DPO's and the commanded dual-arm's vx, vy, wz columns are in the base's own frame;
+    taken as world-frame velocities they were turned by the heading once more: driving forward
+    at 1 rad of yaw read as a body twist with a sideways vy of -0.84 vx."""
+    from bondsim_ros.twin.protocol import world_twist
+
+    tw = load_robot(robot).make_twin("twist")
+    tw.set_twist(0.3, 0.0, 0.5)
+    state = None
+    for k in range(1, 121):  # 4 s at 30 Hz: a yaw of some 2 rad
+        state = tw.step_to(k / 30.0)
+    vx, vy, wz = state.twist_body
+    assert abs(state.pose[2]) > 1.0
+    assert (vx, vy, wz) == (tw.column("vx"), tw.column("vy"), tw.column("wz"))  # the model's own, this instant
+    assert vx == pytest.approx(0.3, rel=0.05) and abs(vy) < 0.02 * abs(vx) and wz == pytest.approx(0.5, rel=0.05)
+    assert state.twist_world == pytest.approx(world_twist(state.pose[2], vx, vy, wz), abs=1e-12)

@@ -148,7 +148,7 @@ def plugin_models() -> list:
 
 def model_robot(name: str, description: str, build: Callable, mechanism, joints: dict, *, base: dict | None = None,
                 derive=None, velocities=None, efforts=None, command_models: dict | None = None,
-                model: str = "") -> Robot:
+                model: str = "", body_velocity: dict | None = None) -> Robot:
     """A Robot over the generic ModelTwin: ``build()`` the model with its built-in reference;
     ``command_models`` {"twist"|"trajectory": (builder, params)} the variants taking commands
     (the COMMAND_MODELS contract of the model modules)."""
@@ -167,7 +167,8 @@ def model_robot(name: str, description: str, build: Callable, mechanism, joints:
             raise RobotError(f"{name}: no {command} command (has: {', '.join(sorted(command_models)) or 'none'})")
         # the other command too where the same model variant takes it (dual-arm: base and arms)
         other = {k: p for k, (b, p) in command_models.items() if b is builder and k != command}
-        binding = Binding(mechanism=Path(mechanism), joints=dict(joints), base=base, velocities=dict(velocities or {}),
+        binding = Binding(mechanism=Path(mechanism), joints=dict(joints), base=base, body_velocity=body_velocity,
+                          velocities=dict(velocities or {}),
                           efforts=dict(efforts or {}), derive=derive, source=name,
                           twist=params if command == "twist" else other.get("twist"),
                           trajectory=params if command == "trajectory" else other.get("trajectory"))

@@ -10,11 +10,11 @@ from . import command_models, model_robot
 
 
 def xml_robot(name, description, module, build, xml: tuple, *, mobile: bool, derive=None, velocities=None,
-              model=""):
+              model="", body_velocity=None):
     from bondsim_ros.twin.model_twin import mechanism_joints
 
     mechanism = share_file("urdf", *xml)
     joints = {j.name: j.name for j in mechanism_joints(mechanism)}
     base = {"x": "x", "y": "y", "yaw": "phi"} if mobile else None
     return model_robot(name, description, build, mechanism, joints, base=base, derive=derive, velocities=velocities,
-                       command_models=command_models(module), model=model or name)
+                       command_models=command_models(module), model=model or name, body_velocity=body_velocity)

@@ -32,6 +32,9 @@ class Binding:
     joints: dict  # URDF joint name -> column, mechanism document order
     # {"x": col, "y": col, "yaw": col}, optionally with the base's velocity in odom {"vx", "vy", "wz": col}
     base: dict | None = None
+    # {"vx", "vy", "wz": col}: the base's velocity in its own frame, where the model records it (a built-in
+    # robot's columns; a variant without them reports the pose's motion over the frame)
+    body_velocity: dict | None = None
     velocities: dict = field(default_factory=dict)  # joint -> velocity column (optional, all or none)
     efforts: dict = field(default_factory=dict)  # joint -> effort column (optional, all or none)
     derive: Callable | None = None  # derive(result) -> result with more columns (SimulationResult API)
@@ -286,7 +289,11 @@ class ModelTwin:
         pose = twist_body = twist_world = None
         if b.base:
             pose = self._pose(r)
-            if "vx" in b.base:
+            if b.body_velocity and all(c in r for c in b.body_velocity.values()):
+                v = b.body_velocity
+                twist_body = (float(r[v["vx"]]), float(r[v["vy"]]), float(r[v["wz"]]))
+                twist_world = world_twist(pose[2], *twist_body)
+            elif "vx" in b.base:
                 twist_world = (float(r[b.base["vx"]]), float(r[b.base["vy"]]), float(r[b.base["wz"]]))
                 twist_body = body_twist(pose[2], *twist_world)
             else:

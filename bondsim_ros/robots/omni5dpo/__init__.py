@@ -10,7 +10,8 @@ def robot():
 
     return xml_robot("omni5dpo", "5DPO omni robot (Magalhães et al.), yaw-rate step", m, m.omni5dpo,
                       ("omni5dpo", "Omni5DPO_project.xml"), mobile=True,
-                      velocities={f"wheel{i}_axle": f"w{i}" for i in (1, 2, 3)})
+                      velocities={f"wheel{i}_axle": f"w{i}" for i in (1, 2, 3)},
+                      body_velocity={"vx": "vx", "vy": "vy", "wz": "wz"})  # recorded in the base's frame
 
 
 ROBOT = robot
