@@ -18,7 +18,8 @@ def register(sub) -> None:
     p = sub.add_parser("simulate", help="simulate a model and write its outputs to CSV (and plots)",
                        description="Simulate MODEL (a built-in name, a .yaml model file or a .py file with build()).")
     p.add_argument("model", metavar="MODEL")
-    p.add_argument("--t-end", type=float, default=None, help="end time [s] (default: a built-in model's suggestion; a model file has none)")
+    p.add_argument("--t-end", type=float, default=None,
+                   help="end time [s] (default: a built-in model's suggestion; a model file has none)")
     p.add_argument("--dt-out", type=float, default=None, help="output interval [s] (default: as --t-end)")
     p.add_argument("--csv", metavar="OUT.csv", help="write t, states and recorded signals")
     p.add_argument("--plot", metavar="OUT.png", help="write plots (some models write several figures)")

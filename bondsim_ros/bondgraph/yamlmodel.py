@@ -372,8 +372,8 @@ class _Reader:
             if isinstance(value, list):
                 for i, item in enumerate(value):
                     if isinstance(item, bool):
-                        self.fail(_ItemLine(value, i) if getattr(value, "item_lines", None) else _KeyLine(spec, key),
-                                  path or name, f"{key}: {_not_bool('a name', value.item_texts, i, item)}")
+                        self.fail(_ItemLine(value, i), path or name,
+                                  f"{key}: {_not_bool('a name', value.item_texts, i, item)}")
         if kind in self.definitions:
             if kind in stack:
                 raise ModelError(name, f"definition {kind!r} contains itself ({' -> '.join(stack + (kind,))})")

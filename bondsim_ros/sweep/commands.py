@@ -28,7 +28,8 @@ def register(sub) -> None:
     p.add_argument("--outputs", metavar="col,...", help="output columns to keep (default: all)")
     p.add_argument("--at", metavar="T1,T2,...",
                    help="take the outputs at these output times (columns NAME@T) instead of their final values")
-    p.add_argument("--t-end", type=float, default=None, help="end time [s] (default: a built-in model's suggestion; a model file has none)")
+    p.add_argument("--t-end", type=float, default=None,
+                   help="end time [s] (default: a built-in model's suggestion; a model file has none)")
     p.add_argument("--dt-out", type=float, default=None, help="output interval [s] (the times --at can name)")
     add_solver_flags(p)
     p.add_argument("--jobs", "-j", type=int, default=None,
