@@ -223,6 +223,8 @@ class Simulation:
         from bondsim_ros.solver import BDFSolver
 
         t0 = _start_time(t0)
+        if not isinstance(model, (Model, CompiledModel)):  # (a name: bondsim_ros.models.build_model makes the Model)
+            raise TypeError(f"Simulation needs a Model or a CompiledModel, got {type(model).__name__} {model!r:.80}")
         self.compiled = model if isinstance(model, CompiledModel) else compile_model(model, log=log)
         c = self.compiled
         self.problem = c.problem()
@@ -268,6 +270,8 @@ class Simulation:
             if name not in c.var_names:
                 raise KeyError(f"model {c.name!r} has no unknown {name!r}")
             y_init[c.var_names.index(name)] = _number(value, f"y0 {name!r}")
+            if not math.isfinite(y_init[c.var_names.index(name)]):  # (else blamed on the first law that reads it)
+                raise ValueError(f"y0 {name!r}: an initial value must be a finite number, got {value!r}")
         return p, y_init
 
     def reset(self, params: dict | None = None, y0: dict | None = None, t0: float = 0.0) -> None:
@@ -319,6 +323,10 @@ class Simulation:
         return float(self.problem.params[self.compiled.param_index(name)])
 
     def outputs_at(self, t: float, y: np.ndarray, yp: np.ndarray) -> np.ndarray:
+        n = self.compiled.n
+        if len(y) != n or len(yp) != n:  # the kernel reads n of each, whatever it is handed
+            raise ValueError(f"outputs_at: y and yp must each hold one value per unknown of the model ({n}), got "
+                             f"{len(y)} and {len(yp)}")
         self.compiled.outputs(float(t), y, yp, self.problem.params, self._out)
         return self._out.copy()
 
@@ -398,6 +406,7 @@ def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.
 
 def _prepare(model, t0, t_end, dt_out, log):
     """The checked time span's output instants and the compiled model, with its build time."""
+    t0, t_end, dt_out = _number(t0, "t0"), _number(t_end, "t_end"), _number(dt_out, "dt_out")
     if not (t_end > t0 and math.isfinite(t_end) and math.isfinite(t0)):
         raise ValueError(f"t_end ({t_end}) must be a finite time greater than t0 ({t0})")
     if not (dt_out > 0 and math.isfinite(dt_out)):  # (inf gave the end row alone)

@@ -173,8 +173,7 @@ class FitProblem:
         out_names = list(c.output_names)
         for mname, col in self.output_map:
             if mname not in out_names:  # not "t" either: the time is what outputs are compared at
-                raise FitError(f"model {c.name!r} has no output column {mname!r} "
-                               f"(recorded: {', '.join(n for n in c.output_names if '.' not in n)})")
+                raise FitError(f"model {c.name!r} has no output column {mname!r} (has: {', '.join(out_names)})")
             if col == self.time_col:
                 raise FitError(f"--outputs {mname}={col}: {col!r} is the data's time column")
             self.data.column(col)

@@ -359,6 +359,7 @@ class BDFSolver:
         # the absolute time of the core's t = 0 (DAEProblem.autonomous; else 0: absolute time)
         self._autonomous = bool(getattr(problem, "autonomous", False))
         self._origin = 0.0
+        self._failed = None  # the message of the failure the step history ended in (advance refuses to go on)
         self.rtol = options.rtol
         if isinstance(options.atol, tuple):
             if len(options.atol) not in (1, n):
@@ -739,6 +740,7 @@ class BDFSolver:
         self._origin = float(t0) if self._autonomous else 0.0
         t_core = float(t0) - self._origin  # (the kernels of an autonomous problem ignore t)
         y, yp = self._consistent_with_modes(t_core, y, yp, consistent)
+        self._failed = None
         self.index2[:] = self._index2(t_core, y, yp)
         self.y, self.yp = y, yp
         # D = [y, h y'], order 1, the first step from y' (bdf_start); clear: a new solver's arrays
@@ -786,6 +788,7 @@ class BDFSolver:
         self.D[:] = 0.0
         self.D[0] = self.y
         self.D[1] = self.yp * h_new
+        self._failed = None  # a new start from the last output
         self.st[core.S_T] = self.t - self._origin
         self.st[core.S_H] = h_new
         self._restart_order()
@@ -807,6 +810,8 @@ class BDFSolver:
         t_out = t_out.reshape(-1)
         if math.isnan(tstop):
             raise ValueError("tstop must be a time or inf, got nan")
+        if t_out.size and float(t_out.max()) > tstop:  # (no step goes past tstop: the core underflowed there)
+            raise ValueError(f"output time {float(t_out.max())} is past tstop {tstop}")
         return self._advance(t_out, progress, float(tstop) - self._origin, chunk)
 
     def step_to(self, t: float):
@@ -818,6 +823,10 @@ class BDFSolver:
 
     def _advance(self, t_out, progress, tstop, chunk):
         """advance with ``tstop`` in the solver's own time."""
+        if self._failed is not None:  # its step history is the failed step's: an answer from it is garbage
+            raise SolverError(f"the last advance failed ({self._failed}): restart the integration first "
+                              f"(set_params(p, restart=True), or Simulation.restart() from the last output) or "
+                              f"start a new run (init, reset)")
         m = t_out.shape[0]
         if m:
             # ascending (NaN compares false) from a finite first to a finite last time: all finite.
@@ -838,7 +847,13 @@ class BDFSolver:
             status = self._core.advance(t_core[start:stop], tstop, Y[start:stop], YP[start:stop], self.rtol,
                                         self.hmax, self.max_steps)
             if status != core.OK:
-                self._raise(status)
+                try:
+                    self._raise(status)
+                except TooManySteps:
+                    raise  # (stopped at a step it took: the run may go on with more steps)
+                except SolverError as exc:
+                    self._failed = str(exc)
+                    raise
             start = stop
             if progress:
                 progress(float(t_out[stop - 1]))
