@@ -179,6 +179,14 @@ class Output:
         self.tmp = Path(tmp)
         return self.tmp
 
+    def write(self, writer) -> None:
+        """``writer(path)`` into the staged file (staged now if it was not); a failed write (disk
+        full) is OutputError naming the output, as a failed commit is."""
+        try:
+            writer(self.stage())
+        except OSError as exc:
+            raise OutputError(f"{self.label}: cannot write: {exc.strerror or exc}") from None
+
     def commit(self) -> None:
         """Put the staged file in place; OutputError (nothing left behind) if that fails."""
         tmp, self.tmp = self.tmp, None

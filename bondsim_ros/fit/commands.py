@@ -137,17 +137,6 @@ def cmd_fit(args) -> int:
     return code
 
 
-def _write(out, writer) -> None:
-    """``writer(path)`` into the staged file of ``out`` (an Output); a failed write (disk full)
-    is the option's error."""
-    from bondsim_ros.outfiles import OutputError
-
-    try:
-        writer(out.tmp)
-    except OSError as exc:
-        raise OutputError(f"{out.label}: cannot write: {exc.strerror or exc}") from None
-
-
 def _fit_and_write(args, options, staged) -> int:
     """The fit of cmd_fit, its report, and its outputs written into ``staged`` (option -> its
     staged Output); the exit status."""
@@ -196,8 +185,8 @@ def _fit_and_write(args, options, staged) -> int:
     if args.json:
         doc = {"model": compiled.name, "data": args.data, **result.as_dict()}
         # NaN/inf (a parameter the data do not determine) as null: the file stays strict JSON
-        _write(staged["--json"], lambda tmp: tmp.write_text(json.dumps(_json_safe(doc), indent=2) + "\n",
-                                                           encoding="utf-8"))
+        staged["--json"].write(lambda tmp: tmp.write_text(json.dumps(_json_safe(doc), indent=2) + "\n",
+                                                          encoding="utf-8"))
     if args.config_out and not result.usable:
         why = "did not converge" if not result.success else "gave no usable estimate"
         print(f"[bondsim] {args.config_out} not written: the fit {why}", file=sys.stderr)
@@ -206,17 +195,17 @@ def _fit_and_write(args, options, staged) -> int:
         notes = {n: f"fitted by bondsim-ros fit to {args.data}: 95% CI [{lo:.6g}, {hi:.6g}]"
                  for n, lo, hi in zip(result.names, result.ci_low, result.ci_high)}
         try:
-            _write(staged["--config-out"],
-                   lambda tmp: entry.write_config(dict(zip(result.names, result.estimate)), tmp, notes))
+            staged["--config-out"].write(
+                lambda tmp: entry.write_config(dict(zip(result.names, result.estimate)), tmp, notes))
         except ValueError as exc:
             raise CLIError(f"--config-out: {exc}") from None
     if args.csv or args.plot:
         fitted = problem.simulate(result.estimate)
         if args.csv:
-            _write(staged["--csv"], lambda tmp: _write_csv(tmp, problem, fitted))
+            staged["--csv"].write(lambda tmp: _write_csv(tmp, problem, fitted))
         if args.plot:
             initial = problem.simulate(result.initial)
-            _write(staged["--plot"], lambda tmp: plot_fit(problem, initial, fitted, tmp, result))
+            staged["--plot"].write(lambda tmp: plot_fit(problem, initial, fitted, tmp, result))
     return 0 if result.usable else 1
 
 
