@@ -14,8 +14,9 @@ from bondsim_ros.twin.protocol import CommandError
 
 from .cmd_vel_type import STAMPED, both_published, next_kind, publisher_kinds
 
-SEARCH_PERIOD_NS = 200_000_000  # auto: looking for a publisher, or retrying a failed switch
-FOUND_PERIOD_NS = 1_000_000_000  # auto: subscribed; a publisher of the other type is looked for
+# auto: how often the publishers' type is looked at. Commands of a new type are lost until the
+# node has resubscribed, so this bounds that loss (one graph query, ~0.1 ms, per period)
+CHECK_PERIOD_NS = 200_000_000
 
 
 class CmdVelSubscription:
@@ -26,9 +27,10 @@ class CmdVelSubscription:
         self.node, self.topic, self.queue, self.interface = node, topic, queue, interface
         self.sub = None
         self.kind = None  # TWIST or STAMPED subscribed (auto: as published)
-        self.timer = None  # auto: looks for publishers until one is found, then once a second
+        self.timer = None  # auto: looks at the publishers' type every CHECK_PERIOD_NS
+        self.pending = None  # auto: the type to subscribe at the next check, the old reader let go
         if kind == "auto":
-            self.timer = node.create_timer(SEARCH_PERIOD_NS * 1e-9, self.recheck)
+            self.timer = node.create_timer(CHECK_PERIOD_NS * 1e-9, self.recheck)
             self.recheck()
         else:
             self._subscribe(kind)
@@ -39,10 +41,16 @@ class CmdVelSubscription:
 
     def recheck(self):
         """Follow the publishers' type; with publishers of both types, keep the current one and
-        say so. Never raises: a failed switch (the old subscription not yet released by the
-        executor: RCLError "incompatible type") is retried."""
+        say so. A switch takes two checks: the old subscription is destroyed at the first, and the
+        new one made at the next, once the executor has let go of the old reader (made at once, it
+        failed with RCLError "incompatible type": the old reader still held the topic's type).
+        Never raises: a subscription that still cannot be made is retried at the next check."""
         log = self.node.get_logger()
         try:
+            if self.pending is not None:
+                self._subscribe(self.pending)
+                self.pending = None
+                return
             kinds = self._publisher_kinds()
             kind = next_kind(kinds, self.kind)
             if kind is None:
@@ -50,14 +58,13 @@ class CmdVelSubscription:
                     log.warning(f"{self.topic} has Twist and TwistStamped publishers; only {self.kind} is received "
                                 f"(one type per topic and process)", throttle_duration_sec=10.0)
                 return
-            if self.sub is not None:
-                log.info(f"cmd_vel publisher uses {kind}: resubscribing")
-                self.node.destroy_subscription(self.sub)
-                self.sub, self.kind = None, None
-            self._subscribe(kind)
-            self.timer.timer_period_ns = FOUND_PERIOD_NS
-        except Exception as exc:  # noqa: BLE001 - e.g. the old subscription not yet released
-            self.timer.timer_period_ns = SEARCH_PERIOD_NS  # retry soon, not once a second
+            if self.sub is None:
+                self._subscribe(kind)
+                return
+            log.info(f"cmd_vel publisher uses {kind}: resubscribing")
+            self.node.destroy_subscription(self.sub)
+            self.sub, self.kind, self.pending = None, None, kind
+        except Exception as exc:  # noqa: BLE001 - e.g. the old reader not yet released
             log.warning(f"cmd_vel: cannot subscribe yet ({exc}); retrying", throttle_duration_sec=5.0)
 
     def _subscribe(self, kind: str):
