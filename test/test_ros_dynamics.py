@@ -222,17 +222,43 @@ def test_bad_commands_are_rejected_or_clamped_never_fatal():
         h.close()
 
 
+def _cart_on_a_path(folder):
+    """The live cart with a path of its own: its recorder also records x_ref, y_ref, phi_ref
+    (a circle of radius 0.5 m), the columns a twin reads as its reference."""
+    from pathlib import Path
+
+    live = Path(__file__).resolve().parent / "data" / "live"
+    text = (live / "cart.yaml").read_text()
+    text = text.replace("  rec: {type: Recorder, columns: [X, Y, phi, wheel]}\n",
+                        "  rec: {type: Recorder, columns: [X, Y, phi, wheel, x_ref, y_ref, phi_ref]}\n"
+                        "  path_x: {type: Input, value: \"0.5*cos(t)\"}\n"
+                        "  path_y: {type: Input, value: \"0.5*sin(t)\"}\n"
+                        "  path_phi: {type: Input, value: \"t\"}\n")
+    text = text.replace("  - [wheel.out, rec.wheel]\n", "  - [wheel.out, rec.wheel]\n  - [path_x.out, rec.x_ref]\n"
+                        "  - [path_y.out, rec.y_ref]\n  - [path_phi.out, rec.phi_ref]\n")
+    assert "x_ref" in text and "path_x.out" in text
+    (folder / "cart.xml").write_text((live / "cart.xml").read_text())
+    (folder / "cart_path.yaml").write_text(text)
+    return str(folder / "cart_path.yaml")
+
+
 @pytest.mark.parametrize("overrides, says", [
     ({"model": "cart.yaml"}, "cart ready in"),  # a model of its own: no reference (the default is "rose")
     ({"model": "cart.yaml", "reference": "cmd_vel"}, "reference=cmd_vel)"),
     ({"model": "robotino"}, "reference=rose)"),  # the Robotino's built-in path
+    ({"model": "robotino", "reference": "builtin"}, "reference=rose)"),
+    ({"model": "cart_path.yaml"}, "reference=builtin)"),  # a path of the model's own is not the rose
 ])
-def test_the_ready_line_names_a_reference_only_where_the_model_has_one(overrides, says, capfd):
+def test_the_ready_line_names_a_reference_only_where_the_model_has_one(overrides, says, capfd, tmp_path):
     from pathlib import Path
 
-    if overrides["model"].endswith(".yaml"):
+    if overrides["model"] == "cart_path.yaml":
+        overrides = {**overrides, "model": _cart_on_a_path(tmp_path)}
+    elif overrides["model"].endswith(".yaml"):
         overrides = {**overrides, "model": str(Path(__file__).resolve().parent / "data" / "live" / overrides["model"])}
     h = Harness(**overrides)
+    if overrides["model"].endswith("cart_path.yaml"):  # the path is the twin's reference
+        assert h.node.twin.state().reference == pytest.approx((0.5, 0.0, 0.0))
     h.close()
     ready = [line for line in capfd.readouterr().err.splitlines() if " ready in " in line]
     assert len(ready) == 1 and says in ready[0], ready

@@ -42,6 +42,9 @@ class Robot:
     # a Nav2 map (map.yaml) of the scene the mechanism draws: what the demo's simulated sensors
     # scan, so the scan is of the world in the video; None: the demo runs no sensors
     world: Path | None = None
+    # what the twin's built-in reference is called (the Robotino's "rose"), for the dynamics node's
+    # log; "": the model's own path, named "builtin"
+    builtin_path: str = ""
 
 
 @dataclass

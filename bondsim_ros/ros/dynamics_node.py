@@ -45,12 +45,15 @@ __all__ = ["DynamicsNode", "PARAMS", "main"]
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
 
-def ready_message(twin, seconds: float, reference: str) -> str:
+def ready_message(twin, seconds: float, reference: str, builtin_path: str = "") -> str:
     """The line that says the twin is built: its reference only where it has one. The built-in
-    one ("rose", the default, or "builtin") is a path only some models follow (the Robotino's
-    rose); a model that runs its own inputs has none to name."""
-    if COMMAND_OF_REFERENCE[reference] == BUILTIN and twin.state().reference is None:
-        return f"{twin.name} ready in {seconds:.2f} s ({twin.unknowns} unknowns)"
+    reference ("rose", the default, or "builtin": the model's own) is named as the robot names it
+    (``builtin_path``: the Robotino's rose), else "builtin"; a model that runs its own inputs and
+    follows no path has none to name."""
+    if COMMAND_OF_REFERENCE[reference] == BUILTIN:
+        if twin.state().reference is None:
+            return f"{twin.name} ready in {seconds:.2f} s ({twin.unknowns} unknowns)"
+        reference = builtin_path or "builtin"
     return f"{twin.name} ready in {seconds:.2f} s ({twin.unknowns} unknowns, reference={reference})"
 
 
@@ -73,7 +76,8 @@ class DynamicsNode(Node):
                                                         log=lambda m: self.get_logger().info(m)))
         except RobotError as exc:
             raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None
-        self.get_logger().info(ready_message(self.twin, time.perf_counter() - tic, p["reference"]))
+        self.get_logger().info(ready_message(self.twin, time.perf_counter() - tic, p["reference"],
+                                             self.robot.builtin_path))
         self.interface = None  # the interface profile the node stands in with (ros/interface_profile.py)
         if p["interface"]:
             from .interface_profile import apply_profile
