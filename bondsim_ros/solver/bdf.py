@@ -509,7 +509,7 @@ class BDFSolver:
     def stats(self):
         """The core's counters by name (steps, rejected, newton_iters, jac_evals,
         lu_factorizations, res_evals, newton_failures, max_order, error_test_failures, events,
-        event_restarts: bdf_core.c's ST_* slots)."""
+        event_restarts, reprojections: bdf_core.c's ST_* slots)."""
         return {name: int(v) for name, v in zip(core.STAT_NAMES, self._stats)}
 
     @property

@@ -138,6 +138,7 @@ enum { ST_STEPS, ST_REJECTED, ST_NEWTON_ITERS, ST_JAC_EVALS, ST_LU_FACTORIZATION
        ST_NEWTON_FAILURES, ST_MAX_ORDER, ST_ERROR_TEST_FAILURES,
        ST_EVENTS, /* mode switches at located roots */
        ST_EVENT_RESTARTS, /* those that restarted the method */
+       ST_REPROJECTIONS, /* restarts from a probe's end: a step start found off its equations */
        N_STATS };
 /* the solver's `sparse` field: which LU factors G */
 enum { DENSE_LU = 0, SPARSE_OWN = 1, SPARSE_KLU = 2 };
@@ -1533,6 +1534,7 @@ typedef struct {
     /* per step (reset by begin_step) */
     int64_t n_err_fail, n_cut;       /* error-test failures; cuts short of a predicted switch */
     double err_restart;              /* the last failure's error of a first step after a restart */
+    double err_order1;               /* the last failure's error where it was at order 1 (else inf) */
     double h_mode;                   /* the step size at which its end first excluded its modes */
     /* modes switched back at a step's start (wrong_mode_failure) */
     int64_t n_back, k_back, steps_back; /* how often in a row, which mode, at which step count */
@@ -1564,6 +1566,7 @@ static void begin_step(const solver_t *s, work_t *w, loop_t *L) {
     L->n_err_fail = 0;
     L->n_cut = 0;
     L->h_mode = 0.0;
+    L->err_order1 = INFINITY;
 }
 
 /* One attempt at the step t -> t + h (IDA's IDAnls with its predictor): predict, form and
@@ -1702,6 +1705,17 @@ static void error_test_failure(const solver_t *s, work_t *w, loop_t *L, double e
     L->fail_index = worst_unknown(n, w->d, w->scale, s->mask);
     double err_m = L->order > 1 ? error_norm(s, w, D + L->order * n, w->err_const[L->order - 1], w->y, w->scale)
                                 : INFINITY;
+    /* Two order-1 failures in a row, the second a quarter of the first's step (after_error_failure
+       from the second failure on): from a point on the equations the error falls as h^2, by 16.
+       One that is not halved is the step start's own distance from them, which no step size
+       mends. A Newton solve stops within a fraction of the weights of its solution, and where a
+       constraint reads the derivative of another unknown (a pendulum's momentum m l sin(th) th'
+       next to th' = p/J) that remainder reaches it multiplied by cj: the cart-pole at rtol 1e-6
+       accepted a point whose pendulum momentum missed its constraint by 2.5 weights, and every
+       shorter step measured the same 2.5 until the step underflowed. The run then restarts from
+       the end of a short probe, where the equations hold (below, as after an event). */
+    int stalled = L->order == 1 && L->n_err_fail >= 3 && err_n > 0.5 * L->err_order1;
+    L->err_order1 = L->order == 1 ? err_n : INFINITY;
     int64_t new_order;
     double factor;
     after_error_failure(err_n, err_m, L->order, L->n_err_fail, L->restart_pending ? ETA_MIN_RESTART : ETA_MIN_EF,
@@ -1727,6 +1741,20 @@ static void error_test_failure(const solver_t *s, work_t *w, loop_t *L, double e
             memcpy(D, w->y, n * sizeof(double));
             L->t += PROBE * L->h;
             L->cj_lu = reprobe(s, w, L->t, L->h, D);
+        }
+        L->lu_valid = 0;
+    } else if (stalled) {
+        for (int64_t m = 0; m < n; m++) w->yp_restart[m] = D[n + m] / L->h; /* y' of the order-1 step */
+        L->cj_lu = reprobe(s, w, L->t, L->h, D);
+        if (w->probe_converged && L->cj_lu > 0) {
+            memcpy(D, w->y, n * sizeof(double));
+            memset(D + 2 * n, 0, (NROWS - 2) * n * sizeof(double));
+            L->t += PROBE * L->h;
+            L->cj_lu = reprobe(s, w, L->t, L->h, D);
+            L->restart_pending = 1; /* the restart's own failure handling from here (above) */
+            L->ramp = 1;
+            L->err_restart = INFINITY;
+            s->stats[ST_REPROJECTIONS] += 1;
         }
         L->lu_valid = 0;
     }
