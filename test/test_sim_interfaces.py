@@ -99,7 +99,7 @@ def test_features_list_what_is_served():
 
 
 def test_pause_step_reset_stop_and_play():
-    sim = Sim(reference="rose")
+    sim = Sim(reference="rose", use_sim_time=True)  # /clock: the simulated time itself
     try:
         sim.spin(1.0)
         assert sim.get_state() == SimulationState.STATE_PLAYING

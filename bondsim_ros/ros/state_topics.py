@@ -45,10 +45,13 @@ class StateTopics:
         self.pub_outputs = {topic: node.create_publisher(Float64, topic, 10) for topic in outputs}
 
     def joints(self, state, ns: int):
-        """/clock and /joint_states of ``state`` at stamp ``ns``; returns the stamp message."""
+        """/clock and /joint_states of ``state`` at stamp ``ns``; returns the stamp message. /clock
+        carries the frame's stamp: the simulated time with use_sim_time, else the instant the
+        messages name (start + t_sim / real_time_factor), so that a node on simulated time reads a
+        clock its messages' stamps agree with."""
         stamp = messages.stamp_msg(ns)
         if self.pub_clock is not None:
-            self.pub_clock.publish(Clock(clock=messages.stamp_msg(int(round(state.t * 1e9)))))
+            self.pub_clock.publish(Clock(clock=stamp))
         if self.interface is not None:
             names, position, velocity = self.interface.joint_state(state)
             js = messages.joint_state(stamp, names, position, velocity)
