@@ -25,7 +25,8 @@ PARAMS = {
                                   "interfaces): positions of driven joints, wheel speeds of a mobile base"),
     "outputs": Param([""], "TOPIC=COLUMN entries: model columns published as std_msgs/Float64 every frame, besides "
                            "a YAML model's own outputs: section (empty: none)"),
-    "publish_clock": Param(True, "publish /clock (rosgraph_msgs/Clock): the frames' stamps (the simulated time with use_sim_time)"),
+    "publish_clock": Param(True, "publish /clock (rosgraph_msgs/Clock): the frames' stamps (the simulated time "
+                                 "with use_sim_time)"),
     "publish_rate": Param(33.0, "joint state / odometry rate [Hz] (the paper sends a frame every 30 ms)",
                           low=0.1, high=1000.0, live=True),
     "real_time_factor": Param(1.0, "simulated seconds per wall-clock second", low=0.001, high=100.0, live=True),
