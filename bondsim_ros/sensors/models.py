@@ -12,8 +12,9 @@ Sources of the numbers:
   TiM55x/56x/57x (8015883/YZK8, 2016-07-07), "Measured value output", agrees on the scan
   geometry: 15 Hz, three measurements per degree on a TiM57x (16.2 kHz spot frequency = 15 Hz x
   3 x 360), start angle from -45 deg (270 deg of the 360 swept).
-  ``time_increment`` is the scan period over the 1080 steps of one mirror turn (360 deg / 0.33 deg).
-  All beams of a scan are cast from the pose at the scan's stamp (no motion within a scan).
+  All beams of a scan are cast from the pose at the scan's stamp (no motion within a scan), so
+  ``time_increment`` is 0: a consumer that undistorts a moving scanner's scan interpolates the
+  pose over it (sensor_msgs/LaserScan) and would bend a scan taken at one instant.
 - IR distance sensors, as robocup-logistics/ros2-robotino publishes them
   (rto_node/src/DistanceSensorArrayROS.cpp): nine sensors, sensor i looking radially outwards at
   40 deg * i from the robot's x axis; the driver reports each distance plus the body radius
@@ -118,7 +119,7 @@ class LaserScanner:
 
     @property
     def time_increment(self) -> float:
-        return self.scan_time / round(2 * math.pi / self.angle_increment)
+        return 0.0  # the beams are cast at one instant (module docstring)
 
     def scan(self, world: World, pose) -> np.ndarray:
         """float32 ranges for the robot at ``pose`` (x, y, yaw in the map)."""
