@@ -20,13 +20,20 @@ def test_split_numbers_robots_across_processes():
 
 def test_robots_of_two_processes_publish_under_their_own_namespaces():
     """A listener in this process hears /robot0/joint_states and /robot1/joint_states while the
-    two robots run in two other processes; each process reports its frames."""
+    two robots run in two other processes; each process reports its frames. On the shared /tf
+    each robot's transforms carry its own frame names (once both were odom -> base_footprint,
+    one robot to tf2)."""
+    from tf2_msgs.msg import TFMessage
+
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node("fleet_listener", context=context)
     heard = {"/robot0/joint_states": [], "/robot1/joint_states": []}
     for topic, got in heard.items():
         node.create_subscription(JointState, topic, lambda m, got=got: got.append(list(m.name)), 100)
+    frames = set()
+    node.create_subscription(TFMessage, "/tf", lambda m: frames.update(
+        (t.header.frame_id, t.child_frame_id) for t in m.transforms), 100)
     result = {}
     runner = threading.Thread(target=lambda: result.update(
         stats=run_fleet(2, 2, {"model": "robotino", "probes": []}, duration=3.0, warmup=1.0)))
@@ -50,6 +57,7 @@ def test_robots_of_two_processes_publish_under_their_own_namespaces():
     for topic, got in heard.items():
         assert len(got) > 60, f"{topic}: {len(got)} messages"
         assert "wheel1_axle" in got[-1], got[-1]
+    assert frames == {("robot0/odom", "robot0/base_footprint"), ("robot1/odom", "robot1/base_footprint")}, frames
 
 
 def test_a_process_that_cannot_build_its_twins_ends_the_fleet_with_its_error():

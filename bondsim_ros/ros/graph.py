@@ -129,7 +129,9 @@ class FleetClock:
 def start_fleet(n: int, dynamics: dict | None = None, context=None, first: int = 0,
                 clock_name: str = "fleet_clock") -> Graph:
     """``n`` twins in namespaces robot{first}..robot{first+n-1}, driven by one FleetClock (node
-    ``clock_name``: each process of a fleet spread over processes has its own)."""
+    ``clock_name``: each process of a fleet spread over processes has its own). Each robot's frame
+    ids carry its namespace (``frame_prefix`` robotK/, as the Robotino driver's launch sets
+    tf_prefix): the robots share /tf, where equal frame names would be one robot to tf2."""
     import rclpy
 
     from .dynamics_node import DynamicsNode
@@ -138,8 +140,8 @@ def start_fleet(n: int, dynamics: dict | None = None, context=None, first: int =
     executor = make_executor(context)
     nodes = {}
     for k in range(first, first + n):
-        node = DynamicsNode(overrides=dynamics or {}, own_timer=False, namespace=f"robot{k}",
-                            **kw)
+        node = DynamicsNode(overrides={"frame_prefix": f"robot{k}/", **(dynamics or {})}, own_timer=False,
+                            namespace=f"robot{k}", **kw)
         nodes[f"robot{k}"] = node
         executor.add_node(node)
     clock_node = rclpy.create_node(clock_name, **kw)
