@@ -414,3 +414,39 @@ def test_equations_nested_past_the_recursion_limit_are_refused_by_name():
     assert str(err.value).startswith("ladder: the eliminated equations nest deeper than the symbolic reduction "
                                      "can follow (403 equations; a long chain whose values are run-time "
                                      "parameters)"), err.value
+
+
+# ----------------------------------------------------------------- keys no reader takes
+RC = """
+    model: rc
+    parameters:
+      R: {value: 2.0, doc: "resistance [ohm]"}
+      C: 0.5
+    components:
+      V: {type: Se, effort: 1.0}
+      loop: {type: EffortJunction}
+      r: {type: R, resistance: R}
+      cap: {type: C, capacitance: C}
+    bonds: [[V, loop], [loop, r], [loop, cap]]
+    """
+
+
+@pytest.mark.parametrize("old, new, where, says", [
+    # a misspelt section far down the file: named at its own line, not at the mapping's first
+    ("bonds: [[V, loop]", "bond: [[V, loop]", "m.yaml:10:", "unexpected top-level key(s): bond"),
+    ("model: rc", "modle: rc", "m.yaml:1:", "unexpected top-level key(s): modle"),
+    # a key the parameter reader does not take would leave the value as written (2000 "mohm")
+    ('R: {value: 2.0, doc: "resistance [ohm]"}', "R: {value: 2000, unit: mohm}", "m.yaml:3:",
+     "R: a parameter given as a mapping has 'value:' and optionally 'doc:' (values are in SI units), "
+     "got unknown key(s) 'unit'"),
+    ("C: 0.5", "C: {valeu: 0.5}", "m.yaml:4:", "C: a parameter given as a mapping has 'value:' and optionally "
+     "'doc:' (values are in SI units), got unknown key(s) 'valeu'"),
+    ("C: 0.5", "C: {doc: capacitance}", "m.yaml:4:", "got no 'value:'"),
+])
+def test_a_key_no_reader_takes_is_refused_at_its_line(tmp_path, capsys, old, new, where, says):
+    text = textwrap.dedent(RC).lstrip()
+    assert old in text
+    path = write(tmp_path, "m.yaml", text.replace(old, new))
+    assert simulate(write(tmp_path, "ok.yaml", text), capsys)[0] == 0
+    line = refused(*simulate(path, capsys))
+    assert where in line and says in line, line

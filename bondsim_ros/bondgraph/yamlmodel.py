@@ -510,16 +510,20 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
             raise ModelError(f"{filename}:{line[5:]}", message) from None
         raise ModelError(filename, str(exc)) from None
     _check_expanded_size(data, filename)
-    if not isinstance(data, dict) or "model" not in data:
+    if not isinstance(data, dict):
         raise ModelError(filename, "a model file is a mapping with at least 'model: NAME' and 'components'")
     # mechanism:, commands:, outputs:: the IPC binding to a mechanism XML, what ROS may set and
     # which columns it publishes, read by bondsim_ros.robots.yaml_binding
     allowed = {"model", "description", "parameters", "definitions", "components", "bonds", "signals", "mechanism",
                "commands", "outputs"}
-    extra = set(data) - allowed
-    if extra:
-        raise ModelError(f"{filename}:{data.line}", f"unexpected top-level key(s): {', '.join(sorted(map(str, extra)))} "
-                                                    f"(allowed: {', '.join(sorted(allowed))})")
+    extra = sorted(set(data) - allowed, key=lambda k: data.key_lines.get(k, data.line))
+    if extra:  # at the first one's line (a misspelt 'signals:' far down the file)
+        raise ModelError(f"{filename}:{data.key_lines.get(extra[0], data.line)}",
+                         f"unexpected top-level key(s): {', '.join(map(str, extra))} "
+                         f"(allowed: {', '.join(sorted(allowed))})")
+    if "model" not in data:
+        raise ModelError(f"{filename}:{data.line}", "a model file is a mapping with at least 'model: NAME' and "
+                                                    "'components': no 'model:' key")
     reader = _Reader(filename, data)
     reader.pending = []
     top = f"{filename}:{data.key_lines.get('model', data.line)}"
@@ -533,9 +537,16 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     params = reader.section(data, "parameters", "parameters", dict)
     for name, value in params.items():
         doc = ""
-        if isinstance(value, dict):
-            doc, value = value.get("doc", ""), value.get("value")
         line = params.key_lines.get(name, params.line)
+        if isinstance(value, dict):
+            # {value:, doc:} only: a key read nowhere (unit: g) would leave the value unconverted
+            unknown = [k for k in value if k not in ("value", "doc")]
+            if unknown or "value" not in value:
+                what = (f"unknown key(s) {', '.join(map(repr, unknown))}" if unknown else "no 'value:'")
+                raise ModelError(f"{filename}:{line}: parameters",
+                                 f"{name}: a parameter given as a mapping has 'value:' and optionally 'doc:' "
+                                 f"(values are in SI units), got {what}")
+            doc, value = value.get("doc", ""), value.get("value")
         if isinstance(name, bool):
             raise ModelError(f"{filename}:{line}: parameters",
                              _not_bool("a parameter name", params.key_texts, name, name))
