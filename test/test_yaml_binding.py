@@ -133,6 +133,10 @@ def test_render_a_model_file_drives_the_base_by_its_base_columns_only(tmp_path):
 
 @pytest.mark.parametrize("section, csv_header, bad, message", [
     ("", "t,spring.q", None, "no mechanism: section"),
+    # a misspelt section: named at its line
+    ("mechansim:\n  file: slider.xml\n  joints:\n    slide: spring.q\n", "t,spring.q", "mechansim:",
+     "no mechanism: section (it binds the model to a mechanism XML: file, joints, optional base); unknown top-level "
+     "key(s): mechansim"),
     ("mechanism:\n  file: slider.xml\n  joints:\n    slide: position\n", "t,spring.q", "slide:",
      "c.csv has no column 'position' (columns: t, spring.q)"),
     ("mechanism:\n  file: slider.xml\n  joints:\n    elbow: spring.q\n", "t,spring.q", "elbow:",
@@ -227,3 +231,15 @@ def test_placing_or_resetting_the_base_is_no_motion():
     assert twin.state().twist_body == (0.0, 0.0, 0.0)
     after = twin.step_to(dt)
     assert 0.0 < after.twist_body[0] < 0.05  # from rest, one frame of the push
+
+
+def test_render_row_without_joints_says_the_row_needs_a_csv(tmp_path, capfd):
+    """--row picks a row of --joints; without one there is no CSV to be outside of."""
+    from bondsim_ros.cli import main
+
+    shutil.copy(DATA / "slider.xml", tmp_path / "slider.xml")
+    out = tmp_path / "o.png"
+    assert main(["render", str(tmp_path / "slider.xml"), "--row", "3", "-o", str(out), "-q"]) == 2
+    err = capfd.readouterr().err
+    assert "--row 3: a row of the --joints CSV, and no --joints was given" in err and "outside" not in err, err
+    assert not out.exists()

@@ -498,6 +498,12 @@ def load_model(path) -> Model:
     return loads_model(text, str(path))
 
 
+# mechanism:, commands:, outputs:: the IPC binding to a mechanism XML, what ROS may set and which
+# columns it publishes, read by bondsim_ros.robots.yaml_binding
+TOP_LEVEL_KEYS = frozenset({"model", "description", "parameters", "definitions", "components", "bonds", "signals",
+                            "mechanism", "commands", "outputs"})
+
+
 def loads_model(text: str, filename: str = "<string>") -> Model:
     try:
         data = _read_yaml(text)
@@ -512,10 +518,7 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     _check_expanded_size(data, filename)
     if not isinstance(data, dict):
         raise ModelError(filename, "a model file is a mapping with at least 'model: NAME' and 'components'")
-    # mechanism:, commands:, outputs:: the IPC binding to a mechanism XML, what ROS may set and
-    # which columns it publishes, read by bondsim_ros.robots.yaml_binding
-    allowed = {"model", "description", "parameters", "definitions", "components", "bonds", "signals", "mechanism",
-               "commands", "outputs"}
+    allowed = TOP_LEVEL_KEYS
     extra = sorted(set(data) - allowed, key=lambda k: data.key_lines.get(k, data.line))
     if extra:  # at the first one's line (a misspelt 'signals:' far down the file)
         raise ModelError(f"{filename}:{data.key_lines.get(extra[0], data.line)}",

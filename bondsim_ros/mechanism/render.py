@@ -527,6 +527,9 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
         rows = [{}]
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".png":
+        if not joints_csv and row != 0:
+            raise RenderError(f"--row {row}: a row of the --joints CSV, and no --joints was given (zero joint values "
+                              f"are drawn without it)")
         if not 0 <= row < len(rows):
             raise RenderError(f"--row {row} is outside the CSV (0..{len(rows) - 1})")
         renderer = Renderer(drawing, size, view)
