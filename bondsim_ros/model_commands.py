@@ -20,7 +20,8 @@ def register(sub) -> None:
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--t-end", type=float, default=None,
                    help="end time [s] (default: a built-in model's suggestion; a model file has none)")
-    p.add_argument("--dt-out", type=float, default=None, help="output interval [s] (default: as --t-end)")
+    p.add_argument("--dt-out", type=float, default=None,
+                   help="output interval [s] (default: a built-in model's suggestion; a model file has none)")
     p.add_argument("--csv", metavar="OUT.csv", help="write t, states and recorded signals")
     p.add_argument("--plot", metavar="OUT.png", help="write plots (some models write several figures)")
     add_solver_flags(p)

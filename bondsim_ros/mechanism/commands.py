@@ -42,8 +42,9 @@ def cmd_xml2urdf(args) -> int:
         for w in result.warnings:
             print(f"warning: {w}", file=sys.stderr)
         moving = [j for j in result.joints if j.type != "fixed"]
-        print(f"{len(moving)} joints ({sum(j.virtual for j in moving)} virtual), {len(result.probes)} probes",
-              file=sys.stderr)
+        n_j, n_p = len(moving), len(result.probes)
+        print(f"{n_j} joint{'' if n_j == 1 else 's'} ({sum(j.virtual for j in moving)} virtual), "
+              f"{n_p} probe{'' if n_p == 1 else 's'}", file=sys.stderr)
         for robot in result.robots:
             if robot["dropped"]:
                 x, y, yaw = robot["initial_pose"]
