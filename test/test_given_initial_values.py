@@ -120,3 +120,54 @@ def test_the_command_line_refuses_it_with_status_2_and_writes_nothing(tmp_path, 
     path.write_text(path.read_text().replace("q0: 5.0", "q0: 2.0"))
     assert main(["simulate", str(path), "--t-end", "1", "--dt-out", "0.5", "-q", "--csv", str(out)]) == 0
     assert np.loadtxt(out, delimiter=",", skiprows=1)[:, 1] == pytest.approx([2.0, 2.0, 2.0])
+
+
+# -- states tied to a given one: they start where the constraints put them ----------------------
+def _cartpole(tmp_path, pendulum_p0, cart_p0=None):
+    """test/data/models/cartpole.yaml with initial momenta for the hinge (and the cart): the bob's
+    momenta, m l cos(th) th' and m l sin(th) th' beside the cart's, are the constraints' to fix."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "data" / "models" / "cartpole.yaml").read_text()
+    text = text.replace("  pendulum: {type: I, inertia: J}", f"  pendulum: {{type: I, inertia: J, p0: {pendulum_p0}}}")
+    if cart_p0 is not None:
+        text = text.replace("  cart: {type: I, inertia: M}", f"  cart: {{type: I, inertia: M, p0: {cart_p0}}}")
+    path = tmp_path / "cartpole.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_momenta_the_constraints_tie_to_a_given_one_start_where_they_put_them(tmp_path):
+    """The hinge given p0 = 0.05 and the cart p0 = 0: the bob's momenta, given nothing, start on
+    the constraints (they were held at 0, and the start was refused: 'initial values violate
+    arm_x: f1 = k f2 ... cannot be removed by adjusting algebraic unknowns'). The run follows the
+    Lagrangian ODE from th' = p0 / J, v = 0."""
+    from scipy.integrate import solve_ivp
+
+    from bondsim_ros.bondgraph.simulation import simulate
+    from bondsim_ros.bondgraph.yamlmodel import load_model
+
+    M, m, l, J, g = 1.5, 0.8, 0.40625, 0.01815625, 9.81
+
+    def rhs(_, s):
+        th, _, w = s
+        mass = np.array([[M + m, -m * l * np.cos(th)], [-m * l * np.cos(th), m * l * l + J]])
+        return [w, *np.linalg.solve(mass, [-m * l * np.sin(th) * w * w, -m * g * l * np.sin(th)])]
+
+    res = simulate(load_model(_cartpole(tmp_path, 0.05, 0.0)), t_end=3.0, dt_out=0.01,
+                   options=SolverOptions(rtol=1e-8, atol=1e-10))
+    ref = solve_ivp(rhs, (0.0, 3.0), [0.5, 0.0, 0.05 / J], t_eval=res.t, rtol=1e-12, atol=1e-12).y
+    assert res["w"][0] == pytest.approx(0.05 / J, rel=1e-9) and res["v"][0] == pytest.approx(0.0, abs=1e-12)
+    for i, name in enumerate(("th", "v", "w")):
+        assert np.max(np.abs(res[name] - ref[i])) < 1e-5, name
+
+
+def test_momenta_the_constraints_tie_to_each_other_and_to_none_given_are_named(tmp_path, capsys):
+    """The hinge given p0 and the cart nothing: the cart's and the bob's x momenta share one
+    constraint, so which of them moves is not the model's to say. Refused naming them."""
+    path = _cartpole(tmp_path, 0.05)
+    assert main(["simulate", str(path), "--t-end", "1", "--dt-out", "0.1", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "simulation failed: the constraints tie cart.p, bob_x.p together and no initial value was given to any " \
+           "of them: give initial values to 1 of them (the others then start where the constraints put them)" in err, err
+    assert "Traceback" not in err

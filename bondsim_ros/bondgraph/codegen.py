@@ -137,6 +137,7 @@ def _symbolic(model, key, eliminate, log):
                                                                        red.param_checks or []],
         "param_uses": red.param_uses or {},
         "fixed_given": [[j, what] for j, what in red.fixed_given or []],
+        "free_start": list(red.free_start or []),
     }
     try:
         moded, ev = extract_events(red.equations, red.eq_names)

@@ -69,6 +69,8 @@ class CompiledModel:
     # [index of the unknown, "c: q0 = 5"]: initial values given for states the constraints fix
     # (reduce.ReducedDAE.fixed_given); the consistent start must equal them
     fixed_given: list = None
+    # indices of the differential states without a given initial value (reduce.ReducedDAE.free_start)
+    free_start: list = None
 
     def check_params(self, params) -> None:
         """Refuse parameter values the model cannot run with, naming the parameter and the
@@ -191,7 +193,7 @@ def load_compiled(name: str, parameters: dict, key: str, meta: dict, src_path: P
         pivot_params=meta.get("pivot_params", []), param_uses=meta.get("param_uses", {}),
         n_modes=meta.get("n_modes", 0), root_names=meta.get("root_names", []),
         mode_names=meta.get("mode_names", []), autonomous=bool(meta.get("autonomous", False)),
-        fixed_given=meta.get("fixed_given", []),
+        fixed_given=meta.get("fixed_given", []), free_start=meta.get("free_start", []),
         roots=kernels.get("roots"), modes=kernels.get("modes"),
         residual_modes=kernels.get("residual_modes"), jacobian_modes=kernels.get("jacobian_modes"),
     )

@@ -180,7 +180,7 @@ class I(OnePort):
                 raise ModelError(self.path, f"initial flow f0 must be a number, got {self.f0!r}")
             p0 = self.inertia * f0
             given = f"f0 = {f0:g} (p = {p0:g})"
-        p, dp = ctx.state(self, "p", p0, given)
+        p, dp = ctx.state(self, "p", p0, given, defaulted=given is None)
         ctx.equation(self, dp - e, "momentum law p' = e")
         if self.inertia is not None:
             inertia = self.law(self.inertia, ctx, what="inertia", forms={"p": "flow"})
@@ -208,7 +208,7 @@ class C(OnePort):
     def equations(self, ctx):
         e, f = ctx.e(self.p), ctx.f(self.p)
         given = None if self.q0 is None else f"q0 = {_shown(self.q0)}"
-        q, dq = ctx.state(self, "q", 0.0 if self.q0 is None else self.q0, given)
+        q, dq = ctx.state(self, "q", 0.0 if self.q0 is None else self.q0, given, defaulted=given is None)
         ctx.equation(self, dq - f, "displacement law q' = f")
         if self.capacitance is not None:
             capacitance = self.law(self.capacitance, ctx, what="capacitance", forms={"q": "effort"})

@@ -47,6 +47,9 @@ class RawDAE:
     # state symbol -> (what the model file says: "c: q0 = 5", that value in the state's units):
     # the initial values given explicitly, which must hold where the constraints fix the state
     given_initial: dict = field(default_factory=dict)
+    # the I and C states given no initial value (p0, f0, q0): a momentum or displacement the
+    # constraints may fix, whose default 0 the consistent start may move (reduce's free_start)
+    defaulted: set = field(default_factory=set)
 
 
 @dataclass
@@ -78,6 +81,7 @@ class _Context:
         self.param_checks: list = []
         self.param_uses: dict = defaultdict(list)
         self.given_initial: dict = {}
+        self.defaulted: set = set()
 
     # port variables --------------------------------------------------------------------
     def e(self, port: PowerPort):
@@ -99,9 +103,10 @@ class _Context:
     def output(self, port: ControlPort, expr):
         self.equation(port.owner, self.output_symbol(port) - expr, f"signal {port.name}")
 
-    def state(self, element: Element, local: str, initial, given: str | None = None):
+    def state(self, element: Element, local: str, initial, given: str | None = None, defaulted: bool = False):
         """The state ``local`` of ``element`` starting at ``initial``; ``given``: the element's
-        key and value as the model gives them ("q0 = 5"), when given explicitly."""
+        key and value as the model gives them ("q0 = 5"), when given explicitly; ``defaulted``:
+        an energy store's state whose 0 nobody gave (RawDAE.defaulted)."""
         name = f"{element.path}.{local}"
         sym = sp.Symbol(name, real=True)
         dsym = derivative_symbol(sym)
@@ -117,6 +122,8 @@ class _Context:
         self.state_names[sym] = name
         if given is not None:
             self.given_initial[sym] = f"{element.path}: {given}"
+        elif defaulted:
+            self.defaulted.add(sym)
         self.derivative_of[dsym] = sym
         return sym, dsym
 
@@ -437,4 +444,5 @@ def build_dae(model: Model) -> RawDAE:
         param_uses=dict(ctx.param_uses),
         sources=[c.path for c in comps if isinstance(c, (Se, Sf))],
         given_initial=ctx.given_initial,
+        defaulted=ctx.defaulted,
     )

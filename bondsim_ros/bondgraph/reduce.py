@@ -79,6 +79,9 @@ class ReducedDAE:
     # equations, so that the constraints fix them (an element in derivative causality): the
     # given value is only where the consistent initialisation starts, and must be the answer
     fixed_given: list = None
+    # indices in variables of the differential I and C states given no initial value: where the
+    # constraints cannot hold with their default 0, the consistent start may move them
+    free_start: list = None
 
 
 class _Differentiator:
@@ -390,6 +393,7 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
     y0 = np.array([raw.states.get(v, 0.0) for v in variables], dtype=float)
     fixed_given = [(j, raw.given_initial[v]) for j, v in enumerate(variables)
                    if not differential[j] and v in raw.given_initial]
+    free_start = [j for j, v in enumerate(variables) if differential[j] and v in raw.defaulted]
     sources = list(raw.sources)
     return ReducedDAE(
         name=raw.model_name,
@@ -413,6 +417,7 @@ def _reduce_dae(raw: RawDAE, eliminate: bool) -> ReducedDAE:
         param_uses=dict(raw.param_uses),
         sources=sources,
         fixed_given=fixed_given,
+        free_start=free_start,
     )
 
 

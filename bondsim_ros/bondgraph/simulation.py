@@ -230,10 +230,17 @@ class Simulation:
         self.problem = c.problem()
         self.problem.params[:], y_init = self._start_values(params, y0)
         self.solver = BDFSolver(self.problem, options)
-        self.solver.init(t0, y_init)
+        self.solver.init(t0, y_init, free=self._free_start(y0))
         self._check_fixed_given(t0, y_init, y0)
         self.t = t0
         self._out = np.zeros(len(c.output_names))
+
+    def _free_start(self, y0) -> list:
+        """The differential states whose initial value neither the model nor ``y0`` gave: the
+        consistent start may move them onto the constraints (BDFSolver.init's ``free``)."""
+        given = set(_named_values(y0, "y0"))
+        names = self.compiled.var_names
+        return [j for j in self.compiled.free_start or [] if names[j] not in given]
 
     def _check_fixed_given(self, t0, y_init, y0) -> None:
         """Refuse a start that had to move an initial value the model (or ``y0``) gave for a
@@ -283,7 +290,7 @@ class Simulation:
         t0 = _start_time(t0)
         p, y_init = self._start_values(params, y0)
         self.problem.params[:] = p
-        self.solver.reset(t0, y_init, params=p)
+        self.solver.reset(t0, y_init, params=p, free=self._free_start(y0))
         self._check_fixed_given(t0, y_init, y0)
         self.t = t0
 

@@ -28,6 +28,10 @@ class InconsistentInitialValues(SolverError):
     pass
 
 
+class _Undetermined(InconsistentInitialValues):
+    """Initial values that the equations leave free (init's ``free``): more than one start fits."""
+
+
 class TooManySteps(SolverError):
     pass
 
@@ -538,12 +542,13 @@ class BDFSolver:
         with _serial_blas(n):
             return self._consistent_lstsq(t0, y0, yp0, tol, maxiter)
 
-    def _consistent_lstsq(self, t0, y0, yp0, tol, maxiter):
-        """consistent's Newton with numpy's least squares (LAPACK's gelsd)."""
+    def _consistent_lstsq(self, t0, y0, yp0, tol, maxiter, free=None):
+        """consistent's Newton with numpy's least squares (LAPACK's gelsd). ``free``: differential
+        unknowns it may move as well (``init``'s ``free``)."""
         n = self.n
         y = np.array(y0, dtype=float)
         yp = np.zeros(n) if yp0 is None else np.array(yp0, dtype=float)
-        alg = self._alg
+        alg = self._alg if free is None else np.concatenate([self._alg, free])
         n_alg = alg.size
         R = self._R
         r = R[0]
@@ -610,7 +615,24 @@ class BDFSolver:
             raise InconsistentInitialValues(
                 f"initial values violate {self._eq(bad)}: residual {r[bad]:.3g} cannot be removed by "
                 f"adjusting algebraic unknowns (are the given states consistent with the constraints?)")
+        if free is not None:  # (the last iteration's matrix: its rank is the answer's)
+            self._free_determined(Ab[:, :-1], free, n_alg)
         return y, yp
+
+    def _free_determined(self, A, free, n_alg) -> None:
+        """Refuse a start where the equations leave free unknowns (the columns of ``free``, last of
+        the first ``n_alg`` of ``A``) undetermined: a least-squares answer would pick one of many
+        starts without a word (a cart-pole whose cart, bob and pendulum momenta are all free)."""
+        _, sv, vt = np.linalg.svd(A)
+        null = vt[np.sum(sv > _EPS * max(A.shape) * (sv[0] if sv.size else 0.0)):]
+        part = null[:, n_alg - free.size:n_alg]
+        if not part.size or np.max(np.abs(part)) < 1e-8:
+            return
+        k = np.linalg.matrix_rank(part, tol=1e-8)
+        tied = [self._var(int(free[j])) for j in np.flatnonzero(np.max(np.abs(part), axis=0) >= 1e-8)]
+        raise _Undetermined(
+            f"the constraints tie {', '.join(tied)} together and no initial value was given to any of them: "
+            f"give initial values to {k} of them (the others then start where the constraints put them)")
 
     def _set_null_space(self, key: bytes, Fyp):
         """dF/dy' (its bytes ``key``) and its left null space, for both solves."""
@@ -730,16 +752,36 @@ class BDFSolver:
         self.problem.jacobian(t, y, yp, self.pm, cj, vals)
         return vals
 
-    def init(self, t0, y0, yp0=None, consistent=True):
-        return self._start(t0, y0, yp0, consistent, clear=False)
+    def init(self, t0, y0, yp0=None, consistent=True, free=None):
+        """Start at t0 from y0 (yp0: a first guess of y'), made consistent. ``free``: indices of
+        differential unknowns whose y0 nobody gave: where the equations cannot hold with the
+        differential y0 as given, these move onto them (a pendulum bob's momentum, fixed by the
+        hinge's given angular momentum), as long as the equations determine them."""
+        return self._start(t0, y0, yp0, consistent, clear=False, free=free)
 
-    def _start(self, t0, y0, yp0, consistent, clear):
+    def _start(self, t0, y0, yp0, consistent, clear, free=None):
         y0 = np.asarray(y0, dtype=float)
         y = y0.copy()
         yp = np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy()
         self._origin = float(t0) if self._autonomous else 0.0
         t_core = float(t0) - self._origin  # (the kernels of an autonomous problem ignore t)
-        y, yp = self._consistent_with_modes(t_core, y, yp, consistent)
+        try:
+            y, yp = self._consistent_with_modes(t_core, y, yp, consistent)
+        except InconsistentInitialValues as held:
+            free = np.asarray([] if free is None else free, dtype=np.intp)
+            if not consistent or not free.size:
+                raise
+            # the given values alone cannot hold: move the unknowns nobody gave, then go on as
+            # usual; where that cannot make the equations hold either, the first refusal stands
+            self._set_modes(t_core, y, yp)
+            try:
+                with _serial_blas(self.n):
+                    y, yp = self._consistent_lstsq(t_core, y, yp, 1e-10, 50, free=np.unique(free))
+            except _Undetermined:
+                raise
+            except InconsistentInitialValues:
+                raise held from None
+            y, yp = self._consistent_with_modes(t_core, y, yp, consistent)
         self._failed = None
         self.index2[:] = self._index2(t_core, y, yp)
         self.y, self.yp = y, yp
@@ -748,7 +790,7 @@ class BDFSolver:
         self.t = float(t0)
         return y, yp
 
-    def reset(self, t0, y0, yp0=None, params=None, consistent=True):
+    def reset(self, t0, y0, yp0=None, params=None, consistent=True, free=None):
         """Start a new run on this solver, as a new ``BDFSolver`` of the same problem and options
         followed by ``init(t0, y0, yp0, consistent)`` would, with ``params`` (all the problem's
         parameters, in its order) instead of the current ones; nothing is allocated anew.
@@ -760,7 +802,7 @@ class BDFSolver:
                 raise ValueError(f"reset: {p.shape[0]} parameter values given, the problem has {self.n_par}")
             self.pm[:self.n_par] = p
         self.pm[self.n_par:] = 0.0  # the modes: picked again by init
-        return self._start(t0, y0, yp0, consistent, clear=True)
+        return self._start(t0, y0, yp0, consistent, clear=True, free=free)
 
     def set_params(self, p, restart=True):
         """New parameter values from the last output time on (the integrator may have stepped
