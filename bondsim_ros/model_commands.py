@@ -99,6 +99,18 @@ def _located(exc, model_arg, given) -> str:
     return str(exc)
 
 
+def _equation_place(exc, model_arg) -> str:
+    """"file:line: " of the component whose equation ``exc`` names (``d: x = in``: component d)
+    in a model file, else ""."""
+    equation = getattr(exc, "equation", None)
+    if not equation or not str(model_arg).endswith((".yaml", ".yml")) or not Path(model_arg).is_file():
+        return ""
+    from bondsim_ros.bondgraph.yamlmodel import component_locations
+
+    where = component_locations(model_arg).get(equation.split(":", 1)[0])
+    return f"{where}: " if where else ""
+
+
 def _check_run_options(t_end, dt_out, args):
     """The solver's options from the flags, once the span is checked (a bad flag: CLIError naming it)."""
     from bondsim_ros.cliargs import CLIError, solver_options
@@ -204,7 +216,7 @@ def cmd_simulate(args) -> int:
     except ModelError as exc:
         raise CLIError(_located(exc, args.model, params)) from None
     except InconsistentInitialValues as exc:  # the model's start refused before any step: its input
-        raise CLIError(f"simulation failed: {exc}") from None
+        raise CLIError(f"{_equation_place(exc, args.model)}simulation failed: {exc}") from None
     except SolverError as exc:
         raise RunFailed(f"simulation failed: {exc}") from None
     finally:

@@ -611,6 +611,7 @@ def test_a_derivative_in_the_dynamics_starts_from_its_input_or_is_refused_by_nam
     out = tmp_path / "bad.csv"
     rc, err = run(simulate_args(write(tmp_path, "bad.yaml", DERIVATIVE.format(u="1 + 2*t")), "--csv", out), capsys)
     assert rc == 2 and "d: x = in" in err, err
+    assert "bad.yaml:4: simulation failed: initial values violate d: x = in" in err, err  # d's line in the file
     assert not out.exists()
 
 

@@ -480,6 +480,18 @@ def parameter_locations(path) -> dict:
         return {}
 
 
+def component_locations(path) -> dict:
+    """``{component path: "file:line"}`` of a model file's components (those of its definitions'
+    instances too): where an equation a run names (``d: x = in``) was written. Empty when the file
+    cannot be read again."""
+    try:
+        model = load_model(path)
+        return {comp.path: comp.source_location for comp in model.walk()
+                if comp is not model and getattr(comp, "source_location", None)}
+    except (OSError, ModelError, RecursionError):
+        return {}
+
+
 def load_model(path) -> Model:
     """Read a model file (YAML) into a :class:`Model`."""
     path = Path(path)

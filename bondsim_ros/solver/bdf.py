@@ -25,7 +25,11 @@ class SingularMatrix(SolverError):
 
 
 class InconsistentInitialValues(SolverError):
-    pass
+    """No consistent start; ``equation``: the name of the equation it names, where it names one."""
+
+    def __init__(self, message: str = "", equation: str | None = None):
+        super().__init__(message)
+        self.equation = equation
 
 
 class _Undetermined(InconsistentInitialValues):
@@ -560,7 +564,8 @@ class BDFSolver:
                 # a law that divides by zero or overflows at t0: name the equation, not numpy's SVD
                 bad = int(np.argmin(np.isfinite(r)))
                 raise InconsistentInitialValues(f"{self._eq(bad)} is not finite at t={t0:g} "
-                                                f"(residual {r[bad]}): a law divides by zero or overflows there")
+                                                f"(residual {r[bad]}): a law divides by zero or overflows there",
+                                                equation=self._eq(bad))
             Fy = G(t0, 0.0)
             Fyp = G(t0, 1.0) - Fy
             # hidden constraints: every combination w of the equations free of y' (w^T Fyp = 0)
@@ -614,7 +619,8 @@ class BDFSolver:
         if abs(r[bad]) > 1e-6 * max(1.0, y_max):
             raise InconsistentInitialValues(
                 f"initial values violate {self._eq(bad)}: residual {r[bad]:.3g} cannot be removed by "
-                f"adjusting algebraic unknowns (are the given states consistent with the constraints?)")
+                f"adjusting algebraic unknowns (are the given states consistent with the constraints?)",
+                equation=self._eq(bad))
         if free is not None:  # (the last iteration's matrix: its rank is the answer's)
             self._free_determined(Ab[:, :-1], free, n_alg)
         return y, yp
