@@ -242,6 +242,44 @@ def test_entities_their_state_and_placing_the_base():
         sim.close()
 
 
+def _entities(sim, service=srv.GetEntities, **filters):
+    """The answer of get_entities (or get_entities_states) for EntityFilters(**filters)."""
+    from simulation_interfaces.msg import EntityFilters
+
+    name = "/get_entities" if service is srv.GetEntities else "/get_entities_states"
+    return sim.call(service, name, filters=EntityFilters(**filters))
+
+
+def test_the_name_filter_is_a_posix_extended_regular_expression():
+    """EntityFilters.msg: "The regular expression syntax is POSIX Extended". Its bracket classes
+    find the robot; Perl's syntax, which POSIX does not have, is refused naming what it is."""
+    sim = Sim(reference="cmd_vel")
+    try:
+        sim.spin(0.3)
+        for pattern, expected in [("robot[[:alpha:]]+", ["robotino"]), ("^[[:lower:]]+$", ["robotino"]),
+                                  ("^robo(tino|t)$", ["robotino"]), ("bot", ["robotino"]),  # found anywhere
+                                  ("^ROBOTINO$", []), ("^[[:upper:]]", []), ("robotino[[:digit:]]", [])]:
+            for service in (srv.GetEntities, srv.GetEntitiesStates):
+                got = _entities(sim, service, filter=pattern)
+                assert got.result.result == Result.RESULT_OK, (pattern, got.result.error_message)
+                assert list(got.entities) == expected, (pattern, service)
+        states = _entities(sim, srv.GetEntitiesStates, filter="robot[[:alpha:]]+").states
+        assert len(states) == 1 and states[0].header.frame_id == "odom"
+        for pattern, named in [("(?i)ROBOTINO", "'(?' at 0 is not POSIX ERE"),
+                               (r"robo\w+", r"'\w' at 4 is not POSIX ERE"),
+                               ("robot(?=ino)", "'(?' at 5 is not POSIX ERE"),
+                               ("[:alpha:]", "'[:alpha:]' at 0 is not POSIX ERE"),
+                               ("robo{,2}", "'{' at 4 is not POSIX ERE"),
+                               ("robo**", "'*' at 5 is not POSIX ERE")]:
+            for service in (srv.GetEntities, srv.GetEntitiesStates):
+                got = _entities(sim, service, filter=pattern)
+                assert got.result.result == Result.RESULT_OPERATION_FAILED, (pattern, service)
+                assert named in got.result.error_message and pattern in got.result.error_message, pattern
+                assert list(got.entities) == []
+    finally:
+        sim.close()
+
+
 def test_a_step_count_beyond_the_limit_is_refused_and_the_node_keeps_answering():
     """StepSimulation's frames run in its callback: 2**63 of them froze the node (no service
     answered, SIGINT ignored) until killed. Above MAX_STEPS the call is refused at once."""

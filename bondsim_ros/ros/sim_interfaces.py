@@ -1,6 +1,7 @@
 """The ROS 2 simulation interfaces standard (ros-simulation/simulation_interfaces) on the
 dynamics node: simulator features, simulation state (playing, paused, stopped), stepping, reset
-and the robot's base as the one entity (its state read and its pose set).
+and the robot's base as the one entity (its state read and its pose set; entity queries filtered
+by name, a POSIX extended regular expression).
 
 Service names are the standard's interface names in snake case (`get_simulator_features`,
 `set_simulation_state`, ...), relative to the node's namespace, as Gazebo and Isaac Sim name
@@ -10,9 +11,9 @@ RESULT_FEATURE_UNSUPPORTED with the reason, and left out of GetSimulatorFeatures
 from __future__ import annotations
 
 import math
-import re
 
 from .messages import stamp_msg
+from .posix_ere import NotPosixEre, compile_ere
 
 PLANAR_TOLERANCE = 1e-6  # z [m], roll and pitch [rad] a planar base accepts as 0
 # StepSimulation's frames per call: they run in the service's callback, during which the node
@@ -40,6 +41,10 @@ def offer(node):
                               "apt install ros-$ROS_DISTRO-simulation-interfaces; in the pip environment: "
                               "tools/setup.sh generates it)")
     return None
+
+
+class _Refused(Exception):
+    """An entity query the twin answers with ``args``: (Result code, reason)."""
 
 
 def yaw_of_quaternion(x, y, z, w):
@@ -86,11 +91,12 @@ class SimulationInterfaces:
         """The one entity: the robot, named as the twin (after frame_prefix, several robots)."""
         return self.node.p["frame_prefix"] + self.node.twin.name
 
-    def _fill_state(self, msg):
-        """simulation_interfaces/EntityState of the base now: pose and twist in odom (the twin's
-        world), stamped with the simulated instant; a fixed base is at the origin, at rest."""
+    def _fill_state(self, msg, state=None):
+        """simulation_interfaces/EntityState of the base (now, or at ``state``): pose and twist in
+        odom (the twin's world), stamped with the simulated instant; a fixed base is at the origin,
+        at rest."""
         node = self.node
-        state = node.twin.state()
+        state = node.twin.state() if state is None else state
         msg.header.stamp = stamp_msg(node.frame_clock.stamp_ns(state.t))
         if state.pose is None:
             msg.header.frame_id = ""  # the standard's default: the world the fixed base stands in
@@ -104,20 +110,23 @@ class SimulationInterfaces:
         msg.twist.linear.x, msg.twist.linear.y, msg.twist.angular.z = float(vx), float(vy), float(wz)
         return msg
 
-    def _filter_error(self, filters):
-        """None, or (code, reason) for an EntityFilters the twin cannot apply."""
+    def _select(self, filters):
+        """(names, state): the entities ``filters`` keep, and the state they were judged at;
+        _Refused for filters the twin cannot apply."""
+        R = self.Result
         if filters.categories or filters.tags.tags:
-            return self.Result.RESULT_FEATURE_UNSUPPORTED, "entity categories and tags are not supported"
+            raise _Refused(R.RESULT_FEATURE_UNSUPPORTED, "entity categories and tags are not supported")
         if filters.bounds.type != filters.bounds.TYPE_EMPTY or filters.bounds.points:
-            return self.Result.RESULT_FEATURE_UNSUPPORTED, "bounds filters are not supported"
-        try:
-            re.compile(filters.filter)
-        except re.error as exc:
-            return self.Result.RESULT_OPERATION_FAILED, f"filter {filters.filter!r} is not a regular expression: {exc}"
-        return None
-
-    def _matching(self, filters) -> list:
-        return [e for e in (self.entity,) if re.search(filters.filter, e)] if filters.filter else [self.entity]
+            raise _Refused(R.RESULT_FEATURE_UNSUPPORTED, "bounds filters are not supported")
+        name_re = None
+        if filters.filter:  # empty: every entity
+            try:
+                name_re = compile_ere(filters.filter)
+            except NotPosixEre as exc:
+                raise _Refused(R.RESULT_OPERATION_FAILED, f"filter '{filters.filter}': {exc}") from None
+        state = self.node.twin.state()
+        names = [e for e in (self.entity,) if name_re is None or name_re.search(e)]
+        return names, state
 
     # -- simulator and simulation state --------------------------------------------------------
     def _features(self, request, response):
@@ -207,20 +216,20 @@ class SimulationInterfaces:
 
     # -- entities ----------------------------------------------------------------------------
     def _entities(self, request, response):
-        error = self._filter_error(request.filters)
-        if error:
-            return self._result(response, *error)
-        response.entities = self._matching(request.filters)
+        try:
+            response.entities, _ = self._select(request.filters)
+        except _Refused as refused:
+            return self._result(response, *refused.args)
         return self._result(response, self.Result.RESULT_OK)
 
     def _entities_states(self, request, response):
         from simulation_interfaces.msg import EntityState
 
-        error = self._filter_error(request.filters)
-        if error:
-            return self._result(response, *error)
-        response.entities = self._matching(request.filters)
-        response.states = [self._fill_state(EntityState()) for _ in response.entities]
+        try:
+            response.entities, state = self._select(request.filters)
+        except _Refused as refused:
+            return self._result(response, *refused.args)
+        response.states = [self._fill_state(EntityState(), state) for _ in response.entities]
         return self._result(response, self.Result.RESULT_OK)
 
     def _entity_state(self, request, response):
