@@ -280,6 +280,91 @@ def test_the_name_filter_is_a_posix_extended_regular_expression():
         sim.close()
 
 
+def _sphere(centre, radius, points=None):
+    from geometry_msgs.msg import Vector3
+    from simulation_interfaces.msg import Bounds
+
+    pts = points if points is not None else [Vector3(x=float(centre[0]), y=float(centre[1]), z=float(centre[2])),
+                                             Vector3(x=float(radius), y=9.0, z=9.0)]  # y, z of the radius: ignored
+    return Bounds(type=Bounds.TYPE_SPHERE, points=pts)
+
+
+def test_a_sphere_keeps_the_entities_whose_position_is_in_it():
+    """Bounds TYPE_SPHERE ("at least TYPE_SPHERE needs to be supported"): the base, placed at
+    (1.5, -0.5) in odom, is kept where the position get_entity_state reports is within the radius
+    of the centre (in 3-D: the centre's z counts), and follows the base when it is placed again;
+    the other bounds types are unsupported, malformed spheres refused."""
+    from geometry_msgs.msg import Vector3
+    from simulation_interfaces.msg import Bounds, EntityState
+
+    sim = Sim(reference="cmd_vel")
+    try:
+        sim.spin(0.3)
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == Result.RESULT_OK  # the base holds still
+
+        def place(x, y):
+            target = EntityState()
+            target.pose.position.x, target.pose.position.y = x, y
+            target.pose.orientation.w = 1.0
+            res = sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino", state=target).result
+            assert res.result == Result.RESULT_OK, res.error_message
+            st = sim.call(srv.GetEntityState, "/get_entity_state", entity="robotino").state.pose.position
+            return st.x, st.y, st.z
+
+        x, y, z = place(1.5, -0.5)
+        assert (x, y, z) == pytest.approx((1.5, -0.5, 0.0), abs=1e-9)
+        centre = (x - 0.3, y + 0.4, z)  # 0.5 m away
+        for service in (srv.GetEntities, srv.GetEntitiesStates):
+            inside = _entities(sim, service, bounds=_sphere(centre, 0.5 + 1e-9))
+            assert inside.result.result == Result.RESULT_OK, inside.result.error_message
+            assert list(inside.entities) == ["robotino"]
+            outside = _entities(sim, service, bounds=_sphere(centre, 0.5 - 1e-6))
+            assert outside.result.result == Result.RESULT_OK and list(outside.entities) == []
+        state = _entities(sim, srv.GetEntitiesStates, bounds=_sphere(centre, 0.6)).states[0]
+        assert (state.pose.position.x, state.pose.position.y) == (x, y)
+        above = (x, y, 0.5)  # straight above the base: the height counts
+        assert list(_entities(sim, bounds=_sphere(above, 0.49)).entities) == []
+        assert list(_entities(sim, bounds=_sphere(above, 0.51)).entities) == ["robotino"]
+        # with the name filter: both apply
+        assert list(_entities(sim, bounds=_sphere(centre, 0.6), filter="^robo").entities) == ["robotino"]
+        assert list(_entities(sim, bounds=_sphere(centre, 0.6), filter="^arm").entities) == []
+        # placed elsewhere, the base leaves the sphere
+        place(4.0, 4.0)
+        assert list(_entities(sim, bounds=_sphere(centre, 0.6)).entities) == []
+        assert list(_entities(sim, bounds=_sphere((4.0, 4.1, 0.0), 0.2)).entities) == ["robotino"]
+
+        for kind, name in [(Bounds.TYPE_BOX, "TYPE_BOX"), (Bounds.TYPE_CONVEX_HULL, "TYPE_CONVEX_HULL")]:
+            corners = [Vector3(x=-10.0, y=-10.0, z=-10.0), Vector3(x=10.0, y=10.0, z=10.0), Vector3(x=10.0)]
+            for service in (srv.GetEntities, srv.GetEntitiesStates):
+                got = _entities(sim, service, bounds=Bounds(type=kind, points=corners))
+                assert got.result.result == Result.RESULT_FEATURE_UNSUPPORTED, name
+                assert name in got.result.error_message and list(got.entities) == []
+        for bounds, named in [(_sphere(None, None, points=[Vector3(x=4.0, y=4.0)]), "2 points"),
+                              (_sphere((4.0, 4.0, 0.0), -1.0), "radius -1"),
+                              (_sphere((4.0, 4.0, 0.0), 0.0), "radius 0"),
+                              (_sphere((4.0, 4.0, 0.0), math.inf), "radius inf"),
+                              (_sphere((math.nan, 4.0, 0.0), 1.0), "centre not finite"),
+                              (Bounds(type=Bounds.TYPE_EMPTY, points=[Vector3(), Vector3(x=1.0)]), "TYPE_EMPTY"),
+                              (Bounds(type=7, points=[Vector3(), Vector3(x=1.0)]), "no bounds type 7")]:
+            got = _entities(sim, bounds=bounds)
+            assert got.result.result == Result.RESULT_OPERATION_FAILED and named in got.result.error_message, named
+    finally:
+        sim.close()
+
+
+def test_a_fixed_base_stands_at_the_origin_for_a_sphere_its_surface_included():
+    sim = Sim(model="arm3dof", reference="joint_trajectory")
+    try:
+        position = sim.call(srv.GetEntityState, "/get_entity_state", entity="arm3dof").state.pose.position
+        assert (position.x, position.y, position.z) == (0.0, 0.0, 0.0)
+        assert list(_entities(sim, bounds=_sphere((0.0, 0.3, 0.4), 0.5)).entities) == ["arm3dof"]
+        assert list(_entities(sim, bounds=_sphere((0.0, 0.3, 0.4), 0.4999)).entities) == []
+        got = _entities(sim, srv.GetEntitiesStates, bounds=_sphere((0.0, 0.0, -1.0), 1.0))
+        assert list(got.entities) == ["arm3dof"] and got.states[0].pose.orientation.w == 1.0
+    finally:
+        sim.close()
+
+
 def test_a_step_count_beyond_the_limit_is_refused_and_the_node_keeps_answering():
     """StepSimulation's frames run in its callback: 2**63 of them froze the node (no service
     answered, SIGINT ignored) until killed. Above MAX_STEPS the call is refused at once."""

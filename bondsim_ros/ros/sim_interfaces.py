@@ -1,7 +1,7 @@
 """The ROS 2 simulation interfaces standard (ros-simulation/simulation_interfaces) on the
 dynamics node: simulator features, simulation state (playing, paused, stopped), stepping, reset
 and the robot's base as the one entity (its state read and its pose set; entity queries filtered
-by name, a POSIX extended regular expression).
+by name, a POSIX extended regular expression, and by sphere bounds).
 
 Service names are the standard's interface names in snake case (`get_simulator_features`,
 `set_simulation_state`, ...), relative to the node's namespace, as Gazebo and Isaac Sim name
@@ -110,14 +110,47 @@ class SimulationInterfaces:
         msg.twist.linear.x, msg.twist.linear.y, msg.twist.angular.z = float(vx), float(vy), float(wz)
         return msg
 
+    def _position(self, state) -> tuple:
+        """The base's position in the world at ``state``: the one get_entity_state reports."""
+        from simulation_interfaces.msg import EntityState
+
+        p = self._fill_state(EntityState(), state).pose.position
+        return p.x, p.y, p.z
+
+    def _sphere(self, bounds):
+        """(centre, radius) of a bounds filter, or (None, None) for none; _Refused for bounds the
+        twin cannot apply."""
+        R, B = self.Result, type(bounds)
+        if bounds.type == B.TYPE_EMPTY:
+            if bounds.points:
+                raise _Refused(R.RESULT_OPERATION_FAILED, f"bounds TYPE_EMPTY with {len(bounds.points)} points: "
+                                                          f"empty bounds have none (Bounds.msg)")
+            return None, None
+        if bounds.type in (B.TYPE_BOX, B.TYPE_CONVEX_HULL):
+            kind = "TYPE_BOX" if bounds.type == B.TYPE_BOX else "TYPE_CONVEX_HULL"
+            raise _Refused(R.RESULT_FEATURE_UNSUPPORTED, f"bounds {kind} are not supported: the twin filters "
+                                                         f"entities by TYPE_SPHERE bounds only")
+        if bounds.type != B.TYPE_SPHERE:
+            raise _Refused(R.RESULT_OPERATION_FAILED, f"no bounds type {bounds.type} (TYPE_EMPTY 0, TYPE_BOX 1, "
+                                                      f"TYPE_CONVEX_HULL 2, TYPE_SPHERE 3)")
+        if len(bounds.points) != 2:
+            raise _Refused(R.RESULT_OPERATION_FAILED, f"TYPE_SPHERE bounds have 2 points (the centre; the radius "
+                                                      f"in x), not {len(bounds.points)}")
+        c, radius = bounds.points[0], bounds.points[1].x
+        centre = (c.x, c.y, c.z)
+        if not all(math.isfinite(v) for v in centre):
+            raise _Refused(R.RESULT_OPERATION_FAILED, f"sphere centre not finite: {centre}")
+        if not (math.isfinite(radius) and radius > 0):
+            raise _Refused(R.RESULT_OPERATION_FAILED, f"sphere radius {radius:g}: it must be positive and finite")
+        return centre, radius
+
     def _select(self, filters):
         """(names, state): the entities ``filters`` keep, and the state they were judged at;
         _Refused for filters the twin cannot apply."""
         R = self.Result
         if filters.categories or filters.tags.tags:
             raise _Refused(R.RESULT_FEATURE_UNSUPPORTED, "entity categories and tags are not supported")
-        if filters.bounds.type != filters.bounds.TYPE_EMPTY or filters.bounds.points:
-            raise _Refused(R.RESULT_FEATURE_UNSUPPORTED, "bounds filters are not supported")
+        centre, radius = self._sphere(filters.bounds)
         name_re = None
         if filters.filter:  # empty: every entity
             try:
@@ -125,7 +158,10 @@ class SimulationInterfaces:
             except NotPosixEre as exc:
                 raise _Refused(R.RESULT_OPERATION_FAILED, f"filter '{filters.filter}': {exc}") from None
         state = self.node.twin.state()
-        names = [e for e in (self.entity,) if name_re is None or name_re.search(e)]
+        # the twin has no entity geometry (no GetEntityBounds): an entity overlaps the sphere where
+        # its position does, the surface included
+        inside = centre is None or math.dist(self._position(state), centre) <= radius
+        names = [e for e in (self.entity,) if inside and (name_re is None or name_re.search(e))]
         return names, state
 
     # -- simulator and simulation state --------------------------------------------------------
