@@ -1,23 +1,25 @@
 """POSIX extended regular expressions (ERE, POSIX.1-2024 XBD 9.4), the syntax of
-simulation_interfaces' EntityFilters name filter, translated to an equivalent Python ``re`` pattern.
+simulation_interfaces' EntityFilters name filter: parsed by the ERE grammar and matched here.
 
 No ROS. Python's ``re`` reads Perl's syntax: it has no ``[[:alpha:]]`` (it reads a set of ``[:alph``
-and a literal ``]``) and takes ``\\d``, ``(?i)``, lookaround, which POSIX does not have. No package
-fills the gap: ``regex`` reads Perl's syntax too; google-re2's POSIX mode is a native dependency
-that still reads ``\\`` in a bracket expression as an escape (POSIX: an ordinary character) and
-matches nothing for ``[[.a.]]``; pycregex wraps the C library's regcomp (GPL, and glibc's adds
-``\\w``, ``\\b``, back-references). So the pattern is parsed here by the ERE grammar and written
-out in ``re``'s terms:
+and a literal ``]``) and takes ``\\d``, ``(?i)``, lookaround, which POSIX does not have; and as a
+backtracking matcher it takes time exponential or of high polynomial degree in the name's length
+on some patterns (``(.*)*(.*)*(.*)*(.*)*x``: 20 s on a 17-character name), while a service must
+answer any request. No package fills the gap: ``regex`` reads Perl's syntax and backtracks too;
+google-re2 (linear time) is a native dependency without a rosdep key, and its POSIX mode still
+reads ``\\`` in a bracket expression as an escape (POSIX: an ordinary character) and matches
+nothing for ``[[.a.]]``; pycregex wraps the C library's regcomp (GPL, and glibc's adds ``\\w``,
+``\\b``, back-references). So:
 
-* what the standard defines is translated: ordinary and quoted characters (``\\`` before one of
+* what the standard defines is read: ordinary and quoted characters (``\\`` before one of
   ``^.[]$()|*+?{}\\``), ``.`` (any character, newline too), bracket expressions with character
   classes (``[:alpha:]`` ...; as in the POSIX locale, i.e. ASCII), collating symbols and
   equivalence classes of one character (``[.-.]``, ``[=a=]``), ranges in code point order,
   ``]`` first and ``-`` first or last as literals, ``\\`` literal inside brackets; groups,
   alternation, ``*``, ``+``, ``?``, intervals ``{m}``, ``{m,}``, ``{m,n}`` (up to RE_DUP_MAX,
   255), each optionally followed by the minimal-repetition ``?`` (new in 2024); ``^`` and ``$``
-  anchors wherever they stand (``$`` is the end of the name, not before a final newline as in
-  ``re``); an unmatched ``)`` is an ordinary character;
+  anchors wherever they stand (``$`` is the end of the name, not before a final newline); an
+  unmatched ``)`` is an ordinary character;
 * what it leaves undefined, and what Perl adds, is refused with NotPosixEre naming it: a
   backslash before another character (``\\d``, ``\\w``, ``\\b``, ``\\1``), ``(?`` (inline flags,
   non-capturing groups, lookaround), a repetition with nothing before it or after an anchor,
@@ -26,14 +28,17 @@ out in ``re``'s terms:
   it is a class or the list ``:alph``; the list is never what was meant), empty or chained
   ranges, a collating element of several characters (the POSIX locale has none).
 
-A match is found anywhere in the name, as regexec(3) finds it, unless anchored.
+The pattern becomes an automaton (Thompson's construction) whose states all advance together
+over the name (``Ere.search``): at most the name's length times the automaton's size, which is
+capped (MAX_STATES). A match is found anywhere in the name, as regexec(3) finds it, unless anchored.
 """
 from __future__ import annotations
 
 import re
 
 RE_DUP_MAX = 255  # the largest interval count (the standard's minimum for RE_DUP_MAX)
-MAX_DEPTH = 100  # parentheses nested deeper are refused: the parser and re both recurse
+MAX_DEPTH = 100  # parentheses nested deeper are refused: the parser and the automaton's builder recurse
+MAX_STATES = 20_000  # the automaton's size limit: intervals multiply it ((a{255}){255})
 
 # the character classes of the POSIX locale, as inclusive code point ranges
 _UPPER, _LOWER, _DIGIT = [(0x41, 0x5A)], [(0x61, 0x7A)], [(0x30, 0x39)]
@@ -64,30 +69,135 @@ class NotPosixEre(ValueError):
     """A pattern outside the POSIX extended regular expressions (the message says what)."""
 
 
-def translate(pattern: str) -> str:
-    """The Python ``re`` pattern that matches what the POSIX ERE ``pattern`` matches (searched
-    with ``re.search``); NotPosixEre where ``pattern`` is not one."""
+def _parse(pattern: str):
     if not pattern:
         raise NotPosixEre("an empty pattern is not POSIX ERE")
     return _Parser(pattern).parse()
 
 
-def compile_ere(pattern: str) -> re.Pattern:
-    """``translate(pattern)``, compiled."""
-    return re.compile(translate(pattern))
+def compile_ere(pattern: str) -> "Ere":
+    """``pattern`` parsed and made an automaton (``Ere``); NotPosixEre where it is not POSIX ERE."""
+    return Ere(pattern, _parse(pattern))
 
 
-def _char_class(ranges, negate: bool) -> str:
-    """A ``re`` set of code point ranges; every member written as \\UXXXXXXXX, so no member can
-    read as set syntax (``]``, ``^``, ``-``, ``[:``, ``&&``)."""
+# The parsed pattern, as tuples: ("lit", c), ("set", ranges, negate), ("any",), ("bol",), ("eol",),
+# ("group", node), ("cat", [nodes]), ("alt", [nodes]), ("rep", atom, low, high or None, minimal).
+class Ere:
+    """A compiled pattern: ``search(name)`` is a true value where the pattern matches somewhere in
+    ``name`` (regexec's answer), else None."""
+
+    def __init__(self, pattern: str, tree):
+        self.pattern = pattern
+        self.program = []  # ("char", test), ("split", a, b), ("jmp", a), ("bol",), ("eol",), ("match",)
+        self._emit(tree)
+        self.program.append(("match",))
+
+    def _add(self, instr) -> int:
+        if len(self.program) >= MAX_STATES:
+            raise NotPosixEre(f"'{self.pattern[:40]}' makes an automaton of more than {MAX_STATES} states "
+                              f"(its intervals repeat too much): not supported")
+        self.program.append(instr)
+        return len(self.program) - 1
+
+    def _emit(self, node) -> None:
+        kind = node[0]
+        if kind == "lit":
+            c = node[1]
+            self._add(("char", lambda x, c=c: x == c))
+        elif kind == "set":
+            ranges, negate = tuple(node[1]), node[2]
+            self._add(("char", lambda x, r=ranges, n=negate: any(lo <= ord(x) <= hi for lo, hi in r) != n))
+        elif kind == "any":
+            self._add(("char", lambda x: True))
+        elif kind in ("bol", "eol"):
+            self._add((kind,))
+        elif kind == "group":
+            self._emit(node[1])
+        elif kind == "cat":
+            for part in node[1]:
+                self._emit(part)
+        elif kind == "alt":
+            jumps = []
+            for k, branch in enumerate(node[1]):
+                if k == len(node[1]) - 1:
+                    self._emit(branch)
+                    break
+                split = self._add(None)
+                self._emit(branch)
+                jumps.append(self._add(None))
+                self.program[split] = ("split", split + 1, len(self.program))
+            for j in jumps:
+                self.program[j] = ("jmp", len(self.program))
+        else:  # rep: the atom low times, then (high - low) optional copies or a loop
+            _, atom, low, high, _minimal = node  # (which match is taken does not change whether one is)
+            for _ in range(low):
+                self._emit(atom)
+            if high is None:
+                split = self._add(None)
+                self._emit(atom)
+                self._add(("jmp", split))
+                self.program[split] = ("split", split + 1, len(self.program))
+            else:
+                splits = []
+                for _ in range(high - low):
+                    splits.append(self._add(None))
+                    self._emit(atom)
+                for sp in splits:
+                    self.program[sp] = ("split", sp + 1, len(self.program))
+
+    def _follow(self, states: set, seen: set, pc: int, at: int, end: int) -> bool:
+        """Add to ``states`` the character tests reachable from ``pc`` at position ``at`` without
+        reading (``seen``: the states this position has reached already); True if the match state
+        is reachable."""
+        program, stack, matched = self.program, [pc], False
+        while stack:
+            pc = stack.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            instr = program[pc]
+            op = instr[0]
+            if op == "char":
+                states.add(pc)
+            elif op == "split":
+                stack.extend((instr[2], instr[1]))
+            elif op == "jmp":
+                stack.append(instr[1])
+            elif op == "bol":
+                if at == 0:
+                    stack.append(pc + 1)
+            elif op == "eol":
+                if at == end:
+                    stack.append(pc + 1)
+            else:
+                matched = True
+        return matched
+
+    def search(self, name: str):
+        end = len(name)
+        states, seen = set(), set()
+        for at in range(end + 1):
+            if self._follow(states, seen, 0, at, end):  # a match may start at every position
+                return True
+            if at == end:
+                return None
+            c, nxt, nxt_seen = name[at], set(), set()
+            for pc in states:
+                if self.program[pc][1](c) and self._follow(nxt, nxt_seen, pc + 1, at + 1, end):
+                    return True
+            states, seen = nxt, nxt_seen
+        return None
+
+
+def _merged(ranges) -> list:
+    """Code point ranges, sorted and merged."""
     merged = []
     for lo, hi in sorted(ranges):
         if merged and lo <= merged[-1][1] + 1:
             merged[-1][1] = max(merged[-1][1], hi)
         else:
             merged.append([lo, hi])
-    body = "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in merged)
-    return f"[{'^' if negate else ''}{body}]"
+    return [tuple(r) for r in merged]
 
 
 class _Parser:
@@ -102,21 +212,21 @@ class _Parser:
     def fail(self, token: str, at: int, why: str):
         raise NotPosixEre(f"'{token}' at {at} is not POSIX ERE: {why}")
 
-    def parse(self) -> str:
+    def parse(self):
         out = self.alternation(0)
         assert self.i == len(self.p)  # a ')' at depth 0 is an ordinary character, so all is read
         return out
 
     # ere := branch ('|' branch)*
-    def alternation(self, depth: int) -> str:
+    def alternation(self, depth: int):
         branches = [self.branch(depth)]
         while self.peek() == "|":
             self.i += 1
             branches.append(self.branch(depth))
-        return "|".join(branches)
+        return branches[0] if len(branches) == 1 else ("alt", branches)
 
     # branch := expression+
-    def branch(self, depth: int) -> str:
+    def branch(self, depth: int):
         start, parts = self.i, []
         while self.i < len(self.p) and self.peek() != "|" and not (self.peek() == ")" and depth > 0):
             parts.append(self.expression(depth))
@@ -125,46 +235,47 @@ class _Parser:
                 self.fail("()", start - 1, "an empty group")
             bar = start - 1 if start > 0 and self.p[start - 1] == "|" else start
             self.fail("|", bar, "an empty alternative beside it")
-        return "".join(parts)
+        return parts[0] if len(parts) == 1 else ("cat", parts)
 
     # expression := anchor | primary [duplication ['?']]
-    def expression(self, depth: int) -> str:
+    def expression(self, depth: int):
         c, at = self.peek(), self.i
         if c in _REPEAT:
             self.fail(c, at, "nothing before it to repeat")
         anchor = c in ("^", "$")
         if anchor:
             self.i += 1
-            atom = r"\A" if c == "^" else r"\Z"  # re's '$' also matches before a final newline
+            atom = ("bol",) if c == "^" else ("eol",)
         elif c == "(":
             atom = self.group(depth)
         elif c == ")":  # unmatched (depth 0): POSIX makes it an ordinary character
             self.i += 1
-            atom = r"\)"
+            atom = ("lit", ")")
         elif c == ".":
             self.i += 1
-            atom = "(?s:.)"  # the ERE dot matches a newline too
+            atom = ("any",)
         elif c == "[":
             atom = self.bracket()
         elif c == "\\":
             atom = self.escape()
         else:
             self.i += 1
-            atom = re.escape(c)
+            atom = ("lit", c)
         if self.peek() not in _REPEAT:
             return atom
         if anchor:
             self.fail(self.peek(), self.i, f"it repeats the anchor '{c}'")
-        atom += self.duplication()
-        if self.peek() == "?":  # POSIX.1-2024 minimal repetition: the same names match
+        low, high = self.duplication()
+        minimal = self.peek() == "?"  # POSIX.1-2024 minimal repetition: the same names match
+        if minimal:
             self.i += 1
-            atom += "?"
+        atom = ("rep", atom, low, high, minimal)
         if self.peek() in _REPEAT:
             self.fail(self.peek(), self.i, "it repeats a repetition (an ERE has one '*', '+', '?' or interval, "
                                            "then at most one '?')")
         return atom
 
-    def group(self, depth: int) -> str:
+    def group(self, depth: int):
         at = self.i
         if depth >= MAX_DEPTH:
             raise NotPosixEre(f"'(' at {at}: parentheses nested more than {MAX_DEPTH} deep are not supported")
@@ -175,13 +286,14 @@ class _Parser:
         if self.peek() != ")":
             self.fail("(", at, "it is never closed")
         self.i += 1
-        return f"(?:{inner})"
+        return ("group", inner)
 
-    def duplication(self) -> str:
+    def duplication(self) -> tuple:
+        """(low, high or None) of the repetition at the cursor."""
         c, at = self.peek(), self.i
         if c != "{":
             self.i += 1
-            return c
+            return {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
         m = _INTERVAL.match(self.p, at)
         low = int(m.group(1)) if m else 0
         high = (low if m.group(2) is None else int(m.group(3)) if m.group(3) else None) if m else None
@@ -189,9 +301,9 @@ class _Parser:
             self.fail("{", at, f"it begins no interval {{m}}, {{m,}} or {{m,n}} with 0 <= m <= n <= {RE_DUP_MAX} "
                                f"(a literal brace is \\{{)")
         self.i = m.end()
-        return f"{{{low}}}" if m.group(2) is None else f"{{{low},{'' if high is None else high}}}"
+        return low, high
 
-    def escape(self) -> str:
+    def escape(self):
         at, c = self.i, self.peek(1)
         if not c:
             self.fail("\\", at, "at the end it quotes nothing")
@@ -199,10 +311,10 @@ class _Parser:
             hint = f"; for {_PERL_HINTS[c][1]} write {_PERL_HINTS[c][0]}" if c in _PERL_HINTS else ""
             self.fail("\\" + c, at, f"a backslash quotes only one of ^.[]$()|*+?{{}}\\{hint}")
         self.i += 2
-        return re.escape(c)
+        return ("lit", c)
 
     # bracket expression: '[' ['^'] list ']'
-    def bracket(self) -> str:
+    def bracket(self):
         at = self.i
         self.i += 1
         negate = self.peek() == "^"
@@ -240,7 +352,7 @@ class _Parser:
             # POSIX leaves open whether [:alpha:] is a class or the list ':alph': the list is never what was meant
             self.fail(self.p[at:self.i], at, f"a class, collating symbol or equivalence class goes inside a "
                                              f"bracket expression: [[{body}]]")
-        return _char_class(ranges, negate)
+        return ("set", _merged(ranges), negate)
 
     def bracket_term(self):
         """(kind, value, source text) of the next list member: ('char', code point), ('class',
