@@ -11,6 +11,7 @@ tf_prefix + "base_link", the same transform on /tf; reset_odometry: rto_msgs/srv
 launch/robotino_driver.launch.py (namespace robotinobase1 -> tf_prefix robotinobase1/), and
 rto_description's robotino_description.urdf (wheel0..2_joint at 60, 180, -60 degrees, axis -1 0 0).
 """
+import contextlib
 import math
 import os
 import signal
@@ -54,10 +55,10 @@ TEAM_PARAMS = f"""\
 class TeamStack:
     """What a team's nodes do with the driver: relative names in the robot's namespace."""
 
-    def __init__(self):
+    def __init__(self, namespace=NS):
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=DOMAIN)
-        self.node = rclpy.create_node("team_stack", namespace=NS, context=self.context)
+        self.node = rclpy.create_node("team_stack", namespace=namespace, context=self.context)
         self.cmd = self.node.create_publisher(Twist, "cmd_vel", 10)
         self.enable = self.node.create_client(rto_srv.SetOmniDriveEnabled, "cmd_vel_enable")
         self.limits = self.node.create_client(rto_srv.SetVelLimits, "set_velocity_limits")
@@ -127,24 +128,23 @@ class TeamStack:
         rclpy.try_shutdown(context=self.context)
 
 
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("driver")
-    params = tmp / "team_params.yaml"
-    params.write_text(TEAM_PARAMS)
+@contextlib.contextmanager
+def driver_up(tmp, namespace, *args):
+    """`bondsim-ros up --interface driver --namespace NAMESPACE ARGS` in its own process and a
+    team's stack beside it; yields (team, process, its stderr file) once odom flows."""
     env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     err = tmp / "stderr.txt"
     with open(err, "w") as ferr:
         proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--interface", "driver",
-                                 "--namespace", NS, "--params", str(params), "--duration", "240"],
+                                 "--namespace", namespace, *args, "--duration", "240"],
                                 env=env, stdout=subprocess.DEVNULL, stderr=ferr, cwd=tmp)
-    team = TeamStack()
+    team = TeamStack(namespace)
     try:
         end = time.monotonic() + 60
         while not team.odom and time.monotonic() < end and proc.poll() is None:
             team.spin(0.2)
-        assert team.odom, f"no {NS}/odom from `bondsim-ros up --interface driver`:\n{err.read_text()[-3000:]}"
+        assert team.odom, f"no {namespace}/odom from `bondsim-ros up --interface driver`:\n{err.read_text()[-3000:]}"
         yield team, proc, err
     finally:
         team.close()
@@ -154,6 +154,15 @@ def driver(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("driver")
+    params = tmp / "team_params.yaml"
+    params.write_text(TEAM_PARAMS)
+    with driver_up(tmp, NS, "--params", str(params)) as running:
+        yield running
 
 
 def _transform(team, parent, child):
@@ -276,6 +285,61 @@ def test_reset_odometry_sets_odom(driver):
     team.spin(2.0, command=(0.3, 0.0, 0.0))
     pose = team.odom[-1].pose.pose
     assert math.atan2(pose.position.y + 2.0, pose.position.x - 1.0) == pytest.approx(0.5, abs=0.02)
+
+
+def _yaw(q):
+    return 2 * math.atan2(q.z, q.w)
+
+
+def test_reset_odometry_sets_odometry_and_leaves_the_robot_where_it_is(tmp_path):
+    """As OdometryROS::resetOdometryCallback: the odometry reads the pose given and counts on from
+    there, while the robot stays put: its laser scan (sensor_node, --sensors) and its entity
+    state (simulation_interfaces) are of where it really is, before and after the reset."""
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import LaserScan
+
+    si = pytest.importorskip("simulation_interfaces.srv", reason="simulation_interfaces missing: tools/setup.sh")
+    ns = "robotinobase2"  # beside the module's twin in robotinobase1
+    with driver_up(tmp_path, ns, "--sensors") as (team, _, err):
+        scans = []
+        team.node.create_subscription(LaserScan, "scan", scans.append, qos_profile_sensor_data)
+        entity = team.node.create_client(si.GetEntityState, "get_entity_state")
+
+        def true_pose():
+            st = team.call(entity, si.GetEntityState.Request(entity=f"{ns}/robotino")).state
+            return st.pose.position.x, st.pose.position.y, _yaw(st.pose.orientation)
+
+        def fresh_scan():
+            scans.clear()
+            team.spin(0.5)
+            assert scans, f"no {ns}/scan:\n{err.read_text()[-3000:]}"
+            return scans[-1]
+
+        team.at_rest()
+        before, scan_before = true_pose(), fresh_scan()
+        # the arena's +x wall's inner face is at x = 3.0, the scanner 0.12 m ahead of the centre
+        assert scan_before.ranges[405] == pytest.approx(3.0 - 0.12 - before[0], abs=0.1)
+        team.reset_odometry(1.0, -0.5, 0.5)
+        team.odom.clear()
+        team.spin(0.5)
+        pose = team.odom[-1].pose.pose
+        assert (pose.position.x, pose.position.y, _yaw(pose.orientation)) == pytest.approx((1.0, -0.5, 0.5), abs=1e-6)
+        assert true_pose() == pytest.approx(before, abs=1e-6)  # the robot did not move
+        scan_after = fresh_scan()
+        # the same walls at the same ranges, but for the range noise (sigma 0.02 m)
+        diff = sorted(abs(a - b) for a, b in zip(scan_after.ranges, scan_before.ranges))
+        assert diff[len(diff) // 2] < 0.05, f"median range change {diff[len(diff) // 2]:.3f} m"
+
+        # driving 0.3 m/s ahead: odometry along its reset heading, the robot along its true one
+        team.spin(2.0, command=(0.3, 0.0, 0.0))
+        team.at_rest()
+        pose = team.odom[-1].pose.pose
+        moved = math.hypot(pose.position.x - 1.0, pose.position.y + 0.5)
+        assert moved > 0.4
+        assert math.atan2(pose.position.y + 0.5, pose.position.x - 1.0) == pytest.approx(0.5, abs=0.02)
+        x, y, yaw = true_pose()
+        assert (x - before[0], y - before[1], yaw - before[2]) == pytest.approx((moved, 0.0, 0.0), abs=0.02)
+        assert fresh_scan().ranges[405] == pytest.approx(3.0 - 0.12 - x, abs=0.1)  # the wall seen nearer
 
 
 def test_a_bumper_contact_stops_it_and_holds_cmd_vel_for_bumper_timeout(driver):

@@ -288,7 +288,8 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False) -> dict | None:
     """sensor_node's and bumper_stop's parameters for ``--sensors [MAP.yaml]`` (None without it);
     the twin then listens to bumper_stop's output instead of its own cmd_vel topic. With an
     interface profile the node's own bumper stop (the profile's) takes sensor_node's bumper
-    instead: no bumper_stop."""
+    instead: no bumper_stop; and the sensors ride on the node's ~/ground_truth, since the
+    profile's odometry may be reset while the robot stays where it is."""
     from bondsim_ros.cliargs import CLIError
 
     if map_yaml is None:
@@ -298,7 +299,7 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False) -> dict | None:
             raise CLIError(f"--sensors {map_yaml}: no such map file")
         map_yaml = str(Path(map_yaml).resolve())
     if interface:
-        return {"sensor_node": {"map": map_yaml}}
+        return {"sensor_node": {"map": map_yaml, "pose_topic": f"{dyn['node_name']}/ground_truth"}}
     cmd_vel = dyn.get("cmd_vel_topic", "cmd_vel")
     dyn["cmd_vel_topic"] = "cmd_vel_bumper"
     return {"sensor_node": {"map": map_yaml},

@@ -231,10 +231,11 @@ class DynamicsNode(Node):
 
     # -- services --------------------------------------------------------------------------
     def restart(self):
-        """Back to the initial state, with simulated time 0 at this wall-clock instant. The
-        reset state is the next frame (paused: published now), so resets never stop
-        /joint_states."""
+        """Back to the initial state, with simulated time 0 at this wall-clock instant and
+        odometry in the world's frame again. The reset state is the next frame (paused: published
+        now), so resets never stop /joint_states."""
         self.twin.reset()
+        self.topics.odometry.clear()
         self.probes.clear()
         self._pending = self.twin.state()
         self.frame_clock.anchor(0.0, self._ros_now_ns())
@@ -274,10 +275,19 @@ class DynamicsNode(Node):
         self.frame_clock.hold(self.twin.t)
 
     def place(self, x: float, y: float, yaw: float):
-        """Put the base at (x, y, yaw) in odom (simulation_interfaces' SetEntityState): shown by
-        the next frame, or now when paused."""
+        """Put the base at (x, y, yaw) in the twin's world (simulation_interfaces' SetEntityState):
+        shown by the next frame, or now when paused."""
         self._pending = self.twin.set_pose(x, y, yaw)
         if self.paused:
+            self.publish_pending()
+
+    def reset_odometry(self, x: float, y: float, yaw: float):
+        """Odometry reads (x, y, yaw) from the next frame on (now when paused) and counts on from
+        there; the base stays where it is in the world, so its odom frame moves (a driver's
+        odometry reset)."""
+        self.topics.odometry.reset((x, y, yaw), self.twin.state().pose)
+        if self.paused:
+            self._pending = self.twin.state()
             self.publish_pending()
 
     def _on_reset(self, request, response):

@@ -6,8 +6,9 @@ the profile's frames, topics, joint names and signs, parameters and services:
 * velocity commands go through the profile's per-component limits, and are ignored while the
   ``enable`` service has disabled them or for ``bumper_timeout`` seconds after a bumper contact
   (which also brings the twin to rest, as the robot's bumper stop does);
-* ``velocity_limits`` sets those limits, ``reset_odometry`` places the base at the pose given in
-  odom (the odometry then counts from there);
+* ``velocity_limits`` sets those limits; ``reset_odometry`` sets the published odometry to the
+  pose given and counts on from there, the base staying where it is in the world (the odom frame
+  moves; the node's ``~/ground_truth`` keeps the true pose);
 * joint states carry the profile's joint names, order and signs; ``motor_readings`` the motor
   speeds [rpm] and encoder ticks those joints imply through the profile's gear and encoder.
 
@@ -192,7 +193,7 @@ class ProfileInterface:
         f = s.fields
         x, y, yaw = (float(getattr(request, f[k])) for k in ("x", "y", "yaw"))
         if all(math.isfinite(v) for v in (x, y, yaw)):
-            self.node.place(x, y, yaw)
+            self.node.reset_odometry(x, y, yaw)  # the odom frame moves, the base does not
             self.node.get_logger().info(f"{s.name}: odometry set to x {x:g}, y {y:g}, yaw {yaw:g}")
         else:
             self.node.get_logger().warning(f"{s.name}: refused, not finite: {x}, {y}, {yaw}")

@@ -1,8 +1,10 @@
 """sensor_node: the twin's laser scanner, IR distance sensors and bumper, simulated against a map.
 
 Takes the robot's pose from the twin (nav_msgs/Odometry on ``odom``, or odom -> base_footprint on
-/tf), places it in the map (``map_to_odom``: the odom frame's pose in the map; nav2.launch.py
-publishes map -> odom as the identity) and publishes, stamped with the pose's stamp:
+/tf; under an interface profile, whose odometry may be reset, the twin's ``~/ground_truth``),
+places it in the map (``map_to_odom``: the pose in the map of the frame that pose is given in;
+nav2.launch.py publishes map -> odom as the identity) and publishes, stamped with the pose's
+stamp:
 
 - ``scan`` (sensor_msgs/LaserScan, frame ``laser_link``), at ``scan_rate`` of simulated time;
 - ``irsensor_scan`` (LaserScan, frame ``irscan_link``) and ``irsensor_pcl`` (sensor_msgs/PointCloud,
@@ -36,13 +38,15 @@ IR_SCAN_TIME, IR_RANGE_MIN, IR_RANGE_MAX, IR_POINT_Z = 0.1, 0.05, 0.65, 0.05
 PARAMS = {
     "map": Param("",
                  "Nav2 map YAML (map.yaml + image) of the world the sensors see; empty: config/maps/rcll_arena.yaml"),
-    "map_to_odom": Param([0.0, 0.0, 0.0], "pose of the odom frame in the map (x, y, yaw) [m, rad]"),
+    "map_to_odom": Param([0.0, 0.0, 0.0], "pose in the map of the frame the pose comes in (odom; the twin's world "
+                                          "for its ~/ground_truth) (x, y, yaw) [m, rad]"),
     "occupied_threshold": Param(100, "occupancy (0..100) from which a map cell stops beams and the bumper",
                                 low=0, high=100),
     "unknown_is_occupied": Param(False, "unknown map cells (-1) stop beams and the bumper"),
     "pose_source": Param("odom", "odom (nav_msgs/Odometry on pose_topic) | tf (odom_frame -> base_frame on /tf)",
                          choices=("odom", "tf")),
-    "pose_topic": Param("odom", "the twin's odometry topic (pose_source odom)"),
+    "pose_topic": Param("odom", "the twin's odometry topic (pose_source odom); under an interface profile "
+                                "NODE/ground_truth, which an odometry reset does not move"),
     "odom_frame": Param("odom", "odometry frame id (pose_source tf)"),
     "base_frame": Param("base_footprint", "robot base frame id (pose_source tf)"),
     "frame_prefix": Param("", "prefix of every frame id (several robots), as dynamics_node's"),

@@ -93,8 +93,8 @@ class SimulationInterfaces:
 
     def _fill_state(self, msg, state=None):
         """simulation_interfaces/EntityState of the base (now, or at ``state``): pose and twist in
-        odom (the twin's world), stamped with the simulated instant; a fixed base is at the origin,
-        at rest."""
+        the twin's world (odom, or under an interface profile the empty frame: its odometry may be
+        reset), stamped with the simulated instant; a fixed base is at the origin, at rest."""
         node = self.node
         state = node.twin.state() if state is None else state
         msg.header.stamp = stamp_msg(node.frame_clock.stamp_ns(state.t))
@@ -102,7 +102,7 @@ class SimulationInterfaces:
             msg.header.frame_id = ""  # the standard's default: the world the fixed base stands in
             msg.pose.orientation.w = 1.0
             return msg
-        msg.header.frame_id = node.topics.odom_frame
+        msg.header.frame_id = node.topics.world_frame
         x, y, yaw = state.pose
         msg.pose.position.x, msg.pose.position.y = float(x), float(y)
         msg.pose.orientation.z, msg.pose.orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
@@ -174,9 +174,10 @@ class SimulationInterfaces:
             features.append(f.ENTITY_STATE_SETTING)
         response.features.features = sorted(features)
         response.features.spawn_formats = []
+        world = self.node.topics.world_frame or "the world frame ''"
         response.features.custom_info = (
             f"bondsim_ros dynamics_node: one entity, {self.entity!r} (the robot; its base pose "
-            f"{'in ' + self.node.topics.odom_frame if self.node.twin.placeable else 'fixed'}); a step is one frame, "
+            f"{'in ' + world if self.node.twin.placeable else 'fixed'}); a step is one frame, "
             f"1/publish_rate x real_time_factor simulated seconds; ResetSimulation resets time and state "
             f"together; SetEntityState sets the pose only")
         return response
@@ -296,9 +297,10 @@ class SimulationInterfaces:
                                 "masses); command it through cmd_vel or joint commands")
         if not set_pose:
             return self._result(response, R.RESULT_OK)
-        if st.header.frame_id not in ("", node.topics.odom_frame):
+        topics = node.topics
+        if st.header.frame_id not in ("", topics.world_frame, topics.odom_frame):
             return self._result(response, response.INVALID_POSE,
-                                f"pose in frame {st.header.frame_id!r}: give it in {node.topics.odom_frame!r} (or '')")
+                                f"pose in frame {st.header.frame_id!r}: give it in {topics.odom_frame!r} (or '')")
         p, q = st.pose.position, st.pose.orientation
         values = (p.x, p.y, p.z, q.x, q.y, q.z, q.w)
         if not all(math.isfinite(v) for v in values):
@@ -314,5 +316,8 @@ class SimulationInterfaces:
             return self._result(response, response.INVALID_POSE,
                                 f"{self.entity} is a planar base: z, roll and pitch must be 0 "
                                 f"(got z={p.z:g}, roll={roll:g}, pitch={pitch:g})")
-        node.place(p.x, p.y, yaw)
+        x, y, yaw = p.x, p.y, yaw
+        if st.header.frame_id == topics.odom_frame != topics.world_frame:  # odom, moved by an odometry reset
+            x, y, yaw = topics.odometry.to_world((x, y, yaw))
+        node.place(x, y, yaw)
         return self._result(response, R.RESULT_OK)

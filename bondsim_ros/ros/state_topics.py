@@ -1,6 +1,7 @@
 """The dynamics node's state topics: /joint_states, /clock, /odom and odom -> base on /tf (a
-mobile base), motor_states, reference_pose, the model's Float64 outputs, ~/frame_cost and
-/diagnostics; each frame's messages stamped as the node says.
+mobile base; under an interface profile also ~/ground_truth), motor_states, reference_pose, the
+model's Float64 outputs, ~/frame_cost and /diagnostics; each frame's messages stamped as the
+node says.
 """
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 
+from bondsim_ros.twin.placement import OdometryOrigin
+
 from . import messages
 
 # the topics the node publishes or takes itself, as documented (a model's own topics must differ)
 OWN_TOPICS = ("joint_states", "odom", "/tf", "/clock", "/diagnostics", "motor_states", "reference_pose",
-              "~/frame_cost")
+              "~/frame_cost", "~/ground_truth")
 
 
 class StateTopics:
@@ -27,14 +30,23 @@ class StateTopics:
     def __init__(self, node, twin, interface, odom_frame: str, base_frame: str, publish_clock: bool, outputs=()):
         self.twin, self.interface = twin, interface
         self.odom_frame, self.base_frame = odom_frame, base_frame
+        # odometry counts from here: an interface profile's odometry reset moves the odom frame,
+        # not the base
+        self.odometry = OdometryOrigin()
+        # the frame of the twin's true pose: odom, unless an interface profile may move odom away
+        # from it; then the simulation's world, named "" as simulation_interfaces names it
+        self.world_frame = odom_frame if interface is None else ""
         # joint names unprefixed: robot_state_publisher matches them against the URDF and
         # applies its own frame_prefix to frame ids only
         self.joint_names = list(twin.joint_names)
         topics = interface.profile.topics if interface is not None else {}
         self.pub_joints = node.create_publisher(JointState, topics.get("joint_states", "joint_states"), 10)
         # odometry only for a mobile base: a fixed one would advertise a topic that never speaks
-        self.pub_odom = (node.create_publisher(Odometry, topics.get("odom", "odom"), 10)
-                         if twin.state().pose is not None else None)
+        planar = twin.state().pose is not None
+        self.pub_odom = node.create_publisher(Odometry, topics.get("odom", "odom"), 10) if planar else None
+        # the true pose, for simulated sensors: odometry may be reset, the world does not move
+        self.pub_truth = (node.create_publisher(Odometry, "~/ground_truth", 10)
+                          if planar and interface is not None else None)
         self.TFMessage = messages.tf_message()
         self.pub_tf = node.create_publisher(self.TFMessage, "/tf", 100)
         self.pub_motors = node.create_publisher(JointState, "motor_states", 10) if twin.motor_names else None
@@ -75,12 +87,16 @@ class StateTopics:
             self.interface.publish_motor_readings(state, stamp)
         if state.pose is None:  # a fixed base: no odometry
             return
-        self.pub_odom.publish(messages.odometry(stamp, self.odom_frame, self.base_frame, state.pose,
-                                                state.twist_body))
+        pose = self.odometry.to_odom(state.pose)
+        self.pub_odom.publish(messages.odometry(stamp, self.odom_frame, self.base_frame, pose, state.twist_body))
+        if self.pub_truth is not None:
+            self.pub_truth.publish(messages.odometry(stamp, self.world_frame, self.base_frame, state.pose,
+                                                     state.twist_body))
         if self.interface is None or self.interface.publish_tf:
-            tf_batch.append(messages.planar_transform(stamp, self.odom_frame, self.base_frame, state.pose))
+            tf_batch.append(messages.planar_transform(stamp, self.odom_frame, self.base_frame, pose))
         if state.reference is not None:
-            self.pub_reference.publish(messages.planar_pose(stamp, self.odom_frame, state.reference))
+            self.pub_reference.publish(messages.planar_pose(stamp, self.odom_frame,
+                                                            self.odometry.to_odom(state.reference)))
 
     def tf(self, tf_batch: list) -> None:
         self.pub_tf.publish(self.TFMessage(transforms=tf_batch))

@@ -75,3 +75,35 @@ class PlacedTwin:
     def reset(self) -> None:
         self.inner.reset()
         self.offset = None
+
+
+class OdometryOrigin:
+    """Where published odometry counts from. A robot driver's odometry reset (set odometry to
+    x, y, yaw) does not move the robot: it moves the odom frame in the world, and a localizer
+    takes the jump up in map -> odom. The twin's pose stays in its world (what its sensors see
+    and simulation_interfaces report); odometry is that pose seen from the moved odom frame."""
+
+    def __init__(self):
+        self.offset = None  # odom <- the twin's world; None: they coincide
+
+    def reset(self, target: tuple, pose: tuple) -> None:
+        """Odometry reads ``target`` (x, y, yaw) where the twin's world pose is ``pose`` now."""
+        target = tuple(float(v) for v in target)
+        if not all(math.isfinite(v) for v in target):
+            raise CommandError(f"odometry not finite: {target}")
+        self.offset = _compose(target, _inverse(tuple(float(v) for v in pose)))
+
+    def clear(self) -> None:
+        self.offset = None
+
+    def to_odom(self, pose):
+        """A world pose (x, y, yaw) as odometry reports it; None stays None."""
+        if self.offset is None or pose is None:
+            return pose
+        return _compose(self.offset, tuple(float(v) for v in pose))
+
+    def to_world(self, pose: tuple) -> tuple:
+        """A pose given in odom, in the twin's world."""
+        if self.offset is None:
+            return tuple(pose)
+        return _compose(_inverse(self.offset), tuple(float(v) for v in pose))
