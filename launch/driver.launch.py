@@ -51,9 +51,10 @@ def _nodes(context):
         p = profile.parameter(name)
         if p is not None:
             params[p.name] = prefix if launch_arg is None else LaunchConfiguration(launch_arg)
-    for name in ("hostname", "motor_timeout"):  # the driver's launch passes them: accepted, logged
+    for name in ("hostname", "motor_timeout"):  # the driver's launch passes them: declared, logged, no effect
         if name in profile.ignored_parameters:
-            params[name] = ParameterValue(LaunchConfiguration(name), value_type=str)
+            params[name] = ParameterValue(LaunchConfiguration(name),
+                                          value_type=type(profile.ignored_parameters[name].default))
     nodes = [Node(package="bondsim_ros", executable="dynamics_node", name=profile.node_name, namespace=namespace,
                   output="screen", parameters=[params])]
     description = arg("robot_description")

@@ -102,12 +102,14 @@ class TeamStack:
                                                                    max_angular_vel=max_ang, min_angular_vel=min_ang))
 
     def parameters(self, *names):
-        """robotino_node's parameters, as `ros2 param get` reads them."""
+        """robotino_node's parameters, as `ros2 param get` reads them (None: not declared)."""
         from rcl_interfaces.srv import GetParameters
+        from rclpy.parameter import parameter_value_to_python
 
         client = self.node.create_client(GetParameters, "robotino_node/get_parameters")
         try:
-            return [v.double_value for v in self.call(client, GetParameters.Request(names=list(names))).values]
+            values = self.call(client, GetParameters.Request(names=list(names))).values
+            return [parameter_value_to_python(v) for v in values]
         finally:
             self.node.destroy_client(client)
 
@@ -194,6 +196,32 @@ def test_the_driver_s_node_topics_services_and_frames(driver):
     tf = _transform(team, f"{NS}/odom", f"{NS}/base_link")
     assert tf is not None, "no robotinobase1/odom -> robotinobase1/base_link on /tf"
     assert "hostname: no effect in the twin" in err.read_text()  # the team's file is taken, not refused
+    assert team.parameters("hostname", "motor_timeout") == ["172.26.1.1:12080", 0.0]  # and reported
+
+
+def test_the_driver_s_hostname_and_motor_timeout_are_declared_with_its_defaults():
+    """RTONode.cpp declares hostname "172.26.1.1" and motor_timeout 10.0: `ros2 param get` reads
+    them on the twin's robotino_node too (without effect there), and `ros2 param set` takes them."""
+    from rcl_interfaces.srv import GetParameters, SetParameters
+    from rclpy.parameter import Parameter, parameter_value_to_python
+
+    from live_graph import live_graph
+
+    dyn = {"interface": "driver", "reference": "cmd_vel"}
+    with live_graph(dyn, "team", namespace="robotinobase3", with_probe=False, state_publisher=None,
+                    dynamics_name="robotino_node") as (graph, node):
+        def call(kind, service, request):
+            client = node.create_client(kind, f"/robotinobase3/robotino_node/{service}")
+            assert client.wait_for_service(timeout_sec=10.0)
+            future = client.call_async(request)
+            assert graph.spin_until(future.done, 10.0)
+            return future.result()
+
+        got = call(GetParameters, "get_parameters", GetParameters.Request(names=["hostname", "motor_timeout"]))
+        assert [parameter_value_to_python(v) for v in got.values] == ["172.26.1.1", 10.0]
+        done = call(SetParameters, "set_parameters",
+                    SetParameters.Request(parameters=[Parameter("motor_timeout", value=0.0).to_parameter_msg()]))
+        assert done.results[0].successful, done.results[0].reason
 
 
 def test_cmd_vel_moves_the_twin_with_the_driver_s_wheel_signs(driver):

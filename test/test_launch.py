@@ -334,6 +334,7 @@ def test_driver_launch_stands_in_for_the_robotino_driver(prefix, tmp_path):
     assert node, f"/robotinobase1/robotino_node not running (nodes: {seen['nodes']}):\n{seen['log'][-3000:]}"
     assert (node["interface"], node["reference"], node["tf_prefix"]) == ("driver", "cmd_vel", "robotinobase1/")
     assert node["publish_odom_tf"] is False and node["bumper_timeout"] == 2.0  # the driver launch's defaults
+    assert (node["hostname"], node["motor_timeout"]) == ("172.26.1.1:12080", 0.0)  # declared, as RTONode's
     for topic in ("/robotinobase1/odom", "/robotinobase1/joint_states", "/robotinobase1/motor_readings"):
         assert topic in seen["published_topics"], topic
     assert "hostname: no effect in the twin" in seen["log"] and "motor_timeout: no effect" in seen["log"]

@@ -44,12 +44,15 @@ def interface_type(spec: str):
 
 def parameter_table(profile: InterfaceProfile) -> dict:
     """The profile's parameters as a node parameter table (Param rows, as PARAMS); live: the
-    limits (a velocity_limits service sets them too) and the bumper timeout."""
+    limits (a velocity_limits service sets them too), the bumper timeout, and those without
+    effect (settable, as the program's are)."""
     table = {}
     for p in profile.parameters:
         low = 0.0 if isinstance(p.default, float) else None
         live = p.role in ("max_linear", "min_linear", "max_angular", "min_angular", "bumper_timeout")
         table[p.name] = Param(p.default, p.description, low=low, high=1e6 if low is not None else None, live=live)
+    for p in profile.ignored_parameters.values():
+        table[p.name] = Param(p.default, p.description, live=True)
     return table
 
 
@@ -73,7 +76,7 @@ def apply_profile(node, p: dict, extra: dict) -> ProfileInterface:
     log = node.get_logger()
     given = set(extra) | set(node._parameter_overrides)  # programmatic, or from the command line / a file
     for name in sorted(given & set(profile.ignored_parameters)):
-        log.info(f"{name}: no effect in the twin ({profile.ignored_parameters[name]})")
+        log.info(f"{name}: {profile.ignored_parameters[name].description}")
     unknown = sorted(set(extra) - {q.name for q in profile.parameters} - set(profile.ignored_parameters))
     if unknown:
         raise ValueError(f"unknown parameter {unknown[0]!r} (interface {profile.name} declares "

@@ -83,7 +83,9 @@ class InterfaceProfile:
     services: list
     motor_readings_type: str = ""
     motors: dict = field(default_factory=dict)
-    ignored_parameters: dict = field(default_factory=dict)  # name -> why it has no effect in the twin
+    # name -> ProfileParameter (role ""): the program's parameters the twin declares and reports
+    # with their defaults but has nothing to act on
+    ignored_parameters: dict = field(default_factory=dict)
     merged_node_names: list = field(default_factory=list)  # the program's other nodes, whose parameters node_name takes
     frame_prefix_of_namespace: str = ""  # e.g. "{namespace}/": the frame prefix a launch gives a namespace
 
@@ -154,6 +156,10 @@ def parse_profile(name: str, data: dict, twin_joints=()) -> InterfaceProfile:
         for f in SERVICE_ROLES[role]:
             need(fields, f, str, f"{at}fields.")
         services.append(ProfileService(sname, role, stype, dict(fields)))
+    ignored = _ignored(where, data.get("ignored_parameters") or {})
+    both = sorted(set(ignored) & {q.name for q in params})
+    if both:
+        raise ProfileError(f"{where}: ignored_parameters.{both[0]}: also in parameters")
     limits = [p.role for p in params if p.role in ("max_linear", "min_linear", "max_angular", "min_angular")]
     if limits and len(set(limits)) != 4:
         raise ProfileError(f"{where}: parameters: velocity limits need all four roles max_linear, min_linear, "
@@ -172,7 +178,7 @@ def parse_profile(name: str, data: dict, twin_joints=()) -> InterfaceProfile:
                             base_frame=need(frames, "base", str, "frames."), topics=dict(topics),
                             cmd_vel_type=cmd_vel_type, joints=joints, parameters=params, services=services,
                             motor_readings_type=str(data.get("motor_readings_type", "")), motors=motors,
-                            ignored_parameters=_strings(where, data.get("ignored_parameters") or {}),
+                            ignored_parameters=ignored,
                             merged_node_names=_names(where, data.get("merged_node_names") or []),
                             frame_prefix_of_namespace=_template(where, data.get("frame_prefix_of_namespace", "")))
 
@@ -183,10 +189,25 @@ def _names(where: str, names) -> list:
     return list(names)
 
 
-def _strings(where: str, mapping) -> dict:
-    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
-        raise ProfileError(f"{where}: ignored_parameters: expected a mapping of names to reasons, got {mapping!r}")
-    return dict(mapping)
+def _ignored(where: str, mapping) -> dict:
+    """ignored_parameters: {name: {default: str | float | bool, description: str}}."""
+    if not isinstance(mapping, dict):
+        raise ProfileError(f"{where}: ignored_parameters: expected a mapping of names to a default and a "
+                           f"description, got {mapping!r}")
+    out = {}
+    for name, spec in mapping.items():
+        at = f"{where}: ignored_parameters.{name}"
+        if not isinstance(spec, dict) or set(spec) != {"default", "description"}:
+            raise ProfileError(f"{at}: expected default and description, got {spec!r}")
+        default = spec["default"]
+        if isinstance(default, int) and not isinstance(default, bool):
+            default = float(default)  # ROS parameters are typed: the profiles' numbers are doubles
+        if not isinstance(default, (str, float, bool)):
+            raise ProfileError(f"{at}.default: expected str, float or bool, got {default!r}")
+        if not isinstance(spec["description"], str):
+            raise ProfileError(f"{at}.description: expected str, got {spec['description']!r}")
+        out[name] = ProfileParameter(name, "", default, spec["description"])
+    return out
 
 
 def _template(where: str, text) -> str:

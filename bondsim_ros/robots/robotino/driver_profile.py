@@ -63,12 +63,19 @@ DRIVER = {
         "bumper_timeout": {"role": "bumper_timeout", "default": 5.0,
                            "description": "seconds cmd_vel is ignored after a bumper contact [s]; 0: no bumper stop"},
     },
-    # parameters of the driver's nodes that have nothing to act on in the twin: accepted (a team's
-    # parameter file or launch passes them), logged, without effect
+    # parameters of RTONode that have nothing to act on in the twin: declared with the driver's
+    # defaults (`ros2 param get` reads them, a team's file or launch sets them), logged when
+    # given, without effect
     "ignored_parameters": {
-        "hostname": "the robot's address (controld3); the twin runs in this process",
-        "motor_timeout": "disables the drive when a motor set to turn reports speed 0 for that long; the twin's "
-                         "motors cannot stall",
+        "hostname": {"default": "172.26.1.1",
+                     "description": "no effect in the twin (the robot's address, where the driver reaches its "
+                                    "controld3; the twin runs in this process)"},
+        # OmniDriveROS: a motor set to turn that reads speed 0 for motor_timeout s disables the drive
+        # (0: never); the twin's motors turn as the model drives them, they cannot stall
+        "motor_timeout": {"default": 10.0,
+                          "description": "no effect in the twin (seconds a motor set to turn may read speed 0 "
+                                         "before the driver disables the drive, 0: never; the twin's motors "
+                                         "cannot stall)"},
     },
     # service name -> what it does and the request/response fields it has (rto_msgs/srv/*.srv)
     "services": {
