@@ -12,8 +12,11 @@ robot_description:= with frame_prefix NAMESPACE/; the driver's launch defaults i
 rto_description's urdf/robots/robotino_description.urdf, a package of the driver's repository
 that no ROS distribution releases (package.xml cannot depend on it), so give that path
 (robot_description:=$(ros2 pkg prefix rto_description)/share/rto_description/urdf/robots/robotino_description.urdf)
-or another URDF/xacro; empty: no robot_state_publisher. hostname:= and motor_timeout:= are accepted and have no effect (docs/ros.md). The
-driver's joy and teleop nodes are not started.
+or another URDF/xacro; empty: no robot_state_publisher. launch_odom_tf:=, bumper_timeout:=,
+motor_timeout:= and hostname:= set the node's parameters, their defaults the driver launch's as the
+interface profile records them (`bondsim-ros up --interface driver` applies the same);
+hostname:= and motor_timeout:= have no effect on the twin (docs/ros.md). The driver's joy and
+teleop nodes are not started.
 """
 import os
 
@@ -24,6 +27,7 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 INTERFACE = "driver"
+DEFAULT_MODEL = "robotino"
 
 
 def _nodes(context):
@@ -46,15 +50,14 @@ def _nodes(context):
     prefix = profile.frame_prefix_for(namespace)
     params = {"model": view.spec, "reference": "cmd_vel", "interface": INTERFACE,
               "use_sim_time": LaunchConfiguration("use_sim_time")}
-    for name, launch_arg in (("frame_prefix", None), ("publish_odom_tf", "launch_odom_tf"),
-                             ("bumper_timeout", "bumper_timeout")):
-        p = profile.parameter(name)
-        if p is not None:
-            params[p.name] = prefix if launch_arg is None else LaunchConfiguration(launch_arg)
-    for name in ("hostname", "motor_timeout"):  # the driver's launch passes them: declared, logged, no effect
-        if name in profile.ignored_parameters:
-            params[name] = ParameterValue(LaunchConfiguration(name),
-                                          value_type=type(profile.ignored_parameters[name].default))
+    p = profile.parameter("frame_prefix")
+    if p is not None:
+        params[p.name] = prefix
+    for a in profile.launch_arguments:  # the driver's launch passes them to its node
+        if a.name in context.launch_configurations:
+            params[a.parameter] = ParameterValue(LaunchConfiguration(a.name), value_type=type(a.default))
+        else:  # a model whose profile's launch has an argument the default model's has not
+            params[a.parameter] = a.default
     nodes = [Node(package="bondsim_ros", executable="dynamics_node", name=profile.node_name, namespace=namespace,
                   output="screen", parameters=[params])]
     description = arg("robot_description")
@@ -70,24 +73,33 @@ def _nodes(context):
     return nodes
 
 
+def _launch_text(value) -> str:
+    """A default as a launch argument's text (launch parses it as YAML)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _driver_arguments():
+    """The driver launch's arguments that set its node's parameters, with their defaults: those
+    of the default model's interface profile (the one source `bondsim-ros up --interface` reads)."""
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.twin.interface_profile import parse_profile
+
+    profile = parse_profile(INTERFACE, load_robot(DEFAULT_MODEL).interfaces[INTERFACE])
+    return [DeclareLaunchArgument(a.name, default_value=_launch_text(a.default), description=a.description)
+            for a in profile.launch_arguments]
+
+
 def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("namespace", default_value="", description="Top-level namespace (the driver's)"),
         DeclareLaunchArgument("use_sim_time", default_value="false", description="Use simulation clock if true"),
-        DeclareLaunchArgument("launch_odom_tf", default_value="false",
-                              description="Whether to broadcast the tf for odom frame (the driver's default)"),
-        DeclareLaunchArgument("bumper_timeout", default_value="2.0",
-                              description="Seconds cmd_vel is ignored after a bumper contact (the driver's default)"),
-        DeclareLaunchArgument("motor_timeout", default_value="0.0",
-                              description="The driver's stalled-motor timeout: no effect in the twin"),
-        DeclareLaunchArgument("hostname", default_value="172.26.1.1:12080",
-                              description="The robot's address: no effect in the twin"),
+        *_driver_arguments(),
         DeclareLaunchArgument("robot_description", default_value="",
                               description="URDF or xacro for robot_state_publisher, e.g. rto_description's "
                                           "urdf/robots/robotino_description.urdf (empty: none started)"),
         DeclareLaunchArgument("rsp_freq", default_value="20.0",
                               description="publish frequency for robot state publisher node"),
-        DeclareLaunchArgument("model", default_value="robotino",
+        DeclareLaunchArgument("model", default_value=DEFAULT_MODEL,
                               description="the twin: a robot with a driver interface profile"),
         OpaqueFunction(function=_nodes),
     ])

@@ -192,11 +192,26 @@ def test_the_driver_s_node_topics_services_and_frames(driver):
     odom = team.odom[-1]
     assert (odom.header.frame_id, odom.child_frame_id) == (f"{NS}/odom", f"{NS}/base_link")
     assert team.joints[-1].name == ["wheel2_joint", "wheel0_joint", "wheel1_joint"]
-    # publish_odom_tf defaults to true (RTOOdometryNode): the same transform on /tf
+    # publish_odom_tf true (the team's file): the same transform on /tf
     tf = _transform(team, f"{NS}/odom", f"{NS}/base_link")
     assert tf is not None, "no robotinobase1/odom -> robotinobase1/base_link on /tf"
     assert "hostname: no effect in the twin" in err.read_text()  # the team's file is taken, not refused
     assert team.parameters("hostname", "motor_timeout") == ["172.26.1.1:12080", 0.0]  # and reported
+
+
+def test_up_starts_the_node_with_the_driver_launch_s_defaults(tmp_path):
+    """robotino_driver.launch.py passes launch_odom_tf false, bumper_timeout 2.0, motor_timeout 0.0
+    and hostname 172.26.1.1:12080 to the driver's nodes; `up --interface driver` (no parameter
+    file) starts the twin's node with the same: no odom -> base_link on /tf (an EKF publishes it)."""
+    ns = "robotinobase4"
+    with driver_up(tmp_path, ns) as (team, _, _):
+        team.tf.clear()
+        team.odom.clear()
+        team.spin(1.5)
+        assert len(team.odom) > 20  # odometry flows, its transform does not
+        assert _transform(team, f"{ns}/odom", f"{ns}/base_link") is None
+        assert team.parameters("publish_odom_tf", "bumper_timeout", "motor_timeout", "hostname") == [
+            False, 2.0, 0.0, "172.26.1.1:12080"]
 
 
 def test_the_driver_s_hostname_and_motor_timeout_are_declared_with_its_defaults():
@@ -411,6 +426,10 @@ def test_a_profile_that_does_not_fit_the_twin_is_refused_naming_the_key():
     bad = dict(good, services={"x": dict(good["services"]["cmd_vel_enable"], type="rto_msgs/SetOmniDriveEnabled")})
     with pytest.raises(ProfileError, match=r"services\.x\.type: expected package/srv/Type"):
         parse_profile("driver", bad)
+    bad = dict(good, launch_arguments={"launch_odom_tf": dict(good["launch_arguments"]["launch_odom_tf"],
+                                                              default="false")})
+    with pytest.raises(ProfileError, match=r"launch_arguments\.launch_odom_tf\.default: expected bool"):
+        parse_profile("driver", bad)
 
 
 def test_up_takes_the_parameter_file_sections_of_both_driver_nodes(tmp_path):
@@ -422,9 +441,11 @@ def test_up_takes_the_parameter_file_sections_of_both_driver_nodes(tmp_path):
 
     f = tmp_path / "team.yaml"
     f.write_text(f"/{NS}/robotino_node:\n  ros__parameters:\n    bumper_timeout: 1.5\n"
-                 f"/{NS}/robotino_odometry_node:\n  ros__parameters:\n    publish_odom_tf: false\n")
+                 f"/{NS}/robotino_odometry_node:\n  ros__parameters:\n    publish_odom_tf: true\n")
     args = argparse.Namespace(params=str(f), model=None, reference=None, rate=None, rtf=None, interface="driver",
                               namespace=NS)
     dyn, _, _ = _node_params(args)
-    assert (dyn["publish_odom_tf"], dyn["bumper_timeout"], dyn["tf_prefix"]) == (False, 1.5, f"{NS}/")
+    # the file's values win over the driver launch's defaults (false, 2.0); the others keep them
+    assert (dyn["publish_odom_tf"], dyn["bumper_timeout"], dyn["tf_prefix"]) == (True, 1.5, f"{NS}/")
+    assert (dyn["motor_timeout"], dyn["hostname"]) == (0.0, "172.26.1.1:12080")
     assert (dyn["node_name"], dyn["interface"], dyn["reference"]) == ("robotino_node", "driver", "cmd_vel")

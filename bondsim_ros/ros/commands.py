@@ -24,8 +24,9 @@ def register(sub) -> None:
     up.add_argument("--interface", default=None, metavar="PROFILE",
                     help="stand in for another program's ROS interface, one the robot declares (robotino: driver, "
                          "robocup-logistics/ros2-robotino's rto_node: its node name, topics, services, parameters, "
-                         "joint names and, from --namespace, its frame prefix NAMESPACE/); implies --reference "
-                         "cmd_vel, no state_publisher and no probe_node (docs/ros.md)")
+                         "joint names and, from --namespace, its frame prefix NAMESPACE/; parameters default as "
+                         "its launch file sets them); implies --reference cmd_vel, no state_publisher and no "
+                         "probe_node (docs/ros.md)")
     up.add_argument("--bridge", action="store_true", help="also start twin_bridge (config/robotino_bridge.yaml)")
     up.add_argument("--sensors", nargs="?", const="", default=None, metavar="MAP.yaml",
                     help="also start sensor_node (laser scan, IR sensors, bumper against a Nav2 map; default "
@@ -162,7 +163,8 @@ def _node_params(args):
 
 def _interface_params(args, dyn: dict, params: dict) -> dict:
     """--interface PROFILE: the node takes the profile's name (its section of --params applies
-    too) and the frame prefix its launch gives --namespace; the reference is cmd_vel."""
+    too), the frame prefix its launch gives --namespace and the parameter defaults its launch
+    gives (a value from --params wins); the reference is cmd_vel."""
     from bondsim_ros.cliargs import CLIError
     from bondsim_ros.robots import RobotError, load_robot
     from bondsim_ros.twin.interface_profile import ProfileError, parse_profile
@@ -190,6 +192,9 @@ def _interface_params(args, dyn: dict, params: dict) -> dict:
     prefix = profile.parameter("frame_prefix")
     if prefix is not None and prefix.name not in out:
         out[prefix.name] = profile.frame_prefix_for(getattr(args, "namespace", "") or "")
+    for name, default in profile.launch_defaults().items():  # as driver.launch.py starts the node
+        if name not in out and name not in dyn:
+            out[name] = default
     return out
 
 

@@ -49,6 +49,17 @@ class ProfileService:
 
 
 @dataclass
+class LaunchArgument:
+    """An argument of the program's launch file that sets one of its parameters, and the default
+    the launch gives it (what the program runs with when started as its users start it)."""
+
+    name: str
+    parameter: str
+    default: object
+    description: str
+
+
+@dataclass
 class VelocityLimits:
     """Per-component limits of a profile (its parameters' start values, then set_velocity_limits)."""
 
@@ -88,6 +99,7 @@ class InterfaceProfile:
     ignored_parameters: dict = field(default_factory=dict)
     merged_node_names: list = field(default_factory=list)  # the program's other nodes, whose parameters node_name takes
     frame_prefix_of_namespace: str = ""  # e.g. "{namespace}/": the frame prefix a launch gives a namespace
+    launch_arguments: list = field(default_factory=list)  # LaunchArgument: the launch's parameter defaults
 
     def frame_prefix_for(self, namespace: str) -> str:
         """The frame prefix this program's launch gives ``namespace`` (empty namespace: none)."""
@@ -96,6 +108,10 @@ class InterfaceProfile:
 
     def parameter(self, role: str) -> ProfileParameter | None:
         return next((p for p in self.parameters if p.role == role), None)
+
+    def launch_defaults(self) -> dict:
+        """{parameter name: the default the program's launch gives it}."""
+        return {a.parameter: a.default for a in self.launch_arguments}
 
 
 def parse_profile(name: str, data: dict, twin_joints=()) -> InterfaceProfile:
@@ -180,7 +196,9 @@ def parse_profile(name: str, data: dict, twin_joints=()) -> InterfaceProfile:
                             motor_readings_type=str(data.get("motor_readings_type", "")), motors=motors,
                             ignored_parameters=ignored,
                             merged_node_names=_names(where, data.get("merged_node_names") or []),
-                            frame_prefix_of_namespace=_template(where, data.get("frame_prefix_of_namespace", "")))
+                            frame_prefix_of_namespace=_template(where, data.get("frame_prefix_of_namespace", "")),
+                            launch_arguments=_launch_arguments(where, data.get("launch_arguments") or {},
+                                                               {q.name: q for q in [*params, *ignored.values()]}))
 
 
 def _names(where: str, names) -> list:
@@ -210,6 +228,32 @@ def _ignored(where: str, mapping) -> dict:
     return out
 
 
+def _launch_arguments(where: str, mapping, parameters: dict) -> list:
+    """launch_arguments: {argument: {parameter, default, description}}; each sets one of
+    ``parameters`` (name -> ProfileParameter), with a default of that parameter's type."""
+    if not isinstance(mapping, dict):
+        raise ProfileError(f"{where}: launch_arguments: expected a mapping of argument names, got {mapping!r}")
+    out = []
+    for name, spec in mapping.items():
+        at = f"{where}: launch_arguments.{name}"
+        if not isinstance(spec, dict) or set(spec) != {"parameter", "default", "description"}:
+            raise ProfileError(f"{at}: expected parameter, default and description, got {spec!r}")
+        target = parameters.get(spec["parameter"])
+        if target is None:
+            raise ProfileError(f"{at}.parameter: {spec['parameter']!r} is not one of the profile's parameters "
+                               f"({', '.join(parameters)})")
+        default = spec["default"]
+        if isinstance(target.default, float) and isinstance(default, int) and not isinstance(default, bool):
+            default = float(default)
+        if type(default) is not type(target.default):
+            raise ProfileError(f"{at}.default: expected {type(target.default).__name__} as {target.name}, "
+                               f"got {default!r}")
+        if not isinstance(spec["description"], str):
+            raise ProfileError(f"{at}.description: expected str, got {spec['description']!r}")
+        out.append(LaunchArgument(name, target.name, default, spec["description"]))
+    return out
+
+
 def _template(where: str, text) -> str:
     if not isinstance(text, str):
         raise ProfileError(f"{where}: frame_prefix_of_namespace: expected str, got {text!r}")
@@ -220,5 +264,5 @@ def _template(where: str, text) -> str:
     return text
 
 
-__all__ = ["InterfaceProfile", "ProfileError", "ProfileJoint", "ProfileParameter", "ProfileService",
+__all__ = ["InterfaceProfile", "LaunchArgument", "ProfileError", "ProfileJoint", "ProfileParameter", "ProfileService",
            "VelocityLimits", "parse_profile", "PARAMETER_ROLES", "SERVICE_ROLES", "TOPIC_ROLES"]

@@ -7,7 +7,8 @@ Read from the driver's sources at commit dc2883a2dbc6231b5364f3ab0800133ab8b762f
 rto_node/src/RTONode.cpp (parameters of robotino_node), OmniDriveROS.cpp (cmd_vel, the
 velocity limits, cmd_vel_enable, set_velocity_limits, the bumper stop), MotorArrayROS.cpp
 (joint_states, motor_readings), RTOOdometryNode.cpp and OdometryROS.cpp (odom, its frames and
-transform, reset_odometry), launch/robotino_driver.launch.py (tf_prefix = namespace + '/'),
+transform, reset_odometry), launch/robotino_driver.launch.py (tf_prefix = namespace + '/', the
+arguments and defaults it passes),
 rto_description/urdf/robots/robotino_description.urdf (wheel joints about -1 0 0) and
 rto_msgs/srv/*.srv.
 """
@@ -76,6 +77,19 @@ DRIVER = {
                           "description": "no effect in the twin (seconds a motor set to turn may read speed 0 "
                                          "before the driver disables the drive, 0: never; the twin's motors "
                                          "cannot stall)"},
+    },
+    # launch/robotino_driver.launch.py: the arguments that set robotino_node's parameters and the
+    # defaults it gives them, which a robot started as teams start it runs with (driver.launch.py
+    # declares them, bondsim-ros up --interface applies the defaults)
+    "launch_arguments": {
+        "launch_odom_tf": {"parameter": "publish_odom_tf", "default": False,
+                           "description": "Whether to broadcast the tf for odom frame"},
+        "bumper_timeout": {"parameter": "bumper_timeout", "default": 2.0,
+                           "description": "Time to stop robot when bumper is hit"},
+        "motor_timeout": {"parameter": "motor_timeout", "default": 0.0,
+                          "description": "Time to stop robot when motor is not responding (no effect in the twin)"},
+        "hostname": {"parameter": "hostname", "default": "172.26.1.1:12080",
+                     "description": "ip address of robotino (no effect in the twin)"},
     },
     # service name -> what it does and the request/response fields it has (rto_msgs/srv/*.srv)
     "services": {
