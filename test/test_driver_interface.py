@@ -386,16 +386,27 @@ def test_reset_odometry_sets_odometry_and_leaves_the_robot_where_it_is(tmp_path)
 
 
 def test_a_bumper_contact_stops_it_and_holds_cmd_vel_for_bumper_timeout(driver):
+    """OmniDriveROS: a contact stops cmd_vel for bumper_timeout (2.0 s, the team's file); contacts
+    in that time and one timeout after it are ignored, so the robot backs away; then one counts."""
     team, _, _ = driver
     team.set_enabled(True)
     team.spin(1.5, command=(0.3, 0.0, 0.0))
+    contact = time.monotonic()
     team.bumper.publish(Bool(data=True))
     team.spin(0.2, command=(0.3, 0.0, 0.0))
     team.bumper.publish(Bool(data=False))
-    team.spin(1.0, command=(0.3, 0.0, 0.0))  # bumper_timeout 2.0 (the team's file): still held
+    team.spin(1.0, command=(0.3, 0.0, 0.0))  # still held
     assert abs(team.odom[-1].twist.twist.linear.x) < 0.01
-    team.spin(2.0, command=(0.3, 0.0, 0.0))  # then commands pass again
+    team.spin(1.5, command=(0.3, 0.0, 0.0))  # then commands pass again
     assert team.odom[-1].twist.twist.linear.x == pytest.approx(0.3, rel=0.03)
+    assert time.monotonic() - contact < 3.5  # in the second timeout: a contact is ignored
+    team.bumper.publish(Bool(data=True))
+    team.spin(0.4, command=(0.3, 0.0, 0.0))
+    assert team.odom[-1].twist.twist.linear.x == pytest.approx(0.3, rel=0.03)
+    team.spin(4.3 - (time.monotonic() - contact), command=(0.3, 0.0, 0.0))
+    team.bumper.publish(Bool(data=True))  # still pressed, re-armed: stops it again
+    team.spin(0.5, command=(0.3, 0.0, 0.0))
+    assert abs(team.odom[-1].twist.twist.linear.x) < 0.01
 
 
 @pytest.mark.parametrize("args, expected", [

@@ -5,7 +5,8 @@ the profile's frames, topics, joint names and signs, parameters and services:
 
 * velocity commands go through the profile's per-component limits, and are ignored while the
   ``enable`` service has disabled them or for ``bumper_timeout`` seconds after a bumper contact
-  (which also brings the twin to rest, as the robot's bumper stop does);
+  (which also brings the twin to rest, as the robot's bumper stop does; further contacts count
+  again one ``bumper_timeout`` after the hold, twin/interface_profile.BumperHold);
 * ``velocity_limits`` sets those limits; ``reset_odometry`` sets the published odometry to the
   pose given and counts on from there, the base staying where it is in the world (the odom frame
   moves; the node's ``~/ground_truth`` keeps the true pose);
@@ -19,9 +20,8 @@ from __future__ import annotations
 
 import importlib
 import math
-import time
 
-from bondsim_ros.twin.interface_profile import InterfaceProfile, VelocityLimits, parse_profile
+from bondsim_ros.twin.interface_profile import BumperHold, InterfaceProfile, VelocityLimits, parse_profile
 
 from ._env import Param, declare_parameters
 
@@ -106,8 +106,7 @@ class ProfileInterface:
         self.limits = (VelocityLimits(v("max_linear"), v("min_linear"), v("max_angular"), v("min_angular"))
                        if "max_linear" in self._role_param else None)
         self.enabled = True
-        self.hold_until = 0.0  # time.monotonic() until which velocity commands are ignored (bumper)
-        self.contact = False
+        self.bumper = BumperHold()
         self.frame_prefix = v("frame_prefix") if "frame_prefix" in self._role_param else None
         self.publish_tf = v("publish_odom_tf") if "publish_odom_tf" in self._role_param else True
         # joint states: the twin's joints the profile publishes, by index
@@ -146,7 +145,7 @@ class ProfileInterface:
     # -- velocity commands ---------------------------------------------------------------
     def command(self, vx: float, vy: float, wz: float) -> tuple | None:
         """The command the profile passes on (its limits applied), or None: ignored."""
-        if not self.enabled or time.monotonic() < self.hold_until:
+        if not self.enabled or self.bumper.holding():
             why = "disabled by the enable service" if not self.enabled else "held after a bumper contact"
             self.node.get_logger().info(f"velocity command ignored: {why}", throttle_duration_sec=2.0)
             return None
@@ -156,11 +155,10 @@ class ProfileInterface:
 
     def _on_bumper(self, msg):
         timeout = self.value("bumper_timeout")
-        if msg.data and not self.contact and timeout > 0:
-            self.hold_until = time.monotonic() + timeout
+        if msg.data and self.bumper.contact(timeout):
             self.node.stop_base()  # the robot's bumper stop: motors off, commands ignored
-            self.node.get_logger().warning(f"bumper contact: stopped, cmd_vel ignored for {timeout:g} s")
-        self.contact = bool(msg.data)
+            self.node.get_logger().warning(f"bumper contact: stopped, cmd_vel ignored for {timeout:g} s and "
+                                           f"contacts for {2 * timeout:g} s")
 
     # -- services ------------------------------------------------------------------------
     def _on_limits(self, s, request, response):

@@ -11,6 +11,7 @@ do: a non-zero component above the maximum is clipped to it, one below the minim
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 # what the ROS side knows how to do, by role
@@ -71,6 +72,31 @@ class VelocityLimits:
     def apply(self, vx: float, vy: float, wz: float) -> tuple:
         return (_clip(vx, self.min_linear, self.max_linear), _clip(vy, self.min_linear, self.max_linear),
                 _clip(wz, self.min_angular, self.max_angular))
+
+
+class BumperHold:
+    """The bumper stop's timing, as the driver's OmniDriveROS has it (bumperCallback and a wall
+    timer of period bumper_timeout): a contact message (data true, not only a change to true)
+    starts a hold of ``timeout`` seconds in which velocity commands are ignored; contacts in the
+    hold and for one more timeout after it are ignored (the timer's second period re-arms it), so
+    the robot can back away; a contact after that, the bumper still or again pressed, starts
+    another hold. ``clock``: seconds, monotonic (the driver's timer is a wall timer)."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.hold_until = -math.inf
+        self.armed_at = -math.inf  # contacts count from then on
+
+    def contact(self, timeout: float) -> bool:
+        """A contact message: whether it starts a hold (``timeout`` <= 0: the stop is off)."""
+        now = self.clock()
+        if timeout <= 0 or now < self.armed_at:
+            return False
+        self.hold_until, self.armed_at = now + timeout, now + 2 * timeout
+        return True
+
+    def holding(self) -> bool:
+        return self.clock() < self.hold_until
 
 
 def _clip(v: float, low: float, high: float) -> float:
@@ -264,5 +290,5 @@ def _template(where: str, text) -> str:
     return text
 
 
-__all__ = ["InterfaceProfile", "LaunchArgument", "ProfileError", "ProfileJoint", "ProfileParameter", "ProfileService",
-           "VelocityLimits", "parse_profile", "PARAMETER_ROLES", "SERVICE_ROLES", "TOPIC_ROLES"]
+__all__ = ["BumperHold", "InterfaceProfile", "LaunchArgument", "ProfileError", "ProfileJoint", "ProfileParameter",
+           "ProfileService", "VelocityLimits", "parse_profile", "PARAMETER_ROLES", "SERVICE_ROLES", "TOPIC_ROLES"]
