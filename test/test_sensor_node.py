@@ -147,7 +147,7 @@ def test_bumper_stop_zeroes_commands_for_the_timeout(context):
         assert out and all(v == 0.3 for _, v in out)
         n_before = len(out)
         t_hit = time.monotonic()
-        drive(1.2, contact=True)  # contact held: one stop, not a new one every message
+        drive(1.6, contact=True)  # contact held: not a new stop every message, but again after two timeouts
         during = [(t - t_hit, v) for t, v in out[n_before:]]
     finally:
         executor.shutdown()
@@ -156,8 +156,11 @@ def test_bumper_stop_zeroes_commands_for_the_timeout(context):
     zeros = [t for t, v in during if v == 0.0]
     assert zeros and zeros[0] < 0.1, "no zero command right after the contact"
     assert all(v == 0.0 for t, v in during if 0.05 < t < 0.55), "a command passed while holding"
-    assert all(v == 0.3 for t, v in during if t > 0.7), "commands still held after the timeout"
-    assert gate.stops == 1
+    # the driver's timing (OmniDriveROS): free to back away for one more timeout, then a contact
+    # message stops it again (the bumper still pressed: it once waited for a release)
+    assert all(v == 0.3 for t, v in during if 0.7 < t < 1.15), "commands still held after the timeout"
+    assert any(v == 0.0 for t, v in during if 1.2 < t < 1.45), "the contact still held did not stop it again"
+    assert gate.stops == 2
 
 
 def test_a_bumper_contact_stops_the_twin():

@@ -5,17 +5,18 @@ and robocup-logistics/ros2-robotino's rto_node then ignores cmd_vel for ``bumper
 (OmniDriveROS::bumperCallback; 2.0 s in its robotino_driver.launch.py). This node does the same
 for the twin from outside it: it forwards ``cmd_vel`` (what Nav2 or a teleop publishes) to
 ``cmd_vel_out`` (dynamics_node's ``cmd_vel_topic``), and when ``bumper`` turns true it sends a zero
-command at once and replaces every command of the next ``bumper_timeout`` seconds by a zero one.
-Then commands pass again, so the robot can back away; the contact must end and come back to
-stop it again.
+command at once and replaces every command of the next ``bumper_timeout`` seconds by a zero one,
+with the driver's timing (twin.interface_profile.BumperHold): contacts in the hold and for one
+more timeout after it are ignored, so the robot can back away; a contact message after that, the
+bumper still or again pressed, stops it again.
 """
 from __future__ import annotations
-
-import time
 
 from geometry_msgs.msg import Twist, TwistStamped
 from rclpy.node import Node
 from std_msgs.msg import Bool
+
+from bondsim_ros.twin.interface_profile import BumperHold
 
 from ._env import Param, declare_parameters, overrides_to_parameters, run_node
 from .cmd_vel_type import STAMPED, next_kind, publisher_kinds
@@ -43,8 +44,7 @@ class BumperStop(Node):
             raise ValueError(f"invalid bumper_stop parameters: bumper_timeout: must be >= 0, got {p['bumper_timeout']}")
         self.kind = None
         self.pub = None
-        self.hold_until = 0.0  # time.monotonic() until which commands are zeroed
-        self.contact = False
+        self.hold = BumperHold()
         self.stops = 0
         self.create_subscription(Bool, p["bumper_topic"], self._on_bumper, 10)
         if p["cmd_vel_type"] == "auto":
@@ -71,7 +71,7 @@ class BumperStop(Node):
                                f"{self.p['bumper_timeout']} s after a bumper contact")
 
     def holding(self) -> bool:
-        return time.monotonic() < self.hold_until
+        return self.hold.holding()
 
     def _zero(self, like=None):
         if self.kind == STAMPED:
@@ -84,13 +84,11 @@ class BumperStop(Node):
         return Twist()
 
     def _on_bumper(self, msg: Bool):
-        if msg.data and not self.contact:
-            self.hold_until = time.monotonic() + self.p["bumper_timeout"]
+        if msg.data and self.hold.contact(self.p["bumper_timeout"]):
             self.stops += 1
             if self.pub is not None:
                 self.pub.publish(self._zero())
             self.get_logger().warning(f"bumper contact: stopped, commands held at zero for {self.p['bumper_timeout']} s")
-        self.contact = bool(msg.data)
 
     def _on_cmd(self, msg):
         self.pub.publish(self._zero(msg) if self.holding() else msg)
