@@ -4,7 +4,7 @@ parameters and frames, so a team's launch files, Nav2 parameters and nodes run u
 
     ros2 launch bondsim_ros driver.launch.py namespace:=robotinobase1 [launch_odom_tf:=false]
         [bumper_timeout:=2.0] [motor_timeout:=0.0] [hostname:=...] [use_sim_time:=false]
-        [robot_description:=URDF|XACRO] [rsp_freq:=20.0] [model:=robotino]
+        [robot_description:=URDF|XACRO] [rsp_freq:=20.0] [model:=robotino] [sensors:=true] [map:=MAP.yaml]
 
 dynamics_node runs as NAMESPACE/robotino_node with the robot's `driver` interface profile
 (tf_prefix NAMESPACE/, as the driver's launch sets it). robot_state_publisher gets
@@ -15,8 +15,11 @@ that no ROS distribution releases (package.xml cannot depend on it), so give tha
 or another URDF/xacro; empty: no robot_state_publisher. launch_odom_tf:=, bumper_timeout:=,
 motor_timeout:= and hostname:= set the node's parameters, their defaults the driver launch's as the
 interface profile records them (`bondsim-ros up --interface driver` applies the same);
-hostname:= and motor_timeout:= have no effect on the twin (docs/ros.md). The driver's joy and
-teleop nodes are not started.
+hostname:= and motor_timeout:= have no effect on the twin (docs/ros.md). With sensors:=true (the
+default) sensor_node runs beside it in the namespace and publishes what rto_node publishes of the
+robot's sensors, `bumper`, `irsensor_scan` and `irsensor_pcl`, and a laser `scan`, against map:= (a
+Nav2 map; default sensor_node's arena), from where the robot really is (the node's ~/ground_truth:
+reset_odometry moves the odometry, not the robot). The driver's joy and teleop nodes are not started.
 """
 import os
 
@@ -60,6 +63,14 @@ def _nodes(context):
             params[a.parameter] = a.default
     nodes = [Node(package="bondsim_ros", executable="dynamics_node", name=profile.node_name, namespace=namespace,
                   output="screen", parameters=[params])]
+    if arg("sensors").lower() in ("true", "1", "yes", "on"):  # rto_node's bumper and IR sensors
+        map_yaml = arg("map")
+        if map_yaml and not os.path.isfile(map_yaml):
+            raise ModelLaunchError(f"driver.launch.py: map:={map_yaml}: no such file")
+        nodes.append(Node(package="bondsim_ros", executable="sensor_node", namespace=namespace, output="screen",
+                          parameters=[{"map": os.path.abspath(map_yaml) if map_yaml else "",
+                                       "pose_topic": f"{profile.node_name}/ground_truth", "frame_prefix": prefix,
+                                       "use_sim_time": LaunchConfiguration("use_sim_time")}]))
     description = arg("robot_description")
     if description:
         if not os.path.isfile(description):
@@ -101,5 +112,10 @@ def generate_launch_description():
                               description="publish frequency for robot state publisher node"),
         DeclareLaunchArgument("model", default_value=DEFAULT_MODEL,
                               description="the twin: a robot with a driver interface profile"),
+        DeclareLaunchArgument("sensors", default_value="true",
+                              description="start sensor_node: the bumper and IR sensors rto_node publishes, and a "
+                                          "laser scan"),
+        DeclareLaunchArgument("map", default_value="",
+                              description="Nav2 map (map.yaml) the sensors see (empty: sensor_node's arena)"),
         OpaqueFunction(function=_nodes),
     ])

@@ -335,8 +335,13 @@ def test_driver_launch_stands_in_for_the_robotino_driver(prefix, tmp_path):
     assert (node["interface"], node["reference"], node["tf_prefix"]) == ("driver", "cmd_vel", "robotinobase1/")
     assert node["publish_odom_tf"] is False and node["bumper_timeout"] == 2.0  # the driver launch's defaults
     assert (node["hostname"], node["motor_timeout"]) == ("172.26.1.1:12080", 0.0)  # declared, as RTONode's
-    for topic in ("/robotinobase1/odom", "/robotinobase1/joint_states", "/robotinobase1/motor_readings"):
+    for topic in ("/robotinobase1/odom", "/robotinobase1/joint_states", "/robotinobase1/motor_readings",
+                  # rto_node's sensors (sensor_node beside it, sensors:=true): a team's nodes wait for them
+                  "/robotinobase1/bumper", "/robotinobase1/irsensor_scan", "/robotinobase1/irsensor_pcl"):
         assert topic in seen["published_topics"], topic
+    sensors = seen["parameters"].get("/robotinobase1/sensor_node")
+    assert sensors and sensors["pose_topic"] == "robotino_node/ground_truth" and sensors["frame_prefix"] == \
+        "robotinobase1/", sensors
     assert "hostname: no effect in the twin" in seen["log"] and "motor_timeout: no effect" in seen["log"]
     rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
     assert "__ns:=/robotinobase1" in rsp["argv"]
