@@ -224,8 +224,11 @@ class DynamicsNode(Node):
         self.command_queue.trajectory(traj)
 
     def _on_joint_command(self, msg):
+        fields = (msg.name, msg.position, msg.velocity, msg.effort)
+        if self.interface is not None:  # the profile's joint names and signs, as its joint_states has them
+            fields = self.interface.joint_command(*fields)
         try:
-            self.joint_commands.receive(msg.name, msg.position, msg.velocity, msg.effort)
+            self.joint_commands.receive(*fields)
         except (JointCommandError, CommandError) as exc:
             self.get_logger().warning(f"{self.p['joint_commands_topic']}: {exc}", throttle_duration_sec=1.0)
 

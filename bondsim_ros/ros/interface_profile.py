@@ -207,6 +207,21 @@ class ProfileInterface:
             self.limits = VelocityLimits(self.values[r["max_linear"]], self.values[r["min_linear"]],
                                          self.values[r["max_angular"]], self.values[r["min_angular"]])
 
+    def joint_command(self, names, position, velocity, effort) -> tuple:
+        """A joint command in the profile's names and signs (what a ros2_control hardware interface
+        built on the driver's URDF sends: wheel0_joint ...) in the twin's: each name the profile
+        publishes mapped to its twin joint, each value multiplied by its sign (+-1, its own
+        inverse); other names pass as they are (the twin refuses those it lacks, naming them)."""
+        twin_names = list(self.node.twin.joint_names)
+        by_name = {n: (twin_names[i], sign) for n, i, sign in self.joint_index}
+        signs = [by_name.get(n, (n, 1.0))[1] for n in names]
+
+        def flip(values):  # (an array of another length is the twin's to refuse)
+            values = list(values)
+            return [v * s for v, s in zip(values, signs)] if len(values) == len(signs) else values
+
+        return [by_name.get(n, (n, 1.0))[0] for n in names], flip(position), flip(velocity), flip(effort)
+
     # -- publishing ----------------------------------------------------------------------
     def joint_state(self, state) -> tuple:
         """(names, positions, velocities) of the profile's joints."""
