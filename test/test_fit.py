@@ -257,12 +257,14 @@ def test_config_out_refuses_command_parameters(tmp_path, capsys):
     assert not (tmp_path / "c.yaml").exists()
 
 
-def _robot_bag(tmp_path, truth, odom_from=0):
+def _robot_bag(tmp_path, truth, odom_from=0, clock_offset=0.0, stamped_zero=False):
     """A rosbag2 MCAP drive log as the rto_node driver (started with namespace:=robotinobase1)
     would record it, from a robot whose
     ``truth`` differs from the configuration: cmd_vel (Twist, no stamp) at 50 Hz, joint_states
     at 100 Hz under the driver's joint names (config/robotino_bridge.yaml) with the opposite
-    wheel sign, odom at 100 Hz starting from a pose away from the origin (from row ``odom_from``)."""
+    wheel sign, odom at 100 Hz starting from a pose away from the origin (from row ``odom_from``).
+    ``clock_offset`` [s]: the robot's clock (its header stamps) ahead of the recorder's;
+    ``stamped_zero``: cmd_vel as TwistStamped whose stamps a sender left at 0."""
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 
@@ -293,16 +295,21 @@ def _robot_bag(tmp_path, truth, odom_from=0):
 
     x0, y0, th0 = 2.0, -1.0, 0.7  # where the robot's odometry starts
     path = tmp_path / "drive_log"
+    ahead = int(round(clock_offset * 1e9))
+    cmd_type = "geometry_msgs/msg/TwistStamped" if stamped_zero else "geometry_msgs/msg/Twist"
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as bag:
-        c_cmd = bag.add_connection("/robotinobase1/cmd_vel", "geometry_msgs/msg/Twist", typestore=store)
+        c_cmd = bag.add_connection("/robotinobase1/cmd_vel", cmd_type, typestore=store)
         c_js = bag.add_connection("/robotinobase1/joint_states", "sensor_msgs/msg/JointState", typestore=store)
         c_od = bag.add_connection("/robotinobase1/odom", "nav_msgs/msg/Odometry", typestore=store)
         for k, tk in enumerate(t):
             ns = t0_ns + int(round(tk * 1e9))
             if k % 2 == 0:  # 50 Hz commands, logged 1 ms after they were sent
                 msg = T["geometry_msgs/msg/Twist"](linear=vec(cmd[k, 0], cmd[k, 1]), angular=vec(z=cmd[k, 2]))
+                if stamped_zero:
+                    msg = T["geometry_msgs/msg/TwistStamped"](header=header(0, ""), twist=msg)
                 bag.write(c_cmd, ns - 1_000_000, store.serialize_cdr(msg, msg.__msgtype__))
-            js = T["sensor_msgs/msg/JointState"](header=header(ns, ""), name=["wheel0_joint", "wheel1_joint", "wheel2_joint"],
+            js = T["sensor_msgs/msg/JointState"](header=header(ns + ahead, ""),
+                                                 name=["wheel0_joint", "wheel1_joint", "wheel2_joint"],
                                                  position=np.zeros(3), velocity=-w[k], effort=np.zeros(3))
             bag.write(c_js, ns + 2_000_000, store.serialize_cdr(js, js.__msgtype__))
             x, y, ph = sim[k, 3:]
@@ -312,7 +319,7 @@ def _robot_bag(tmp_path, truth, odom_from=0):
                                                                                      y=y0 + s * x + c * y, z=0.0),
                                                orientation=q)
             od = T["nav_msgs/msg/Odometry"](
-                header=header(ns, "odom"), child_frame_id="base_link",
+                header=header(ns + ahead, "odom"), child_frame_id="base_link",
                 pose=T["geometry_msgs/msg/PoseWithCovariance"](pose=pose, covariance=np.zeros(36)),
                 twist=T["geometry_msgs/msg/TwistWithCovariance"](
                     twist=T["geometry_msgs/msg/Twist"](linear=vec(), angular=vec()), covariance=np.zeros(36)))
@@ -347,6 +354,30 @@ def test_bag2csv_then_fit_calibrates_from_a_driver_bag(tmp_path, capsys):
     p = json.loads(out.read_text())["parameters"]["chassis_mass"]
     assert p["ci95"][0] <= truth["chassis_mass"] <= p["ci95"][1], p
     assert p["stderr"] < 0.5, p
+
+
+@pytest.mark.parametrize("clock_offset, stamped_zero, says", [
+    (0.3, False, "/robotinobase1/cmd_vel: no header stamp; placed by the bag's log times on the rows' clock, "
+                 "shifted by +0.2980 s"),  # (the joint states are logged 2 ms after their stamps)
+    (0.0, True, "/robotinobase1/cmd_vel: header stamps that do not advance; placed by the bag's log times"),
+])
+def test_bag2csv_puts_commands_known_by_log_time_on_the_rows_clock(tmp_path, capsys, clock_offset, stamped_zero,
+                                                                  says):
+    """The rows are the joint states' header stamps. A Twist has no stamp and a sender may leave a
+    TwistStamped's at 0: such commands are placed by their log times moved onto the rows' clock,
+    and each row holds the command sent before it. Placed by log time against the robot's clock
+    0.3 s ahead, every command column was shifted against the wheels (a fit's mass then 124 kg
+    instead of 14); with zero stamps every row held the last command."""
+    bag, t, cmd, sim = _robot_bag(tmp_path, {"chassis_mass": 14.0}, clock_offset=clock_offset,
+                                  stamped_zero=stamped_zero)
+    csv_path = tmp_path / "log.csv"
+    assert main(["bag2csv", str(bag), "-o", str(csv_path), "--wheel-sign", "-1", *NS_TOPICS]) == 0
+    err = capsys.readouterr().err
+    assert says in err, err
+    log = read_csv(csv_path)
+    np.testing.assert_allclose(log.column("t"), t, atol=1e-9)
+    np.testing.assert_array_equal(np.column_stack([log.column(c) for c in ("vx_cmd", "vy_cmd", "wz_cmd")]), cmd)
+    np.testing.assert_allclose(np.column_stack([log.column(c) for c in ("x", "y", "phi")]), sim[:, 3:], atol=1e-9)
 
 
 def test_bag2csv_names_what_is_missing(tmp_path, capsys):

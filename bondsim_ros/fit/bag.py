@@ -37,8 +37,8 @@ TOPIC_TYPES = {  # what each topic of a drive log must carry
 
 def read_topics(bag, topics, types=None) -> dict:
     """{topic: (msgtype, [(stamp_ns, logged_ns, message)])}: ``stamp_ns`` is the header stamp when
-    the message has one, else the time it was logged. ``types``: {topic: allowed message types},
-    checked before any message is decoded."""
+    the message has one, else None. ``types``: {topic: allowed message types}, checked before any
+    message is decoded."""
     from rosbags.rosbag2 import Reader
     from rosbags.typesys import Stores, get_typestore
 
@@ -60,7 +60,7 @@ def read_topics(bag, topics, types=None) -> dict:
                     raise FitError(f"{bag}: topic {c.topic} carries {c.msgtype}, expected {' or '.join(allowed)}")
             for conn, logged, raw in reader.messages(connections=conns):
                 msg = store.deserialize_cdr(raw, conn.msgtype)
-                t = stamp_ns(msg.header.stamp) if hasattr(msg, "header") else logged
+                t = stamp_ns(msg.header.stamp) if hasattr(msg, "header") else None
                 out.setdefault(conn.topic, (conn.msgtype, []))[1].append((t, logged, msg))
     except FitError:
         raise
@@ -71,6 +71,24 @@ def read_topics(bag, topics, types=None) -> dict:
 
 def _distinct(stamps) -> int:
     return len(set(stamps))
+
+
+def _on_the_rows_clock(messages, clock: int, offset_ns: int, topic: str, notes: list) -> list:
+    """The times of ``messages`` ((stamp_ns or None, logged_ns, message) each) on the clock of the
+    rows: their header stamps where the rows use header stamps and these advance, else their log
+    times moved by ``offset_ns``, the rows' stamps minus their log times (median): a Twist has no
+    stamp, a driver may leave a TwistStamped's at 0, and a robot's clock may run apart from the
+    recorder's. Placed by log time against stamped rows, commands lagged or led the wheels by the
+    clocks' difference (0.3 s made a fit's mass 124 kg instead of 14)."""
+    stamped = [m[0] for m in messages if m[0] is not None]
+    if clock == 0 and len(stamped) == len(messages) and _distinct(stamped) >= min(2, len(messages)):
+        return [m[0] for m in messages]
+    # said where it matters: a Twist (no stamp) logged within 10 ms of its robot's clock is the usual case
+    if messages and clock == 0 and (stamped or abs(offset_ns) >= 10_000_000):
+        why = "no header stamp" if not stamped else "header stamps that do not advance"
+        notes.append(f"{topic}: {why}; placed by the bag's log times on the rows' clock, shifted by "
+                     f"{offset_ns * 1e-9:+.4f} s (the joint states' stamps minus their log times)")
+    return [m[1] + offset_ns for m in messages]
 
 
 def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: float = 1.0,
@@ -97,7 +115,7 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     if len(js) < 2:
         raise FitError(f"{bag}: fewer than two {joint_states} messages")
     clock = 0  # index of the time used: 0 header stamp, 1 log time
-    if _distinct(m[0] for m in js) < 2:
+    if None in (m[0] for m in js) or _distinct(m[0] for m in js) < 2:
         if _distinct(m[1] for m in js) < 2:
             raise FitError(f"{bag}: all {len(js)} {joint_states} messages have the same header stamp and log "
                            f"time: no time axis")
@@ -121,6 +139,9 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
             rows.append((m[clock], w))
         else:
             bad += 1
+    # the rows' stamps minus their log times: what puts a message known by its log time alone on
+    # the rows' clock (none where the rows are on the log times)
+    offset_ns = int(np.median([m[0] - m[1] for m in js])) if clock == 0 else 0
     if bad:
         notes.append(f"{joint_states}: dropped {bad} of {len(js)} messages without finite wheel velocities "
                      f"(within +-{MAX_VALUE:g})")
@@ -135,10 +156,11 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
 
     # commands held from the last message at or before each row (0 before the first one)
     cmds = []
-    for m in data.get(cmd_vel, (None, []))[1]:
+    messages = data.get(cmd_vel, (None, []))[1]
+    for when, m in zip(_on_the_rows_clock(messages, clock, offset_ns, cmd_vel, notes), messages):
         tw = m[2].twist if hasattr(m[2], "twist") else m[2]  # TwistStamped or Twist
         v = (float(tw.linear.x), float(tw.linear.y), float(tw.angular.z))
-        cmds.append((m[clock], v))
+        cmds.append((when, v))
     finite = [c for c in cmds if _usable(c[1])]
     if len(finite) < len(cmds):
         notes.append(f"{cmd_vel}: dropped {len(cmds) - len(finite)} of {len(cmds)} commands with inf/NaN "
@@ -156,8 +178,8 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     cols = [t, held[:, 0], held[:, 1], held[:, 2], w[:, 0], w[:, 1], w[:, 2]]
     if odom:
         od = data.get(odom, (None, []))[1]
-        poses = [(m[clock], (m[2].pose.pose.position.x, m[2].pose.pose.position.y, yaw(m[2].pose.pose.orientation)))
-                 for m in od]
+        poses = [(when, (m[2].pose.pose.position.x, m[2].pose.pose.position.y, yaw(m[2].pose.pose.orientation)))
+                 for when, m in zip(_on_the_rows_clock(od, clock, offset_ns, odom, notes), od)]
         good = sorted((p for p in poses if _usable(p[1])), key=lambda p: p[0])
         if len(good) < len(poses):
             notes.append(f"{odom}: dropped {len(poses) - len(good)} of {len(poses)} poses with inf/NaN values "
