@@ -716,3 +716,34 @@ def test_parameters_only_a_ratio_or_sum_of_shows_in_are_not_identifiable(law, pa
                      weights={"spring.q": 500.0, "v": 200.0})
     res = fit(one, x0=[guess["ka"]], bounds={"ka": (0, math.inf)})
     assert res.identifiable and abs(res.estimate[0] - 16.0) < 3 * res.stderr[0], (res.estimate, res.stderr)
+
+
+def test_a_fit_whose_residuals_are_many_times_the_noise_says_so():
+    """Every output weighted as 1/noise: a residual sigma near 1 is a model that explains the data,
+    one many times larger is not, whatever the optimiser's convergence tests say (a log whose
+    outputs lag its inputs by 0.3 s converged at sigma 57 with exit 0 and no word)."""
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.bondgraph.yamlmodel import loads_model
+
+    text = ("model: msd\nparameters: {m: 2.0, k: 8.0, c: 0.5, F0: 1.0}\n"
+            "components:\n  v: {type: EffortJunction, output: true}\n"
+            "  F: {type: Step, t0: 0.5, before: 0.0, after: F0}\n  Fs: {type: Se, effort: u, inputs: [u]}\n"
+            "  mass: {type: I, inertia: m}\n  spring: {type: C, capacitance: 1/k}\n  d: {type: R, resistance: c}\n"
+            "  rec: {type: Recorder, columns: [v]}\n"
+            "bonds: [[Fs, v], [v, mass], [v, spring], [v, d]]\nsignals: [[F.out, Fs.u], [v.out, rec.v]]\n")
+    compiled = compile_model(loads_model(text))
+    t = np.arange(0.0, 10.0001, 0.02)
+    cols = ["t", "spring.q", "v"]
+    gen = FitProblem(compiled, LogData(cols, np.column_stack([t, 0 * t, 0 * t])), ["m"], cols[1:],
+                     options=SolverOptions(rtol=1e-9, atol=1e-11))
+    clean = gen.simulate([2.0])
+    noise = np.random.default_rng(7).normal(0.0, [0.002, 0.005], clean.shape)
+    weights = {"spring.q": 500.0, "v": 200.0}
+    for lag, warned in ((0, False), (15, True)):  # outputs 0.3 s late against the model's clock
+        y = np.vstack([np.repeat(clean[:1], lag, axis=0), clean[:len(t) - lag]]) + noise
+        prob = FitProblem(compiled, LogData(cols, np.column_stack([t, y])), ["m", "k", "c"], cols[1:],
+                          weights=weights)
+        res = fit(prob, x0=[1.5, 6.0, 0.7], bounds={n: (0, math.inf) for n in ("m", "k", "c")})
+        said = any("residual sigma" in w for w in res.warnings)
+        assert said == warned, (lag, res.sigma, res.warnings)
+        assert (res.sigma > 3) == warned, res.sigma

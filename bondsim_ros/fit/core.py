@@ -751,6 +751,12 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
         mismatches = problem.input_mismatches(x)
     except SolverError as exc:  # the estimate no longer simulates: no estimate
         mismatches, success, message = [], False, f"the model fails to simulate at the estimate ({exc})"
+    if all(col in problem.weights for _, col in problem.output_map) and dof > 0 and s2 > 9.0:
+        # every output weighted as 1/noise (as the docs ask): residuals some sigma times the noise
+        # are a model that does not explain the data here, whatever the optimiser's tests said
+        warnings.append(f"the residual sigma is {math.sqrt(s2):.3g} with every output weighted: if the weights are "
+                        f"1/noise, the model does not explain the data at this estimate (a local minimum: try "
+                        f"another --guess; inputs out of step with the outputs; a start the data do not share)")
     q = float(student_t.ppf(0.975, dof))
     resid = sol.fun.reshape(len(problem.t), -1, order="F") / problem.w
     rms = {col: float(np.sqrt(np.mean(resid[:, j] ** 2))) for j, (_, col) in enumerate(problem.output_map)}
