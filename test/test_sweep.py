@@ -245,6 +245,34 @@ def test_ctrl_c_on_the_command_line_writes_the_table_and_leaves_no_worker(tmp_pa
     assert not left, f"processes outlived the sweep: {left}"
 
 
+def test_sigterm_on_the_command_line_writes_the_table_and_says_terminated(tmp_path):
+    """`kill` (SIGTERM) ends a sweep as it ends every command, exit status 143 and "terminated"
+    (it was reported as a Ctrl-C, 130 "interrupted"), the table written with the runs not run
+    marked cancelled."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "sweep.csv"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "sweep", SERVO, "--param", "m=1:2:200",
+                             "--t-end", "4", "--dt-out", "0.01", "--hmax", "1e-5", "--jobs", "1", "-o", str(out)],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(4.0)  # runs under way (200 take some 17 s)
+        assert proc.poll() is None, proc.communicate()[1]
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=30)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and "terminated:" in err and "marked cancelled" in err, err
+    status = [r["status"] for r in read_rows(out)]
+    assert len(status) == 200 and status.count("cancelled") > 0 and "failed" not in status, status
+
+
 def test_the_readme_sweep_runs_as_written(tmp_path, monkeypatch, capsys):
     import shlex
 

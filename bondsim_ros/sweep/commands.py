@@ -16,8 +16,8 @@ def register(sub) -> None:
                     "column's final value). Each run is the same computation as `bondsim-ros simulate MODEL "
                     "--param ...` with the same options. A run that fails is reported in its row and the "
                     "sweep goes on. Exit status 0 when every run succeeded, 1 when some failed (the table is "
-                    "written), 2 for bad input, 130 on Ctrl-C (the table is written, unfinished runs "
-                    "marked cancelled).")
+                    "written), 2 for bad input, 130 on Ctrl-C and 143 on SIGTERM (the table is written, "
+                    "unfinished runs marked cancelled).")
     p.add_argument("model", metavar="MODEL", help="built-in model name, .yaml or .py model file")
     p.add_argument("--param", action="append", default=[], metavar="NAME=SPEC", required=True,
                    help="values of a run-time parameter: START:STOP:COUNT (COUNT values evenly spaced, both ends "
@@ -109,7 +109,7 @@ def cmd_sweep(args) -> int:
     check_output(args.output, "--output", stdout_ok=True)
 
     bar, update = _progress(args.quiet)
-    interrupted = False
+    interrupted = None  # the SweepInterrupted that ended the runs early
     try:
         if bar is not None:
             bar.start()
@@ -117,7 +117,7 @@ def cmd_sweep(args) -> int:
                        options=options, outputs=outputs, at=at, jobs=args.jobs, scheduler=args.scheduler,
                        chunksize=args.chunksize, progress=update)
     except SweepInterrupted as exc:
-        result, interrupted = exc.result, True
+        result, interrupted = exc.result, exc
     except SweepError as exc:
         raise CLIError(_option_named(exc)) from None
     finally:
@@ -150,10 +150,13 @@ def cmd_sweep(args) -> int:
                       f"{row['message']}", file=sys.stderr)
         if args.output != "-":
             print(f"[bondsim] wrote {args.output}", file=sys.stderr)
-    if interrupted:
-        print(f"interrupted: {status.count('cancelled')} runs not run (marked cancelled in {args.output})",
-              file=sys.stderr)
-        return 130
+    if interrupted is not None:
+        from bondsim_ros.cliargs import Terminated
+
+        # SIGTERM (`kill`) as every command reports it: 143, "terminated"; Ctrl-C 130
+        how, code = ("terminated", 143) if isinstance(interrupted.cause, Terminated) else ("interrupted", 130)
+        print(f"{how}: {status.count('cancelled')} runs not run (marked cancelled in {args.output})", file=sys.stderr)
+        return code
     return 1 if failed else 0
 
 

@@ -46,11 +46,12 @@ class SweepError(ValueError):
 
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C during a sweep: the workers are stopped; ``result`` holds the finished runs, the
-    others with status ``cancelled``."""
+    others with status ``cancelled``; ``cause``: the interruption caught (a KeyboardInterrupt, or
+    a subclass a program raises for SIGTERM)."""
 
-    def __init__(self, result: "SweepResult"):
+    def __init__(self, result: "SweepResult", cause: BaseException | None = None):
         super().__init__("sweep interrupted")
-        self.result = result
+        self.result, self.cause = result, cause
 
 
 # -- the grid ---------------------------------------------------------------------------------
@@ -408,20 +409,20 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
         jobs = min(jobs, len(runs))
     if scheduler is None and jobs <= 1:
         workers = "1 job (this process)"
-        _run_here(compiled, entry, runs, opts, rows, progress)
+        cause = _run_here(compiled, entry, runs, opts, rows, progress)
     else:
         try:
             pool = Workers(jobs if scheduler is None else 1, scheduler)
         except WorkersError as exc:
             raise SweepError(exc.message, exc.arg) from None
         workers = pool.description
-        _run_on(pool, spec, runs, opts, rows, chunksize, progress)
+        cause = _run_on(pool, spec, runs, opts, rows, chunksize, progress)
     seconds = time.perf_counter() - tic
 
     result = _result(compiled.name, param_names, runs, rows, opts, seconds, workers, known[1:])
     result.warnings = unread
     if any(r["status"] == STATUS_CANCELLED for r in result.rows):
-        raise SweepInterrupted(result)
+        raise SweepInterrupted(result, cause)
     return result
 
 
@@ -454,21 +455,25 @@ class _Tally:
             self.progress(self.done, self.total, self.failed)
 
 
-def _run_here(compiled, entry, runs, opts, rows, progress) -> None:
+def _run_here(compiled, entry, runs, opts, rows, progress):
+    """The runs in this process; the interruption that stopped them, if one did."""
     tally = _Tally(len(runs), progress)
     try:
         for i, values in enumerate(runs):
             tally.add(rows, [(i, run_one(compiled, entry, values, opts))])
-    except KeyboardInterrupt:
-        pass  # the rows not run are marked cancelled
+    except KeyboardInterrupt as exc:
+        return exc  # the rows not run are marked cancelled
+    return None
 
 
-def _run_on(pool: Workers, spec, runs, opts, rows, chunksize, progress) -> None:
+def _run_on(pool: Workers, spec, runs, opts, rows, chunksize, progress):
+    """The runs on ``pool``; the interruption that stopped them, if one did."""
     tally = _Tally(len(runs), progress)
     chunks = _chunks(runs, pool.size, chunksize)
     try:
         with pool:
             pool.run(run_chunk, [(spec, chunk, opts) for chunk in chunks],
                      lambda i, pairs: tally.add(rows, pairs))
-    except KeyboardInterrupt:
-        pass  # the workers are stopped; the unfinished rows are marked cancelled
+    except KeyboardInterrupt as exc:
+        return exc  # the workers are stopped; the unfinished rows are marked cancelled
+    return None
