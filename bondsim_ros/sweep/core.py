@@ -302,7 +302,9 @@ def _check_at(at, t_end, dt_out) -> tuple:
     for when in at:
         when = float(when)
         if not (math.isfinite(when) and 0 <= when <= t_end * (1 + 1e-12)):
-            raise SweepError(f"time {when:g} is outside the run (0..{t_end:g})", "at")
+            # repr where %g would round the time onto the run's end (1.0000000001 shown as 1)
+            shown = f"{when:g}" if float(f"{when:g}") != t_end else repr(when)
+            raise SweepError(f"time {shown} is outside the run (0..{t_end:g})", "at")
         nearest = times[int(np.argmin(np.abs(times - when)))]
         if abs(nearest - when) > 1e-9 * max(1.0, abs(when)):
             raise SweepError(f"time {when:g} is not an output time (multiples of dt_out {dt_out:g}, and t_end)",
