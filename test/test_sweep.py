@@ -136,7 +136,7 @@ def test_bad_param_specs_are_refused_naming_the_argument(tmp_path, capsys, spec,
     (["--param", "m=1", "--at", "2"], "--at: time 2 is outside the run (0..1)"),
     (["--param", "m=1", "--at", "1.0000000001"], "--at: time 1.0000000001 is outside the run (0..1)"),
     (["--param", "m=1", "--outputs", "pos,nope"], "--outputs: model 'servo' has no output column 'nope'"),
-    (["--param", "m=1", "--jobs", "0"], "--jobs must be at least 1, got 0"),
+    (["--param", "m=1", "--jobs", "-1"], "--jobs must be at least 1 (0: every usable core), got -1"),
     (["--param", "m=1", "--rtol", "2"], "--rtol must be a number in (0, 0.1], got 2"),
 ])
 def test_bad_options_are_refused(tmp_path, capsys, argv, fragment):
@@ -145,6 +145,17 @@ def test_bad_options_are_refused(tmp_path, capsys, argv, fragment):
     err = capsys.readouterr().err
     assert rc == 2 and fragment in err and "Traceback" not in err, err
     assert not out.exists()
+
+
+def test_jobs_0_is_every_usable_core_as_for_fit(tmp_path, capsys):
+    from bondsim_ros.sweep.workers import default_jobs
+
+    out = tmp_path / "x.csv"
+    assert main(["sweep", SERVO, *RUN, "--param", "m=1:2:4", "--jobs", "0", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    jobs = min(default_jobs(), 4)
+    assert (f"{jobs} local worker" in err or f"{jobs} job" in err), err
+    assert [r["status"] for r in read_rows(out)] == ["ok"] * 4
 
 
 def test_output_format_and_place_are_checked_before_running(tmp_path, capsys):

@@ -33,7 +33,7 @@ def register(sub) -> None:
     p.add_argument("--dt-out", type=float, default=None, help="output interval [s] (the times --at can name)")
     add_solver_flags(p)
     p.add_argument("--jobs", "-j", type=int, default=None,
-                   help="local worker processes (default: every usable core; 1: in this process)")
+                   help="local worker processes (default and 0: every usable core, as fit's 0; 1: in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786) instead of "
                         "locally (pip install 'bondsim_ros[cluster]')")
@@ -96,8 +96,12 @@ def cmd_sweep(args) -> int:
     options = solver_options(args)
     outputs = _names(args.outputs, "--outputs") if args.outputs is not None else None
     at = _times(args.at) if args.at is not None else None
-    if args.jobs is not None and args.jobs < 1:
-        raise CLIError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.jobs is not None and args.jobs < 0:
+        raise CLIError(f"--jobs must be at least 1 (0: every usable core), got {args.jobs}")
+    if args.jobs == 0:
+        from bondsim_ros.sweep.workers import default_jobs
+
+        args.jobs = default_jobs()
     if args.chunksize is not None and args.chunksize < 1:
         raise CLIError(f"--chunksize must be at least 1, got {args.chunksize}")
     if args.jobs is not None and args.scheduler is not None:
