@@ -33,6 +33,9 @@ command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v gcc >/dev/null 2>&1 || need_apt+=(gcc)
 # SuiteSparse's KLU: the solver core's sparse LU (without it, the core's own; solver/_ccore.py)
 [ -f /usr/include/suitesparse/klu.h ] || need_apt+=(libsuitesparse-dev)
+# SUNDIALS IDA: the C reference the solver is measured against (benchmarks/c_ida.py), which
+# test/test_benchmark_fairness.py checks
+[ -f /usr/include/ida/ida.h ] || need_apt+=(libsundials-dev)
 # node and npm: test/test_foxglove.py runs the official npm client (@foxglove/ws-protocol)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
