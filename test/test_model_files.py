@@ -182,6 +182,23 @@ def test_a_parameter_value_the_model_refuses_is_named_at_its_line_in_the_file(tm
     assert line.startswith("bondsim-ros simulate: error: m: parameter value(s) k = -1 refused"), line
 
 
+def test_a_coefficient_that_is_infinite_is_refused_as_not_finite(tmp_path, capsys):
+    """A capacitance 1/k at k = 0 is inf: positive by its sign, refused for not being a number;
+    the message said "must be positive (it is inf)"."""
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        parameters: {k: 2.0}
+        components:
+          F: {type: Se, effort: 1.0}
+          v: {type: EffortJunction}
+          mass: {type: I, inertia: 1.0}
+          spring: {type: C, capacitance: "1/k"}
+        bonds: [[F, v], [v, mass], [v, spring]]
+        """)
+    line = refused(*simulate(path, capsys, "--param", "k=0"))
+    assert "spring (capacitance = 1/k) must be positive (it is inf, not a finite number)" in line, line
+
+
 @pytest.mark.parametrize("shape, line, message", [
     ("{type: Step, t0: 0.1,\n        after: w_reff}", 5, "ref (after): law 'w_reff' refused: uses unknown name(s) w_reff"),
     ("{type: Ramp, slope: 2*w_reff}", 4, "ref (slope): law '2*w_reff' refused: uses unknown name(s) w_reff"),

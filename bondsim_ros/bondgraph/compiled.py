@@ -107,8 +107,9 @@ class CompiledModel:
             else:
                 kind = self.check_kinds[k - n_piv]
                 ok = math.isfinite(v) and (v > 0 if kind == "positive" else v >= 0 if kind == "nonnegative" else v != 0)
-                if not ok:
-                    problems.append((k, f"{check_names[k - n_piv]} (it is {v + 0.0:g})"))
+                if not ok:  # (inf passes "positive" by sign alone: say what it fails on)
+                    why = f"it is {v + 0.0:g}" if math.isfinite(v) else f"it is {v + 0.0:g}, not a finite number"
+                    problems.append((k, f"{check_names[k - n_piv]} ({why})"))
         if problems:
             named = []
             for k, _ in problems:
