@@ -243,3 +243,16 @@ def test_render_row_without_joints_says_the_row_needs_a_csv(tmp_path, capfd):
     err = capfd.readouterr().err
     assert "--row 3: a row of the --joints CSV, and no --joints was given" in err and "outside" not in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("text", ["just text\n", "- a\n- b\n"])
+def test_render_a_model_file_that_is_no_mapping_says_it_has_no_mechanism_section(tmp_path, capfd, text):
+    from bondsim_ros.cli import main
+
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    out = tmp_path / "o.png"
+    assert main(["render", str(path), "-o", str(out), "-q"]) == 2
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and f"{path}: no mechanism: section" in err, err
+    assert not out.exists()

@@ -138,8 +138,8 @@ def read_binding(path) -> dict:
         from bondsim_ros.bondgraph.yamlmodel import TOP_LEVEL_KEYS
 
         # a misspelt section (mechansim:) is the likely cause: named where it is
-        unknown = [(k.value, k.start_mark.line + 1) for k, _ in getattr(root, "value", ())
-                   if isinstance(root, yaml.MappingNode) and k.value not in TOP_LEVEL_KEYS]
+        keys = [k for k, _ in root.value] if isinstance(root, yaml.MappingNode) else []  # (a file of text or a list)
+        unknown = [(k.value, k.start_mark.line + 1) for k in keys if k.value not in TOP_LEVEL_KEYS]
         where = f"{path}:{unknown[0][1]}" if unknown else str(path)
         also = f"; unknown top-level key(s): {', '.join(k for k, _ in unknown)}" if unknown else ""
         raise RobotError(f"{where}: no mechanism: section (it binds the model to a mechanism XML: file, joints, "
