@@ -116,7 +116,10 @@ def test_sensor_node_follows_a_moving_pose(context):
     frames = {(t.header.frame_id, t.child_frame_id): t for m in statics for t in m.transforms}
     laser = frames[("r1/base_link", "r1/laser_link")].transform.translation
     assert (laser.x, laser.z) == pytest.approx((0.12, 0.25))
-    assert ("r1/base_link", "r1/irscan_link") in frames and ("r1/base_link", "r1/irpcl_link") in frames
+    # the IR frames where the driver's robotino_tfbroadcaster.launch.py puts them: 0.05 m up
+    for child in ("r1/irscan_link", "r1/irpcl_link"):
+        t = frames[("r1/base_link", child)].transform
+        assert (t.translation.x, t.translation.y, t.translation.z, t.rotation.w) == pytest.approx((0, 0, 0.05, 1))
 
 
 def test_bumper_stop_zeroes_commands_for_the_timeout(context):

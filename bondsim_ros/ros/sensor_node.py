@@ -11,7 +11,8 @@ stamp:
   frame ``irpcl_link``) as robocup-logistics/ros2-robotino's rto_node publishes its nine IR sensors;
 - ``bumper`` (std_msgs/Bool) as rto_node does: on every change, and with the IR sensors;
 - the static transforms base_link -> laser_link, irscan_link, irpcl_link on /tf_static (the
-  twin's URDF has no sensor frames).
+  twin's URDF has no sensor frames); the IR frames 0.05 m up, where the driver's
+  robotino_tfbroadcaster.launch.py puts them.
 
 The geometry and noise are bondsim_ros.sensors' (ROS-free); this node only moves messages.
 """
@@ -73,6 +74,8 @@ PARAMS = {
     "ir_pcl_topic": Param("irsensor_pcl", "IR sensors as PointCloud (rto_node's topic)"),
     "ir_scan_frame": Param("irscan_link", "frame of the IR LaserScan (rto_node's)"),
     "ir_pcl_frame": Param("irpcl_link", "frame of the IR PointCloud (rto_node's)"),
+    "ir_frame_z": Param(0.05, "height of irscan_link and irpcl_link above sensor_parent_frame [m] (the driver's "
+                              "robotino_tfbroadcaster.launch.py: 0.05)", low=-10.0, high=10.0),
     "ir_radius": Param(0.185, "radius of the circle the IR sensors sit on [m] (the chassis' edge)",
                        low=0.0, high=100.0),
     "ir_rate": Param(10.0, "IR readings per second of simulated time (rto_node's scan_time 0.1 s)",
@@ -151,8 +154,8 @@ class SensorNode(Node):
         msg = tf_message()()
         x, y, z, yaw = self.p["laser_pose"]
         for child, (tx, ty, tz, tyaw) in ((self.frames["laser_frame"], (x, y, z, yaw)),
-                                          (self.frames["ir_scan_frame"], (0.0, 0.0, 0.0, 0.0)),
-                                          (self.frames["ir_pcl_frame"], (0.0, 0.0, 0.0, 0.0))):
+                                          (self.frames["ir_scan_frame"], (0.0, 0.0, self.p["ir_frame_z"], 0.0)),
+                                          (self.frames["ir_pcl_frame"], (0.0, 0.0, self.p["ir_frame_z"], 0.0))):
             tf = TransformStamped()
             tf.header.stamp = self.get_clock().now().to_msg()
             tf.header.frame_id = self.frames["sensor_parent_frame"]
