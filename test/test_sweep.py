@@ -356,6 +356,8 @@ def test_at_columns_near_1e5_seconds_are_two_columns_with_their_own_times(tmp_pa
     ({"L": [1.0]}, {"chunksize": -1}, "chunksize: must be a whole number of runs, at least 1, got -1"),
     ({"L": ["a"]}, {}, "params: L: 'a' is not a number"),
     ({"L": None}, {}, "params: L: None is not a number"),
+    ({"L": [True, 2.0]}, {}, "params: L: True is not a number"),
+    ([{"L": np.False_}], {}, "params: L: False is not a number"),
     ({"L": [float("nan"), 1.0]}, {}, "params: L: the values must be finite numbers, got nan"),
     ([{"L": "x"}], {}, "params: L: 'x' is not a number"),
 ])

@@ -261,7 +261,10 @@ def check_format(path) -> None:
 
 def _value(v, name: str) -> float:
     """A parameter value of the grid: a finite number, else SweepError naming the parameter (as
-    the command line refuses one)."""
+    the command line refuses one). True and False are refused: float() would take them as 1 and
+    0, and a flag given where a value belongs is a mistake, not a number."""
+    if isinstance(v, (bool, np.bool_)):
+        raise SweepError(f"{name}: {bool(v)} is not a number", "params")
     try:
         x = float(v)
     except (TypeError, ValueError):
