@@ -244,7 +244,9 @@ def test_cmd_vel_moves_the_twin_with_the_driver_s_wheel_signs(driver):
     team.set_enabled(True)
     team.at_rest()
     team.reset_odometry()
+    team.motors.clear()
     team.spin(2.0, command=(0.3, 0.0, 0.0))
+    accelerating = list(team.motors)
     team.odom.clear()
     team.joints.clear()
     team.spin(1.0, command=(0.3, 0.0, 0.0))
@@ -263,6 +265,11 @@ def test_cmd_vel_moves_the_twin_with_the_driver_s_wheel_signs(driver):
     rpm = team.motors[-1].velocities
     assert [r / 16 * 2 * math.pi / 60 for r in rpm] == pytest.approx(
         [speed["wheel0_joint"], speed["wheel1_joint"], speed["wheel2_joint"]], rel=0.03, abs=0.05)
+    # speeding up, a motor's current drives it: signed as its rpm, whichever way the joint's axis
+    # points (the rolling twin has next to no friction, so a steady speed draws next to none)
+    pushing = [(m.currents[k], m.velocities[k]) for m in accelerating for k in (0, 2)
+               if abs(m.velocities[k]) > 50 and abs(m.currents[k]) > 0.05]
+    assert len(pushing) >= 2 and all(i * rpm > 0 for i, rpm in pushing), pushing
 
     team.spin(2.0, command=(0.0, 0.0, 0.5))
     js = team.joints[-1]

@@ -257,16 +257,20 @@ def test_config_out_refuses_command_parameters(tmp_path, capsys):
     assert not (tmp_path / "c.yaml").exists()
 
 
-def _robot_bag(tmp_path, truth, odom_from=0, clock_offset=0.0, stamped_zero=False):
+def _robot_bag(tmp_path, truth, odom_from=0, clock_offset=0.0, stamped_zero=False, motor_readings=False):
     """A rosbag2 MCAP drive log as the rto_node driver (started with namespace:=robotinobase1)
     would record it, from a robot whose
     ``truth`` differs from the configuration: cmd_vel (Twist, no stamp) at 50 Hz, joint_states
     at 100 Hz under the driver's joint names (config/robotino_bridge.yaml) with the opposite
     wheel sign, odom at 100 Hz starting from a pose away from the origin (from row ``odom_from``).
     ``clock_offset`` [s]: the robot's clock (its header stamps) ahead of the recorder's;
-    ``stamped_zero``: cmd_vel as TwistStamped whose stamps a sender left at 0."""
+    ``stamped_zero``: cmd_vel as TwistStamped whose stamps a sender left at 0; ``motor_readings``:
+    also rto_msgs/MotorReadings at 100 Hz, stamped as the joint states (MotorArrayROS publishes
+    both together), motors 0, 1, 2 of wheel0..2_joint, speeds in rpm and currents signed as they
+    are (``"magnitudes"``: their magnitudes), with noise on the currents."""
     from rosbags.rosbag2 import StoragePlugin, Writer
-    from rosbags.typesys import Stores, get_typestore
+
+    from bondsim_ros.fit.bag import typestore
 
     from bondsim_ros.bondgraph.codegen import compile_model
     from bondsim_ros.models import resolve_model
@@ -274,15 +278,17 @@ def _robot_bag(tmp_path, truth, odom_from=0, clock_offset=0.0, stamped_zero=Fals
     t = np.round(np.arange(0.0, 2.5 + 1e-9, 0.01), 10)
     cmd = np.column_stack([np.where((t >= 0.2) & (t < 1.4), 0.5, 0.0), np.where(t >= 1.0, 0.3, 0.0),
                            np.where(t >= 1.6, -1.5, 0.0)])
-    outs = ["w1", "w2", "w3", "x", "y", "phi"]
+    outs = ["w1", "w2", "w3", "x", "y", "phi", "i1", "i2", "i3"]
     names = ["t", "vx_cmd", "vy_cmd", "wz_cmd"] + outs
     compiled = compile_model(resolve_model("robotino_twist")[0])
-    gen = FitProblem(compiled, LogData(names, np.column_stack([t, cmd] + [0 * t] * 6)), list(truth), outs,
+    gen = FitProblem(compiled, LogData(names, np.column_stack([t, cmd] + [0 * t] * 9)), list(truth), outs,
                      inputs=["vx_cmd", "vy_cmd", "wz_cmd"], options=SolverOptions(rtol=1e-9, atol=1e-11))
     sim = gen.simulate(list(truth.values()))
-    w = sim[:, :3] + np.random.default_rng(3).normal(0.0, ROBOTINO_SIGMA["w"], (len(t), 3))
+    rng = np.random.default_rng(3)
+    w = sim[:, :3] + rng.normal(0.0, ROBOTINO_SIGMA["w"], (len(t), 3))
+    currents = sim[:, 6:] + rng.normal(0.0, ROBOTINO_SIGMA["i"], (len(t), 3))
 
-    store = get_typestore(Stores.ROS2_KILTED)
+    store = typestore()
     T = store.types
     t0_ns = 1_700_000_000 * 10**9
 
@@ -301,6 +307,8 @@ def _robot_bag(tmp_path, truth, odom_from=0, clock_offset=0.0, stamped_zero=Fals
         c_cmd = bag.add_connection("/robotinobase1/cmd_vel", cmd_type, typestore=store)
         c_js = bag.add_connection("/robotinobase1/joint_states", "sensor_msgs/msg/JointState", typestore=store)
         c_od = bag.add_connection("/robotinobase1/odom", "nav_msgs/msg/Odometry", typestore=store)
+        if motor_readings:
+            c_mr = bag.add_connection("/robotinobase1/motor_readings", "rto_msgs/msg/MotorReadings", typestore=store)
         for k, tk in enumerate(t):
             ns = t0_ns + int(round(tk * 1e9))
             if k % 2 == 0:  # 50 Hz commands, logged 1 ms after they were sent
@@ -312,7 +320,16 @@ def _robot_bag(tmp_path, truth, odom_from=0, clock_offset=0.0, stamped_zero=Fals
                                                  name=["wheel0_joint", "wheel1_joint", "wheel2_joint"],
                                                  position=np.zeros(3), velocity=-w[k], effort=np.zeros(3))
             bag.write(c_js, ns + 2_000_000, store.serialize_cdr(js, js.__msgtype__))
-            x, y, ph = sim[k, 3:]
+            if motor_readings:
+                # the driver's motor speed is its joint's (-w) through the gear; the twin's motors
+                # turn against its wheels, so its currents are signed as the driver's rpm already
+                mr = T["rto_msgs/msg/MotorReadings"](header=header(ns + ahead, ""),
+                                                     velocities=np.float32(-w[k] * 16 * 60 / (2 * np.pi)),
+                                                     positions=np.zeros(3, np.int32),
+                                                     currents=np.float32(currents[k] if motor_readings is True
+                                                                         else np.abs(currents[k])))
+                bag.write(c_mr, ns + 2_000_000, store.serialize_cdr(mr, mr.__msgtype__))
+            x, y, ph = sim[k, 3:6]
             c, s = np.cos(th0), np.sin(th0)
             q = T["geometry_msgs/msg/Quaternion"](x=0.0, y=0.0, z=np.sin((ph + th0) / 2), w=np.cos((ph + th0) / 2))
             pose = T["geometry_msgs/msg/Pose"](position=T["geometry_msgs/msg/Point"](x=x0 + c * x - s * y,
@@ -345,7 +362,7 @@ def test_bag2csv_then_fit_calibrates_from_a_driver_bag(tmp_path, capsys):
     assert log.names == ["t", "vx_cmd", "vy_cmd", "wz_cmd", "w1", "w2", "w3", "x", "y", "phi"]
     np.testing.assert_allclose(log.column("t"), t, atol=1e-9)
     np.testing.assert_array_equal(np.column_stack([log.column(c) for c in ("vx_cmd", "vy_cmd", "wz_cmd")]), cmd)
-    np.testing.assert_allclose(np.column_stack([log.column(c) for c in ("x", "y", "phi")]), sim[:, 3:], atol=1e-9)
+    np.testing.assert_allclose(np.column_stack([log.column(c) for c in ("x", "y", "phi")]), sim[:, 3:6], atol=1e-9)
     assert np.corrcoef(log.column("w1"), sim[:, 0])[0, 1] > 0.99  # sign -1 undone
     out = tmp_path / "fit.json"
     rc = main(["fit", "robotino_twist", str(csv_path), "--params", "chassis_mass", "--inputs", "vx_cmd,vy_cmd,wz_cmd",
@@ -354,6 +371,46 @@ def test_bag2csv_then_fit_calibrates_from_a_driver_bag(tmp_path, capsys):
     p = json.loads(out.read_text())["parameters"]["chassis_mass"]
     assert p["ci95"][0] <= truth["chassis_mass"] <= p["ci95"][1], p
     assert p["stderr"] < 0.5, p
+
+
+def test_bag2csv_reads_the_motor_currents_and_fit_finds_the_motor_constant(tmp_path, capsys):
+    """The driver's motor_readings beside its joint states become i1..i3, each the current of the
+    motor that turns w1..w3's wheel, in the twin's sign; fit then recovers the motor constant
+    from them, which the wheel speeds alone hardly show."""
+    truth = {"motor_K": 0.06}  # the configuration's: 0.0514
+    bag, t, cmd, sim = _robot_bag(tmp_path, truth, motor_readings=True)
+    csv_path = tmp_path / "log.csv"
+    rc = main(["bag2csv", str(bag), "-o", str(csv_path), "--wheel-sign", "-1", *NS_TOPICS])
+    err = capsys.readouterr().err
+    assert rc == 0 and "warning" not in err, err
+    log = read_csv(csv_path)
+    assert log.names == ["t", "vx_cmd", "vy_cmd", "wz_cmd", "w1", "w2", "w3", "i1", "i2", "i3", "x", "y", "phi"]
+    currents = np.column_stack([log.column(c) for c in ("i1", "i2", "i3")])
+    assert np.abs(currents - sim[:, 6:]).max() < 5 * ROBOTINO_SIGMA["i"]  # the noise only
+    assert np.abs(sim[:, 6:]).max() > 1.0  # (the steps draw amperes)
+    out = tmp_path / "fit.json"
+    rc = main(["fit", "robotino_twist", str(csv_path), "--params", "motor_K", "--inputs", "vx_cmd,vy_cmd,wz_cmd",
+               "--outputs", "w1,w2,w3,i1,i2,i3", "--weight", "i1=50", "--weight", "i2=50", "--weight", "i3=50",
+               "--weight", "w1=20", "--weight", "w2=20", "--weight", "w3=20", "--json", str(out), "-q"])
+    assert rc == 0, capsys.readouterr().err
+    p = json.loads(out.read_text())["parameters"]["motor_K"]
+    assert p["ci95"][0] <= truth["motor_K"] <= p["ci95"][1] and p["stderr"] < 0.002, p
+    # --no-currents leaves them out; a bag without motor readings has none, and says nothing of it
+    assert main(["bag2csv", str(bag), "-o", str(csv_path), "--wheel-sign", "-1", "--no-currents", *NS_TOPICS]) == 0
+    assert "i1" not in read_csv(csv_path).names
+    plain, *_ = _robot_bag(tmp_path / "plain", truth)
+    assert main(["bag2csv", str(plain), "-o", str(csv_path), "--wheel-sign", "-1", *NS_TOPICS]) == 0
+    assert "i1" not in read_csv(csv_path).names
+    capsys.readouterr()
+    # named but not in the bag: refused, naming it
+    assert main(["bag2csv", str(plain), "-o", str(tmp_path / "x.csv"), *NS_TOPICS,
+                 "--motor-readings", "/robotinobase1/motor_readings"]) == 2
+    assert "/robotinobase1/motor_readings not in the bag" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()
+    # a driver that logged magnitudes: said, since braking motors' currents then have the wrong sign
+    unsigned, *_ = _robot_bag(tmp_path / "unsigned", truth, motor_readings="magnitudes")
+    assert main(["bag2csv", str(unsigned), "-o", str(csv_path), "--wheel-sign", "-1", *NS_TOPICS]) == 0
+    assert "no current is ever negative, though the wheels turn both ways" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("clock_offset, stamped_zero, says", [
@@ -377,7 +434,7 @@ def test_bag2csv_puts_commands_known_by_log_time_on_the_rows_clock(tmp_path, cap
     log = read_csv(csv_path)
     np.testing.assert_allclose(log.column("t"), t, atol=1e-9)
     np.testing.assert_array_equal(np.column_stack([log.column(c) for c in ("vx_cmd", "vy_cmd", "wz_cmd")]), cmd)
-    np.testing.assert_allclose(np.column_stack([log.column(c) for c in ("x", "y", "phi")]), sim[:, 3:], atol=1e-9)
+    np.testing.assert_allclose(np.column_stack([log.column(c) for c in ("x", "y", "phi")]), sim[:, 3:6], atol=1e-9)
 
 
 def test_bag2csv_names_what_is_missing(tmp_path, capsys):
@@ -663,7 +720,7 @@ def test_bag2csv_leaves_out_rows_before_the_odometry_starts(tmp_path, capsys):
     bag, t, cmd, sim = _robot_bag(tmp_path, {"chassis_mass": 11.0}, odom_from=11)
     out = tmp_path / "log.csv"
     assert main(["bag2csv", str(bag), "-o", str(out), "--wheel-sign", "-1", *NS_TOPICS]) == 0
-    assert "the 11 rows outside are left out, no pose extrapolated" in capsys.readouterr().err
+    assert "the 11 rows outside are left out, nothing extrapolated" in capsys.readouterr().err
     log = read_csv(out)
     np.testing.assert_allclose(log.column("t"), t[11:] - t[11], atol=1e-9)
     np.testing.assert_array_equal(np.column_stack([log.column(c) for c in ("vx_cmd", "vy_cmd", "wz_cmd")]), cmd[11:])

@@ -6,8 +6,9 @@ sent (``cmd_vel``: Twist, or TwistStamped) and what the robot measured: wheel sp
 commands as the model's run-time inputs: one row per joint-state sample, the command *held*
 from the last message before it (the robot applies ``cmd_vel`` until the next one arrives),
 wheel speeds mapped to the twin's ``w1..w3`` (order and sign as in the twin bridge's
-config/robotino_bridge.yaml), odometry interpolated to the row times and expressed relative
-to the first row's pose (the model starts at the origin).
+config/robotino_bridge.yaml), the motor currents of ``motor_readings`` (rto_msgs/MotorReadings)
+as ``i1..i3`` and odometry, both interpolated to the row times, the pose expressed relative to
+the first row's (the model starts at the origin).
 
 Bags are read with ``rosbags`` (MCAP or sqlite3), so this runs without a ROS install.
 """
@@ -32,7 +33,43 @@ TOPIC_TYPES = {  # what each topic of a drive log must carry
     "cmd_vel": ("geometry_msgs/msg/Twist", "geometry_msgs/msg/TwistStamped"),
     "joint_states": ("sensor_msgs/msg/JointState",),
     "odom": ("nav_msgs/msg/Odometry",),
+    "motor_readings": ("rto_msgs/msg/MotorReadings",),
 }
+
+# The driver's own message (ros2-robotino rto_msgs/msg/MotorReadings.msg), in no ROS distribution's
+# type store: speeds [rpm], encoder ticks and currents [A] of motors 0, 1, 2
+MOTOR_READINGS = ("rto_msgs/msg/MotorReadings",
+                  "std_msgs/Header header\nfloat32[] velocities\nint32[] positions\nfloat32[] currents\n")
+# MotorArrayROS: motor k turns wheelk_joint
+MOTOR_JOINTS = ("wheel0_joint", "wheel1_joint", "wheel2_joint")
+# The twin's currents are signed as its motors turn, and its motors turn against its wheel axles
+# (robotino_twist: motor speed = -gear x wheel speed); the driver's are signed as its rpm, which
+# follow its joints: a twin current is -wheel_sign x the driver's
+MOTOR_SIGN = -1.0
+
+
+def typestore():
+    """The ROS 2 Kilted type store with the driver's MotorReadings."""
+    from rosbags.typesys import Stores, get_typestore, get_types_from_msg
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    name, text = MOTOR_READINGS
+    store.register(get_types_from_msg(text, name))
+    return store
+
+
+def bag_topics(bag) -> set:
+    """The topics a bag holds."""
+    from rosbags.rosbag2 import Reader
+
+    bag = Path(bag)
+    if not bag.exists():
+        raise FitError(f"{bag}: no such bag")
+    try:
+        with Reader(bag) as reader:
+            return {c.topic for c in reader.connections}
+    except Exception as exc:  # rosbags raises its own error types for unreadable bags
+        raise FitError(f"{bag}: cannot read the bag: {exc}") from None
 
 
 def read_topics(bag, topics, types=None) -> dict:
@@ -40,12 +77,11 @@ def read_topics(bag, topics, types=None) -> dict:
     the message has one, else None. ``types``: {topic: allowed message types}, checked before any
     message is decoded."""
     from rosbags.rosbag2 import Reader
-    from rosbags.typesys import Stores, get_typestore
 
     bag = Path(bag)
     if not bag.exists():
         raise FitError(f"{bag}: no such bag")
-    store = get_typestore(Stores.ROS2_KILTED)
+    store = typestore()
     out = {}
     try:
         with Reader(bag) as reader:
@@ -92,16 +128,24 @@ def _on_the_rows_clock(messages, clock: int, offset_ns: int, topic: str, notes: 
 
 
 def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: float = 1.0,
-               odom: str | None = None) -> LogData:
-    """Columns: t, vx_cmd, vy_cmd, wz_cmd, w1..w3 and, with ``odom``, x, y, phi.
+               odom: str | None = None, motor_readings: str | None = None,
+               motor_joints=MOTOR_JOINTS) -> LogData:
+    """Columns: t, vx_cmd, vy_cmd, wz_cmd, w1..w3, with ``motor_readings`` i1..i3 and, with
+    ``odom``, x, y, phi.
 
-    Messages with a non-finite command, wheel speed or pose are dropped (counted in the
-    returned log's ``notes``). When the joint states' header stamps do not advance (a driver
-    that leaves them at zero), every topic is put on the bag's log times instead."""
+    The driver's currents are taken as signed as its motor speeds (motor k of ``motor_joints``
+    turns that joint) and turned into the twin's (``MOTOR_SIGN``). Messages with
+    a non-finite command, wheel speed, current or pose are dropped (counted in the returned log's
+    ``notes``). When the joint states' header stamps do not advance (a driver that leaves them at
+    zero), every topic is put on the bag's log times instead."""
     wheel_joints = list(wheel_joints)
     if len(wheel_joints) != 3:
         raise FitError(f"give the three wheel joint names of the driver, got {wheel_joints}")
-    roles = [("--cmd-vel", cmd_vel), ("--joint-states", joint_states)] + ([("--odom", odom)] if odom else [])
+    motor_joints = list(motor_joints)
+    if motor_readings and not set(wheel_joints) <= set(motor_joints):
+        raise FitError(f"the wheel joints {wheel_joints} are not all among the motors' joints {motor_joints}")
+    roles = [("--cmd-vel", cmd_vel), ("--joint-states", joint_states)] + ([("--odom", odom)] if odom else []) + \
+        ([("--motor-readings", motor_readings)] if motor_readings else [])
     for i, (role, topic) in enumerate(roles):
         for other, same in roles[:i]:
             if topic == same:  # one topic cannot carry two message types
@@ -109,7 +153,9 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     types = {cmd_vel: TOPIC_TYPES["cmd_vel"], joint_states: TOPIC_TYPES["joint_states"]}
     if odom:
         types[odom] = TOPIC_TYPES["odom"]
-    data = read_topics(bag, [cmd_vel, joint_states] + ([odom] if odom else []), types)
+    if motor_readings:
+        types[motor_readings] = TOPIC_TYPES["motor_readings"]
+    data = read_topics(bag, list(types), types)
     notes = []
     js = data.get(joint_states, (None, []))[1]
     if len(js) < 2:
@@ -176,34 +222,66 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     t = (t_ns - t_ns[0]) * 1e-9
     names = ["t", "vx_cmd", "vy_cmd", "wz_cmd", "w1", "w2", "w3"]
     cols = [t, held[:, 0], held[:, 1], held[:, 2], w[:, 0], w[:, 1], w[:, 2]]
+    # measured topics besides the joint states: (topic, their times [ns], values), interpolated to the rows
+    measured = []
+    if motor_readings:
+        mr = data.get(motor_readings, (None, []))[1]
+        motor = [motor_joints.index(j) for j in wheel_joints]
+        currents = []
+        for when, m in zip(_on_the_rows_clock(mr, clock, offset_ns, motor_readings, notes), mr):
+            c = list(m[2].currents)
+            ok = len(c) == len(motor_joints)
+            currents.append((when, [MOTOR_SIGN * wheel_sign * float(c[k]) for k in motor] if ok else [math.nan] * 3))
+        measured.append((motor_readings, "currents", currents))
     if odom:
         od = data.get(odom, (None, []))[1]
         poses = [(when, (m[2].pose.pose.position.x, m[2].pose.pose.position.y, yaw(m[2].pose.pose.orientation)))
                  for when, m in zip(_on_the_rows_clock(od, clock, offset_ns, odom, notes), od)]
-        good = sorted((p for p in poses if _usable(p[1])), key=lambda p: p[0])
-        if len(good) < len(poses):
-            notes.append(f"{odom}: dropped {len(poses) - len(good)} of {len(poses)} poses with inf/NaN values "
-                         f"or beyond +-{MAX_VALUE:g}")
+        measured.append((odom, "poses", poses))
+    spans = []
+    for topic, what, samples in measured:
+        good = sorted((p for p in samples if _usable(p[1])), key=lambda p: p[0])
+        if len(good) < len(samples):
+            notes.append(f"{topic}: dropped {len(samples) - len(good)} of {len(samples)} messages without "
+                         f"finite {what} (within +-{MAX_VALUE:g}: all {len(motor_joints)} motors' for currents)")
         if len({s for s, _ in good}) < 2:
-            raise FitError(f"{bag}: fewer than two {odom} messages with finite poses at distinct times")
-        od_ns = np.array([s for s, _ in good], dtype=np.int64)
-        ot = (od_ns - t_ns[0]) * 1e-9
-        pose = np.array([p for _, p in good], float)
-        pose[:, 2] = np.unwrap(pose[:, 2])
-        # rows outside the poses' span would hold the first or last pose while the wheels turn:
-        # left out, and the log starts at the first row kept
-        inside = (t >= ot[0]) & (t <= ot[-1])
-        if not inside.all():
-            if np.count_nonzero(inside) < 2:
-                raise FitError(f"{bag}: the {odom} poses (t = {ot[0]:.3f} to {ot[-1]:.3f} s) span fewer than two "
+            raise FitError(f"{bag}: fewer than two {topic} messages with finite {what} at distinct times")
+        spans.append((np.array([s for s, _ in good], dtype=np.int64), np.array([p for _, p in good], float)))
+    # rows outside a measured topic's span would hold its first or last value while the wheels
+    # turn: left out, and the log starts at the first row kept
+    inside = np.ones(len(t), bool)
+    for (topic, _, _), (m_ns, _) in zip(measured, spans):
+        covered = (t_ns >= m_ns[0]) & (t_ns <= m_ns[-1])
+        if not covered.all():
+            lo, hi = (m_ns[0] - t_ns[0]) * 1e-9, (m_ns[-1] - t_ns[0]) * 1e-9
+            if np.count_nonzero(covered) < 2:
+                raise FitError(f"{bag}: the {topic} messages (t = {lo:.3f} to {hi:.3f} s) span fewer than two "
                                f"{joint_states} rows")
-            notes.append(f"{odom}: its poses span t = {ot[0]:.3f} to {ot[-1]:.3f} s of the rows' 0 to {t[-1]:.3f} s: "
-                         f"the {np.count_nonzero(~inside)} rows outside are left out, no pose extrapolated")
-            first_ns = t_ns[inside][0]
-            cols = [col[inside] for col in cols]
-            t = cols[0] = (t_ns[inside] - first_ns) * 1e-9
-            ot = (od_ns - first_ns) * 1e-9
-        x, y, phi = (np.interp(t, ot, pose[:, k]) for k in range(3))
+            notes.append(f"{topic}: its messages span t = {lo:.3f} to {hi:.3f} s of the rows' 0 to {t[-1]:.3f} s: "
+                         f"the {np.count_nonzero(~covered)} rows outside are left out, nothing extrapolated")
+        inside &= covered
+    if np.count_nonzero(inside) < 2:
+        raise FitError(f"{bag}: fewer than two {joint_states} rows lie within the spans of "
+                       f"{', '.join(topic for topic, _, _ in measured)} together")
+    if not inside.all():
+        cols = [col[inside] for col in cols]
+        t_ns = t_ns[inside]
+        cols[0] = t = (t_ns - t_ns[0]) * 1e-9
+    for (topic, what, _), (m_ns, values) in zip(measured, spans):
+        mt = (m_ns - t_ns[0]) * 1e-9
+        if what == "currents":
+            names += ["i1", "i2", "i3"]
+            cols += [np.interp(t, mt, values[:, k]) for k in range(3)]
+            raw = values * MOTOR_SIGN * wheel_sign  # as logged
+            if raw.min() >= 0.0 and raw.max() > 0.0 and min(col.min() for col in cols[4:7]) < 0.0 < max(
+                    col.max() for col in cols[4:7]):
+                # a motor that brakes or turns backwards draws a negative current: none ever did
+                notes.append(f"{topic}: no current is ever negative, though the wheels turn both ways: if the "
+                             f"driver logs magnitudes, the currents' sign is wrong whenever a motor brakes or "
+                             f"turns backwards (fit with --outputs w1,w2,w3, or --no-currents)")
+            continue
+        values[:, 2] = np.unwrap(values[:, 2])
+        x, y, phi = (np.interp(t, mt, values[:, k]) for k in range(3))
         # relative to the first row, in its frame: the model starts at (0, 0, 0)
         c, s = math.cos(phi[0]), math.sin(phi[0])
         dx, dy = x - x[0], y - y[0]
@@ -224,4 +302,4 @@ def write_log(log: LogData, path, option: str = "") -> Path:
     return path
 
 
-__all__ = ["bag_to_log", "read_topics", "write_log"]
+__all__ = ["MOTOR_JOINTS", "bag_to_log", "bag_topics", "read_topics", "typestore", "write_log"]

@@ -65,8 +65,9 @@ def register(sub) -> None:
     b = sub.add_parser(
         "bag2csv", help="turn a robot's rosbag2 drive log into the CSV that `fit robotino_twist` reads",
         description="One row per joint-state sample: t, the cmd_vel command held from the last message "
-                    "(vx_cmd, vy_cmd, wz_cmd), the wheel speeds w1..w3 in the twin's order and sign and, "
-                    "with odometry, x, y, phi relative to the first row. Topic names, wheel joints and "
+                    "(vx_cmd, vy_cmd, wz_cmd), the wheel speeds w1..w3 in the twin's order and sign, with "
+                    "motor readings the currents i1..i3 and, with odometry, x, y, phi relative to the first "
+                    "row. Topic names, wheel joints and "
                     "sign default to the robot_* entries of config/robotino_bridge.yaml (the rto_node "
                     "driver's). Reads MCAP and sqlite3 bags without a ROS install.")
     b.add_argument("bag", metavar="BAG", help="rosbag2 folder (or .mcap file)")
@@ -78,6 +79,13 @@ def register(sub) -> None:
     b.add_argument("--wheel-sign", type=float, help="multiply the driver's wheel speeds by this")
     b.add_argument("--odom", metavar="TOPIC", help="odometry topic (default: the bridge config's)")
     b.add_argument("--no-odom", action="store_true", help="leave the odometry columns out")
+    b.add_argument("--motor-readings", metavar="TOPIC",
+                   help="rto_msgs/MotorReadings topic of the motor currents i1..i3 (default: motor_readings "
+                        "beside the joint states, when the bag has it)")
+    b.add_argument("--no-currents", action="store_true", help="leave the current columns out")
+    b.add_argument("--motor-joints", metavar="J0,J1,J2",
+                   help="driver joints that motors 0, 1, 2 turn (default: wheel0_joint,wheel1_joint,wheel2_joint, "
+                        "as the driver's MotorArrayROS)")
     b.set_defaults(func=cmd_bag2csv)
 
 
@@ -216,7 +224,7 @@ def cmd_bag2csv(args) -> int:
     from bondsim_ros.outfiles import check_output
     from bondsim_ros.paths import share_file
 
-    from .bag import bag_to_log, write_log
+    from .bag import MOTOR_JOINTS, bag_to_log, bag_topics, write_log
     from .core import FitError
 
     check_output(args.output, "-o", stdout_ok=True, inputs=[args.bag, args.bridge_config])
@@ -255,8 +263,19 @@ def cmd_bag2csv(args) -> int:
     wheel_sign = args.wheel_sign if args.wheel_sign is not None else cfg.get("robot_wheel_sign", 1.0)
     if not sign(wheel_sign):  # --wheel-sign was checked above: this is the file's
         raise CLIError(f"{cfg_path}: robot_wheel_sign is {wheel_sign!r}, expected a finite, non-zero number")
+    motor_joints = _split(args.motor_joints) if args.motor_joints else list(MOTOR_JOINTS)
+    if len(motor_joints) != 3:
+        raise CLIError(f"--motor-joints {args.motor_joints}: give the three joints motors 0, 1, 2 turn")
+    if args.no_currents and args.motor_readings:
+        raise CLIError("--motor-readings and --no-currents: give one of them")
     try:
-        log = bag_to_log(args.bag, cmd_vel, joint_states, wheels, float(wheel_sign), odom=odom)
+        readings = None if args.no_currents else args.motor_readings
+        if readings is None and not args.no_currents:
+            # the driver publishes motor_readings beside joint_states (MotorArrayROS): read them where logged
+            sibling = joint_states.rpartition("/")[0] + "/motor_readings"
+            readings = sibling if sibling in bag_topics(args.bag) else None
+        log = bag_to_log(args.bag, cmd_vel, joint_states, wheels, float(wheel_sign), odom=odom,
+                         motor_readings=readings, motor_joints=motor_joints)
         write_log(log, args.output, "-o")
     except FitError as exc:
         raise CLIError(str(exc)) from None

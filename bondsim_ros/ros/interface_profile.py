@@ -234,7 +234,10 @@ class ProfileInterface:
     def publish_motor_readings(self, state, stamp):
         """Motor speed [rpm] and encoder ticks of the profile's motors, from their joints'
         speeds and angles through the gear; currents [A] are the twin's armature currents of
-        the wheels those joints report (its ``wheel_joints`` order), where it gives them."""
+        the wheels those joints report (its ``wheel_joints`` order), where it gives them. The
+        twin's currents are signed as its motors turn, against its wheel axles (the Robotino's
+        motor speed is -gear x axle speed), as the driver's joints do (sign -1): a current that
+        speeds a motor up has the sign of its rpm."""
         if self.pub_motors is None:
             return
         names, pos, vel = self.joint_state(state)
