@@ -114,6 +114,31 @@ def _noop() -> None:
 
 # -- in the calling process -----------------------------------------------------------------------
 
+def _refused_at_once(scheduler) -> None:
+    """WorkersError when nothing listens at a tcp:// scheduler's address: Dask's Client retries a
+    refused connection until its 10 s timeout, a wait that tells the user nothing more. Anything
+    else (no answer, a name to resolve, another protocol) is left to the Client."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not isinstance(scheduler, str) or not scheduler.startswith("tcp://"):
+        return
+    try:
+        where = urlsplit(scheduler)
+        host, port = where.hostname, where.port
+    except ValueError:
+        return  # (the Client names a malformed address)
+    if not host or port is None:
+        return
+    try:
+        socket.create_connection((host, port), timeout=2.0).close()
+    except ConnectionRefusedError as exc:
+        raise WorkersError(f"cannot connect to the Dask scheduler {scheduler}: {exc.strerror or exc} (nothing "
+                           f"listens there: is the scheduler running?)", "scheduler") from None
+    except OSError:
+        return
+
+
 def dask_client(scheduler):
     """(Client, whether it was opened here) for a scheduler address or a Client."""
     try:
@@ -123,6 +148,7 @@ def dask_client(scheduler):
                            "(or pip install 'dask[distributed]')", "scheduler") from None
     if isinstance(scheduler, Client):
         return scheduler, False
+    _refused_at_once(scheduler)
     try:
         return Client(scheduler, timeout="10s"), True
     except (OSError, TimeoutError, ValueError) as exc:
