@@ -804,3 +804,29 @@ def test_a_fit_whose_residuals_are_many_times_the_noise_says_so():
         said = any("residual sigma" in w for w in res.warnings)
         assert said == warned, (lag, res.sigma, res.warnings)
         assert (res.sigma > 3) == warned, res.sigma
+
+
+def test_an_interval_that_reaches_past_a_bound_is_named():
+    """A damper fitted from a log in which it hardly shows: b = 0.030 +- 0.026, its 95 % interval
+    -0.021 .. 0.082 reaching below 0, which no resistance can take. The estimate is no nonsense
+    (the truth, 0.05, is inside), but the interval below 0 is: said, where before it was printed
+    as it was with no word. The same log with other noise, an interval inside the bound: nothing."""
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.bondgraph.yamlmodel import loads_model
+
+    text = ("model: drag\nparameters: {m: 1.0, b: 0.05}\n"
+            "components:\n  v: {type: EffortJunction, output: true}\n  F: {type: Se, effort: 1.0}\n"
+            "  mass: {type: I, inertia: m}\n  d: {type: R, resistance: b}\n"
+            "bonds: [[F, v], [v, mass], [v, d]]\n")
+    compiled = compile_model(loads_model(text))
+    t = np.arange(0.0, 1.0001, 0.01)
+    gen = FitProblem(compiled, LogData(["t", "mass.p"], np.column_stack([t, 0 * t])), ["b"], ["mass.p"],
+                     options=SolverOptions(rtol=1e-10, atol=1e-12))
+    clean = gen.simulate([0.05])
+    for seed, past in ((0, True), (1, False)):
+        y = clean + np.random.default_rng(seed).normal(0.0, 0.06, clean.shape)
+        res = fit(FitProblem(compiled, LogData(["t", "mass.p"], np.column_stack([t, y])), ["b"], ["mass.p"]), x0=[0.1])
+        assert res.identifiable and res.ci_low[0] <= 0.05 <= res.ci_high[0], (res.estimate, res.stderr)
+        assert (res.ci_low[0] < 0) == past, (res.ci_low, res.ci_high)
+        said = [w for w in res.warnings if "reaches past its lower bound 0" in w]
+        assert bool(said) == past, res.warnings

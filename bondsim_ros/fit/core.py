@@ -758,6 +758,18 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
                         f"1/noise, the model does not explain the data at this estimate (a local minimum: try "
                         f"another --guess; inputs out of step with the outputs; a start the data do not share)")
     q = float(student_t.ppf(0.975, dof))
+    for i, name in enumerate(names):
+        if name in bad or not math.isfinite(se[i]) or any(name in w and "bound" in w for w in warnings):
+            continue
+        for side, bound, end in (("lower", lo[i], x[i] - q * se[i]), ("upper", hi[i], x[i] + q * se[i])):
+            if math.isfinite(bound) and (end < bound if side == "lower" else end > bound):
+                # the interval is x +- q se of the linearised model: past a bound (a mass below 0)
+                # it describes values the parameter cannot take, and the data determine it poorly
+                share = f" ({100 * q * se[i] / abs(x[i]):.0f} % of it)" if x[i] else ""
+                warnings.append(f"{name}'s 95% interval {x[i] - q * se[i]:.4g} .. {x[i] + q * se[i]:.4g} reaches "
+                                f"past its {side} bound {bound:g}: the data determine it to +-{q * se[i]:.2g} "
+                                f"only{share}, and the interval means nothing beyond the bound; log an experiment "
+                                f"that excites it, or fix it with --param")
     resid = sol.fun.reshape(len(problem.t), -1, order="F") / problem.w
     rms = {col: float(np.sqrt(np.mean(resid[:, j] ** 2))) for j, (_, col) in enumerate(problem.output_map)}
     return FitResult(names=names, initial=x0, estimate=x, stderr=se, ci_low=x - q * se,
