@@ -410,20 +410,23 @@ class Loader:
             unit.planar = planar_base(unit)
         return unit
 
-    def _add_link(self, unit: Unit, link: Link, node: Node) -> None:
+    def _add_link(self, unit: Unit, link: Link, node: Node, made: str = "") -> None:
+        """Add a link; ``made``: what a link the converter adds is for (its name is taken like any other)."""
         self.n_links += 1
         if self.n_links > MAX_LINKS:
             raise node.error(f"the mechanism has more than {MAX_LINKS} links (size limit MAX_LINKS)")
+        link.element, link.made = node.tag, made
         if link.name in unit.links:
-            raise node.error(f"duplicate link name '{link.name}' (names must be unique after prefixing)")
+            raise _clash("link", link, unit.links[link.name])
         unit.links[link.name] = link
 
-    def _add_edge(self, unit: Unit, edge: Edge, node: Node) -> None:
+    def _add_edge(self, unit: Unit, edge: Edge, node: Node, made: str = "") -> None:
         self.n_edges += 1
         if self.n_edges > MAX_JOINTS:
             raise node.error(f"the mechanism has more than {MAX_JOINTS} joints (size limit MAX_JOINTS)")
+        edge.file, edge.line, edge.element, edge.made = node.file, node.line, node.tag, made
         if edge.name in unit.edge_names:
-            raise node.error(f"duplicate joint name '{edge.name}' (names must be unique after prefixing)")
+            raise _clash("joint", edge, next(e for e in unit.edges if e.name == edge.name))
         if edge.role == "joint":
             if edge.name in self.joint_names and self.joint_names[edge.name] is not node:
                 raise node.error(f"duplicate joint name '{edge.name}' in the mechanism "
@@ -468,9 +471,10 @@ class Loader:
                 probe = Probe(name, f"{ctx.prefix}probe_{name}", link_name, t, ctx.prefix)
                 if any(p.frame == probe.frame for p in unit.probes):
                     raise node.error(f"duplicate probe name '{name}'")
-                self._add_link(unit, Link(probe.frame, file=ctx.file, line=node.line), node)
+                self._add_link(unit, Link(probe.frame, file=ctx.file, line=node.line), node,
+                               f"the converter's link probe_NAME, the frame of probe '{name}'")
                 self._add_edge(unit, Edge(f"{probe.frame}_joint", "fixed", link_name, probe.frame, t, role="probe"),
-                               node)
+                               node, f"the converter's joint probe_NAME_joint of probe '{name}'")
                 unit.probes.append(probe)
             elif tag == "joint":
                 seen_joint = True
@@ -628,22 +632,28 @@ class Loader:
         limits = dict(lower=None if lower is None else lower * to_si, upper=None if upper is None else upper * to_si,
                       velocity=None if "velocity" not in drive.attrs else number(drive, "velocity", nonnegative=True) * to_si,
                       effort=number(drive, "effort", None, nonnegative=True), virtual=virtual_raw == "true", drive=dtype)
+        # post-transforms need a link of their own: NAME_frame, even when the XML link has that name
+        # (it is then refused as taken, rather than the transforms silently dropped)
         target = child_name if frames.is_identity(post) else f"{name}_frame"
-        if target != child_name:
-            self._add_link(unit, Link(target, file=ctx.file, line=drive.line), drive)
+        post_made = f"the converter's link NAME_frame for the post-transforms of joint '{name}'"
+        if not frames.is_identity(post):
+            self._add_link(unit, Link(target, file=ctx.file, line=drive.line), drive, post_made)
         if kind == "fixed":
             self._add_edge(unit, Edge(name, "fixed", parent, target, pre, role="joint", **limits), node)
         elif kind == "spherical":
             links = [parent, f"{name}_x_link", f"{name}_y_link", target]
             for i, ax in enumerate("xyz"):
                 if i < 2:
-                    self._add_link(unit, Link(links[i + 1], file=ctx.file, line=drive.line), drive)
+                    self._add_link(unit, Link(links[i + 1], file=ctx.file, line=drive.line), drive,
+                                   f"the converter's link NAME_{ax}_link inside spherical joint '{name}'")
                 self._add_edge(unit, Edge(f"{name}_{ax}", "revolute", links[i], links[i + 1], pre if i == 0 else np.eye(4),
-                                          frames.AXES[ax], role="joint", **limits), node)
+                                          frames.AXES[ax], role="joint", **limits), node,
+                               f"the converter's joint NAME_{ax}, one of the three of spherical joint '{name}'")
         else:
             self._add_edge(unit, Edge(name, kind, parent, target, pre, frames.AXES[axis], role="joint", **limits), node)
-        if target != child_name:
-            self._add_edge(unit, Edge(f"{name}_offset", "fixed", target, child_name, post, role="offset"), node)
+        if not frames.is_identity(post):
+            self._add_edge(unit, Edge(f"{name}_offset", "fixed", target, child_name, post, role="offset"), node,
+                           f"the converter's joint NAME_offset for the post-transforms of joint '{name}'")
         self._body(node, node.children[body_start:], child_name, unit, ctx, chain, depth=depth)
 
     def _attach(self, ref: Node, link_name: str, unit: Unit, ctx: FileContext, chain: list, depth: int) -> None:
@@ -660,9 +670,26 @@ class Loader:
         sub.register(root)
         root_link = sub.prefix + _name(root, "name")
         self._add_link(unit, Link(root_link, file=str(target), line=root.line), ref)
-        self._add_edge(unit, Edge(f"{root_link}_base", "fixed", link_name, root_link, base, role="attach"), ref)
+        self._add_edge(unit, Edge(f"{root_link}_base", "fixed", link_name, root_link, base, role="attach"), ref,
+                       f"the converter's joint ROOTLINK_base attaching object '{root_link}'")
         self._body(root, root.children, root_link, unit, sub, chain + [self.real(target)], at_root=True,
                    depth=depth)
+
+
+def _clash(kind: str, new, old) -> MechanismError:
+    """Two links (or joints) of one name, ``new`` added after ``old``. The error stands at the
+    element the user wrote (the later one if both are), and says what the other one is."""
+    if new.made and old.made:
+        return MechanismError(f"duplicate {kind} name '{new.name}': {new.made} and {old.made} "
+                              f"(rename one of them)", new.file, new.line, new.element)
+    here, other = (old, new) if new.made else (new, old)
+    if other.made:
+        what = f"also {other.made}; the converter's own names are taken too: rename this <{here.element}>"
+    else:
+        what = (f"also the <{other.element}> on line {other.line}" + ("" if other.file == here.file else
+                                                                      f" of {other.file}")
+                + "; names must be unique after prefixing")
+    return MechanismError(f"duplicate {kind} name '{new.name}' ({what})", here.file, here.line, here.element)
 
 
 def _name(node: Node, attr: str) -> str:

@@ -53,6 +53,8 @@ class Link:
     shapes: list = field(default_factory=list)
     file: str = ""
     line: int = 0
+    element: str = ""  # tag of the element that made it
+    made: str = ""  # for a link the converter adds: what it is for (error messages)
 
 
 @dataclass
@@ -72,6 +74,10 @@ class Edge:
     effort: float | None = None
     virtual: bool = False
     drive: str = ""
+    file: str = ""  # where the element that made it is written, for error messages
+    line: int = 0
+    element: str = ""
+    made: str = ""  # for a joint the converter adds: what it is for
 
     def transform(self, q: float = 0.0) -> np.ndarray:
         if self.kind == "fixed":

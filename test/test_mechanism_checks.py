@@ -1,0 +1,64 @@
+"""Mechanism input the converter must refuse by name and line rather than turn into a wrong
+URDF or a traceback: names the converter makes itself, reserved names, outlines that cross
+themselves, meshes too small or inside out, shapes too small to draw."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bondsim_ros.cli import main
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """tmp_path as the current directory: files are given by their relative names."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def refused(capsys, argv, *fragments, nothing=None) -> str:
+    """Run the CLI: exit 2, one clean error line holding every fragment, no traceback, and
+    nothing written at ``nothing``."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Warning" not in err, err
+    assert err.startswith(f"bondsim-ros {argv[0]}: error: "), err
+    assert err.count("\n") == 1, err
+    for f in fragments:
+        assert f in err, err
+    if nothing is not None:
+        assert not Path(nothing).exists()
+    return err
+
+
+# ------------------------------------------------------------------------------------------
+# Names the converter makes count as taken
+# ------------------------------------------------------------------------------------------
+CLASHES = [  # (body of the robot, line, element, fragments)
+    ('  <joint name="elbow">\n    <drive type="revolute_z"/>\n    <translation x="1"/>\n'
+     '    <link id="l" name="elbow_frame"/>\n  </joint>\n', 5, "link", ("'elbow_frame'", "joint 'elbow'")),
+    ('  <joint name="elbow">\n    <drive type="revolute_z"/>\n    <translation x="1"/>\n'
+     '    <link id="l" name="forearm"/>\n  </joint>\n'
+     '  <joint name="elbow_offset"><drive type="revolute_x"/><link id="m" name="hand"/></joint>\n',
+     7, "joint", ("'elbow_offset'", "joint 'elbow'")),
+    ('  <joint name="wrist"><drive type="spherical"/><link id="l" name="hand"/>\n'
+     '    <joint name="k"><drive type="fixed"/><link id="m" name="wrist_y_link"/></joint>\n  </joint>\n',
+     3, "link", ("'wrist_y_link'", "spherical joint 'wrist'")),
+    ('  <joint name="wrist_z"><drive type="revolute_x"/><link id="m" name="hand"/></joint>\n'
+     '  <joint name="wrist"><drive type="spherical"/><link id="l" name="palm"/></joint>\n',
+     2, "joint", ("'wrist_z'", "spherical joint 'wrist'")),
+]
+
+
+@pytest.mark.parametrize("body,line,element,fragments", CLASHES)
+def test_names_the_converter_makes_are_taken(here, capsys, body, line, element, fragments):
+    write(here / "arm.xml", f'<robot id="r" name="Arm">\n{body}</robot>\n')
+    refused(capsys, ["xml2urdf", "arm.xml", "-o", "out/arm.urdf"], f"arm.xml:{line}: <{element}>: duplicate",
+            "the converter's", *fragments, nothing="out")
