@@ -62,3 +62,33 @@ def test_names_the_converter_makes_are_taken(here, capsys, body, line, element, 
     write(here / "arm.xml", f'<robot id="r" name="Arm">\n{body}</robot>\n')
     refused(capsys, ["xml2urdf", "arm.xml", "-o", "out/arm.urdf"], f"arm.xml:{line}: <{element}>: duplicate",
             "the converter's", *fragments, nothing="out")
+
+
+# ------------------------------------------------------------------------------------------
+# Names reserved for a planar base
+# ------------------------------------------------------------------------------------------
+PLANAR = """<robot id="r" name="R">
+  <joint name="base_x"><drive type="prismatic_x" virtual="true"/><link id="a" name="ax"/>
+  <joint name="base_y"><drive type="prismatic_y" virtual="true"/><link id="b" name="ay"/>
+  <joint name="base_phi"><drive type="revolute_z" virtual="true"/><link id="c" name="base_link"/>
+    <sphere id="s" radius="0.1"/>
+    <joint name="{joint}"><drive type="revolute_z"/><link id="d" name="{link}"/></joint>
+  </joint></joint></joint>
+</robot>
+"""
+
+
+def test_joint_named_base_footprint_joint_is_reserved_on_a_planar_base(here, capsys):
+    write(here / "R.xml", PLANAR.format(joint="base_footprint_joint", link="arm"))
+    refused(capsys, ["xml2urdf", "R.xml", "-o", "out/r.urdf"],
+            "R.xml:6: <joint>: joint name 'base_footprint_joint' is reserved for the planar base", nothing="out")
+    # with a prefix, the prefixed name is the reserved one
+    write(here / "P.xml", '<project id="p" name="P">\n  <robot name="R" prefix="r1_"/>\n</project>\n')
+    write(here / "R.xml", PLANAR.format(joint="r1_base_footprint_joint", link="arm"))
+    assert main(["xml2urdf", "P.xml", "-o", "out/p.urdf", "-q"]) == 0  # 'r1_r1_base_footprint_joint'
+    write(here / "R.xml", PLANAR.format(joint="base_footprint_joint", link="arm"))
+    refused(capsys, ["xml2urdf", "P.xml", "-o", "out2/p.urdf"], "R.xml:6: <joint>:",
+            "'r1_base_footprint_joint' is reserved", nothing="out2")
+    # kept virtual joints leave base_footprint out: the name is free
+    assert main(["xml2urdf", "R.xml", "-o", "out3/r.urdf", "--keep-virtual", "-q"]) == 0
+    assert 'joint name="base_footprint_joint"' in (here / "out3" / "r.urdf").read_text()

@@ -63,6 +63,10 @@ def robot_graph(unit: Unit, *, keep_virtual: bool = False, in_project: bool = Fa
             footprint = unit.prefix + "base_footprint"
             if footprint in unit.links:
                 raise MechanismError(f"link name '{footprint}' is reserved for the planar base", unit.file)
+            for e in edges:  # the fixed joint below would be written twice
+                if e.name == footprint + "_joint":
+                    raise MechanismError(f"joint name '{e.name}' is reserved for the planar base (the converter's "
+                                         f"fixed joint {footprint} -> {e3.child})", e.file, e.line, e.element)
             drop = {unit.root_link, e1.child, e2.child}
             lift = frames.translation(0.0, 0.0, float(unit.base[2, 3]))
             yaw = math.atan2(unit.base[1, 0], unit.base[0, 0])
