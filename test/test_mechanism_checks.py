@@ -92,3 +92,32 @@ def test_joint_named_base_footprint_joint_is_reserved_on_a_planar_base(here, cap
     # kept virtual joints leave base_footprint out: the name is free
     assert main(["xml2urdf", "R.xml", "-o", "out3/r.urdf", "--keep-virtual", "-q"]) == 0
     assert 'joint name="base_footprint_joint"' in (here / "out3" / "r.urdf").read_text()
+
+
+# ------------------------------------------------------------------------------------------
+# A <revolution> outline that crosses itself
+# ------------------------------------------------------------------------------------------
+def revolution(points, mass="1", ident="a", unit="mm") -> str:
+    pts = "".join(f'<point r="{r}" h="{h}"/>' for r, h in points)
+    return (f'<robot id="r" name="B" length_unit="{unit}">\n'
+            f'  <revolution id="{ident}" mass="{mass}">{pts}</revolution>\n  <render ref="{ident}" color="red"/>\n'
+            f'</robot>\n')
+
+
+@pytest.mark.parametrize("points,edges", [
+    ([(0, 0), (50, 100), (50, 0), (0, 100)], ("edge 1-2 crosses edge 3-4",)),  # a bow tie: its lobes cancel
+    ([(10, 0), (10, 10), (5, -5)], ("the cap from point 1 to the axis crosses edge 2-3",)),
+    ([(10, 0), (20, 10), (20, 0), (10, 10), (10, 0)], ("edge 1-2 crosses edge 3-4",)),  # a closed ring
+])
+def test_revolution_outline_that_crosses_itself_is_refused(here, capsys, points, edges):
+    write(here / "B.xml", revolution(points))
+    refused(capsys, ["xml2urdf", "B.xml", "-o", "out/b.urdf"], "B.xml:2: <revolution>: the outline crosses itself",
+            *edges, nothing="out")
+
+
+def test_revolution_outline_drawn_either_way_or_along_the_axis_is_accepted(here):
+    for points in ([(0, 0), (50, 0), (50, 100), (0, 100)], [(0, 100), (50, 100), (50, 0), (0, 0)],
+                   [(0, 0), (0, 50), (50, 100), (0, 100)], [(0, 0), (50, 0), (50, 0), (50, 100), (0, 100)],
+                   [(40, 0), (40, 100), (50, 100), (50, 0), (40, 0)]):
+        write(here / "B.xml", revolution(points))
+        assert main(["xml2urdf", "B.xml", "-o", "out/b.urdf", "-q"]) == 0, points

@@ -517,6 +517,11 @@ class Loader:
             arr = np.array(pts)
             if np.all(arr[:, 0] == 0) or np.ptp(arr[:, 1]) == 0:
                 raise node.error("the <point> profile encloses no volume (all r = 0 or all h equal)")
+            crossing = outline_crossing(arr)
+            if crossing:
+                raise node.error(f"the outline crosses itself: {crossing[0]} crosses {crossing[1]} (edges named by "
+                                 f"their <point>s, numbered from 1 in document order; the volumes of its loops "
+                                 f"would cancel)")
             shape.points = arr
         elif kind == "part":
             shape.part_file = self._part_file(node, ctx)
@@ -700,6 +705,48 @@ def _name(node: Node, attr: str) -> str:
     if len(value) > MAX_NAME:
         raise node.error(f"{attr} of {len(value)} characters, above the limit of {MAX_NAME} (MAX_NAME)")
     return value
+
+
+def outline_crossing(points: np.ndarray) -> tuple | None:
+    """The first two edges of a <revolution> outline that cross each other, as text, or None.
+
+    The outline is the one swept: the points in order, closed on the axis (a cap from the first
+    and last point to the axis) unless the first and last point are the same. Only proper
+    crossings count; edges that merely touch, or run along the axis, sweep a volume still.
+    """
+    pts = [tuple(p) for p in np.asarray(points, float)]
+    n = len(pts)
+    labels = [f"edge {i + 1}-{i + 2}" for i in range(n - 1)]
+    closed = n > 2 and pts[0] == pts[-1]
+    if not closed:  # as revolution_mesh closes it; the segment along the axis crosses nothing
+        if pts[0][0] > 0:
+            pts.insert(0, (0.0, pts[0][1]))
+            labels.insert(0, "the cap from point 1 to the axis")
+        if pts[-1][0] > 0:
+            pts.append((0.0, pts[-1][1]))
+            labels.append(f"the cap from point {n} to the axis")
+    p = np.array(pts)
+    p = p / np.max(np.abs(p))  # the signs below do not depend on the scale; tiny numbers would underflow
+    a, b = p[:-1], p[1:]
+    m = len(a)
+    # orientation of point q to edge e: cross(d_e, q) - cross(d_e, a_e); edges cross when each
+    # has the other's ends strictly on opposite sides
+    dx, dy = (b - a).T
+    k = dx * a[:, 1] - dy * a[:, 0]
+    idx = np.arange(m)
+    for start in range(0, m, 256):  # blocks of edges against all: n^2 tests without n^2 memory
+        i = idx[start:start + 256, None]
+        o1 = dx[i] * a[None, :, 1] - dy[i] * a[None, :, 0] - k[i]
+        o2 = dx[i] * b[None, :, 1] - dy[i] * b[None, :, 0] - k[i]
+        o3 = dx[None, :] * a[i, 1] - dy[None, :] * a[i, 0] - k[None, :]
+        o4 = dx[None, :] * b[i, 1] - dy[None, :] * b[i, 0] - k[None, :]
+        hit = (o1 * o2 < 0) & (o3 * o4 < 0) & (idx[None, :] > i + 1)  # each pair once, no neighbours
+        if closed:  # the last edge ends where the first begins
+            hit &= ~((i == 0) & (idx[None, :] == m - 1))
+        if hit.any():
+            r, j = np.argwhere(hit)[0]
+            return labels[start + r], labels[j]
+    return None
 
 
 def _check_depth(node: Node, depth: int) -> None:
