@@ -121,3 +121,55 @@ def test_revolution_outline_drawn_either_way_or_along_the_axis_is_accepted(here)
                    [(40, 0), (40, 100), (50, 100), (50, 0), (40, 0)]):
         write(here / "B.xml", revolution(points))
         assert main(["xml2urdf", "B.xml", "-o", "out/b.urdf", "-q"]) == 0, points
+
+
+# ------------------------------------------------------------------------------------------
+# Mass properties of small meshes
+# ------------------------------------------------------------------------------------------
+def urdf_inertial(path: Path) -> tuple:
+    """(mass, com, diagonal of the inertia) of the first link with an <inertial>."""
+    import xml.etree.ElementTree as ET
+
+    inertial = ET.parse(path).getroot().find("link/inertial")
+    com = [float(v) for v in inertial.find("origin").get("xyz").split()]
+    i = inertial.find("inertia")
+    return float(inertial.find("mass").get("value")), com, [float(i.get(k)) for k in ("ixx", "iyy", "izz")]
+
+
+def test_small_body_of_revolution_has_the_inertia_of_its_cylinder(here):
+    # a pin 0.6 mm across and 2 mm long: trimesh's mesh of it in metres was not watertight
+    write(here / "B.xml", revolution([(0, 0), (0.3, 0), (0.3, 2), (0, 2)], mass="0.001", ident="pin"))
+    assert main(["xml2urdf", "B.xml", "-o", "out/b.urdf", "-q"]) == 0
+    mass, com, diag = urdf_inertial(here / "out" / "b.urdf")
+    r, h, m = 0.3e-3, 2e-3, 0.001
+    ixx = m * (3 * r * r + h * h) / 12
+    assert mass == m and com == pytest.approx([0, 0, h / 2], abs=1e-12)
+    assert diag == pytest.approx([ixx, ixx, m * r * r / 2], rel=0.01)  # 48 sections: 0.3 % below the circle
+
+
+def test_small_cone_has_the_inertia_of_a_cone(here):
+    write(here / "B.xml", '<robot id="r" name="B" length_unit="mm">\n'
+          '  <cone id="c" radius="0.2" length="0.3" mass="0.002"/>\n</robot>\n')
+    assert main(["xml2urdf", "B.xml", "-o", "out/b.urdf", "-q"]) == 0
+    mass, com, diag = urdf_inertial(here / "out" / "b.urdf")
+    r, h, m = 0.2e-3, 0.3e-3, 0.002
+    ixx = 3 * m * r * r / 20 + 3 * m * h * h / 80  # about the centre of mass, h/4 above the base
+    assert com == pytest.approx([0, 0, h / 4], abs=1e-12)
+    assert diag == pytest.approx([ixx, ixx, 3 * m * r * r / 10], rel=0.01)
+
+
+def test_part_drawn_tiny_in_its_file_has_the_inertia_of_its_box(here):
+    import trimesh
+
+    from bondsim_ros.mechanism.geometry import stl_bytes
+
+    box = trimesh.creation.box(extents=(2.0, 3.0, 4.0))
+    box.vertices = box.vertices * 1e-9  # a box a few nanometres across in the file's numbers
+    (here / "tiny.stl").write_bytes(stl_bytes(box))
+    write(here / "B.xml", '<robot id="r" name="B">\n'
+          '  <part id="p" file="tiny.stl" scale="1e6" mass="3"/>\n</robot>\n')  # 2 x 3 x 4 mm
+    assert main(["xml2urdf", "B.xml", "-o", "out/b.urdf", "-q"]) == 0
+    mass, com, diag = urdf_inertial(here / "out" / "b.urdf")
+    a, b, c = 2e-3, 3e-3, 4e-3
+    assert diag == pytest.approx([3 / 12 * (b * b + c * c), 3 / 12 * (a * a + c * c), 3 / 12 * (a * a + b * b)],
+                                 rel=1e-5)

@@ -19,23 +19,41 @@ SECTIONS = 48  # segments around the axis of generated meshes
 
 def shape_mesh(shape: Shape, sections: int = SECTIONS) -> trimesh.Trimesh:
     """The shape as a triangle mesh in its geometry frame (z = the shape's axis)."""
+    mesh, scale = _sized_mesh(shape, sections)
+    mesh.apply_scale(scale)
+    return mesh
+
+
+def _sized_mesh(shape: Shape, sections: int = SECTIONS) -> tuple:
+    """(mesh, scale): the shape's mesh is ``mesh`` scaled by ``scale`` (three factors).
+
+    trimesh builds and merges vertices to an absolute tolerance (1e-8): a shape a millimetre
+    across came out not watertight (and a cone smaller than 0.1 mm without faces). So the mesh is
+    made about 1 across and its scale kept apart: mass properties scale exactly, see
+    _scaled_properties."""
     import trimesh  # here, not at module level: 1.5 s that mass properties of primitives never need
 
-    if shape.kind == "cuboid":
-        return trimesh.creation.box(extents=shape.size)
-    if shape.kind == "cylinder":
-        return trimesh.creation.cylinder(radius=shape.size[0], height=shape.size[1], sections=sections)
-    if shape.kind == "sphere":
-        return trimesh.creation.icosphere(subdivisions=3 if sections >= 32 else 2, radius=shape.size[0])
-    if shape.kind == "cone":
-        return trimesh.creation.cone(radius=shape.size[0], height=shape.size[1], sections=sections)
-    if shape.kind == "revolution":
-        return revolution_mesh(shape.points, sections)
     if shape.kind == "part":
-        mesh = trimesh.load_mesh(shape.part_file, force="mesh")
-        mesh.apply_scale(shape.scale)
-        return mesh
-    raise ValueError(shape.kind)
+        soup = trimesh.load_mesh(shape.part_file, file_type="stl", force="mesh", process=False)
+        size = float(np.max(np.abs(soup.vertices), initial=0.0)) or 1.0
+        mesh = trimesh.Trimesh(soup.vertices / size, soup.faces)  # vertices merged at this size
+        return mesh, np.asarray(shape.scale, float) * size
+    if shape.kind == "revolution":
+        size = float(np.max(np.abs(shape.points)))
+        return revolution_mesh(np.asarray(shape.points, float) / size, sections), np.full(3, size)
+    size = float(max(shape.size))
+    unit = [v / size for v in shape.size]
+    if shape.kind == "cuboid":
+        mesh = trimesh.creation.box(extents=unit)
+    elif shape.kind == "cylinder":
+        mesh = trimesh.creation.cylinder(radius=unit[0], height=unit[1], sections=sections)
+    elif shape.kind == "sphere":
+        mesh = trimesh.creation.icosphere(subdivisions=3 if sections >= 32 else 2, radius=1.0)
+    elif shape.kind == "cone":
+        mesh = trimesh.creation.cone(radius=unit[0], height=unit[1], sections=sections)
+    else:
+        raise ValueError(shape.kind)
+    return mesh, np.full(3, size)
 
 
 def revolution_mesh(points: np.ndarray, sections: int = SECTIONS) -> trimesh.Trimesh:
@@ -72,12 +90,12 @@ def shape_mass_properties(shape: Shape):
         inertia = np.eye(3) * (0.4 * m * shape.size[0] ** 2)
         com = np.zeros(3)
     else:
-        props = _unit_density_properties(geometry_key(shape))
+        props = _properties_per_volume(geometry_key(shape))
         if props is None:
             raise ValueError(f"{shape.file}:{shape.line}: <{shape.kind}> '{shape.id}' has a mass but its mesh "
                              f"encloses no volume")
-        volume, com, inertia_1 = props
-        inertia = inertia_1 * (m / volume)  # the inertia tensor scales with the density
+        _, com, inertia_per_volume = props
+        inertia = inertia_per_volume * m  # uniform density: the inertia of a unit mass times m
     rot, pos = shape.origin[:3, :3], shape.origin[:3, 3]
     return m, rot @ com + pos, rot @ inertia @ rot.T
 
@@ -101,13 +119,21 @@ def _shape_of(key: tuple) -> Shape:
 # An assembly may place one element thousands of times: its mesh and mass properties are
 # computed once (they do not depend on where it is placed).
 @functools.lru_cache(maxsize=512)
-def _unit_density_properties(key: tuple):
-    """(volume, centre of mass, inertia at density 1) of a mesh shape, or None without a volume."""
-    mesh = shape_mesh(_shape_of(key))
+def _properties_per_volume(key: tuple):
+    """(volume, centre of mass, inertia per unit volume: of a unit mass) of a mesh shape, or None
+    without a volume. Per unit volume, not at density 1: a tiny shape's density-1 inertia
+    (size^5) would underflow to zero where the per-volume one (size^2) does not."""
+    mesh, scale = _sized_mesh(_shape_of(key))
     if not mesh.is_volume or mesh.volume <= 0:
         return None
     mesh.density = 1.0
-    return float(mesh.volume), np.asarray(mesh.center_mass, float), np.asarray(mesh.moment_inertia, float)
+    volume = float(mesh.volume)
+    # stretched by S along x, y, z, the second moment per volume C = tr(I)/2 E - I becomes S C S
+    s = np.asarray(scale, float)
+    inertia = np.asarray(mesh.moment_inertia, float) / volume
+    second = np.trace(inertia) / 2.0 * np.eye(3) - inertia
+    second = s[:, None] * second * s[None, :]
+    return volume * float(np.prod(s)), np.asarray(mesh.center_mass, float) * s, np.trace(second) * np.eye(3) - second
 
 
 @functools.lru_cache(maxsize=512)
