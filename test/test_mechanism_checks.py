@@ -173,3 +173,51 @@ def test_part_drawn_tiny_in_its_file_has_the_inertia_of_its_box(here):
     a, b, c = 2e-3, 3e-3, 4e-3
     assert diag == pytest.approx([3 / 12 * (b * b + c * c), 3 / 12 * (a * a + c * c), 3 / 12 * (a * a + b * b)],
                                  rel=1e-5)
+
+
+# ------------------------------------------------------------------------------------------
+# render: shapes too small to draw, small mechanisms
+# ------------------------------------------------------------------------------------------
+def one_shape(shape: str, joint: str = "") -> str:
+    body = f'  {shape}\n  <render ref="c" color="red"/>\n'
+    if joint:
+        body = f'  <joint name="j">{joint}<drive type="prismatic_x"/><link id="l" name="L"/>\n{body}  </joint>\n'
+    return f'<robot id="r" name="B">\n{body}</robot>\n'
+
+
+@pytest.mark.parametrize("shape,joint,line", [
+    ('<sphere id="c" radius="1e-20"/>', "", 2),
+    ('<cone id="c" radius="1e-200" length="1e-200"/>', "", 2),
+    ('<sphere id="c" radius="1e-9"/>', '<translation x="1e9"/>', 3),  # far out, and tiny
+])
+def test_render_refuses_a_shape_too_small_to_draw(here, capsys, shape, joint, line):
+    import warnings
+
+    write(here / "B.xml", one_shape(shape, joint))
+    kind = shape.split()[0][1:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing divides by zero on the way
+        refused(capsys, ["render", "B.xml", "-o", "b.png"], f"B.xml:{line}: <{kind}> 'c' is ", "too small to draw",
+                nothing="b.png")
+
+
+def red_pixels(png) -> int:
+    from PIL import Image
+    import numpy as np
+
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    return int(((img[:, :, 0] > 150) & (img[:, :, 1] < 90) & (img[:, :, 2] < 90)).sum())
+
+
+def test_render_draws_a_small_mechanism_as_large_as_a_large_one(here):
+    import warnings
+
+    counts = []
+    for radius in ("0.05", "1e-3", "1e-6"):
+        write(here / "B.xml", one_shape(f'<sphere id="c" radius="{radius}"/>'))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert main(["render", "B.xml", "-o", f"b{radius}.png", "--size", "320x240", "-q"]) == 0
+        counts.append(red_pixels(here / f"b{radius}.png"))
+    assert counts[0] > 5000 and counts[1] == pytest.approx(counts[0], rel=0.05), counts  # not a dot
+    assert counts[2] == pytest.approx(counts[0], rel=0.05), counts

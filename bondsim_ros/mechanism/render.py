@@ -37,6 +37,8 @@ MAX_SIDE = 8192  # largest image width or height [px]
 MAX_TRIANGLES = 1_000_000  # drawn triangles of a mechanism (matplotlib draws each as a polygon)
 MAX_FRAMES = 1_000_000  # frames of one video (11 h at 25 fps): more is a t column in other units
 SUBDIVIDE_BUDGET = 400_000  # triangles the depth-sort subdivision may add up to; beyond it shapes stay coarse
+MIN_DRAWN = 1e-6  # smallest drawn shape [m]: under a pixel in the smallest view, and smaller is numerical noise
+SMALL = 0.1  # a mechanism smaller than this [m] gets margins in proportion: fixed ones left it a dot
 
 
 class RenderError(Exception):
@@ -77,6 +79,10 @@ def _from_xml(path, search_path) -> Drawing:
                 key = geometry_key(shape)
                 if key not in meshes:
                     meshes[key] = shape_mesh(shape, sections=20)
+                    extent = float(np.max(meshes[key].extents, initial=0.0)) if len(meshes[key].faces) else 0.0
+                    if not extent >= MIN_DRAWN:  # NaN too
+                        raise RenderError(f"{shape.file}:{shape.line}: <{shape.kind}> '{shape.id}' is {extent:.3g} m "
+                                          f"across, too small to draw (render draws shapes from {MIN_DRAWN:g} m)")
                 mesh = meshes[key]
                 if not static:  # short edges keep matplotlib's per-triangle depth sort right
                     # 3 cm, or 1/48 of a large shape's longest edge: six halvings (1/64) always
@@ -337,14 +343,17 @@ class Renderer:
         if trail is not None and len(trail):
             pts = np.concatenate([pts, np.column_stack([trail, np.zeros(len(trail))])])
         lo, hi = pts.min(axis=0), pts.max(axis=0)
-        margin = 0.0 if self.view == "scene" else 0.25 + 0.1 * float(np.max(hi[:2] - lo[:2]))
+        # the camera zooms by moving closer: a small mechanism in a box of fixed margins put it
+        # inside the box, which then drew nothing
+        small = min(1.0, float(np.max(hi - lo)) / SMALL)
+        margin = 0.0 if self.view == "scene" else 0.25 * small + 0.1 * float(np.max(hi[:2] - lo[:2]))
         # the floor reaches well past the mechanism so that the frame's edges, not the view box,
         # cut it off
         span = float(np.max(hi[:2] - lo[:2]))
         self.floor_box = (lo[:2] - margin - 1.5 * span, hi[:2] + margin + 1.5 * span)
         lo[:2] -= margin
         hi[:2] += margin
-        lo[2] = min(lo[2], -0.03)  # room below the floor
+        lo[2] = min(lo[2], -0.03 * small)  # room below the floor
         self.box = (lo, hi)
         if self.view in ("auto", "robot", "scene"):
             focus = pts[:: max(1, len(pts) // 20000)]  # framing needs the extent, not every vertex
