@@ -221,3 +221,40 @@ def test_render_draws_a_small_mechanism_as_large_as_a_large_one(here):
         counts.append(red_pixels(here / f"b{radius}.png"))
     assert counts[0] > 5000 and counts[1] == pytest.approx(counts[0], rel=0.05), counts  # not a dot
     assert counts[2] == pytest.approx(counts[0], rel=0.05), counts
+
+
+# ------------------------------------------------------------------------------------------
+# Parts: inside out, open; the location said once
+# ------------------------------------------------------------------------------------------
+def box_stl(path: Path, *, inverted=False, open_=False) -> None:
+    import trimesh
+
+    from bondsim_ros.mechanism.geometry import stl_bytes
+
+    box = trimesh.creation.box(extents=(20.0, 30.0, 40.0))  # mm
+    if inverted:
+        box.invert()
+    if open_:
+        box = trimesh.Trimesh(box.vertices, box.faces[:-1], process=False)
+    path.write_bytes(stl_bytes(box))
+
+
+def test_part_wound_inside_out_is_the_same_solid(here):
+    box_stl(here / "inv.stl", inverted=True)
+    write(here / "B.xml", '<robot id="r" name="B" length_unit="mm">\n  <part id="p" file="inv.stl" mass="3"/>\n'
+          '</robot>\n')
+    assert main(["xml2urdf", "B.xml", "-o", "out/b.urdf", "-q"]) == 0
+    _, _, diag = urdf_inertial(here / "out" / "b.urdf")
+    a, b, c = 0.02, 0.03, 0.04
+    assert diag == pytest.approx([3 / 12 * (b * b + c * c), 3 / 12 * (a * a + c * c), 3 / 12 * (a * a + b * b)],
+                                 rel=1e-5)
+
+
+def test_open_part_with_a_mass_is_refused_with_its_location_once(here, capsys):
+    box_stl(here / "open.stl", open_=True)
+    write(here / "B.xml", '<robot id="r" name="B" length_unit="mm">\n  <part id="p" file="open.stl" mass="3"/>\n'
+          '</robot>\n')
+    err = refused(capsys, ["xml2urdf", "B.xml", "-o", "out/b.urdf"],
+                  "error: B.xml:2: <part>: 'p' has a mass but its mesh encloses no volume (it is not closed",
+                  nothing="out")
+    assert err.count("B.xml") == 1, err

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .errors import MechanismError
 from .model import Link, Shape
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ def _sized_mesh(shape: Shape, sections: int = SECTIONS) -> tuple:
         soup = trimesh.load_mesh(shape.part_file, file_type="stl", force="mesh", process=False)
         size = float(np.max(np.abs(soup.vertices), initial=0.0)) or 1.0
         mesh = trimesh.Trimesh(soup.vertices / size, soup.faces)  # vertices merged at this size
+        if mesh.is_watertight and mesh.is_winding_consistent and mesh.volume < 0:
+            mesh.invert()  # a closed mesh whose faces point inward: the same solid
         return mesh, np.asarray(shape.scale, float) * size
     if shape.kind == "revolution":
         size = float(np.max(np.abs(shape.points)))
@@ -91,9 +94,9 @@ def shape_mass_properties(shape: Shape):
         com = np.zeros(3)
     else:
         props = _properties_per_volume(geometry_key(shape))
-        if props is None:
-            raise ValueError(f"{shape.file}:{shape.line}: <{shape.kind}> '{shape.id}' has a mass but its mesh "
-                             f"encloses no volume")
+        if isinstance(props, str):
+            raise MechanismError(f"'{shape.id}' has a mass but its mesh encloses no volume ({props})", shape.file,
+                                 shape.line, shape.kind)
         _, com, inertia_per_volume = props
         inertia = inertia_per_volume * m  # uniform density: the inertia of a unit mass times m
     rot, pos = shape.origin[:3, :3], shape.origin[:3, 3]
@@ -120,12 +123,16 @@ def _shape_of(key: tuple) -> Shape:
 # computed once (they do not depend on where it is placed).
 @functools.lru_cache(maxsize=512)
 def _properties_per_volume(key: tuple):
-    """(volume, centre of mass, inertia per unit volume: of a unit mass) of a mesh shape, or None
-    without a volume. Per unit volume, not at density 1: a tiny shape's density-1 inertia
+    """(volume, centre of mass, inertia per unit volume: of a unit mass) of a mesh shape, or why
+    it has no volume. Per unit volume, not at density 1: a tiny shape's density-1 inertia
     (size^5) would underflow to zero where the per-volume one (size^2) does not."""
     mesh, scale = _sized_mesh(_shape_of(key))
+    if not mesh.is_watertight:
+        return "it is not closed: some edges do not join two faces"
+    if not mesh.is_winding_consistent:
+        return "its faces are not all wound the same way round"
     if not mesh.is_volume or mesh.volume <= 0:
-        return None
+        return "its faces enclose nothing"
     mesh.density = 1.0
     volume = float(mesh.volume)
     # stretched by S along x, y, z, the second moment per volume C = tr(I)/2 E - I becomes S C S

@@ -242,10 +242,7 @@ class URDFWriter:
         if not link.shapes:
             return f"  <link name={self.name(link.name)}/>\n"
         out = [f"  <link name={self.name(link.name)}>\n"]
-        try:
-            inertial = link_inertial(link)
-        except ValueError as exc:
-            raise MechanismError(str(exc), link.file, link.line) from None
+        inertial = link_inertial(link)  # its MechanismError names the shape's own file and line
         if inertial:
             mass, com, inertia = inertial
             out.append("    <inertial>\n")
