@@ -258,3 +258,25 @@ def test_open_part_with_a_mass_is_refused_with_its_location_once(here, capsys):
                   "error: B.xml:2: <part>: 'p' has a mass but its mesh encloses no volume (it is not closed",
                   nothing="out")
     assert err.count("B.xml") == 1, err
+
+
+# ------------------------------------------------------------------------------------------
+# Errors stand at the offending element's own line
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,where", [
+    ('<robot id="r" name="B">\n<joint name="B_base"><drive type="revolute_z"/><link id="l" name="L"/></joint>\n'
+     '</robot>\n', "B.xml:2: <joint>: joint name 'B_base' is reserved"),
+    ('<robot id="r" name="B">\n<joint name="j"><drive type="revolute_z"/>\n<link id="l" name="world"/></joint>\n'
+     '</robot>\n', "B.xml:3: <link>: link name 'world' is reserved (the converter's world frame)"),
+    ('<robot id="r" name="B">\n  <sphere id="s" radius="0.1"/> stray text\n'
+     '  <joint name="j"><drive type="revolute_z"/><link id="l" name="L"/></joint>\n</robot>\n',
+     "B.xml:2: <sphere>: unexpected text 'stray text' after <sphere>"),
+    ('<robot id="r" name="B">\n  <sphere id="s" radius="0.1">\n\n    hello</sphere>\n</robot>\n',
+     "B.xml:4: <sphere>: unexpected text 'hello' inside <sphere>"),
+    (PLANAR.format(joint="j", link="base_footprint"),
+     "B.xml:6: <link>: link name 'base_footprint' is reserved for the planar base"),
+])
+def test_errors_name_the_offending_elements_own_line(here, capsys, text, where):
+    write(here / "B.xml", text)
+    err = refused(capsys, ["xml2urdf", "B.xml", "-o", "out/b.urdf"], where, nothing="out")
+    assert "prefix" not in err  # advice for references, which a single file has none of

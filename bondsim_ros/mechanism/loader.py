@@ -75,7 +75,7 @@ def check_attributes(node: Node, kind: str | None = None) -> None:
         if name not in node.attrs:
             raise node.error(f"missing required attribute '{name}'")
     if node.text.strip():
-        raise node.error(f"unexpected text {node.text.strip()[:30]!r} (elements carry their data in attributes)")
+        raise node.text_error()
 
 
 def number(node: Node, attr: str, default=None, *, positive=False, nonnegative=False) -> float:
@@ -307,9 +307,6 @@ class Loader:
     def _check_unique(self, unit: Unit, ref: Node) -> None:
         """Link and joint names are unique over the whole mechanism: the scene URDF holds every
         object, and robots share one tf tree. 'world' and ROOT_base are the converter's own."""
-        if f"{unit.root_link}_base" in unit.edge_names:
-            raise ref.error(f"joint name '{unit.root_link}_base' is reserved (the converter's fixed joint to the "
-                            f"root link)")
         links, joints = self.unit_links, self.unit_joints  # name -> unit (None: the converter's)
         where = lambda other: ("the converter's world frame" if other is None else  # noqa: E731
                                f"also made by the reference on line {other.line}")
@@ -416,6 +413,8 @@ class Loader:
         if self.n_links > MAX_LINKS:
             raise node.error(f"the mechanism has more than {MAX_LINKS} links (size limit MAX_LINKS)")
         link.element, link.made = node.tag, made
+        if link.name == "world":  # in the element's own file and line: no reference is at fault
+            raise node.error("link name 'world' is reserved (the converter's world frame)")
         if link.name in unit.links:
             raise _clash("link", link, unit.links[link.name])
         unit.links[link.name] = link
@@ -425,6 +424,9 @@ class Loader:
         if self.n_edges > MAX_JOINTS:
             raise node.error(f"the mechanism has more than {MAX_JOINTS} joints (size limit MAX_JOINTS)")
         edge.file, edge.line, edge.element, edge.made = node.file, node.line, node.tag, made
+        if edge.name == f"{unit.root_link}_base":
+            raise node.error(f"joint name '{edge.name}' is reserved (the converter's fixed joint ROOTLINK_base to the "
+                             f"root link '{unit.root_link}')")
         if edge.name in unit.edge_names:
             raise _clash("joint", edge, next(e for e in unit.edges if e.name == edge.name))
         if edge.role == "joint":

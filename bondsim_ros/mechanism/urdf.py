@@ -62,7 +62,9 @@ def robot_graph(unit: Unit, *, keep_virtual: bool = False, in_project: bool = Fa
             e1, e2, e3 = edges[:3]
             footprint = unit.prefix + "base_footprint"
             if footprint in unit.links:
-                raise MechanismError(f"link name '{footprint}' is reserved for the planar base", unit.file)
+                link = unit.links[footprint]
+                raise MechanismError(f"link name '{footprint}' is reserved for the planar base (the converter's root "
+                                     f"link of the URDF)", link.file, link.line, link.element)
             for e in edges:  # the fixed joint below would be written twice
                 if e.name == footprint + "_joint":
                     raise MechanismError(f"joint name '{e.name}' is reserved for the planar base (the converter's "

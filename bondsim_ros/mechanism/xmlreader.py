@@ -32,10 +32,19 @@ class Node:
     line: int
     file: str
     children: list = field(default_factory=list)
-    text: str = ""
+    text: str = ""  # all text directly inside, the tails of children included
+    text_line: int | None = None  # where the first non-blank text is
+    text_after: Node | None = None  # the child that text follows, if any
 
     def error(self, message: str) -> MechanismError:
         return MechanismError(message, self.file, self.line, self.tag)
+
+    def text_error(self) -> MechanismError:
+        """Text in an element, at its own line: after a child, it is named after that child."""
+        text = repr(self.text.strip()[:30])
+        where = f"after <{self.text_after.tag}>" if self.text_after else f"inside <{self.tag}>"
+        return MechanismError(f"unexpected text {text} {where} (elements carry their data in attributes)",
+                              self.file, self.text_line, (self.text_after or self).tag)
 
 
 class _Builder:
@@ -66,7 +75,13 @@ class _Builder:
 
     def data(self, text):
         if self.stack:
-            self.stack[-1].text += text
+            node = self.stack[-1]
+            if node.text_line is None and text.strip():
+                # buffer_text: the text arrives whole at the next markup, so the parser's line is its end
+                end = self.parser.parser.CurrentLineNumber
+                node.text_line = end - text.count("\n") + text[:len(text) - len(text.lstrip())].count("\n")
+                node.text_after = node.children[-1] if node.children else None
+            node.text += text
 
     def close(self):
         return self.root
@@ -78,6 +93,7 @@ def parse_xml(data: bytes, file: str) -> Node:
     # forbid_dtd: a mechanism document never needs one, and refusing the DTD stops entity tricks early
     parser = DefusedXMLParser(target=builder, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     builder.parser = parser
+    parser.parser.buffer_text = True  # (ElementTree's default) one data call per run of text: see _Builder.data
     try:
         parser.feed(data)
         root = parser.close()
