@@ -404,7 +404,7 @@ def test_errors_name_file_line_element_and_write_nothing(tmp_path, old, new, fra
     exc = err.value
     assert fragment in str(exc)
     assert (exc.file, exc.line, exc.element) == (str(src), line, element)
-    assert str(exc).startswith(f"Bad.xml:{line}: <{element}>:")
+    assert str(exc).startswith(f"{src}:{line}: <{element}>:")  # the path as given
     assert not out.exists()
 
 

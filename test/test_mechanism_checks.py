@@ -280,3 +280,39 @@ def test_errors_name_the_offending_elements_own_line(here, capsys, text, where):
     write(here / "B.xml", text)
     err = refused(capsys, ["xml2urdf", "B.xml", "-o", "out/b.urdf"], where, nothing="out")
     assert "prefix" not in err  # advice for references, which a single file has none of
+
+
+# ------------------------------------------------------------------------------------------
+# Errors in referenced files name them by a path an editor opens
+# ------------------------------------------------------------------------------------------
+WHEEL_BAD = '<object id="w" name="Wheel">\n\n  <sphere id="s" radius="-1"/>\n</object>\n'
+CART = ('<robot id="c" name="Cart">\n  <joint name="axle"><drive type="revolute_y"/><link id="l" name="hub"/>\n'
+        '    <object name="Wheel"/>\n  </joint>\n</robot>\n')
+
+
+def test_error_in_a_referenced_file_names_its_path_from_the_current_folder(here, capsys):
+    write(here / "proj" / "P.xml", '<project id="p" name="P">\n  <robot name="Cart"/>\n</project>\n')
+    write(here / "proj" / "robots" / "Cart.xml", CART)
+    write(here / "proj" / "objects" / "Wheel.xml", WHEEL_BAD)
+    wheel = Path("proj", "objects", "Wheel.xml")
+    refused(capsys, ["xml2urdf", "proj/P.xml", "-o", "out/p.urdf"], f"error: {wheel}:3: <sphere>: bad number",
+            nothing="out")
+    # the top file as given (absolute here); the referenced one still from the current folder
+    refused(capsys, ["xml2urdf", str(here / "proj" / "robots" / "Cart.xml"), "-o", "out/c.urdf"],
+            f"error: {wheel}:3: <sphere>", nothing="out")
+    write(here / "proj" / "robots" / "Cart.xml", CART.replace('name="hub"', 'name="hub" bad="1"'))
+    refused(capsys, ["xml2urdf", str(here / "proj" / "P.xml"), "-o", "out/p.urdf"],
+            f"error: {Path('proj', 'robots', 'Cart.xml')}:2: <link>: unknown attribute 'bad'", nothing="out")
+    write(here / "proj" / "P.xml", '<project id="p" name="P">\n  <robot name="Cart" bad="1"/>\n</project>\n')
+    refused(capsys, ["xml2urdf", str(here / "proj" / "P.xml"), "-o", "out/p.urdf"],
+            f"error: {here / 'proj' / 'P.xml'}:2: <robot>: unknown attribute 'bad'", nothing="out")
+
+
+def test_error_in_a_referenced_file_outside_the_current_folder_names_its_absolute_path(here, capsys, monkeypatch):
+    write(here / "proj" / "P.xml", '<project id="p" name="P">\n  <robot name="Cart"/>\n</project>\n')
+    write(here / "proj" / "robots" / "Cart.xml", CART)
+    write(here / "proj" / "objects" / "Wheel.xml", WHEEL_BAD)
+    (here / "elsewhere").mkdir()
+    monkeypatch.chdir(here / "elsewhere")
+    refused(capsys, ["xml2urdf", "../proj/P.xml", "-o", "out/p.urdf"],
+            f"error: {here / 'proj' / 'objects' / 'Wheel.xml'}:3: <sphere>", nothing="out")

@@ -7,8 +7,9 @@ import os
 class MechanismError(ValueError):
     """A mechanism XML document was rejected.
 
-    ``str(exc)`` reads like a compiler message, ``Robotino.xml:12: <drive>: unknown type ...``;
-    the parts are kept in ``file`` (full path), ``line`` and ``element`` (tag name) for tools.
+    ``str(exc)`` reads like a compiler message, ``robots/Robotino.xml:12: <drive>: unknown type ...``,
+    with the file's path as given, or as the reference search found it, so that an editor opens
+    it; the parts are kept in ``file``, ``line`` and ``element`` (tag name) for tools.
     """
 
     def __init__(self, message: str, file: str | None = None, line: int | None = None, element: str | None = None):
@@ -16,7 +17,7 @@ class MechanismError(ValueError):
         self.line = line
         self.element = element
         self.reason = message
-        where = os.path.basename(self.file) if self.file else "<input>"
+        where = self.file if self.file else "<input>"
         if line is not None:
             where += f":{line}"
         tag = f" <{element}>:" if element else ""

@@ -185,6 +185,14 @@ def project_folders(path) -> list:
     return [folder, folder.parent / "robots", folder.parent / "objects"]
 
 
+def shown_path(path) -> Path:
+    """``path`` as messages name it, so that an editor opens it from the current folder:
+    relative to that folder when inside it, else absolute."""
+    absolute = os.path.abspath(path)
+    rel = os.path.relpath(absolute)
+    return Path(absolute if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel)
+
+
 def _inside(path: Path, roots: list) -> bool:
     real = Path(os.path.realpath(path))
     return any(real == r or r in real.parents for r in roots)
@@ -265,7 +273,7 @@ class Loader:
                     raise ref.error(f"{candidate} resolves to {os.path.realpath(candidate)}, outside the "
                                     f"project's folders ({', '.join(map(str, self.roots[:1]))} and "
                                     f"--search-path folders)")
-                return candidate
+                return shown_path(candidate)
         looked = ", ".join(str(f) for f in seen)
         raise ref.error(f"cannot resolve {ref.tag} '{name}': no file {name}.xml (looked in: {looked}; "
                         f"add folders with --search-path)")
