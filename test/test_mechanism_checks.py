@@ -316,3 +316,14 @@ def test_error_in_a_referenced_file_outside_the_current_folder_names_its_absolut
     monkeypatch.chdir(here / "elsewhere")
     refused(capsys, ["xml2urdf", "../proj/P.xml", "-o", "out/p.urdf"],
             f"error: {here / 'proj' / 'objects' / 'Wheel.xml'}:3: <sphere>", nothing="out")
+
+
+# ------------------------------------------------------------------------------------------
+# A project's name is a name like the others
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["My World", "tab\tname", ""])
+def test_project_name_with_white_space_is_refused(here, capsys, name):
+    write(here / "robots" / "Cart.xml", '<robot id="c" name="Cart"/>\n')
+    write(here / "P.xml", f'<project id="p"\n  name="{name}">\n  <robot name="Cart"/>\n</project>\n')
+    refused(capsys, ["xml2urdf", "P.xml", "-o", "out/p.urdf"], "P.xml:1: <project>: bad name",
+            "(a name must be non-empty and contain no white space)", nothing="out")

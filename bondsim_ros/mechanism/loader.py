@@ -289,7 +289,7 @@ class Loader:
             raise root.error(f"unknown root element (expected one of {', '.join(ROOTS)})")
         check_attributes(root, "root")
         self._unit_factor(root)
-        mech = Mechanism(root.tag, root.attrs["name"], root.attrs["id"], str(path))
+        mech = Mechanism(root.tag, _name(root, "name"), root.attrs["id"], str(path))  # a project's names its scene
         chain = [os.path.realpath(path)]
         if root.tag == "project":
             for child in root.children:
