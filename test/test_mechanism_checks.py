@@ -327,3 +327,16 @@ def test_project_name_with_white_space_is_refused(here, capsys, name):
     write(here / "P.xml", f'<project id="p"\n  name="{name}">\n  <robot name="Cart"/>\n</project>\n')
     refused(capsys, ["xml2urdf", "P.xml", "-o", "out/p.urdf"], "P.xml:1: <project>: bad name",
             "(a name must be non-empty and contain no white space)", nothing="out")
+
+
+@pytest.mark.parametrize("where, given", [("proj/robots", "Cart.xml"), ("proj/robots/sub", "../Cart.xml")])
+def test_a_file_given_from_its_own_folder_finds_the_objects_beside_it(here, capsys, monkeypatch, where, given):
+    """The search looks in ../objects beside the referencing file's folder: given as Cart.xml from
+    proj/robots (or as ../Cart.xml from below it), that folder is "." or "..", whose parent
+    pathlib takes to be ".", so proj/objects/Wheel.xml was not found."""
+    write(here / "proj" / "robots" / "Cart.xml", CART)
+    write(here / "proj" / "objects" / "Wheel.xml", WHEEL_BAD.replace("-1", "0.05"))
+    (here / where).mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(here / where)
+    assert main(["xml2urdf", given, "-o", "c.urdf", "-q"]) == 0, capsys.readouterr().err
+    assert "hub" in (here / where / "c.urdf").read_text()

@@ -253,7 +253,10 @@ class Loader:
                             f"with --search-path)")
         here = Path(ref.file).parent
         top = Path(chain[0]).parent if chain else here
-        folders = [here, here / "robots", here / "objects", here.parent / "robots", here.parent / "objects"]
+        # the folder above, from the absolute path: pathlib's parent of "." or ".." is "." (a file
+        # given as R.xml from its robots/ folder did not find ../objects/W.xml)
+        up = Path(os.path.abspath(here)).parent
+        folders = [here, here / "robots", here / "objects", up / "robots", up / "objects"]
         if top != here:
             folders += [top, top / "robots", top / "objects"]
         for d in self.search_path:
