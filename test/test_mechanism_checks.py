@@ -340,3 +340,19 @@ def test_a_file_given_from_its_own_folder_finds_the_objects_beside_it(here, caps
     monkeypatch.chdir(here / where)
     assert main(["xml2urdf", given, "-o", "c.urdf", "-q"]) == 0, capsys.readouterr().err
     assert "hub" in (here / where / "c.urdf").read_text()
+
+
+def test_a_tiny_part_keeps_its_mass_and_inertia_in_the_urdf(here, capsys):
+    """A 0.1 mm ball of 1 mg: I = 2/5 m r^2 = 4e-15 kg m^2, which the URDF wrote as 0 (every
+    number below 1e-12 was taken for round-off), an inertia a simulator refuses or divides by."""
+    write(here / "B.xml", '<robot id="r" name="B" length_unit="mm">\n'
+                          '  <sphere id="s" radius="0.1" mass="1e-6"/>\n</robot>\n')
+    assert main(["xml2urdf", "B.xml", "-o", "b.urdf", "-q"]) == 0, capsys.readouterr().err
+    import xml.etree.ElementTree as ET
+
+    inertial = ET.parse(here / "b.urdf").find(".//inertial")
+    assert float(inertial.find("mass").get("value")) == pytest.approx(1e-6)
+    inertia = inertial.find("inertia")
+    for k in ("ixx", "iyy", "izz"):
+        assert float(inertia.get(k)) == pytest.approx(0.4 * 1e-6 * 1e-4 ** 2, rel=1e-6)
+    assert all(float(inertia.get(k)) == 0 for k in ("ixy", "ixz", "iyz"))

@@ -110,11 +110,13 @@ class NotFinite(ValueError):
     """A number to be written is inf or NaN (caught per link/joint and reported with its name)."""
 
 
-def fmt(v: float) -> str:
+def fmt(v: float, zero: float = 1e-12) -> str:
+    """``v`` in 10 significant digits, 0 where below ``zero`` in magnitude (a position's round-off;
+    masses and inertias pass their own scale: a 0.1 mm part's inertia is some 1e-15 kg m^2)."""
     v = float(v)
     if not math.isfinite(v):
         raise NotFinite(v)
-    if abs(v) < 1e-12:
+    if abs(v) < zero:
         return "0"
     s = f"{v:.10g}"
     return s
@@ -249,10 +251,12 @@ class URDFWriter:
             mass, com, inertia = inertial
             out.append("    <inertial>\n")
             out.append(self.origin(frames.translation(*com), "      "))
-            out.append(f'      <mass value="{fmt(mass)}"/>\n')
+            out.append(f'      <mass value="{fmt(mass, 0.0)}"/>\n')
             i = inertia
-            out.append(f'      <inertia ixx="{fmt(i[0, 0])}" ixy="{fmt(i[0, 1])}" ixz="{fmt(i[0, 2])}" '
-                       f'iyy="{fmt(i[1, 1])}" iyz="{fmt(i[1, 2])}" izz="{fmt(i[2, 2])}"/>\n')
+            # zero: products of inertia that are round-off against the link's largest moment
+            z = 1e-12 * float(np.max(np.abs(np.diag(i)), initial=0.0))
+            out.append(f'      <inertia ixx="{fmt(i[0, 0], z)}" ixy="{fmt(i[0, 1], z)}" ixz="{fmt(i[0, 2], z)}" '
+                       f'iyy="{fmt(i[1, 1], z)}" iyz="{fmt(i[1, 2], z)}" izz="{fmt(i[2, 2], z)}"/>\n')
             out.append("    </inertial>\n")
         for shape in link.shapes:
             if shape.color is None:
