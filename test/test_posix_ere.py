@@ -128,6 +128,9 @@ REFUSED = [
     ("a||b", "'|' at 1"),
     ("(a|)", "'|' at 2"),
     ("(ab", "'(' at 0 is not POSIX ERE: it is never closed"),
+    ("(", "'(' at 0 is not POSIX ERE: it is never closed"),  # (it named a '|' the pattern does not hold)
+    ("a|(", "'(' at 2 is not POSIX ERE: it is never closed"),
+    ("((", "'(' at 1 is not POSIX ERE: it is never closed"),
     ("x[ab", "'[' at 1 is not POSIX ERE: it is never closed"),
     ("[:alpha:]", "'[:alpha:]' at 0 is not POSIX ERE: a class, collating symbol or equivalence class goes inside a "
                   "bracket expression: [[:alpha:]]"),

@@ -282,6 +282,8 @@ class _Parser:
         self.i += 1
         if self.peek() == "?":
             self.fail("(?", at, "inline flags, non-capturing groups and lookaround are Perl's")
+        if self.i >= len(self.p):  # (its empty inside would be named as an empty alternative)
+            self.fail("(", at, "it is never closed")
         inner = self.alternation(depth + 1)
         if self.peek() != ")":
             self.fail("(", at, "it is never closed")
