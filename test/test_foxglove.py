@@ -323,7 +323,8 @@ def test_official_npm_client_gets_every_channel_and_mesh():
     """Foxglove's own client library (@foxglove/ws-protocol 0.8.0, the one Lichtblick and the
     ws-protocol examples use), offering its default subprotocol foxglove.websocket.v1, and the
     same client offering foxglove.sdk.v1: each gets every channel in Foxglove's schemas, the
-    URDF as topic and parameter, and every mesh the URDF names byte for byte."""
+    URDF as topic and parameter, which it cannot set, and every mesh the URDF names byte for
+    byte."""
     import base64
     import hashlib
     import re
@@ -348,6 +349,8 @@ def test_official_npm_client_gets_every_channel_and_mesh():
         assert b"wheel1_axle" in base64.b64decode(channels["/joint_states"]["first"])
         urdf = json.loads(base64.b64decode(channels["/robot_description"]["first"]))["data"]
         assert got["parameters"] == [{"name": "/robot_description", "length": len(urdf)}]
+        # read-only: a set is answered with the URDF the server still holds (it echoed the "x")
+        assert got["setAnswer"] == [{"name": "/robot_description", "length": len(urdf)}]
         uris = set(re.findall(r'filename="([^"]+)"', urdf))
         assert uris and set(got["assets"]) == uris
         for uri, answer in got["assets"].items():
@@ -435,3 +438,35 @@ def test_foxglove_address_not_of_this_computer_is_a_usage_error(capsys):
     assert "--foxglove: cannot serve on 192.0.2.1:8765" in err and "not an address of this computer" in err, err
     assert main(["up", "--foxglove-address", "0.0.0.0", "--duration", "1"]) == 2  # without --foxglove
     assert "--foxglove-address needs --foxglove" in capsys.readouterr().err
+
+
+def test_a_client_publishing_without_the_capability_does_not_flood_the_console(capfd, monkeypatch):
+    """The sdk logs one line per message a client publishes on a channel it may not advertise
+    (the twin has no clientPublish): at Foxglove's teleop rate, 20 lines a second on the twin's
+    console. Each repeated line is let through once per 10 s, counting the rest."""
+    import logging
+    import time as _time
+
+    import foxglove
+    from websockets.sync.client import connect
+
+    from bondsim_ros.ros.foxglove_live import quiet_repeats
+
+    # as in `bondsim-ros up`: nobody set up logging (pytest's capture handler is on the root here)
+    monkeypatch.setattr(logging.root, "handlers", [])
+    sdk = logging.getLogger("foxglove")
+    monkeypatch.setattr(sdk, "handlers", [])
+    monkeypatch.setattr(sdk, "propagate", True)
+    quiet_repeats()
+    ctx = foxglove.Context()
+    server = foxglove.start_server(name="t", host="127.0.0.1", port=0, context=ctx)
+    try:
+        with connect(f"ws://127.0.0.1:{server.port}", subprotocols=["foxglove.sdk.v1"], close_timeout=1) as ws:
+            ws.recv()  # serverInfo
+            for _ in range(40):  # binary MessageData (opcode 1) on client channel 1, never advertised
+                ws.send(bytes([0x01, 1, 0, 0, 0]) + b"{}")
+            _time.sleep(0.5)
+    finally:
+        server.stop()
+    lines = [ln for ln in capfd.readouterr().err.splitlines() if "unknown channel" in ln]
+    assert len(lines) == 1 and lines[0].startswith("foxglove."), lines

@@ -99,6 +99,45 @@ def _bind_failure(host, port, exc: OSError) -> str:
     return f"cannot serve on {host}:{port}: {why}"
 
 
+class _Repeats(logging.Filter):
+    """Lets a message through once per ``period`` seconds, counting the copies it held back: a
+    client that publishes without the capability makes the sdk log one line per message (20 Hz
+    of "Received message for unknown channel: 1")."""
+
+    def __init__(self, period: float = 10.0):
+        super().__init__()
+        self.period = period
+        self.last: dict = {}  # (logger, message) -> when it last went through
+        self.held: dict = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import time
+
+        key, now = (record.name, record.getMessage()), time.monotonic()
+        if key in self.last and now - self.last[key] < self.period:
+            self.held[key] = self.held.get(key, 0) + 1
+            return False
+        held = self.held.pop(key, 0)
+        if held:
+            record.msg, record.args = f"{key[1]} ({held} more like it in the last {now - self.last[key]:.0f} s)", ()
+        self.last[key] = now
+        return True
+
+
+def quiet_repeats(logger_name: str = "foxglove") -> None:
+    """The sdk's log records on stderr, each repeated one at most every 10 s. Only where nobody set
+    up logging (the records would otherwise reach Python's last-resort handler one line each)."""
+    logger = logging.getLogger(logger_name)
+    if logging.root.handlers or logger.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    handler.addFilter(_Repeats())
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 class _Front:
     """The public WebSocket port: accepts both subprotocol names and relays every connection,
     frame by frame and unchanged, to a connection of its own to the sdk server on
@@ -219,6 +258,13 @@ class FoxgloveLive(Node):
                     return [foxglove.Parameter("/robot_description", value=live.description)]
                 return []
 
+            def on_set_parameters(self, client, parameters, request_id=None):
+                # read-only: the answer holds the values as they stay (the listener's default echoes
+                # the request, and a client then shows a URDF the twin never took)
+                names = [p.name for p in parameters]
+                return self.on_get_parameters(client, names, request_id) if "/robot_description" in names else []
+
+        quiet_repeats()
         # the servers first, the node after: a port that cannot be opened leaves no node behind
         # (rclpy's context would destroy it at shutdown)
         self.server = foxglove.start_server(name="bondsim_ros twin", host="127.0.0.1", port=0, context=self.fg,

@@ -1,7 +1,8 @@
 // The official Foxglove WebSocket client (@foxglove/ws-protocol's FoxgloveClient on the `ws`
 // package) against a running `bondsim-ros up --foxglove`, as Foxglove's app uses it: connect,
 // subscribe to every advertised channel, read the URDF from /robot_description and fetch each
-// mesh it names through the server (fetchAsset), ask for the /robot_description parameter.
+// mesh it names through the server (fetchAsset), ask for the /robot_description parameter, then
+// try to set it.
 // Prints one JSON summary on stdout; exit status 0 when every channel delivered a message and
 // every mesh fetch was answered, 1 otherwise (timeout, refused connection, protocol error).
 //
@@ -29,6 +30,7 @@ const summary = {
   channels: {}, // topic -> {schemaName, encoding, messages, first (base64)}
   assets: {}, // uri -> {status, bytes, sha256, error}
   parameters: null,
+  setAnswer: null, // the parameterValues answering setParameters
   errors: [],
   complete: false,
 };
@@ -64,7 +66,8 @@ function done() {
     topics.every((c) => c.messages > 0) &&
     urdfSeen &&
     assetRequests.size === Object.keys(summary.assets).length &&
-    summary.parameters !== null
+    summary.parameters !== null &&
+    summary.setAnswer !== null
   );
 }
 
@@ -136,6 +139,14 @@ client.on("fetchAssetResponse", (response) => {
   if (done()) finish(true);
 });
 client.on("parameterValues", (event) => {
-  summary.parameters = event.parameters.map((p) => ({ name: p.name, length: String(p.value).length }));
+  const values = event.parameters.map((p) => ({ name: p.name, length: String(p.value).length }));
+  if (event.id === "urdf") {
+    summary.parameters = values;
+    // then try to overwrite it, as a user editing it in Foxglove's Parameters panel would: the
+    // answer carries the value the server holds afterwards
+    client.setParameters([{ name: "/robot_description", value: "x" }], "set");
+  } else if (event.id === "set") {
+    summary.setAnswer = values;
+  }
   if (done()) finish(true);
 });
