@@ -191,3 +191,36 @@ def test_the_robotino_twin_refuses_parameters_it_cannot_take():
             twin.set_params(bad)
     assert twin.sim.param(name) == before
     assert "i1" in twin.columns and twin.column("i1") == 0.0
+
+
+def test_the_builtin_run_keeps_the_file_s_values_and_a_twist_run_starts_standing(tmp_path):
+    """A file whose commanded parameter has a value (f: 0.5): the builtin run (`up` without
+    --reference, `demo`) is the file's run, as `simulate` gives it; it ran with f = 0 (every
+    reset applied a zero twist), the model standing where the file drives it. Commanded by
+    cmd_vel, the run starts with f = 0 until a command comes. A reset keeps each."""
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.bondgraph.simulation import Simulation
+    from bondsim_ros.bondgraph.yamlmodel import load_model
+
+    shutil.copy(DATA / "slider.xml", tmp_path / "slider.xml")
+    path = tmp_path / "m.yaml"
+    path.write_text(MODEL.replace("f: 0.0", "f: 0.5") + "commands:\n  twist: {vx: f}\n")
+    robot = load_robot(str(path))
+    compiled = compile_model(load_model(path))
+    times = np.arange(0.25, 6.0001, 0.25)
+    last = {}
+    for command, f in (("builtin", 0.5), ("twist", 0.0)):
+        twin = robot.make_twin(command, TWIN_OPTIONS)
+        for _ in range(2):  # the first run, then after a reset
+            ref = Simulation(compiled, TWIN_OPTIONS, params={"f": f})
+            got, want = [], []
+            for t in times:
+                got.append(twin.step_to(t).joint_map()["slide"])
+                y, yp = ref.step_to(t)
+                want.append(ref.outputs_at(t, y, yp)[ref.compiled.output_names.index("spring.q")])
+            np.testing.assert_allclose(got, want, atol=1e-9, err_msg=command)
+            twin.reset()
+        assert twin.twist[0] == f
+        last[command] = got[-1]
+    # the file's force holds the slider near f/k = 0.125; unforced it swings about 0
+    assert last["builtin"] - last["twist"] > 0.05, last

@@ -96,11 +96,17 @@ class ModelTwin:
 
     # -- lifecycle -------------------------------------------------------------------------
     def reset(self) -> None:
-        self.sim = self._Simulation(self.compiled, self.options)
+        twist = self.binding.twist if TWIST in self.commands else {}
+        keys = [(k, twist.get(k)) for k in ("vx", "vy", "wz")]
+        # commanded by twist: the run starts with the twist commanded (standing before the first
+        # command), consistent with it from t = 0; otherwise the model's own values run (a file's
+        # vx_cmd: 0.5 drives the base) and are the twist a later command is compared with
+        params = {name: v for (_, name), v in zip(keys, self.twist) if name} if self.command == TWIST else None
+        self.sim = self._Simulation(self.compiled, self.options, params=params)
+        if twist and self.command != TWIST:
+            self.twist = tuple(self.sim.param(name) if name else 0.0 for _, name in keys)
         self.t = 0.0
         self._traj = None
-        if TWIST in self.commands:
-            self._apply_twist(self.twist, restart=False)
         solver = self.sim.solver
         self._set_row(0.0, self.sim.outputs_at(0.0, solver.y, solver.yp))
         self._frame_twist = (0.0, 0.0, 0.0)  # no previous pose: the reset pose is a jump, not a motion
