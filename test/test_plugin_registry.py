@@ -184,3 +184,16 @@ def test_the_listings_name_each_system_not_a_number(capsys):
                         "arm3dof": "3-DOF planar arm (Boiadjiev et al.)", "robotino": "Damic & Cohodar Husic",
                         "slider_crank_lagrange": "Boudon et al.", "pendulum_minimal": "pendulum benchmark"}.items():
         assert words in rows[name], rows[name]
+
+
+def test_a_plugin_whose_robot_cannot_be_made_is_named(tmp_path):
+    """A plug-in that imports but whose ROBOT() raises (its mechanism file misspelt): `robots`
+    and `up --model` exit 2 naming the entry point and the error; `robots` ended in a traceback."""
+    site = tmp_path / "site"
+    install_plugin(site, "typo_plugin", "typobot = typo_plugin:ROBOT",
+                   {"__init__.py": "def ROBOT():\n    raise FileNotFoundError('typobot/difbot.xml: no such file')\n"})
+    for args in (("robots",), ("up", "--model", "typobot", "--duration", "1")):
+        proc = cli(site, *args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert "typobot = typo_plugin:ROBOT" in proc.stderr and "difbot.xml: no such file" in proc.stderr, proc.stderr

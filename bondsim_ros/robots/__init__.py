@@ -103,10 +103,21 @@ def available() -> dict:
     return out
 
 
-def _resolve(value) -> Robot:
-    robot = value() if callable(value) and not isinstance(value, Robot) else value
+def _resolve(value, plugin: Plugin | None = None) -> Robot:
+    """The Robot a plug-in's member is, or makes when called; RobotError naming the plug-in when
+    making it fails (a mechanism file it cannot find, a bad binding)."""
+    where = f"robot plug-in {plugin}" if plugin is not None else f"robot plug-in {value!r}"
+    if callable(value) and not isinstance(value, Robot):
+        try:
+            robot = value()
+        except RobotError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the plug-in's own code: say which, and why
+            raise RobotError(f"{where}: cannot make its robot: {type(exc).__name__}: {exc}") from exc
+    else:
+        robot = value
     if not isinstance(robot, Robot):
-        raise RobotError(f"robot plug-in {value!r} is not a bondsim_ros.robots.Robot")
+        raise RobotError(f"{where} is not a bondsim_ros.robots.Robot")
     return robot
 
 
@@ -120,7 +131,7 @@ def load_robot(spec: str) -> Robot:
     if spec not in entries:
         raise RobotError(f"unknown robot {spec!r}: registered are {', '.join(sorted(entries))}, "
                          f"or give a .yaml model file with a mechanism: section")
-    robot = _resolve(_members(entries[spec])[spec])
+    robot = _resolve(_members(entries[spec])[spec], entries[spec])
     if robot.name != spec:
         robot = Robot(**{**robot.__dict__, "name": spec})
     return robot
