@@ -33,6 +33,10 @@ def line_of(path: Path, text: str) -> int:
      "has no planar base"),
     ("mechanism:\n  file: nowhere.xml\n  joints:\n    slide: spring.q\n", "file:", "nowhere.xml"),
     ("mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n  gears: 3\n", "gears:", "unknown key 'gears'"),
+    ("mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n  velocities:\n    slide: speed\n", "slide: speed",
+     "mechanism.velocities.slide: the model has no output column 'speed'"),
+    ("mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n  efforts:\n    elbow: v\n", "elbow: v",
+     "mechanism.efforts: 'elbow' is not bound in mechanism.joints"),
 ])
 def test_binding_errors_name_file_and_line(tmp_path, section, bad, message):
     path = write(tmp_path, section)
@@ -256,3 +260,28 @@ def test_render_a_model_file_that_is_no_mapping_says_it_has_no_mechanism_section
     err = capfd.readouterr().err
     assert "Traceback" not in err and f"{path}: no mechanism: section" in err, err
     assert not out.exists()
+
+
+def test_velocity_and_effort_columns_go_into_the_joint_states(tmp_path):
+    """velocities: and efforts: bind a column to each bound joint: the twin's joint states carry
+    them (/joint_states' velocity and effort); without them both are empty."""
+    from bondsim_ros.bondgraph.codegen import compile_model
+    from bondsim_ros.bondgraph.simulation import Simulation
+    from bondsim_ros.bondgraph.yamlmodel import load_model
+    from bondsim_ros.twin.protocol import TWIN_OPTIONS
+
+    path = write(tmp_path, "mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n"
+                           "  velocities:\n    slide: v\n  efforts:\n    slide: mass.p\n")
+    twin = load_robot(str(path)).make_twin("builtin", TWIN_OPTIONS)
+    ref = Simulation(compile_model(load_model(path)), TWIN_OPTIONS)
+    names = ref.compiled.output_names
+    for t in (0.5, 1.0, 1.5):
+        state = twin.step_to(t)
+        y, yp = ref.step_to(t)
+        row = ref.outputs_at(t, y, yp)
+        assert list(state.velocity) == pytest.approx([row[names.index("v")]], abs=1e-9)
+        assert list(state.effort) == pytest.approx([row[names.index("mass.p")]], abs=1e-9)
+    assert abs(state.velocity[0]) > 1e-3  # (the block moves)
+    plain = load_robot(str(write(tmp_path, "mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n")))
+    state = plain.make_twin("builtin", TWIN_OPTIONS).step_to(0.5)
+    assert len(state.velocity) == len(state.effort) == 0

@@ -144,7 +144,7 @@ def read_binding(path) -> dict:
         also = f"; unknown top-level key(s): {', '.join(k for k, _ in unknown)}" if unknown else ""
         raise RobotError(f"{where}: no mechanism: section (it binds the model to a mechanism XML: file, joints, "
                          f"optional base){also}")
-    out = {"file": None, "joints": [], "base": None, "line": node.start_mark.line + 1}
+    out = {"file": None, "joints": [], "base": None, "velocities": {}, "efforts": {}, "line": node.start_mark.line + 1}
     for key, value, line in _map(node, path, "mechanism"):
         if key == "file":
             if not isinstance(value, yaml.ScalarNode) or not value.value:
@@ -176,8 +176,20 @@ def read_binding(path) -> dict:
                                  f"(missing: {', '.join(k for k in BASE_TWIST if k not in base)})")
             out["base"] = base
             out["base_line"] = line
+        elif key in ("velocities", "efforts"):
+            cols = {}
+            for j, col, jl in _map(value, path, f"mechanism.{key}"):
+                if not isinstance(col, yaml.ScalarNode) or not col.value:
+                    raise RobotError(f"{path}:{jl}: mechanism.{key}.{j}: give the output column's name")
+                if str(j) in cols:
+                    raise RobotError(f"{path}:{jl}: mechanism.{key}: {j!r} given twice (first at line "
+                                     f"{cols[str(j)][1]})")
+                cols[str(j)] = (str(col.value), jl)
+            out[key] = cols
+            out[key + "_line"] = line
         else:
-            raise RobotError(f"{path}:{line}: mechanism: unknown key {key!r} (file, joints, base)")
+            raise RobotError(f"{path}:{line}: mechanism: unknown key {key!r} (file, joints, base, velocities, "
+                             f"efforts)")
     if out["file"] is None:
         raise RobotError(f"{path}:{out['line']}: mechanism: needs file: (the mechanism XML, relative to the model)")
     if not out["joints"]:
@@ -230,6 +242,19 @@ def check_binding(path, spec: dict, columns: list | None, missing: str = "the mo
                                  f"(columns: {', '.join(columns)})")
         base = {k: col for k, (col, _) in spec["base"].items()}
     cols = {joint: col for joint, col, _ in spec["joints"]}
+    for key, what in (("velocities", "velocity"), ("efforts", "effort")):
+        given = spec.get(key) or {}
+        for joint, (col, line) in given.items():
+            if joint not in cols:
+                raise RobotError(f"{path}:{line}: mechanism.{key}: {joint!r} is not bound in mechanism.joints "
+                                 f"(bound: {', '.join(cols)})")
+            if columns is not None and col not in columns:
+                raise RobotError(f"{path}:{line}: mechanism.{key}.{joint}: {missing} {col!r} "
+                                 f"(columns: {', '.join(columns)})")
+        if given and set(given) != set(cols):
+            # /joint_states carries a joint's velocity or effort for every joint or none (sensor_msgs/JointState)
+            raise RobotError(f"{path}:{spec[key + '_line']}: mechanism.{key}: give a {what} column for every bound "
+                             f"joint or none (missing: {', '.join(j for j in cols if j not in given)})")
     order = [n for n in alljoints if n in cols]  # document order, as /joint_states
     return {n: cols[n] for n in order}, base
 
@@ -304,6 +329,8 @@ def yaml_robot(path) -> Robot:
         # a joint command sets its parameter; no velocity reference (None)
         trajectory = {j: (par, None) for j, (par, _) in commands["joints"].items()} if commands["joints"] else None
         binding = Binding(mechanism=xml, joints=joints, base=base, twist=twist, trajectory=trajectory,
+                          velocities={j: c for j, (c, _) in spec["velocities"].items()},
+                          efforts={j: c for j, (c, _) in spec["efforts"].items()},
                           hold=False, source=str(path),
                           param_topics={t: par for t, (par, _) in (commands["topics"] or {}).items()},
                           output_topics={t: col for t, (col, _) in outputs.items()})
