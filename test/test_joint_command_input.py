@@ -97,3 +97,20 @@ def test_parse_takes_positions_and_wheel_speeds():
     assert cmd.positions is None and cmd.twist == (2.0, 0.0, 2.0)
     with pytest.raises(JointCommandError, match="reference cmd_vel"):
         parse(["w1", "w2"], [], [1.0, 3.0], [], Twin(), twist_allowed=False)
+
+
+def test_wheel_speeds_refused_name_what_the_twin_lacks():
+    """A base with a twist command but no inverse kinematics (a YAML model's) was told it lacked
+    "both"; the refusal names the one piece missing."""
+
+    class NoKinematics(Twin):
+        wheel_joints = ()
+
+    class NoTwist(Twin):
+        commands = frozenset({"trajectory"})
+
+    for twin, lacks, not_said in ((NoKinematics(), "lacks its base's inverse kinematics", "a twist command"),
+                                  (NoTwist(), "lacks a twist command", "inverse kinematics (")):
+        with pytest.raises(JointCommandError) as info:
+            parse(["w1", "w2"], [], [1.0, 1.0], [], twin)
+        assert lacks in str(info.value) and not_said not in str(info.value), str(info.value)

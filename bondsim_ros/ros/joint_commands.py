@@ -82,9 +82,15 @@ def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -
     if "velocity" in given:
         wheels = wheel_kinematics(twin)
         if wheels is None:
+            lacks = [what for what, has in (
+                ("a twist command", "twist" in twin.commands),
+                ("its base's inverse kinematics (wheel_joints and twist_for_wheel_speeds, a Python robot's; a YAML "
+                 "model declares none: command its base by cmd_vel)",
+                 bool(getattr(twin, "wheel_joints", None)) and callable(getattr(twin, "twist_for_wheel_speeds", None))),
+            ) if not has]
             raise JointCommandError(f"velocity commands ({sorted(given['velocity'])}): {twin.name} takes wheel "
-                                    f"speeds only where it has a twist command and its base's inverse "
-                                    f"kinematics, and has not both here")
+                                    f"speeds as a twist through its base's inverse kinematics, and lacks "
+                                    f"{' and '.join(lacks)}")
         if not twist_allowed:
             raise JointCommandError("wheel speeds drive the base as cmd_vel does: start the node with "
                                     "reference cmd_vel")
