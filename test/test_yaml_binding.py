@@ -45,6 +45,7 @@ def test_binding_errors_name_file_and_line(tmp_path, section, bad, message):
     text = str(err.value)
     assert f"{path}:{line_of(path, bad)}" in text, text
     assert message in text
+    assert text.count(".xml") <= 1, text  # the mechanism file named once (its path was repeated)
 
 
 def test_a_virtual_joint_and_a_joint_bound_twice(tmp_path):

@@ -208,7 +208,7 @@ def check_binding(path, spec: dict, columns: list | None, missing: str = "the mo
     try:
         mech = load_mechanism(xml, search_path)
     except MechanismError as exc:
-        raise RobotError(f"{path}:{xml_line}: mechanism file {xml}: {exc}") from None
+        raise RobotError(f"{path}:{xml_line}: mechanism file: {exc}") from None  # (exc names the file)
     except OSError as exc:
         raise RobotError(f"{path}:{xml_line}: mechanism file {xml}: {exc.strerror}") from None
     units = mech.robots or mech.units
