@@ -245,3 +245,24 @@ def test_demo_records_the_model_output_topics(tmp_path):
     assert outputs, sorted(msgs)
     for topic in outputs:
         assert abs(len(msgs[topic]) - len(msgs["/joint_states"])) <= 1, topic
+
+
+def test_cmd_vel_published_to_a_twin_on_another_reference_is_said_once():
+    """The Robotino on its built-in path takes no /cmd_vel: a teleop publishing there moved
+    nothing, without a word. The node says so on /rosout, once, naming the reference and the way
+    to follow cmd_vel."""
+    from geometry_msgs.msg import Twist
+    from rcl_interfaces.msg import Log
+
+    with live_graph({"model": "robotino"}, "teleop", state_publisher=None, with_probe=False) as (graph, node):
+        logs = []
+        node.create_subscription(Log, "/rosout", logs.append, 100)
+        pub = node.create_publisher(Twist, "/cmd_vel", 10)
+        node.create_timer(0.1, lambda: pub.publish(Twist()))
+
+        def said():
+            return [m.msg for m in logs if m.name == "dynamics_node" and "cmd_vel is not read" in m.msg]
+
+        assert graph.spin_until(lambda: said(), timeout=30.0), [m.msg for m in logs][-5:]
+        graph.spin_for(2.5)
+    assert len(said()) == 1 and "the reference is 'rose'" in said()[0] and "--reference cmd_vel" in said()[0], said()

@@ -27,7 +27,7 @@ from std_srvs.srv import SetBool, Trigger
 from bondsim_ros.twin.failures import SolverFailures
 from bondsim_ros.twin.placement import PlacedTwin
 from bondsim_ros.twin.probe_check import ProbeCheck
-from bondsim_ros.twin.protocol import BUILTIN, COMMAND_OF_REFERENCE, TRAJECTORY, CommandError, Limits
+from bondsim_ros.twin.protocol import BUILTIN, COMMAND_OF_REFERENCE, TRAJECTORY, TWIST, CommandError, Limits
 from bondsim_ros.twin.waypoints import WaypointFollower
 from bondsim_ros.twin.protocol import TWIN_OPTIONS
 
@@ -145,6 +145,24 @@ class DynamicsNode(Node):
 
         wall = RosClock(clock_type=ClockType.STEADY_TIME)
         self.timer = self.create_timer(self.period, self._tick, clock=wall) if own_timer else None
+        # a robot that could follow cmd_vel but runs another reference does not read it: a teleop
+        # or Nav2 publishing there would move nothing without a word; said once
+        self._unread_cmd_vel = None
+        if p["reference"] != "cmd_vel" and TWIST in self.robot.commands:
+            self._unread_cmd_vel = self.create_timer(1.0, self._warn_unread_cmd_vel, clock=wall)
+
+    def _warn_unread_cmd_vel(self):
+        topic = self.resolve_topic_name(self.p["cmd_vel_topic"])
+        try:
+            publishers = self.count_publishers(topic)
+        except Exception:  # noqa: BLE001 - a graph query during shutdown: nothing to say
+            return
+        if publishers:
+            self.get_logger().warning(f"{publishers} publisher(s) on {topic}, but the reference is "
+                                      f"{self.p['reference']!r}: cmd_vel is not read (start with reference "
+                                      f"cmd_vel: `bondsim-ros up --reference cmd_vel`)")
+            self.destroy_timer(self._unread_cmd_vel)
+            self._unread_cmd_vel = None
 
     # -- parameters ----------------------------------------------------------------------
     def _read_parameters(self) -> dict:
