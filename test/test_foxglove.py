@@ -470,3 +470,35 @@ def test_a_client_publishing_without_the_capability_does_not_flood_the_console(c
         server.stop()
     lines = [ln for ln in capfd.readouterr().err.splitlines() if "unknown channel" in ln]
     assert len(lines) == 1 and lines[0].startswith("foxglove."), lines
+
+
+def test_the_console_names_a_relayed_client_by_its_own_address(capfd, monkeypatch):
+    """Clients reach the sdk server through the public port's relay, so the sdk's log named every
+    one of them by the relay's loopback port ("Invalid message from 127.0.0.1:38766"): with
+    --foxglove-address 0.0.0.0 nobody could tell which client sent it. The line names the client."""
+    import logging
+    import time as _time
+
+    import foxglove
+    from websockets.sync.client import connect
+
+    from bondsim_ros.ros.foxglove_live import _Front, quiet_repeats
+
+    monkeypatch.setattr(logging.root, "handlers", [])
+    sdk = logging.getLogger("foxglove")
+    monkeypatch.setattr(sdk, "handlers", [])
+    monkeypatch.setattr(sdk, "propagate", True)
+    quiet_repeats()
+    server = foxglove.start_server(name="t", host="127.0.0.1", port=0, context=foxglove.Context())
+    front = _Front("127.0.0.1", 0, server.port)
+    try:
+        with connect(f"ws://127.0.0.1:{front.port}", subprotocols=["foxglove.websocket.v1"], close_timeout=1) as ws:
+            ws.recv()  # serverInfo
+            ws.send("not json")
+            _time.sleep(0.5)
+            own = ws.local_address[1]
+    finally:
+        front.stop()
+        server.stop()
+    lines = [ln for ln in capfd.readouterr().err.splitlines() if "not json" in ln or "Invalid" in ln]
+    assert lines and all(f"127.0.0.1:{own} (relayed)" in ln for ln in lines), lines

@@ -99,6 +99,14 @@ def _bind_failure(host, port, exc: OSError) -> str:
     return f"cannot serve on {host}:{port}: {why}"
 
 
+RELAYED: dict = {}  # "127.0.0.1:PORT" of a relayed connection, as the sdk sees it -> the client's address
+
+
+def _address(addr) -> str:
+    host, port = addr[0], addr[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 class _Repeats(logging.Filter):
     """Lets a message through once per ``period`` seconds, counting the copies it held back: a
     client that publishes without the capability makes the sdk log one line per message (20 Hz
@@ -113,7 +121,13 @@ class _Repeats(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         import time
 
-        key, now = (record.name, record.getMessage()), time.monotonic()
+        message = record.getMessage()
+        for relayed, client in list(RELAYED.items()):  # the client's own address, not the relay's
+            if relayed in message:
+                message = message.replace(relayed, f"{client} (relayed)")
+        if message != record.getMessage():
+            record.msg, record.args = message, ()
+        key, now = (record.name, message), time.monotonic()
         if key in self.last and now - self.last[key] < self.period:
             self.held[key] = self.held.get(key, 0) + 1
             return False
@@ -189,8 +203,14 @@ class _Front:
             finally:
                 await sink.close()  # ends the other direction too
 
-        async with upstream:
-            await asyncio.gather(pump(client, upstream), pump(upstream, client))
+        # the sdk sees every client as this relay's loopback port: its log names the client by it
+        relayed = f"127.0.0.1:{upstream.local_address[1]}"
+        RELAYED[relayed] = _address(client.remote_address)
+        try:
+            async with upstream:
+                await asyncio.gather(pump(client, upstream), pump(upstream, client))
+        finally:
+            RELAYED.pop(relayed, None)
 
     def stop(self):
         async def close():
