@@ -44,21 +44,24 @@ def init_rclpy(**kwargs) -> None:
 
 
 class sigterm_interrupts:
-    """While building nodes (seconds: the model is compiled), SIGTERM raises KeyboardInterrupt
-    as Ctrl-C does, so both end the process through the same clean-up."""
+    """While building nodes (seconds: the model is compiled), SIGTERM raises Terminated (a
+    KeyboardInterrupt) where Python runs next, as Ctrl-C raises KeyboardInterrupt: both end the
+    process through the same clean-up, and the CLI still tells them apart (143 "terminated",
+    130 "interrupted")."""
 
     def __enter__(self):
         import signal
         import threading
 
-        self.old = None
+        from bondsim_ros.cliargs import Terminated
+
+        self.Terminated, self.old = Terminated, None
         if threading.current_thread() is threading.main_thread():
             self.old = signal.signal(signal.SIGTERM, self._raise)
         return self
 
-    @staticmethod
-    def _raise(signum, frame):
-        raise KeyboardInterrupt
+    def _raise(self, signum, frame):
+        raise self.Terminated
 
     def __exit__(self, *exc):
         import signal
