@@ -40,6 +40,70 @@ sys.exit(main())  # a program run, as the console script's
 """
 
 
+# the signal comes once the nodes are built, while Python runs a weakref callback: as it does
+# while start-up's final garbage collection or an import runs theirs, which drop the exception
+# the signal raises in them
+SIGNAL_IN_A_CALLBACK = """
+import os, signal, sys, time, weakref
+from bondsim_ros.ros import graph
+
+build = graph.start_graph
+refs = []
+
+
+class Garbage:
+    pass
+
+
+def build_then_signal(*args, **kw):
+    built = build(*args, **kw)
+    garbage = Garbage()
+    garbage.cycle = garbage  # freed by the next collection, start-up's last
+    refs.append(weakref.ref(garbage, lambda ref: (os.kill(os.getpid(), signal.SIG), time.sleep(0.5))))
+    del garbage
+    print("built", file=sys.stderr, flush=True)
+    return built
+
+
+graph.start_graph = build_then_signal
+from bondsim_ros.cli import main
+
+sys.argv = ["bondsim-ros", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+# the signal comes while a module is being imported during the build (as the URDF's libraries
+# are): an exception raised there can abort the process (an extension module's initialisation)
+SIGNAL_IN_AN_IMPORT = """
+import os, sys
+from bondsim_ros.ros import graph
+
+build = graph.start_graph
+sys.path.insert(0, os.getcwd())
+
+
+def build_importing(*args, **kw):
+    import slow_import  # noqa: F401
+
+    return build(*args, **kw)
+
+
+graph.start_graph = build_importing
+from bondsim_ros.cli import main
+
+sys.argv = ["bondsim-ros", *sys.argv[1:]]
+sys.exit(main())
+"""
+SLOW_IMPORT = """
+import os, signal, sys, time
+
+os.kill(os.getpid(), signal.SIGNAME)
+time.sleep(0.5)
+print("imported", file=sys.stderr, flush=True)
+"""
+
+
 def _env():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -89,3 +153,25 @@ def test_a_signal_during_the_model_build_ends_the_command_with_its_status(tmp_pa
     assert (rc, err.strip().splitlines()[-1]) == (status, word), (rc, err[-3000:])
     assert took < 5.0 and "Traceback" not in err, (took, err[-3000:])
     assert not (tmp_path / "out" / "bag").exists()
+
+
+@pytest.mark.parametrize("where", ["callback", "import"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_in_the_start_up_of_up_is_not_lost(tmp_path, sig, where):
+    """A signal whose exception Python drops (it came while a weakref callback or finalizer
+    ran: "Exception ignored in ...") was lost, and `up` ran on to its --duration with status 0;
+    it is remembered and ends start-up before the spin. One during an import is raised once
+    the import is done."""
+    if where == "callback":
+        code, said = SIGNAL_IN_A_CALLBACK.replace("signal.SIG)", f"signal.{sig.name})"), "built"
+    else:
+        code, said = SIGNAL_IN_AN_IMPORT, "imported"
+        (tmp_path / "slow_import.py").write_text(SLOW_IMPORT.replace("SIGNAME", sig.name))
+    proc = subprocess.run([sys.executable, "-c", code, "up", "--duration", "5"], env=_env(), cwd=tmp_path,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
+                          preexec_fn=terminal_sigint)
+    err = proc.stderr
+    status, word = EXPECTED[sig]
+    assert said in err, err[-3000:]
+    assert (proc.returncode, err.strip().splitlines()[-1]) == (status, word), (proc.returncode, err[-3000:])
+    assert "running" not in err and "Traceback" not in err and "Exception ignored" not in err, err[-3000:]

@@ -43,11 +43,19 @@ def init_rclpy(**kwargs) -> None:
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO, **kwargs)
 
 
-class sigterm_interrupts:
-    """While building nodes (seconds: the model is compiled), SIGTERM raises Terminated (a
-    KeyboardInterrupt) where Python runs next, as Ctrl-C raises KeyboardInterrupt: both end the
-    process through the same clean-up, and the CLI still tells them apart (143 "terminated",
-    130 "interrupted")."""
+class start_up_signals:
+    """SIGINT and SIGTERM over a process's whole start-up (imports, the model build, the nodes'
+    construction, up to the spin). Each raises where Python runs next, KeyboardInterrupt for
+    SIGINT and Terminated (a KeyboardInterrupt the CLI reports as "terminated", 143) for SIGTERM,
+    so a long build ends at once; but not inside an import, where the exception can abort the
+    process (an extension module's initialisation ends in std::terminate) or be dropped by the
+    import system: there it is raised again once the import is done. And each is remembered:
+    Python drops an exception raised in a weakref or gc callback or a finalizer, which start-up's
+    collections run by the thousand, and the signal was lost (the twin ran on). ``end()``, the
+    last step before the spin, raises a signal that came and was dropped; until then a dropped
+    KeyboardInterrupt is not printed ("Exception ignored in ...")."""
+
+    RETRY = 0.02  # s between attempts to raise a signal that came during an import
 
     def __enter__(self):
         import signal
@@ -55,19 +63,58 @@ class sigterm_interrupts:
 
         from bondsim_ros.cliargs import Terminated
 
-        self.Terminated, self.old = Terminated, None
+        self.Terminated, self.caught, self.handlers, self.hook = Terminated, [], {}, None
+        self.retry = None
         if threading.current_thread() is threading.main_thread():
-            self.old = signal.signal(signal.SIGTERM, self._raise)
+            self.hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.handlers[sig] = signal.signal(sig, self._on_signal)
         return self
 
-    def _raise(self, signum, frame):
-        raise self.Terminated
+    def _exception(self, signum):
+        import signal
+
+        return self.Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    def _on_signal(self, signum, frame):
+        import threading
+        import _thread
+
+        if signum not in self.caught:
+            self.caught.append(signum)
+        while frame is not None:
+            if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+                if self.retry is None or not self.retry.is_alive():  # the handler runs again soon
+                    self.retry = threading.Timer(self.RETRY, _thread.interrupt_main, (signum,))
+                    self.retry.daemon = True
+                    self.retry.start()
+                return
+            frame = frame.f_back
+        raise self._exception(signum)
+
+    def _unraisable(self, unraisable):
+        if not (self.caught and issubclass(unraisable.exc_type, KeyboardInterrupt)):
+            self.hook(unraisable)
+
+    def _stop(self) -> None:
+        if self.retry is not None:
+            self.retry.cancel()
+        if self.hook is not None:
+            sys.unraisablehook, self.hook = self.hook, None
+
+    def end(self) -> None:
+        """Start-up is over: raise the first signal that came during it (one whose exception
+        Python dropped, or one not raised yet; any other ended start-up already)."""
+        self._stop()
+        if self.caught:
+            raise self._exception(self.caught[0])
 
     def __exit__(self, *exc):
         import signal
 
-        if self.old is not None:
-            signal.signal(signal.SIGTERM, self.old)
+        self._stop()
+        for sig, old in self.handlers.items():
+            signal.signal(sig, old)
         return False
 
 
@@ -292,24 +339,25 @@ def run_node(node_class, args=None) -> None:
     node = None
     status = 0
     try:
-        try:
-            with sigterm_interrupts():
+        with start_up_signals() as start_up:
+            try:
                 node = node_class(context=context)
-        except ValueError as exc:  # bad parameters / robot_description: say what, no traceback
-            import rclpy.logging
+            except ValueError as exc:  # bad parameters / robot_description: say what, no traceback
+                import rclpy.logging
 
-            rclpy.logging.get_logger(name).fatal(str(exc))
-            status = 2
-            raise SystemExit(2) from None
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
-        try:
-            with start_up_heap_frozen():
-                spin_until_signal(executor, context)
-        except ExternalShutdownException:
-            pass
-        executor.shutdown()
-    except KeyboardInterrupt:  # Ctrl-C while the node was still being built
+                rclpy.logging.get_logger(name).fatal(str(exc))
+                status = 2
+                raise SystemExit(2) from None
+            executor = SingleThreadedExecutor(context=context)
+            executor.add_node(node)
+            try:
+                with start_up_heap_frozen():
+                    start_up.end()
+                    spin_until_signal(executor, context)
+            except ExternalShutdownException:
+                pass
+            executor.shutdown()
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the node was still being built
         pass
     finally:
         failed = sys.exc_info()[0]  # an error on its way out: its traceback, then status 1

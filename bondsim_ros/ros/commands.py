@@ -222,14 +222,22 @@ def _graph_errors():
 
 
 def cmd_up(args) -> int:
-    import rclpy
+    from ._env import start_up_signals
 
+    # from here to the spin a signal ends the command, even one landing where Python drops the
+    # exception it raises (start_up_signals)
+    with start_up_signals() as start_up:
+        return _up(args, start_up)
+
+
+def _up(args, start_up) -> int:
     import os
+
+    import rclpy
 
     from bondsim_ros.cliargs import CLIError
 
-    from ._env import (choose_discovery_range, init_rclpy, sigterm_interrupts, spin_until_signal,
-                       start_up_heap_frozen, tear_down)
+    from ._env import choose_discovery_range, init_rclpy, spin_until_signal, start_up_heap_frozen, tear_down
     from .graph import load_ros_params, start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
@@ -253,12 +261,11 @@ def cmd_up(args) -> int:
     graph = None
     try:
         try:
-            with sigterm_interrupts():
-                # an interface profile's program runs without the twin's URDF and probes (its own
-                # robot_state_publisher names other links and joints)
-                graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace, context=context,
-                                    state_publisher=None if args.no_state_publisher or args.interface else state,
-                                    sensors=sensors, with_probe=not args.interface, dynamics_name=node_name)
+            # an interface profile's program runs without the twin's URDF and probes (its own
+            # robot_state_publisher names other links and joints)
+            graph = start_graph(dyn, probe, bridge=bridge, namespace=args.namespace, context=context,
+                                state_publisher=None if args.no_state_publisher or args.interface else state,
+                                sensors=sensors, with_probe=not args.interface, dynamics_name=node_name)
         except _graph_errors() as exc:
             raise CLIError(str(exc)) from None
         if args.foxglove is not None:
@@ -275,6 +282,7 @@ def cmd_up(args) -> int:
             print(f"bondsim-ros up: Foxglove at {live.url}", file=sys.stderr)
         names = [node.get_name() if hasattr(node, "get_name") else key for key, node in graph.nodes.items()]
         with start_up_heap_frozen():  # (start-up ends here: then it says it is running)
+            start_up.end()
             print(f"bondsim-ros up: {', '.join(names)} running, discovery range "
                   f"{os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE']} (Ctrl-C to stop)", file=sys.stderr)
             why = spin_until_signal(graph.executor, context, duration=args.duration)
