@@ -99,3 +99,64 @@ def test_state_publisher_looks_joints_up_by_urdf_name_only(context):
     assert ok[0].header.frame_id.startswith("r1/") and ok[0].child_frame_id.startswith("r1/")
     assert prefixed == [], "a prefixed joint name is not a URDF joint: robot_state_publisher publishes nothing"
     assert invalid == [], "name/position length mismatch: the message is ignored"
+
+
+def test_up_with_a_namespace_prefixes_every_frame_it_publishes(tmp_path):
+    """`bondsim-ros up --namespace robot1 --sensors`: the twin's odometry, the state publisher's
+    links, the probes and the sensors' frames all carry robot1/ on the shared /tf and
+    /tf_static, as a fleet's robots do; two namespaced twins published the same unprefixed
+    odom -> base_footprint there, one tree to tf2 that flickered between them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+    from sensor_msgs.msg import LaserScan
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    listener = rclpy.create_node("prefix_listener", context=context)
+    tfs, scans = [], []
+    latched = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+    listener.create_subscription(TFMessage, "/tf", tfs.append, 200)
+    listener.create_subscription(TFMessage, "/tf_static", tfs.append, latched)
+    listener.create_subscription(LaserScan, "/robot1/scan", scans.append, qos_profile_sensor_data)
+    executor = make_executor(context)
+    executor.add_node(listener)
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--namespace", "robot1", "--sensors"],
+                            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        frames = set()
+
+        def seen():
+            frames.update(f for m in tfs for t in m.transforms for f in (t.header.frame_id, t.child_frame_id))
+            tfs.clear()
+            return scans and {"robot1/odom", "robot1/base_footprint", "robot1/laser_link"} <= frames
+
+        _spin(executor, 60.0, until=seen)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=30)[1]
+        executor.shutdown()
+        listener.destroy_node()
+        rclpy.try_shutdown(context=context)
+    assert proc.returncode == 0, err[-3000:]
+    assert scans and frames, (len(scans), frames, err[-3000:])
+    assert {"robot1/odom", "robot1/base_footprint", "robot1/laser_link", "robot1/probe_base_center"} <= frames, frames
+    assert all(f.startswith("robot1/") for f in frames), sorted(f for f in frames if not f.startswith("robot1/"))
+    assert scans[-1].header.frame_id.startswith("robot1/"), scans[-1].header.frame_id
+
+
+@pytest.mark.parametrize("flag, namespace, from_params, prefix", [
+    (None, "robot1", "", "robot1/"), (None, "/fleet/robot1/", "", "fleet/robot1/"), (None, "", "", ""),
+    ("", "robot1", "", ""), ("twin/", "robot1", "", "twin/"), (None, "robot1", "mine/", "mine/")])
+def test_ups_frame_prefix_follows_the_namespace_unless_given(flag, namespace, from_params, prefix):
+    """--frame-prefix (empty: none) wins, then a non-empty frame_prefix of the user's --params,
+    then NAMESPACE/."""
+    from bondsim_ros.ros.commands import frame_prefix
+
+    assert frame_prefix(flag, namespace, from_params) == prefix

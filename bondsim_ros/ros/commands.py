@@ -20,7 +20,11 @@ def register(sub) -> None:
                     help="override the reference source")
     up.add_argument("--rate", type=float, help="publish rate [Hz]")
     up.add_argument("--rtf", type=float, help="real-time factor")
-    up.add_argument("--namespace", default="", help="namespace for all nodes (several robots)")
+    up.add_argument("--namespace", default="", help="namespace for all nodes (several robots); their frame ids then "
+                                                    "carry the prefix NAMESPACE/ (see --frame-prefix)")
+    up.add_argument("--frame-prefix", default=None, metavar="PREFIX",
+                    help="prefix of every frame id the nodes publish (default: a non-empty frame_prefix of --params, "
+                         "else NAMESPACE/ with --namespace, else none; \"\" for none)")
     up.add_argument("--interface", default=None, metavar="PROFILE",
                     help="stand in for another program's ROS interface, one the robot declares (robotino: driver, "
                          "robocup-logistics/ros2-robotino's rto_node: its node name, topics, services, parameters, "
@@ -158,7 +162,25 @@ def _node_params(args):
         dyn["real_time_factor"] = _rtf(args.rtf)
     if getattr(args, "interface", None):
         dyn.update(_interface_params(args, dyn, params))
+    elif hasattr(args, "frame_prefix"):  # up's: every node that names frames takes the same prefix
+        prefix = frame_prefix(args.frame_prefix, getattr(args, "namespace", ""),
+                              dyn.get("frame_prefix", "") if args.params else "")
+        for node in (dyn, probe, state):
+            node["frame_prefix"] = prefix
     return dyn, probe, state
+
+
+def frame_prefix(flag: str | None, namespace: str, from_params: str = "") -> str:
+    """The frame prefix of `up`'s nodes: ``flag`` (--frame-prefix, "" included) if given; else a
+    non-empty frame_prefix of the user's --params file; else NAMESPACE/ (two twins in their
+    namespaces would otherwise both publish odom -> base_footprint on the shared /tf, one tree
+    to tf2, as fleet and the driver's launch prefix theirs); else none."""
+    if flag is not None:
+        return flag
+    if from_params:
+        return from_params
+    ns = (namespace or "").strip("/")
+    return f"{ns}/" if ns else ""
 
 
 def _interface_params(args, dyn: dict, params: dict) -> dict:
@@ -190,7 +212,9 @@ def _interface_params(args, dyn: dict, params: dict) -> dict:
     for name in [*profile.merged_node_names, profile.node_name]:  # a team's parameter file, keyed by the driver's nodes
         out.update(params.get(name, {}))
     prefix = profile.parameter("frame_prefix")
-    if prefix is not None and prefix.name not in out:
+    if prefix is not None and getattr(args, "frame_prefix", None) is not None:
+        out[prefix.name] = args.frame_prefix
+    elif prefix is not None and prefix.name not in out:
         out[prefix.name] = profile.frame_prefix_for(getattr(args, "namespace", "") or "")
     for name, default in profile.launch_defaults().items():  # as driver.launch.py starts the node
         if name not in out and name not in dyn:
