@@ -102,3 +102,51 @@ def test_fleet_command_writes_its_figures(tmp_path, capfd):
     # the exit status is the verdict the summary prints
     assert rc == (0 if held(stats[0]) else 1)
     assert ("held real time over the whole run" in err) == (rc == 0)
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_the_fleets_parent_alone_stops_every_process_and_reports(tmp_path, sig):
+    """`kill PID` (or a supervisor's SIGTERM, or SIGINT) to the parent process only: it waited 30 s
+    for reports its processes never sent, then 30 s more for each, and said "fleet of 0 robots"
+    with status 1. It passes the signal on, reports what each process measured and ends within
+    seconds with the CLI's status, 143 "terminated" (130 "interrupted")."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from procs import children, left_over, terminal_sigint
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "fleet", "2", "--processes", "2",
+                             "--reference", "cmd_vel", "--warmup", "0.5"], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_sigint)
+    guard = threading.Timer(180.0, proc.kill)
+    guard.start()
+    lines = []
+    try:
+        for line in proc.stderr:
+            lines.append(line)
+            if "warming up" in line:
+                break
+        time.sleep(1.5)  # the warm-up, then a second measured
+        workers = children(proc.pid)
+        tic = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        err = "".join(lines) + proc.stderr.read()
+        rc = proc.wait(timeout=30)
+        took = time.monotonic() - tic
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    status, word = (143, "terminated") if sig == "SIGTERM" else (130, "interrupted")
+    assert (rc, err.strip().splitlines()[-1]) == (status, word), (rc, err[-3000:])
+    assert took < 8.0 and "Traceback" not in err, (took, err[-3000:])
+    for k in (0, 1):
+        assert f"[fleet] process {k} (stopped by {sig}): robot{k}..robot{k} (1), " in err, err[-3000:]
+    assert "[fleet] fleet of 2 robots in 2 process(es)" in err, err[-3000:]
+    assert not left_over(workers), "fleet processes outlived the command"

@@ -114,7 +114,8 @@ class start_up_signals:
 
         self._stop()
         for sig, old in self.handlers.items():
-            signal.signal(sig, old)
+            if signal.getsignal(sig) == self._on_signal:  # one installed after it (a run's own) stays
+                signal.signal(sig, old)
         return False
 
 

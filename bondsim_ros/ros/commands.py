@@ -422,15 +422,22 @@ def cmd_fleet(args) -> int:
         if out.is_dir() or not out.parent.is_dir():
             raise CLIError(f"--json {out}: not a file in an existing folder")
     say = None if args.quiet else (lambda line: print(f"[fleet] {line}", file=sys.stderr))
+    def report(stats):
+        if args.json:
+            Path(args.json).write_text(json.dumps(stats, indent=1) + "\n")
+        for line in summary(stats):
+            print(f"[fleet] {line}", file=sys.stderr)
+
     try:
         stats = run_fleet(args.robots, args.processes, dyn, duration=args.duration, warmup=args.warmup,
                           progress=say)
     except (ValueError, RuntimeError) as exc:
         raise CLIError(str(exc)) from None
-    if args.json:
-        Path(args.json).write_text(json.dumps(stats, indent=1) + "\n")
-    for line in summary(stats):
-        print(f"[fleet] {line}", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: what the processes measured, then 130 / 143
+        if getattr(exc, "stats", None) is not None:
+            report(exc.stats)
+        raise
+    report(stats)
     return 0 if stats and all(not s.get("error") and held(s) for s in stats) else 1
 
 

@@ -36,10 +36,15 @@ def held(stats: dict) -> bool:
 
 def _process(index: int, first: int, count: int, dynamics: dict, warmup: float, duration: float | None,
              ready, go, results) -> None:
-    """One process of the fleet: build its twins, wait for all processes, warm up, measure."""
+    """One process of the fleet: build its twins, wait for all processes, warm up, measure.
+    SIGINT or SIGTERM (a terminal's Ctrl-C, or the parent's, forwarded) before the run ends it
+    with an error; during the run it stops the run, whose figures are reported."""
+    import signal
+
     import rclpy
 
-    from ._env import ensure_local_discovery, init_rclpy, start_up_heap_frozen
+    from ._env import (ensure_local_discovery, init_rclpy, spin_until_signal, start_up_heap_frozen,
+                       start_up_signals)
     from .graph import start_fleet
 
     ensure_local_discovery()
@@ -47,24 +52,39 @@ def _process(index: int, first: int, count: int, dynamics: dict, warmup: float, 
     init_rclpy(context=context)
     graph = None
     stats = {"process": index, "first": first, "error": None}
+    stop = []
     try:
-        graph = start_fleet(count, dynamics, context=context, first=first, clock_name=f"fleet_clock_{index}")
-        clock = graph.nodes["fleet_clock"].fleet
-        with start_up_heap_frozen():
+        with start_up_signals() as start_up:
+            graph = start_fleet(count, dynamics, context=context, first=first, clock_name=f"fleet_clock_{index}")
+            clock = graph.nodes["fleet_clock"].fleet
+            start_up.end()
+            # from here a signal only sets a flag: an exception inside the waits below breaks
+            # multiprocessing's locks, and a terminal's Ctrl-C and the parent's forwarded one both
+            # arrive, the second of which must not cut the report short
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, lambda signum, _frame: stop.append(signal.Signals(signum).name))
+        try:
             ready.wait()  # every process built its twins (model loading is not part of the run)
-            go.wait()
+        except threading.BrokenBarrierError:
+            if not stop:
+                raise
+        while not stop and not go.wait(timeout=0.1):  # the parent, stopped, may never set it
+            pass
+        if stop:
+            raise KeyboardInterrupt
+        with start_up_heap_frozen():
             for node in graph.nodes.values():  # the twins' clocks start together, at the measured run
                 if hasattr(node, "restart"):
                     node.restart()
-            graph.spin_for(warmup)
-            clock.reset_stats()
-            try:
-                graph.spin_for(math.inf if duration is None else duration)
-            except KeyboardInterrupt:
-                pass  # Ctrl-C: report the run so far
+            why = spin_until_signal(graph.executor, context, duration=warmup)
+            if why == "duration" and not stop:
+                clock.reset_stats()
+                why = spin_until_signal(graph.executor, context, duration=duration)
         stats.update(clock.stats())
+        if why in ("SIGINT", "SIGTERM") or stop:
+            stats["stopped"] = why if why in ("SIGINT", "SIGTERM") else stop[0]
     except KeyboardInterrupt:
-        stats["error"] = "interrupted before the run started"
+        stats["error"] = "stopped before the run started"
         ready.abort()
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the process
         stats["error"] = f"{type(exc).__name__}: {exc}"
@@ -76,12 +96,22 @@ def _process(index: int, first: int, count: int, dynamics: dict, warmup: float, 
         rclpy.try_shutdown(context=context)
 
 
+# s the parent waits, once stopped by a signal, for its processes' reports, then for their exits
+STOP_REPORT_WAIT = 10.0
+STOP_EXIT_WAIT = 5.0
+
+
 def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration: float | None = 10.0,
               warmup: float = 2.0, progress=None) -> list:
     """Run ``n`` twins over ``processes`` processes for ``duration`` wall seconds (None: until
     Ctrl-C) after ``warmup`` seconds; returns each process's stats (FleetClock.stats() plus
-    ``process``, ``first``, ``error``), in process order."""
+    ``process``, ``first``, ``error``), in process order.
+
+    Ctrl-C or SIGTERM (KeyboardInterrupt or the CLI's Terminated here) is forwarded to every
+    process, which stops and reports; the exception then goes on, carrying the reports as
+    ``stats`` (a process that sent none: an error saying so)."""
     import multiprocessing as mp
+    import signal
 
     if not (isinstance(n, int) and n >= 1):
         raise ValueError(f"a fleet needs at least one robot, got {n!r}")
@@ -95,10 +125,11 @@ def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration
     procs = [ctx.Process(target=_process, args=(k, first, count, dict(dynamics or {}), warmup, duration,
                                                 ready, go, results), name=f"fleet-{k}")
              for k, (first, count) in enumerate(parts)]
-    for p in procs:
-        p.start()
     out = []
+    stopped = None
     try:
+        for p in procs:
+            p.start()
         try:
             ready.wait(timeout=600)
         except threading.BrokenBarrierError:  # a process could not build its twins
@@ -124,19 +155,63 @@ def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration
             except Exception:  # noqa: BLE001 - queue.Empty: a process died without a report
                 dead = [p.name for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
                 raise RuntimeError(f"fleet: no report from {', '.join(dead) or 'a process'} in time") from None
-    except KeyboardInterrupt:
-        # the children got the same Ctrl-C and report what they ran
-        while len(out) < processes:
-            try:
-                out.append(results.get(timeout=30))
-            except Exception:  # noqa: BLE001
-                break
+    except KeyboardInterrupt as exc:
+        stopped = exc
+        ready.abort()  # processes still waiting for the others stop waiting
+        _collect_after_signal(procs, results, out, signal.SIGINT if type(exc) is KeyboardInterrupt else signal.SIGTERM)
+        reported = {s["process"] for s in out}
+        out += [{"process": k, "first": first, "error": "stopped before it reported"}
+                for k, (first, _) in enumerate(parts) if k not in reported]
+        exc.stats = sorted(out, key=lambda s: s["process"])
+        raise
     finally:
+        limit = time.monotonic() + STOP_EXIT_WAIT  # after a signal: the processes' teardowns together
         for p in procs:
-            p.join(timeout=30)
+            if p.pid is None:  # never started (a signal during the start)
+                continue
+            p.join(timeout=max(0.0, limit - time.monotonic()) if stopped is not None else 30)
             if p.is_alive():
                 p.terminate()
+                p.join(timeout=1.0)
+            if p.is_alive():
+                p.kill()
+                p.join()
     return sorted(out, key=lambda s: s["process"])
+
+
+def _collect_after_signal(procs, results, out: list, sig) -> None:
+    """The parent was stopped (Ctrl-C, SIGTERM): pass the signal on to every process, each of
+    which stops and reports (a terminal's Ctrl-C reached them already, a `kill PID` or a
+    supervisor's SIGTERM did not), and collect the reports for STOP_REPORT_WAIT s at most. More
+    signals meanwhile are ignored: the wait is bounded."""
+    import os
+    import queue
+    import signal
+
+    main = threading.current_thread() is threading.main_thread()
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    try:
+        for p in procs:
+            if p.pid is not None and p.is_alive():
+                try:
+                    os.kill(p.pid, sig)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + STOP_REPORT_WAIT
+        while len(out) < len(procs) and time.monotonic() < deadline:
+            try:
+                out.append(results.get(timeout=0.2))
+            except queue.Empty:
+                if not any(p.pid is not None and p.is_alive() for p in procs):
+                    try:  # the last reports of processes that have just ended
+                        while len(out) < len(procs):
+                            out.append(results.get(timeout=0.5))
+                    except queue.Empty:
+                        pass
+                    break
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def summary(stats: list) -> list:
@@ -147,7 +222,9 @@ def summary(stats: list) -> list:
             lines.append(f"process {s['process']}: {s['error']}")
             continue
         last = s["first"] + s["robots"] - 1
-        lines.append(f"process {s['process']}: robot{s['first']}..robot{last} ({s['robots']}), {s['ticks']} frames, "
+        how = f" (stopped by {s['stopped']})" if s.get("stopped") else ""
+        lines.append(f"process {s['process']}{how}: robot{s['first']}..robot{last} ({s['robots']}), "
+                     f"{s['ticks']} frames, "
                      f"tick p50 {s['tick_p50_s'] * 1e3:.2f} ms, p99 {s['tick_p99_s'] * 1e3:.2f} ms, "
                      f"max {s['tick_max_s'] * 1e3:.2f} ms (period {s['period_s'] * 1e3:.1f} ms), "
                      f"{s['skipped']} skipped, {s['overruns']} overruns: "
