@@ -58,7 +58,7 @@ def recording(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, p
     program run only: it may end the process) bounds that teardown (_env.tear_down)."""
     import rclpy
 
-    from ._env import ensure_local_discovery, init_rclpy, start_up_heap_frozen, tear_down
+    from ._env import ensure_local_discovery, init_rclpy, spin_until_signal, start_up_heap_frozen, tear_down
     from .bag import BagRecorder
     from .graph import start_graph
 
@@ -117,7 +117,17 @@ def recording(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, p
             skipped0 = dn.frame_clock.skipped_frames
             wall = duration / rtf
             tic = time.monotonic()
-            graph.spin_for(wall, on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
+            # a signal only stops the spin: one raised inside the recorder's write would leave the
+            # bag unreadable
+            why = spin_until_signal(graph.executor, context, duration=wall,
+                                    on_tick=(lambda: progress(dn.twin.t, dn)) if progress else None)
+        if why in ("SIGINT", "SIGTERM"):  # what was recorded stays, a readable bag
+            from bondsim_ros.cliargs import Terminated
+
+            recorder.close()
+            stopped = Terminated() if why == "SIGTERM" else KeyboardInterrupt()
+            stopped.bag_until = dn.twin.t
+            raise stopped
         stats = {"wall_s": time.monotonic() - tic, "frames": dn.frame_clock.frames, "overruns": dn.frame_clock.overruns,
                  "skipped_frames": dn.frame_clock.skipped_frames - skipped0,
                  "max_lag_ms": dn.frame_clock.max_lag * 1e3, "counts": dict(recorder.counts),
@@ -476,6 +486,13 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
                     duration, bag_dir, rtf=rtf, progress=progress, params=params, domain_id=domain_id,
                     foxglove_port=foxglove_port, foxglove_address=foxglove_address, sensor_map=sensor_map,
                     bound_teardown=bound_teardown))
+            except KeyboardInterrupt as exc:
+                if getattr(exc, "bag_until", None) is None:  # stopped before the recording ran
+                    shutil.rmtree(bag_dir, ignore_errors=True)
+                elif say is not None:
+                    say(f"{'terminated' if type(exc) is not KeyboardInterrupt else 'interrupted'}: the bag holds "
+                        f"t = 0..{exc.bag_until:.1f} s: {bag_dir} (no plots, joint trajectory or video)")
+                raise
             except BaseException:
                 shutil.rmtree(bag_dir, ignore_errors=True)  # this run's own, unfinished recording only
                 raise
