@@ -50,11 +50,11 @@ SOLVER_FLAGS = {"rtol": "--rtol", "atol": "--atol", "hmax": "--hmax", "max_order
 def add_solver_flags(parser, defaults=None) -> None:
     """--rtol, --atol, --hmax and --max-order on ``parser``, their defaults ``defaults``' (a
     SolverOptions; None: SolverOptions()); ``solver_options(args)`` makes them one SolverOptions."""
-    from bondsim_ros.solver.options import MAX_ORDER, RTOL_MAX, SolverOptions
+    from bondsim_ros.solver.options import MAX_ORDER, RTOL_MAX, RTOL_MIN, SolverOptions
 
     d = SolverOptions() if defaults is None else defaults
     parser.add_argument("--rtol", type=float, default=d.rtol,
-                        help=f"solver relative tolerance, in (0, {RTOL_MAX:g}] (default {d.rtol:g})")
+                        help=f"solver relative tolerance, in [{RTOL_MIN:.3g}, {RTOL_MAX:g}] (default {d.rtol:g})")
     parser.add_argument("--atol", type=float, default=d.atol,
                         help=f"solver absolute tolerance, > 0 (default {d.atol:g})")
     parser.add_argument("--hmax", type=float, default=d.hmax, help=f"largest step [s], > 0 (default {d.hmax:g})")

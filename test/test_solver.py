@@ -1,5 +1,6 @@
 """The BDF solver on its own: problems with known solutions, resumability, failures."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -336,3 +337,57 @@ def test_a_cart_pole_whose_constraints_read_a_derivative_runs_at_any_tolerance(r
         assert rel < 100 * rtol, (name, rel)
     if rtol > 2e-6:  # (where the old rule underflowed: the restart is what carried the run)
         assert res.stats["reprojections"] >= 1, res.stats
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda s: s.init(0.0, [1.0]), "y0 must hold one value per unknown (3)"),  # read past its end: y0 = [1, ?, ?]
+    (lambda s: s.init(0.0, [1.0, 0.0, 0.5, 2.0]), "y0 must hold one value per unknown (3)"),
+    (lambda s: s.init(0.0, 1.0), "y0 must hold one value per unknown (3)"),
+    (lambda s: s.init(0.0, [1.0, 0.0, 0.5], yp0=[0.0]), "yp0 must hold one value per unknown (3)"),
+    (lambda s: s.init(0.0, [1.0, 0.0, 0.5], yp0=[0.0], consistent=False), "yp0 must hold one value per unknown"),
+    (lambda s: s.init(math.nan, [1.0, 0.0, 0.5]), "t0 must be a finite time, got nan"),  # ran 500,000 steps
+    (lambda s: s.set_params([5.0, 5.0]), "set_params: 2 parameter values given"),
+])
+def test_vectors_of_the_wrong_length_are_refused_before_the_core_reads_them(call, says):
+    """The C core reads n values of y0 and y', and the problem's parameters, wherever they end:
+    y0 = [1] for three unknowns ran, reading past it, and answered for another start; a short
+    parameter vector was spread over every parameter by numpy. Each is refused, naming it."""
+    prob = DAEProblem(lin_res, lin_jac, *dense_pattern(3), np.ones(3, bool), np.zeros(1), ["a", "b", "c"])
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-9, atol=1e-12))
+    s.init(0.0, [1.0, 0.0, 0.5])
+    with pytest.raises(ValueError, match=re.escape(says)):
+        call(s)
+
+
+def test_a_single_parameter_is_refused_not_spread_over_several():
+    """set_params([5]) on a problem of two parameters set both to 5 (numpy's broadcast)."""
+    prob = DAEProblem(lin_res, lin_jac, *dense_pattern(3), np.ones(3, bool), np.zeros(2), ["a", "b", "c"])
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-9, atol=1e-12))
+    s.init(0.0, [1.0, 0.0, 0.5])
+    with pytest.raises(ValueError, match=r"set_params: 1 parameter values given \(shape \(1,\)\), the problem has 2"):
+        s.set_params([5.0])
+    assert list(s.p) == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("indptr, indices, differential, says", [
+    ([0, 3, 6, 9], [0, 1, 2, 0, 1, 2, 0, 1, 5], np.ones(3, bool), "row index 5 outside the 3 rows"),
+    ([0, 3, 6, 8], [0, 1, 2, 0, 1, 2, 0, 1, 2], np.ones(3, bool), "problem.indptr must be 4 non-decreasing"),
+    ([0, 3, 6, 9], [0, 1, 2, 0, 1, 2, 0, 1, 2], np.ones(2, bool), "problem.differential has shape (2,)"),
+])
+def test_a_problem_whose_arrays_do_not_fit_is_refused(indptr, indices, differential, says):
+    """A row index outside the matrix made the dense assembly write past G; a short
+    differential array was read past its end."""
+    prob = DAEProblem(lin_res, lin_jac, np.array(indptr), np.array(indices), differential, np.zeros(1),
+                      ["a", "b", "c"])
+    with pytest.raises(ValueError, match=re.escape(says)):
+        BDFSolver(prob)
+
+
+def test_no_output_times_is_an_empty_answer():
+    """advance([]) raised IndexError; it answers nothing and leaves the run where it was."""
+    s = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-9, atol=1e-12))
+    s.init(0.0, [1.0, 0.0, 0.5])
+    Y, YP = s.advance([])
+    assert Y.shape == YP.shape == (0, 3) and s.t == 0.0
+    Y, _ = s.advance([1.0])
+    assert np.abs(Y[0] - linear_exact(np.array([1.0]), np.array([1.0, 0.0, 0.5]))[0]).max() < 1e-6

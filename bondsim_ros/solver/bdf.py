@@ -312,6 +312,28 @@ class _Pattern:
         return hit
 
 
+def _check_problem(problem, n: int, indptr, indices) -> None:
+    """The arrays the C core reads without bounds: wrong lengths or a row index outside the
+    matrix would make it read or write past them (a wrong answer, or memory overwritten)."""
+    differential = np.asarray(problem.differential)
+    if differential.shape != (n,):
+        raise ValueError(f"problem.differential has shape {differential.shape}, the problem has {n} unknowns")
+    if indptr.shape != (n + 1,) or indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != indices.size:
+        raise ValueError(f"problem.indptr must be {n + 1} non-decreasing column starts from 0 to the "
+                         f"{indices.size} entries of problem.indices, got {indptr.tolist()[:12]}")
+    if indices.ndim != 1 or (indices.size and (indices.min() < 0 or indices.max() >= n)):
+        bad = indices[(indices < 0) | (indices >= n)]
+        raise ValueError(f"problem.indices: row index {int(bad[0])} outside the {n} rows of the Jacobian")
+
+
+def _vector(values, n: int, what: str) -> np.ndarray:
+    """``values`` as n finite-or-not floats, or ValueError naming ``what`` (the core reads n)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or v.shape[0] != n:
+        raise ValueError(f"{what} must hold one value per unknown ({n}), got shape {v.shape}")
+    return v
+
+
 def _refuse_times(t_out):
     """ValueError naming the first output time that is not finite or comes before the one
     before it."""
@@ -395,6 +417,7 @@ class BDFSolver:
             raise ValueError(f"the problem has {n_modes} modes and switching functions but no modes kernel")
         self.indptr = np.asarray(problem.indptr, dtype=np.int64)
         self.indices = np.asarray(problem.indices, dtype=np.int64)
+        _check_problem(problem, n, self.indptr, self.indices)
         # the pattern's derived arrays; flat: each non-zero's place in a dense row-major n x n matrix (_kernels_at)
         self._pattern = _Pattern.of(self.indptr, self.indices)
         self._flat = self._pattern.flat
@@ -539,8 +562,8 @@ class BDFSolver:
         rank-deficient ones (a minimum-norm answer), those whose dF/dy' moves with the iterate,
         and every failure, which this method names."""
         n = self.n
-        y = np.array(y0, dtype=float)
-        yp = np.zeros(n) if yp0 is None else np.array(yp0, dtype=float)
+        y = _vector(y0, n, "y0").copy()
+        yp = np.zeros(n) if yp0 is None else _vector(yp0, n, "yp0").copy()
         if self._consistent_in_core(float(t0), y, yp, tol, maxiter):
             return y, yp
         with _serial_blas(n):
@@ -766,9 +789,10 @@ class BDFSolver:
         return self._start(t0, y0, yp0, consistent, clear=False, free=free)
 
     def _start(self, t0, y0, yp0, consistent, clear, free=None):
-        y0 = np.asarray(y0, dtype=float)
-        y = y0.copy()
-        yp = np.zeros(self.n) if yp0 is None else np.asarray(yp0, float).copy()
+        if not math.isfinite(float(t0)):
+            raise ValueError(f"t0 must be a finite time, got {t0}")
+        y = _vector(y0, self.n, "y0").copy()
+        yp = np.zeros(self.n) if yp0 is None else _vector(yp0, self.n, "yp0").copy()
         self._origin = float(t0) if self._autonomous else 0.0
         t_core = float(t0) - self._origin  # (the kernels of an autonomous problem ignore t)
         try:
@@ -814,7 +838,11 @@ class BDFSolver:
         """New parameter values from the last output time on (the integrator may have stepped
         past it: that stretch is discarded). The run restarts at order 1 there, since the
         inputs just jumped; ``restart=False`` keeps the step size instead of a small one."""
-        self.p[:] = np.asarray(p, dtype=float)
+        p = np.asarray(p, dtype=float)
+        if p.shape != (self.n_par,):  # (numpy would spread one value over every parameter)
+            raise ValueError(f"set_params: {p.size} parameter values given (shape {p.shape}), the problem has "
+                             f"{self.n_par}")
+        self.p[:] = p
         h = self.st[core.S_H]
         h_new = min(h, 1e-3, self.hmax) if restart else min(h, self.hmax)
         if restart:
@@ -905,8 +933,9 @@ class BDFSolver:
             start = stop
             if progress:
                 progress(float(t_out[stop - 1]))
-        self.y, self.yp = Y[-1].copy(), YP[-1].copy()
-        self.t = float(t_out[-1])
+        if m:  # (no output time: nothing solved, nothing changes)
+            self.y, self.yp = Y[-1].copy(), YP[-1].copy()
+            self.t = float(t_out[-1])
         return Y, YP
 
     def failure(self) -> tuple:
