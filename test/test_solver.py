@@ -281,6 +281,28 @@ def test_newton_divergence_names_the_equation():
     assert s.failure() == ("newton", 1)  # (kind, equation)
 
 
+def test_a_residual_that_is_not_finite_is_named_as_such():
+    """z = sqrt(1 - t) evaluated past t = 1 is NaN: the failure said "Newton iteration diverged",
+    as for an equation without a solution; it names the equation whose residual is not finite."""
+    @residual_kernel
+    def res(t, y, yp, p, out):
+        out[0] = yp[0] - y[1]
+        out[1] = y[1] - np.sqrt(1.0 - t)
+
+    @jacobian_kernel
+    def jac(t, y, yp, p, cj, vals):
+        vals[0] = cj
+        vals[1], vals[2] = -1.0, 1.0
+
+    prob = DAEProblem(res, jac, np.array([0, 1, 3], np.int64), np.array([0, 0, 1], np.int64),
+                      np.array([True, False]), np.zeros(1), ["x", "z"], ["x law", "root law"])
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-6, atol=1e-8))
+    s.init(0.0, [0.0, 1.0])
+    with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*the residual of root law is not finite"):
+        s.advance([2.0])
+    assert s.failure() == ("not_finite", 1)
+
+
 # ---- an input that switches exactly at the stop time -------------------------------------
 @residual_kernel
 def switch_res(t, y, yp, p, out):

@@ -941,11 +941,11 @@ class BDFSolver:
     def failure(self) -> tuple:
         """What the last failure named: (kind, index), kind one of "error_test" (index: the
         unknown with the largest error estimate), "newton" (the equation with the largest
-        residual), "pivot" (the unknown without a pivot), "sparse_fill", "modes" (a mode that
-        chattered) or None."""
+        residual), "not_finite" (an equation whose residual was NaN or inf), "pivot" (the unknown
+        without a pivot), "sparse_fill", "modes" (a mode that chattered) or None."""
         kind = int(self.ist[core.I_FAIL_KIND])
         names = {core.FAIL_ERROR_TEST: "error_test", core.FAIL_NEWTON: "newton", core.FAIL_PIVOT: "pivot",
-                 core.FAIL_SPARSE_FILL: "sparse_fill", core.FAIL_MODES: "modes"}
+                 core.FAIL_SPARSE_FILL: "sparse_fill", core.FAIL_MODES: "modes", core.FAIL_NOT_FINITE: "not_finite"}
         return names.get(kind), int(self.ist[core.I_FAIL_INDEX])
 
     def _raise(self, status):
@@ -953,7 +953,10 @@ class BDFSolver:
         kind, k = self.failure()
         if status == core.UNDERFLOW:
             who = {"error_test": f" (last error-test failure on {self._var(k)})",
-                   "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})"}.get(kind, "")
+                   "newton": f" (Newton iteration diverged; largest residual in {self._eq(k)})",
+                   "not_finite": f" (the residual of {self._eq(k)} is not finite, NaN or inf: a law evaluated "
+                                 f"outside its domain, e.g. sqrt or log of a negative value, or a division by 0)"
+                   }.get(kind, "")
             raise StepSizeUnderflow(f"step size underflow at t={t:.9g}: h={h:.3g}{who}")
         if status == core.SINGULAR and kind == "sparse_fill":
             what = "KLU ran out of memory or refused the pattern" if self.sparse_lu == "klu" else \

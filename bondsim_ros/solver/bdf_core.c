@@ -116,9 +116,10 @@ typedef void (*jac_fn)(double t, const double *y, const double *yp, const double
 enum { OK = 0, UNDERFLOW = 1, SINGULAR = 2, TOO_MANY = 3,
        CHATTER = 4 /* a mode switched back and forth (wrong_mode_failure) */ };
 /* what a failure names: I_FAIL_KIND, with I_FAIL_INDEX the unknown (FAIL_ERROR_TEST: the largest
-   error estimate; FAIL_PIVOT: no pivot), the equation (FAIL_NEWTON: the largest residual), or
-   the mode (FAIL_MODES: one that chatters, CHATTER) */
-enum { FAIL_NONE, FAIL_ERROR_TEST, FAIL_NEWTON, FAIL_PIVOT, FAIL_SPARSE_FILL, FAIL_MODES };
+   error estimate; FAIL_PIVOT: no pivot), the equation (FAIL_NEWTON: the largest residual;
+   FAIL_NOT_FINITE: a residual that is NaN or inf), or the mode (FAIL_MODES: one that chatters,
+   CHATTER) */
+enum { FAIL_NONE, FAIL_ERROR_TEST, FAIL_NEWTON, FAIL_PIVOT, FAIL_SPARSE_FILL, FAIL_MODES, FAIL_NOT_FINITE };
 /* named slots of the state arrays kept between advance() calls: st (doubles), ist (integers) */
 enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST,
        S_T_SWITCHED, S_EV_FROM, /* the switch-back records (loop_t), valid when I_RECORDS is 1 */
@@ -1656,7 +1657,8 @@ static int newton_failure(const solver_t *s, work_t *w, loop_t *L) {
         double a = isfinite(w->r[m]) ? fabs(w->r[m]) : INFINITY;
         if (a > wv) { wv = a; worst = m; }
     }
-    L->fail_kind = FAIL_NEWTON;
+    /* a residual that is NaN or inf there (a law outside its domain) is no divergence */
+    L->fail_kind = isfinite(w->r[worst]) ? FAIL_NEWTON : FAIL_NOT_FINITE;
     L->fail_index = worst;
     L->ramp = 0;
     double factor = ETA_CF;
