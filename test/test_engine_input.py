@@ -426,8 +426,8 @@ def test_a_failed_csv_write_leaves_nothing_behind(tmp_path, capsys, monkeypatch)
     (["--t-end", "inf", "--dt-out", "0.01"], "must be positive finite numbers"),
     (["--t-end", "nan", "--dt-out", "0.01"], "must be positive finite numbers"),
     (["--t-end", "1", "--dt-out", "1e-12"], "output rows (limit 1000000)"),
-    (["--t-end", "1", "--dt-out", "0.1", "--rtol", "inf"], "--rtol must be a number in (0, 0.1]"),
-    (["--t-end", "1", "--dt-out", "0.1", "--rtol", "0"], "--rtol must be a number in (0, 0.1]"),
+    (["--t-end", "1", "--dt-out", "0.1", "--rtol", "inf"], "--rtol must be a number in [2.22e-14, 0.1]"),
+    (["--t-end", "1", "--dt-out", "0.1", "--rtol", "0"], "--rtol must be a number in [2.22e-14, 0.1]"),
     (["--t-end", "1", "--dt-out", "0.1", "--atol", "nan"], "--atol must be a positive finite number"),
     (["--t-end", "1", "--dt-out", "0.1", "--param", "R"], "--param expects NAME=NUMBER"),
 ])

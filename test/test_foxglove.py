@@ -440,65 +440,44 @@ def test_foxglove_address_not_of_this_computer_is_a_usage_error(capsys):
     assert "--foxglove-address needs --foxglove" in capsys.readouterr().err
 
 
-def test_a_client_publishing_without_the_capability_does_not_flood_the_console(capfd, monkeypatch):
-    """The sdk logs one line per message a client publishes on a channel it may not advertise
-    (the twin has no clientPublish): at Foxglove's teleop rate, 20 lines a second on the twin's
-    console. Each repeated line is let through once per 10 s, counting the rest."""
-    import logging
-    import time as _time
+# as `bondsim-ros up` serves: a process of its own where nobody set up logging, the public
+# port's relay in front of the sdk server; a client that publishes without the capability (the
+# twin has no clientPublish) and sends a frame that is no JSON
+CLIENT_ON_THE_RELAY = """
+import sys, time
+import foxglove
+from websockets.sync.client import connect
+from bondsim_ros.ros.foxglove_live import _Front, quiet_repeats
 
-    import foxglove
-    from websockets.sync.client import connect
-
-    from bondsim_ros.ros.foxglove_live import quiet_repeats
-
-    # as in `bondsim-ros up`: nobody set up logging (pytest's capture handler is on the root here)
-    monkeypatch.setattr(logging.root, "handlers", [])
-    sdk = logging.getLogger("foxglove")
-    monkeypatch.setattr(sdk, "handlers", [])
-    monkeypatch.setattr(sdk, "propagate", True)
-    quiet_repeats()
-    ctx = foxglove.Context()
-    server = foxglove.start_server(name="t", host="127.0.0.1", port=0, context=ctx)
-    try:
-        with connect(f"ws://127.0.0.1:{server.port}", subprotocols=["foxglove.sdk.v1"], close_timeout=1) as ws:
-            ws.recv()  # serverInfo
-            for _ in range(40):  # binary MessageData (opcode 1) on client channel 1, never advertised
-                ws.send(bytes([0x01, 1, 0, 0, 0]) + b"{}")
-            _time.sleep(0.5)
-    finally:
-        server.stop()
-    lines = [ln for ln in capfd.readouterr().err.splitlines() if "unknown channel" in ln]
-    assert len(lines) == 1 and lines[0].startswith("foxglove."), lines
+quiet_repeats()
+server = foxglove.start_server(name="t", host="127.0.0.1", port=0, context=foxglove.Context())
+front = _Front("127.0.0.1", 0, server.port)
+with connect(f"ws://127.0.0.1:{front.port}", subprotocols=["foxglove.sdk.v1"], close_timeout=1) as ws:
+    ws.recv()  # serverInfo
+    for _ in range(40):  # binary MessageData (opcode 1) on client channel 1, never advertised
+        ws.send(bytes([0x01, 1, 0, 0, 0]) + b"{}")
+    ws.send("not json")
+    time.sleep(0.5)
+    print(ws.local_address[1])
+front.stop()
+server.stop()
+"""
 
 
-def test_the_console_names_a_relayed_client_by_its_own_address(capfd, monkeypatch):
-    """Clients reach the sdk server through the public port's relay, so the sdk's log named every
-    one of them by the relay's loopback port ("Invalid message from 127.0.0.1:38766"): with
-    --foxglove-address 0.0.0.0 nobody could tell which client sent it. The line names the client."""
-    import logging
-    import time as _time
+def test_the_console_is_not_flooded_and_names_a_relayed_client_by_its_own_address():
+    """The sdk logs one line per message a client publishes on a channel it may not advertise: at
+    Foxglove's teleop rate, 20 lines a second on the twin's console. Each repeated line goes
+    through once per 10 s. Clients reach the sdk server through the relay, so its log named
+    every one of them by the relay's loopback port ("Invalid message from 127.0.0.1:38766"):
+    with --foxglove-address 0.0.0.0 nobody could tell which client sent it. The line names the
+    client's own address."""
+    import subprocess
+    import sys
 
-    import foxglove
-    from websockets.sync.client import connect
-
-    from bondsim_ros.ros.foxglove_live import _Front, quiet_repeats
-
-    monkeypatch.setattr(logging.root, "handlers", [])
-    sdk = logging.getLogger("foxglove")
-    monkeypatch.setattr(sdk, "handlers", [])
-    monkeypatch.setattr(sdk, "propagate", True)
-    quiet_repeats()
-    server = foxglove.start_server(name="t", host="127.0.0.1", port=0, context=foxglove.Context())
-    front = _Front("127.0.0.1", 0, server.port)
-    try:
-        with connect(f"ws://127.0.0.1:{front.port}", subprotocols=["foxglove.websocket.v1"], close_timeout=1) as ws:
-            ws.recv()  # serverInfo
-            ws.send("not json")
-            _time.sleep(0.5)
-            own = ws.local_address[1]
-    finally:
-        front.stop()
-        server.stop()
-    lines = [ln for ln in capfd.readouterr().err.splitlines() if "not json" in ln or "Invalid" in ln]
-    assert lines and all(f"127.0.0.1:{own} (relayed)" in ln for ln in lines), lines
+    proc = subprocess.run([sys.executable, "-c", CLIENT_ON_THE_RELAY], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    own = int(proc.stdout.split()[-1])
+    flood = [ln for ln in proc.stderr.splitlines() if "unknown channel" in ln]
+    assert len(flood) == 1 and flood[0].startswith("foxglove."), flood
+    invalid = [ln for ln in proc.stderr.splitlines() if "Invalid message" in ln]
+    assert invalid and all(f"127.0.0.1:{own} (relayed)" in ln for ln in invalid), proc.stderr

@@ -228,17 +228,17 @@ def test_demo_frames_run_with_the_start_up_heap_out_of_full_collections(tmp_path
     full collection walks only what the run made; afterwards the process collects as before."""
     import gc
 
-    from bondsim_ros.ros import graph as graph_module
+    from bondsim_ros.ros import _env
     from bondsim_ros.ros.demo import record
 
     at_run = []
-    spin_for = graph_module.Graph.spin_for
+    spin = _env.spin_until_signal  # the demo's frames run in it
 
-    def spin_and_look(self, seconds, **kw):
+    def spin_and_look(*args, **kw):
         at_run.append((gc.get_freeze_count(), len(gc.get_objects())))
-        return spin_for(self, seconds, **kw)
+        return spin(*args, **kw)
 
-    monkeypatch.setattr(graph_module.Graph, "spin_for", spin_and_look)
+    monkeypatch.setattr(_env, "spin_until_signal", spin_and_look)
     record(1.0, tmp_path / "bag", rtf=1.0)
     frozen, walked = at_run[0]
     assert frozen > 50_000 and walked < 1_000, at_run
