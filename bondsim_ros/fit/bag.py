@@ -58,24 +58,11 @@ def typestore():
     return store
 
 
-def bag_topics(bag) -> set:
-    """The topics a bag holds."""
-    from rosbags.rosbag2 import Reader
-
-    bag = Path(bag)
-    if not bag.exists():
-        raise FitError(f"{bag}: no such bag")
-    try:
-        with Reader(bag) as reader:
-            return {c.topic for c in reader.connections}
-    except Exception as exc:  # rosbags raises its own error types for unreadable bags
-        raise FitError(f"{bag}: cannot read the bag: {exc}") from None
-
-
-def read_topics(bag, topics, types=None) -> dict:
+def read_topics(bag, topics, types=None, optional=()) -> dict:
     """{topic: (msgtype, [(stamp_ns, logged_ns, message)])}: ``stamp_ns`` is the header stamp when
     the message has one, else None. ``types``: {topic: allowed message types}, checked before any
-    message is decoded."""
+    message is decoded. ``optional``: those of ``topics`` that may be missing from the bag (then
+    also from the answer)."""
     from rosbags.rosbag2 import Reader
 
     bag = Path(bag)
@@ -86,7 +73,7 @@ def read_topics(bag, topics, types=None) -> dict:
     try:
         with Reader(bag) as reader:
             present = {c.topic for c in reader.connections}
-            missing = [t for t in topics if t and t not in present]
+            missing = [t for t in topics if t and t not in present and t not in optional]
             if missing:
                 raise FitError(f"{bag}: topic(s) {', '.join(missing)} not in the bag (has: {', '.join(sorted(present))})")
             conns = [c for c in reader.connections if c.topic in topics]
@@ -94,10 +81,12 @@ def read_topics(bag, topics, types=None) -> dict:
                 allowed = (types or {}).get(c.topic)
                 if allowed and c.msgtype not in allowed:
                     raise FitError(f"{bag}: topic {c.topic} carries {c.msgtype}, expected {' or '.join(allowed)}")
+            for c in conns:  # every topic the bag holds is answered, messages or none
+                out.setdefault(c.topic, (c.msgtype, []))
             for conn, logged, raw in reader.messages(connections=conns):
                 msg = store.deserialize_cdr(raw, conn.msgtype)
                 t = stamp_ns(msg.header.stamp) if hasattr(msg, "header") else None
-                out.setdefault(conn.topic, (conn.msgtype, []))[1].append((t, logged, msg))
+                out[conn.topic][1].append((t, logged, msg))
     except FitError:
         raise
     except Exception as exc:  # rosbags raises its own error types for unreadable bags
@@ -129,9 +118,10 @@ def _on_the_rows_clock(messages, clock: int, offset_ns: int, topic: str, notes: 
 
 def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: float = 1.0,
                odom: str | None = None, motor_readings: str | None = None,
-               motor_joints=MOTOR_JOINTS) -> LogData:
+               motor_joints=MOTOR_JOINTS, readings_optional: bool = False) -> LogData:
     """Columns: t, vx_cmd, vy_cmd, wz_cmd, w1..w3, with ``motor_readings`` i1..i3 and, with
-    ``odom``, x, y, phi.
+    ``odom``, x, y, phi. ``readings_optional``: a bag without ``motor_readings`` has no currents
+    (else it is refused, as a missing topic is).
 
     The driver's currents are taken as signed as its motor speeds (motor k of ``motor_joints``
     turns that joint) and turned into the twin's (``MOTOR_SIGN``). Messages with
@@ -142,8 +132,6 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     if len(wheel_joints) != 3:
         raise FitError(f"give the three wheel joint names of the driver, got {wheel_joints}")
     motor_joints = list(motor_joints)
-    if motor_readings and not set(wheel_joints) <= set(motor_joints):
-        raise FitError(f"the wheel joints {wheel_joints} are not all among the motors' joints {motor_joints}")
     roles = [("--cmd-vel", cmd_vel), ("--joint-states", joint_states)] + ([("--odom", odom)] if odom else []) + \
         ([("--motor-readings", motor_readings)] if motor_readings else [])
     for i, (role, topic) in enumerate(roles):
@@ -155,7 +143,11 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
         types[odom] = TOPIC_TYPES["odom"]
     if motor_readings:
         types[motor_readings] = TOPIC_TYPES["motor_readings"]
-    data = read_topics(bag, list(types), types)
+    data = read_topics(bag, list(types), types, optional=[motor_readings] if readings_optional else [])
+    if motor_readings not in data:
+        motor_readings = None  # (optional, and not in the bag: read_topics answers every topic it has)
+    if motor_readings and not set(wheel_joints) <= set(motor_joints):
+        raise FitError(f"the wheel joints {wheel_joints} are not all among the motors' joints {motor_joints}")
     notes = []
     js = data.get(joint_states, (None, []))[1]
     if len(js) < 2:
@@ -242,8 +234,9 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
     for topic, what, samples in measured:
         good = sorted((p for p in samples if _usable(p[1])), key=lambda p: p[0])
         if len(good) < len(samples):
+            every = f": all {len(motor_joints)} motors'" if what == "currents" else ""
             notes.append(f"{topic}: dropped {len(samples) - len(good)} of {len(samples)} messages without "
-                         f"finite {what} (within +-{MAX_VALUE:g}: all {len(motor_joints)} motors' for currents)")
+                         f"finite {what} (within +-{MAX_VALUE:g}{every})")
         if len({s for s, _ in good}) < 2:
             raise FitError(f"{bag}: fewer than two {topic} messages with finite {what} at distinct times")
         spans.append((np.array([s for s, _ in good], dtype=np.int64), np.array([p for _, p in good], float)))
@@ -302,4 +295,4 @@ def write_log(log: LogData, path, option: str = "") -> Path:
     return path
 
 
-__all__ = ["MOTOR_JOINTS", "bag_to_log", "bag_topics", "read_topics", "typestore", "write_log"]
+__all__ = ["MOTOR_JOINTS", "bag_to_log", "read_topics", "typestore", "write_log"]

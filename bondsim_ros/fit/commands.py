@@ -224,7 +224,7 @@ def cmd_bag2csv(args) -> int:
     from bondsim_ros.outfiles import check_output
     from bondsim_ros.paths import share_file
 
-    from .bag import MOTOR_JOINTS, bag_to_log, bag_topics, write_log
+    from .bag import MOTOR_JOINTS, bag_to_log, write_log
     from .core import FitError
 
     check_output(args.output, "-o", stdout_ok=True, inputs=[args.bag, args.bridge_config])
@@ -268,14 +268,12 @@ def cmd_bag2csv(args) -> int:
         raise CLIError(f"--motor-joints {args.motor_joints}: give the three joints motors 0, 1, 2 turn")
     if args.no_currents and args.motor_readings:
         raise CLIError("--motor-readings and --no-currents: give one of them")
+    # the driver publishes motor_readings beside joint_states (MotorArrayROS): read where logged
+    readings = None if args.no_currents else args.motor_readings or joint_states.rpartition("/")[0] + "/motor_readings"
     try:
-        readings = None if args.no_currents else args.motor_readings
-        if readings is None and not args.no_currents:
-            # the driver publishes motor_readings beside joint_states (MotorArrayROS): read them where logged
-            sibling = joint_states.rpartition("/")[0] + "/motor_readings"
-            readings = sibling if sibling in bag_topics(args.bag) else None
         log = bag_to_log(args.bag, cmd_vel, joint_states, wheels, float(wheel_sign), odom=odom,
-                         motor_readings=readings, motor_joints=motor_joints)
+                         motor_readings=readings, motor_joints=motor_joints,
+                         readings_optional=args.motor_readings is None)
         write_log(log, args.output, "-o")
     except FitError as exc:
         raise CLIError(str(exc)) from None
