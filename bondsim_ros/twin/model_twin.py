@@ -21,6 +21,7 @@ from .trajectory import TrajectorySampler
 from bondsim_ros.solver.options import SolverOptions
 
 TRAJECTORY_STEP = 0.01  # s: longest hold of a joint reference along a trajectory
+TWIST_KEYS = ("vx", "vy", "wz")  # a twist's components, as a binding names their parameters
 
 
 @dataclass
@@ -96,15 +97,14 @@ class ModelTwin:
 
     # -- lifecycle -------------------------------------------------------------------------
     def reset(self) -> None:
-        twist = self.binding.twist if TWIST in self.commands else {}
-        keys = [(k, twist.get(k)) for k in ("vx", "vy", "wz")]
         # commanded by twist: the run starts with the twist commanded (standing before the first
         # command), consistent with it from t = 0; otherwise the model's own values run (a file's
         # vx_cmd: 0.5 drives the base) and are the twist a later command is compared with
-        params = {name: v for (_, name), v in zip(keys, self.twist) if name} if self.command == TWIST else None
+        params = self._twist_params(self.twist) if self.command == TWIST else None
         self.sim = self._Simulation(self.compiled, self.options, params=params)
-        if twist and self.command != TWIST:
-            self.twist = tuple(self.sim.param(name) if name else 0.0 for _, name in keys)
+        if TWIST in self.commands and self.command != TWIST:
+            names = [self.binding.twist.get(k) for k in TWIST_KEYS]
+            self.twist = tuple(self.sim.param(name) if name else 0.0 for name in names)
         self.t = 0.0
         self._traj = None
         solver = self.sim.solver
@@ -140,10 +140,13 @@ class ModelTwin:
             self._apply_twist(applied, restart=True)
         return applied
 
-    def _apply_twist(self, cmd, restart):
+    def _twist_params(self, cmd) -> dict:
+        """The model's parameters a twist (vx, vy, wz) sets, with their values."""
         p = self.binding.twist
-        values = {p[k]: v for k, v in zip(("vx", "vy", "wz"), cmd) if p.get(k)}
-        self.sim.set_params(values, restart=restart)
+        return {p[k]: v for k, v in zip(TWIST_KEYS, cmd) if p.get(k)}
+
+    def _apply_twist(self, cmd, restart):
+        self.sim.set_params(self._twist_params(cmd), restart=restart)
         self.twist = tuple(cmd)
 
     @property
