@@ -31,13 +31,20 @@ class JointCommand:
     twist: tuple | None = None  # body twist (vx, vy, wz) from wheel speeds, before the limits
 
 
+def _lacks_for_wheel_speeds(twin) -> list:
+    """What the twin lacks to take wheel speeds as a twist (empty: nothing)."""
+    kinematics = bool(getattr(twin, "wheel_joints", None)) and callable(getattr(twin, "twist_for_wheel_speeds", None))
+    return [what for what, has in (
+        ("a twist command", "twist" in twin.commands),
+        ("its base's inverse kinematics (wheel_joints and twist_for_wheel_speeds, a Python robot's; a YAML "
+         "model declares none: command its base by cmd_vel)", kinematics),
+    ) if not has]
+
+
 def wheel_kinematics(twin) -> tuple | None:
     """The twin's driven wheel joints, if it exposes its base's inverse kinematics
     (``wheel_joints`` and ``twist_for_wheel_speeds``) and takes a twist command."""
-    wheels = getattr(twin, "wheel_joints", None)
-    if wheels and "twist" in twin.commands and callable(getattr(twin, "twist_for_wheel_speeds", None)):
-        return tuple(wheels)
-    return None
+    return None if _lacks_for_wheel_speeds(twin) else tuple(twin.wheel_joints)
 
 
 def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -> JointCommand:
@@ -82,15 +89,9 @@ def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -
     if "velocity" in given:
         wheels = wheel_kinematics(twin)
         if wheels is None:
-            lacks = [what for what, has in (
-                ("a twist command", "twist" in twin.commands),
-                ("its base's inverse kinematics (wheel_joints and twist_for_wheel_speeds, a Python robot's; a YAML "
-                 "model declares none: command its base by cmd_vel)",
-                 bool(getattr(twin, "wheel_joints", None)) and callable(getattr(twin, "twist_for_wheel_speeds", None))),
-            ) if not has]
             raise JointCommandError(f"velocity commands ({sorted(given['velocity'])}): {twin.name} takes wheel "
                                     f"speeds as a twist through its base's inverse kinematics, and lacks "
-                                    f"{' and '.join(lacks)}")
+                                    f"{' and '.join(_lacks_for_wheel_speeds(twin))}")
         if not twist_allowed:
             raise JointCommandError("wheel speeds drive the base as cmd_vel does: start the node with "
                                     "reference cmd_vel")
