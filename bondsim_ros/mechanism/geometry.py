@@ -31,7 +31,7 @@ def _sized_mesh(shape: Shape, sections: int = SECTIONS) -> tuple:
     trimesh builds and merges vertices to an absolute tolerance (1e-8): a shape a millimetre
     across came out not watertight (and a cone smaller than 0.1 mm without faces). So the mesh is
     made about 1 across and its scale kept apart: mass properties scale exactly, see
-    _scaled_properties."""
+    _properties_per_volume."""
     import trimesh  # here, not at module level: 1.5 s that mass properties of primitives never need
 
     if shape.kind == "part":

@@ -121,11 +121,11 @@ class _Repeats(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         import time
 
-        message = record.getMessage()
+        message = original = record.getMessage()
         for relayed, client in list(RELAYED.items()):  # the client's own address, not the relay's
             if relayed in message:
                 message = message.replace(relayed, f"{client} (relayed)")
-        if message != record.getMessage():
+        if message != original:
             record.msg, record.args = message, ()
         key, now = (record.name, message), time.monotonic()
         if key in self.last and now - self.last[key] < self.period:
