@@ -92,6 +92,32 @@ def test_a_beam_from_outside_the_grid_hits_the_near_face():
     assert cast(grid, grid.blocking(), [(-1.99, 0.3)], [1.0], 10.0)[0] == 0.0
 
 
+def test_readings_stay_in_range_and_too_close_is_minus_inf():
+    """LaserScan consumers discard values outside [range_min, range_max]: noise does not push a
+    reading out; a wall nearer than range_min (the scanner inside an obstacle) is REP 117's -inf."""
+    data, origin = walled()
+    data[:, 60:62] = 100  # face at x = 1.0
+    grid = OccupancyGrid(data, RES, origin)
+    near_max = scanner(angle_min=-0.05, angle_max=0.05, angle_increment=0.001, range_max=1.0 + 1e-3, sigma=0.05)
+    ranges = near_max.scan(World(grid), (0.0, 0.0, 0.0))
+    assert ranges.max() == np.float32(1.0 + 1e-3) and ranges.min() >= np.float32(near_max.range_min)
+    inside = scanner(angle_min=-1.0, angle_max=1.0, sigma=0.02).scan(World(grid), (1.02, 0.0, 0.0))
+    assert np.all(inside == -np.inf)
+    too_close = scanner(angle_min=0.0, angle_max=0.0, range_min=0.05).scan(World(grid), (0.97, 0.0, 0.0))
+    assert too_close[0] == -np.inf
+
+
+def test_a_scanner_outside_the_map_warns_nothing():
+    import warnings
+
+    data, origin = walled()
+    grid = OccupancyGrid(data, RES, origin)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "invalid value encountered" on beams that miss the grid
+        ranges = scanner(range_max=5.0).scan(World(grid), (10.0, 10.0, 0.0))
+    assert np.all(ranges == np.float32(5.0))
+
+
 def test_the_default_scanner_is_the_tim571_and_its_fields_agree():
     laser = LaserScanner()
     assert laser.count == 811  # 270 deg at 1/3 deg, both ends included
@@ -234,6 +260,18 @@ def test_transparent_pixels_are_unknown_except_in_raw_mode(tmp_path):
 def test_negate_as_boolean_and_mode_defaults_to_trinary(tmp_path):
     path = write_map(tmp_path, [[0, 254]], negate="true")
     assert load_map(path).data[0].tolist() == [0, 100]
+
+
+def test_numbers_are_read_from_their_text_as_map_server_reads_them(tmp_path):
+    """yaml-cpp converts a scalar by its text (a C++ stream): 5e-2 (a string to YAML 1.1) is a
+    resolution, "0" and 0x1 are negate values."""
+    grid = load_map(write_map(tmp_path, [[0, 254]], resolution="5e-2", origin="[1e0, '2', -0.]", negate='"0"'))
+    assert grid.resolution == 0.05 and grid.origin == (1.0, 2.0, 0.0) and grid.data[0].tolist() == [100, 0]
+    assert load_map(write_map(tmp_path, [[0, 254]], negate="0x1")).data[0].tolist() == [0, 100]
+    with pytest.raises(MapError, match=r"m\.yaml:2: resolution: must be a positive number .* got '5e-2x'"):
+        load_map(write_map(tmp_path, [[0, 254]], resolution="5e-2x"))
+    with pytest.raises(MapError, match=r"m\.yaml:4: negate: must be an integer or a boolean, got '08'"):
+        load_map(write_map(tmp_path, [[0, 254]], negate="'08'"))  # octal by its leading 0: 8 is not a digit
 
 
 @pytest.mark.parametrize("keys,message", [

@@ -30,7 +30,8 @@ Sources of the numbers:
 Noise: Gaussian, zero mean, standard deviation ``sigma`` [m], added to beams that hit, from a
 ``numpy.random.Generator`` seeded once (``seed``), so a run is reproducible. A beam that hits
 nothing within its maximum range returns that maximum range (or ``inf``, REP 117's "no return",
-with ``no_return="inf"``).
+with ``no_return="inf"``); a noisy reading is clipped to [range_min, range_max], and a wall nearer
+than range_min (the scanner inside an obstacle) reads ``-inf``, REP 117's "too close".
 """
 from __future__ import annotations
 
@@ -127,7 +128,10 @@ class LaserScanner:
         hits = world.ranges((x, y), yaw + self.angles, self.range_max)
         found = np.isfinite(hits)
         out = np.full(hits.shape, self.range_max if self.no_return == "range_max" else np.inf)
-        out[found] = _noisy(hits[found], self.sigma, self.rng)
+        # a reading stays a measurement, in [range_min, range_max] (LaserScan: values outside are
+        # discarded) whatever the noise; a wall nearer than range_min is REP 117's -inf, "too close"
+        out[found] = np.clip(_noisy(hits[found], self.sigma, self.rng), self.range_min, self.range_max)
+        out[found & (hits < self.range_min)] = -np.inf
         return out.astype(np.float32)
 
 

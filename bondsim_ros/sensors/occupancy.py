@@ -5,7 +5,8 @@ the releases Jazzy and Kilted ship (1.3.8 and later, 1.4.x):
 
 - keys ``image`` (relative to the YAML file's folder unless absolute; ``~/`` is the home folder),
   ``resolution`` [m/cell], ``origin`` [x, y, yaw] (exactly three numbers), ``free_thresh``,
-  ``occupied_thresh`` and ``negate`` (an integer, else a boolean) are required; ``mode`` is
+  ``occupied_thresh`` and ``negate`` (an integer, else a boolean) are required, a number read
+  from its text as yaml-cpp reads it (``5e-2``, ``"0"``); ``mode`` is
   optional (``trinary`` when absent; ``trinary``, ``scale`` or ``raw``, any letter case);
 - the image is converted to 8-bit grey (colour by luma, as GraphicsMagick's grayscale
   conversion); in trinary and scale modes ``occ = 1 - grey/255`` (``occ = grey/255`` with
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,10 +108,34 @@ def _key_lines(text: str) -> dict:
     return {k.value: v.start_mark.line + 1 for k, v in node.value if isinstance(k, yaml.ScalarNode)}
 
 
+# yaml-cpp converts a scalar to a number by its text, as a C++ stream reads it (convert<T>:
+# ``stream >> value``, then only white space may follow), whether YAML would call it a string or
+# not: map_server reads ``resolution: 5e-2`` (a string to PyYAML's YAML 1.1 rules, which want a
+# dot) and ``negate: "0"``. The forms a stream takes: a decimal float, and for an integer
+# (the stream's base unset) decimal, octal (leading 0) or hex (0x)
+_STREAM_FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
+_STREAM_INT = re.compile(r"([+-]?)(?:0[xX]([0-9a-fA-F]+)|0([0-7]*)|([1-9]\d*))\s*")
+
+
 def _number(value) -> float | None:
+    """A number as map_server reads one (a float), or None."""
+    if isinstance(value, str) and _STREAM_FLOAT.fullmatch(value):
+        return float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def _integer(value) -> int | None:
+    """An integer as map_server reads one, or None."""
+    if isinstance(value, str):
+        m = _STREAM_INT.fullmatch(value)
+        if m is None:
+            return None
+        sign, hex_digits, octal, decimal = m.groups()
+        v = int(hex_digits, 16) if hex_digits else int(octal, 8) if octal else int(decimal or "0")
+        return -v if sign == "-" else v
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def load_map(yaml_path) -> OccupancyGrid:
@@ -147,19 +173,18 @@ def load_map(yaml_path) -> OccupancyGrid:
     if not isinstance(origin, list) or len(origin) != 3:
         n = len(origin) if isinstance(origin, list) else "not a list"
         fail("origin", f"must be [x, y, yaw] with 3 elements, not {n}")
-    if any(_number(v) is None or not math.isfinite(v) for v in origin):
-        fail("origin", f"must be three numbers [x, y, yaw], got {origin!r}")
+    origin = [_number(v) for v in origin]
+    if any(v is None or not math.isfinite(v) for v in origin):
+        fail("origin", f"must be three numbers [x, y, yaw], got {doc['origin']!r}")
     thresholds = {}
     for key in ("free_thresh", "occupied_thresh"):
         value = _number(doc[key])
         if value is None or not math.isfinite(value):
             fail(key, f"must be a number, got {doc[key]!r}")
         thresholds[key] = value
-    negate = doc["negate"]
-    if isinstance(negate, bool):
-        negate = int(negate)
-    if not isinstance(negate, int):
-        fail("negate", f"must be an integer or a boolean, got {negate!r}")
+    negate = int(doc["negate"]) if isinstance(doc["negate"], bool) else _integer(doc["negate"])
+    if negate is None:
+        fail("negate", f"must be an integer or a boolean, got {doc['negate']!r}")
     mode = doc.get("mode", "trinary")
     if not isinstance(mode, str) or mode.lower() not in MODES:
         fail("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")

@@ -45,9 +45,10 @@ def cast(grid: OccupancyGrid, blocking: np.ndarray, origins, angles, max_range) 
     active = t_enter <= t_exit
     # first cell: the one the beam is in just after its entry point (a point on a cell border
     # belongs to the cell the beam moves into); clipped against round-off on the box's edge
-    ex, ey = px + t_enter * dx, py + t_enter * dy
-    ix = np.clip(np.where(dx < 0, np.ceil(ex) - 1, np.floor(ex)), 0, w - 1).astype(np.int64)
-    iy = np.clip(np.where(dy < 0, np.ceil(ey) - 1, np.floor(ey)), 0, h - 1).astype(np.int64)
+    with np.errstate(invalid="ignore"):  # inf * 0, NaN: a beam parallel to an axis that misses the grid (inactive)
+        ex, ey = px + t_enter * dx, py + t_enter * dy
+        ix = np.clip(np.where(dx < 0, np.ceil(ex) - 1, np.floor(ex)), 0, w - 1).astype(np.int64)
+        iy = np.clip(np.where(dy < 0, np.ceil(ey) - 1, np.floor(ey)), 0, h - 1).astype(np.int64)
     step_x = np.where(dx > 0, 1, -1)
     step_y = np.where(dy > 0, 1, -1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
