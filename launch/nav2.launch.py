@@ -65,14 +65,14 @@ def _nodes(context):
         Node(package="robot_state_publisher", executable="robot_state_publisher",
              parameters=[{"robot_description": description}]),
         Node(package="bondsim_ros", executable="dynamics_node", output="screen",
-             parameters=[params, {"model": view.spec, "reference": "cmd_vel", "cmd_vel_type": "auto",
+             parameters=[params, {"model": view.spec, "reference": "cmd_vel", "cmd_vel_type": "stamped",
                                   "cmd_vel_topic": "cmd_vel_bumper"}]),
         Node(package="bondsim_ros", executable="probe_node", parameters=[params, {"mechanism": str(view.mechanism)}]),
         # the scan AMCL and the costmaps use, the IR sensors and the bumper, against the map Nav2 plans on;
         # map -> odom is the identity at the start in both modes (the twin starts at the map's origin)
         Node(package="bondsim_ros", executable="sensor_node", output="screen", parameters=[{"map": map_yaml}]),
         Node(package="bondsim_ros", executable="bumper_stop", output="screen",
-             parameters=[{"cmd_vel_in": "cmd_vel", "cmd_vel_out": "cmd_vel_bumper"}]),
+             parameters=[{"cmd_vel_in": "cmd_vel", "cmd_vel_out": "cmd_vel_bumper", "cmd_vel_out_type": "stamped"}]),
         Node(package="nav2_map_server", executable="map_server", name="map_server",
              parameters=[nav2_params, {"yaml_filename": map_yaml}]),
     ]

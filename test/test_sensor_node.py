@@ -8,7 +8,7 @@ import time
 import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
-from geometry_msgs.msg import Twist, Vector3  # noqa: E402
+from geometry_msgs.msg import Twist, TwistStamped, Vector3  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import LaserScan, PointCloud  # noqa: E402
@@ -130,7 +130,8 @@ def test_bumper_stop_zeroes_commands_for_the_timeout(context):
     cmd = node.create_publisher(Twist, "cmd_vel", 10)
     bumper = node.create_publisher(Bool, "bumper", 10)
     out = []
-    node.create_subscription(Twist, "cmd_vel_bumper", lambda m: out.append((time.monotonic(), m.linear.x)), 50)
+    node.create_subscription(TwistStamped, "cmd_vel_bumper",  # cmd_vel_out_type's default
+                             lambda m: out.append((time.monotonic(), m.twist.linear.x)), 50)
     executor = make_executor(context)
     for n in (gate, node):
         executor.add_node(n)
@@ -144,8 +145,8 @@ def test_bumper_stop_zeroes_commands_for_the_timeout(context):
             _spin(executor, 0.02)
 
     try:
-        _spin(executor, 2.0, until=lambda: gate.kind is not None and gate.pub.get_subscription_count() > 0)
-        assert gate.kind == "twist"  # auto: the publisher's type
+        _spin(executor, 2.0, until=lambda: gate.cmd_vel.kind is not None and gate.pub.get_subscription_count() > 0)
+        assert gate.cmd_vel.kind == "twist"  # auto: the publisher's type
         drive(0.5, contact=False)
         assert out and all(v == 0.3 for _, v in out)
         n_before = len(out)
@@ -177,7 +178,7 @@ def test_a_bumper_contact_stops_the_twin():
 
     start = 2.3  # map x of odom's origin: the footprint touches the wall at odom x = 3.0 - 0.185 - 2.3
     touch = WALL - R - start
-    dyn = {"reference": "cmd_vel", "cmd_vel_type": "twist", "cmd_vel_topic": "cmd_vel_bumper"}
+    dyn = {"reference": "cmd_vel", "cmd_vel_type": "stamped", "cmd_vel_topic": "cmd_vel_bumper"}
     with live_graph(dyn, "commander", with_probe=False) as (graph, node):
         ctx = graph.context
         extra = [SensorNode(overrides={"map_to_odom": [start, 0.0, 0.0]}, context=ctx),
@@ -249,3 +250,21 @@ def test_pose_from_tf_and_bad_parameters(context, tmp_path):
     bad.write_text("image: x.pgm\nresolution: 0.05\norigin: [0, 0]\nnegate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.2\n")
     with pytest.raises(MapError, match=r"bad\.yaml:3: origin: must be \[x, y, yaw\] with 3 elements, not 2"):
         SensorNode(overrides={"map": str(bad)}, context=context)
+
+
+def test_bumper_stop_output_type_clash_is_named(context):
+    """A twin in this process already subscribed to cmd_vel_out as Twist: bumper_stop's TwistStamped
+    publisher cannot exist beside it (one type per topic and process); the error names the
+    parameter to change instead of rcl's "incompatible type"."""
+    from bondsim_ros.ros.bumper_stop import BumperStop
+
+    twin = rclpy.create_node("twin_stand_in", context=context)
+    twin.create_subscription(Twist, "cmd_vel_bumper", lambda m: None, 10)
+    try:
+        with pytest.raises(ValueError, match=r"cmd_vel_out_type: stamped, but this process already has "
+                                             r"cmd_vel_bumper as the other type"):
+            BumperStop(context=context)
+        gate = BumperStop(overrides={"cmd_vel_out_type": "twist"}, context=context)  # the same type: fine
+        gate.destroy_node()
+    finally:
+        twin.destroy_node()

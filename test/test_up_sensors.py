@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
-from geometry_msgs.msg import Twist, Vector3  # noqa: E402
+from geometry_msgs.msg import Twist, TwistStamped, Vector3  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import LaserScan  # noqa: E402
@@ -21,10 +21,16 @@ from bondsim_ros.cli import main  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_up_sensors_publishes_the_scan_and_passes_commands_on(context):
+def test_up_sensors_publishes_the_scan_and_passes_commands_on(context, tmp_path):
+    """The --params file's sensor_node section applies (a scan without noise); the first command
+    after the start moves the twin (it is not lost while types are discovered); a TwistStamped
+    publisher after a Twist one drives it on (bumper_stop follows the type)."""
+    params = tmp_path / "params.yaml"
+    params.write_text("/**/sensor_node:\n  ros__parameters:\n    range_sigma: 0.0\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--reference", "cmd_vel", "--sensors",
-                             "--duration", "60"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             "--params", str(params), "--duration", "60"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     node = rclpy.create_node("up_sensors_listener", context=context)
     scans, statics, odoms = [], [], []
     node.create_subscription(LaserScan, "/scan", lambda m: scans.append((time.monotonic(), m)), qos_profile_sensor_data)
@@ -32,6 +38,10 @@ def test_up_sensors_publishes_the_scan_and_passes_commands_on(context):
                              QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     node.create_subscription(Odometry, "/odom", odoms.append, 10)
     cmd = node.create_publisher(Twist, "/cmd_vel", 10)
+    # TwistStamped on the same topic from another participant (one type per topic and process)
+    other = rclpy.Context()
+    rclpy.init(context=other)
+    stamped_node = rclpy.create_node("up_sensors_stamped", context=other)
     from rclpy.executors import SingleThreadedExecutor
 
     executor = SingleThreadedExecutor(context=context)
@@ -42,34 +52,45 @@ def test_up_sensors_publishes_the_scan_and_passes_commands_on(context):
         while time.monotonic() < end and not until() and proc.poll() is None:
             executor.spin_once(timeout_sec=0.05)
 
+    def x():
+        return odoms[-1].pose.pose.position.x if odoms else None
+
     try:
-        spin(60, lambda: len(scans) >= 45)  # model build and imports take seconds on a loaded machine
+        spin(60, lambda: len(scans) >= 45 and cmd.get_subscription_count() > 0)  # imports, build: seconds
         assert len(scans) >= 45, f"{len(scans)} scans"
         first = scans[0][1]
-        # then 1.5 s of 0.4 m/s forward through bumper_stop to the twin's cmd_vel_bumper
-        end = time.monotonic() + 1.5
+        # one command, as `ros2 topic pub --once` sends it: it holds for cmd_vel_timeout (0.5 s)
+        cmd.publish(Twist(linear=Vector3(x=0.4)))
+        spin(1.5, lambda: False)
+        x_once = x()
+        node.destroy_publisher(cmd)
+        stamped = stamped_node.create_publisher(TwistStamped, "/cmd_vel", 10)
+        end = time.monotonic() + 2.5
         while time.monotonic() < end:
-            cmd.publish(Twist(linear=Vector3(x=0.4)))
+            stamped.publish(TwistStamped(twist=Twist(linear=Vector3(x=0.4))))
             spin(0.05, lambda: False)
-        cmd.publish(Twist())
         spin(1.0, lambda: False)
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
         executor.shutdown()
         node.destroy_node()
-    assert "sensor_node, bumper_stop running" in out, out[-3000:]
+        stamped_node.destroy_node()
+        rclpy.try_shutdown(context=other)
+    assert "sensor_node, bumper_stop running" in out and "Traceback" not in out, out[-3000:]
     assert first.header.frame_id == "laser_link" and len(first.ranges) == 811
-    # the arena's +x wall's inner face is at x = 3.0, the scanner 0.12 m ahead of the centre
-    # (range noise sigma 0.02 m)
-    assert first.ranges[405] == pytest.approx(3.0 - 0.12, abs=0.1)
+    # the arena's +x wall's inner face is at x = 3.0, the scanner 0.12 m ahead of the centre;
+    # range_sigma 0 from the file: exact to the ray cast's rounding
+    assert first.ranges[405] == pytest.approx(3.0 - 0.12, abs=1e-4)
     times = [t for t, _ in scans[:45]]
     rate = 44 / (times[-1] - times[0])
     assert 7.0 <= rate <= 25.0, f"{rate:.1f} Hz, sensor_node's 15 Hz (bounds for a loaded machine)"
     static = {(t.header.frame_id, t.child_frame_id) for m in statics for t in m.transforms}
     assert ("base_link", "laser_link") in static and ("base_footprint", "base_link") in static
-    assert odoms and odoms[-1].pose.pose.position.x > 0.3, "the commands did not reach the twin"
-    assert scans[-1][1].ranges[405] < first.ranges[405] - 0.3  # the wall seen nearer
+    # 0.4 m/s for 0.5 s, less the wheels' spin-up
+    assert x_once is not None and 0.1 < x_once < 0.25, f"the one command moved the twin to x = {x_once}"
+    assert x() > x_once + 0.3, f"the TwistStamped commands did not reach the twin: x {x_once} -> {x()}"
+    assert scans[-1][1].ranges[405] < first.ranges[405] - 0.4  # the wall seen nearer
 
 
 @pytest.mark.parametrize("argv,message", [

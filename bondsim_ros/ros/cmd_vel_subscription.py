@@ -1,6 +1,6 @@
-"""The dynamics node's velocity commands: the cmd_vel subscription (Twist or TwistStamped, as
-``cmd_vel_type`` says or, auto, as the publishers present send them: cmd_vel_type.py), each
-command checked and clamped when it arrives and queued for the next frame (CommandQueue).
+"""Velocity command subscriptions, Twist or TwistStamped as ``cmd_vel_type`` says or, auto, as the
+publishers present send them (cmd_vel_type.py): the dynamics node's cmd_vel, each command checked
+and clamped when it arrives and queued for the next frame (CommandQueue), and bumper_stop's input.
 """
 from __future__ import annotations
 
@@ -19,12 +19,13 @@ from .cmd_vel_type import STAMPED, both_published, next_kind, publisher_kinds
 CHECK_PERIOD_NS = 200_000_000
 
 
-class CmdVelSubscription:
-    """cmd_vel for one DynamicsNode (``node``) into ``queue``, through the interface profile in
-    force (``interface``: disabled, held after a bumper contact, or the profile's limits)."""
+class TwistSubscription:
+    """A velocity command subscription on ``topic``, Twist or TwistStamped as ``kind`` says (auto:
+    as the publishers present send them, followed when they change); each message goes to
+    ``on_message(msg, kind)``."""
 
-    def __init__(self, node, topic: str, kind: str, queue, interface=None):
-        self.node, self.topic, self.queue, self.interface = node, topic, queue, interface
+    def __init__(self, node, topic: str, kind: str, on_message):
+        self.node, self.topic, self.on_message = node, topic, on_message
         self.sub = None
         self.kind = None  # TWIST or STAMPED subscribed (auto: as published)
         self.timer = None  # auto: looks at the publishers' type every CHECK_PERIOD_NS
@@ -61,11 +62,11 @@ class CmdVelSubscription:
             if self.sub is None:
                 self._subscribe(kind)
                 return
-            log.info(f"cmd_vel publisher uses {kind}: resubscribing")
+            log.info(f"{self.topic} publisher uses {kind}: resubscribing")
             self.node.destroy_subscription(self.sub)
             self.sub, self.kind, self.pending = None, None, kind
         except Exception as exc:  # noqa: BLE001 - e.g. the old reader not yet released
-            log.warning(f"cmd_vel: cannot subscribe yet ({exc}); retrying", throttle_duration_sec=5.0)
+            log.warning(f"{self.topic}: cannot subscribe yet ({exc}); retrying", throttle_duration_sec=5.0)
 
     def _subscribe(self, kind: str):
         """No QoS-event handlers: each holds the reader alive until the executor lets go of it,
@@ -73,12 +74,19 @@ class CmdVelSubscription:
         10 s)."""
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         events = SubscriptionEventCallbacks(use_default_callbacks=False)
-        if kind == STAMPED:
-            self.sub = self.node.create_subscription(TwistStamped, self.topic, lambda m: self.on_twist(m.twist), qos,
-                                                     event_callbacks=events)
-        else:
-            self.sub = self.node.create_subscription(Twist, self.topic, self.on_twist, qos, event_callbacks=events)
+        on_message = self.on_message
+        self.sub = self.node.create_subscription(TwistStamped if kind == STAMPED else Twist, self.topic,
+                                                 lambda m: on_message(m, kind), qos, event_callbacks=events)
         self.kind = kind
+
+
+class CmdVelSubscription(TwistSubscription):
+    """cmd_vel for one DynamicsNode (``node``) into ``queue``, through the interface profile in
+    force (``interface``: disabled, held after a bumper contact, or the profile's limits)."""
+
+    def __init__(self, node, topic: str, kind: str, queue, interface=None):
+        self.queue, self.interface = queue, interface
+        super().__init__(node, topic, kind, lambda m, k: self.on_twist(m.twist if k == STAMPED else m))
 
     def on_twist(self, twist):
         """Check and clamp the command now; apply it at the next frame (CommandQueue)."""

@@ -137,7 +137,8 @@ def _bridge_file(dyn: dict) -> Path:
     return Path(robot.bridge)
 
 
-def _node_params(args):
+def _params_file(args) -> dict:
+    """{node name: parameters} of ``--params`` (default: the packaged config/dynamics.yaml)."""
     import yaml
 
     from bondsim_ros.cliargs import CLIError
@@ -146,9 +147,13 @@ def _node_params(args):
 
     path = args.params or _config_file("dynamics.yaml")
     try:
-        params = load_ros_params(path)
+        return load_ros_params(path)
     except (OSError, ValueError, AttributeError, yaml.YAMLError) as exc:  # AttributeError: not a mapping
         raise CLIError(f"--params {path}: not a readable ROS parameter file: {exc}") from None
+
+
+def _node_params(args, params: dict | None = None):
+    params = _params_file(args) if params is None else params
     dyn = dict(params.get("dynamics_node", {}))
     probe = dict(params.get("probe_node", {}))
     state = dict(params.get("state_publisher", {}))
@@ -265,7 +270,8 @@ def _up(args, start_up) -> int:
     from .graph import load_ros_params, start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
-    dyn, probe, state = _node_params(args)
+    params = _params_file(args)
+    dyn, probe, state = _node_params(args, params)
     bridge = None
     if args.bridge:
         path = _bridge_file(dyn)
@@ -273,7 +279,7 @@ def _up(args, start_up) -> int:
             bridge = load_ros_params(path).get("twin_bridge", {})
         except Exception as exc:  # noqa: BLE001 - any reading error: name the file
             raise CLIError(f"{path}: {exc}") from None
-    sensors = _sensor_params(args.sensors, dyn, interface=bool(args.interface))
+    sensors = _sensor_params(args.sensors, dyn, interface=bool(args.interface), given=params)
     node_name = dyn.pop("node_name", "dynamics_node")
     try:
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = choose_discovery_range(args.discovery, args.bridge)
@@ -321,9 +327,10 @@ def _up(args, start_up) -> int:
     return 0
 
 
-def _sensor_params(map_yaml, dyn: dict, interface: bool = False) -> dict | None:
-    """sensor_node's and bumper_stop's parameters for ``--sensors [MAP.yaml]`` (None without it);
-    the twin then listens to bumper_stop's output instead of its own cmd_vel topic. With an
+def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | None = None) -> dict | None:
+    """sensor_node's and bumper_stop's parameters for ``--sensors [MAP.yaml]`` (None without it):
+    their sections of the ``--params`` file (``given``), the map of ``--sensors`` in place of the
+    file's; the twin then listens to bumper_stop's output instead of its own cmd_vel topic. With an
     interface profile the node's own bumper stop (the profile's) takes sensor_node's bumper
     instead: no bumper_stop; and the sensors ride on the node's ~/ground_truth, since the
     profile's odometry may be reset while the robot stays where it is."""
@@ -331,16 +338,22 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False) -> dict | None:
 
     if map_yaml is None:
         return None
+    given = given or {}
+    sensor = dict(given.get("sensor_node", {}))
     if map_yaml:
         if not Path(map_yaml).is_file():
             raise CLIError(f"--sensors {map_yaml}: no such map file")
-        map_yaml = str(Path(map_yaml).resolve())
+        sensor["map"] = str(Path(map_yaml).resolve())
     if interface:
-        return {"sensor_node": {"map": map_yaml, "pose_topic": f"{dyn['node_name']}/ground_truth"}}
-    cmd_vel = dyn.get("cmd_vel_topic", "cmd_vel")
-    dyn["cmd_vel_topic"] = "cmd_vel_bumper"
-    return {"sensor_node": {"map": map_yaml},
-            "bumper_stop": {"cmd_vel_in": cmd_vel, "cmd_vel_out": "cmd_vel_bumper"}}
+        return {"sensor_node": {**sensor, "pose_topic": f"{dyn['node_name']}/ground_truth"}}
+    bumper = dict(given.get("bumper_stop", {}))
+    bumper.setdefault("cmd_vel_in", dyn.get("cmd_vel_topic", "cmd_vel"))
+    bumper.setdefault("cmd_vel_out", "cmd_vel_bumper")
+    bumper.setdefault("cmd_vel_type", dyn.get("cmd_vel_type", "auto"))  # what comes in, as the twin took it
+    # the twin takes bumper_stop's one output type from its start: no command lost to discovery
+    bumper.setdefault("cmd_vel_out_type", "stamped")
+    dyn["cmd_vel_topic"], dyn["cmd_vel_type"] = bumper["cmd_vel_out"], bumper["cmd_vel_out_type"]
+    return {"sensor_node": sensor, "bumper_stop": bumper}
 
 
 def _check_foxglove(port, address) -> str | None:
