@@ -14,7 +14,9 @@ of wall time:
 and reports: node deaths (the process ended by itself; restarted, goal 0), tracebacks in its
 log, resident memory (VmRSS) after warm-up and at the end (goal: flat), the node's overruns
 and solver failures (from its exit summary), and the largest gap between two /joint_states
-received here.
+received here. The cmd_vel watchdog counts simulated seconds: at the default RTF 20, commands
+at 20 Hz or 33 Hz of wall time are 1 s or 0.6 s of simulated time apart, beyond its 0.5 s, so it
+also stops the robot between them, within the frame each command runs out in.
 
     python benchmarks/ros_soak.py [--sim-seconds 3600] [--rtf 20] [--json out.json]
 """

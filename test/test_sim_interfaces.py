@@ -173,6 +173,66 @@ def _yaw(q):
     return 2 * math.atan2(q.z, q.w)
 
 
+def _x(sim):
+    """The base's x in odom, as get_entity_state answers it."""
+    got = sim.call(srv.GetEntityState, "/get_entity_state", entity=sim.node.twin.name)
+    assert got.result.result == Result.RESULT_OK, got.result.error_message
+    return got.state.pose.position.x
+
+
+def _command(sim, vx, wait=0.0):
+    """Publish one cmd_vel (Twist) and spin until the node has it, then ``wait`` s more of wall time."""
+    from geometry_msgs.msg import Twist
+
+    if not hasattr(sim, "cmd_vel"):
+        sim.cmd_vel = sim.client.create_publisher(Twist, "/cmd_vel", 10)
+    cmd = Twist()
+    cmd.linear.x = vx
+    end = time.monotonic() + 10.0
+    sim.cmd_vel.publish(cmd)
+    while sim.node.command_queue.next_twist is None and time.monotonic() < end:
+        sim.spin(0.02)
+    assert sim.node.command_queue.next_twist is not None, "cmd_vel not received"
+    sim.spin(wait)
+
+
+def _step(sim, n):
+    res = sim.call(srv.StepSimulation, "/step_simulation", steps=n).result
+    assert res.result == Result.RESULT_OK, res.error_message
+
+
+def test_one_command_drives_a_stepped_base_for_cmd_vel_timeout_simulated_seconds():
+    """The cmd_vel watchdog counts simulated time: paused, one vx = 0.5 command, then 300 steps
+    (9.1 simulated s) move the base as 0.5 s of that command does, however long the wall clock ran
+    between the command and the steps (on the wall clock, 1 s of waiting had dropped it: x = 0;
+    with no waiting, four runs ended at x = 3.63 to 6.30 m)."""
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.twin.protocol import TWIN_OPTIONS, Limits
+
+    # the node's twin by hand: 0.5 m/s for 0.5 s, then at rest until the 300th frame
+    twin = load_robot("robotino").make_twin("twist", TWIN_OPTIONS.replace(rtol=1e-6, hmax=0.02),
+                                            limits=Limits(max_linear=1.0, max_angular=3.0))
+    twin.set_twist(0.5, 0.0, 0.0)
+    twin.step_to(0.5)
+    twin.set_twist(0.0, 0.0, 0.0)
+    want = twin.step_to(300 / RATE).pose[0]
+
+    sim = Sim(reference="cmd_vel", cmd_vel_type="twist", use_sim_time=True)
+    try:
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == Result.RESULT_OK
+        moved = []
+        for wait in (1.0, 0.0, 0.3):
+            x0 = _x(sim)
+            _command(sim, 0.5, wait)
+            _step(sim, 300)
+            moved.append(_x(sim) - x0)
+        print(f"moved {moved} m, by hand {want} m")
+        assert want > 0.2
+        assert moved == pytest.approx([want] * 3, abs=1e-5)
+    finally:
+        sim.close()
+
+
 def test_entities_their_state_and_placing_the_base():
     sim = Sim(reference="cmd_vel", cmd_vel_type="stamped")
     try:

@@ -399,14 +399,17 @@ class DynamicsNode(Node):
             clock.take_worst()
 
     def _advance(self, target: float):
-        """The commands received since the last frame, the watchdog and the waypoint follower,
-        then the twin stepped to ``target``; its state there, or the last one held if the model
-        failed (/joint_states goes on)."""
+        """The commands received since the last frame, the watchdog (a twist running out within
+        the frame stops the twin at that simulated instant) and the waypoint follower, then the
+        twin stepped to ``target``; its state there, or the last one held if the model failed
+        (/joint_states goes on)."""
         try:
             self.model_io.apply()
             watchdog = self.p["cmd_vel_timeout"] if self.p["reference"] == "cmd_vel" else None
-            if self.command_queue.apply(watchdog):
-                self.get_logger().info("cmd_vel timeout: stopping")
+            if self.command_queue.apply(target, watchdog):
+                # at a high real-time factor a wall-rate publisher's every command may run out
+                self.get_logger().info(f"cmd_vel timeout: stopping at t={self.twin.t:.3f} s",
+                                       throttle_duration_sec=1.0)
             if self.follower is not None:
                 self.twin.set_twist(*self.follower.command(self.twin.state().pose))
             state = self.twin.step_to(target)

@@ -33,7 +33,8 @@ PARAMS = {
     "cmd_vel_topic": Param("cmd_vel", "velocity command topic"),
     "cmd_vel_type": Param("auto", "auto | twist | stamped (Nav2: Twist on Jazzy, TwistStamped on Kilted)",
                           choices=("auto", "twist", "stamped")),
-    "cmd_vel_timeout": Param(0.5, "seconds [s] without a command before the twin is brought to rest",
+    "cmd_vel_timeout": Param(0.5, "simulated seconds [s] a twist command stays in force (from the frame that "
+                                  "applies it) before the twin is brought to rest",
                              low=0.001, high=3600.0, live=True),
     "max_linear_velocity": Param(1.0, "clamp for |(vx, vy)| [m/s]", low=0.001, high=100.0, live=True),
     "max_angular_velocity": Param(3.0, "clamp for |wz| [rad/s]", low=0.001, high=1000.0, live=True),
