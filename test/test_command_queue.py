@@ -102,6 +102,17 @@ def test_a_stop_within_a_microsecond_of_the_frame_is_made_at_the_frame(twin, off
     assert q.apply(target, watchdog_timeout=0.5) and twin.t == target and twin.twist == (0.0, 0.0, 0.0)
 
 
+def test_clear_forgets_every_command(twin):
+    q = CommandQueue(twin)
+    q.twist(0.3, 0.0, 0.0)
+    q.apply(0.1, watchdog_timeout=0.5)
+    q.twist(0.4, 0.0, 0.0)
+    q.clear()
+    twin.reset()
+    q.limits_changed()  # nothing in force to clamp anew
+    assert not q.apply(5.0, watchdog_timeout=0.5) and twin.twist == (0.0, 0.0, 0.0)
+
+
 def test_a_refused_twist_changes_nothing_and_stop_drops_the_command(twin):
     q = CommandQueue(twin)
     q.twist(0.3, 0.0, 0.0)

@@ -200,7 +200,9 @@ def test_odom_and_the_entity_state_carry_the_speed_of_a_base_bound_by_its_pose_o
         assert (st.twist.linear.x, st.twist.linear.y) == pytest.approx((0.4 * math.cos(1.0), 0.4 * math.sin(1.0)),
                                                                        rel=0.01)
         n = len(tw.odom)
-        assert tw.call(Trigger, "/dynamics_node/reset").success
+        assert tw.call(Trigger, "/dynamics_node/reset").success  # at rest, no command in force
+        pub.publish(msg)
+        assert tw.spin_until(lambda: tw.node.command_queue.next_twist is not None), "cmd_vel not received"
         tw.step(1)  # the reset state (t = 0) is published too: the frame after it
         first = lambda: [m for m in tw.odom[n:] if ns(m.header.stamp) > 0]  # noqa: E731
         assert tw.spin_until(first), "odometry missing"

@@ -15,7 +15,7 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from simulation_interfaces import srv  # noqa: E402
 from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures  # noqa: E402
-from std_srvs.srv import SetBool  # noqa: E402
+from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from bondsim_ros.ros.dynamics_node import DynamicsNode  # noqa: E402
 
@@ -229,6 +229,66 @@ def test_one_command_drives_a_stepped_base_for_cmd_vel_timeout_simulated_seconds
         print(f"moved {moved} m, by hand {want} m")
         assert want > 0.2
         assert moved == pytest.approx([want] * 3, abs=1e-5)
+    finally:
+        sim.close()
+
+
+def test_a_reset_or_stop_leaves_no_velocity_command_in_force():
+    """ResetSimulation is "as if it was closed and launched again", STOPPED "pausing and
+    resetting": a twin just launched stands still until told otherwise. A command applied
+    before (10 steps of vx = 0.5 under the 0.5 s watchdog, still in force) or received and not
+    yet applied is gone: 10 more steps leave the base at the origin (it drove on as before)."""
+    sim = Sim(reference="cmd_vel", cmd_vel_type="twist", use_sim_time=True)
+    try:
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == Result.RESULT_OK
+
+        def reset_simulation():
+            assert sim.call(srv.ResetSimulation, "/reset_simulation").result.result == Result.RESULT_OK
+
+        def stop():
+            assert sim.set_state(SimulationState.STATE_STOPPED).result == Result.RESULT_OK
+
+        def trigger():
+            assert sim.call(Trigger, "/dynamics_node/reset").success
+
+        for name, reset in (("ResetSimulation", reset_simulation), ("STOPPED", stop), ("~/reset", trigger)):
+            _command(sim, 0.5)
+            _step(sim, 10)
+            assert _x(sim) > 0.05, name
+            reset()
+            assert _x(sim) == 0.0 and sim.node.twin.t == 0.0, name
+            _step(sim, 10)
+            assert _x(sim) == pytest.approx(0.0, abs=1e-9), f"{name}: the command outlived the reset"
+            _command(sim, 0.5)  # received, not applied: a reset drops it too
+            reset()
+            _step(sim, 10)
+            assert _x(sim) == pytest.approx(0.0, abs=1e-9), f"{name}: a command received before the reset applied"
+            assert sim.node.twin.twist == (0.0, 0.0, 0.0), name
+    finally:
+        sim.close()
+
+
+def test_a_reset_keeps_a_builtin_run_on_its_model_file_s_commanded_values(tmp_path):
+    """A YAML model's builtin run takes its twist from the file (vx_cmd: 0.5): a reset, clearing
+    the commands, starts that run again, which drives the cart as the first one did."""
+    import shutil
+    from pathlib import Path
+
+    live = Path(__file__).resolve().parent / "data" / "live"
+    shutil.copy(live / "cart.xml", tmp_path / "cart.xml")
+    model = tmp_path / "cart.yaml"
+    model.write_text((live / "cart.yaml").read_text().replace("vx_cmd: 0.0", "vx_cmd: 0.5"))
+    sim = Sim(model=str(model), reference="builtin", use_sim_time=True)
+    try:
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == Result.RESULT_OK
+        runs = []
+        for _ in range(2):
+            assert sim.call(srv.ResetSimulation, "/reset_simulation").result.result == Result.RESULT_OK
+            _step(sim, 30)
+            runs.append(_x(sim))
+        print(f"x after 30 steps: {runs}")
+        assert runs[0] > 0.1 and runs[1] == pytest.approx(runs[0], abs=1e-12)
+        assert sim.node.twin.twist[0] == 0.5
     finally:
         sim.close()
 

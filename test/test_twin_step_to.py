@@ -217,13 +217,15 @@ def test_stress_stream_94_runs_on_the_rolling_constraints():
 
 
 def test_after_a_reset_the_robotino_moves_by_the_twist_it_reports():
-    """reset keeps the twist in force (as every ModelTwin): the model is driven by the twist the
-    twin reports, so the same command sent again after a reset is not lost."""
+    """reset starts at rest (as every ModelTwin commanded by twist): the model is driven by the
+    twist the twin reports, zero, so the same command sent again after a reset is not lost."""
     from bondsim_ros.robots import load_robot
 
     tw = load_robot("robotino").make_twin("twist")
     tw.set_twist(0.4, 0.0, 0.0)
     tw.step_to(0.5)
+    tw.reset()
+    assert tw.twist == (0.0, 0.0, 0.0) and tw.step_to(0.5).pose == pytest.approx((0.0, 0.0, 0.0), abs=1e-9)
     tw.reset()
     assert tw.set_twist(0.4, 0.0, 0.0) == tw.twist == pytest.approx((0.4, 0.0, 0.0))
     assert tw.step_to(1.0).pose[0] == pytest.approx(0.4, abs=0.03)  # 1 s at 0.4 m/s after the motors spin up

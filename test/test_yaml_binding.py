@@ -233,7 +233,8 @@ def test_placing_or_resetting_the_base_is_no_motion():
     assert placed.twist_body[0] == pytest.approx(0.4, rel=0.01)
     assert placed.twist_world[:2] == pytest.approx((0.4 * math.cos(2.0), 0.4 * math.sin(2.0)), rel=0.01)
     twin.reset()
-    assert twin.state().twist_body == (0.0, 0.0, 0.0)
+    assert twin.state().twist_body == (0.0, 0.0, 0.0) and twin.twist == (0.0, 0.0, 0.0)  # at rest, as built
+    twin.set_twist(0.4, 0.0, 0.0)
     after = twin.step_to(dt)
     assert 0.0 < after.twist_body[0] < 0.05  # from rest, one frame of the push
 

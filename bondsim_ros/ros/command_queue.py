@@ -39,6 +39,10 @@ class CommandQueue:
         """Rest at the next frame and drop the command in force (a bumper stop)."""
         self.next_twist, self.last_raw, self.since = (0.0, 0.0, 0.0), None, None
 
+    def clear(self) -> None:
+        """Forget every command, applied or not (the twin was reset: at rest, as started)."""
+        self.next_twist = self.last_raw = self.since = self.next_trajectory = None
+
     def limits_changed(self) -> None:
         """The command in force, clamped to the new limits from the next frame."""
         if self.last_raw is not None:

@@ -256,8 +256,10 @@ class DynamicsNode(Node):
     # -- services --------------------------------------------------------------------------
     def restart(self):
         """Back to the initial state, with simulated time 0 at this wall-clock instant and
-        odometry in the world's frame again. The reset state is the next frame (paused: published
-        now), so resets never stop /joint_states."""
+        odometry in the world's frame again; as at start, no command is in force (none received
+        before is applied). The reset state is the next frame (paused: published now), so resets
+        never stop /joint_states."""
+        self.command_queue.clear()
         self.twin.reset()
         self.topics.odometry.clear()
         self.probes.clear()
@@ -425,6 +427,7 @@ class DynamicsNode(Node):
         if self.failures.failed(self.twin, exc, doing):
             self.frame_clock.anchor(0.0, self._ros_now_ns())
             self.probes.clear()
+            self.command_queue.clear()  # the reset twin is at rest; a command's instant would lie ahead of it
         self.get_logger().error(self.failures.last, throttle_duration_sec=1.0)
         try:
             self.publish_diagnostics(self.twin.state())

@@ -97,10 +97,14 @@ class ModelTwin:
 
     # -- lifecycle -------------------------------------------------------------------------
     def reset(self) -> None:
-        # commanded by twist: the run starts with the twist commanded (standing before the first
-        # command), consistent with it from t = 0; otherwise the model's own values run (a file's
-        # vx_cmd: 0.5 drives the base) and are the twist a later command is compared with
-        params = self._twist_params(self.twist) if self.command == TWIST else None
+        # commanded by twist: the run starts at rest, as the twin was built (a reset is a fresh
+        # start: no command in force), consistent with that zero twist from t = 0; otherwise the
+        # model's own values run (a file's vx_cmd: 0.5 drives the base) and are the twist a later
+        # command is compared with
+        params = None
+        if self.command == TWIST:
+            self.twist = (0.0, 0.0, 0.0)
+            params = self._twist_params(self.twist)
         self.sim = self._Simulation(self.compiled, self.options, params=params)
         if TWIST in self.commands and self.command != TWIST:
             names = [self.binding.twist.get(k) for k in TWIST_KEYS]

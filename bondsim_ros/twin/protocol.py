@@ -122,7 +122,9 @@ class Twin(Protocol):
         """Advance to ``t`` (any t >= the last output time; earlier or equal: the last state),
         the solver ending a step at ``t``."""
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Back to the initial state at t = 0, as built: commanded by twist, at rest (no twist
+        in force); no joint trajectory."""
 
     def recover(self) -> str:
         """After a failed step: restart from the last good state; returns what was done."""
