@@ -362,6 +362,29 @@ def test_entities_their_state_and_placing_the_base():
         sim.close()
 
 
+def test_a_twist_or_acceleration_that_is_not_finite_is_refused_and_nothing_is_placed():
+    """NaN is neither zero nor non-zero: a state carrying one was taken as a pose alone (RESULT_OK).
+    Not finite is refused, as in the pose, and the base stays where it is."""
+    from simulation_interfaces.msg import EntityState
+
+    sim = Sim(reference="cmd_vel")
+    try:
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == Result.RESULT_OK
+        before = _x(sim), sim.node.twin.offset
+        for field, component, value in (("twist", "linear", math.nan), ("twist", "angular", math.inf),
+                                        ("acceleration", "linear", -math.inf), ("acceleration", "angular", math.nan)):
+            st = EntityState()
+            st.pose.position.x = 1.0
+            st.pose.orientation.w = 1.0
+            setattr(getattr(getattr(st, field), component), "z" if component == "angular" else "x", value)
+            res = sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino", state=st).result
+            assert res.result == Result.RESULT_OPERATION_FAILED, (field, component, value)
+            assert f"{field} not finite" in res.error_message, res.error_message
+            assert (_x(sim), sim.node.twin.offset) == before
+    finally:
+        sim.close()
+
+
 def _entities(sim, service=srv.GetEntities, **filters):
     """The answer of get_entities (or get_entities_states) for EntityFilters(**filters)."""
     from simulation_interfaces.msg import EntityFilters

@@ -289,8 +289,12 @@ class SimulationInterfaces:
         set_twist = getattr(request, "set_twist", None)
         set_accel = getattr(request, "set_acceleration", None)
         tw, acc = st.twist, st.acceleration
-        nonzero = lambda v: any(abs(c) > 0 for c in (v.linear.x, v.linear.y, v.linear.z,  # noqa: E731
-                                                       v.angular.x, v.angular.y, v.angular.z))
+        components = lambda v: (v.linear.x, v.linear.y, v.linear.z, v.angular.x, v.angular.y, v.angular.z)  # noqa: E731
+        # a NaN is neither zero nor non-zero: garbage in the twist is not trusted for the pose either
+        for what, v in (("twist", tw), ("acceleration", acc)):
+            if not all(math.isfinite(c) for c in components(v)):
+                return self._result(response, R.RESULT_OPERATION_FAILED, f"{what} not finite: {components(v)}")
+        nonzero = lambda v: any(c != 0 for c in components(v))  # noqa: E731
         if set_twist or set_accel or (set_twist is None and (nonzero(tw) or nonzero(acc))):
             return self._result(response, R.RESULT_FEATURE_UNSUPPORTED,
                                 "only the pose can be set: the twist is the model's own (its drives, its "
