@@ -85,9 +85,16 @@ def test_features_list_what_is_served():
     try:
         feats = set(sim.call(srv.GetSimulatorFeatures, "/get_simulator_features").features.features)
         F = SimulatorFeatures
-        assert feats == {F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
-                         F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING, F.SIMULATION_STATE_PAUSE,
-                         F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE}
+        # the reset's scopes as ResetSimulation.srv names them: TIME and STATE (taken together), no SPAWNED
+        assert feats == {F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET, F.SIMULATION_RESET_TIME,
+                         F.SIMULATION_RESET_STATE, F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING,
+                         F.SIMULATION_STATE_PAUSE, F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE}
+        Req = srv.ResetSimulation.Request
+        for scope, result in ((Req.SCOPE_TIME | Req.SCOPE_STATE, Result.RESULT_OK),
+                              (Req.SCOPE_TIME | Req.SCOPE_STATE | Req.SCOPE_SPAWNED, Result.RESULT_OK),
+                              (Req.SCOPE_STATE, Result.RESULT_FEATURE_UNSUPPORTED),
+                              (Req.SCOPE_SPAWNED, Result.RESULT_FEATURE_UNSUPPORTED)):
+            assert sim.call(srv.ResetSimulation, "/reset_simulation", scope=scope).result.result == result, scope
         served = dict(sim.client.get_service_names_and_types())
         for name in ("get_simulator_features", "get_simulation_state", "set_simulation_state", "step_simulation",
                      "reset_simulation", "get_entities", "get_entities_states", "get_entity_state",

@@ -167,9 +167,11 @@ class SimulationInterfaces:
     # -- simulator and simulation state --------------------------------------------------------
     def _features(self, request, response):
         f = self.Features
-        features = [f.ENTITY_STATE_GETTING, f.SIMULATION_RESET, f.SIMULATION_STATE_GETTING,
-                    f.SIMULATION_STATE_SETTING, f.SIMULATION_STATE_PAUSE, f.STEP_SIMULATION_SINGLE,
-                    f.STEP_SIMULATION_MULTIPLE]
+        # the reset's scopes: SCOPE_TIME and SCOPE_STATE (together, as _reset takes them); nothing is
+        # spawned, so no SCOPE_SPAWNED
+        features = [f.ENTITY_STATE_GETTING, f.SIMULATION_RESET, f.SIMULATION_RESET_TIME, f.SIMULATION_RESET_STATE,
+                    f.SIMULATION_STATE_GETTING, f.SIMULATION_STATE_SETTING, f.SIMULATION_STATE_PAUSE,
+                    f.STEP_SIMULATION_SINGLE, f.STEP_SIMULATION_MULTIPLE]
         if self.node.twin.placeable:
             features.append(f.ENTITY_STATE_SETTING)
         response.features.features = sorted(features)
@@ -179,7 +181,7 @@ class SimulationInterfaces:
             f"bondsim_ros dynamics_node: one entity, {self.entity!r} (the robot; its base pose "
             f"{'in ' + world if self.node.twin.placeable else 'fixed'}); a step is one frame, "
             f"1/publish_rate x real_time_factor simulated seconds; ResetSimulation resets time and state "
-            f"together; SetEntityState sets the pose only")
+            f"together (SCOPE_TIME alone or SCOPE_STATE alone is unsupported); SetEntityState sets the pose only")
         return response
 
     def _get_state(self, request, response):
