@@ -253,16 +253,19 @@ class ModelTwin:
         else:
             # along a trajectory the references change every TRAJECTORY_STEP at most, each held
             # over its sub-step at its midpoint value: the motion does not depend on how long
-            # the frames are (a loaded machine makes them long); after the last point, once
+            # the frames are (a loaded machine makes them long). The first sub-step that starts
+            # at or after the last point sets it, held to t and beyond (the trajectory is done).
             t0 = self.sim.t
             while True:
-                t1 = min(t, t0 + TRAJECTORY_STEP) if t0 < self._traj.end else t
+                done = t0 >= self._traj.end
+                # a sub-step a rounding error short of t would leave a sliver of a step behind
+                t1 = t if done or t - t0 <= TRAJECTORY_STEP * (1 + 1e-9) else t0 + TRAJECTORY_STEP
                 self.sim.set_params(self._trajectory_params(0.5 * (t0 + t1)), restart=True)
                 y, yp = self.sim.step_to(t1)
                 t0 = t1
-                if t1 >= self._traj.end:
-                    self._traj = None  # the last point is set and held
-                if t1 >= t:
+                if done:
+                    self._traj = None
+                if done or t1 >= t:
                     break
         previous = self._row
         self._set_row(t, self.sim.outputs_at(t, y, yp))
