@@ -204,3 +204,50 @@ def test_a_trajectory_naming_a_joint_the_twin_does_not_drive_is_refused_not_a_so
         assert not errors, errors[0].message
     finally:
         tw.close()
+
+
+def test_malformed_and_expired_trajectories_are_refused_on_receipt_not_as_model_failures():
+    """A NaN position, velocities of the wrong length at one point, a stamped trajectory that
+    ended before it arrived: each refused with a warning naming what is wrong (the point, the
+    joint), nothing applied, no model failure counted."""
+    from builtin_interfaces.msg import Duration
+    from rcl_interfaces.msg import Log
+    from rclpy.duration import Duration as RosDuration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    tw = Twin(model="arm3dof", reference="joint_trajectory")
+    try:
+        logs = []
+        tw.aux.create_subscription(Log, "/rosout", logs.append, 100)
+        pub = tw.aux.create_publisher(JointTrajectory, "/joint_trajectory", 10)
+        tw.run(0.5)
+        q0 = dict(zip(tw.joints[-1].name, tw.joints[-1].position))
+        past = (tw.aux.get_clock().now() - RosDuration(seconds=5.0)).to_msg()
+        bad = [
+            ([JointTrajectoryPoint(positions=[math.nan, q0["q2"]], time_from_start=Duration(sec=1))], None),
+            ([JointTrajectoryPoint(positions=[q0["q1"], q0["q2"]], velocities=[0.0, 0.0],
+                                   time_from_start=Duration(sec=1)),
+              JointTrajectoryPoint(positions=[q0["q1"] + 0.3, q0["q2"]], velocities=[0.0],
+                                   time_from_start=Duration(sec=2))], None),
+            ([JointTrajectoryPoint(positions=[q0["q1"] + 0.3, q0["q2"]], time_from_start=Duration(sec=1))], past),
+        ]
+        for points, stamp in bad:
+            msg = JointTrajectory(joint_names=["q1", "q2"], points=points)
+            if stamp is not None:
+                msg.header.stamp = stamp
+            pub.publish(msg)
+            tw.run(1.2)  # the warnings are throttled to one a second
+        warnings = [m.msg for m in logs if m.name == "dynamics_node" and "rejected joint trajectory" in m.msg]
+        said = " | ".join(warnings)
+        assert len(warnings) == 3, said
+        assert "point #0, joint q1: position nan is not finite" in warnings[0]
+        assert "point #1 has 1 velocities for 2 joints" in warnings[1]
+        assert "before now" in warnings[2]
+        assert tw.node.failures.count == 0 and tw.node.failures.last is None
+        errors = [s for d in tw.diag for s in d.status if s.level == DiagnosticStatus.ERROR]
+        assert not errors, errors[0].message
+        final = dict(zip(tw.joints[-1].name, tw.joints[-1].position))
+        assert max(abs(final[j] - q0[j]) for j in q0) < 1e-3, "a refused trajectory moved the arm"
+    finally:
+        tw.close()
+

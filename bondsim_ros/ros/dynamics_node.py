@@ -238,7 +238,9 @@ class DynamicsNode(Node):
 
     def _on_trajectory(self, msg):
         try:
-            traj = messages.joint_trajectory(msg, self.twin, self.frame_clock.sim_time_of_stamp)
+            # the simulated instant now (the frame clock runs on while paused: the held time then)
+            now = self.twin.t if self.paused else self.frame_clock.sim_time_now()
+            traj = messages.joint_trajectory(msg, self.twin, self.frame_clock.sim_time_of_stamp, now)
         except (CommandError, ValueError, TypeError) as exc:
             self.get_logger().warning(f"rejected joint trajectory: {exc}", throttle_duration_sec=1.0)
             return

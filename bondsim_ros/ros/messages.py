@@ -95,30 +95,37 @@ def diagnostic_array(records, stamp, prefix: str, hardware_id: str) -> Diagnosti
     return arr
 
 
-def joint_trajectory(msg, twin, sim_time_of_stamp) -> JointTrajectory:
+def joint_trajectory(msg, twin, sim_time_of_stamp, now: float) -> JointTrajectory:
     """A trajectory_msgs/JointTrajectory for ``twin``, checked now (refused at the frame, it would
-    count as a model failure); CommandError, ValueError or TypeError naming what is wrong. Point
-    times are relative to the header stamp (a zero stamp: now), as joint_trajectory_controller
-    reads them."""
-    n = len(msg.joint_names)
+    count as a model failure); CommandError naming what is wrong, and where (the point, the
+    joint): JointTrajectory.check's rules, effort fields, a joint the twin lacks or does not
+    drive, a stamped trajectory whose last point is before ``now`` (simulated s). Point times are
+    relative to the header stamp (a zero stamp: when applied), as joint_trajectory_controller
+    reads them, which refuses the same."""
+    names = list(msg.joint_names)
+    n = len(names)
     if n == 0 or not msg.points:
         raise CommandError("trajectory without joint names or points")
+    for i, pt in enumerate(msg.points):
+        if len(pt.effort):
+            raise CommandError(f"point #{i} has effort values: {twin.name} takes no effort commands")
     times = np.array([pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9 for pt in msg.points])
-    pos = np.array([list(pt.positions) for pt in msg.points], dtype=float)
-    if pos.shape != (len(msg.points), n):
-        raise CommandError(f"every point needs {n} positions")
-    vel = None
-    if all(len(pt.velocities) == n for pt in msg.points):
-        vel = np.array([list(pt.velocities) for pt in msg.points], dtype=float)
+    pos = [np.asarray(pt.positions, dtype=float) for pt in msg.points]
+    vel = [np.asarray(pt.velocities, dtype=float) for pt in msg.points]
+    acc = [np.asarray(pt.accelerations, dtype=float) for pt in msg.points]
     ns = stamp_ns(msg.header.stamp)
     start = None if ns == 0 else sim_time_of_stamp(ns)
-    traj = JointTrajectory(list(msg.joint_names), times, pos, vel, start)
-    unknown = [j for j in traj.joint_names if j not in twin.joint_names]
+    traj = JointTrajectory(names, times, pos, vel, start, acc)
+    traj.check()
+    unknown = [j for j in names if j not in twin.joint_names]
     if unknown:
         raise CommandError(f"unknown joints {unknown}")
     driven = twin.trajectory_joints
-    not_driven = [j for j in traj.joint_names if j not in driven]
+    not_driven = [j for j in names if j not in driven]
     if not_driven:
         raise CommandError(f"joints {not_driven} are not driven by {twin.name}'s trajectory interface "
                            f"(driven: {driven})")
+    if start is not None and start + times[-1] < now:
+        raise CommandError(f"stamped {ns * 1e-9:.3f} s (simulated {start:.3f} s), it ends at simulated "
+                           f"{start + times[-1]:.3f} s, before now ({now:.3f} s): nothing left to follow")
     return traj

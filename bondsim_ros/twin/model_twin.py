@@ -168,16 +168,18 @@ class ModelTwin:
         return list(self.binding.trajectory or ())
 
     def set_joint_trajectory(self, traj: JointTrajectory) -> None:
+        """Follow ``traj`` from now on: its points at their true times (a trajectory started in the
+        past is joined where it is now), from the joints' state now to its first point."""
         if TRAJECTORY not in self.commands:
             raise CommandError(f"{self.name} takes no joint trajectory here (command: {self.command})")
         unknown = [n for n in traj.joint_names if n not in self.binding.trajectory]
         if unknown:
             raise CommandError(f"trajectory names joints {unknown} that {self.name} does not drive "
                                f"(driven: {sorted(self.binding.trajectory)})")
-        if len(traj.times) == 0:
-            raise CommandError("trajectory has no points")
-        start = self.t if traj.start is None else max(self.t, float(traj.start))
-        self._traj = TrajectorySampler(traj, start, self.state().joint_map())
+        state = self.state()
+        qd_now = dict(zip(state.joint_names, map(float, state.velocity))) if len(state.velocity) else None
+        start = self.t if traj.start is None else float(traj.start)
+        self._traj = TrajectorySampler(traj, start, self.t, state.joint_map(), qd_now)
 
     def _hold(self, state):
         """References = where the joints are: a trajectory-commanded model at rest until told."""

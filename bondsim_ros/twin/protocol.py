@@ -73,16 +73,77 @@ class TwinState:
         return dict(zip(self.joint_names, (float(q) for q in self.position)))
 
 
+# |position| [rad or m], |velocity| [/s], |acceleration| [/s^2] a joint command may ask: far
+# beyond any robot's, far below what breaks the solver (about 1e20 for arm3dof's servos)
+JOINT_COMMAND_BOUND = 1e6
+_SINGULAR = {"positions": "position", "velocities": "velocity", "accelerations": "acceleration"}
+
+
 @dataclass
 class JointTrajectory:
     """trajectory_msgs/JointTrajectory without ROS: ``times`` relative to ``start`` (simulated s;
-    None: start now), ``positions``/``velocities`` one row per point (velocities may be None)."""
+    None: start when applied), ``positions`` one row per point; ``velocities`` and
+    ``accelerations`` None (no point has them) or one row per point, a row None or empty where
+    that point has none (as a message's point may)."""
 
     joint_names: list
     times: np.ndarray
     positions: np.ndarray
-    velocities: np.ndarray | None = None
+    velocities: list | np.ndarray | None = None
     start: float | None = None
+    accelerations: list | np.ndarray | None = None
+
+    def rows(self, field_name: str) -> list:
+        """One entry per point of ``velocities`` or ``accelerations``: a float array, or None
+        where the point has none."""
+        values = getattr(self, field_name)
+        if values is None:
+            return [None] * len(self.times)
+        return [None if row is None or len(row) == 0 else np.asarray(row, dtype=float) for row in values]
+
+    def check(self) -> None:
+        """CommandError naming the first thing that makes the trajectory unusable, and where (the
+        point, the joint): no names or points, a name given twice, a point whose positions,
+        velocities or accelerations are not one per joint (velocities and accelerations may be
+        left empty; accelerations only with velocities), times negative or not strictly
+        increasing, a value not finite or beyond JOINT_COMMAND_BOUND."""
+        names = list(self.joint_names)
+        n, m = len(names), len(self.times)
+        if n == 0 or m == 0:
+            raise CommandError("trajectory without joint names or points")
+        repeated = sorted({j for j in names if names.count(j) > 1})
+        if repeated:
+            raise CommandError(f"joint names repeat: {repeated} (each joint once)")
+        if len(self.positions) != m:
+            raise CommandError(f"{m} point times for {len(self.positions)} rows of positions")
+        fields = {"positions": [np.asarray(row, dtype=float) for row in self.positions]}
+        for key in ("velocities", "accelerations"):
+            rows = self.rows(key)
+            if len(rows) != m:
+                raise CommandError(f"{len(rows)} rows of {key} for {m} points")
+            fields[key] = rows
+        for i in range(m):
+            for key, rows in fields.items():
+                if rows[i] is not None and rows[i].shape != (n,):
+                    raise CommandError(f"point #{i} has {rows[i].size} {key} for {n} joints {names}: give one "
+                                       f"per joint" + ("" if key == "positions" else " or none"))
+            if fields["accelerations"][i] is not None and fields["velocities"][i] is None:
+                raise CommandError(f"point #{i} has accelerations but no velocities: give both, or velocities alone")
+        times = np.asarray(self.times, dtype=float)
+        for i, t in enumerate(times):
+            if not math.isfinite(t) or t < 0:
+                raise CommandError(f"time_from_start of point #{i} is {t} s: it must be finite and >= 0")
+            if i > 0 and not t > times[i - 1]:
+                raise CommandError(f"time between points #{i - 1} and #{i} is not strictly increasing "
+                                   f"({times[i - 1]:g} s, then {t:g} s)")
+        for key, rows in fields.items():
+            for i, row in enumerate(rows):
+                if row is None:
+                    continue
+                for j, v in zip(names, row):
+                    if not math.isfinite(v) or abs(v) > JOINT_COMMAND_BOUND:
+                        what = "not finite" if not math.isfinite(v) else f"beyond +-{JOINT_COMMAND_BOUND:g}"
+                        raise CommandError(f"point #{i}, joint {j}: {_SINGULAR[key]} {v:g} is {what}")
 
 
 @runtime_checkable
