@@ -1,6 +1,6 @@
 """Joint commands received by the node, without rclpy: accepted ones queued for the next frame
-(positions as a held set point, wheel speeds as the base's twist), refused ones counted with the
-reason, nothing queued."""
+(positions as a held set point with the velocities beside them as its velocity references, wheel
+speeds as the base's twist), refused ones counted with the reason, nothing queued."""
 import math
 
 import numpy as np
@@ -12,9 +12,10 @@ from bondsim_ros.twin.protocol import CommandError
 
 class Twin:
     name = "demo"
-    joint_names = ["a", "b", "w1", "w2"]
+    joint_names = ["a", "b", "c", "w1", "w2"]
     commands = frozenset({"trajectory", "twist"})
     trajectory_joints = ["a", "b"]
+    velocity_reference_joints = ["a"]  # b's servo has no rate input
     wheel_joints = ("w1", "w2")
 
     @staticmethod
@@ -80,7 +81,11 @@ def test_wheel_speeds_need_the_cmd_vel_reference():
     (dict(names=["a"], position=[math.inf]), "position of a is inf"),
     (dict(names=["a"], effort=[1.0]), "no effort inputs"),
     (dict(names=["w1"], position=[0.0]), "which demo does not drive"),
-    (dict(names=["a"], velocity=[1.0]), "only the wheels"),
+    (dict(names=["c"], velocity=[1.0]), "only the wheels"),
+    (dict(names=["a"], position=[1e300]), "position of a is 1e+300, beyond +-1e+06"),
+    (dict(names=["a", "b"], velocity=[1.0, 0.0]), "velocity commands for ['a', 'b'] without positions"),
+    (dict(names=["a", "b"], position=[0.1, 0.2], velocity=[1.0, 0.0]),
+     "velocity commands for ['b']: demo binds no velocity reference for them"),
     (dict(names=["w1", "w2"], velocity=[1.0, math.nan]), "without ['w2']"),
 ])
 def test_parse_refuses_with_the_reason(fields, says):
@@ -97,6 +102,33 @@ def test_parse_takes_positions_and_wheel_speeds():
     assert cmd.positions is None and cmd.twist == (2.0, 0.0, 2.0)
     with pytest.raises(JointCommandError, match="reference cmd_vel"):
         parse(["w1", "w2"], [], [1.0, 3.0], [], Twin(), twist_allowed=False)
+
+
+def test_velocities_beside_positions_are_the_velocity_references():
+    """Command interfaces position and velocity (a joint_trajectory_controller's samples through
+    the topic-based hardware): a set point with its velocity, held; a joint left NaN gets 0."""
+    cmd = parse(["a", "b"], [0.1, 0.2], [0.5, math.nan], [], Twin())
+    assert cmd.positions == {"a": 0.1, "b": 0.2} and cmd.velocities == {"a": 0.5} and cmd.twist is None
+    q = Queue()
+    JointCommands(Twin(), q, twist_allowed=False).receive(["a", "b"], [0.1, 0.2], [0.5, math.nan], [])
+    (traj,) = q.trajectories
+    assert traj.joint_names == ["a", "b"] and traj.times.tolist() == [0.0]
+    np.testing.assert_array_equal(traj.velocities, [[0.5, 0.0]])
+
+
+def test_a_velocity_reference_reaches_the_servo_and_is_held():
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.ros.command_queue import CommandQueue
+
+    arm = load_robot("arm3dof").make_twin("trajectory")
+    queue = CommandQueue(arm)
+    q = arm.state().joint_map()
+    JointCommands(arm, queue, twist_allowed=False).receive(["q1", "q2", "q3"], [q["q1"] + 0.01, q["q2"], q["q3"]],
+                                                           [0.2, 0.0, 0.0], [])
+    queue.apply(None)
+    for k in range(1, 4):
+        arm.step_to(k / 33)
+        assert arm.sim.param("q_ref_q1") == q["q1"] + 0.01 and arm.sim.param("qd_ref_q1") == 0.2
 
 
 def test_wheel_speeds_refused_name_what_the_twin_lacks():

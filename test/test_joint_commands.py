@@ -251,3 +251,24 @@ def test_malformed_and_expired_trajectories_are_refused_on_receipt_not_as_model_
     finally:
         tw.close()
 
+
+def test_position_and_velocity_commands_set_an_arm_servo_reference_and_its_rate():
+    """Command interfaces position and velocity for every joint (what the topic-based hardware
+    sends for a joint_trajectory_controller commanding both): taken, the velocity as each joint
+    servo's velocity reference; velocities alone are refused, saying what the servos follow."""
+    tw = Twin(model="arm3dof", reference="joint_trajectory")
+    try:
+        pub = tw.aux.create_publisher(JointState, "/joint_commands", QoSProfile(depth=1))
+        tw.run(0.5)
+        q0 = dict(zip(tw.joints[-1].name, tw.joints[-1].position))
+        names = ["q1", "q2", "q3"]
+        pub.publish(JointState(name=names, position=[q0["q1"] + 0.02, q0["q2"], q0["q3"]], velocity=[0.1, 0.0, 0.0]))
+        tw.run(0.5)
+        jc = tw.node.joint_commands
+        assert (jc.accepted, jc.refused) == (1, 0), jc.last_refusal
+        assert tw.node.twin.sim.param("q_ref_q1") == q0["q1"] + 0.02 and tw.node.twin.sim.param("qd_ref_q1") == 0.1
+        pub.publish(JointState(name=names, velocity=[0.1, 0.0, 0.0]))
+        tw.run(0.3)
+        assert jc.refused == 1 and "without positions" in jc.last_refusal and "wheel" not in jc.last_refusal
+    finally:
+        tw.close()

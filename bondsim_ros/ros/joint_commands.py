@@ -5,10 +5,11 @@ the hardware component, and ``position``/``velocity``/``effort`` filled for the 
 that command interface.
 
 What the twin makes of them: positions become the set points of its joint-trajectory interface
-(held until the next command, as a position command interface is), wheel speeds of a mobile
-base become the body twist whose wheel speeds they are (the base's inverse kinematics), efforts
-are refused (no model has effort inputs). NaN means "no command" for that joint. ROS-free: the
-node passes the message's fields.
+(held until the next command, as a position command interface is), with the velocities beside
+them as the velocity references of joints that take one (command interfaces position and
+velocity); wheel speeds of a mobile base become the body twist whose wheel speeds they are (the
+base's inverse kinematics); efforts are refused (no model has effort inputs). NaN means "no
+command" for that joint. ROS-free: the node passes the message's fields.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bondsim_ros.twin.protocol import CommandError, JointTrajectory
+from bondsim_ros.twin.protocol import JOINT_COMMAND_BOUND, CommandError, JointTrajectory
 
 
 class JointCommandError(ValueError):
@@ -28,6 +29,7 @@ class JointCommandError(ValueError):
 @dataclass
 class JointCommand:
     positions: dict | None = None  # joint -> set point [rad or m]
+    velocities: dict | None = None  # joint (one of positions') -> velocity reference [rad/s or m/s]
     twist: tuple | None = None  # body twist (vx, vy, wz) from wheel speeds, before the limits
 
 
@@ -45,6 +47,23 @@ def wheel_kinematics(twin) -> tuple | None:
     """The twin's driven wheel joints, if it exposes its base's inverse kinematics
     (``wheel_joints`` and ``twist_for_wheel_speeds``) and takes a twist command."""
     return None if _lacks_for_wheel_speeds(twin) else tuple(twin.wheel_joints)
+
+
+def _velocity_references(rates: dict, positions: dict, twin) -> dict:
+    """Velocities for driven joints: the velocity references beside their set points, where the
+    joint's servo takes one; JointCommandError naming the limitation otherwise."""
+    alone = [n for n in rates if n not in positions]
+    if alone:
+        raise JointCommandError(f"velocity commands for {alone} without positions: {twin.name}'s joint servos "
+                                f"follow a position set point, and take a velocity only beside it as its "
+                                f"velocity reference (command interfaces position and velocity)")
+    takes = list(getattr(twin, "velocity_reference_joints", ()))
+    refused = [n for n in rates if n not in takes]
+    if refused:
+        raise JointCommandError(f"velocity commands for {refused}: {twin.name} binds no velocity reference for "
+                                f"them, a position parameter only (as a YAML model's commands: joints: does); "
+                                f"joints that take one: {takes}")
+    return dict(rates)
 
 
 def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -> JointCommand:
@@ -72,12 +91,14 @@ def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -
                 continue  # no command for this joint
             if not math.isfinite(v):
                 raise JointCommandError(f"{key} of {n} is {v}")
+            if abs(v) > JOINT_COMMAND_BOUND:
+                raise JointCommandError(f"{key} of {n} is {v:g}, beyond +-{JOINT_COMMAND_BOUND:g}")
             given.setdefault(key, {})[n] = float(v)
     if "effort" in given:
         raise JointCommandError(f"effort commands ({sorted(given['effort'])}): {twin.name} has no effort inputs")
     cmd = JointCommand()
+    driven = list(getattr(twin, "trajectory_joints", ())) if "trajectory" in twin.commands else []
     if "position" in given:
-        driven = list(getattr(twin, "trajectory_joints", ())) if "trajectory" in twin.commands else []
         if not driven:
             raise JointCommandError(f"position commands: {twin.name} drives no joint to a position here "
                                     f"(commands: {', '.join(sorted(twin.commands)) or 'none, built-in reference'})")
@@ -86,7 +107,12 @@ def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -
             raise JointCommandError(f"position commands for {not_driven}, which {twin.name} does not drive "
                                     f"(driven: {driven})")
         cmd.positions = given["position"]
-    if "velocity" in given:
+    # velocities of driven joints are velocity references; the others can only be wheel speeds
+    rates = {n: v for n, v in given.get("velocity", {}).items() if n in driven}
+    if rates:
+        cmd.velocities = _velocity_references(rates, cmd.positions or {}, twin)
+        given["velocity"] = {n: v for n, v in given["velocity"].items() if n not in rates}
+    if given.get("velocity"):
         wheels = wheel_kinematics(twin)
         if wheels is None:
             raise JointCommandError(f"velocity commands ({sorted(given['velocity'])}): {twin.name} takes wheel "
@@ -109,8 +135,9 @@ def parse(names, position, velocity, effort, twin, twist_allowed: bool = True) -
 class JointCommands:
     """Joint commands received by the node, checked now and queued for the next frame in
     ``queue`` (CommandQueue), as cmd_vel and joint trajectories: positions become the
-    trajectory interface's set points, wheel speeds the base's twist (under the cmd_vel
-    watchdog). Counted for /diagnostics (node_diagnostics.joint_command_status)."""
+    trajectory interface's set points (velocities beside them its velocity references), wheel
+    speeds the base's twist (under the cmd_vel watchdog). Counted for /diagnostics
+    (node_diagnostics.joint_command_status)."""
 
     def __init__(self, twin, queue, twist_allowed: bool, monotonic=time.monotonic):
         self.twin, self.queue, self.twist_allowed = twin, queue, twist_allowed
@@ -133,8 +160,13 @@ class JointCommands:
         self.accepted += 1
         if cmd.positions:
             joints = list(cmd.positions)
-            # one point at time 0: the set point from now on, held (a position command interface)
-            self.queue.trajectory(JointTrajectory(joints, np.zeros(1), np.array([[cmd.positions[n] for n in joints]])))
+            # one point at time 0: the set point from now on, held (a position command interface),
+            # with its velocity reference (0 for a joint given none, as with positions alone)
+            velocities = None
+            if cmd.velocities:
+                velocities = np.array([[cmd.velocities.get(n, 0.0) for n in joints]])
+            self.queue.trajectory(JointTrajectory(joints, np.zeros(1), np.array([[cmd.positions[n] for n in joints]]),
+                                                  velocities))
         if cmd.twist is not None:
             self.queue.twist(*cmd.twist)
         return cmd

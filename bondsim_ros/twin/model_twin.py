@@ -167,6 +167,11 @@ class ModelTwin:
         """The joints a joint trajectory (or a position command) drives."""
         return list(self.binding.trajectory or ())
 
+    @property
+    def velocity_reference_joints(self) -> list:
+        """The trajectory joints that also take a velocity reference (a qd_ref parameter)."""
+        return [j for j, (_, qdp) in (self.binding.trajectory or {}).items() if qdp]
+
     def set_joint_trajectory(self, traj: JointTrajectory) -> None:
         """Follow ``traj`` from now on: its points at their true times (a trajectory started in the
         past is joined where it is now), from the joints' state now to its first point."""

@@ -157,7 +157,9 @@ class Twin(Protocol):
     ``param_topics`` {std_msgs/Float64 topic: parameter} with ``check_params(values)`` (the
     values as floats, or CommandError, nothing set); ``output_topics`` {topic: column};
     ``wheel_joints`` with ``twist_for_wheel_speeds(speeds)``, a base's inverse kinematics (the
-    node's wheel-speed commands, ros/joint_commands.py). The node wraps the twin in
+    node's wheel-speed commands, ros/joint_commands.py); ``velocity_reference_joints``, the
+    trajectory joints that take a velocity reference (the node's joint commands with velocities
+    beside positions; none without it). The node wraps the twin in
     twin/placement.py's PlacedTwin, which adds ``set_pose``."""
 
     name: str
