@@ -125,7 +125,7 @@ def test_a_velocity_reference_reaches_the_servo_and_is_held():
     q = arm.state().joint_map()
     JointCommands(arm, queue, twist_allowed=False).receive(["q1", "q2", "q3"], [q["q1"] + 0.01, q["q2"], q["q3"]],
                                                            [0.2, 0.0, 0.0], [])
-    queue.apply(None)
+    queue.apply(arm.t, None)
     for k in range(1, 4):
         arm.step_to(k / 33)
         assert arm.sim.param("q_ref_q1") == q["q1"] + 0.01 and arm.sim.param("qd_ref_q1") == 0.2
