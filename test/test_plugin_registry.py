@@ -129,6 +129,29 @@ def test_a_plugin_that_does_not_load_is_named(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+def test_a_broken_plugin_stops_the_same_names_cached_or_not(site, tmp_path):
+    """An installed plug-in that does not import: a built-in model runs (its own module alone is
+    read), built or found through its build record alike; a plug-in's model is refused naming the
+    broken one, whether or not an earlier run left a build record."""
+    first = cli(site, "simulate", "slide_step", "--csv", str(tmp_path / "slide.csv"), "-q")
+    assert first.returncode == 0, first.stderr  # the build record the next run would use
+    info = site / "brk_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: brk-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[bondsim_ros.robots]\nbrk = brk_plugin.nosuchmod:ROBOT\n")
+    for args in (("lossless_oscillator",), ("dc_motor", "--no-cache"), ("dc_motor",)):
+        proc = cli(site, "simulate", *args, "--t-end", "0.01", "--dt-out", "0.01", "--csv", str(tmp_path / "b.csv"))
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "brk" not in proc.stderr
+    out = str(tmp_path / "s.csv")
+    for args in (("simulate", "slide_step", "--csv", out), ("simulate", "slide_step", "--no-cache", "--csv", out),
+                 ("simulate", "nosuchmodel", "--csv", out), ("sweep", "slide_step", "--param", "k=1,2", "-o", out)):
+        proc = cli(site, *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert "robot plug-in brk = brk_plugin.nosuchmod:ROBOT: cannot load its MODELS" in proc.stderr, proc.stderr
+
+
 def test_setup_py_declares_the_robot_folders_as_entry_points(tmp_path):
     """The metadata setup.py writes (what pip and colcon install) lists one entry point per robot
     folder, the same the registry scans from a source checkout; each loads to its robots."""

@@ -5,7 +5,9 @@ plug-in's ``MODELS`` (bondsim_ros.robots: the built-in robot folders and the pac
 under the ``bondsim_ros.robots`` entry points), their figures in bondsim_ros/plotting/models.py.
 
 ``resolve_model("dc_motor")`` builds a named model; a path ending in .yaml/.yml is read as a
-declarative model file; a .py file must define ``build() -> Model``.
+declarative model file; a .py file must define ``build() -> Model``. A built-in model's name (an
+example or a model of the package's own robots) resolves without importing other packages'
+plug-ins; any other name loads them all, and one that does not load is an error naming it.
 """
 from __future__ import annotations
 
@@ -36,15 +38,16 @@ def _examples():
 _EXAMPLES = "bondsim_ros.models.examples"
 
 
-def registry(sources: dict | None = None) -> dict:
+def registry(sources: dict | None = None, installed: bool = True) -> dict:
     """name -> ModelEntry of every named model (the examples, then each robot plug-in's MODELS;
-    the first of two that give the same name); ``sources`` (if given) gets name -> the module
-    providing it (for :func:`entry_from`)."""
+    the first of two that give the same name); only the built-in models (the examples and the
+    package's own robots) unless ``installed``; ``sources`` (if given) gets name -> the module
+    providing it (for :func:`entry_from`). An installed plug-in that does not load: RobotError."""
     from bondsim_ros.robots import plugin_models
 
     entries = {e.name: e for e in _examples()}
     where = dict.fromkeys(entries, _EXAMPLES)
-    for module, found in plugin_models():
+    for module, found in plugin_models(installed):
         for e in found:
             if e.name not in entries:
                 entries[e.name] = e
@@ -54,19 +57,36 @@ def registry(sources: dict | None = None) -> dict:
     return entries
 
 
+def lookup(name: str, sources: dict | None = None) -> dict:
+    """The registry that settles ``name``: the built-in models' when one of them is ``name`` (no
+    installed plug-in imported), else every model's (:func:`registry`)."""
+    entries = registry(sources, installed=False)
+    return entries if name in entries else registry(sources)
+
+
 def entry_from(module: str, name: str):
-    """The entry ``name`` as ``module`` (the examples or a plug-in module) provides it, importing
-    no other plug-in (the warm ``simulate`` path: buildcache); None if that module has no such
-    entry (any more) or does not import."""
+    """The entry ``name`` as ``module`` (the examples or a plug-in module) provides it (the warm
+    ``simulate`` path: buildcache), found as :func:`lookup` finds it: a built-in's from its module
+    alone, an installed plug-in's with every installed plug-in loaded; None if that module no
+    longer provides it, or a plug-in does not load (the caller then builds the model by name,
+    and says which)."""
     if module == _EXAMPLES:
         found = [e for e in _examples() if e.name == name]
     else:
-        from bondsim_ros.robots import models_of
+        from bondsim_ros.robots import RobotError, builtin_plugins, models_of
 
-        try:
-            found = [e for e in models_of(module) if e.name == name]
-        except ImportError:  # an uninstalled plug-in: the caller builds the model by name again
-            found = []
+        if module in {p.module for p in builtin_plugins()}:
+            try:
+                found = [e for e in models_of(module) if e.name == name]
+            except ImportError:  # a robot folder removed since: the caller builds the model by name again
+                found = []
+        else:
+            sources: dict = {}
+            try:
+                entries = registry(sources)
+            except RobotError:
+                return None
+            found = [entries[name]] if sources.get(name) == module else []
     return found[0] if found else None
 
 
@@ -92,7 +112,7 @@ def resolve_model(spec: str):
 
     path = Path(spec)
     if path.suffix not in (".yaml", ".yml", ".py"):  # a name (no model file needs the plug-ins)
-        entries = registry()
+        entries = lookup(spec)
         if spec in entries:
             return entries[spec].build(), entries[spec]
         raise ModelError(spec, f"unknown model: not a built-in ({', '.join(sorted(entries))}) "

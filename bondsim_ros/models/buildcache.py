@@ -230,10 +230,10 @@ def _record(spec: str, entry, model, compiled, reads: _Reads) -> None:
         return
     module = None
     if entry is not None:
-        from bondsim_ros.models import registry
+        from bondsim_ros.models import lookup
 
         sources: dict = {}
-        registry(sources)
+        lookup(entry.name, sources)
         module = sources.get(entry.name)
         if module is None:
             return

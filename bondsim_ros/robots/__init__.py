@@ -143,10 +143,12 @@ def models_of(module: str) -> list:
     return list(value() if callable(value) else value)
 
 
-def plugin_models() -> list:
-    """(plug-in module, its ModelEntry list) for every registered plug-in module, once each."""
+def plugin_models(installed: bool = True) -> list:
+    """(plug-in module, its ModelEntry list) for every registered plug-in module, once each; only
+    the package's own robot folders unless ``installed`` (other packages' plug-ins are then not
+    imported: one that does not load cannot stop a built-in model)."""
     out, seen = [], set()
-    for plugin in plugins():
+    for plugin in plugins() if installed else builtin_plugins():
         if plugin.module in seen:
             continue
         seen.add(plugin.module)

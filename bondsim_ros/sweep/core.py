@@ -339,6 +339,7 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
 
     Raises SweepError for bad input (before any run), SweepInterrupted on Ctrl-C."""
     from bondsim_ros.bondgraph.core import ModelError
+    from bondsim_ros.robots import RobotError
 
     if isinstance(params, dict):
         parsed = {}
@@ -367,7 +368,7 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
     spec = model_spec(model)
     try:
         compiled, entry = load_model(spec, use_cache=use_cache)
-    except ModelError as exc:
+    except (ModelError, RobotError) as exc:  # RobotError: an installed plug-in that does not load
         raise SweepError(str(exc)) from None
     unknown = [n for n in param_names if n not in compiled.param_names]
     if unknown:
