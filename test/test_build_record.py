@@ -59,6 +59,30 @@ def test_an_edited_model_file_runs_as_edited(tmp_path, cache, capsys, name, text
     assert edited["uc"][-1] > 1.0
 
 
+def test_a_python_model_file_imports_a_module_beside_it_as_a_script_does(tmp_path, cache, capsys, monkeypatch):
+    """`import values` in a .py model file finds values.py in the file's folder (given relative
+    to the current one); the build record lists values.py, so an edit of it runs as edited. The
+    folder is on sys.path only while the file runs, and another model file's `values` is its own."""
+    text = RC_PY.replace("from bondsim_ros", "import values\nfrom bondsim_ros", 1)
+    text = text.replace('m.parameter("V0", 10.0)', 'm.parameter("V0", values.V0)')
+    for folder, v0 in (("a", "10.0"), ("b", "5.0")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "rc.py").write_text(text)
+        (tmp_path / folder / "values.py").write_text(f"V0 = {v0}\n")
+    monkeypatch.chdir(tmp_path)
+    path = list(sys.path)
+    first, err = simulate("a/rc.py", tmp_path / "1.csv", capsys)
+    assert sys.path == path and "values" not in sys.modules
+    again, err = simulate("a/rc.py", tmp_path / "2.csv", capsys)
+    assert "(cached)" in err and (tmp_path / "1.csv").read_bytes() == (tmp_path / "2.csv").read_bytes()
+    (tmp_path / "a" / "values.py").write_text("V0 = 20.0\n")
+    edited, err = simulate("a/rc.py", tmp_path / "3.csv", capsys)
+    np.testing.assert_allclose(edited["uc"], 2 * first["uc"], rtol=1e-6, atol=1e-9)
+    other, err = simulate("b/rc.py", tmp_path / "4.csv", capsys)
+    np.testing.assert_allclose(other["uc"], first["uc"] / 2, rtol=1e-6, atol=1e-9)
+    assert first["uc"][-1] > 1.0
+
+
 def test_a_second_run_builds_nothing(tmp_path, cache, capsys):
     """The second run finds the code from the model file alone: sympy (0.5-0.7 s to import) is
     not loaded, nor any other package a warm run does without (SciPy, matplotlib, numba,

@@ -390,11 +390,23 @@ def test_a_ladder_of_resistors_given_as_a_parameter_matches_the_numbers(tmp_path
      "bad.py:4: SystemExit(0): a model file's code must not end the program"),
     ("import sys\nsys.exit('no')\n", "bad.py:2: SystemExit('no'): a model file's code must not end the program"),
 ])
-def test_a_python_model_file_that_fails_is_named_by_file_and_line(tmp_path, capsys, code, expected):
+def test_a_python_model_file_that_fails_is_named_by_file_and_line(tmp_path, capsys, monkeypatch, code, expected):
     path = tmp_path / "bad.py"
     path.write_text(code)
     line = refused(*simulate(path, capsys))
-    assert f"{path.parent}/{expected}" in line
+    assert line == f"bondsim-ros simulate: error: {path.parent}/{expected}"
+    # the path as typed, a syntax error's too (the interpreter names the file by its absolute path)
+    monkeypatch.chdir(tmp_path.parent)
+    line = refused(*simulate(Path(tmp_path.name) / "bad.py", capsys))
+    assert line == f"bondsim-ros simulate: error: {tmp_path.name}/{expected}"
+
+
+def test_a_syntax_error_in_a_module_beside_the_model_file_names_that_module(tmp_path, capsys, monkeypatch):
+    (tmp_path / "values.py").write_text("V0 = (\n")
+    (tmp_path / "bad.py").write_text("import values\n")
+    monkeypatch.chdir(tmp_path)
+    line = refused(*simulate("bad.py", capsys))
+    assert line == "bondsim-ros simulate: error: values.py:1: SyntaxError: '(' was never closed"
 
 
 def test_a_ladder_of_1000_resistors_given_as_a_parameter_builds_in_bounded_time(tmp_path, capsys):

@@ -11,7 +11,10 @@ plug-ins; any other name loads them all, and one that does not load is an error 
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
+import sys
 import traceback
 from pathlib import Path
 
@@ -106,6 +109,49 @@ def _code_error(exc: BaseException, path: Path, spec: str):
     return ModelError(f"{spec}:{line}" if line else spec, what)
 
 
+def _as_typed(filename: str | None, path: Path, spec: str) -> str:
+    """``filename`` (a file the interpreter names, by its absolute path) as the user wrote its
+    place: the model file as ``spec``, a file beside or below it under the folder ``spec`` names."""
+    if not filename:
+        return spec
+    real = Path(os.path.realpath(filename))
+    if real == Path(os.path.realpath(path)):
+        return spec
+    folder = Path(os.path.realpath(path.parent))
+    return str(path.parent / real.relative_to(folder)) if real.is_relative_to(folder) else filename
+
+
+def _own_module(module, folder: Path) -> bool:
+    """Whether the top-level ``module`` is a file or package of ``folder`` itself."""
+    f = getattr(module, "__file__", None)
+    if not f:
+        return False
+    real = Path(os.path.realpath(f))
+    return real.parent == folder or (real.stem == "__init__" and real.parent.parent == folder)
+
+
+@contextlib.contextmanager
+def _as_script(path: Path):
+    """The model file's folder first on sys.path while its code runs (and its build()), as for a
+    script run from it: ``import gains`` finds gains.py beside it. Afterwards the folder leaves
+    sys.path and the modules imported from it leave sys.modules, so that the next model file
+    built in this process (a sweep worker's next) imports its own ``gains``, and its build reads
+    the file again for its build record."""
+    folder = Path(os.path.realpath(path.parent))
+    before = set(sys.modules)
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):  # the model's code may have taken it out itself
+            sys.path.remove(str(folder))
+        new = set(sys.modules) - before
+        own = {name for name in new if "." not in name and _own_module(sys.modules[name], folder)}
+        for name in new:
+            if name.partition(".")[0] in own:
+                del sys.modules[name]
+
+
 def resolve_model(spec: str):
     """Return (Model, ModelEntry or None) for a built-in name or a model file path."""
     from bondsim_ros.bondgraph.core import Model, ModelError
@@ -126,21 +172,23 @@ def resolve_model(spec: str):
             raise ModelError(spec, "no such model file")
         mspec = importlib.util.spec_from_file_location(f"bondsim_user_model_{path.stem}", path)
         module = importlib.util.module_from_spec(mspec)
-        try:
-            mspec.loader.exec_module(module)
-        except SyntaxError as exc:  # IndentationError, a file that is not UTF-8 text too
-            where = f"{exc.filename or spec}:{exc.lineno}" if exc.lineno else (exc.filename or spec)
-            raise ModelError(where, f"{type(exc).__name__}: {exc.msg}") from None
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file's own code failed: say where in it
-            raise _code_error(exc, path, spec) from None
-        if not hasattr(module, "build"):
-            raise ModelError(spec, "a Python model file must define build() -> Model")
-        try:
-            model = module.build()
-        except ModelError:
-            raise
-        except (Exception, SystemExit) as exc:  # noqa: BLE001
-            raise _code_error(exc, path, spec) from None
+        with _as_script(path):
+            try:
+                mspec.loader.exec_module(module)
+            except SyntaxError as exc:  # IndentationError, a file that is not UTF-8 text too
+                where = _as_typed(exc.filename, path, spec)
+                raise ModelError(f"{where}:{exc.lineno}" if exc.lineno else where,
+                                 f"{type(exc).__name__}: {exc.msg}") from None
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the file's own code failed: say where in it
+                raise _code_error(exc, path, spec) from None
+            if not hasattr(module, "build"):
+                raise ModelError(spec, "a Python model file must define build() -> Model")
+            try:
+                model = module.build()
+            except ModelError:
+                raise
+            except (Exception, SystemExit) as exc:  # noqa: BLE001
+                raise _code_error(exc, path, spec) from None
         if not isinstance(model, Model):
             raise ModelError(spec, f"build() returned {type(model).__name__}, not a Model")
         return model, None
