@@ -348,6 +348,21 @@ def test_a_source_driving_a_resistor_alone_is_refused(tmp_path, capsys):
     assert "m.yaml:3: E: nothing to simulate: the source(s) E fix" in line
 
 
+def test_signal_blocks_that_compute_every_value_from_t_are_refused_as_such(tmp_path, capsys):
+    """A ramp into a recorder: no source fixes anything, every value follows from t."""
+    path = write(tmp_path, "sig.yaml", """
+        model: sig
+        components:
+          r: {type: Ramp, slope: 2}
+          rec: {type: Recorder, columns: [y]}
+        signals: [[r.out, rec.y]]
+        """)
+    line = refused(*simulate(path, capsys))
+    assert line == (f"bondsim-ros simulate: error: {path}:1: sig: nothing to simulate: every value of the model "
+                    f"follows from t and its parameters alone: it has no storage element (I, C), no integrating "
+                    f"block (Integrator, PID) and no unknown left for the solver")
+
+
 # ----------------------------------------------------------------- long chains
 def ladder(n, resistance="1.5", parameters=""):
     """Se, then n resistors on alternating 1- and 0-junctions, closed by an inertia."""

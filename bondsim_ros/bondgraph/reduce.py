@@ -462,15 +462,20 @@ class _Eliminated(Mapping):
 
 
 def require_unknowns(red: ReducedDAE) -> None:
-    """Refuse a model that leaves the solver nothing to integrate (an Se driving an R; an Se and
-    an Sf on one 1-junction): its sources fix every effort and flow. Its reduction is still
-    meaningful (every unknown is an expression of t), but there is no system to step."""
+    """Refuse a model that leaves the solver nothing to integrate: its sources fix every effort
+    and flow (an Se driving an R; an Se and an Sf on one 1-junction), or it has no source and its
+    signal blocks compute every value from t and the parameters (a Ramp into a Recorder). Its
+    reduction is still meaningful (every unknown is an expression of t), but there is no system
+    to step."""
     if red.variables:
         return
-    srcs = red.sources or [red.name]
-    raise ModelError(srcs[0], f"nothing to simulate: the source(s) {', '.join(srcs[:8])} fix every effort and "
-                              f"flow of the model, which has no storage element (I, C) and no unknown left "
-                              f"for the solver")
+    if not red.sources:
+        raise ModelError(red.name, "nothing to simulate: every value of the model follows from t and its "
+                                   "parameters alone: it has no storage element (I, C), no integrating block "
+                                   "(Integrator, PID) and no unknown left for the solver")
+    raise ModelError(red.sources[0], f"nothing to simulate: the source(s) {', '.join(red.sources[:8])} fix every "
+                                     f"effort and flow of the model, which has no storage element (I, C) and no "
+                                     f"unknown left for the solver")
 
 
 def _structural_report(eqs, eq_names, variables, var_names, deriv):
