@@ -3,6 +3,7 @@ confidence interval it reports, and bad input must give errors that name the cul
 import csv
 import json
 import math
+import re
 import textwrap
 
 import numpy as np
@@ -146,14 +147,23 @@ def test_bad_columns_and_data_are_named(motor, tmp_path, capsys):
     log.data[57, 2] = np.nan
     _write(data, log)
     assert main(["fit", str(path), str(data), "--params", "Ra", "--outputs", "current", "--inputs", "V", "-q"]) == 2
-    assert "non-finite value in column 'current' at data row 58" in capsys.readouterr().err
+    # named by its file line (the header is line 1), as a cell that is no number is
+    assert re.search(r"log.csv:59: column 'current': nan is not a finite number \(t = [0-9.e-]+\); remove or fill",
+                     capsys.readouterr().err)
     data.write_text("t,current\n0,1\n0.1,abc\n")
     with pytest.raises(FitError, match=r"log.csv:3: column 'current': 'abc' is not a number"):
         read_csv(data)
+    data.write_text("t,current\n\n0,1\n\n0.1,nan\n0.2,1\n")  # blank lines counted too
+    with pytest.raises(FitError, match=r"log.csv:5: column 'current': nan is not a finite number \(t = 0.1\)"):
+        FitProblem(compiled, read_csv(data), ["Ra"], ["current"])
+    data.write_text("t,current\n0,1\n0.1,2\n0.1,3\n")
+    with pytest.raises(FitError, match=r"log.csv:4: column 't' must be strictly increasing: t = 0.1 does not come "
+                                       r"after t = 0.1 on line 3$"):
+        FitProblem(compiled, read_csv(data), ["Ra"], ["current"])
     log.data[57, 2] = 0.0
-    log.data[10, 0] = log.data[9, 0]  # repeated time stamp: named by its data row, as a NaN is
-    with pytest.raises(FitError, match=r"must be strictly increasing: data row 11 \(t = [0-9.e-]+\) does not come "
-                                       r"after data row 10"):
+    log.data[10, 0] = log.data[9, 0]  # repeated time stamp: named by its row, data in memory having no lines
+    with pytest.raises(FitError, match=r"data row 11: column 't' must be strictly increasing: t = [0-9.e-]+ does not "
+                                       r"come after t = [0-9.e-]+ on data row 10$"):
         FitProblem(compiled, log, ["Ra"], ["current"], inputs=["V"])
     with pytest.raises(FitError, match="both a fitted parameter and a logged input"):
         FitProblem(compiled, log, ["V"], ["current"], inputs=["V"])
@@ -445,7 +455,11 @@ def test_bag2csv_names_what_is_missing(tmp_path, capsys):
     assert "not all of ['a', 'b', 'c']" in capsys.readouterr().err
     assert main(["bag2csv", str(tmp_path / "nope"), "-o", str(tmp_path / "c.csv")]) == 2
     assert "no such bag" in capsys.readouterr().err
-    assert not any((tmp_path / n).exists() for n in ("a.csv", "b.csv", "c.csv"))
+    (tmp_path / "empty").mkdir()
+    assert main(["bag2csv", str(tmp_path / "empty"), "-o", str(tmp_path / "d.csv")]) == 2
+    assert capsys.readouterr().err == (f"bondsim-ros bag2csv: error: {tmp_path / 'empty'}: not a rosbag2 bag "
+                                       f"(no metadata.yaml in the folder)\n")
+    assert not any((tmp_path / n).exists() for n in ("a.csv", "b.csv", "c.csv", "d.csv"))
 
 
 # --------------------------------------------------------------------------------------

@@ -145,9 +145,34 @@ def test_non_utf8_data_is_refused(tmp_path, capsys):
     refused(capsys, ["fit", "dc_motor", str(data), *FIT], "d.csv: not UTF-8 text")
 
 
+@pytest.mark.parametrize("bounds, says", [
+    (["C=a:1"], "--bounds expects NAME=LO:HI, got 'C=a:1'"),
+    (["C=1"], "--bounds expects NAME=LO:HI, got 'C=1'"),
+    (["C=0:1", "C=0:2"], "--bounds C: given twice"),
+])
+def test_malformed_bounds_are_refused_in_their_own_form(tmp_path, capsys, bounds, says):
+    data = _data(tmp_path / "d.csv", [[0.0, 24.0, 0.0], [0.1, 24.0, 1.0]])
+    argv = ["fit", "dc_motor", str(data), *FIT]
+    for b in bounds:
+        argv += ["--bounds", b]
+    err = refused(capsys, argv)
+    assert err.strip() == f"bondsim-ros fit: error: {says}"
+
+
 def test_max_evals_below_one_is_refused(tmp_path, capsys):
     data = _data(tmp_path / "d.csv", [[0.0, 24.0, 0.0], [0.1, 24.0, 1.0]])
-    refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--max-evals", "0"], "--max-evals 0")
+    refused(capsys, ["fit", "dc_motor", str(data), *FIT, "--max-evals", "0"],
+            "--max-evals 0: give at least 1 evaluation of the residuals")
+
+
+def test_the_max_evals_help_says_what_it_counts(capsys):
+    """It is least_squares' max_nfev: --max-evals 2 with one parameter runs 7 simulations."""
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("--max-evals N stop the search after N evaluations of the residuals (least_squares' max_nfev, >= 1); "
+            "a check of the start, the Jacobian's simulations (one per fitted parameter and iteration) and those "
+            "for the standard errors at the end come on top") in text
 
 
 @pytest.mark.parametrize("option", ["--json", "--csv", "--plot", "--config-out"])

@@ -149,7 +149,7 @@ def test_bad_jobs_and_scheduler_are_refused_in_one_line(motor_log, capsys):
     for jobs in ("-1", "two", "1.5"):
         assert main(["fit", str(path), str(data), *FIT, "--jobs", jobs, "-q"]) == 2
         err = capsys.readouterr().err
-        assert err == f"bondsim-ros fit: error: --jobs expects a whole number of processes >= 1 (0: every usable " \
+        assert err == f"bondsim-ros fit: error: --jobs expects a whole number of processes >= 0 (0: every usable " \
                       f"core), got {jobs!r}\n", err
     assert main(["fit", str(path), str(data), *FIT, "--jobs", "2", "--scheduler", "tcp://127.0.0.1:9", "-q"]) == 2
     err = capsys.readouterr().err
@@ -157,7 +157,7 @@ def test_bad_jobs_and_scheduler_are_refused_in_one_line(motor_log, capsys):
 
     from bondsim_ros.sweep.workers import WorkersError
 
-    with pytest.raises(WorkersError, match=r"jobs: must be at least 1 \(or 0 for every core\), got -2"):
+    with pytest.raises(WorkersError, match=r"jobs: must be >= 0 \(0: every usable core\), got -2"):
         fit(_problem(motor_log), jobs=-2)
     with pytest.raises(WorkersError, match="jobs: must be a whole number, got 1.5"):
         fit(_problem(motor_log), jobs=1.5)

@@ -68,6 +68,8 @@ def read_topics(bag, topics, types=None, optional=()) -> dict:
     bag = Path(bag)
     if not bag.exists():
         raise FitError(f"{bag}: no such bag")
+    if bag.is_dir() and not (bag / "metadata.yaml").is_file():  # rosbags says only that the file is missing
+        raise FitError(f"{bag}: not a rosbag2 bag (no metadata.yaml in the folder)")
     store = typestore()
     out = {}
     try:

@@ -45,7 +45,10 @@ def register(sub) -> None:
                    help="weight (1/noise sigma) of a data column when outputs of different units are fitted")
     p.add_argument("--t-end", type=float, default=None, help="use data rows up to this time only")
     add_solver_flags(p, FIT_OPTIONS)
-    p.add_argument("--max-evals", type=int, default=None, help="stop after this many model evaluations")
+    p.add_argument("--max-evals", type=int, default=None, metavar="N",
+                   help="stop the search after N evaluations of the residuals (least_squares' max_nfev, >= 1); "
+                        "a check of the start, the Jacobian's simulations (one per fitted parameter and "
+                        "iteration) and those for the standard errors at the end come on top")
     p.add_argument("--jobs", "-j", default=None, metavar="N",
                    help="local worker processes for the Jacobian's simulations (one per fitted parameter and "
                         "iteration; default 1: all in this process; 0: every usable core); the estimate is the "
@@ -106,7 +109,7 @@ def cmd_fit(args) -> int:
 
     options = solver_options(args)
     if args.max_evals is not None and args.max_evals < 1:
-        raise CLIError(f"--max-evals {args.max_evals}: give at least 1 model evaluation")
+        raise CLIError(f"--max-evals {args.max_evals}: give at least 1 evaluation of the residuals")
     args.jobs = _jobs(args.jobs)
     if args.jobs is not None and args.scheduler is not None:
         raise CLIError("give --jobs or --scheduler, not both (a cluster's workers are its own)")
@@ -159,7 +162,7 @@ def _fit_and_write(args, options, staged) -> int:
     params = _split(args.params)
     guesses = assignments(args.guess, "--guess")
     fixed = assignments(args.param, "--param")
-    bounds = assignments(args.bounds, "--bounds NAME=LO:HI", _bound)
+    bounds = assignments(args.bounds, "--bounds", _bound, form="NAME=LO:HI")
     weights = assignments(args.weight, "--weight")
     log = (lambda msg: None) if args.quiet else (lambda msg: print(f"[bondsim] {msg}", file=sys.stderr))
     try:
@@ -307,7 +310,7 @@ def _jobs(text):
     except ValueError:
         jobs = -1
     if jobs < 0:
-        raise CLIError(f"--jobs expects a whole number of processes >= 1 (0: every usable core), got {text!r}")
+        raise CLIError(f"--jobs expects a whole number of processes >= 0 (0: every usable core), got {text!r}")
     return jobs
 
 

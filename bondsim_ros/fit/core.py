@@ -48,6 +48,18 @@ class LogData:
     data: np.ndarray  # (rows, columns)
     source: str = ""
     notes: list = field(default_factory=list)  # what the reader dropped or changed, for the user
+    lines: list | None = None  # the file line of each row (read_csv), for the messages naming a row
+
+    def row(self, i: int) -> str:
+        """Row ``i`` (from 0) as a message names it: ``line 12`` when read from a file, else
+        ``data row 13``."""
+        return f"line {self.lines[i]}" if self.lines is not None else f"data row {i + 1}"
+
+    def at(self, i: int) -> str:
+        """Where row ``i`` is, at the start of a message: ``log.csv:12`` when read from a file,
+        else ``log.csv: data row 13``."""
+        src = self.source or "data"
+        return f"{src}:{self.lines[i]}" if self.lines is not None else f"{src}: data row {i + 1}"
 
     def column(self, name: str) -> np.ndarray:
         try:
@@ -61,16 +73,22 @@ def read_csv(path) -> LogData:
     path = Path(path)
     if not path.exists():
         raise FitError(f"{path}: no such file")
+    rows, lines = [], []  # the rows with a cell, and the file line each starts on
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:  # -sig: a spreadsheet's byte-order mark
-            rows = list(csv.reader(fh))
+            reader = csv.reader(fh)
+            line = 1
+            for row in reader:
+                if row and any(c.strip() for c in row):
+                    rows.append(row)
+                    lines.append(line)
+                line = reader.line_num + 1  # a quoted cell may span lines
     except UnicodeDecodeError as exc:
         raise FitError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     except csv.Error as exc:
         raise FitError(f"{path}: not a CSV file ({exc})") from None
     except OSError as exc:
         raise FitError(f"{path}: cannot read ({exc.strerror})") from None
-    rows = [r for r in rows if r and any(c.strip() for c in r)]
     if len(rows) < 2:
         raise FitError(f"{path}: needs a header row and at least one data row")
     names = [c.strip() for c in rows[0]]
@@ -78,18 +96,18 @@ def read_csv(path) -> LogData:
     if dup:
         raise FitError(f"{path}: duplicate column names {', '.join(dup)}")
     data = np.empty((len(rows) - 1, len(names)))
-    for i, row in enumerate(rows[1:], start=2):
+    for i, (row, line) in enumerate(zip(rows[1:], lines[1:])):
         if len(row) != len(names):
-            raise FitError(f"{path}:{i}: {len(row)} cells, the header has {len(names)}")
+            raise FitError(f"{path}:{line}: {len(row)} cells, the header has {len(names)}")
         for j, cell in enumerate(row):
             try:
-                data[i - 2, j] = float(cell)
+                data[i, j] = float(cell)
             except ValueError:
-                raise FitError(f"{path}:{i}: column {names[j]!r}: {cell!r} is not a number") from None
-            if abs(data[i - 2, j]) > MAX_VALUE:
-                raise FitError(f"{path}:{i}: column {names[j]!r}: {cell!r} is beyond +-{MAX_VALUE:g} (its square "
+                raise FitError(f"{path}:{line}: column {names[j]!r}: {cell!r} is not a number") from None
+            if abs(data[i, j]) > MAX_VALUE:
+                raise FitError(f"{path}:{line}: column {names[j]!r}: {cell!r} is beyond +-{MAX_VALUE:g} (its square "
                                f"would overflow the least-squares sums); rescale the column")
-    return LogData(names, data, str(path))
+    return LogData(names, data, str(path), lines=lines[1:])
 
 
 # --------------------------------------------------------------------------------------
@@ -201,8 +219,8 @@ class FitProblem:
         if bad_rows.any():
             i = int(np.argmax(bad_rows))
             j = int(np.argmax(~np.isfinite(block[i])))
-            raise FitError(f"{src}: non-finite value in column {cols[j]!r} at data row {int(np.flatnonzero(keep)[i]) + 1} "
-                           f"({self.time_col} = {block[i, 0]:g}); remove or fill such rows")
+            raise FitError(f"{self.data.at(int(np.flatnonzero(keep)[i]))}: column {cols[j]!r}: {block[i, j]:g} is not "
+                           f"a finite number ({self.time_col} = {block[i, 0]:g}); remove or fill such rows")
         self.t = block[:, 0]
         if len(self.t) < 2:
             raise FitError(f"{src}: column {self.time_col!r} must be strictly increasing with at least two rows")
@@ -210,9 +228,9 @@ class FitProblem:
         if back.size:
             rows = np.flatnonzero(keep)
             k = int(back[0])
-            raise FitError(f"{src}: column {self.time_col!r} must be strictly increasing: data row {rows[k + 1] + 1} "
-                           f"({self.time_col} = {self.t[k + 1]:g}) does not come after data row {rows[k] + 1} "
-                           f"({self.time_col} = {self.t[k]:g})")
+            raise FitError(f"{self.data.at(int(rows[k + 1]))}: column {self.time_col!r} must be strictly increasing: "
+                           f"{self.time_col} = {self.t[k + 1]:g} does not come after {self.time_col} = {self.t[k]:g} "
+                           f"on {self.data.row(int(rows[k]))}")
         self.u = block[:, 1:1 + len(self.input_map)]
         self.y = block[:, 1 + len(self.input_map):]
         self.w = np.array([self.weights.get(col, 1.0) for _, col in self.output_map])
@@ -314,7 +332,8 @@ class FitProblem:
                            f"FitProblem(..., model=NAME or FILE), the built-in model's name or the model file it "
                            f"was compiled from")
         cols = list(dict.fromkeys([self.time_col] + [c for _, c in self.input_map] + [c for _, c in self.output_map]))
-        data = LogData(cols, np.column_stack([self.data.column(c) for c in cols]), self.data.source)
+        data = LogData(cols, np.column_stack([self.data.column(c) for c in cols]), self.data.source,
+                       lines=self.data.lines)
         return FitSpec(self.model, self.compiled.key, tuple(map(float, self.compiled.params)), data,
                        list(self.params), list(self.outputs), list(self.inputs), dict(self.fixed), self.time_col,
                        self.t_end, self.options, dict(self.weights), uuid.uuid4().hex)

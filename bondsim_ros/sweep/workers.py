@@ -164,7 +164,7 @@ def check_jobs(jobs) -> int:
         raise WorkersError(f"must be a whole number, got {jobs!r}", "jobs")
     jobs = int(jobs)
     if jobs < 0:
-        raise WorkersError(f"must be at least 1 (or 0 for every core), got {jobs}", "jobs")
+        raise WorkersError(f"must be >= 0 (0: every usable core), got {jobs}", "jobs")
     return jobs or default_jobs()
 
 
