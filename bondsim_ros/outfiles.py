@@ -89,11 +89,10 @@ def _input_hit(real: Path, inputs) -> str | None:
     return None
 
 
-def check_output(path, option: str, *, make_folder: bool = False, stdout_ok: bool = False, inputs=()) -> Path:
-    """``path`` if a file can be written there; else OutputError naming ``option`` and the reason.
-    ``make_folder``: a missing folder will be created by the command (then its nearest existing
-    ancestor must be a writable folder). ``stdout_ok``: ``-`` means standard output. ``inputs``:
-    the files and folders the command reads, which no output may replace or land in."""
+def check_output(path, option: str, *, stdout_ok: bool = False, inputs=()) -> Path:
+    """``path`` if a file can be written there, in a folder that exists; else OutputError naming
+    ``option`` and the reason. ``stdout_ok``: ``-`` means standard output. ``inputs``: the files
+    and folders the command reads, which no output may replace or land in."""
     label = _label(path, option)
     if str(path) == STDOUT:
         if stdout_ok:
@@ -120,15 +119,8 @@ def check_output(path, option: str, *, make_folder: bool = False, stdout_ok: boo
         raise OutputError(f"{label}: refusing to {what} {hit}, an input of this command")
     folder = real.parent if str(real.parent) else Path(".")
     if not folder.exists():
-        if not make_folder:
-            raise OutputError(f"{label}: the folder {folder} does not exist")
-        probe = folder
-        while not probe.exists() and probe != probe.parent:
-            probe = probe.parent
-        if not probe.is_dir():
-            raise OutputError(f"{label}: {probe} is not a folder")
-        folder = probe
-    elif not folder.is_dir():
+        raise OutputError(f"{label}: the folder {folder} does not exist")
+    if not folder.is_dir():
         raise OutputError(f"{label}: {folder} is not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputError(f"{label}: the folder {folder} is not writable")

@@ -82,7 +82,7 @@ def cmd_render(args) -> int:
         except (RobotError, RenderError) as exc:
             raise CLIError(str(exc)) from None
         inputs.append(file)
-    check_output(args.output, "-o", make_folder=True, inputs=inputs)
+    check_output(args.output, "-o", inputs=inputs)
     try:
         written = render(file, args.output, joints_csv=args.joints, fps=args.fps, every=args.every,
                          row=args.row, search_path=args.search_path, size=(w, h), view=args.view,

@@ -525,10 +525,11 @@ def test_cli_xml2urdf(tmp_path, capsys):
     assert out.exists() and "base_x" in out.read_text()
     bad = tmp_path / "Bad.xml"
     bad.write_text(GOOD.replace("revolute_z", "revolut_z"))
+    (tmp_path / "b").mkdir()
     assert main(["xml2urdf", str(bad), "-o", str(tmp_path / "b" / "b.urdf")]) == 2
     err = capsys.readouterr().err
     assert "Bad.xml:3: <drive>: unknown type 'revolut_z'" in err
-    assert not (tmp_path / "b").exists()
+    assert not list((tmp_path / "b").iterdir())
     # --search-path finds a referenced file elsewhere
     (tmp_path / "lib").mkdir()
     shutil.copy(DATA / "objects" / "Box.xml", tmp_path / "lib" / "Box.xml")

@@ -12,8 +12,11 @@ from bondsim_ros.cli import main
 
 @pytest.fixture
 def here(tmp_path, monkeypatch):
-    """tmp_path as the current directory: files are given by their relative names."""
+    """tmp_path as the current directory: files are given by their relative names; the output
+    folders out, out2 and out3 exist (a command makes none)."""
     monkeypatch.chdir(tmp_path)
+    for name in ("out", "out2", "out3"):
+        (tmp_path / name).mkdir()
     return tmp_path
 
 
@@ -25,7 +28,7 @@ def write(path: Path, text: str) -> Path:
 
 def refused(capsys, argv, *fragments, nothing=None) -> str:
     """Run the CLI: exit 2, one clean error line holding every fragment, no traceback, and
-    nothing written at ``nothing``."""
+    nothing written at ``nothing`` (no such path, or a folder left empty)."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "Warning" not in err, err
@@ -34,7 +37,8 @@ def refused(capsys, argv, *fragments, nothing=None) -> str:
     for f in fragments:
         assert f in err, err
     if nothing is not None:
-        assert not Path(nothing).exists()
+        nothing = Path(nothing)
+        assert not nothing.exists() or nothing.is_dir() and not list(nothing.iterdir())
     return err
 
 
@@ -312,7 +316,7 @@ def test_error_in_a_referenced_file_outside_the_current_folder_names_its_absolut
     write(here / "proj" / "P.xml", '<project id="p" name="P">\n  <robot name="Cart"/>\n</project>\n')
     write(here / "proj" / "robots" / "Cart.xml", CART)
     write(here / "proj" / "objects" / "Wheel.xml", WHEEL_BAD)
-    (here / "elsewhere").mkdir()
+    (here / "elsewhere" / "out").mkdir(parents=True)
     monkeypatch.chdir(here / "elsewhere")
     refused(capsys, ["xml2urdf", "../proj/P.xml", "-o", "out/p.urdf"],
             f"error: {here / 'proj' / 'objects' / 'Wheel.xml'}:3: <sphere>", nothing="out")

@@ -41,7 +41,7 @@ def check_urdf(path) -> None:
 
 def refused(capsys, argv, *fragments, nothing=None):
     """Run the CLI; assert exit 2, one clean error line naming ``fragments``, no traceback, and
-    nothing at ``nothing``."""
+    nothing at ``nothing`` (no such path, or a folder left empty)."""
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -49,7 +49,8 @@ def refused(capsys, argv, *fragments, nothing=None):
     for f in fragments:
         assert f in err, err
     if nothing is not None:
-        assert not Path(nothing).exists()
+        nothing = Path(nothing)
+        assert not nothing.exists() or nothing.is_dir() and not list(nothing.iterdir())
     return err
 
 
@@ -75,6 +76,7 @@ def test_reference_names_are_plain_file_names(outside, capsys, name):
     src = proj / "P.xml"
     src.write_text(f'<project id="p" name="P">\n  <object name="{name}"/>\n</project>\n')
     out = proj / "out"
+    out.mkdir()
     refused(capsys, ["xml2urdf", str(src), "-o", str(out / "p.urdf")], "P.xml:2: <object>:",
             "bad reference name", nothing=out)
 
@@ -86,6 +88,7 @@ def test_symlinked_reference_out_of_the_project_is_refused(outside, capsys):
     src = proj / "P.xml"
     src.write_text('<project id="p" name="P">\n  <object name="Box"/>\n</project>\n')
     out = proj / "out"
+    out.mkdir()
     refused(capsys, ["xml2urdf", str(src), "-o", str(out / "p.urdf")], "P.xml:2: <object>:",
             "outside the project's folders", nothing=out)
     # the folder holding it is fine once the user names it
@@ -109,6 +112,7 @@ def test_part_files_stay_inside_and_are_meshes(outside, capsys, file, fragment):
     src = proj / "R.xml"
     src.write_text(f'<robot id="r" name="R">\n  <part id="p" file="{file.format(evil=evil)}"/>\n</robot>\n')
     out = proj / "out"
+    out.mkdir()
     refused(capsys, ["xml2urdf", str(src), "-o", str(out / "r.urdf")], "R.xml:2: <part>:", fragment, nothing=out)
 
 
@@ -147,6 +151,7 @@ def test_mesh_uri_that_xacro_cannot_carry_is_refused(tmp_path, capsys, uri):
     src = tmp_path / "R.xml"
     src.write_text(robot())
     out = tmp_path / "o"
+    out.mkdir()
     refused(capsys, ["xml2urdf", str(src), "-o", str(out / "r.urdf.xacro"), "--xacro", "--mesh-uri", uri],
             "--mesh-uri", "not allowed in a mesh URI", nothing=out)
 
@@ -234,6 +239,7 @@ def test_unusable_numbers_and_names_are_refused(tmp_path, capsys, field, value, 
     src = tmp_path / "R.xml"
     src.write_text(robot(**{field: value}))
     out = tmp_path / "o"
+    out.mkdir()
     refused(capsys, ["xml2urdf", str(src), "-o", str(out / "r.urdf")], f"R.xml:", f"<{element}>:", fragment,
             nothing=out)
 
@@ -275,6 +281,7 @@ def _project(tmp_path, refs):
 def test_same_prefix_or_object_twice_is_refused(tmp_path, capsys, refs, line, fragment):
     src = _project(tmp_path, refs)
     out = tmp_path / "o"
+    out.mkdir()
     refused(capsys, ["xml2urdf", str(src), "-o", str(out / "p.urdf")], f"P.xml:{line}:", fragment,
             "distinct prefix", nothing=out)
 
@@ -321,13 +328,17 @@ def test_render_without_render_elements_draws_in_grey(tmp_path):
     (["--size", "100000x2"], "width and height must be 1..8192"),
     (["--joints", "{nan}"], "nan.csv:3: column 'j1': 'nan' is not a finite number"),
     (["--joints", "{latin}"], "latin.csv: not UTF-8 text"),
+    (["--joints", "{other}"], "other.csv: no column is named like a joint of the mechanism (j1) or the base "
+                              "(x, y, phi); its columns: t, mass.p, spring.q"),
 ])
 def test_render_bad_options_are_refused(tmp_path, capsys, args, fragment):
     src = tmp_path / "R.xml"
     src.write_text(robot())
     (tmp_path / "nan.csv").write_text("t,j1\n0,0\n0.1,nan\n")
     (tmp_path / "latin.csv").write_bytes("t,j1\n0,0\n0.1,\xb5\n".encode("latin-1"))
-    args = [a.format(nan=tmp_path / "nan.csv", latin=tmp_path / "latin.csv") for a in args]
+    (tmp_path / "other.csv").write_text("t,mass.p,spring.q\n0,0,0.1\n")  # another model's run
+    args = [a.format(nan=tmp_path / "nan.csv", latin=tmp_path / "latin.csv", other=tmp_path / "other.csv")
+            for a in args]
     out = tmp_path / "r.png"
     refused(capsys, ["render", str(src), "-o", str(out), "-q", *args], fragment, nothing=out)
 
@@ -372,6 +383,7 @@ def test_xacro_macro_name_is_an_xml_name(tmp_path, name):
 
 def test_prefix_with_white_space_is_refused(tmp_path, capsys):
     src = _project(tmp_path, ['<object name="Box" prefix="a_"/>', '<object name="Box" prefix="b c"/>'])
+    (tmp_path / "o").mkdir()
     refused(capsys, ["xml2urdf", str(src), "-o", str(tmp_path / "o" / "p.urdf")], "P.xml:3: <object>:",
             "bad prefix 'b c'", nothing=tmp_path / "o")
 

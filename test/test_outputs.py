@@ -234,6 +234,20 @@ def test_a_folder_that_takes_no_new_file_is_an_error_naming_the_option(tmp_path,
     assert f"{out}: " in err and ("cannot write" in err or "not writable" in err), err
 
 
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_an_output_in_a_missing_folder_is_refused_and_no_folder_is_made(tmp_path, inputs, capsys, monkeypatch,
+                                                                         command):
+    argv, suffix, _ = COMMANDS[command]
+    monkeypatch.chdir(tmp_path)
+    out = f"newdir/sub/out{suffix}"
+    rc = main(argv(inputs, out))
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert err.startswith(f"bondsim-ros {command.split()[0]}: error: ") and "Traceback" not in err, err
+    assert err.endswith(f" {out}: the folder newdir/sub does not exist\n"), err
+    assert not (tmp_path / "newdir").exists()
+
+
 @pytest.mark.parametrize("argv, message", [
     (["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.01", "--plot", "{tmp}/p.txt"],
      "--plot {tmp}/p.txt: no figure format .txt"),

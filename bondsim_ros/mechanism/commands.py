@@ -30,7 +30,7 @@ def cmd_xml2urdf(args) -> int:
 
     from . import MechanismError, to_urdf
 
-    check_output(args.output, "-o", make_folder=True)
+    check_output(args.output, "-o")
     try:
         result = to_urdf(args.file, args.output, xacro=args.xacro, keep_virtual=args.keep_virtual,
                          search_path=args.search_path, mesh_uri=args.mesh_uri)

@@ -259,7 +259,9 @@ def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names: se
         if h in header:
             cols.setdefault(base(i), header.index(h))
     if not cols:
-        raise RenderError("the CSV has no column named like a joint (or x, y, phi)")
+        raise RenderError(f"{csv_name}: no column is named like a joint of the mechanism "
+                          f"({', '.join(sorted(joint_names)) or 'it has none'}) or the base (x, y, phi); "
+                          f"its columns: {', '.join(header)}")
     return [{name: float(row[k]) for name, k in cols.items()} for row in data]
 
 
