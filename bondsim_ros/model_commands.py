@@ -38,7 +38,10 @@ def register(sub) -> None:
     d.add_argument("--depth", type=int, default=None, help="open component documents down to this depth")
     d.set_defaults(func=cmd_draw)
 
-    m = sub.add_parser("models", help="list the built-in models")
+    m = sub.add_parser("models", help="list the named models (built-in and installed plug-ins)",
+                       description="List the models `bondsim-ros simulate NAME` runs: name, description; the "
+                                   "worked examples and the models of the built-in robots and of installed robot "
+                                   "plug-ins.")
     m.set_defaults(func=cmd_models)
 
     r = sub.add_parser("robots", help="list the registered robots (built-in and installed plug-ins)",

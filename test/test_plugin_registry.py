@@ -209,6 +209,19 @@ def test_the_listings_name_each_system_not_a_number(capsys):
         assert words in rows[name], rows[name]
 
 
+def test_the_models_help_says_it_lists_the_plugins_models_too(capsys):
+    from bondsim_ros.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = " ".join(capsys.readouterr().out.split())
+    assert "models list the named models (built-in and installed plug-ins)" in listing
+    with pytest.raises(SystemExit):
+        main(["models", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the models of the built-in robots and of installed robot plug-ins" in text
+
+
 def test_a_plugin_whose_robot_cannot_be_made_is_named(tmp_path):
     """A plug-in that imports but whose ROBOT() raises (its mechanism file misspelt): `robots`
     and `up --model` exit 2 naming the entry point and the error; `robots` ended in a traceback."""

@@ -136,7 +136,10 @@ def test_bad_param_specs_are_refused_naming_the_argument(tmp_path, capsys, spec,
     (["--param", "m=1", "--at", "2"], "--at: time 2 is outside the run (0..1)"),
     (["--param", "m=1", "--at", "1.0000000001"], "--at: time 1.0000000001 is outside the run (0..1)"),
     (["--param", "m=1", "--outputs", "pos,nope"], "--outputs: model 'servo' has no output column 'nope'"),
-    (["--param", "m=1", "--jobs", "-1"], "--jobs must be at least 1 (0: every usable core), got -1"),
+    (["--param", "m=1", "--outputs", "pos,pos"], "--outputs: column 'pos' is given twice"),
+    (["--param", "m=1", "--outputs", "t,pos"], "--outputs: 't' is the run's time, not an output column"),
+    (["--param", "m=1", "--at", "1,1"], "--at: time 1 is given twice"),
+    (["--param", "m=1", "--jobs", "-1"], "--jobs must be >= 0 (0: every usable core), got -1"),
     (["--param", "m=1", "--rtol", "2"], "--rtol must be a number in [2.22e-14, 0.1], got 2"),
 ])
 def test_bad_options_are_refused(tmp_path, capsys, argv, fragment):

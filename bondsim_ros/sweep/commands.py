@@ -97,7 +97,7 @@ def cmd_sweep(args) -> int:
     outputs = _names(args.outputs, "--outputs") if args.outputs is not None else None
     at = _times(args.at) if args.at is not None else None
     if args.jobs is not None and args.jobs < 0:
-        raise CLIError(f"--jobs must be at least 1 (0: every usable core), got {args.jobs}")
+        raise CLIError(f"--jobs must be >= 0 (0: every usable core), got {args.jobs}")
     if args.jobs == 0:
         from bondsim_ros.sweep.workers import default_jobs
 

@@ -399,10 +399,15 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
         outputs = tuple(outputs)
         if not outputs:
             raise SweepError("no columns given", "outputs")
+        twice = [n for i, n in enumerate(outputs) if n in outputs[:i]]
+        if twice:  # the table has one column per name, as at has one time per label
+            raise SweepError(f"column {twice[0]!r} is given twice", "outputs")
+        if "t" in outputs:  # a row holds the values at one time (the end, or each of at), not a time column
+            raise SweepError("'t' is the run's time, not an output column", "outputs")
         missing = [n for n in outputs if n not in known]
         if missing and (entry is None or entry.postprocess is None or derive is not None):
-            raise SweepError(f"model {compiled.name!r} has no output column {missing[0]!r} (has: {', '.join(known)})",
-                             "outputs")
+            raise SweepError(f"model {compiled.name!r} has no output column {missing[0]!r} "
+                             f"(has: {', '.join(known[1:])})", "outputs")
     opts = RunOptions(float(t_end), float(dt_out), options, outputs,
                       None if at is None else _check_at(at, float(t_end), float(dt_out)))
 
