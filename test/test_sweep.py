@@ -327,6 +327,25 @@ def test_a_script_without_the_main_guard_is_told_why_its_workers_died(tmp_path):
     assert said and 'under `if __name__ == "__main__":`' in said[-1], proc.stderr
 
 
+def test_the_sweep_snippet_of_the_engine_doc_runs_as_a_script(tmp_path):
+    """docs/engine.md's Python example, saved as a script and run: its jobs=2 workers import the
+    script again, which the example's __main__ guard lets them do."""
+    import os
+    import re
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    blocks = re.findall(r"```python\n(.*?)```", (root / "docs" / "engine.md").read_text(), re.S)
+    (snippet,) = [b for b in blocks if "jobs=2" in b and "sweep(" in b]
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(root)))
+    assert proc.returncode == 0, proc.stderr
+    with np.load(tmp_path / "sweep.npz") as table:
+        assert list(table["status"]) == ["ok"] * 12 and len(table["x"]) == 12
+
+
 def test_an_output_no_column_has_is_refused_before_any_run_for_a_postprocessed_model():
     """robotino_twist's postprocessing names the columns it adds (roller joints, x, y, phi):
     a typo among --outputs is refused at once, as for any other model, instead of every run
