@@ -1,12 +1,18 @@
-"""``bondsim-ros cache``: where the generated code lives, how much of it, and removing old entries."""
+"""``bondsim-ros cache``: where the cache lives, how much each of its folders holds, and removing
+old entries (bondgraph/cache.py: ``FOLDERS``)."""
 from __future__ import annotations
 
 
 def register(sub) -> None:
-    c = sub.add_parser("cache", help="show the cache of generated code; remove old entries",
-                       description="Show the cache of compiled models and solver cores ($BONDSIM_CACHE_DIR, "
-                                   "else $XDG_CACHE_HOME/bondsim_ros, else ~/.cache/bondsim_ros). Entries are "
-                                   "rebuilt on demand, so removing them costs only build time.")
+    c = sub.add_parser("cache", help="show the cache (generated code, solver cores, converted URDFs, ...); "
+                                     "remove old entries",
+                       description="Show the cache ($BONDSIM_CACHE_DIR, else $XDG_CACHE_HOME/bondsim_ros, else "
+                                   "~/.cache/bondsim_ros) folder by folder: models (generated code, build records), "
+                                   "solver (solver cores, orderings), host (compiler and CPU facts), urdf "
+                                   "(mechanisms converted for /robot_description), rviz (the launch files' RViz "
+                                   "views), c_ida (benchmarks/c_ida.py's IDA builds). Entries are rebuilt on "
+                                   "demand, so removing them costs only build time; nothing else in the folder is "
+                                   "touched.")
     what = c.add_mutually_exclusive_group()
     what.add_argument("--prune", action="store_true",
                       help="remove entries not used for --older-than days (the newest solver core stays)")

@@ -34,6 +34,30 @@ def test_prune_removes_whole_old_entries_and_keeps_the_newest_core(tmp_path):
     assert cache.usage(tmp_path) == {"models": (2, 20), "solver": (1, 10)}
 
 
+def test_every_folder_the_package_writes_is_listed_pruned_and_cleared(tmp_path):
+    """The converted URDFs, RViz views and IDA builds are entries as the generated code is: a
+    subfolder is one entry, old when none of its files was used. What else the cache's folder
+    holds is not the package's and stays."""
+    now = time.time()
+    urdf_old = [touch(tmp_path / "urdf" / "Arm-0123" / f, 40, now) for f in ("Arm.urdf", "Arm/meshes/cone.stl")]
+    urdf_new = [touch(tmp_path / "urdf" / "Arm-4567" / "Arm.urdf", 40, now),
+                touch(tmp_path / "urdf" / "Arm-4567" / "Arm" / "meshes" / "cone.stl", 1, now)]
+    rviz = [touch(tmp_path / "rviz" / f"arm-{k}.rviz", age, now) for k, age in (("old", 40), ("new", 1))]
+    ida = touch(tmp_path / "c_ida" / "3fe8" / "model.c", 40, now)
+    foreign = [touch(tmp_path / "notes.txt", 400, now), touch(tmp_path / "mine" / "data.csv", 400, now)]
+    assert cache.usage(tmp_path) == {"urdf": (4, 40), "rviz": (2, 20), "c_ida": (1, 10)}
+    r = run("cache", env_root=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert [line.split()[:2] for line in r.stdout.splitlines()[1:]] == [["c_ida", "1"], ["rviz", "2"], ["urdf", "4"]]
+    assert cache.remove(30 * DAY, tmp_path, now=now) == (4, 40)
+    assert not any(p.exists() for p in urdf_old + [rviz[0], ida]) and not (tmp_path / "urdf" / "Arm-0123").exists()
+    assert all(p.exists() for p in urdf_new + rviz[1:] + foreign)
+    r = run("cache", "--clear", env_root=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"removed 3 files (0.0 MB) from {tmp_path}\n") and cache.usage(tmp_path) == {}
+    assert not list((tmp_path / "urdf").iterdir()) and all(p.exists() for p in foreign)
+
+
 def run(*args, env_root):
     env = dict(os.environ, BONDSIM_CACHE_DIR=str(env_root), PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "bondsim_ros.cli", *args], env=env, capture_output=True,

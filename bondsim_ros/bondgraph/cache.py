@@ -10,6 +10,7 @@ and, while a process builds the key, ``m_<key>.lock``. Files are written whole o
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -122,16 +123,30 @@ def compile_library(name: str, src_path: Path, source: str, folder: Path) -> Pat
 # -- keeping the cache small ---------------------------------------------------------------------
 # Every engine or solver-core change makes new keys; the old entries are never read again but stay.
 # An entry is a group of files sharing a stem (``m_<key>*`` with its library, ``r_<hash>.json``, a
-# solver core ``bdf_core_<hash>.so``); a group is old when none of its files was read or written
-# within the age limit (atime: Linux's relatime updates it at least once a day on use).
+# solver core ``bdf_core_<hash>.so``, an RViz view) or a subfolder (a converted URDF with its
+# meshes, an IDA build); it is old when none of its files was read or written within the age limit
+# (atime: Linux's relatime updates it at least once a day on use).
+
+# the folders written under the cache root, each by one part: the generated code and build records
+# (this module, models/buildcache.py), the solver cores and COLAMD orderings (solver/_ccore.py,
+# solver/bdf.py), the compiler's and CPU's facts (solver/native.py), the URDFs converted for
+# /robot_description (mechanism/urdf.py), the launch files' RViz views (ros/launch_support.py) and
+# the IDA builds of benchmarks/c_ida.py. Nothing else in the root is touched: it may be a folder
+# the user named with $BONDSIM_CACHE_DIR.
+FOLDERS = ("models", "solver", "host", "urdf", "rviz", "c_ida")
+
 
 def _groups(root: Path) -> dict:
+    """(folder, entry) -> the paths of one entry (files, or one subfolder)."""
     groups: dict = {}
-    for folder in ("models", "solver", "host"):
+    for folder in FOLDERS:
         base = root / folder
         if not base.is_dir():
             continue
         for path in base.iterdir():
+            if path.is_dir() and not path.is_symlink():
+                groups[(folder, path.name + os.sep)] = [path]
+                continue
             if not path.is_file():
                 continue
             name = path.name
@@ -140,15 +155,25 @@ def _groups(root: Path) -> dict:
     return groups
 
 
-def _last_use(paths) -> float:
-    latest = 0.0
+def _files(paths) -> list:
+    """(path, os.stat_result) of every file of an entry, those in its subfolder included."""
+    found = []
     for p in paths:
+        if p.is_dir() and not p.is_symlink():
+            found += [Path(folder, n) for folder, _, names in os.walk(p) for n in names]
+        else:
+            found.append(p)
+    out = []
+    for f in found:
         try:
-            st = p.stat()
+            out.append((f, f.lstat()))
         except OSError:
             continue
-        latest = max(latest, st.st_atime, st.st_mtime)
-    return latest
+    return out
+
+
+def _last_use(paths) -> float:
+    return max((max(st.st_atime, st.st_mtime) for _, st in _files(paths)), default=0.0)
 
 
 def usage(root: Path | None = None) -> dict:
@@ -158,8 +183,9 @@ def usage(root: Path | None = None) -> dict:
     root = Path(root) if root is not None else native.cache_root()
     out: dict = {}
     for (folder, _), paths in _groups(root).items():
+        stats = _files(paths)
         files, size = out.get(folder, (0, 0))
-        out[folder] = (files + len(paths), size + sum(p.stat().st_size for p in paths if p.exists()))
+        out[folder] = (files + len(stats), size + sum(st.st_size for _, st in stats))
     return out
 
 
@@ -168,7 +194,9 @@ def remove(older_than: float | None, root: Path | None = None, now: float | None
     recently used solver core is always kept. Returns (files, bytes) removed. Safe while other
     processes run: a loaded library stays mapped, and an entry removed before a process reads
     it is built again."""
+    import shutil
     import time
+
     from bondsim_ros.solver import native
 
     root = Path(root) if root is not None else native.cache_root()
@@ -181,16 +209,18 @@ def remove(older_than: float | None, root: Path | None = None, now: float | None
     for key, paths in groups.items():
         if key in keep or (older_than is not None and now - _last_use(paths) < older_than):
             continue
+        stats = _files(paths)
         for p in paths:
-            try:
-                n = p.stat().st_size
-                p.unlink()
-            except OSError:
-                continue
-            files, size = files + 1, size + n
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    p.unlink()
+        gone = [st for f, st in stats if not os.path.lexists(f)]
+        files, size = files + len(gone), size + sum(st.st_size for st in gone)
     return files, size
 
 
-__all__ = ["cache_dir", "entry_paths", "is_cached", "atomic_write", "KeyLock", "KERNEL_CFLAGS",
+__all__ = ["cache_dir", "entry_paths", "is_cached", "atomic_write", "KeyLock", "FOLDERS", "KERNEL_CFLAGS",
            "LARGE_KERNEL_CFLAGS", "LARGE_SOURCE", "kernel_flags",
            "compile_library", "usage", "remove"]
