@@ -6,7 +6,8 @@ serves it on dynamics_node.
 A profile is a mapping (keys below). What the node does with each entry is fixed by its
 ``role``; names, types, defaults and signs are the profile's, so nothing in ros/ names a robot
 or its driver. The velocity limits a profile declares act per component, as a base controller's
-do: a non-zero component above the maximum is clipped to it, one below the minimum raised to it.
+do: a component above the maximum is clipped to it, else a non-zero one below the minimum raised
+to it.
 """
 from __future__ import annotations
 
@@ -100,10 +101,14 @@ class BumperHold:
 
 
 def _clip(v: float, low: float, high: float) -> float:
-    """|v| clipped to high, a non-zero |v| below low raised to it; the sign kept."""
-    if v == 0.0:
-        return 0.0
-    return math.copysign(min(max(abs(v), low), high), v)
+    """|v| above high clipped to it, else a non-zero |v| below low raised to it; the sign kept. The
+    order is the driver's (OmniDriveROS::cmdVelCallback, if ... else if): with low > high a |v| up
+    to high is raised to low. A NaN passes, as there (neither comparison holds)."""
+    if abs(v) > high:
+        return math.copysign(high, v)
+    if 0.0 < abs(v) < low:
+        return math.copysign(low, v)
+    return v
 
 
 @dataclass
