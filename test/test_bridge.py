@@ -30,14 +30,14 @@ COMMAND = (0.3, 0.1, 0.4)  # vx, vy [m/s], wz [rad/s]
 class StandInDriver:
     """An ideal Robotino (commands followed at once) publishing as rto_node does."""
 
-    def __init__(self, node, wheel_radius):
+    def __init__(self, node, wheel_radius, namespace=""):
         self.node, self.r = node, wheel_radius
         self.cmd = (0.0, 0.0, 0.0)
         self.pose = [0.0, 0.0, 0.0]
         self.last = None
-        node.create_subscription(Twist, "/cmd_vel", self._on_cmd, 10)
-        self.pub_js = node.create_publisher(JointState, "/joint_states", 10)
-        self.pub_odom = node.create_publisher(Odometry, "/odom", 10)
+        node.create_subscription(Twist, f"{namespace}/cmd_vel", self._on_cmd, 10)
+        self.pub_js = node.create_publisher(JointState, f"{namespace}/joint_states", 10)
+        self.pub_odom = node.create_publisher(Odometry, f"{namespace}/odom", 10)
         node.create_timer(0.02, self._tick)
 
     def _on_cmd(self, msg):
@@ -166,3 +166,166 @@ def test_robotino_declares_its_driver_bridge():
     bridge = load_robot("robotino").bridge
     assert bridge is not None and bridge.name == "robotino_bridge.yaml"
     assert "robot_cmd_vel" in load_ros_params(bridge)["twin_bridge"]
+
+
+def _odom(t, x, y, phi):
+    msg = Odometry()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = int(t), int(round((t - int(t)) * 1e9))
+    msg.pose.pose.position.x, msg.pose.pose.position.y = x, y
+    msg.pose.pose.orientation.z, msg.pose.pose.orientation.w = math.sin(phi / 2), math.cos(phi / 2)
+    return msg
+
+
+class BridgeIO:
+    """A TwinBridge on topics of its own (``tag``) with a listener beside it: what the bridge
+    publishes, received through ROS."""
+
+    def __init__(self, context, tag, **params):
+        from rclpy.qos import QoSProfile
+
+        from bondsim_ros.ros.twin_bridge import TwinBridge
+
+        topics = {k: f"/{tag}/{k}" for k in ("robot_cmd_vel", "robot_odom", "robot_joint_states", "robot_bumper",
+                                              "twin_cmd_vel", "twin_odom", "twin_joint_states")}
+        self.bridge = TwinBridge(name=f"{tag}_bridge", overrides={**topics, **params}, context=context)
+        self.node = rclpy.create_node(f"{tag}_listener", context=context)
+        self.pose_dev, self.forwarded = [], []
+        self.node.create_subscription(Vector3Stamped, f"/{tag}_bridge/pose_deviation", self.pose_dev.append,
+                                      QoSProfile(depth=1000))
+        self.node.create_subscription(Twist, topics["twin_cmd_vel"], self.forwarded.append, 100)
+        self.cmd = self.node.create_publisher(Twist, topics["robot_cmd_vel"], 10)
+        from std_msgs.msg import Bool
+
+        self.bumper = self.node.create_publisher(Bool, topics["robot_bumper"], 10)
+        self.Bool = Bool
+        self.executor = make_executor(context)
+        for n in (self.bridge, self.node):
+            self.executor.add_node(n)
+
+    def spin_until(self, predicate, timeout=10.0):
+        end = time.monotonic() + timeout
+        while not predicate() and time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+        return predicate()
+
+    def close(self):
+        self.executor.shutdown()
+        self.bridge.destroy_node()
+        self.node.destroy_node()
+
+
+@pytest.fixture
+def bridge_io(context, request):
+    io = BridgeIO(context, request.node.name.split("[")[0].removeprefix("test_")[:30])
+    yield io
+    io.close()
+
+
+def test_heading_deviation_across_the_wrap_at_pi(bridge_io):
+    """Twin and robot turn alike at 1 rad/s; the twin's heading crosses +pi (wrapped to -pi in its
+    odometry) between two of its samples, where robot samples fall: the twin is interpolated
+    there on the unwrapped heading, and the deviation stays 0, reported in (-pi, pi]."""
+    b, w, k_wrap = bridge_io.bridge, 1.0, None
+    b._on_twin_odom(_odom(100.0, 0.0, 0.0, 0.0))
+    b._on_robot_odom(_odom(100.0, 0.0, 0.0, 1.0))  # the robot's origin: heading 1 in its odom
+    for k in range(1, 130):  # the twin at 30 Hz, the robot half a period later
+        t = k / 30
+        b._on_twin_odom(_odom(100.0 + t, 0.0, 0.0, w * t))
+        b._on_robot_odom(_odom(100.0 + t + 1 / 60, 0.0, 0.0, 1.0 + w * (t + 1 / 60)))
+        if k_wrap is None and w * t > math.pi:
+            k_wrap = k
+    assert bridge_io.spin_until(lambda: len(bridge_io.pose_dev) >= 128)
+    dev = {round((m.header.stamp.sec - 100 + 1e-9 * m.header.stamp.nanosec) * 60): m.vector.z
+           for m in bridge_io.pose_dev}
+    across = 2 * k_wrap - 1  # the robot sample between the twin's last before pi and first after
+    assert across in dev and abs(dev[across]) < 1e-6, dev.get(across)
+    assert max(abs(v) for v in dev.values()) < 1e-6, max(dev.items(), key=lambda kv: abs(kv[1]))
+
+
+def test_a_heading_deviation_of_half_a_turn_is_reported_as_plus_pi(bridge_io):
+    b = bridge_io.bridge
+    b._on_robot_odom(_odom(100.0, 0.0, 0.0, 0.0))
+    b._on_twin_odom(_odom(100.0, 0.0, 0.0, 0.0))
+    b._on_robot_odom(_odom(100.1, 0.0, 0.0, math.pi))  # the robot turned half a turn, the twin not
+    b._on_twin_odom(_odom(100.1, 0.0, 0.0, 0.0))
+    assert bridge_io.spin_until(lambda: len(bridge_io.pose_dev) >= 2)
+    assert bridge_io.pose_dev[-1].vector.z == math.pi
+
+
+def test_a_robot_odometry_sample_that_is_not_finite_is_skipped(bridge_io):
+    """A NaN in the robot's first odometry would become its origin and every pose deviation NaN."""
+    b = bridge_io.bridge
+    b._on_robot_odom(_odom(99.9, float("nan"), 0.0, 0.0))
+    for k in range(20):
+        t = 100.0 + k / 30
+        b._on_twin_odom(_odom(t, 0.1 * k, 0.0, 0.0))
+        b._on_robot_odom(_odom(t, 2.0 + 0.1 * k, 1.0, 0.0))  # its origin: (2, 1)
+    b._on_twin_odom(_odom(101.0, 0.0, float("inf"), 0.0))  # the twin's too: it would stay interpolated
+    assert bridge_io.spin_until(lambda: len(bridge_io.pose_dev) >= 20)
+    assert all(math.isfinite(v) and abs(v) < 1e-9 for m in bridge_io.pose_dev
+               for v in (m.vector.x, m.vector.y, m.vector.z)), bridge_io.pose_dev[-1]
+    assert b.skipped == 2
+
+
+def _twist(vx, vy, wz):
+    return Twist(linear=Vector3(x=vx, y=vy), angular=Vector3(z=wz))
+
+
+def _forward(io, *commands):
+    """``commands`` sent as the robot's cmd_vel; what the bridge forwarded to the twin meanwhile."""
+    io.forwarded.clear()
+    for c in commands:
+        io.cmd.publish(_twist(*c))
+    io.spin_until(lambda: len(io.forwarded) >= len(commands), timeout=5.0)
+    io.spin_until(lambda: False, timeout=0.2)  # and nothing more
+    return [(m.linear.x, m.linear.y, m.angular.z) for m in io.forwarded]
+
+
+def test_commands_reach_the_twin_as_the_driver_applies_them(bridge_io):
+    """OmniDriveROS: per component, above max clipped to it, else a non-zero value below min
+    raised to it (RTONode's defaults 3.0, 0.02, 3.0, 0.07): a planner's small yaw rate turns the
+    robot at 0.07 rad/s, and so the twin."""
+    from rclpy.parameter import Parameter
+
+    io = bridge_io
+    assert io.spin_until(lambda: io.node.count_subscribers(io.cmd.topic_name) > 0)
+    assert _forward(io, (0.01, -0.005, 0.03), (4.0, 0.0, -5.0), (0.0, 0.5, 0.0)) == [
+        (0.02, -0.02, 0.07), (3.0, 0.0, -3.0), (0.0, 0.5, 0.0)]
+    # the driver's set_velocity_limits, mirrored on the bridge's parameters; min above max as the
+    # driver's else-if has it
+    assert all(r.successful for r in io.bridge.set_parameters([Parameter("max_linear_vel", value=0.1),
+                                                                Parameter("min_linear_vel", value=0.5)]))
+    assert _forward(io, (0.05, 0.2, 0.0)) == [(0.5, 0.1, 0.0)]
+
+
+def test_the_robot_s_bumper_hold_stops_the_twin_and_holds_its_commands(context):
+    io = BridgeIO(context, "bumper_hold", bumper_timeout=0.5)
+    try:
+        assert io.spin_until(lambda: io.node.count_subscribers(io.cmd.topic_name) > 0
+                             and io.node.count_subscribers(io.bumper.topic_name) > 0)
+        assert _forward(io, (0.3, 0.0, 0.0)) == [(0.3, 0.0, 0.0)]
+        io.forwarded.clear()
+        io.bumper.publish(io.Bool(data=True))
+        assert io.spin_until(lambda: io.forwarded)
+        assert [(m.linear.x, m.angular.z) for m in io.forwarded] == [(0.0, 0.0)]  # stopped at once
+        assert _forward(io, (0.3, 0.0, 0.0)) == []  # held
+        time.sleep(0.5)
+        assert _forward(io, (0.3, 0.0, 0.0)) == [(0.3, 0.0, 0.0)]  # the hold is over
+    finally:
+        io.close()
+
+
+def test_the_bridge_s_command_limits_default_to_the_driver_s():
+    """The bridge's defaults and config/robotino_bridge.yaml: RTONode's defaults, as the Robotino's
+    driver profile records them, and its launch's bumper_timeout."""
+    from bondsim_ros.robots import load_robot
+    from bondsim_ros.ros.twin_bridge import PARAMS
+    from bondsim_ros.twin.interface_profile import parse_profile
+
+    profile = parse_profile("driver", load_robot("robotino").interfaces["driver"])
+    driver = {p.name: p.default for p in profile.parameters}
+    driver["bumper_timeout"] = profile.launch_defaults()["bumper_timeout"]
+    shipped = load_ros_params(share_file("config", "robotino_bridge.yaml"))["twin_bridge"]
+    for name in ("max_linear_vel", "min_linear_vel", "max_angular_vel", "min_angular_vel", "bumper_timeout"):
+        assert PARAMS[name].default == shipped[name] == driver[name], name
+

@@ -1,16 +1,20 @@
 """twin_bridge: run the twin beside a real Robotino and publish how far they drift apart.
 
 Listens to the real driver's topics (names in config/robotino_bridge.yaml), forwards every
-velocity command to the twin's cmd_vel, and compares the robot's odometry and wheel speeds with
+velocity command to the twin's cmd_vel as the driver applies it (its per-component velocity
+limits, nothing in its bumper hold), and compares the robot's odometry and wheel speeds with
 the twin's at the same stamps. The defaults follow robocup-logistics/ros2-robotino (read from
 its rto_node sources and rto_description URDF): launch argument `namespace` empty by default,
-so /cmd_vel (geometry_msgs/Twist), /odom, /joint_states; joint_states names wheel2_joint,
+so /cmd_vel (geometry_msgs/Twist), /odom, /joint_states, /bumper; joint_states names wheel2_joint,
 wheel0_joint, wheel1_joint with velocity = motor rpm / 16 * 2 pi / 60 [rad/s]; its wheel0..2
 sit where the twin's wheel1..3 do (60, 180, -60 degrees) but turn about axis -1 0 0 where the
 twin's axles turn about 1 0 0, hence robot_wheel_sign -1.
 
+The stamps come from two computers' clocks (the robot's and this one's): the comparison holds
+only as far as the clocks agree (docs/ros.md).
 
-    ~/pose_deviation   geometry_msgs/Vector3Stamped   (dx, dy, dphi) twin - robot, robot's odom frame
+    ~/pose_deviation   geometry_msgs/Vector3Stamped   (dx, dy, dphi) twin - robot, robot's odom frame;
+                                                      dphi in (-pi, pi]
     ~/wheel_deviation  sensor_msgs/JointState          velocity = twin - robot wheel speed [rad/s]
 """
 from __future__ import annotations
@@ -23,13 +27,18 @@ from geometry_msgs.msg import Twist, TwistStamped, Vector3Stamped
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
 
 from bondsim_ros.msgutil import stamp_ns, yaw
+from bondsim_ros.twin.interface_profile import BumperHold, VelocityLimits
 
 from ._env import Param, declare_parameters, overrides_to_parameters, run_node
 
+LIMITS = ("max_linear_vel", "min_linear_vel", "max_angular_vel", "min_angular_vel")
+
 # The node's parameters (see dynamics_node.PARAMS; config/robotino_bridge.yaml lists them all):
-# all apply at start.
+# the command shaping's are live (the driver's set_velocity_limits changes its own at run time,
+# which the bridge cannot see: `ros2 param set` them alike), the others apply at start.
 PARAMS = {
     "robot_cmd_vel": Param("/cmd_vel", "the real driver's velocity command topic (ros2-robotino: <namespace>/cmd_vel)"),
     "robot_cmd_vel_stamped": Param(False, "true if the driver's cmd_vel is TwistStamped"),
@@ -44,7 +53,42 @@ PARAMS = {
     "twin_odom": Param("/twin/odom", "the twin's odometry"),
     "twin_joint_states": Param("/twin/joint_states", "the twin's joint states"),
     "twin_wheel_joints": Param(["wheel1_axle", "wheel2_axle", "wheel3_axle"], "the twin's wheel joint names"),
+    # the driver's command shaping (OmniDriveROS::cmdVelCallback), RTONode's defaults: the twin
+    # gets each command as the robot's motors do
+    "max_linear_vel": Param(3.0, "the driver's max_linear_vel [m/s]: larger |vx|, |vy| clipped to it",
+                            low=0.0, high=1e6, live=True),
+    "min_linear_vel": Param(0.02, "the driver's min_linear_vel [m/s]: smaller non-zero |vx|, |vy| raised to it "
+                                  "(0: none)", low=0.0, high=1e6, live=True),
+    "max_angular_vel": Param(3.0, "the driver's max_angular_vel [rad/s]: larger |wz| clipped to it",
+                             low=0.0, high=1e6, live=True),
+    "min_angular_vel": Param(0.07, "the driver's min_angular_vel [rad/s]: smaller non-zero |wz| raised to it "
+                                   "(0: none)", low=0.0, high=1e6, live=True),
+    "robot_bumper": Param("/bumper", "the real driver's bumper contact (std_msgs/Bool; ros2-robotino: "
+                                     "<namespace>/bumper)"),
+    "bumper_timeout": Param(2.0, "the driver's bumper_timeout [s] (its launch's 2.0): after a contact the twin is "
+                                 "stopped and commands are not forwarded for this long; 0: no bumper hold",
+                            low=0.0, high=3600.0, live=True),
 }
+
+
+def wrap_angle(a: float) -> float:
+    """``a`` in (-pi, pi]."""
+    r = math.remainder(a, math.tau)
+    return r + math.tau if r <= -math.pi else r
+
+
+class Unwrap:
+    """A continuous angle from wrapped samples, each step taken as the shorter turn: a heading
+    crossing +-pi goes on past it instead of jumping by 2 pi."""
+
+    def __init__(self):
+        self.last = None
+
+    def __call__(self, a: float) -> float:
+        if self.last is not None:
+            a = self.last + wrap_angle(a - self.last)
+        self.last = a
+        return a
 
 
 class TimedSeries:
@@ -76,8 +120,10 @@ class TimedSeries:
 class TwinBridge(Node):
     def __init__(self, name="twin_bridge", overrides: dict | None = None, **kwargs):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
-        p = declare_parameters(self, PARAMS)
+        p = declare_parameters(self, PARAMS, on_change=self._on_parameters)
         self.p = p
+        self.limits = VelocityLimits(*(p[k] for k in LIMITS))
+        self.hold = BumperHold()
         self.twin_cmd = self.create_publisher(Twist, p["twin_cmd_vel"], 10)
         if p["robot_cmd_vel_stamped"]:
             self.create_subscription(TwistStamped, p["robot_cmd_vel"], lambda m: self._forward(m.twist), 10)
@@ -87,6 +133,7 @@ class TwinBridge(Node):
         self.create_subscription(Odometry, p["twin_odom"], self._on_twin_odom, 50)
         self.create_subscription(JointState, p["robot_joint_states"], self._on_robot_joints, 50)
         self.create_subscription(JointState, p["twin_joint_states"], self._on_twin_joints, 50)
+        self.create_subscription(Bool, p["robot_bumper"], self._on_bumper, 10)
         self.pub_pose = self.create_publisher(Vector3Stamped, "~/pose_deviation", 10)
         self.pub_wheels = self.create_publisher(JointState, "~/wheel_deviation", 10)
         self.twin_pose = TimedSeries()
@@ -94,15 +141,50 @@ class TwinBridge(Node):
         self.origin = None  # robot pose when the bridge started: the twin starts at (0, 0, 0)
         self.pending_pose = collections.deque()  # robot samples waiting for twin data at their stamp
         self.pending_wheels = collections.deque()
+        # headings unwrapped: the twin's are interpolated between samples
+        self.twin_heading, self.robot_heading = Unwrap(), Unwrap()
         self.forwarded = 0
+        self.skipped = 0  # odometry samples that were not finite
+
+    def _on_parameters(self, changes: dict):
+        self.p.update(changes)
+        self.limits = VelocityLimits(*(self.p[k] for k in LIMITS))
 
     def _forward(self, twist: Twist):
-        self.twin_cmd.publish(twist)
+        """The command as the driver applies it: none in its bumper hold, the rest through its
+        limits (vx, vy, wz: what it passes on to the motors)."""
+        if self.hold.holding():
+            self.get_logger().info("velocity command not forwarded: the robot's bumper hold",
+                                   throttle_duration_sec=2.0)
+            return
+        out = Twist()
+        out.linear.x, out.linear.y, out.angular.z = self.limits.apply(twist.linear.x, twist.linear.y, twist.angular.z)
+        self.twin_cmd.publish(out)
         self.forwarded += 1
 
-    def _on_twin_odom(self, msg: Odometry):
+    def _on_bumper(self, msg: Bool):
+        if msg.data and self.hold.contact(self.p["bumper_timeout"]):
+            self.twin_cmd.publish(Twist())  # the robot's bumper stops its motors
+            self.get_logger().warning(f"robot's bumper contact: twin stopped, commands not forwarded for "
+                                      f"{self.p['bumper_timeout']:g} s")
+
+    def _pose(self, msg: Odometry, side: str):
+        """(x, y, yaw) of ``msg``, or None if not finite: one NaN would stay in the robot's
+        origin or the unwrapped heading for good."""
         p = msg.pose.pose
-        self.twin_pose.add(stamp_ns(msg.header.stamp), (p.position.x, p.position.y, yaw(p.orientation)))
+        pose = (p.position.x, p.position.y, yaw(p.orientation))
+        if all(math.isfinite(v) for v in pose):
+            return pose
+        self.skipped += 1
+        self.get_logger().warning(f"{side} odometry not finite, skipped ({self.skipped} so far): {pose}",
+                                  throttle_duration_sec=5.0)
+        return None
+
+    def _on_twin_odom(self, msg: Odometry):
+        pose = self._pose(msg, "twin")
+        if pose is None:
+            return
+        self.twin_pose.add(stamp_ns(msg.header.stamp), (pose[0], pose[1], self.twin_heading(pose[2])))
         self._flush()
 
     def _on_twin_joints(self, msg: JointState):
@@ -112,8 +194,10 @@ class TwinBridge(Node):
             self._flush()
 
     def _on_robot_odom(self, msg: Odometry):
-        p = msg.pose.pose
-        x, y, phi = p.position.x, p.position.y, yaw(p.orientation)
+        pose = self._pose(msg, "robot")
+        if pose is None:
+            return
+        x, y, phi = pose[0], pose[1], self.robot_heading(pose[2])
         if self.origin is None:
             self.origin = (x, y, phi)
         # robot pose relative to where it was when the twin started
@@ -151,7 +235,7 @@ class TwinBridge(Node):
         out = Vector3Stamped()
         out.header = header
         out.vector.x, out.vector.y = twin[0] - robot[0], twin[1] - robot[1]
-        out.vector.z = math.atan2(math.sin(twin[2] - robot[2]), math.cos(twin[2] - robot[2]))
+        out.vector.z = wrap_angle(twin[2] - robot[2])
         self.pub_pose.publish(out)
 
     def _emit_wheels(self, header, twin, robot):

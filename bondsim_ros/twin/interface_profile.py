@@ -7,7 +7,7 @@ A profile is a mapping (keys below). What the node does with each entry is fixed
 ``role``; names, types, defaults and signs are the profile's, so nothing in ros/ names a robot
 or its driver. The velocity limits a profile declares act per component, as a base controller's
 do: a component above the maximum is clipped to it, else a non-zero one below the minimum raised
-to it.
+to it (VelocityLimits; twin_bridge shapes the real robot's commands for the twin with it too).
 """
 from __future__ import annotations
 
