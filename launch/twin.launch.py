@@ -5,9 +5,10 @@ ros2-robotino's rto_node).
                                            [bridge_config:=FILE] [discovery_range:=SUBNET|LOCALHOST]
 
 The twin's dynamics_node runs in cmd_vel mode in namespace /twin, beside robot_state_publisher
-(frames twin/...); twin_bridge forwards the real robot's velocity commands to it and publishes
-twin-vs-robot deviations of odometry and wheel speeds. So the model must be a mobile base that
-takes /cmd_vel (the launch refuses others before any node starts). bridge_config: the real
+(frames twin/...); twin_bridge forwards the real robot's velocity commands to it, as the driver
+applies them, and publishes twin-vs-robot deviations of odometry and wheel speeds (`bondsim-ros up
+--bridge` starts the same graph). So the model must be a mobile base that takes /cmd_vel (the
+launch refuses others before any node starts). bridge_config: the real
 driver's topics and wheel joints (config/robotino_bridge.yaml, the default for model:=robotino,
 shows the keys); required for any other model. The driver usually runs on the robot's own
 computer, so these nodes discover over the subnet (ROS's default range) unless

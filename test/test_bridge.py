@@ -329,3 +329,116 @@ def test_the_bridge_s_command_limits_default_to_the_driver_s():
     for name in ("max_linear_vel", "min_linear_vel", "max_angular_vel", "min_angular_vel", "bumper_timeout"):
         assert PARAMS[name].default == shipped[name] == driver[name], name
 
+
+TEAM_BRIDGE = """\
+twin_bridge:
+  ros__parameters:
+    robot_cmd_vel: /robotinobase1/cmd_vel
+    robot_odom: /robotinobase1/odom
+    robot_joint_states: /robotinobase1/joint_states
+    robot_bumper: /robotinobase1/bumper
+"""
+
+
+def test_up_bridge_runs_the_twin_beside_a_driver_in_its_namespace(tmp_path):
+    """`bondsim-ros up --bridge --params team.yaml` beside a driver started with
+    namespace:=robotinobase1: the file's twin_bridge section gives the bridge the driver's topics;
+    the twin runs as twin.launch.py runs it (/twin/dynamics_node in cmd_vel mode, none of the
+    driver's names: no /odom), the bridge in the root namespace forwards to /twin/cmd_vel and
+    compares with /twin/odom."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from rcl_interfaces.srv import GetParameters
+    from rclpy.parameter import parameter_value_to_python
+
+    root = Path(__file__).resolve().parents[1]
+    params = tmp_path / "team.yaml"
+    params.write_text(TEAM_BRIDGE)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root)] + [p for p in os.environ.get(
+        "PYTHONPATH", "").split(os.pathsep) if p]))
+    err = tmp_path / "stderr.txt"
+    with open(err, "w") as ferr:
+        proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--bridge", "--params", str(params),
+                                 "--duration", "240"], env=env, stdout=subprocess.DEVNULL, stderr=ferr, cwd=tmp_path)
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    robot = rclpy.create_node("rto_node_stand_in", context=ctx)
+    driver = StandInDriver(robot, WHEEL_RADIUS, namespace="/robotinobase1")
+    operator = rclpy.create_node("operator", context=ctx)
+    cmd = operator.create_publisher(Twist, "/robotinobase1/cmd_vel", 10)
+    pose_dev, twin_odom = [], []
+    operator.create_subscription(Vector3Stamped, "/twin_bridge/pose_deviation", pose_dev.append, 100)
+    operator.create_subscription(Odometry, "/twin/odom", twin_odom.append, 100)
+    executor = make_executor(ctx)
+    for n in (robot, operator):
+        executor.add_node(n)
+
+    def spin(seconds, command=None):
+        end, next_cmd = time.monotonic() + seconds, 0.0
+        while time.monotonic() < end and proc.poll() is None:
+            if command is not None and time.monotonic() >= next_cmd:
+                cmd.publish(Twist(linear=Vector3(x=command[0], y=command[1]), angular=Vector3(z=command[2])))
+                next_cmd = time.monotonic() + 0.05
+            executor.spin_once(timeout_sec=0.01)
+
+    try:
+        end = time.monotonic() + 90
+        while not twin_odom and time.monotonic() < end and proc.poll() is None:
+            spin(0.2)
+        assert twin_odom, f"no /twin/odom from `bondsim-ros up --bridge`:\n{err.read_text()[-3000:]}"
+        spin(3.0, COMMAND)
+        nodes = operator.get_node_names_and_namespaces()
+        assert ("dynamics_node", "/twin") in nodes and ("twin_bridge", "/") in nodes, nodes
+        assert operator.count_publishers("/odom") == 0 and operator.count_publishers("/joint_states") == 0
+        assert operator.count_publishers("/twin/cmd_vel") == 1  # the bridge, forwarding
+        client = operator.create_client(GetParameters, "/twin_bridge/get_parameters")
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(GetParameters.Request(names=["robot_cmd_vel", "robot_odom", "twin_odom",
+                                                                "min_angular_vel"]))
+        end = time.monotonic() + 10
+        while not future.done() and time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+        assert [parameter_value_to_python(v) for v in future.result().values] == [
+            "/robotinobase1/cmd_vel", "/robotinobase1/odom", "/twin/odom", 0.07]
+        # the twin took the driver's commands: it moved as the robot, and the two were compared
+        assert math.hypot(*driver.pose[:2]) > 0.5 and twin_odom[-1].pose.pose.position.x > 0.5
+        assert len(pose_dev) > 30, f"{len(pose_dev)} pose deviations:\n{err.read_text()[-3000:]}"
+        late = pose_dev[-10:]
+        assert all(math.hypot(m.vector.x, m.vector.y) < 0.2 and abs(m.vector.z) < 0.2 for m in late), late[-1]
+    finally:
+        executor.shutdown()
+        for n in (robot, operator):
+            n.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--interface", "driver"], "--bridge runs the twin beside the real robot's driver, --interface driver in its "
+                                "place: not both"),
+    (["--reference", "rose"], "--bridge forwards the robot's velocity commands to the twin: --reference must be "
+                              "cmd_vel, not rose"),
+    (["--namespace", "robot1", "--params", "{bridge_file}"],
+     "twin_bridge twin_cmd_vel /twin/cmd_vel, but the twin `up --bridge` starts (namespace /robot1) serves it on "
+     "/robot1/cmd_vel: leave twin_cmd_vel out"),
+])
+def test_up_bridge_refuses_what_cannot_work(capsys, args, expected):
+    """The twin under the driver's interface names its wheels as the driver does, which the
+    bridge's twin side does not expect; a twin on a built-in reference ignores the commands the
+    bridge forwards; a twin topic of --params that the twin does not serve would leave the
+    comparison empty. Each is refused, naming why, before any node starts."""
+    from bondsim_ros.cli import main
+
+    bridge_file = str(share_file("config", "robotino_bridge.yaml"))
+    assert main(["up", "--bridge", *(a.format(bridge_file=bridge_file) for a in args), "--duration", "1"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err, err

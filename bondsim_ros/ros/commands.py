@@ -20,8 +20,9 @@ def register(sub) -> None:
                     help="override the reference source")
     up.add_argument("--rate", type=float, help="publish rate [Hz]")
     up.add_argument("--rtf", type=float, help="real-time factor")
-    up.add_argument("--namespace", default="", help="namespace for all nodes (several robots); their frame ids then "
-                                                    "carry the prefix NAMESPACE/ (see --frame-prefix)")
+    up.add_argument("--namespace", default="", help="namespace for all nodes (several robots; with --bridge: the "
+                                                    "twin's, default twin); their frame ids then carry the prefix "
+                                                    "NAMESPACE/ (see --frame-prefix)")
     up.add_argument("--frame-prefix", default=None, metavar="PREFIX",
                     help="prefix of every frame id the nodes publish (default: a non-empty frame_prefix of --params, "
                          "else NAMESPACE/ with --namespace, else none; \"\" for none)")
@@ -31,7 +32,11 @@ def register(sub) -> None:
                          "joint names and, from --namespace, its frame prefix NAMESPACE/; parameters default as "
                          "its launch file sets them); implies --reference cmd_vel, no state_publisher and no "
                          "probe_node (docs/ros.md)")
-    up.add_argument("--bridge", action="store_true", help="also start twin_bridge (config/robotino_bridge.yaml)")
+    up.add_argument("--bridge", action="store_true",
+                    help="run the twin beside the real robot's driver, as twin.launch.py: the twin in namespace twin "
+                         "(or --namespace), taking cmd_vel, and twin_bridge, which forwards the driver's commands to "
+                         "it and compares (config/robotino_bridge.yaml; a twin_bridge section of --params applies "
+                         "over it); not with --interface")
     up.add_argument("--sensors", nargs="?", const="", default=None, metavar="MAP.yaml",
                     help="also start sensor_node (laser scan, IR sensors, bumper against a Nav2 map; default "
                          "config/maps/rcll_arena.yaml) and bumper_stop, which passes cmd_vel on to the twin")
@@ -135,6 +140,53 @@ def _bridge_file(dyn: dict) -> Path:
         raise CLIError(f"--bridge: {robot.name} has no bridge to a real robot's driver "
                        f"(robots with one: {', '.join(with_bridge) or 'none'})")
     return Path(robot.bridge)
+
+
+def _bridge_args(args) -> argparse.Namespace:
+    """``up --bridge``: the graph of twin.launch.py beside the real driver, whose names the twin
+    must not take: its nodes in namespace ``twin`` unless --namespace says otherwise (frames
+    NAMESPACE/ by default), the reference cmd_vel (the bridge forwards the robot's commands).
+    What cannot work is refused: another --reference, and --interface (the twin would then take
+    the driver's names beside the driver)."""
+    from bondsim_ros.cliargs import CLIError
+
+    if getattr(args, "interface", None):
+        raise CLIError(f"--bridge runs the twin beside the real robot's driver, --interface {args.interface} in its "
+                       f"place: not both (the twin under the driver's interface publishes the driver's topics and "
+                       f"joint names, which twin_bridge compares with the driver's own)")
+    if args.reference not in (None, "cmd_vel"):
+        raise CLIError(f"--bridge forwards the robot's velocity commands to the twin: --reference must be cmd_vel, "
+                       f"not {args.reference}")
+    return argparse.Namespace(**{**vars(args), "namespace": args.namespace or "twin", "reference": "cmd_vel"})
+
+
+def _bridge_params(args, params: dict, dyn: dict) -> dict:
+    """twin_bridge's parameters for ``up --bridge``: the robot's bridge file, the twin_bridge
+    section of --params (``params``) over it, and the twin's topics as this graph serves them
+    (``dyn``: the twin's parameters, read before --sensors puts bumper_stop in front of its
+    cmd_vel). A twin_* topic of --params that names another is refused: nothing would serve it."""
+    from bondsim_ros.cliargs import CLIError
+
+    from .graph import load_ros_params
+
+    path = _bridge_file(dyn)
+    try:
+        bridge = load_ros_params(path).get("twin_bridge", {})
+    except Exception as exc:  # noqa: BLE001 - any reading error: name the file
+        raise CLIError(f"{path}: {exc}") from None
+    given = params.get("twin_bridge", {})
+    bridge.update(given)
+    ns = "/" + args.namespace.strip("/")
+    cmd_vel = dyn.get("cmd_vel_topic", "cmd_vel")
+    served = {"twin_cmd_vel": cmd_vel if cmd_vel.startswith("/") else f"{ns}/{cmd_vel}",
+              "twin_odom": f"{ns}/odom", "twin_joint_states": f"{ns}/joint_states"}
+    for key, topic in served.items():
+        # the bridge runs in the root namespace: a relative name there is absolute
+        if key in given and "/" + str(given[key]).lstrip("/") != topic:
+            raise CLIError(f"--params: twin_bridge {key} {given[key]}, but the twin `up --bridge` starts (namespace "
+                           f"{ns}) serves it on {topic}: leave {key} out, up sets it")
+        bridge[key] = topic
+    return bridge
 
 
 def _params_file(args) -> dict:
@@ -267,18 +319,17 @@ def _up(args, start_up) -> int:
     from bondsim_ros.cliargs import CLIError
 
     from ._env import choose_discovery_range, init_rclpy, spin_until_signal, start_up_heap_frozen, tear_down
-    from .graph import load_ros_params, start_graph
+    from .graph import start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
     params = _params_file(args)
+    if args.bridge:
+        args = _bridge_args(args)
     dyn, probe, state = _node_params(args, params)
     bridge = None
     if args.bridge:
-        path = _bridge_file(dyn)
-        try:
-            bridge = load_ros_params(path).get("twin_bridge", {})
-        except Exception as exc:  # noqa: BLE001 - any reading error: name the file
-            raise CLIError(f"{path}: {exc}") from None
+        dyn["cmd_vel_type"] = "twist"  # the bridge's, as twin.launch.py sets it
+        bridge = _bridge_params(args, params, dyn)
     sensors = _sensor_params(args.sensors, dyn, interface=bool(args.interface), given=params)
     node_name = dyn.pop("node_name", "dynamics_node")
     try:

@@ -159,7 +159,8 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
     """Create the nodes of robotino_rviz.launch.py (rclpy must be initialised) on one executor:
     dynamics_node, probe_node, and state_publisher in place of robot_state_publisher (pass
     ``state_publisher=None`` where a real robot_state_publisher runs); twin_bridge if
-    ``bridge`` parameters are given; sensor_node and bumper_stop if ``sensors`` is given
+    ``bridge`` parameters are given, in the root namespace as twin.launch.py runs it (the
+    robot's and the twin's topics it names are absolute); sensor_node and bumper_stop if ``sensors`` is given
     ({"sensor_node": {...}, "bumper_stop": {...}}: their parameters; the robot must have a
     planar base)."""
     from rclpy.validate_namespace import validate_namespace
@@ -207,7 +208,7 @@ def start_graph(dynamics: dict | None = None, probe: dict | None = None, bridge:
     if bridge is not None:
         from .twin_bridge import TwinBridge
 
-        nodes["twin_bridge"] = TwinBridge(overrides=bridge, **kw)
+        nodes["twin_bridge"] = TwinBridge(overrides=bridge, **{k: v for k, v in kw.items() if k != "namespace"})
     for node in nodes.values():
         executor.add_node(node)
     return Graph(executor=executor, nodes=nodes, context=context)
