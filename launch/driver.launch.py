@@ -17,9 +17,10 @@ motor_timeout:= and hostname:= set the node's parameters, their defaults the dri
 interface profile records them (`bondsim-ros up --interface driver` applies the same);
 hostname:= and motor_timeout:= have no effect on the twin (docs/ros.md). With sensors:=true (the
 default) sensor_node runs beside it in the namespace and publishes what rto_node publishes of the
-robot's sensors, `bumper`, `irsensor_scan` and `irsensor_pcl`, and a laser `scan`, against map:= (a
-Nav2 map; default sensor_node's arena), from where the robot really is (the node's ~/ground_truth:
-reset_odometry moves the odometry, not the robot). The driver's joy and teleop nodes are not started.
+robot's sensors, `bumper`, `irsensor_scan` and `irsensor_pcl`, and a laser `scan` (reliable, depth
+10, as the driver's laser node publishes it), against map:= (a Nav2 map; default sensor_node's
+arena), from where the robot really is (the node's ~/ground_truth: reset_odometry moves the
+odometry, not the robot). The driver's joy and teleop nodes are not started.
 """
 import os
 
@@ -70,6 +71,8 @@ def _nodes(context):
         nodes.append(Node(package="bondsim_ros", executable="sensor_node", namespace=namespace, output="screen",
                           parameters=[{"map": os.path.abspath(map_yaml) if map_yaml else "",
                                        "pose_topic": f"{profile.node_name}/ground_truth", "frame_prefix": prefix,
+                                       # reliable, depth 10, as the driver's laser node publishes scan
+                                       "scan_qos": "reliable",
                                        "use_sim_time": LaunchConfiguration("use_sim_time")}]))
     description = arg("robot_description")
     if description:

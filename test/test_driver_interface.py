@@ -491,3 +491,52 @@ def test_up_takes_the_parameter_file_sections_of_both_driver_nodes(tmp_path):
     assert (dyn["publish_odom_tf"], dyn["bumper_timeout"], dyn["tf_prefix"]) == (True, 1.5, f"{NS}/")
     assert (dyn["motor_timeout"], dyn["hostname"]) == (0.0, "172.26.1.1:12080")
     assert (dyn["node_name"], dyn["interface"], dyn["reference"]) == ("robotino_node", "driver", "cmd_vel")
+
+
+def _driver_graph_params(namespace, sensors=None):
+    """What `up --interface driver --namespace NAMESPACE [--sensors]` starts its nodes with."""
+    import argparse
+
+    from bondsim_ros.ros.commands import _node_params, _sensor_params
+
+    args = argparse.Namespace(params=None, model=None, reference=None, rate=None, rtf=None, interface="driver",
+                              namespace=namespace)
+    dyn, _, _ = _node_params(args)
+    sensor_params = _sensor_params(sensors, dyn, interface=True)
+    return dyn, dyn.pop("node_name"), sensor_params
+
+
+def test_up_driver_sensors_scan_reaches_a_reliable_subscriber():
+    """The driver's laser node publishes scan reliable, depth 10 (LaserRangeFinderROS.cpp): a team's
+    node may subscribe reliable, which a best-effort publisher never serves."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import LaserScan
+
+    from live_graph import live_graph
+
+    ns = "robotinobase6"
+    dyn, name, sensors = _driver_graph_params(ns, sensors="")
+    with live_graph(dyn, "team", namespace=ns, with_probe=False, state_publisher=None, dynamics_name=name,
+                    sensors=sensors) as (graph, node):
+        scans = []
+        node.create_subscription(LaserScan, f"/{ns}/scan", scans.append,
+                                 QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        assert graph.spin_until(lambda: len(scans) >= 3, 30.0), "no scan reached a reliable subscriber"
+        assert scans[-1].header.frame_id == f"{ns}/laser_link"
+
+
+def test_without_publish_odom_tf_nothing_is_published_on_tf():
+    """publish_odom_tf false (the driver launch's default): the driver's odometry node publishes
+    nothing on /tf, and neither does the twin (no empty TFMessage every frame)."""
+    from live_graph import live_graph
+
+    ns = "robotinobase7"
+    dyn, name, _ = _driver_graph_params(ns)
+    assert dyn["publish_odom_tf"] is False
+    with live_graph(dyn, "team", namespace=ns, with_probe=False, state_publisher=None,
+                    dynamics_name=name) as (graph, node):
+        tf, joints = [], []
+        node.create_subscription(TFMessage, "/tf", tf.append, 100)
+        node.create_subscription(JointState, f"/{ns}/joint_states", joints.append, 100)
+        assert graph.spin_until(lambda: len(joints) >= 30, 30.0)
+        assert tf == [], f"{len(tf)} messages on /tf, the first {tf[0]}"

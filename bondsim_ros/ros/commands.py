@@ -383,8 +383,9 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | N
     their sections of the ``--params`` file (``given``), the map of ``--sensors`` in place of the
     file's; the twin then listens to bumper_stop's output instead of its own cmd_vel topic. With an
     interface profile the node's own bumper stop (the profile's) takes sensor_node's bumper
-    instead: no bumper_stop; and the sensors ride on the node's ~/ground_truth, since the
-    profile's odometry may be reset while the robot stays where it is."""
+    instead: no bumper_stop; the sensors ride on the node's ~/ground_truth, since the profile's
+    odometry may be reset while the robot stays where it is; and the scan is reliable, as the
+    program's (the section's scan_qos wins)."""
     from bondsim_ros.cliargs import CLIError
 
     if map_yaml is None:
@@ -396,6 +397,9 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | N
             raise CLIError(f"--sensors {map_yaml}: no such map file")
         sensor["map"] = str(Path(map_yaml).resolve())
     if interface:
+        # the driver's laser node publishes scan reliable, depth 10 (LaserRangeFinderROS): a team's
+        # reliable subscriber would get nothing from a best-effort one
+        sensor.setdefault("scan_qos", "reliable")
         return {"sensor_node": {**sensor, "pose_topic": f"{dyn['node_name']}/ground_truth"}}
     bumper = dict(given.get("bumper_stop", {}))
     bumper.setdefault("cmd_vel_in", dyn.get("cmd_vel_topic", "cmd_vel"))

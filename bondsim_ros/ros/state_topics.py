@@ -99,7 +99,8 @@ class StateTopics:
                                                             self.odometry.to_odom(state.reference)))
 
     def tf(self, tf_batch: list) -> None:
-        self.pub_tf.publish(self.TFMessage(transforms=tf_batch))
+        if tf_batch:  # nothing to say (publish_odom_tf false, a fixed base): no message, as the driver
+            self.pub_tf.publish(self.TFMessage(transforms=tf_batch))
 
     def frame_cost(self, seconds: float) -> None:
         self.pub_frame_cost.publish(Float64(data=float(seconds)))
