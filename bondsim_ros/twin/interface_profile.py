@@ -133,7 +133,8 @@ class InterfaceProfile:
     launch_arguments: list = field(default_factory=list)  # LaunchArgument: the launch's parameter defaults
 
     def frame_prefix_for(self, namespace: str) -> str:
-        """The frame prefix this program's launch gives ``namespace`` (empty namespace: none)."""
+        """The frame prefix this program's launch gives ``namespace``; an empty namespace: none (the
+        Robotino driver's launch writes "/" there, frame ids that tf2 refuses in lookups)."""
         ns = namespace.strip("/")
         return self.frame_prefix_of_namespace.format(namespace=ns) if ns and self.frame_prefix_of_namespace else ""
 

@@ -21,7 +21,8 @@ DRIVER = {
     # which takes the parameter file sections of both (bondsim-ros up --params)
     "node_name": "robotino_node",
     "merged_node_names": ["robotino_odometry_node"],
-    # robotino_driver.launch.py: tf_prefix = namespace + '/' (bondsim-ros up --namespace does the same)
+    # robotino_driver.launch.py: tf_prefix = namespace + '/' (bondsim-ros up --namespace does the same;
+    # without a namespace that is "/", "/odom" for the driver, and no prefix for the twin: docs/ros.md)
     "frame_prefix_of_namespace": "{namespace}/",
     # OdometryROS::setFrameId: tf_prefix + "odom", tf_prefix + "base_link"
     "frames": {"odom": "odom", "base": "base_link"},
