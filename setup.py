@@ -49,7 +49,7 @@ setup(
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
     include_package_data=True,
-    package_data={PACKAGE: ["models/data/*", "models/*.yaml", "mechanism/data/*", "solver/*.c"]},
+    package_data={PACKAGE: ["solver/*.c"]},  # the solver core, compiled on first use
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
@@ -88,7 +88,6 @@ setup(
     maintainer_email="maintainers@bondsim-ros.invalid",
     description="Bond-graph digital twin of mechatronic systems (Festo Robotino) for ROS 2",
     license="Apache-2.0",
-    tests_require=["pytest"],
     entry_points={
         # robots as plug-ins (bondsim_ros/robots): another package adds its own under this group
         "bondsim_ros.robots": robot_entry_points(),

@@ -9,7 +9,10 @@ from pathlib import Path
 def share_file(*parts: str) -> Path:
     """``config/robotino.yaml`` and the like: from the source tree (editable installs, tests),
     the ROS share folder (colcon), or the pip prefix's share folder (data_files)."""
-    candidates = [Path(__file__).resolve().parents[1].joinpath(*parts)]
+    source = Path(__file__).resolve().parents[1]
+    # a source checkout (package.xml beside the package); installed, that folder is site-packages,
+    # where a stray config/ or urdf/ must not shadow the share folder
+    candidates = [source.joinpath(*parts)] if (source / "package.xml").is_file() else []
     try:
         from ament_index_python.packages import get_package_share_directory
 

@@ -23,6 +23,7 @@ arena), from where the robot really is (the node's ~/ground_truth: reset_odometr
 odometry, not the robot). The driver's joy and teleop nodes are not started.
 """
 import os
+import shlex
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -52,8 +53,9 @@ def _nodes(context):
         raise ModelLaunchError(f"driver.launch.py: {exc}") from None
     namespace = arg("namespace")
     prefix = profile.frame_prefix_for(namespace)
-    params = {"model": view.spec, "reference": "cmd_vel", "interface": INTERFACE,
-              "use_sim_time": LaunchConfiguration("use_sim_time")}
+    # typed: rcl refuses an integer (use_sim_time:=1, rsp_freq:=20) for a bool or double parameter
+    sim_time = ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
+    params = {"model": view.spec, "reference": "cmd_vel", "interface": INTERFACE, "use_sim_time": sim_time}
     p = profile.parameter("frame_prefix")
     if p is not None:
         params[p.name] = prefix
@@ -73,16 +75,18 @@ def _nodes(context):
                                        "pose_topic": f"{profile.node_name}/ground_truth", "frame_prefix": prefix,
                                        # reliable, depth 10, as the driver's laser node publishes scan
                                        "scan_qos": "reliable",
-                                       "use_sim_time": LaunchConfiguration("use_sim_time")}]))
+                                       "use_sim_time": sim_time}]))
     description = arg("robot_description")
     if description:
         if not os.path.isfile(description):
             raise ModelLaunchError(f"driver.launch.py: robot_description:={description}: no such file")
+        # the path quoted: launch splits the command line as a shell would (a folder with a space)
+        xacro = Command(["xacro ", shlex.quote(description)])
         nodes.append(Node(package="robot_state_publisher", executable="robot_state_publisher", namespace=namespace,
-                          parameters=[{"robot_description": ParameterValue(Command(["xacro ", description]),
-                                                                           value_type=str),
-                                       "use_sim_time": LaunchConfiguration("use_sim_time"),
-                                       "publish_frequency": LaunchConfiguration("rsp_freq"),
+                          parameters=[{"robot_description": ParameterValue(xacro, value_type=str),
+                                       "use_sim_time": sim_time,
+                                       "publish_frequency": ParameterValue(LaunchConfiguration("rsp_freq"),
+                                                                           value_type=float),
                                        "frame_prefix": prefix}]))
     return nodes
 

@@ -22,6 +22,7 @@ The model must be a mobile base that takes /cmd_vel (the launch refuses others b
 starts).
 """
 import os
+import shlex
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
@@ -58,7 +59,9 @@ def _nodes(context):
         launch.logging.get_logger("nav2.launch.py").warning(
             f"model:={view.spec} with config/nav2_params.yaml, whose footprint is the Robotino's (robot_radius "
             f"0.19 m): give params_file:= with this base's footprint")
-    description = (ParameterValue(Command(["xacro ", str(view.xacro)]), value_type=str) if view.xacro
+    # the path quoted: launch splits the command line as a shell would (a folder with a space)
+    xacro = Command(["xacro ", shlex.quote(str(view.xacro))]) if view.xacro else None
+    description = (ParameterValue(xacro, value_type=str) if view.xacro
                    else view.description)
     managed = ["map_server"]
     nodes = [
@@ -100,7 +103,7 @@ def generate_launch_description():
     return LaunchDescription([
         DeclareLaunchArgument("model", default_value="robotino",
                               description="a mobile base that takes /cmd_vel: registered robot or YAML model file"),
-        DeclareLaunchArgument("rviz", default_value="true"),
+        DeclareLaunchArgument("rviz", default_value="true", description="start rviz2 with Nav2's view"),
         DeclareLaunchArgument("localization", default_value="amcl", choices=list(LOCALIZATION),
                               description="amcl: AMCL on the simulated scan publishes map -> odom; static: map -> "
                                           "odom is the identity (exact odometry), no AMCL"),

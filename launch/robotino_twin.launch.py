@@ -17,7 +17,9 @@ from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 def generate_launch_description():
     share = get_package_share_directory("bondsim_ros")
     return LaunchDescription([
-        DeclareLaunchArgument("bridge_config", default_value=os.path.join(share, "config", "robotino_bridge.yaml")),
+        DeclareLaunchArgument("bridge_config", default_value=os.path.join(share, "config", "robotino_bridge.yaml"),
+                              description="twin_bridge's parameter file: the real robot's topics and the driver's "
+                                          "command limits"),
         DeclareLaunchArgument("discovery_range",
                               default_value=EnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", default_value="SUBNET"),
                               description="ROS discovery range of these nodes: SUBNET reaches the robot's computer"),

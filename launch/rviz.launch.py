@@ -11,6 +11,7 @@ config/robot.rviz (fixed frame odom for a mobile base, else the URDF's root link
 mobile bases; a marker per probe) unless rviz_config:= names one.
 """
 import os
+import shlex
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
@@ -27,7 +28,9 @@ def _nodes(context):
     share = get_package_share_directory("bondsim_ros")
     params = os.path.join(share, "config", "dynamics.yaml")
     view = model_view(LaunchConfiguration("model").perform(context), "rviz.launch.py")
-    description = (ParameterValue(Command(["xacro ", str(view.xacro)]), value_type=str) if view.xacro
+    # the path quoted: launch splits the command line as a shell would (a folder with a space)
+    xacro = Command(["xacro ", shlex.quote(str(view.xacro))]) if view.xacro else None
+    description = (ParameterValue(xacro, value_type=str) if view.xacro
                    else view.description)
     nodes = [
         Node(package="robot_state_publisher", executable="robot_state_publisher",
@@ -56,6 +59,7 @@ def generate_launch_description():
         DeclareLaunchArgument("rviz", default_value="true", description="start rviz2"),
         DeclareLaunchArgument("rviz_config", default_value="",
                               description="RViz config file; empty: a view made for the model"),
-        DeclareLaunchArgument("real_time_factor", default_value="1.0"),
+        DeclareLaunchArgument("real_time_factor", default_value="1.0",
+                              description="simulated seconds per wall-clock second, 0.001..100"),
         OpaqueFunction(function=_nodes),
     ])

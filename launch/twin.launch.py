@@ -16,6 +16,7 @@ ROS_AUTOMATIC_DISCOVERY_RANGE or discovery_range:= says otherwise; without it th
 keep to this machine (bondsim_ros/ros/_env.py).
 """
 import os
+import shlex
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
@@ -41,7 +42,9 @@ def _nodes(context):
         bridge = os.path.join(share, "config", "robotino_bridge.yaml")
     if not os.path.isfile(bridge):
         raise ModelLaunchError(f"twin.launch.py: bridge_config:={bridge}: no such file")
-    description = (ParameterValue(Command(["xacro ", str(view.xacro)]), value_type=str) if view.xacro
+    # the path quoted: launch splits the command line as a shell would (a folder with a space)
+    xacro = Command(["xacro ", shlex.quote(str(view.xacro))]) if view.xacro else None
+    description = (ParameterValue(xacro, value_type=str) if view.xacro
                    else view.description)
     return [
         Node(package="bondsim_ros", executable="dynamics_node", namespace="twin", output="screen",

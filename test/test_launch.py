@@ -326,9 +326,13 @@ def test_driver_launch_stands_in_for_the_robotino_driver(prefix, tmp_path):
     (namespace:=robotinobase1; its launch_odom_tf, bumper_timeout, motor_timeout and hostname
     defaults): robotinobase1/robotino_node with the driver's joint names and parameters, and
     robot_state_publisher with frame_prefix robotinobase1/ (the driver's tf_prefix)."""
-    xacro = ROOT / "urdf" / "robotino.urdf.xacro"
+    # in a folder whose name has a space: launch splits the xacro command line as a shell would
+    xacro = tmp_path / "team robot" / "robotino.urdf.xacro"
+    xacro.parent.mkdir()
+    xacro.write_text((ROOT / "urdf" / "robotino.urdf.xacro").read_text())
     seen, records = run_launch(prefix, tmp_path, "driver.launch.py", "/robotinobase1/joint_states",
-                               "namespace:=robotinobase1", f"robot_description:={xacro}", watch_node="robotino_node")
+                               "namespace:=robotinobase1", f"robot_description:={xacro}", "rsp_freq:=20",
+                               watch_node="robotino_node")
     assert seen["joint_names"].get("/robotinobase1/joint_states") == ["wheel2_joint", "wheel0_joint", "wheel1_joint"]
     node = seen["parameters"].get("/robotinobase1/robotino_node")
     assert node, f"/robotinobase1/robotino_node not running (nodes: {seen['nodes']}):\n{seen['log'][-3000:]}"
@@ -347,7 +351,9 @@ def test_driver_launch_stands_in_for_the_robotino_driver(prefix, tmp_path):
     rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
     assert "__ns:=/robotinobase1" in rsp["argv"]
     values, unset = _rcl(rsp, tmp_path, "robot_state_publisher", "/robotinobase1")
-    assert not unset and values["frame_prefix"] == "robotinobase1/" and values["publish_frequency"] == 20.0
+    assert not unset and values["frame_prefix"] == "robotinobase1/"
+    # rsp_freq:=20 reaches it as a double: robot_state_publisher declares one and rclcpp refuses an integer
+    assert values["publish_frequency"] == 20.0 and isinstance(values["publish_frequency"], float)
     _check_urdf(values["robot_description"], tmp_path)
     _assert_no_node_died(seen, "driver.launch.py")
 
