@@ -150,3 +150,31 @@ def test_a_signal_to_the_fleets_parent_alone_stops_every_process_and_reports(tmp
         assert f"[fleet] process {k} (stopped by {sig}): robot{k}..robot{k} (1), " in err, err[-3000:]
     assert "[fleet] fleet of 2 robots in 2 process(es)" in err, err[-3000:]
     assert not left_over(workers), "fleet processes outlived the command"
+
+
+def test_the_command_lines_fleet_prefixes_each_robots_frames(context):
+    """`bondsim-ros fleet` reads the packaged dynamics.yaml, whose frame_prefix is empty: that
+    empty prefix replaced each robot's robotK/, and every robot published odom -> base_footprint
+    on the shared /tf, one robot jumping between poses to tf2."""
+    import argparse
+
+    from bondsim_ros.ros.commands import _node_params
+    from bondsim_ros.ros.graph import start_fleet
+
+    dyn, _, _ = _node_params(argparse.Namespace(params=None, model="robotino", reference=None, rate=None, rtf=None))
+    assert dyn["frame_prefix"] == ""  # the file's: the case that went wrong
+    graph = start_fleet(2, {**dyn, "probes": []}, context=context)
+    try:
+        prefixes = [graph.nodes[f"robot{k}"].p["frame_prefix"] for k in (0, 1)]
+        assert prefixes == ["robot0/", "robot1/"]
+    finally:
+        graph.executor.shutdown()
+        for node in graph.nodes.values():
+            node.destroy_node()
+
+
+def test_a_fleet_json_that_cannot_be_written_keeps_the_summary(capfd):
+    rc = main(["fleet", "1", "--duration", "1", "--warmup", "0", "--json", "/dev/full"])
+    _, err = capfd.readouterr()
+    assert rc == 2 and "Traceback" not in err, err[-2000:]
+    assert "[fleet] fleet of 1 robots" in err and "--json /dev/full: cannot write" in err, err[-2000:]

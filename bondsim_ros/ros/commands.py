@@ -472,6 +472,7 @@ def cmd_fleet(args) -> int:
     import math
 
     from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.outfiles import Output, check_output
 
     from .fleet import held, run_fleet, summary
 
@@ -486,15 +487,15 @@ def cmd_fleet(args) -> int:
     dyn, _, _ = _node_params(ns)
     dyn["probes"] = []  # no probe_node in a fleet: nothing would read them
     if args.json:
-        out = Path(args.json)
-        if out.is_dir() or not out.parent.is_dir():
-            raise CLIError(f"--json {out}: not a file in an existing folder")
+        check_output(args.json, "--json")  # before the run: a bad path costs no measuring
     say = None if args.quiet else (lambda line: print(f"[fleet] {line}", file=sys.stderr))
     def report(stats):
-        if args.json:
-            Path(args.json).write_text(json.dumps(stats, indent=1) + "\n")
-        for line in summary(stats):
+        for line in summary(stats):  # said first: a --json that cannot be written loses nothing of it
             print(f"[fleet] {line}", file=sys.stderr)
+        if args.json:
+            out = Output(args.json, "--json")
+            out.write(lambda tmp: tmp.write_text(json.dumps(stats, indent=1) + "\n"))
+            out.commit()
 
     try:
         stats = run_fleet(args.robots, args.processes, dyn, duration=args.duration, warmup=args.warmup,

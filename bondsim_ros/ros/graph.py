@@ -131,7 +131,8 @@ def start_fleet(n: int, dynamics: dict | None = None, context=None, first: int =
     """``n`` twins in namespaces robot{first}..robot{first+n-1}, driven by one FleetClock (node
     ``clock_name``: each process of a fleet spread over processes has its own). Each robot's frame
     ids carry its namespace (``frame_prefix`` robotK/, as the Robotino driver's launch sets
-    tf_prefix): the robots share /tf, where equal frame names would be one robot to tf2."""
+    tf_prefix): the robots share /tf, where equal frame names would be one robot to tf2. A
+    ``frame_prefix`` in ``dynamics`` goes before it (the parameter file's empty one: nothing)."""
     import rclpy
 
     from .dynamics_node import DynamicsNode
@@ -140,8 +141,9 @@ def start_fleet(n: int, dynamics: dict | None = None, context=None, first: int =
     executor = make_executor(context)
     nodes = {}
     for k in range(first, first + n):
-        node = DynamicsNode(overrides={"frame_prefix": f"robot{k}/", **(dynamics or {})}, own_timer=False,
-                            namespace=f"robot{k}", **kw)
+        overrides = dict(dynamics or {})
+        overrides["frame_prefix"] = f"{overrides.get('frame_prefix') or ''}robot{k}/"
+        node = DynamicsNode(overrides=overrides, own_timer=False, namespace=f"robot{k}", **kw)
         nodes[f"robot{k}"] = node
         executor.add_node(node)
     clock_node = rclpy.create_node(clock_name, **kw)
