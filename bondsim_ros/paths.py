@@ -10,9 +10,9 @@ def share_file(*parts: str) -> Path:
     """``config/robotino.yaml`` and the like: from the source tree (editable installs, tests),
     the ROS share folder (colcon), or the pip prefix's share folder (data_files)."""
     source = Path(__file__).resolve().parents[1]
-    # a source checkout (package.xml beside the package); installed, that folder is site-packages,
-    # where a stray config/ or urdf/ must not shadow the share folder
-    candidates = [source.joinpath(*parts)] if (source / "package.xml").is_file() else []
+    # installed, that folder is site-packages (dist-packages: Debian's), where a stray config/
+    # or urdf/ must not shadow the share folder
+    candidates = [] if source.name in ("site-packages", "dist-packages") else [source.joinpath(*parts)]
     try:
         from ament_index_python.packages import get_package_share_directory
 

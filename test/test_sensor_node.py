@@ -88,11 +88,12 @@ def test_sensor_node_follows_a_moving_pose(context):
     assert set(round(g, 6) for g in gaps) <= {0.06, 0.09}
     assert (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e9) == pytest.approx(15.0, rel=0.05)
     for m in scans:  # the forward beam: wall face minus the scanner's position, at that stamp's pose
-        # (0 once the scanner itself is inside the wall: the pose source drives on through it)
+        # (-inf, REP 117's "too close", nearer than range_min: the pose source drives on into the wall)
         ahead = max(WALL - poses[_ns(m.header.stamp)] - LASER_X, 0.0)
-        assert m.ranges[405] == pytest.approx(ahead, abs=1e-5)
+        assert m.ranges[405] == (pytest.approx(ahead, abs=1e-5) if ahead >= s.range_min else -math.inf)
         # the beam at +45 deg: the x = 3.0 wall too (the boxes and the y = 3.0 wall are farther)
-        assert m.ranges[405 + 135] == pytest.approx(ahead * math.sqrt(2), abs=1e-4)
+        diagonal = ahead * math.sqrt(2)
+        assert m.ranges[405 + 135] == (pytest.approx(diagonal, abs=1e-4) if diagonal >= s.range_min else -math.inf)
 
     # IR sensors as rto_node publishes them: range from the centre = radius + reading
     assert ir_scans and ir_scans[0].header.frame_id == "r1/irscan_link" and len(ir_scans[0].ranges) == 9
