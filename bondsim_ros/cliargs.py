@@ -24,7 +24,15 @@ class Terminated(KeyboardInterrupt):
     exits 143 (128 + SIGTERM), as a process ended by the signal."""
 
 
-def assignments(items, what: str, parse=float, form: str = "NAME=VALUE") -> dict:
+def number(text: str) -> float:
+    """``float(text)`` of a number as written on a command line: ValueError also for digits
+    grouped by underscores (``1_0``), Python's literal syntax that ``float`` takes as 10."""
+    if "_" in text:
+        raise ValueError(f"could not convert string to float: {text!r}")
+    return float(text)
+
+
+def assignments(items, what: str, parse=number, form: str = "NAME=VALUE") -> dict:
     """``["a=1", "b=2"]`` -> ``{"a": parse("1"), ...}`` for the repeatable NAME=VALUE options
     (--param, --guess, --bounds, --weight); a malformed item, or a name given twice (which value
     would the user mean?), is a CLIError naming it."""

@@ -31,6 +31,27 @@ def started_workers(pid: int, count: int = 2, timeout: float = 60.0) -> list[int
     return workers
 
 
+def pool_workers(pid: int, count: int = 2, timeout: float = 60.0) -> list[int]:
+    """The process pool's workers among the children of ``pid`` (not its resource tracker) once
+    there are ``count`` (asserts they came within ``timeout``)."""
+    def spawned() -> list[int]:
+        found = []
+        for child in children(pid):
+            try:
+                if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    found.append(child)
+            except OSError:
+                pass
+        return found
+
+    deadline = time.monotonic() + timeout
+    while len(spawned()) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = spawned()
+    assert len(workers) >= count, "the worker processes did not start"
+    return workers
+
+
 def left_over(workers: list[int], timeout: float = 10.0) -> list[bytes]:
     """The command lines of ``workers`` still running after ``timeout`` (a pool's resource tracker
     ends only once it reads its pipe's end)."""

@@ -19,7 +19,7 @@ import pytest
 from bondsim_ros.cli import main
 from bondsim_ros.fit import FitError, FitProblem, LogData, fit, read_csv
 from bondsim_ros.solver import SolverOptions
-from procs import left_over, started_workers, terminal_sigint
+from procs import left_over, pool_workers, started_workers, terminal_sigint
 
 from test_fit import MOTOR_PY, TRUTH, _noisy_log, _write
 
@@ -249,3 +249,51 @@ def test_a_refusal_raised_on_a_worker_comes_back_as_itself():
         assert type(back) is type(exc) and str(back) == str(exc)
         assert (back.where, back.message, getattr(back, "names", None)) == (exc.where, exc.message,
                                                                               getattr(exc, "names", None))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to see the worker processes")
+def test_a_worker_killed_mid_fit_ends_it_in_one_line_with_status_1(motor_log, tmp_path):
+    """kill -9 of a pool's worker: one error line and exit 1 (a run failed), not a traceback that
+    advises the __main__ guard."""
+    path, _ = motor_log
+    data = tmp_path / "square.csv"
+    t = np.linspace(0.0, 1.0, 401)
+    volts = np.where(np.floor(t / 0.05) % 2 == 0, 24.0, 12.0)
+    _write(data, LogData(["t", "V", "current", "omega_load"], np.column_stack([t, volts, 0 * t + 1.0, 0 * t])))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "fit", str(path), str(data), *FIT,
+                             "--hmax", "4e-7", "--jobs", "2"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        workers = pool_workers(proc.pid)
+        time.sleep(4.0)  # the first Jacobian's runs under way on the workers
+        assert proc.poll() is None, "the fit ended before the kill"
+        os.kill(workers[0], signal.SIGKILL)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "__main__" not in err, err
+    assert err.strip().splitlines()[-1] == "bondsim-ros fit: error: a worker process died (killed by SIGKILL: out of " \
+                                           "memory, or killed by hand): the fit stopped", err
+
+
+def test_a_cluster_without_workers_is_said_and_the_fit_waits(motor_log, serial, capsys):
+    """client.scatter gave up after its timeout with a traceback (No valid workers found)."""
+    distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
+                                                                  "extra)")
+    import threading
+
+    notes = []
+    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+        later = threading.Timer(2.0, cl.scale, (1,))
+        later.start()
+        try:
+            result = fit(_problem(motor_log), bounds=BOUNDS, scheduler=cl.scheduler_address, log=notes.append)
+        finally:
+            later.cancel()
+    _same(result, serial[0])
+    assert notes == [f"the Dask cluster at {cl.scheduler_address} has no workers yet: waiting for them (start some "
+                     f"with `dask worker {cl.scheduler_address}`; Ctrl-C stops)"]
+    assert result.workers == f"Dask at {cl.scheduler_address}, 1 worker thread"

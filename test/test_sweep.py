@@ -15,7 +15,7 @@ import pytest
 
 from bondsim_ros.cli import main
 from bondsim_ros.solver import SolverOptions
-from procs import left_over, started_workers, terminal_sigint
+from procs import left_over, pool_workers, started_workers, terminal_sigint
 
 SERVO = str(Path(__file__).resolve().parent / "data" / "models" / "servo.yaml")
 RUN = ["--t-end", "1", "--dt-out", "0.01"]
@@ -323,7 +323,7 @@ def test_a_script_without_the_main_guard_is_told_why_its_workers_died(tmp_path):
     assert proc.returncode == 1
     # the error's line (multiprocessing's resource tracker may warn after it about the dead
     # workers' semaphores)
-    said = [line for line in proc.stderr.splitlines() if line.startswith("RuntimeError: a worker process died")]
+    said = [line for line in proc.stderr.splitlines() if "SweepAborted: a worker process died" in line]
     assert said and 'under `if __name__ == "__main__":`' in said[-1], proc.stderr
 
 
@@ -405,3 +405,215 @@ def test_a_sweep_whose_every_run_fails_still_has_the_output_columns():
     assert failed.output_names == ok.output_names and ok.output_names
     for name in ok.output_names:
         assert np.isnan(failed[name]).all()
+
+
+def _fake_scheduler(reply: bytes | None):
+    """A port that accepts connections and sends ``reply`` on each (None: never a byte, as an HTTP
+    server waiting for a request); (address, stop)."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    conns, done = [], threading.Event()
+
+    def serve():
+        while not done.is_set():
+            try:
+                conn = server.accept()[0]
+            except OSError:
+                continue
+            conns.append(conn)
+            if reply is not None:
+                conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def stop():
+        done.set()
+        thread.join()
+        for conn in conns:
+            conn.close()
+        server.close()
+
+    return f"tcp://127.0.0.1:{server.getsockname()[1]}", stop
+
+
+def test_a_scheduler_port_that_never_answers_is_refused_after_the_deadline(tmp_path, capsys, monkeypatch):
+    """A port that accepts and stays silent (a dashboard's HTTP port) kept Dask's Client waiting
+    for good, its own timeout notwithstanding: the connection has a deadline of its own."""
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] extra)")
+    from bondsim_ros.sweep import workers
+
+    monkeypatch.setattr(workers, "CONNECT_TIMEOUT", 2.0)
+    address, stop = _fake_scheduler(None)
+    out = tmp_path / "x.csv"
+    tic = time.perf_counter()
+    try:
+        rc = main(["sweep", SERVO, "--param", "m=1", *RUN, "--scheduler", address, "-o", str(out)])
+    finally:
+        stop()
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"bondsim-ros sweep: error: --scheduler: cannot connect to the Dask scheduler {address}: "
+                          f"no answer within 2 s (is it the scheduler's port (8786 by default), not its "
+                          f"dashboard's"), err
+    assert time.perf_counter() - tic < 8 and not out.exists()
+
+
+def test_a_service_that_answers_otherwise_is_refused_naming_its_answer(tmp_path, capsys):
+    """An HTTP server's 400, read as a Dask message, made numpy try to allocate 3 EiB (a
+    traceback, exit 1)."""
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] extra)")
+    address, stop = _fake_scheduler(b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+    out = tmp_path / "x.csv"
+    try:
+        rc = main(["sweep", SERVO, "--param", "m=1", *RUN, "--scheduler", address, "-o", str(out)])
+    finally:
+        stop()
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"cannot connect to the Dask scheduler {address}: the service there answered 'HTTP/1.1 400 Bad Request', " \
+           f"which is not Dask's protocol" in err, err
+    assert not out.exists()
+
+
+def test_a_scheduler_port_out_of_range_is_refused_at_once(tmp_path, capsys):
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] extra)")
+    tic = time.perf_counter()
+    rc = main(["sweep", SERVO, "--param", "m=1", *RUN, "--scheduler", "tcp://127.0.0.1:99999", "-o",
+               str(tmp_path / "x.csv")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot connect to the Dask scheduler tcp://127.0.0.1:99999: Port out of range 0-65535" in err
+    assert time.perf_counter() - tic < 5, "refused at once, not after the Client's timeout"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to see the worker processes")
+def test_a_worker_killed_mid_sweep_fails_the_unfinished_runs_and_keeps_the_finished(tmp_path):
+    """kill -9 of a pool's worker (as the out-of-memory killer does): one error line, exit 1, the
+    table written with the finished rows and the rest failed "not finished" (it was a traceback
+    advising the __main__ guard, and no table)."""
+    import os
+    import signal
+    import subprocess
+
+    out = tmp_path / "sweep.csv"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "sweep", SERVO, "--param", "m=1:2:200",
+                             "--t-end", "4", "--dt-out", "0.01", "--hmax", "1e-5", "--jobs", "2", "--chunksize", "1",
+                             "-o", str(out)], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        workers = pool_workers(proc.pid)
+        time.sleep(2.0)  # runs finished, and more under way
+        os.kill(workers[0], signal.SIGKILL)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "__main__" not in err, err
+    said = [line for line in err.splitlines() if line.startswith("bondsim-ros sweep: error:")]
+    assert len(said) == 1, err
+    assert said[0].startswith("bondsim-ros sweep: error: a worker process died (killed by SIGKILL"), err
+    rows = read_rows(out)
+    status = [r["status"] for r in rows]
+    assert len(rows) == 200 and 0 < status.count("ok") < 200, status
+    lost = [r for r in rows if r["status"] != "ok"]
+    assert all(r["status"] == "failed" and r["message"].startswith("not finished: a worker process died (killed by "
+                                                                   "SIGKILL") for r in lost), lost[:2]
+    assert f"{len(lost)} runs not finished (marked failed in {out})" in said[0]
+    assert f"{status.count('ok')} of 200 runs, 0 failed" in err, err
+
+
+def test_a_cluster_without_workers_is_said_and_waited_for(tmp_path, capsys):
+    """A scheduler with no workers: the sweep says so once and waits (it waited silently, its
+    summary saying "1 worker threads"); the summary then names the workers that ran it."""
+    distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
+                                                                  "extra)")
+    import threading
+
+    out = tmp_path / "x.csv"
+    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+        later = threading.Timer(2.0, cl.scale, (1,))  # a worker comes while the runs wait
+        later.start()
+        try:
+            rc = main(["sweep", SERVO, "--param", "m=1,2", *RUN, "--scheduler", cl.scheduler_address, "-o", str(out)])
+        finally:
+            later.cancel()
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert err.count(f"[bondsim] the Dask cluster at {cl.scheduler_address} has no workers yet: waiting for them") == 1
+    assert f"Dask at {cl.scheduler_address}, 1 worker thread)" in err, err
+    assert [r["status"] for r in read_rows(out)] == ["ok", "ok"]
+
+
+def test_a_dask_worker_that_dies_is_reported_as_such():
+    """KilledWorker: the scheduler gave up on a task whose workers died."""
+    distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
+                                                                  "extra)")
+    import os
+
+    import dask
+
+    from bondsim_ros.sweep.workers import WorkerDied, Workers
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
+            with Workers(scheduler=cl.scheduler_address) as workers:
+                with pytest.raises(WorkerDied, match=r"^a Dask worker died running a task"):
+                    workers.run(os._exit, [(3,)])
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("m=-1e308:1e308:3", "--param m: the range -1e+308 to 1e+308 is wider than a float holds (STOP - START overflows)"),
+    ("m=1_0", "--param m: expects START:STOP:COUNT, V1,V2,... or VALUE, got '1_0'"),
+    ("m=1:2_0:3", "--param m: expects START:STOP:COUNT"),
+])
+def test_param_specs_a_float_would_misread_are_refused(tmp_path, capsys, spec, fragment):
+    """A range whose step overflows said "got nan" after numpy's warnings; 1_0, Python's literal
+    syntax, was taken as 10."""
+    import warnings
+
+    out = tmp_path / "x.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy RuntimeWarning on the way
+        rc = main(["sweep", SERVO, "--param", spec, *RUN, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and fragment in err and err.count("\n") == 1, err
+    assert main(["simulate", SERVO, *RUN, "--param", "m=1_0", "-q"]) == 2
+    assert "--param expects NAME=NUMBER, got 'm=1_0'" in capsys.readouterr().err
+
+
+def test_the_python_api_takes_jobs_and_params_as_the_command_line(tmp_path):
+    from bondsim_ros.sweep import SweepError, sweep
+    from bondsim_ros.sweep.workers import default_jobs
+
+    run = dict(t_end=0.1, dt_out=0.1)
+    with pytest.raises(SweepError, match=r"^params: no parameters given$"):
+        sweep("pendulum", {}, **run, jobs=1)
+    with pytest.raises(SweepError, match=r"^jobs: must be a whole number, got 2.5$"):
+        sweep("pendulum", {"L": [1.0]}, **run, jobs=2.5)
+    with pytest.raises(SweepError, match=r"^jobs: give jobs or scheduler, not both"):
+        sweep("pendulum", {"L": [1.0]}, **run, jobs=2, scheduler="tcp://127.0.0.1:9")
+    result = sweep("pendulum", {"L": [1.0, 2.0]}, **run, jobs=0)  # every usable core, as --jobs 0
+    assert result.status == ["ok", "ok"]
+    assert result.workers == ("2 jobs" if default_jobs() >= 2 else "1 job (this process)")
+    with pytest.raises(SweepError, match=r"x.txt: unknown format '.txt'"):
+        result.write(tmp_path / "x.txt")
+    assert not (tmp_path / "x.txt").exists()
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        with pytest.raises(SweepError, match="writing Parquet needs pyarrow"):
+            result.write(tmp_path / "x.parquet")
+
+
+def test_progress_lines_when_stderr_is_no_terminal(tmp_path, capsys):
+    """A sweep logged to a file shows how far it got: a line at each tenth of the runs."""
+    out = tmp_path / "x.csv"
+    assert main(["sweep", SERVO, "--param", "m=1:2:20", *RUN, "--jobs", "1", "-o", str(out)]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[bondsim] sweep: ")]
+    assert lines[0].startswith("[bondsim] sweep: 2 of 20 runs done (10 %), 0 failed, ") and len(lines) == 9, lines

@@ -97,10 +97,12 @@ def _split(text):
 
 
 def _bound(text):
+    from bondsim_ros.cliargs import number
+
     lo, sep, hi = text.partition(":")
     if not sep:
         raise ValueError
-    return (float(lo) if lo.strip() else -math.inf, float(hi) if hi.strip() else math.inf)
+    return (number(lo.strip()) if lo.strip() else -math.inf, number(hi.strip()) if hi.strip() else math.inf)
 
 
 def cmd_fit(args) -> int:
@@ -155,7 +157,7 @@ def _fit_and_write(args, options, staged) -> int:
     from bondsim_ros.cliargs import CLIError, RunFailed, assignments
     from bondsim_ros.model_commands import _load
     from bondsim_ros.models import buildcache
-    from bondsim_ros.sweep.workers import WorkersError
+    from bondsim_ros.sweep.workers import WorkerDied, WorkersError
 
     from .core import FitError, FitProblem, FitRunFailed, read_csv
 
@@ -192,6 +194,8 @@ def _fit_and_write(args, options, staged) -> int:
         raise CLIError(str(exc)) from None
     except WorkersError as exc:
         raise CLIError(f"--{exc.arg}: {exc.message}") from None
+    except WorkerDied as exc:
+        raise RunFailed(f"{exc}: the fit stopped") from None
     _report(result, problem, args.quiet)
     if args.json:
         doc = {"model": compiled.name, "data": args.data, **result.as_dict()}
@@ -332,7 +336,9 @@ def _run(problem, x0, bounds, args):
 
     with Live(line(0, float("nan"), x0), console=console, transient=True, refresh_per_second=8) as live:
         return fit(problem, x0=x0, bounds=bounds, max_nfev=args.max_evals,
-                   progress=lambda n, c, th: live.update(line(n, c, th)), **where)
+                   progress=lambda n, c, th: live.update(line(n, c, th)),
+                   log=lambda msg: console.print(f"[bondsim] {msg}", highlight=False, markup=False, soft_wrap=True),
+                   **where)
 
 
 def _report(result, problem, quiet):

@@ -575,7 +575,7 @@ def forward_steps(z, rel_step, lb, ub) -> np.ndarray:
     return adjusted
 
 
-def _fit_workers(problem: FitProblem, jobs, scheduler):
+def _fit_workers(problem: FitProblem, jobs, scheduler, log=None):
     """(Workers, FitSpec) for a fit on workers, (None, None) for this process alone."""
     from bondsim_ros.sweep.workers import Workers, check_jobs
 
@@ -584,20 +584,23 @@ def _fit_workers(problem: FitProblem, jobs, scheduler):
         if jobs <= 1:
             return None, None
     spec = problem.spec()
-    return Workers(jobs if scheduler is None else 1, scheduler), spec
+    return Workers(jobs if scheduler is None else 1, scheduler, log=log), spec
 
 
 def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None, max_nfev=None,
-        progress=None, jobs: int | None = 1, scheduler=None) -> FitResult:
+        progress=None, jobs: int | None = 1, scheduler=None, log=None) -> FitResult:
     """Least-squares estimate of ``problem.params``; ``progress(n_eval, cost, theta)`` after each run.
 
     ``jobs``: local worker processes for the finite-difference Jacobian's columns (one
     simulation each per iteration), 1 (default) all in this process, 0 or None every usable
     core; ``scheduler``: a Dask scheduler address, Client or cluster to run them on instead.
     The steps, the runs and so the estimate are the same bit for bit; the problem needs its
-    model's name or file (``FitProblem(model=...)``) for the workers to load it. Raises
-    FitError for bad input, ``bondsim_ros.sweep.workers.WorkersError`` for bad ``jobs`` or an
-    unreachable scheduler; on Ctrl-C the workers are stopped and KeyboardInterrupt goes on."""
+    model's name or file (``FitProblem(model=...)``) for the workers to load it. ``log(message)``:
+    a note while the runs wait (a cluster without workers; default: printed on stderr). Raises
+    FitError for bad input, FitRunFailed for a simulation the solver could not finish,
+    ``bondsim_ros.sweep.workers.WorkersError`` for bad ``jobs`` or an unreachable scheduler,
+    ``bondsim_ros.sweep.workers.WorkerDied`` when a worker dies; on Ctrl-C the workers are
+    stopped and KeyboardInterrupt goes on."""
     import contextlib
 
     names = list(problem.params)
@@ -616,7 +619,7 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
         if not lo[i] <= x0[i] <= hi[i]:
             raise FitError(f"initial value {x0[i]:g} of {name!r} is outside its bounds [{a}, {b}]")
     _implied_bounds(problem, names, x0, lo, hi, explicit=set(bounds or {}))
-    workers, spec = _fit_workers(problem, jobs, scheduler)
+    workers, spec = _fit_workers(problem, jobs, scheduler, log)
     with workers if workers is not None else contextlib.nullcontext():
         if workers is not None:
             spec = workers.share(spec)  # a cluster's workers get the logged data once, not per run

@@ -4,8 +4,8 @@ of this machine (a process pool) or on a Dask cluster.
 ``bondsim-ros sweep MODEL --param k=1:10:100 -o results.csv`` on the command line
 (:mod:`bondsim_ros.sweep.commands`); :func:`sweep` from Python.
 """
-__all__ = ["sweep", "SweepResult", "SweepError", "SweepInterrupted", "grid", "parse_param", "parse_values",
-           "load_model", "MAX_RUNS"]
+__all__ = ["sweep", "SweepResult", "SweepError", "SweepInterrupted", "SweepAborted", "grid", "parse_param",
+           "parse_values", "load_model", "MAX_RUNS"]
 
 
 def __getattr__(name):

@@ -60,10 +60,18 @@ def _times(text):
         raise CLIError(f"--at expects comma-separated times, got {text!r}") from None
 
 
+# Without a terminal (stderr to a file or a pipe) a progress line at every tenth of the runs,
+# and at least this often [s], so that a long sweep's log shows how far it got.
+PROGRESS_EVERY = 10.0
+
+
 def _progress(quiet):
-    """A rich progress bar on stderr (a terminal only), as the other long commands show one."""
-    if quiet or not sys.stderr.isatty():
+    """(rich progress bar or None, progress callback or None): a bar on stderr in a terminal, as
+    the other long commands show one; else a line now and then."""
+    if quiet:
         return None, None
+    if not sys.stderr.isatty():
+        return None, _progress_lines()
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
@@ -78,11 +86,31 @@ def _progress(quiet):
     return bar, update
 
 
+def _progress_lines():
+    """A progress callback printing a line when the runs done pass the next tenth of the total, or
+    :data:`PROGRESS_EVERY` seconds after the last line (not for the last run: the summary says it)."""
+    import time
+
+    tic = time.monotonic()
+    state = {"tenth": 0, "said": tic}
+
+    def update(done, total, failed):
+        now = time.monotonic()
+        tenth = done * 10 // total if total else 10
+        if done >= total or (tenth <= state["tenth"] and now - state["said"] < PROGRESS_EVERY):
+            return
+        state["tenth"], state["said"] = max(tenth, state["tenth"]), now
+        print(f"[bondsim] sweep: {done} of {total} runs done ({100 * done / total:.0f} %), "
+              f"{failed} failed, {now - tic:.0f} s", file=sys.stderr, flush=True)
+
+    return update
+
+
 def cmd_sweep(args) -> int:
     from bondsim_ros.cliargs import CLIError, solver_options
     from bondsim_ros.outfiles import Output, check_output
 
-    from .core import SweepError, SweepInterrupted, check_format, parse_param, sweep
+    from .core import SweepAborted, SweepError, SweepInterrupted, check_format, parse_param, sweep
 
     params = {}
     for item in args.param:
@@ -113,15 +141,25 @@ def cmd_sweep(args) -> int:
     check_output(args.output, "--output", stdout_ok=True)
 
     bar, update = _progress(args.quiet)
+
+    def log(message):  # a note while the runs wait (a cluster without workers), above the bar
+        if bar is not None:
+            bar.console.print(f"[bondsim] {message}", highlight=False, markup=False)
+        else:
+            print(f"[bondsim] {message}", file=sys.stderr, flush=True)
+
     interrupted = None  # the SweepInterrupted that ended the runs early
+    aborted = None  # the SweepAborted (a worker died) that did
     try:
         if bar is not None:
             bar.start()
         result = sweep(args.model, params, t_end=args.t_end, dt_out=args.dt_out,
                        options=options, outputs=outputs, at=at, jobs=args.jobs, scheduler=args.scheduler,
-                       chunksize=args.chunksize, progress=update)
+                       chunksize=args.chunksize, progress=update, log=log)
     except SweepInterrupted as exc:
         result, interrupted = exc.result, exc
+    except SweepAborted as exc:
+        result, aborted = exc.result, exc
     except SweepError as exc:
         raise CLIError(_option_named(exc)) from None
     finally:
@@ -143,13 +181,15 @@ def cmd_sweep(args) -> int:
         print(f"[bondsim] warning: {warning}", file=sys.stderr)
     status = result.status
     failed = status.count("failed")
+    # the runs a dead worker left: failed rows, not runs that ran
+    unfinished = sum(r["message"].startswith("not finished:") for r in result.rows) if aborted is not None else 0
     if not args.quiet:
-        done = len(status) - status.count("cancelled")
+        done = len(status) - status.count("cancelled") - unfinished
         rate = done / result.seconds if result.seconds > 0 else math.inf
-        print(f"[bondsim] sweep {result.model}: {done} of {len(status)} runs, {failed} failed, "
+        print(f"[bondsim] sweep {result.model}: {done} of {len(status)} runs, {failed - unfinished} failed, "
               f"{result.seconds:.2f} s ({rate:.3g} runs/s, {result.workers})", file=sys.stderr)
         for i, row in enumerate(result.rows):
-            if row["status"] == "failed":
+            if row["status"] == "failed" and (aborted is None or not row["message"].startswith("not finished:")):
                 print(f"[bondsim] run {i} ({', '.join(f'{k}={v:g}' for k, v in result.runs[i].items())}) failed: "
                       f"{row['message']}", file=sys.stderr)
         if args.output != "-":
@@ -161,6 +201,9 @@ def cmd_sweep(args) -> int:
         how, code = ("terminated", 143) if isinstance(interrupted.cause, Terminated) else ("interrupted", 130)
         print(f"{how}: {status.count('cancelled')} runs not run (marked cancelled in {args.output})", file=sys.stderr)
         return code
+    if aborted is not None:
+        print(f"bondsim-ros sweep: error: {aborted}: {unfinished} runs not finished (marked failed in "
+              f"{args.output})", file=sys.stderr)
     return 1 if failed else 0
 
 

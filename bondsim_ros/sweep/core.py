@@ -24,7 +24,8 @@ import numpy as np
 from bondsim_ros.solver.options import SolverOptions
 
 # the workers (bondsim_ros.sweep.workers); default_jobs and load_model are also sweep's API
-from .workers import Workers, WorkersError, default_jobs, load_model, model_spec, worker_model
+from .workers import (WorkerDied, Workers, WorkersError, check_jobs, default_jobs, load_model,  # noqa: F401
+                      model_spec, worker_model)
 
 # A grid larger than this is refused before anything runs (a typo such as k=0:1:1e9).
 MAX_RUNS = 1_000_000
@@ -44,6 +45,15 @@ class SweepError(ValueError):
         self.message, self.arg = message, arg
 
 
+class SweepAborted(WorkerDied):
+    """A worker died during a sweep (killed, out of memory): the workers are stopped; ``result``
+    holds the finished runs, the unfinished ones with status ``failed`` and the reason."""
+
+    def __init__(self, message: str, result: "SweepResult"):
+        super().__init__(message)
+        self.result = result
+
+
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C during a sweep: the workers are stopped; ``result`` holds the finished runs, the
     others with status ``cancelled``; ``cause``: the interruption caught (a KeyboardInterrupt, or
@@ -59,6 +69,8 @@ class SweepInterrupted(KeyboardInterrupt):
 def parse_values(text: str) -> list:
     """``"1:10:4"`` -> 4 values evenly spaced from 1 to 10 (both included, numpy.linspace);
     ``"0.1,0.2"`` -> that list; ``"5"`` -> [5.0]. SweepError for anything else."""
+    from bondsim_ros.cliargs import number
+
     form = "START:STOP:COUNT, V1,V2,... or VALUE"
     text = text.strip()
     try:
@@ -66,18 +78,21 @@ def parse_values(text: str) -> list:
             parts = text.split(":")
             if len(parts) != 3:
                 raise ValueError
-            start, stop = float(parts[0]), float(parts[1])
+            start, stop = number(parts[0]), number(parts[1])
             for word, value in (("START", start), ("STOP", stop)):  # linspace would say nan
                 if not math.isfinite(value):
                     raise SweepError(f"{word} must be a finite number, got {value!r}")
-            count = float(parts[2])
+            count = number(parts[2])
             if not (count.is_integer() and count >= 1):
                 raise SweepError(f"COUNT must be a whole number >= 1, got {parts[2].strip()!r}")
             if count > MAX_RUNS:
                 raise SweepError(f"COUNT {int(count)} is more than {MAX_RUNS} runs")
+            if count > 1 and not math.isfinite(stop - start):  # linspace would say nan, with numpy's warnings
+                raise SweepError(f"the range {start:g} to {stop:g} is wider than a float holds (STOP - START "
+                                 f"overflows): its steps cannot be computed")
             values = np.linspace(start, stop, int(count)).tolist()
         else:
-            values = [float(v) for v in text.split(",")]
+            values = [number(v) for v in text.split(",")]
     except SweepError:
         raise
     except ValueError:
@@ -234,7 +249,9 @@ class SweepResult:
         pq.write_table(pa.table({name: self.column(name) for name in self.columns}), str(path))
 
     def write(self, path) -> None:
-        """By the suffix: .csv, .npz or .parquet (pyarrow)."""
+        """By the suffix: .csv, .npz or .parquet (pyarrow); SweepError for another suffix, or
+        .parquet without pyarrow (:func:`check_format`)."""
+        check_format(path)
         suffix = Path(path).suffix.lower()
         {".npz": self.to_npz, ".parquet": self.to_parquet}.get(suffix, self.to_csv)(path)
 
@@ -322,7 +339,8 @@ def _check_at(at, t_end, dt_out) -> tuple:
 
 def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = None,
           options: SolverOptions | None = None, outputs=None, at=None, jobs: int | None = None,
-          scheduler=None, chunksize: int | None = None, progress=None, use_cache: bool = True) -> SweepResult:
+          scheduler=None, chunksize: int | None = None, progress=None, use_cache: bool = True,
+          log=None) -> SweepResult:
     """Simulate ``model`` once per point of the parameter grid ``params``.
 
     ``model``: a built-in model's name or a .yaml/.py model file (each worker loads it by that
@@ -332,12 +350,15 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
     (default: the built-in model's suggestion); ``options``: the solver's, every run's (default
     ``SolverOptions()``). ``outputs``: column names to keep (default:
     all); ``at``: output times to take them at, giving columns ``NAME@T`` (default: the final
-    values, columns ``NAME``). ``jobs``: local worker processes (default: the usable cores;
-    1 runs in this process); ``scheduler``: a Dask scheduler address (``tcp://host:8786``), or
-    a ``dask.distributed`` Client or cluster object, to run on that cluster instead.
-    ``progress(done, total, failed)`` is called as runs finish.
+    values, columns ``NAME``). ``jobs``: local worker processes (default and 0: the usable
+    cores; 1 runs in this process); ``scheduler``: a Dask scheduler address
+    (``tcp://host:8786``), or a ``dask.distributed`` Client or cluster object, to run on that
+    cluster instead (not with ``jobs``: the cluster's workers are its own).
+    ``progress(done, total, failed)`` is called as runs finish; ``log(message)`` with a note
+    while the runs wait (a cluster without workers; default: printed on stderr).
 
-    Raises SweepError for bad input (before any run), SweepInterrupted on Ctrl-C."""
+    Raises SweepError for bad input (before any run), SweepInterrupted on Ctrl-C, SweepAborted
+    when a worker dies."""
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.robots import RobotError
 
@@ -352,6 +373,8 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
             elif np.ndim(values) == 0:
                 values = [values]
             parsed[name] = [_value(v, name) for v in values]
+        if not parsed:  # as the command line requires a --param, and a list of no runs is refused
+            raise SweepError("no parameters given", "params")
         runs = grid(parsed)
         param_names = list(parsed)
     else:
@@ -411,27 +434,36 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
     opts = RunOptions(float(t_end), float(dt_out), options, outputs,
                       None if at is None else _check_at(at, float(t_end), float(dt_out)))
 
+    if scheduler is None:
+        try:
+            jobs = min(check_jobs(jobs), len(runs))  # (None and 0: every usable core)
+        except WorkersError as exc:
+            raise SweepError(exc.message, exc.arg) from None
+    elif jobs is not None:
+        raise SweepError("give jobs or scheduler, not both (a cluster's workers are its own)", "jobs")
+
     rows: list = [None] * len(runs)
     tic = time.perf_counter()
-    if scheduler is None:
-        jobs = default_jobs() if jobs is None else int(jobs)
-        if jobs < 1:
-            raise SweepError(f"must be at least 1, got {jobs}", "jobs")
-        jobs = min(jobs, len(runs))
+    died = None  # the WorkerDied that ended the runs early
     if scheduler is None and jobs <= 1:
         workers = "1 job (this process)"
         cause = _run_here(compiled, entry, runs, opts, rows, progress)
     else:
         try:
-            pool = Workers(jobs if scheduler is None else 1, scheduler)
+            pool = Workers(jobs if scheduler is None else 1, scheduler, log=log)
         except WorkersError as exc:
             raise SweepError(exc.message, exc.arg) from None
-        workers = pool.description
-        cause = _run_on(pool, spec, runs, opts, rows, chunksize, progress)
+        cause, died = _run_on(pool, spec, runs, opts, rows, chunksize, progress)
+        workers = pool.description  # (a cluster's: the workers it had at the end)
     seconds = time.perf_counter() - tic
 
+    if died is not None:  # the runs it left unfinished: failed, with the reason
+        lost = {"status": STATUS_FAILED, "message": f"not finished: {died}", "seconds": math.nan, "outputs": {}}
+        rows = [r if r is not None else dict(lost) for r in rows]
     result = _result(compiled.name, param_names, runs, rows, opts, seconds, workers, known[1:])
     result.warnings = unread
+    if died is not None:
+        raise SweepAborted(str(died), result)
     if any(r["status"] == STATUS_CANCELLED for r in result.rows):
         raise SweepInterrupted(result, cause)
     return result
@@ -478,7 +510,8 @@ def _run_here(compiled, entry, runs, opts, rows, progress):
 
 
 def _run_on(pool: Workers, spec, runs, opts, rows, chunksize, progress):
-    """The runs on ``pool``; the interruption that stopped them, if one did."""
+    """The runs on ``pool``; (the interruption that stopped them, the WorkerDied that ended
+    them), each None when none did."""
     tally = _Tally(len(runs), progress)
     chunks = _chunks(runs, pool.size, chunksize)
     try:
@@ -486,5 +519,7 @@ def _run_on(pool: Workers, spec, runs, opts, rows, chunksize, progress):
             pool.run(run_chunk, [(spec, chunk, opts) for chunk in chunks],
                      lambda i, pairs: tally.add(rows, pairs))
     except KeyboardInterrupt as exc:
-        return exc  # the workers are stopped; the unfinished rows are marked cancelled
-    return None
+        return exc, None  # the workers are stopped; the unfinished rows are marked cancelled
+    except WorkerDied as exc:
+        return None, exc  # the workers are stopped; the finished rows stand
+    return None, None

@@ -8,7 +8,8 @@ A task is a module-level function and picklable arguments: the pool and Dask sen
 
 Ctrl-C: the pool's workers ignore SIGINT (the terminal sends it to the whole process group);
 the calling process ends them (they hold nothing that needs a clean exit) or cancels the
-cluster's tasks, and the KeyboardInterrupt goes on to the caller.
+cluster's tasks, and the KeyboardInterrupt goes on to the caller. A worker that dies (killed,
+out of memory) stops the others too: :class:`WorkerDied`, after the results that came back.
 """
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ class WorkersError(ValueError):
     def __init__(self, message: str, arg: str):
         super().__init__(f"{arg}: {message}")
         self.message, self.arg = message, arg
+
+
+class WorkerDied(RuntimeError):
+    """A worker ended while it had tasks (killed, out of memory, unable to start): the tasks not
+    finished are lost, the workers stopped. The results ``run`` reported before it stay valid."""
 
 
 def default_jobs() -> int:
@@ -115,9 +121,10 @@ def _noop() -> None:
 # -- in the calling process -----------------------------------------------------------------------
 
 def _refused_at_once(scheduler) -> None:
-    """WorkersError when nothing listens at a tcp:// scheduler's address: Dask's Client retries a
-    refused connection until its 10 s timeout, a wait that tells the user nothing more. Anything
-    else (no answer, a name to resolve, another protocol) is left to the Client."""
+    """WorkersError when a tcp:// scheduler's address is malformed or nothing listens there:
+    Dask's Client retries a refused connection until its timeout, a wait that tells the user
+    nothing more. Anything else (no answer, a name to resolve, another protocol) is left to
+    :func:`dask_client`."""
     import socket
     from urllib.parse import urlsplit
 
@@ -126,8 +133,9 @@ def _refused_at_once(scheduler) -> None:
     try:
         where = urlsplit(scheduler)
         host, port = where.hostname, where.port
-    except ValueError:
-        return  # (the Client names a malformed address)
+    except ValueError as exc:  # a port out of 0..65535 or not a number
+        raise WorkersError(f"cannot connect to the Dask scheduler {scheduler}: {exc} (the address is "
+                           f"tcp://HOST:PORT, PORT 1..65535)", "scheduler") from None
     if not host or port is None:
         return
     try:
@@ -139,8 +147,34 @@ def _refused_at_once(scheduler) -> None:
         return
 
 
-def dask_client(scheduler):
-    """(Client, whether it was opened here) for a scheduler address or a Client."""
+# How long making a Client may take: connecting and Dask's handshake. Dask's own timeout covers
+# the connection alone: a port that accepts and never answers (the dashboard's HTTP port) kept
+# Client(address, timeout=...) waiting for good.
+CONNECT_TIMEOUT = 10.0
+PORT_HINT = "is it the scheduler's port (8786 by default), not its dashboard's (8787) or another service's?"
+
+
+def _first_words(scheduler) -> str:
+    """The first line a service at ``scheduler`` sends on a connection of its own, if it sends
+    text at once (an HTTP server's error): what answered the Client, for the refusal."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        where = urlsplit(scheduler)
+        with socket.create_connection((where.hostname, where.port), timeout=1.0) as conn:
+            conn.settimeout(1.0)
+            head = conn.recv(200)
+    except (OSError, ValueError, TypeError):
+        return ""
+    line = head.split(b"\r\n", 1)[0].split(b"\n", 1)[0]
+    return line.decode("ascii") if line and line.isascii() and line.decode("ascii").isprintable() else ""
+
+
+def dask_client(scheduler, timeout: float | None = None):
+    """(Client, whether it was opened here) for a scheduler address or a Client. WorkersError,
+    naming the address, when no Client is made within ``timeout`` seconds (default
+    :data:`CONNECT_TIMEOUT`) or making it fails in any way (something else answered)."""
     try:
         from dask.distributed import Client
     except ImportError:
@@ -149,10 +183,45 @@ def dask_client(scheduler):
     if isinstance(scheduler, Client):
         return scheduler, False
     _refused_at_once(scheduler)
+    timeout = CONNECT_TIMEOUT if timeout is None else timeout
+    made: dict = {}
+    lock = threading.Lock()
+
+    def connect():
+        try:
+            client = Client(scheduler, timeout=f"{timeout}s")
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller, whatever it is
+            made["error"] = exc
+            return
+        with lock:
+            late = made.get("abandoned", False)
+            made["client"] = client
+        if late:  # the caller gave up waiting: nobody will close it
+            client.close()
+
+    # the Client made in a thread of its own, so that the wait has a deadline whatever it waits on
+    thread = threading.Thread(target=connect, name="bondsim-dask-connect", daemon=True)
+    thread.start()
     try:
-        return Client(scheduler, timeout="10s"), True
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise WorkersError(f"cannot connect to the Dask scheduler {scheduler}: {exc}", "scheduler") from None
+        thread.join(timeout)
+    finally:  # also on Ctrl-C: a Client made after this is closed by its thread
+        with lock:
+            client = made.get("client")
+            made["abandoned"] = client is None
+    if client is not None:
+        return client, True
+    error = made.get("error")
+    if error is None:
+        raise WorkersError(f"cannot connect to the Dask scheduler {scheduler}: no answer within {timeout:g} s "
+                           f"({PORT_HINT})", "scheduler")
+    if isinstance(error, (OSError, TimeoutError)):
+        raise WorkersError(f"cannot connect to the Dask scheduler {scheduler}: {error}", "scheduler")
+    said = _first_words(scheduler)
+    what = f"{type(error).__name__}: {error}"
+    what = what if len(what) <= 160 else what[:157] + "..."
+    answer = f"the service there answered {said!r}, which is not Dask's protocol" if said else \
+        f"making the client failed ({what})"
+    raise WorkersError(f"cannot connect to the Dask scheduler {scheduler}: {answer}; {PORT_HINT}", "scheduler")
 
 
 def check_jobs(jobs) -> int:
@@ -168,6 +237,21 @@ def check_jobs(jobs) -> int:
     return jobs or default_jobs()
 
 
+def _signals(procs) -> set:
+    """The names of the signals that ended the processes ``procs`` (ended and joined)."""
+    import signal
+
+    found = set()
+    for proc in procs:
+        code = proc.exitcode
+        if code is not None and code < 0:
+            try:
+                found.add(signal.Signals(-code).name)
+            except ValueError:
+                found.add(f"signal {-code}")
+    return found
+
+
 class Workers:
     """Runs tasks ``fn(*args)``: in this process (``jobs=1``), on a pool of ``jobs`` spawned
     processes, or on the Dask cluster of ``scheduler`` (an address ``tcp://host:8786``, a
@@ -176,14 +260,15 @@ class Workers:
     normally waits for the pool to end; leaving it by an exception (Ctrl-C) ends the pool's
     processes and cancels the cluster's tasks at once."""
 
-    def __init__(self, jobs: int = 1, scheduler=None):
+    def __init__(self, jobs: int = 1, scheduler=None, log=None):
         self._pool = self._client = None
-        self._own = self._ended = False
+        self._own = self._ended = self._told_empty = False
         self._pending: list = []
+        self._log = log  # log(message): a note while tasks wait (a cluster without workers)
+        self._finished = 0  # tasks that came back, this value's
         if scheduler is not None:
             self._client, self._own = dask_client(scheduler)
-            self.size = max(1, sum(self._client.nthreads().values()))
-            self.description = f"Dask at {self._client.scheduler.address}, {self.size} worker threads"
+            self._count_threads()
             return
         jobs = int(jobs)
         if jobs < 1:
@@ -201,6 +286,30 @@ class Workers:
                                             initializer=_pool_worker_init)
         self.description = f"{jobs} jobs"
 
+    def _count_threads(self) -> int:
+        """The cluster's worker threads now (``size`` at least 1: the chunks to cut)."""
+        threads = sum(self._client.nthreads().values())
+        self.size = max(1, threads)
+        self.description = (f"Dask at {self._client.scheduler.address}, "
+                            + (f"{threads} worker thread{'s' if threads != 1 else ''}" if threads else "no workers"))
+        return threads
+
+    def _tell_if_empty(self) -> bool:
+        """Whether the cluster has no worker now; says once that its tasks wait for one."""
+        if self._count_threads():
+            return False
+        if not self._told_empty:
+            self._told_empty = True
+            note = (f"the Dask cluster at {self._client.scheduler.address} has no workers yet: waiting for them "
+                    f"(start some with `dask worker {self._client.scheduler.address}`; Ctrl-C stops)")
+            if self._log is not None:
+                self._log(note)
+            else:
+                import sys
+
+                print(f"[bondsim] {note}", file=sys.stderr)
+        return True
+
     @property
     def remote(self) -> bool:
         """Whether tasks run outside this process."""
@@ -212,6 +321,9 @@ class Workers:
         ``value`` itself."""
         if self._client is None:
             return value
+        if self._tell_if_empty():  # scatter gives up after its timeout when there is no worker to send to
+            self._client.wait_for_workers(1)
+            self._count_threads()
         return self._client.scatter(value, broadcast=True, hash=False)
 
     def warm_up(self, fn, *args) -> None:
@@ -248,37 +360,53 @@ class Workers:
                 for fut in cf.as_completed(futures):
                     i = index[fut]
                     out[i] = fut.result()
+                    self._finished += 1
                     if on_result is not None:
                         on_result(i, out[i])
             except cf.process.BrokenProcessPool as exc:
-                self.stop()
-                # killed (out of memory), or, most often, unable to start: each spawned process
-                # imports the calling script again, which then reaches this pool again
-                raise RuntimeError(f"a worker process died ({exc}): killed, out of memory, or it could not start. "
-                                   f"Each worker imports the calling script again, so a script that runs a sweep or "
-                                   f"fit with jobs > 1 must do so under `if __name__ == \"__main__\":`; jobs=1 runs "
-                                   f"in this process") from None
+                procs = list((getattr(self._pool, "_processes", None) or {}).values())
+                self.stop()  # (joins them: their exit codes are known after it)
+                # not SIGTERM: the executor ends the other workers with it once one has died
+                signals = _signals(procs) - {"SIGTERM"}
+                if signals:  # kill -9, the kernel's out-of-memory killer
+                    raise WorkerDied(f"a worker process died (killed by {', '.join(sorted(signals))}: out of memory, "
+                                     f"or killed by hand)") from None
+                if self._finished:  # it had run tasks: it started as it should
+                    raise WorkerDied("a worker process died (it exited while running a task)") from None
+                # none ever finished: most often unable to start, as each spawned process imports the
+                # calling script again, which then reaches this pool again
+                raise WorkerDied(f"a worker process died ({exc}): killed, out of memory, or it could not start. "
+                                 f"Each worker imports the calling script again, so a script that runs a sweep or "
+                                 f"fit with jobs > 1 must do so under `if __name__ == \"__main__\":`; jobs=1 runs "
+                                 f"in this process") from None
             except BaseException:
                 # not cancelling the futures first: in Python 3.11 the executor's thread then
                 # raises on them; ending the processes makes it fail them itself
                 self.stop()
                 raise
             return out
-        from dask.distributed import as_completed
+        from dask.distributed import KilledWorker, as_completed
 
         futures = []
         try:
+            self._tell_if_empty()  # the tasks wait on the scheduler until a worker comes
             # pure=False: identical tasks of two runs are still two computations
             futures = [self._client.submit(fn, *args, pure=False) for args in tasks]
             index = {f.key: i for i, f in enumerate(futures)}
             for fut in as_completed(futures):
                 i = index[fut.key]
                 out[i] = fut.result()
+                self._finished += 1
                 if on_result is not None:
                     on_result(i, out[i])
+        except KilledWorker:
+            self._client.cancel(futures)
+            raise WorkerDied("a Dask worker died running a task, and so did each worker the scheduler gave it to "
+                             "next (out of memory, or killed: see the workers' logs)") from None
         except BaseException:
             self._client.cancel(futures)
             raise
+        self._count_threads()  # the workers that ran them (some may have joined meanwhile)
         return out
 
     def stop(self) -> None:
