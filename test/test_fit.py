@@ -844,3 +844,43 @@ def test_an_interval_that_reaches_past_a_bound_is_named():
         assert (res.ci_low[0] < 0) == past, (res.ci_low, res.ci_high)
         said = [w for w in res.warnings if "reaches past its lower bound 0" in w]
         assert bool(said) == past, res.warnings
+
+
+MSD_YAML = """model: msd
+parameters: {k: 4.0, m: 1.0, c: 0.4}
+components:
+  v: {type: EffortJunction}
+  mass: {type: I, inertia: m}
+  spring: {type: C, effort: "k*q", q0: 0.1}
+  d: {type: R, resistance: c}
+bonds: [[v, mass], [v, spring], [v, d]]
+"""
+
+
+def test_a_log_that_begins_mid_motion_is_warned_of(tmp_path, capsys):
+    """A log from t = 1 of a run that started at rest at t = 0, fitted by a model that starts at
+    rest at the log's first time: the fit bent k to 13.9 (true 3) and said "converged". The
+    same log from t = 0 fits without a warning."""
+    model = tmp_path / "msd.yaml"
+    model.write_text(MSD_YAML)
+    t = np.round(np.arange(0.0, 10.0 + 1e-9, 0.05), 10)
+    gen = FitProblem(str(model), LogData(["t", "mass.p", "spring.q"], np.column_stack([t, 0 * t, 0 * t])),
+                     ["k", "c"], ["mass.p", "spring.q"], options=SolverOptions(rtol=1e-10, atol=1e-12))
+    clean = gen.simulate([3.0, 0.4])
+    y = clean + np.random.default_rng(5).normal(0.0, 0.002, clean.shape)
+    whole, late = tmp_path / "whole.csv", tmp_path / "late.csv"
+    _write(whole, LogData(["t", "mass.p", "spring.q"], np.column_stack([t, y])))
+    _write(late, LogData(["t", "mass.p", "spring.q"], np.column_stack([t, y])[t >= 1.0]))
+    fit_args = ["--params", "k,c", "--outputs", "mass.p,spring.q"]
+
+    assert main(["fit", str(model), str(whole), *fit_args]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err and "converged:" in captured.out, captured
+
+    assert main(["fit", str(model), str(late), *fit_args]) in (0, 1)  # (converged or not, k far from 3)
+    captured = capsys.readouterr()
+    assert "converged:" not in captured.out, captured.out
+    err = " ".join(captured.err.split())
+    assert "warning: the data's first row (t = 1) is far from the model's start: mass.p = " in err, err
+    assert "start the log where the model's initial state holds (e.g. at rest), or give the model the logged state " \
+           "as its initial values" in err, err

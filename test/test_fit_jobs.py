@@ -279,6 +279,35 @@ def test_a_worker_killed_mid_fit_ends_it_in_one_line_with_status_1(motor_log, tm
                                            "memory, or killed by hand): the fit stopped", err
 
 
+def test_a_simulation_failing_during_the_search_is_a_failed_run_not_bad_input(motor_log, capsys, monkeypatch):
+    """Initial values the solver finds inconsistent at a point the search stepped to (an omni
+    drive's Izz driven to 1e-15) exited 2, as if the user's input were refused: the user's
+    input was the start, which simulated."""
+    from bondsim_ros.solver import InconsistentInitialValues
+
+    path, data = motor_log
+    residuals = FitProblem.residuals
+    calls = []
+
+    def failing_after_the_start(self, theta):
+        calls.append(tuple(theta))
+        if len(calls) > 1:
+            raise InconsistentInitialValues("initial values violate drive1.slew: residual 3.2")
+        return residuals(self, theta)
+
+    monkeypatch.setattr(FitProblem, "residuals", failing_after_the_start)
+    assert main(["fit", str(path), str(data), *FIT, "-q"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bondsim-ros fit: error: simulation failed at {'Ra': ") and err.count("\n") == 1, err
+    assert "initial values violate drive1.slew" in err
+
+    calls.clear()
+    monkeypatch.setattr(FitProblem, "residuals", lambda self, theta: (_ for _ in ()).throw(
+        InconsistentInitialValues("initial values violate drive1.slew: residual 3.2")))
+    assert main(["fit", str(path), str(data), *FIT, "-q"]) == 2  # the start's own values: refused input
+    assert "initial values violate drive1.slew" in capsys.readouterr().err
+
+
 def test_a_cluster_without_workers_is_said_and_the_fit_waits(motor_log, serial, capsys):
     """client.scatter gave up after its timeout with a traceback (No valid workers found)."""
     distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "

@@ -651,7 +651,8 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
         if isinstance(exc, ParameterRefused):  # (bounds the user opened, or a model's own check)
             return FitRunFailed(f"the search stepped to {at}, which the model refuses: {exc}; keep it away with "
                                 f"--bounds")
-        kind = FitError if isinstance(exc, InconsistentInitialValues) else FitRunFailed
+        # values the search stepped to are not the user's input, whatever the solver refused
+        kind = FitError if isinstance(exc, InconsistentInitialValues) and not searching else FitRunFailed
         return kind(f"simulation failed at {at}: {exc}; try other initial values or --bounds")
 
     searching = False  # past the start: a value the model refuses is one the search stepped to
@@ -769,6 +770,10 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
         warnings.append(f"the data start at {problem.time_col} = {problem.t[0]:g}, and so does the model's clock: "
                         f"its laws that read t (a Step's t0, a Sine's phase) see the data's times, not the time "
                         f"since the data start")
+    resid = sol.fun.reshape(len(problem.t), -1, order="F") / problem.w  # simulated - logged, by column
+    start = _start_mismatch(problem, resid)
+    if start:
+        warnings.append(start)
     try:
         mismatches = problem.input_mismatches(x)
     except SolverError as exc:  # the estimate no longer simulates: no estimate
@@ -792,7 +797,6 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
                                 f"past its {side} bound {bound:g}: the data determine it to +-{q * se[i]:.2g} "
                                 f"only{share}, and the interval means nothing beyond the bound; log an experiment "
                                 f"that excites it, or fix it with --param")
-    resid = sol.fun.reshape(len(problem.t), -1, order="F") / problem.w
     rms = {col: float(np.sqrt(np.mean(resid[:, j] ** 2))) for j, (_, col) in enumerate(problem.output_map)}
     return FitResult(names=names, initial=x0, estimate=x, stderr=se, ci_low=x - q * se,
                      ci_high=x + q * se, cov=cov, sigma=math.sqrt(s2), rms_by_output=rms, cost=float(sol.cost),
@@ -800,6 +804,39 @@ def _search(problem, names, x0, lo, hi, diff_step, max_nfev, progress, workers, 
                      message=message, seconds=time.perf_counter() - tic, rank_deficient=bad,
                      undetermined=directions, singular_values=rel_sv, warnings=warnings,
                      input_mismatches=mismatches)
+
+
+# The log's first row is taken to disagree with the model's start when it is off by this many times
+# the log's noise and by this share of the column's range (a mismatch that shows on a plot).
+START_NOISES = 10.0
+START_SHARE = 0.05
+
+
+def _start_mismatch(problem: FitProblem, resid: np.ndarray) -> str:
+    """A warning when the log's first row is far from the model's outputs at its start: a log
+    that begins mid-motion while the model starts from its initial state (at rest). The fit then
+    bends the parameters to explain the start. That row's residual does not depend on the
+    parameters where the initial state does not, and the bent fit spreads the error over every
+    row, so the fit's residual scale is no yardstick: the log's own noise is, estimated from its
+    second differences (a smooth signal's are small; white noise's have 6 times its variance),
+    and the column's range bounds what counts for data with next to no noise."""
+    if len(problem.t) < 4:
+        return ""
+    d2 = np.diff(problem.y, 2, axis=0)
+    noise = np.median(np.abs(d2), axis=0) / 0.6745 / math.sqrt(6.0)  # robust: outliers and steps aside
+    spread = np.ptp(problem.y, axis=0)
+    off = np.abs(resid[0])
+    far = [j for j in range(len(off)) if off[j] > START_NOISES * noise[j] and off[j] > START_SHARE * spread[j]]
+    if not far:
+        return ""
+    cols = ", ".join(f"{problem.output_map[j][1]} = {problem.y[0, j]:.4g} where the model starts at "
+                     f"{problem.y[0, j] + resid[0, j]:.4g}"
+                     + (f" ({off[j] / noise[j]:.0f} times the log's noise)" if noise[j] > 0 else "")
+                     for j in far)
+    return (f"the data's first row ({problem.time_col} = {problem.t[0]:g}) is far from the model's start: {cols}. "
+            f"The log does not begin in the model's initial state (it begins mid-motion?), and the estimates bend "
+            f"to explain the start: start the log where the model's initial state holds (e.g. at rest), or give the "
+            f"model the logged state as its initial values")
 
 
 def _warnings(names, x0, x, lo, hi, scale, active, grad) -> list:
