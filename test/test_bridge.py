@@ -427,6 +427,7 @@ def test_up_bridge_runs_the_twin_beside_a_driver_in_its_namespace(tmp_path):
                                 "place: not both"),
     (["--reference", "rose"], "--bridge forwards the robot's velocity commands to the twin: --reference must be "
                               "cmd_vel, not rose"),
+    (["--namespace", "/"], "--namespace '/' would put it on the driver's own topics"),
     (["--namespace", "robot1", "--params", "{bridge_file}"],
      "twin_bridge twin_cmd_vel /twin/cmd_vel, but the twin `up --bridge` starts (namespace /robot1) serves it on "
      "/robot1/cmd_vel: leave twin_cmd_vel out"),

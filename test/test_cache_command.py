@@ -103,3 +103,18 @@ def test_a_cache_folder_that_cannot_hold_files_is_one_line_exit_2(tmp_path):
             assert r.stderr.strip().splitlines() == [
                 f"bondsim-ros {argv[0]}: error: cache folder {root} ($BONDSIM_CACHE_DIR) cannot hold the compiled "
                 f"models: {why}"], r.stderr
+
+
+def test_a_build_in_progress_is_not_an_entry(tmp_path):
+    """native.build_library compiles in a hidden folder beside its library: --clear while another
+    process builds must leave it (rmtree made that build fail), and the listing does not count it."""
+    from bondsim_ros.bondgraph import cache
+
+    building = tmp_path / "solver" / ".bdf_core_abc-xyz"
+    building.mkdir(parents=True)
+    (building / "bdf_core.c").write_text("int x;\n")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / ".m_0123.c.tmp").write_text("partial")
+    assert cache.remove(None, tmp_path) == (0, 0)
+    assert (building / "bdf_core.c").exists() and (tmp_path / "models" / ".m_0123.c.tmp").exists()
+    assert cache.usage(tmp_path) == {}

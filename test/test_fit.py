@@ -884,3 +884,20 @@ def test_a_log_that_begins_mid_motion_is_warned_of(tmp_path, capsys):
     assert "warning: the data's first row (t = 1) is far from the model's start: mass.p = " in err, err
     assert "start the log where the model's initial state holds (e.g. at rest), or give the model the logged state " \
            "as its initial values" in err, err
+
+
+def test_a_constant_noise_free_column_is_no_start_mismatch():
+    """A column that is constant in the log (no noise, no range) and off by a rounding error at
+    the first row is not a log that begins mid-motion."""
+    from types import SimpleNamespace
+
+    from bondsim_ros.fit.core import _start_mismatch
+
+    t = np.linspace(0.0, 1.0, 50)
+    y = np.column_stack([np.sin(3 * t), np.zeros_like(t)])
+    resid = np.zeros_like(y)
+    resid[0, 1] = 1e-15
+    problem = SimpleNamespace(t=t, y=y, output_map=[("sin", "y_sin"), ("lat", "y_lat")], time_col="t")
+    assert _start_mismatch(problem, resid) == ""
+    resid[0, 1] = 0.5  # a real offset at the start of a constant column is still said
+    assert "y_lat" in _start_mismatch(problem, resid)

@@ -144,6 +144,8 @@ def _groups(root: Path) -> dict:
         if not base.is_dir():
             continue
         for path in base.iterdir():
+            if path.name.startswith("."):  # a file or build folder being written (native.build_library)
+                continue
             if path.is_dir() and not path.is_symlink():
                 groups[(folder, path.name + os.sep)] = [path]
                 continue

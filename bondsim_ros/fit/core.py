@@ -826,7 +826,10 @@ def _start_mismatch(problem: FitProblem, resid: np.ndarray) -> str:
     noise = np.median(np.abs(d2), axis=0) / 0.6745 / math.sqrt(6.0)  # robust: outliers and steps aside
     spread = np.ptp(problem.y, axis=0)
     off = np.abs(resid[0])
-    far = [j for j in range(len(off)) if off[j] > START_NOISES * noise[j] and off[j] > START_SHARE * spread[j]]
+    # (and beyond rounding: a constant, noise-free column has neither noise nor range)
+    floor = 1e-9 * (1.0 + np.abs(problem.y[0]))
+    far = [j for j in range(len(off))
+           if off[j] > START_NOISES * noise[j] and off[j] > START_SHARE * spread[j] and off[j] > floor[j]]
     if not far:
         return ""
     cols = ", ".join(f"{problem.output_map[j][1]} = {problem.y[0, j]:.4g} where the model starts at "

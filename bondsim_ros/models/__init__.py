@@ -136,7 +136,9 @@ def _as_script(path: Path):
     script run from it: ``import gains`` finds gains.py beside it. Afterwards the folder leaves
     sys.path and the modules imported from it leave sys.modules, so that the next model file
     built in this process (a sweep worker's next) imports its own ``gains``, and its build reads
-    the file again for its build record."""
+    the file again for its build record. Unlike a script, a module beside it whose name this
+    process has already imported (another package's ``utils``) is that module: Python's import
+    cache answers first, so a model's own modules are best named for the model."""
     folder = Path(os.path.realpath(path.parent))
     before = set(sys.modules)
     sys.path.insert(0, str(folder))

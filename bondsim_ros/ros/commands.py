@@ -157,6 +157,9 @@ def _bridge_args(args) -> argparse.Namespace:
     if args.reference not in (None, "cmd_vel"):
         raise CLIError(f"--bridge forwards the robot's velocity commands to the twin: --reference must be cmd_vel, "
                        f"not {args.reference}")
+    if args.namespace and not args.namespace.strip("/"):
+        raise CLIError(f"--bridge runs the twin beside the real robot: --namespace {args.namespace!r} would put it "
+                       f"on the driver's own topics (odom, joint_states); give a namespace (default twin)")
     return argparse.Namespace(**{**vars(args), "namespace": args.namespace or "twin", "reference": "cmd_vel"})
 
 
@@ -494,8 +497,11 @@ def cmd_fleet(args) -> int:
             print(f"[fleet] {line}", file=sys.stderr)
         if args.json:
             out = Output(args.json, "--json")
-            out.write(lambda tmp: tmp.write_text(json.dumps(stats, indent=1) + "\n"))
-            out.commit()
+            try:
+                out.write(lambda tmp: tmp.write_text(json.dumps(stats, indent=1) + "\n"))
+                out.commit()
+            finally:
+                out.discard()  # (nothing once committed) no temporary file left beside it
 
     try:
         stats = run_fleet(args.robots, args.processes, dyn, duration=args.duration, warmup=args.warmup,

@@ -160,6 +160,8 @@ def _first_words(scheduler) -> str:
     import socket
     from urllib.parse import urlsplit
 
+    if not isinstance(scheduler, str):  # a cluster object: nothing to ask
+        return ""
     try:
         where = urlsplit(scheduler)
         with socket.create_connection((where.hostname, where.port), timeout=1.0) as conn:
@@ -202,12 +204,19 @@ def dask_client(scheduler, timeout: float | None = None):
     # the Client made in a thread of its own, so that the wait has a deadline whatever it waits on
     thread = threading.Thread(target=connect, name="bondsim-dask-connect", daemon=True)
     thread.start()
+    # A thread that gave up waiting stays blocked in Client() with Dask's IO-loop thread and its
+    # socket until that returns: a command ends with it; a long-lived caller retrying a dead
+    # address keeps one such pair per attempt
+    interrupted = True
     try:
         thread.join(timeout)
+        interrupted = False
     finally:  # also on Ctrl-C: a Client made after this is closed by its thread
         with lock:
             client = made.get("client")
             made["abandoned"] = client is None
+        if interrupted and client is not None:  # made just before the interrupt: nobody else has it
+            client.close()
     if client is not None:
         return client, True
     error = made.get("error")
@@ -250,6 +259,21 @@ def _signals(procs) -> set:
             except ValueError:
                 found.add(f"signal {-code}")
     return found
+
+
+def _signal_cause(signals: set) -> str:
+    """What the signals that ended workers say of the cause: SIGKILL is the kernel's out-of-memory
+    killer or a user's kill -9; a fault signal is a crash in compiled code (a model's kernels, the
+    solver core)."""
+    faults = sorted(signals & {"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT"})
+    others = sorted(signals - set(faults))
+    said = []
+    if faults:
+        said.append(f"crashed with {', '.join(faults)}: a fault in compiled code")
+    if others:
+        said.append(f"killed by {', '.join(others)}" + (": out of memory, or killed by hand" if "SIGKILL" in others
+                                                        else ""))
+    return "; ".join(said)
 
 
 class Workers:
@@ -368,9 +392,8 @@ class Workers:
                 self.stop()  # (joins them: their exit codes are known after it)
                 # not SIGTERM: the executor ends the other workers with it once one has died
                 signals = _signals(procs) - {"SIGTERM"}
-                if signals:  # kill -9, the kernel's out-of-memory killer
-                    raise WorkerDied(f"a worker process died (killed by {', '.join(sorted(signals))}: out of memory, "
-                                     f"or killed by hand)") from None
+                if signals:
+                    raise WorkerDied(f"a worker process died ({_signal_cause(signals)})") from None
                 if self._finished:  # it had run tasks: it started as it should
                     raise WorkerDied("a worker process died (it exited while running a task)") from None
                 # none ever finished: most often unable to start, as each spawned process imports the
