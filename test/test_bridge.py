@@ -267,6 +267,27 @@ def test_a_robot_odometry_sample_that_is_not_finite_is_skipped(bridge_io):
     assert b.skipped == 2
 
 
+def test_a_robot_sample_stamped_far_ahead_holds_up_nothing(bridge_io):
+    """One robot sample stamped 2**31-1 s (a clock never set) stayed at the head of the queue, and
+    no later sample was compared until 200 more had pushed it out; a NaN wheel speed went into
+    the wheel deviations."""
+    b = bridge_io.bridge
+    future = _odom(0.0, 0.0, 0.0, 0.0)
+    future.header.stamp.sec = 2**31 - 1
+    b._on_robot_odom(_odom(99.9, 0.0, 0.0, 0.0))  # the robot's origin
+    b._on_robot_odom(future)
+    for k in range(10):
+        t = 100.0 + k / 30
+        b._on_twin_odom(_odom(t, 0.1 * k, 0.0, 0.0))
+        b._on_robot_odom(_odom(t, 0.1 * k, 0.0, 0.0))
+    assert bridge_io.spin_until(lambda: len(bridge_io.pose_dev) >= 9)
+    assert b.skipped == 1
+    joints = JointState(name=["wheel0_joint", "wheel1_joint", "wheel2_joint"], velocity=[1.0, float("nan"), 0.0])
+    joints.header.stamp.sec = 100
+    b._on_robot_joints(joints)
+    assert b.skipped == 2 and not b.pending_wheels
+
+
 def _twist(vx, vy, wz):
     return Twist(linear=Vector3(x=vx, y=vy), angular=Vector3(z=wz))
 

@@ -188,3 +188,33 @@ def test_a_trajectory_message_partly_in_the_past_keeps_its_stamp():
     assert traj.start == pytest.approx(9.0) and traj.times.tolist() == [0.5, 2.0]
     assert traj.rows("velocities")[0] is None and traj.rows("accelerations")[1].tolist() == [0.0, 0.0]
     assert messages.joint_trajectory(_message([(1.0, [0.0, 0.2], [], {})]), _Arm(), None, 10.0).start is None
+
+
+def test_long_trajectories_are_checked_at_once_or_refused():
+    """Checked value by value, 100,000 points held the frame loop for a second and 12,000 joint
+    names for as long (names.count per name); the refusal listed every name on one line."""
+    import time
+
+    from bondsim_ros.twin.protocol import MAX_TRAJECTORY_POINTS
+
+    m = MAX_TRAJECTORY_POINTS
+    ok = JointTrajectory(["q1"], np.arange(1, m + 1) * 1e-3, np.zeros((m, 1)))
+    tic = time.perf_counter()
+    ok.check()
+    assert time.perf_counter() - tic < 0.5
+    too_long = JointTrajectory(["q1"], np.arange(1, m + 2) * 1e-3, np.zeros((m + 1, 1)))
+    with pytest.raises(CommandError, match=f"{m + 1} points: at most {m} in one trajectory"):
+        too_long.check()
+    names = [f"j{k}" for k in range(12_000)] + ["j5"]
+    many = JointTrajectory(names, [1.0], np.zeros((1, len(names))))
+    tic = time.perf_counter()
+    with pytest.raises(CommandError) as exc:
+        many.check()
+    assert time.perf_counter() - tic < 0.5
+    assert str(exc.value) == "joint names repeat: ['j5'] (each joint once)"
+    bad = JointTrajectory(["a", "b"], [1.0, 2.0, 2.0], np.zeros((3, 2)))
+    with pytest.raises(CommandError, match=r"points #1 and #2 is not strictly increasing \(2 s, then 2 s\)"):
+        bad.check()
+    worse = JointTrajectory(["a", "b"], [1.0, 2.0], [[0.0, 0.0], [0.0, math.nan]])
+    with pytest.raises(CommandError, match=r"point #1, joint b: position nan is not finite"):
+        worse.check()

@@ -11,7 +11,7 @@ from geometry_msgs.msg import PoseStamped, TransformStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 
-from bondsim_ros.twin.protocol import CommandError, JointTrajectory
+from bondsim_ros.twin.protocol import CommandError, JointTrajectory, some_names
 
 LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN, "ERROR": DiagnosticStatus.ERROR}
 # planar odometry: z, roll and pitch are unknown
@@ -119,11 +119,11 @@ def joint_trajectory(msg, twin, sim_time_of_stamp, now: float) -> JointTrajector
     traj.check()
     unknown = [j for j in names if j not in twin.joint_names]
     if unknown:
-        raise CommandError(f"unknown joints {unknown}")
+        raise CommandError(f"unknown joints {some_names(unknown)}")
     driven = twin.trajectory_joints
     not_driven = [j for j in names if j not in driven]
     if not_driven:
-        raise CommandError(f"joints {not_driven} are not driven by {twin.name}'s trajectory interface "
+        raise CommandError(f"joints {some_names(not_driven)} are not driven by {twin.name}'s trajectory interface "
                            f"(driven: {driven})")
     if start is not None and start + times[-1] < now:
         raise CommandError(f"stamped {ns * 1e-9:.3f} s (simulated {start:.3f} s), it ends at simulated "

@@ -35,6 +35,9 @@ from bondsim_ros.twin.interface_profile import BumperHold, VelocityLimits
 from ._env import Param, declare_parameters, overrides_to_parameters, run_node
 
 LIMITS = ("max_linear_vel", "min_linear_vel", "max_angular_vel", "min_angular_vel")
+# s a robot sample's stamp may lead this computer's clock: beyond any synchronised pair's offset
+# (chrony keeps them within milliseconds), far below a clock that was never set
+MAX_LEAD = 2.0
 
 # The node's parameters (see dynamics_node.PARAMS; config/robotino_bridge.yaml lists them all):
 # the command shaping's are live (the driver's set_velocity_limits changes its own at run time,
@@ -144,7 +147,7 @@ class TwinBridge(Node):
         # headings unwrapped: the twin's are interpolated between samples
         self.twin_heading, self.robot_heading = Unwrap(), Unwrap()
         self.forwarded = 0
-        self.skipped = 0  # odometry samples that were not finite
+        self.skipped = 0  # robot or twin samples that were not finite or stamped far ahead
 
     def _on_parameters(self, changes: dict):
         self.p.update(changes)
@@ -212,9 +215,24 @@ class TwinBridge(Node):
         if not all(n in idx for n in names) or len(msg.velocity) != len(msg.name):
             return
         sign = self.p["robot_wheel_sign"]
-        self._queue(self.pending_wheels, (msg.header, tuple(sign * msg.velocity[idx[n]] for n in names)))
+        speeds = tuple(sign * msg.velocity[idx[n]] for n in names)
+        if not all(math.isfinite(v) for v in speeds):
+            self.skipped += 1
+            self.get_logger().warning(f"robot wheel speeds not finite, skipped ({self.skipped} so far): {speeds}",
+                                      throttle_duration_sec=5.0)
+            return
+        self._queue(self.pending_wheels, (msg.header, speeds))
 
     def _queue(self, queue, item):
+        # a sample stamped well ahead of this computer's clock is compared with nothing the twin
+        # will have for that long, and it holds up every sample queued after it
+        lead = (stamp_ns(item[0].stamp) - self.get_clock().now().nanoseconds) * 1e-9
+        if lead > MAX_LEAD:
+            self.skipped += 1
+            self.get_logger().warning(f"robot sample stamped {lead:.3g} s ahead of this computer's clock, skipped "
+                                      f"({self.skipped} so far): synchronise the two computers' clocks",
+                                      throttle_duration_sec=5.0)
+            return
         queue.append(item)
         while len(queue) > 200:  # the twin is not running: do not grow without bound
             queue.popleft()

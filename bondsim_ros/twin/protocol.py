@@ -8,6 +8,7 @@ the mechanism layer), so any object with these members runs in the generic dynam
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -76,7 +77,15 @@ class TwinState:
 # |position| [rad or m], |velocity| [/s], |acceleration| [/s^2] a joint command may ask: far
 # beyond any robot's, far below what breaks the solver (about 1e20 for arm3dof's servos)
 JOINT_COMMAND_BOUND = 1e6
+# points one trajectory may hold: a minute at a 1 ms controller period, and what the sampler's
+# segments are built from within a frame (100,000 stopped the frame loop for a second)
+MAX_TRAJECTORY_POINTS = 60_000
 _SINGULAR = {"positions": "position", "velocities": "velocity", "accelerations": "acceleration"}
+
+
+def some_names(names: list, most: int = 10) -> str:
+    """The first ``most`` of ``names`` and how many more (a message stays a line)."""
+    return str(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 @dataclass
@@ -111,9 +120,11 @@ class JointTrajectory:
         n, m = len(names), len(self.times)
         if n == 0 or m == 0:
             raise CommandError("trajectory without joint names or points")
-        repeated = sorted({j for j in names if names.count(j) > 1})
+        if m > MAX_TRAJECTORY_POINTS:
+            raise CommandError(f"{m} points: at most {MAX_TRAJECTORY_POINTS} in one trajectory (send it in parts)")
+        repeated = sorted(j for j, count in Counter(names).items() if count > 1)
         if repeated:
-            raise CommandError(f"joint names repeat: {repeated} (each joint once)")
+            raise CommandError(f"joint names repeat: {some_names(repeated)} (each joint once)")
         if len(self.positions) != m:
             raise CommandError(f"{m} point times for {len(self.positions)} rows of positions")
         fields = {"positions": [np.asarray(row, dtype=float) for row in self.positions]}
@@ -129,21 +140,29 @@ class JointTrajectory:
                                        f"per joint" + ("" if key == "positions" else " or none"))
             if fields["accelerations"][i] is not None and fields["velocities"][i] is None:
                 raise CommandError(f"point #{i} has accelerations but no velocities: give both, or velocities alone")
+        # whole arrays at once, the first offender named (a long trajectory checked value by value
+        # held the frame loop)
         times = np.asarray(self.times, dtype=float)
-        for i, t in enumerate(times):
-            if not math.isfinite(t) or t < 0:
-                raise CommandError(f"time_from_start of point #{i} is {t} s: it must be finite and >= 0")
-            if i > 0 and not t > times[i - 1]:
-                raise CommandError(f"time between points #{i - 1} and #{i} is not strictly increasing "
-                                   f"({times[i - 1]:g} s, then {t:g} s)")
+        bad = np.flatnonzero(~(np.isfinite(times) & (times >= 0)))
+        if bad.size:
+            i = int(bad[0])
+            raise CommandError(f"time_from_start of point #{i} is {times[i]} s: it must be finite and >= 0")
+        bad = np.flatnonzero(~(times[1:] > times[:-1]))
+        if bad.size:
+            i = int(bad[0]) + 1
+            raise CommandError(f"time between points #{i - 1} and #{i} is not strictly increasing "
+                               f"({times[i - 1]:g} s, then {times[i]:g} s)")
         for key, rows in fields.items():
-            for i, row in enumerate(rows):
-                if row is None:
-                    continue
-                for j, v in zip(names, row):
-                    if not math.isfinite(v) or abs(v) > JOINT_COMMAND_BOUND:
-                        what = "not finite" if not math.isfinite(v) else f"beyond +-{JOINT_COMMAND_BOUND:g}"
-                        raise CommandError(f"point #{i}, joint {j}: {_SINGULAR[key]} {v:g} is {what}")
+            given = [i for i, row in enumerate(rows) if row is not None]
+            if not given:
+                continue
+            values = np.vstack([rows[i] for i in given])
+            wrong = ~(np.isfinite(values) & (np.abs(values) <= JOINT_COMMAND_BOUND))
+            if wrong.any():
+                r, j = (int(k) for k in np.argwhere(wrong)[0])
+                v = values[r, j]
+                what = "not finite" if not math.isfinite(v) else f"beyond +-{JOINT_COMMAND_BOUND:g}"
+                raise CommandError(f"point #{given[r]}, joint {names[j]}: {_SINGULAR[key]} {v:g} is {what}")
 
 
 @runtime_checkable
