@@ -2,6 +2,7 @@
 is left of them after the command ended, for tests that check no worker outlives a run; and the
 Ctrl-C a terminal would deliver to that command."""
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,6 +13,16 @@ def terminal_sigint() -> None:
     non-interactive shell (``pytest &`` in a script) has SIGINT ignored, and its children would
     inherit that and never see the signal."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt(proc: subprocess.Popen, timeout: float) -> None:
+    """Stop ``proc`` as Ctrl-C does, and kill it if it has not ended within ``timeout`` seconds."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def children(pid: int) -> list[int]:

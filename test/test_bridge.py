@@ -368,11 +368,11 @@ def test_up_bridge_runs_the_twin_beside_a_driver_in_its_namespace(tmp_path):
     driver's names: no /odom), the bridge in the root namespace forwards to /twin/cmd_vel and
     compares with /twin/odom."""
     import os
-    import signal
     import subprocess
     import sys
     from pathlib import Path
 
+    from procs import interrupt
     from rcl_interfaces.srv import GetParameters
     from rclpy.parameter import parameter_value_to_python
 
@@ -435,12 +435,7 @@ def test_up_bridge_runs_the_twin_beside_a_driver_in_its_namespace(tmp_path):
         for n in (robot, operator):
             n.destroy_node()
         rclpy.try_shutdown(context=ctx)
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        interrupt(proc, 20)
 
 
 @pytest.mark.parametrize("args, expected", [

@@ -14,13 +14,13 @@ rto_description's robotino_description.urdf (wheel0..2_joint at 60, 180, -60 deg
 import contextlib
 import math
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from procs import interrupt
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
 rto_srv = pytest.importorskip("rto_msgs.srv", reason="rto_msgs missing: tools/setup.sh generates it")
@@ -150,12 +150,7 @@ def driver_up(tmp, namespace, *args):
         yield team, proc, err
     finally:
         team.close()
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        interrupt(proc, 15)
 
 
 @pytest.fixture(scope="module")

@@ -259,6 +259,16 @@ def test_step_size_underflow_reports_time():
     assert s.failure() == ("error_test", 0)
 
 
+def _x_and_z(res, jac, z_law: str) -> BDFSolver:
+    """A solver at t = 0, x = 0, z = 1 of x' = z and an algebraic law for z named ``z_law``
+    (Jacobian pattern: dF0/dx', dF0/dz, dF1/dz)."""
+    prob = DAEProblem(res, jac, np.array([0, 1, 3], np.int64), np.array([0, 0, 1], np.int64),
+                      np.array([True, False]), np.zeros(1), ["x", "z"], ["x law", z_law])
+    s = BDFSolver(prob, options=SolverOptions(rtol=1e-6, atol=1e-8))
+    s.init(0.0, [0.0, 1.0])
+    return s
+
+
 def test_newton_divergence_names_the_equation():
     """The algebraic equation z^2 = 1 - t loses its real solution at t = 1: Newton cannot
     converge however small the step, and the failure names that equation."""
@@ -272,10 +282,7 @@ def test_newton_divergence_names_the_equation():
         vals[0] = cj
         vals[1], vals[2] = -1.0, 2.0 * y[1]
 
-    prob = DAEProblem(res, jac, np.array([0, 1, 3], np.int64), np.array([0, 0, 1], np.int64),
-                      np.array([True, False]), np.zeros(1), ["x", "z"], ["x law", "circle"])
-    s = BDFSolver(prob, options=SolverOptions(rtol=1e-6, atol=1e-8))
-    s.init(0.0, [0.0, 1.0])
+    s = _x_and_z(res, jac, "circle")
     with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*Newton iteration diverged; largest residual in circle"):
         s.advance([2.0])
     assert s.failure() == ("newton", 1)  # (kind, equation)
@@ -294,10 +301,7 @@ def test_a_residual_that_is_not_finite_is_named_as_such():
         vals[0] = cj
         vals[1], vals[2] = -1.0, 1.0
 
-    prob = DAEProblem(res, jac, np.array([0, 1, 3], np.int64), np.array([0, 0, 1], np.int64),
-                      np.array([True, False]), np.zeros(1), ["x", "z"], ["x law", "root law"])
-    s = BDFSolver(prob, options=SolverOptions(rtol=1e-6, atol=1e-8))
-    s.init(0.0, [0.0, 1.0])
+    s = _x_and_z(res, jac, "root law")
     with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*the residual of root law is not finite"):
         s.advance([2.0])
     assert s.failure() == ("not_finite", 1)

@@ -125,7 +125,6 @@ class TwinBridge(Node):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
         p = declare_parameters(self, PARAMS, on_change=self._on_parameters)
         self.p = p
-        self.limits = VelocityLimits(*(p[k] for k in LIMITS))
         self.hold = BumperHold()
         self.twin_cmd = self.create_publisher(Twist, p["twin_cmd_vel"], 10)
         if p["robot_cmd_vel_stamped"]:
@@ -151,7 +150,11 @@ class TwinBridge(Node):
 
     def _on_parameters(self, changes: dict):
         self.p.update(changes)
-        self.limits = VelocityLimits(*(self.p[k] for k in LIMITS))
+
+    def _skip(self, what: str) -> None:
+        """A sample left out of the comparison, counted and said (at most every 5 s)."""
+        self.skipped += 1
+        self.get_logger().warning(f"{what}, skipped ({self.skipped} so far)", throttle_duration_sec=5.0)
 
     def _forward(self, twist: Twist):
         """The command as the driver applies it: none in its bumper hold, the rest through its
@@ -160,8 +163,9 @@ class TwinBridge(Node):
             self.get_logger().info("velocity command not forwarded: the robot's bumper hold",
                                    throttle_duration_sec=2.0)
             return
+        limits = VelocityLimits(*(self.p[k] for k in LIMITS))  # live parameters: as they are now
         out = Twist()
-        out.linear.x, out.linear.y, out.angular.z = self.limits.apply(twist.linear.x, twist.linear.y, twist.angular.z)
+        out.linear.x, out.linear.y, out.angular.z = limits.apply(twist.linear.x, twist.linear.y, twist.angular.z)
         self.twin_cmd.publish(out)
         self.forwarded += 1
 
@@ -178,9 +182,7 @@ class TwinBridge(Node):
         pose = (p.position.x, p.position.y, yaw(p.orientation))
         if all(math.isfinite(v) for v in pose):
             return pose
-        self.skipped += 1
-        self.get_logger().warning(f"{side} odometry not finite, skipped ({self.skipped} so far): {pose}",
-                                  throttle_duration_sec=5.0)
+        self._skip(f"{side} odometry not finite: {pose}")
         return None
 
     def _on_twin_odom(self, msg: Odometry):
@@ -217,9 +219,7 @@ class TwinBridge(Node):
         sign = self.p["robot_wheel_sign"]
         speeds = tuple(sign * msg.velocity[idx[n]] for n in names)
         if not all(math.isfinite(v) for v in speeds):
-            self.skipped += 1
-            self.get_logger().warning(f"robot wheel speeds not finite, skipped ({self.skipped} so far): {speeds}",
-                                      throttle_duration_sec=5.0)
+            self._skip(f"robot wheel speeds not finite: {speeds}")
             return
         self._queue(self.pending_wheels, (msg.header, speeds))
 
@@ -228,10 +228,8 @@ class TwinBridge(Node):
         # will have for that long, and it holds up every sample queued after it
         lead = (stamp_ns(item[0].stamp) - self.get_clock().now().nanoseconds) * 1e-9
         if lead > MAX_LEAD:
-            self.skipped += 1
-            self.get_logger().warning(f"robot sample stamped {lead:.3g} s ahead of this computer's clock, skipped "
-                                      f"({self.skipped} so far): synchronise the two computers' clocks",
-                                      throttle_duration_sec=5.0)
+            self._skip(f"robot sample stamped {lead:.3g} s ahead of this computer's clock (synchronise the two "
+                       f"computers' clocks)")
             return
         queue.append(item)
         while len(queue) > 200:  # the twin is not running: do not grow without bound
