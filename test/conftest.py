@@ -2,9 +2,11 @@
 import os
 import random
 
-# before any rclpy import: local discovery only, and a domain no other test run shares
+# before any rclpy import: local discovery only, and a domain no other test run shares. Domains
+# above 101 put DDS's ports (7400 + 250 x domain + ...) in Linux's ephemeral range (32768-60999),
+# where any process's outgoing socket can hold one a participant then cannot bind.
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-os.environ.setdefault("ROS_DOMAIN_ID", str(random.Random(os.getpid()).randint(1, 200)))
+os.environ.setdefault("ROS_DOMAIN_ID", str(random.Random(os.getpid()).randint(1, 101)))
 
 import pytest  # noqa: E402
 

@@ -323,7 +323,7 @@ def lifecycle_manager(node, rec):
 
 def main(rec, record_path):
     import rclpy
-    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
     args = rec["argv"]
@@ -347,7 +347,9 @@ def main(rec, record_path):
         elif exe in ("controller_server", "planner_server"):
             cm, watches = costmaps(node, rec, args)
             extra.append(cm)
-    executor = MultiThreadedExecutor(num_threads=2)
+    # one thread, as the real programs spin (rclcpp::spin): a lifecycle node's services under a
+    # multi-threaded executor are where Fast DDS's wait races (rmw_fastrtps#728, rclcpp#2677)
+    executor = SingleThreadedExecutor()
     for n in [node] + extra:
         executor.add_node(n)
     def spin():
@@ -366,12 +368,21 @@ def main(rec, record_path):
         for w in watches:
             w.check_publishers()
         part = f"{record_path}.part"
+        text = json.dumps(rec)  # one shot: the C encoder copies each dict's items, which the node's threads grow
         with open(part, "w") as f:
-            json.dump(rec, f)
+            f.write(text)
         os.replace(part, record_path)  # whole or not at all, whenever the process ends
+    code = 0
     try:
         while not stop.wait(0.5):
             write()
+    except BaseException:
+        # said and counted as the death it is: os._exit below would otherwise end the process as
+        # "finished cleanly", without a word, where the real node keeps running
+        import traceback
+
+        traceback.print_exc()
+        code = 1
     finally:
         # out within 3 s of SIGINT whatever holds the teardown below, as the real programs exit:
         # launch sends SIGTERM 5 s after SIGINT, and its "process has died" error fails the test;
@@ -382,4 +393,4 @@ def main(rec, record_path):
         write()
         executor.shutdown(timeout_sec=1.0)
         # out at once: a thread still in rcl (a service wait) would abort the interpreter's exit
-        os._exit(0)
+        os._exit(code)

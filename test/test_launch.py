@@ -411,6 +411,17 @@ def _managers(records, tmp_path):
     return managed
 
 
+def _unsettled(seen, records) -> str:
+    """Why a bring-up did not finish: the managers' progress, and the lines of the whole log that
+    tell of a process that died or complained (the log's tail is only its shutdown)."""
+    managers = [{k: r[k] for k in ("managed", "retried", "failed") if k in r}
+                for r in records if r["executable"] == "lifecycle_manager"]
+    trouble = [line for line in seen["log"].splitlines()
+               if any(w in line for w in ("has died", "[ERROR]", "Traceback", "Error", "[WARN]"))]
+    return (f"the bring-up did not finish within {MAX_SECONDS:g} s: lifecycle states {seen['lifecycle_states']}, "
+            f"managers {managers}\n" + "\n".join(trouble[-40:]) + "\n" + seen["log"][-1500:])
+
+
 @pytest.mark.parametrize("localization", ["default", "amcl", "static"])
 def test_nav2_launch(prefix, tmp_path, localization):
     """robotino_nav2.launch.py: Nav2's servers, map_server and (localization:=amcl, the default)
@@ -418,10 +429,7 @@ def test_nav2_launch(prefix, tmp_path, localization):
     obstacle layers as the real nodes subscribe to it."""
     args = ("rviz:=false",) + (() if localization == "default" else (f"localization:={localization}",))
     seen, records = run_launch(prefix, tmp_path, "robotino_nav2.launch.py", "/joint_states", *args, settle=5.0)
-    assert seen["settled"], (f"the bring-up did not finish within {MAX_SECONDS:g} s: lifecycle states "
-                             f"{seen['lifecycle_states']}, managers "
-                             f"{[r.get('managed') for r in records if r['executable'] == 'lifecycle_manager']}\n"
-                             f"{seen['log'][-3000:]}")
+    assert seen["settled"], _unsettled(seen, records)
     amcl_mode = localization != "static"
     rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
     values, _ = _rcl(rsp, tmp_path, "robot_state_publisher")

@@ -392,12 +392,14 @@ def joints_csv(s: dict, path: Path) -> Path:
 
 def private_domain() -> int:
     """ROS_DOMAIN_ID if the user set one, else a random domain of this run's own, so no other
-    ROS 2 traffic on the machine (another twin, a test run) mixes into the recording."""
+    ROS 2 traffic on the machine (another twin, a test run) mixes into the recording: one of 1-101,
+    the domains ROS 2's documentation calls safe (About Domain ID: above 101 DDS's ports fall in
+    Linux's ephemeral range, where another process's socket can take one), 0 being everyone's."""
     import os
     import random
 
     env = os.environ.get("ROS_DOMAIN_ID", "").strip()
-    return int(env) if env.isdigit() else random.randint(101, 199)
+    return int(env) if env.isdigit() else random.randint(1, 101)
 
 
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
