@@ -123,6 +123,10 @@ enum { FAIL_NONE, FAIL_ERROR_TEST, FAIL_NEWTON, FAIL_PIVOT, FAIL_SPARSE_FILL, FA
 /* named slots of the state arrays kept between advance() calls: st (doubles), ist (integers) */
 enum { S_T, S_H, S_CJ_LU, S_SS, S_CJ_LAST,
        S_T_SWITCHED, S_EV_FROM, /* the switch-back records (loop_t), valid when I_RECORDS is 1 */
+       S_EV_T, S_EV_ANCHOR, S_EV_H, S_EV_TTOL, /* the last event restart's root, the end and size
+                                        of the step whose polynomial answers output times up to
+                                        it, the events' resolution there (I_EV_ORDER > 0:
+                                        emit_event_rows) */
        N_FLOAT_STATE };
 enum { I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_KIND, I_FAIL_INDEX, I_K_OUT, I_MAX_ORDER,
        I_EVENT_PHASE, /* after an event restart: bit flags PHASE_* */
@@ -131,6 +135,7 @@ enum { I_ORDER, I_N_EQUAL, I_LU_VALID, I_FAIL_KIND, I_FAIL_INDEX, I_K_OUT, I_MAX
        I_RATE_AGE,    /* converged attempts since Newton last measured its rate (step_attempt) */
        I_LU_KEPT,     /* 1: the dense LU's pivot order and the structure of its factors are kept
                          (lu_keep); a restart zeroes ist, so a reset run factors as a new one */
+       I_EV_ORDER,    /* the order of the polynomial kept at the last event restart; 0: none */
        N_INT_STATE };
 enum { PHASE_RESTART_PENDING = 1, /* no step accepted yet */
        PHASE_RAMP = 2 };          /* IDA's start-up phase */
@@ -219,8 +224,10 @@ static int64_t lu_rows_size(int64_t n) { return n * (n - 1) + n + (n * (n - 1) +
 static int64_t lu_kept_size(int64_t n) { return (4 * (n + 3 * (n + 1) + 3 * (n * (n - 1) / 2)) + n * n + 7) / 8 + 1; }
 
 int64_t bdf_work_size(int64_t n, int64_t nnz, int64_t n_roots, int64_t n_modes) {
-    /* then: g_old as the last bdf_advance call left it (I_RECORDS); the kept LU structure */
-    return work_zeroed_size(n, nnz, n_roots, n_modes) + lu_rows_size(n) + n_roots + lu_kept_size(n);
+    /* then: g_old as the last bdf_advance call left it (I_RECORDS); the kept LU structure; the
+       polynomial of the step that ended at the last event restart (I_EV_ORDER) */
+    return work_zeroed_size(n, nnz, n_roots, n_modes) + lu_rows_size(n) + n_roots + lu_kept_size(n) +
+           (MAX_ORDER + 1) * n + n_modes;
 }
 
 int64_t bdf_struct_size(void) { return (int64_t)sizeof(solver_t); }
@@ -700,6 +707,8 @@ typedef struct {
     double *wR, *wU, *wRU, *wD;
     double *g_old, *g_new, *g_lo, *g_hi, *g_mid, *m_new, *m_past;
     double *g_kept; /* g_old at the end of the last call (I_RECORDS) */
+    double *D_event; /* rows 0..I_EV_ORDER of the step that ended at the last event restart, */
+    double *m_event; /* and the modes before it */
     double *D_prev, *D_acc;
     double *dg; /* 2 n x n_roots: switching functions' changes (within_band) */
     double gamma[MAX_ORDER + 2], err_const[MAX_ORDER + 2];
@@ -1034,19 +1043,26 @@ static int any_crossing(int64_t nr, const double *g_lo, const double *g_hi) {
 }
 
 /* Earliest root in (t_lo, t_hi] of the functions that change sign there, on the step's
-   interpolating polynomial: secant steps with bracketing and the Illinois weight (an end kept
-   twice has its value halved), all functions at once, the one whose secant root comes first
-   choosing the trial point (the scheme of IDA's root finder, IDARootfind). Returns the right
-   end of the final bracket (at most ttol wide), where the crossing function already has its
-   new sign; g_lo and g_hi hold the bracket's values. */
+   interpolating polynomial: secant steps with bracketing and the Illinois weight, all functions at
+   once, the one whose secant root comes first choosing the trial point (the scheme of IDA's root
+   finder, IDARootfind): the weight doubles each time the same end is kept again, and a trial
+   point within ttol/2 of an end moves a tenth of the bracket inwards. Both matter where one end's
+   value is tiny against the other's (a restart just short of the next root: the secant then
+   lands within round-off of that end, and a fixed weight with a ttol/2 nudge crawled, ending
+   after its iterations at the bracket's far end, past a root it never reached). Returns the
+   right end of the final bracket (at most ttol wide), where the crossing function already has
+   its new sign; g_lo and g_hi hold the bracket's values. */
 static double locate_root(const solver_t *s, work_t *w, double t_lo, double t_hi, double t, double h,
                           int64_t order, const double *D, double ttol) {
     const int64_t nr = s->n_roots;
     double *g_lo = w->g_lo, *g_hi = w->g_hi, *g_mid = w->g_mid;
     double alpha = 1.0;
-    int side = 0;
-    for (int it = 0; it < 200; it++) {
+    int side = 0, side_prev = -1;
+    /* each pass shrinks the bracket by a tenth at least, or to ttol: bounded well below this */
+    for (int it = 0; it < 2000; it++) {
         if (t_hi - t_lo <= ttol) break;
+        if (side == side_prev) alpha = side == 2 ? alpha * 0.5 : alpha * 2.0;
+        else alpha = 1.0;
         double frac = 0.0;
         for (int64_t j = 0; j < nr; j++) {
             if (crosses(g_lo[j], g_hi[j])) {
@@ -1056,19 +1072,19 @@ static double locate_root(const solver_t *s, work_t *w, double t_lo, double t_hi
             }
         }
         double t_mid = t_hi - (t_hi - t_lo) * pmin(frac, 1.0);
-        if (t_mid - t_lo < 0.5 * ttol) t_mid = t_lo + 0.5 * ttol;
-        if (t_hi - t_mid < 0.5 * ttol) t_mid = t_hi - 0.5 * ttol;
+        double inward = (t_hi - t_lo) > 5.0 * ttol ? 0.1 : 0.5 * ttol / (t_hi - t_lo);
+        if (t_mid - t_lo < 0.5 * ttol) t_mid = t_lo + inward * (t_hi - t_lo);
+        if (t_hi - t_mid < 0.5 * ttol) t_mid = t_hi - inward * (t_hi - t_lo);
         dense_output(s->n, t_mid, t, h, order, D, w->yo, w->ypo);
         s->roots(t_mid, w->yo, w->ypo, s->p, g_mid);
+        side_prev = side;
         if (any_crossing(nr, g_lo, g_mid)) {
             t_hi = t_mid;
             memcpy(g_hi, g_mid, nr * sizeof(double));
-            alpha = side == 2 ? 0.5 : 1.0;
             side = 2;
         } else {
             t_lo = t_mid;
             memcpy(g_lo, g_mid, nr * sizeof(double));
-            alpha = side == 1 ? 2.0 : 1.0;
             side = 1;
         }
     }
@@ -1388,6 +1404,31 @@ static int modes_inconsistent(const solver_t *s, work_t *w, double t_acc, double
    change there; EV_RESTART: the step was ended at the root, outputs before it written, the
    modes switched and D reset for an order-1 restart at t with step h (y' measured by a probe
    step), the iteration matrix to be formed anew. */
+/* Output times from k_out up to a located root t_root, from the polynomial (order, D) of the step
+   that ended there (at t_a, of size h_a); m_old: the modes before the switch. One on the root
+   itself (to ttol) where the laws already pick other modes (t < 0.1 at t = 0.1) is left to the
+   restart, written after it from y* and y'+: its row's state is then the one its laws (the
+   outputs' kernel reads them at t) belong to. Not at t_stop: the run ends there, and its last row
+   is the one its interval's laws reach (inputs given on [t0, t_stop] end at t_stop; y'+ would be
+   measured past it). Returns the next output index. */
+static int64_t emit_event_rows(const solver_t *s, work_t *w, int64_t k_out, double t_root, double t_a, double h_a,
+                               int64_t order, const double *D, const double *m_old, double ttol) {
+    const int64_t n = s->n;
+    while (k_out < s->n_out && s->t_out[k_out] <= t_root) {
+        dense_output(n, s->t_out[k_out], t_a, h_a, order, D, w->yo, w->ypo);
+        if (s->t_out[k_out] >= t_root - ttol && t_root < s->t_stop - ttol) {
+            s->modes(s->t_out[k_out], w->yo, w->ypo, s->p, w->m_past);
+            int other = 0;
+            for (int64_t k = 0; k < s->n_modes; k++) other |= w->m_past[k] != m_old[k];
+            if (other) break;
+        }
+        memcpy(s->Yout + k_out * n, w->yo, n * sizeof(double));
+        memcpy(s->YPout + k_out * n, w->ypo, n * sizeof(double));
+        k_out++;
+    }
+    return k_out;
+}
+
 static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_io, double *h_io, int64_t order,
                          double *D, double hmin, int64_t *k_out_io, double *cj_lu_io) {
     const int64_t n = s->n, nr = s->n_roots;
@@ -1411,11 +1452,16 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
     double ttol = event_ttol(t, h);
     dense_output(n, t + ttol, t, h, order, D, yq, ypq);
     s->modes(t + ttol, yq, ypq, s->p, m_new);
-    if (!modes_changed(s, m_new)) {
+    /* With one function crossing, the modes at the step's end are those past its root. With two or
+       more, the laws in between can differ from both ends (a pulse, t > t1 and t < t2, passed in
+       one step: off at both ends, on between): then the earliest root decides, as located below */
+    int64_t crossing = 0;
+    for (int64_t j = 0; j < nr; j++) crossing += crosses(g_old[j], g_new[j]);
+    if (crossing == 1 && !modes_changed(s, m_new)) {
         memcpy(g_old, g_new, nr * sizeof(double));
         return EV_NONE;
     }
-    if (same_law(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq)) {
+    if (crossing == 1 && same_law(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq)) {
         swap_modes(s, m_new);
         s->stats[ST_EVENTS] += 1;
         s->roots(t, yo, ypo, s->p, g_old);
@@ -1474,24 +1520,8 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         }
         if (!landed) memcpy(D, D_acc, NROWS * n * sizeof(double)); /* interpolate the accepted step instead */
     }
-    /* outputs up to the root from the polynomial of the (shortened) step; one on the root
-       itself (to the events' resolution) where the laws already read their new modes (t < 0.1
-       at t = 0.1) is the restart's, written after it from y* and y'+: its row's state is then
-       the one its laws (the outputs' kernel reads them at t) belong to. Not at t_stop: the run
-       ends there, and its last row is the one its interval's laws reach (inputs given on
-       [t0, t_stop] end at t_stop; y'+ would be measured past it) */
-    while (k_out < s->n_out && s->t_out[k_out] <= t_root) {
-        dense_output(n, s->t_out[k_out], t_anchor, h_anchor, order, D, yo, ypo);
-        if (s->t_out[k_out] >= t_root - ttol && t_root < s->t_stop - ttol) {
-            s->modes(s->t_out[k_out], yo, ypo, s->p, w->m_past);
-            if (modes_changed(s, w->m_past)) break;
-        }
-        for (int64_t m = 0; m < n; m++) {
-            s->Yout[k_out * n + m] = yo[m];
-            s->YPout[k_out * n + m] = ypo[m];
-        }
-        k_out++;
-    }
+    /* outputs up to the root from the polynomial of the (shortened) step */
+    k_out = emit_event_rows(s, w, k_out, t_root, t_anchor, h_anchor, order, D, s->p + s->n_par, ttol);
     dense_output(n, t_root, t_anchor, h_anchor, order, D, yq, ypq); /* y*, y'- (old modes) */
     if (t_anchor == t_root && cj_lu > 0) {
         for (int64_t m = 0; m < n; m++) w->scale[m] = s->atol[m] + s->rtol * fabs(yq[m]);
@@ -1503,7 +1533,14 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
             return EV_SWITCHED;
         }
     }
-    /* a new law from here: switch the modes and restart at order 1 */
+    /* a new law from here: switch the modes and restart at order 1. The polynomial that answered
+       the outputs up to the root is kept for those of the next call (this one's may end before
+       the root: the progress bar's chunks, a fit's rows, a twin's frames), which the restart's
+       polynomial, starting at the root, would answer by extrapolating backwards across it */
+    memcpy(w->D_event, D, (order + 1) * n * sizeof(double));
+    memcpy(w->m_event, s->p + s->n_par, s->n_modes * sizeof(double));
+    s->st[S_EV_T] = t_root; s->st[S_EV_ANCHOR] = t_anchor; s->st[S_EV_H] = h_anchor; s->st[S_EV_TTOL] = ttol;
+    s->ist[I_EV_ORDER] = order;
     double h_r = restart_at(s, w, t_root, h, h_anchor, order, D, hmin, &cj_lu);
     *t_io = t_root; *h_io = h_r; *k_out_io = k_out; *cj_lu_io = cj_lu;
     return EV_RESTART;
@@ -2014,6 +2051,8 @@ static void setup_work(solver_t *s, work_t *w) {
     w->D_acc = p; p += NROWS * n;
     w->dg = p; p += 2 * n * nr;
     w->g_kept = s->work + work_zeroed_size(n, s->nnz, nr, s->n_modes) + lu_rows_size(n);
+    w->D_event = w->g_kept + nr + lu_kept_size(n);
+    w->m_event = w->D_event + (MAX_ORDER + 1) * n;
 
     int64_t nmask = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -2086,6 +2125,9 @@ int64_t bdf_advance(solver_t *s) {
         s->roots(L.t, w.yo, w.ypo, s->p, w.g_old);
     }
 
+    if (ist[I_EV_ORDER] > 0) /* output times the last call left before its last event's root */
+        L.k_out = emit_event_rows(s, &w, L.k_out, st[S_EV_T], st[S_EV_ANCHOR], st[S_EV_H], ist[I_EV_ORDER],
+                                  w.D_event, w.m_event, st[S_EV_TTOL]);
     int status = OK;
     int64_t k_reached = L.k_out;
     for (;;) {
