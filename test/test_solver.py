@@ -61,6 +61,20 @@ def test_linear_ode_against_matrix_exponential(linear_solver):
     assert s.stats["max_order"] >= 4  # a smooth problem climbs to high order
 
 
+@pytest.mark.parametrize("span", [1e-300, 1e-20, 1e-16, 1e-14, 1e-9])
+def test_a_span_shorter_than_the_smallest_step_has_arrived(span):
+    """A stop closer than the smallest step at t (10 ulps of max(|t|, 1)) has arrived: its rows
+    are the state there (a run 1e-300 s long used to end in "step size underflow at t=0")."""
+    s = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-9, atol=1e-12))
+    y0 = np.array([1.0, 0.0, 0.5])
+    s.init(0.0, y0)
+    Y, _ = s.advance([span / 2, span], tstop=span)
+    exact = linear_exact([span], y0)[0]
+    assert np.max(np.abs(Y[-1] - exact)) <= 1e-14, (Y[-1], exact)
+    Y, _ = s.advance([2 * span + 0.5], tstop=2 * span + 0.5)  # and the run goes on from there
+    assert np.max(np.abs(Y[-1] - linear_exact([2 * span + 0.5], y0)[0])) < 1e-6
+
+
 @pytest.mark.parametrize("max_order", [1, 2, 3])
 def test_max_order_caps_the_order_and_keeps_the_accuracy(max_order):
     s = BDFSolver(linear_problem(), options=SolverOptions(rtol=1e-7, atol=1e-10, max_order=max_order))

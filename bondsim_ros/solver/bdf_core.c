@@ -2137,6 +2137,12 @@ int64_t bdf_advance(solver_t *s) {
            run fails or not whatever number of calls its output times are answered in */
         if (L.k_out != k_reached) { k_reached = L.k_out; L.steps_here = 0; }
         if (L.steps_here >= s->max_steps) { status = TOO_MANY; break; }
+        if (s->t_stop - L.t < hmin_at(L.t)) {
+            /* t_stop closer than the smallest step (a run 1e-300 s long): it has arrived, as a
+               step ending that close to it has (complete_step) */
+            L.t = s->t_stop;
+            continue;
+        }
         begin_step(s, &w, &L);
         int r = take_step(s, &w, &L);
         if (r == UNDERFLOW || r == SINGULAR) { status = r; break; }
