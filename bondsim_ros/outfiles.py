@@ -150,7 +150,9 @@ class Output:
         if self.tmp is not None:
             return self.tmp
         name = self.path.name if self.kind != "stdout" else "stdout"
-        suffix = self.path.suffix if self.kind != "stdout" else ""
+        # "-" is CSV on standard output for every command that takes it: a writer that picks its
+        # format by the name (sweep's table) sees .csv
+        suffix = self.path.suffix if self.kind != "stdout" else ".csv"
         if self.kind == "file":
             real = real_file(self.path)
             folder = real.parent if str(real.parent) else Path(".")

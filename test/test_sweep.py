@@ -67,6 +67,16 @@ def test_rows_are_the_serial_simulate_results(tmp_path, serial, jobs, capsys):
     check_against_serial(rows, serial)
 
 
+def test_dash_writes_the_table_as_csv_on_standard_output(serial, capfd):
+    """`-o -` is CSV on standard output, as the help says (it used to end in a traceback after
+    every run had finished: the table's staged file had no .csv for the writer to go by)."""
+    assert main(["sweep", SERVO, "--param", "m=1:2:2", "--param", "kp=20,40", *RUN, "--jobs", "1", "-o", "-"]) == 0
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err, err
+    rows = list(csv.DictReader(out.splitlines()))
+    check_against_serial(rows, serial)
+
+
 def test_at_takes_the_outputs_at_those_times_and_npz_holds_the_same(tmp_path, serial):
     out = tmp_path / "sweep.npz"
     assert main(["sweep", SERVO, "--param", "m=1,2", "--param", "kp=20:40:2", *RUN, "--jobs", "2",
