@@ -303,6 +303,22 @@ def test_float64_topics_set_parameters_and_outputs_are_published(tmp_path):
         tw.close()
 
 
+def test_a_command_topic_no_law_reads_is_named_at_start_up(tmp_path, capfd):
+    """A Float64 topic bound to a parameter that no law reads moves nothing: the node says so
+    when it starts, as `simulate --param` does, and says nothing of the bindings that act."""
+    shutil.copy(DATA / "slider.xml", tmp_path / "slider.xml")
+    path = tmp_path / "slider.yaml"
+    path.write_text(SLIDER.replace("F: {type: Se, effort: f}", "F: {type: Se, effort: 0.2}"))
+    tw = Stepped(model=str(path))
+    try:
+        err = capfd.readouterr().err
+    finally:
+        tw.close()
+    warned = [line for line in err.splitlines() if "changes nothing" in line]
+    assert len(warned) == 1, err
+    assert "WARN" in warned[0] and "commands.topics./slider/force" in warned[0] and "'f'" in warned[0], warned
+
+
 def test_the_outputs_parameter_publishes_a_python_robots_columns():
     tw = Stepped(model="arm3dof", outputs=["/arm/q1=q1", "arm/joint1/torque=T1"])
     try:

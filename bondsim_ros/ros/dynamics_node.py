@@ -78,6 +78,8 @@ class DynamicsNode(Node):
             raise ValueError(f"invalid dynamics_node parameters: model/reference: {exc}") from None
         self.get_logger().info(ready_message(self.twin, time.perf_counter() - tic, p["reference"],
                                              self.robot.builtin_path))
+        for line in getattr(self.twin, "unread_commands", ()):
+            self.get_logger().warning(line)
         self.interface = None  # the interface profile the node stands in with (ros/interface_profile.py)
         if p["interface"]:
             from .interface_profile import apply_profile

@@ -90,6 +90,20 @@ class ModelTwin:
             raise ValueError(f"{binding.source or name}: the model has no column(s) {', '.join(missing)} "
                              f"(columns: {', '.join(self._row_names)})")
 
+    @property
+    def unread_commands(self) -> list:
+        """What a command bound to a run-time parameter that no law of the model reads would
+        change: nothing. One line each ("commands.topics /x: parameter V"), for the node to say at
+        start-up, as `simulate --param` says it (a command that moves nothing looks broken)."""
+        b = self.binding
+        bound = [(f"commands.twist.{k}", par) for k, par in (b.twist or {}).items() if par]
+        for joint, (q_ref, qd_ref) in (b.trajectory or {}).items():
+            bound += [(f"commands.joints.{joint}", par) for par in (q_ref, qd_ref) if par]
+        bound += [(f"commands.topics.{topic}", par) for topic, par in b.param_topics.items()]
+        unread = set(self.compiled.read_by_no_law([par for _, par in bound]))
+        return [f"{what}: no law of model {self.compiled.name!r} reads parameter {par!r}, so the command "
+                f"changes nothing" for what, par in bound if par in unread]
+
     def _bound_columns(self):
         b = self.binding
         cols = list(b.joints.values()) + list(b.velocities.values()) + list(b.efforts.values())

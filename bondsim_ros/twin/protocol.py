@@ -178,7 +178,8 @@ class Twin(Protocol):
     ``wheel_joints`` with ``twist_for_wheel_speeds(speeds)``, a base's inverse kinematics (the
     node's wheel-speed commands, ros/joint_commands.py); ``velocity_reference_joints``, the
     trajectory joints that take a velocity reference (the node's joint commands with velocities
-    beside positions; none without it). The node wraps the twin in
+    beside positions; none without it); ``unread_commands``, lines naming command bindings whose
+    parameter no law reads (the node warns of each at start-up). The node wraps the twin in
     twin/placement.py's PlacedTwin, which adds ``set_pose``."""
 
     name: str
