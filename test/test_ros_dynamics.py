@@ -263,3 +263,30 @@ def test_the_ready_line_names_a_reference_only_where_the_model_has_one(overrides
     ready = [line for line in capfd.readouterr().err.splitlines() if " ready in " in line]
     assert len(ready) == 1 and says in ready[0], ready
     assert ("reference=" in ready[0]) == ("reference" in says), ready[0]
+
+
+@pytest.mark.parametrize("overrides, advertised", [
+    ({"model": "robotino"}, True),  # the rose the base follows
+    ({"model": "cart_path.yaml"}, True),  # a path of the model's own
+    ({"model": "robotino", "reference": "cmd_vel"}, False),  # commanded: no reference to show
+    ({"model": "arm3dof"}, False),  # a fixed base
+])
+def test_reference_pose_is_advertised_only_where_there_is_a_reference(overrides, advertised, tmp_path):
+    """/reference_pose speaks only where the twin follows a reference; elsewhere the topic, once
+    advertised by every node, never said anything (ros2 topic echo waited forever)."""
+    if overrides["model"] == "cart_path.yaml":
+        overrides = {**overrides, "model": _cart_on_a_path(tmp_path)}
+    h = Harness(**overrides)
+    try:
+        publishers = h.node.count_publishers("/reference_pose")
+        h.spin(0.3)
+        received = []
+        if advertised:
+            from geometry_msgs.msg import PoseStamped
+
+            h.probe.create_subscription(PoseStamped, "/reference_pose", received.append, 10)
+            h.spin(1.0)
+    finally:
+        h.close()
+    assert publishers == (1 if advertised else 0)
+    assert bool(received) == advertised

@@ -52,7 +52,9 @@ class StateTopics:
         self.pub_motors = node.create_publisher(JointState, "motor_states", 10) if twin.motor_names else None
         self.pub_clock = node.create_publisher(Clock, "/clock", 10) if publish_clock else None
         self.pub_frame_cost = node.create_publisher(Float64, "~/frame_cost", 10)  # worst frame of the last second [s]
-        self.pub_reference = node.create_publisher(PoseStamped, "reference_pose", 10)  # rose mode only
+        # the reference pose where the twin follows one (the Robotino's rose), else no topic
+        self.pub_reference = (node.create_publisher(PoseStamped, "reference_pose", 10)
+                              if planar and twin.state().reference is not None else None)
         self.pub_diag = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.pub_outputs = {topic: node.create_publisher(Float64, topic, 10) for topic in outputs}
 
@@ -94,7 +96,7 @@ class StateTopics:
                                                      state.twist_body))
         if self.interface is None or self.interface.publish_tf:
             tf_batch.append(messages.planar_transform(stamp, self.odom_frame, self.base_frame, pose))
-        if state.reference is not None:
+        if state.reference is not None and self.pub_reference is not None:
             self.pub_reference.publish(messages.planar_pose(stamp, self.odom_frame,
                                                             self.odometry.to_odom(state.reference)))
 
