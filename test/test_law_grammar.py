@@ -1,6 +1,7 @@
 """The law language reads a law as written: ``^`` is ``**`` with its precedence and right
 associativity, values that can only be NaN at run time are refused by name and line, and the
 parser's work is bounded whatever the text (docs/engine.md, "The law language")."""
+import re
 import textwrap
 import time
 
@@ -197,3 +198,20 @@ def test_tiny_powers_and_long_flat_chains_are_accepted(law, value):
     # of CPU alone and took 2.2 s in a CI run on two busy virtual CPUs; work growing with the
     # square of the chain's length, what this guards against, takes minutes on these texts
     assert seconds < 10.0, seconds
+
+
+@pytest.mark.parametrize("law, refused", [
+    ("\uff4b*x", "U+FF4B) would be read as 'k'"),  # full-width k: Python's reader folds it to k
+    ("\ufb01 + x", "would be read as 'fi'"),  # the fi ligature
+    ("x\u00b2", "write a power as ^2"),
+])
+def test_characters_python_reads_as_others_are_refused_not_folded(law, refused):
+    """Python folds the names it reads to NFKC: a full-width k would silently be the parameter k,
+    which the law as written does not name (an unknown name is refused, never guessed)."""
+    with pytest.raises(LawError, match=re.escape(refused)):
+        parse_law(law, {**NAMES, "k": sp.Symbol("k"), "fi": sp.Symbol("fi")})
+
+
+def test_greek_names_read_as_written():
+    theta = sp.Symbol("\u03b8")
+    assert parse_law("2*\u03b8", {"\u03b8": theta}) == 2 * theta

@@ -52,6 +52,7 @@ import operator
 import sys
 import threading
 import tokenize
+import unicodedata
 import warnings
 
 import sympy as sp
@@ -582,12 +583,28 @@ class _Builder:
                                f"{MAX_MINMAX_TOTAL} a law)")
 
 
+def _no_lookalikes(text: str) -> None:
+    """LawError for a character Python's reader would silently take for another: it folds the
+    names it reads to NFKC, so a full-width k or a ligature would be the parameter k or fi, where
+    the law as written names no such thing (a name the model lacks is refused, not guessed)."""
+    for ch in text:
+        if ch.isascii():
+            continue
+        folded = unicodedata.normalize("NFKC", ch)
+        if folded != ch and "SUPERSCRIPT" in unicodedata.name(ch, ""):
+            raise LawError(f"character {ch!r} (U+{ord(ch):04X}): write a power as ^{folded} (x^{folded})")
+        if folded != ch:
+            raise LawError(f"character {ch!r} (U+{ord(ch):04X}) would be read as {folded!r}: write {folded!r} "
+                           f"if that is meant")
+
+
 def parse_law(text: str, names: dict):
     """Read ``text`` into a sympy expression over ``names`` (name -> sympy symbol); raises
     :class:`LawError` saying what was refused. Never evaluates Python."""
     if len(text) > MAX_LAW_CHARS:
         raise LawError(f"law is {len(text)} characters long (limit {MAX_LAW_CHARS})")
     text = _xor_to_pow(text.strip())
+    _no_lookalikes(text)
     try:
         with warnings.catch_warnings():  # "invalid escape sequence" and the like: refused below
             warnings.simplefilter("ignore")
