@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from bondsim_ros.cliargs import CLIError, Terminated
@@ -62,7 +63,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             raise
         module.register(sub)
     parser.command_parsers = sub.choices  # name -> its parser, for errors in its own words (main)
+    for p in [parser, *sub.choices.values()]:
+        _negative_numbers_are_values(p)
     return parser
+
+
+# argparse takes "-5" and "-.5" for values but "-1e-6" for an option ("--rtol -1e-6": "expected one
+# argument"); with exponents too, a negative number always reaches the option's own range check
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def _negative_numbers_are_values(parser: argparse.ArgumentParser) -> None:
+    if hasattr(parser, "_negative_number_matcher"):  # (argparse's own attribute since Python 3.2)
+        parser._negative_number_matcher = _NEGATIVE_NUMBER
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -202,6 +202,9 @@ SIMULATE = ["simulate", "dc_motor", "--t-end", "0.05", "--dt-out", "0.01", "-q"]
 @pytest.mark.parametrize("argv, says", [
     (SIMULATE + ["--rtol", "0.5"], "--rtol must be a number in [2.22e-14, 0.1], got 0.5"),
     (SIMULATE + ["--atol", "-1"], "--atol must be a positive finite number, got -1"),
+    # a negative number with an exponent is the flag's value, not an option ("expected one argument")
+    (SIMULATE + ["--rtol", "-1e-6"], "--rtol must be a number in [2.22e-14, 0.1], got -1e-06"),
+    (SIMULATE + ["--atol", "-2.5E-8"], "--atol must be a positive finite number, got -2.5e-08"),
     (SIMULATE + ["--hmax", "0"], "--hmax must be a positive number (inf: no limit), got 0"),
     (SIMULATE + ["--max-order", "6"], "--max-order must be an integer from 1 to 5, got 6"),
     (["fit", "dc_motor", "data.csv", "--params", "Ra", "--outputs", "current", "--max-order", "0"],
