@@ -404,6 +404,12 @@ def test_a_ladder_of_resistors_given_as_a_parameter_matches_the_numbers(tmp_path
     ("import sys\n\ndef build():\n    sys.exit(0)\n",
      "bad.py:4: SystemExit(0): a model file's code must not end the program"),
     ("import sys\nsys.exit('no')\n", "bad.py:2: SystemExit('no'): a model file's code must not end the program"),
+    # a modelling mistake in the file's calls: at its line, in the engine's own words
+    ("from bondsim_ros.bondgraph import Model, EffortJunction, I\n\ndef build():\n    m = Model('msd')\n"
+     "    v = m.add(EffortJunction('v'))\n    m.add(I('mass', 2.0))\n    m.bond(v, 'mas')\n    return m\n",
+     "bad.py:7: msd: bond target: no component 'mas' in this document"),
+    ("from bondsim_ros.bondgraph import Model, I\nm = Model('top')\nm.add(I('a', 1.0), I('a', 2.0))\n",
+     "bad.py:3: top: duplicate component name 'a'"),
 ])
 def test_a_python_model_file_that_fails_is_named_by_file_and_line(tmp_path, capsys, monkeypatch, code, expected):
     path = tmp_path / "bad.py"

@@ -93,16 +93,26 @@ def entry_from(module: str, name: str):
     return found[0] if found else None
 
 
-def _code_error(exc: BaseException, path: Path, spec: str):
-    """A ModelError for an exception raised by a Python model file's code, at the deepest line
-    of that file in the traceback (file:line: ExceptionType: message)."""
-    from bondsim_ros.bondgraph.core import ModelError
-
+def _line_in(exc: BaseException, path: Path) -> int:
+    """The deepest line of the model file ``path`` in ``exc``'s traceback; 0 if none."""
     line = 0
     target = str(path.resolve())
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
         if str(Path(frame.f_code.co_filename).resolve()) == target:
             line = lineno
+    return line
+
+
+def _code_error(exc: BaseException, path: Path, spec: str):
+    """A ModelError for an exception raised by a Python model file's code, at the deepest line
+    of that file in the traceback (file:line: ExceptionType: message). A ModelError the model's
+    calls raised (a bond to a component the document lacks) keeps its own words, put at that
+    line as a YAML model's are at theirs."""
+    from bondsim_ros.bondgraph.core import ModelError
+
+    line = _line_in(exc, path)
+    if isinstance(exc, ModelError):
+        return exc if exc.located or not line else ModelError(f"{spec}:{line}", str(exc))
     what = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, SystemExit):  # sys.exit() in a model file would end the command as if it had run
         what = f"{type(exc).__name__}({exc.code!r}): a model file's code must not end the program"
@@ -187,8 +197,6 @@ def resolve_model(spec: str):
                 raise ModelError(spec, "a Python model file must define build() -> Model")
             try:
                 model = module.build()
-            except ModelError:
-                raise
             except (Exception, SystemExit) as exc:  # noqa: BLE001
                 raise _code_error(exc, path, spec) from None
         if not isinstance(model, Model):
