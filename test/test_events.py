@@ -790,3 +790,55 @@ def test_a_root_a_hair_past_a_restart_is_located_where_it_is():
     last = dict(zip(result.names, result.data[-1]))
     assert abs(last["z"] - 1.0) < 1e-5 and abs(last["b"] - 1.0) < 1e-5, last
     assert abs(last["y"] - 5.0) < 1e-9, last  # x' = 1 until x = 0.5, 3 after
+
+
+def test_a_switch_landed_on_by_a_tiny_step_is_not_taken_for_a_relabel():
+    """Frames of 0.25 s (a twin's step_to) leave a step starting 7e-13 s before a pulse's end:
+    the step cut at the switch was that long, and the jump x' = 2 -> 0 moved its Newton solution
+    by so little that it passed for a relabel of the same law. The run went on without a
+    restart, x 9e-7 past its exact 0.8 and x' ringing for 170 steps. A relabel is now judged as
+    for a step of the size the method was taking."""
+    text = """
+model: pulse
+parameters: {A: 2.0, t1: 0.3, t2: 0.7}
+components:
+  u: {type: Input, value: "Piecewise((A, (t > t1) & (t < t2)), (0, True))"}
+  x: {type: Integrator, x0: 0.0}
+  rec: {type: Recorder, columns: [xo, uo]}
+signals: [[u.out, x.in_], [x.out, rec.xo], [u.out, rec.uo]]
+"""
+    sim = Simulation(compile_model(loads_model(text, "pulse.yaml")))
+    for t in (0.25, 0.5, 0.75):
+        y, yp = sim.step_to(t)
+    assert abs(y[0] - 0.8) < 1e-12 and abs(yp[0]) < 1e-12, (y, yp)
+    assert sim.solver.stats["event_restarts"] == 2 and sim.solver.stats["steps"] < 40, sim.solver.stats
+
+
+def test_two_relabels_in_one_step_are_taken_where_they_are():
+    """Two wheels' Mod passing a multiple 1e-9 s apart inside one step only relabel their laws:
+    they are taken on the accepted step, no step shortened to land on either, no restart, the
+    run's work that of the two passing together."""
+    text = """
+model: mods
+parameters: {a: 0.0}
+components:
+  one: {type: Constant, value: 1}
+  x: {type: Integrator}
+  f1: {type: Function, expr: "sin(2*pi*Mod(u, 0.1)/0.1)", inputs: [u]}
+  y: {type: Integrator}
+  f2: {type: Function, expr: "sin(2*pi*Mod(u + a, 0.1)/0.1)", inputs: [u]}
+  z: {type: Integrator}
+  rec: {type: Recorder, columns: [x, y, z]}
+signals: [[one.out, x.in_], [x.out, f1.u], [f1.out, y.in_], [x.out, f2.u], [f2.out, z.in_], [x.out, rec.x],
+          [y.out, rec.y], [z.out, rec.z]]
+"""
+    compiled = compile_model(loads_model(text, "mods.yaml"))
+    work = {}
+    for a in (0.0, 1e-9):
+        sim = Simulation(compiled, options=SolverOptions(rtol=1e-6), params={"a": a})
+        Y, _ = sim.solver.advance(np.arange(1, 21) * 0.1)
+        stats = sim.solver.stats
+        assert stats["event_restarts"] == 0, stats
+        assert abs(Y[-1][1]) < 1e-5 and abs(Y[-1][2]) < 1e-5, Y[-1]  # whole periods of a sine: 0
+        work[a] = (stats["steps"], stats["lu_factorizations"])
+    assert work[1e-9] == work[0.0], work

@@ -1058,7 +1058,8 @@ static double locate_root(const solver_t *s, work_t *w, double t_lo, double t_hi
     double *g_lo = w->g_lo, *g_hi = w->g_hi, *g_mid = w->g_mid;
     double alpha = 1.0;
     int side = 0, side_prev = -1;
-    /* each pass shrinks the bracket by a tenth at least, or to ttol: bounded well below this */
+    /* a guard only (IDA has none): the secant and the inward moves end far sooner; at worst a
+       pass gains ttol/2 (a root of high multiplicity, end values 1e280 apart took 1,093 passes) */
     for (int it = 0; it < 2000; it++) {
         if (t_hi - t_lo <= ttol) break;
         if (side == side_prev) alpha = side == 2 ? alpha * 0.5 : alpha * 2.0;
@@ -1145,10 +1146,14 @@ static void swap_modes(const solver_t *s, double *m) {
 
 /* Do the new modes give the same residual as the old ones, at (t, y, y') and one step h ahead
    along y'? Measured as the Newton correction the difference would cause (the factorised
-   iteration matrix applied to it), in tolerance units. True for a relabelling (Mod crossing a
-   multiple inside a law that stays continuous and smooth there), false for a jump or a kink. */
+   iteration matrix applied to it), in tolerance units, as for a step of size h: the factorised
+   matrix's cj may belong to a far shorter step (a landing 7e-13 s long, a step cut to a tstop),
+   whose correction a jump scales down with it (x' = A switched off read as a relabel), so the
+   correction counts ``amplify`` = that cj over h's times (at least once). True for a relabelling
+   (Mod crossing a multiple inside a law that stays continuous and smooth there), false for a
+   jump or a kink. */
 static int same_law(const solver_t *s, double t, const double *y, const double *yp, double h, double *m_new,
-                    const double *scale, double *r_a, double *r_b, double *y_ahead) {
+                    const double *scale, double *r_a, double *r_b, double *y_ahead, double amplify) {
     const int64_t n = s->n;
     for (int k = 0; k < 2; k++) {
         for (int64_t m = 0; m < n; m++) y_ahead[m] = y[m] + (k == 1 ? h * yp[m] : 0.0);
@@ -1163,7 +1168,7 @@ static int same_law(const solver_t *s, double t, const double *y, const double *
         lu_apply(s, r_b);
         double sum = 0.0;
         for (int64_t m = 0; m < n; m++) { double e = r_b[m] / scale[m]; sum += e * e; }
-        if (!(sqrt(sum / (double)n) <= SAME_TOL)) return 0;
+        if (!(pmax(amplify, 1.0) * sqrt(sum / (double)n) <= SAME_TOL)) return 0;
     }
     return 1;
 }
@@ -1430,7 +1435,7 @@ static int64_t emit_event_rows(const solver_t *s, work_t *w, int64_t k_out, doub
 }
 
 static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_io, double *h_io, int64_t order,
-                         double *D, double hmin, int64_t *k_out_io, double *cj_lu_io) {
+                         double *D, double hmin, double h_ref, int64_t *k_out_io, double *cj_lu_io) {
     const int64_t n = s->n, nr = s->n_roots;
     double t = *t_io, h = *h_io, cj_lu = *cj_lu_io;
     int64_t k_out = *k_out_io;
@@ -1461,7 +1466,9 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         memcpy(g_old, g_new, nr * sizeof(double));
         return EV_NONE;
     }
-    if (crossing == 1 && same_law(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq)) {
+    /* a relabel is judged as for a step of the size the method took before a tstop cut it (h_ref) */
+    double cj_ref = w->gamma[order] / pmax(h, h_ref);
+    if (crossing == 1 && same_law(s, t, yo, ypo, pmax(h, h_ref), m_new, w->scale, w->r, w->r2, yq, cj_lu / cj_ref)) {
         swap_modes(s, m_new);
         s->stats[ST_EVENTS] += 1;
         s->roots(t, yo, ypo, s->p, g_old);
@@ -1471,8 +1478,8 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
     double t_lo = t_prev;
     memcpy(g_lo, g_old, nr * sizeof(double));
     double t_root = t;
-    int found = 0;
-    for (int64_t it = 0; it < nr + 1; it++) {
+    int found = 0, relabeled = 0;
+    for (int64_t it = 0; it < 4 * (nr + 1); it++) {
         memcpy(g_hi, g_new, nr * sizeof(double));
         t_root = locate_root(s, w, t_lo, t, t, h, order, D, ttol);
         dense_output(n, t_root + ttol, t, h, order, D, yo, ypo);
@@ -1481,15 +1488,31 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
             dense_output(n, t_root + ttol, t, h, order, D, yo, ypo);
             s->modes(t_root + ttol, yo, ypo, s->p, m_new);
         }
-        if (modes_changed(s, m_new)) { found = 1; break; }
-        /* a crossing that changes no mode: search on past it */
+        if (modes_changed(s, m_new)) {
+            /* Of two or more crossings, one that only relabels the same law (two wheels' Mod
+               passing a multiple in one step) is taken where it is, on the accepted step, and the
+               search goes on past it with the new modes' switching functions: landing on it would
+               cost a shortened step and an iteration matrix for nothing */
+            if (crossing < 2 ||
+                !same_law(s, t_root, yo, ypo, pmax(h, h_ref), m_new, w->scale, w->r, w->r2, yq, cj_lu / cj_ref)) {
+                found = 1;
+                break;
+            }
+            swap_modes(s, m_new);
+            s->stats[ST_EVENTS] += 1;
+            relabeled = 1;
+            s->roots(t_root + ttol, yo, ypo, s->p, g_hi);
+            dense_output(n, t, t, h, order, D, yq, ypq);
+            s->roots(t, yq, ypq, s->p, g_new);
+        }
+        /* a crossing that changes no mode, or a relabel: search on past it */
         t_lo = t_root;
         memcpy(g_lo, g_hi, nr * sizeof(double));
         if (!any_crossing(nr, g_lo, g_new)) break;
     }
     if (!found) {
         memcpy(g_old, g_new, nr * sizeof(double));
-        return EV_NONE;
+        return relabeled ? EV_SWITCHED : EV_NONE;
     }
     /* end the step at the root: redo it from t_prev with the shorter step */
     memcpy(D_acc, D, NROWS * n * sizeof(double));
@@ -1525,7 +1548,7 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
     dense_output(n, t_root, t_anchor, h_anchor, order, D, yq, ypq); /* y*, y'- (old modes) */
     if (t_anchor == t_root && cj_lu > 0) {
         for (int64_t m = 0; m < n; m++) w->scale[m] = s->atol[m] + s->rtol * fabs(yq[m]);
-        if (same_law(s, t_root, yq, ypq, h_anchor, m_new, w->scale, w->r, w->r2, yo)) {
+        if (same_law(s, t_root, yq, ypq, pmax(h, h_ref), m_new, w->scale, w->r, w->r2, yo, cj_lu / cj_ref)) {
             swap_modes(s, m_new);
             s->stats[ST_EVENTS] += 1;
             s->roots(t_root, yq, ypq, s->p, g_old);
@@ -1574,6 +1597,7 @@ typedef struct {
     double err_restart;              /* the last failure's error of a first step after a restart */
     double err_order1;               /* the last failure's error where it was at order 1 (else inf) */
     double h_mode;                   /* the step size at which its end first excluded its modes */
+    double h_ref;                    /* its size before a tstop cut it (handle_events' relabels) */
     /* modes switched back at a step's start (wrong_mode_failure) */
     int64_t n_back, k_back, steps_back; /* how often in a row, which mode, at which step count */
     /* modes switched back at located roots (event_chatter): how often in a row, which mode, at
@@ -1595,6 +1619,7 @@ static void begin_step(const solver_t *s, work_t *w, loop_t *L) {
         L->h = s->hmax;
         L->n_equal = 0;
     }
+    L->h_ref = L->h;
     if (L->t + L->h > s->t_stop) {
         double hn = s->t_stop - L->t;
         rescale_D(n, s->D, L->order, hn / L->h, w);
@@ -1974,7 +1999,7 @@ static int complete_step(const solver_t *s, work_t *w, loop_t *L) {
         } else {
             double t_end = L->t;
             double cj_ev = L->cj_lu;
-            int ev = handle_events(s, w, t_prev, &L->t, &L->h, L->order, D, L->hmin, &L->k_out, &cj_ev);
+            int ev = handle_events(s, w, t_prev, &L->t, &L->h, L->order, D, L->hmin, L->h_ref, &L->k_out, &cj_ev);
             if (cj_ev != L->cj_lu) { /* the landing or the probe factorised G anew */
                 L->cj_lu = cj_ev;
                 L->lu_valid = cj_ev > 0;
@@ -2137,7 +2162,7 @@ int64_t bdf_advance(solver_t *s) {
            run fails or not whatever number of calls its output times are answered in */
         if (L.k_out != k_reached) { k_reached = L.k_out; L.steps_here = 0; }
         if (L.steps_here >= s->max_steps) { status = TOO_MANY; break; }
-        if (s->t_stop - L.t < hmin_at(L.t)) {
+        if (s->t_stop > L.t && s->t_stop - L.t < hmin_at(L.t)) {
             /* t_stop closer than the smallest step (a run 1e-300 s long): it has arrived, as a
                step ending that close to it has (complete_step) */
             L.t = s->t_stop;
