@@ -68,14 +68,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# argparse takes "-5" and "-.5" for values but "-1e-6" for an option ("--rtol -1e-6": "expected one
-# argument"); with exponents too, a negative number always reaches the option's own range check
-_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+# argparse (before Python 3.14) takes "-5" and "-.5" for values but "-1e-6" for an option ("--rtol
+# -1e-6": "expected one argument"); with exponents too, a negative number always reaches the
+# option's own range check. Added to argparse's own pattern, which newer versions widen themselves
+_NEGATIVE_NUMBER = r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"
 
 
 def _negative_numbers_are_values(parser: argparse.ArgumentParser) -> None:
-    if hasattr(parser, "_negative_number_matcher"):  # (argparse's own attribute since Python 3.2)
-        parser._negative_number_matcher = _NEGATIVE_NUMBER
+    own = getattr(parser, "_negative_number_matcher", None)  # (argparse's attribute since Python 3.2)
+    if own is not None:
+        parser._negative_number_matcher = re.compile(f"(?:{own.pattern})|(?:{_NEGATIVE_NUMBER})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -201,9 +201,10 @@ def test_tiny_powers_and_long_flat_chains_are_accepted(law, value):
 
 
 @pytest.mark.parametrize("law, refused", [
-    ("\uff4b*x", "U+FF4B) would be read as 'k'"),  # full-width k: Python's reader folds it to k
-    ("\ufb01 + x", "would be read as 'fi'"),  # the fi ligature
-    ("x\u00b2", "write a power as ^2"),
+    ("\uff4b*x", "U+FF4B) stands for 'k'"),  # full-width k: Python's reader folds it to k
+    ("\ufb01 + x", "stands for 'fi'"),  # the fi ligature
+    ("x\u00b2", "is a superscript: write a power with ^"),
+    ("x\u207b\u00b9", "is a superscript: write a power with ^"),
 ])
 def test_characters_python_reads_as_others_are_refused_not_folded(law, refused):
     """Python folds the names it reads to NFKC: a full-width k would silently be the parameter k,

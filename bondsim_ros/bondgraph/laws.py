@@ -592,10 +592,10 @@ def _no_lookalikes(text: str) -> None:
             continue
         folded = unicodedata.normalize("NFKC", ch)
         if folded != ch and "SUPERSCRIPT" in unicodedata.name(ch, ""):
-            raise LawError(f"character {ch!r} (U+{ord(ch):04X}): write a power as ^{folded} (x^{folded})")
+            raise LawError(f"character {ch!r} (U+{ord(ch):04X}) is a superscript: write a power with ^ (x^2, x^-1)")
         if folded != ch:
-            raise LawError(f"character {ch!r} (U+{ord(ch):04X}) would be read as {folded!r}: write {folded!r} "
-                           f"if that is meant")
+            raise LawError(f"character {ch!r} (U+{ord(ch):04X}) stands for {folded!r}: write {folded!r} if that is "
+                           f"meant")
 
 
 def parse_law(text: str, names: dict):
