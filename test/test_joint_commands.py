@@ -272,3 +272,34 @@ def test_position_and_velocity_commands_set_an_arm_servo_reference_and_its_rate(
         assert jc.refused == 1 and "without positions" in jc.last_refusal and "wheel" not in jc.last_refusal
     finally:
         tw.close()
+
+
+def test_a_paused_twin_still_reports_on_diagnostics_and_logs_each_topics_refusal(capfd):
+    """Paused (someone stepping it with StepSimulation), the node still publishes /diagnostics
+    once a second: a refused joint command shows there (it said nothing until the next frames),
+    and each refusal is in the log."""
+    from std_srvs.srv import SetBool
+    from trajectory_msgs.msg import JointTrajectory
+
+    tw = Twin(model="arm3dof", reference="joint_trajectory")
+    try:
+        tw.run(0.5)
+        pause = tw.aux.create_client(SetBool, "/dynamics_node/pause")
+        assert pause.wait_for_service(timeout_sec=5.0)
+        future = pause.call_async(SetBool.Request(data=True))
+        tw.run(0.3)
+        assert future.done() and future.result().success
+        frames = len(tw.joints)
+        tw.diag.clear()
+        pub = tw.aux.create_publisher(JointState, "/joint_commands", QoSProfile(depth=1))
+        trajectory = tw.aux.create_publisher(JointTrajectory, "/joint_trajectory", 10)
+        pub.publish(JointState(name=["q1", "gripper"], position=[0.1, 0.0]))
+        trajectory.publish(JointTrajectory(joint_names=["q1", "q1"]))
+        tw.run(2.5)
+        assert len(tw.joints) == frames, "paused: no frame"
+        status = [s for d in tw.diag for s in d.status if s.name.endswith("/joint_commands")]
+        assert status and status[-1].level == DiagnosticStatus.WARN, [d.status for d in tw.diag]
+        err = capfd.readouterr().err
+        assert "joint_commands: unknown joints" in err and "rejected joint trajectory" in err, err
+    finally:
+        tw.close()

@@ -319,6 +319,27 @@ def test_a_command_topic_no_law_reads_is_named_at_start_up(tmp_path, capfd):
     assert "WARN" in warned[0] and "commands.topics./slider/force" in warned[0] and "'f'" in warned[0], warned
 
 
+def test_refusals_on_two_command_topics_within_a_second_are_both_logged(tmp_path, capfd):
+    """One throttle for every command topic let a refusal on /slider/force hide the one on
+    /slider/stiffness that came 0.2 s later: each topic now has its own."""
+    shutil.copy(DATA / "slider.xml", tmp_path / "slider.xml")
+    path = tmp_path / "slider.yaml"
+    path.write_text(SLIDER)
+    tw = Stepped(model=str(path))
+    try:
+        force = tw.client.create_publisher(Float64, "/slider/force", 10)
+        stiffness = tw.client.create_publisher(Float64, "/slider/stiffness", 10)
+        tw.spin(0.5)
+        force.publish(Float64(data=math.nan))
+        tw.spin(0.2)
+        stiffness.publish(Float64(data=-1.0))
+        assert tw.spin_until(lambda: tw.node.model_io.refused == 2)
+        err = capfd.readouterr().err
+    finally:
+        tw.close()
+    assert "rejected /slider/force" in err and "rejected slider/stiffness" in err, err
+
+
 def test_the_outputs_parameter_publishes_a_python_robots_columns():
     tw = Stepped(model="arm3dof", outputs=["/arm/q1=q1", "arm/joint1/torque=T1"])
     try:

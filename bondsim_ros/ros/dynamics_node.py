@@ -14,6 +14,7 @@ twin/failures); parameters: dynamics_params, state topics: state_topics, cmd_vel
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -135,6 +136,8 @@ class DynamicsNode(Node):
 
         self.period = 1.0 / p["publish_rate"]
         self.paused = False
+        self._paused_diagnostics_at = 0.0  # monotonic time of the last /diagnostics while paused
+        self._refusal_logged = {}  # topic -> monotonic time its last refusal was logged
         self.stopped = False  # simulation_interfaces' STATE_STOPPED: paused at the initial state
         self.failures = SolverFailures()
         # simulated time against the wall clock, stamps, and the frame accounting
@@ -228,7 +231,7 @@ class DynamicsNode(Node):
         try:
             self.model_io.receive(topic, msg.data)
         except CommandError as exc:
-            self.get_logger().warning(f"rejected {topic}: {exc}", throttle_duration_sec=1.0)
+            self._refused(topic, f"rejected {topic}: {exc}")
 
     def _on_probe(self, name, msg: PointStamped):
         timed, untimed = self.probes.errors(name, (msg.point.x, msg.point.y, msg.point.z),
@@ -244,7 +247,7 @@ class DynamicsNode(Node):
             now = self.twin.t if self.paused else self.frame_clock.sim_time_now()
             traj = messages.joint_trajectory(msg, self.twin, self.frame_clock.sim_time_of_stamp, now)
         except (CommandError, ValueError, TypeError) as exc:
-            self.get_logger().warning(f"rejected joint trajectory: {exc}", throttle_duration_sec=1.0)
+            self._refused("joint_trajectory", f"rejected joint trajectory: {exc}")
             return
         self.command_queue.trajectory(traj)
 
@@ -255,7 +258,7 @@ class DynamicsNode(Node):
         try:
             self.joint_commands.receive(*fields)
         except (JointCommandError, CommandError) as exc:
-            self.get_logger().warning(f"{self.p['joint_commands_topic']}: {exc}", throttle_duration_sec=1.0)
+            self._refused(self.p["joint_commands_topic"], f"{self.p['joint_commands_topic']}: {exc}")
 
     # -- services --------------------------------------------------------------------------
     def restart(self):
@@ -350,12 +353,31 @@ class DynamicsNode(Node):
         jitter); the price is that a new command acts from the next frame (30 ms)."""
         if self.paused or not self.context.ok():  # a tick racing the shutdown publishes nothing
             self.frame_clock.restart_grid()
+            if self.paused and self.context.ok():
+                self._diagnostics_while_paused()
             return
         self._count_skipped_frames()
         tic = time.perf_counter()
         self.publish_pending()
         self.compute_next(publish_cost=time.perf_counter() - tic)
         self._warn_unread_cmd_vel()
+
+    def _diagnostics_while_paused(self):
+        """/diagnostics once a second of wall time while paused too, as diagnostic_updater keeps
+        its rate: someone stepping the twin (StepSimulation) sees refused commands and the
+        solver's state between steps (the frames, which carry it otherwise, do not run)."""
+        now = time.monotonic()
+        if now - self._paused_diagnostics_at >= 1.0:
+            self._paused_diagnostics_at = now
+            self.publish_diagnostics(self.twin.state())
+
+    def _refused(self, topic: str, text: str):
+        """A refused command in the log, at most once a second per topic: one call site's throttle
+        (rclpy's) let a refusal on one topic hide another's for a second."""
+        now = time.monotonic()
+        if now - self._refusal_logged.get(topic, -math.inf) >= 1.0:
+            self._refusal_logged[topic] = now
+            self.get_logger().warning(text)
 
     def _count_skipped_frames(self):
         """Count the frames the timer never ran (FrameClock.count_skipped), on the timer's grid."""
