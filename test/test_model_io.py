@@ -338,6 +338,8 @@ def test_refusals_on_two_command_topics_within_a_second_are_both_logged(tmp_path
     finally:
         tw.close()
     assert "rejected /slider/force" in err and "rejected slider/stiffness" in err, err
+    # the engine's words once: "pushed_slider: parameter value(s) k = -1 refused (k enters ...)"
+    assert "rejected slider/stiffness: pushed_slider: parameter value(s) k = -1 refused (k enters" in err, err
 
 
 def test_the_outputs_parameter_publishes_a_python_robots_columns():

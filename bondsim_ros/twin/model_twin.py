@@ -248,8 +248,8 @@ class ModelTwin:
             p[self.compiled.param_index(name)] = v
         try:
             self.compiled.check_params(p)
-        except ValueError as exc:  # the engine's ModelError
-            raise CommandError(f"parameter value(s) refused: {exc}") from None
+        except ValueError as exc:  # the engine's ParameterRefused: "model: parameter value(s) k = -1 refused (...)"
+            raise CommandError(str(exc)) from None
         return out
 
     def set_params(self, values: dict) -> None:
