@@ -1146,14 +1146,10 @@ static void swap_modes(const solver_t *s, double *m) {
 
 /* Do the new modes give the same residual as the old ones, at (t, y, y') and one step h ahead
    along y'? Measured as the Newton correction the difference would cause (the factorised
-   iteration matrix applied to it), in tolerance units, as for a step of size h: the factorised
-   matrix's cj may belong to a far shorter step (a landing 7e-13 s long, a step cut to a tstop),
-   whose correction a jump scales down with it (x' = A switched off read as a relabel), so the
-   correction counts ``amplify`` = that cj over h's times (at least once). True for a relabelling
-   (Mod crossing a multiple inside a law that stays continuous and smooth there), false for a
-   jump or a kink. */
+   iteration matrix applied to it), in tolerance units. True for a relabelling (Mod crossing a
+   multiple inside a law that stays continuous and smooth there), false for a jump or a kink. */
 static int same_law(const solver_t *s, double t, const double *y, const double *yp, double h, double *m_new,
-                    const double *scale, double *r_a, double *r_b, double *y_ahead, double amplify) {
+                    const double *scale, double *r_a, double *r_b, double *y_ahead) {
     const int64_t n = s->n;
     for (int k = 0; k < 2; k++) {
         for (int64_t m = 0; m < n; m++) y_ahead[m] = y[m] + (k == 1 ? h * yp[m] : 0.0);
@@ -1168,7 +1164,7 @@ static int same_law(const solver_t *s, double t, const double *y, const double *
         lu_apply(s, r_b);
         double sum = 0.0;
         for (int64_t m = 0; m < n; m++) { double e = r_b[m] / scale[m]; sum += e * e; }
-        if (!(pmax(amplify, 1.0) * sqrt(sum / (double)n) <= SAME_TOL)) return 0;
+        if (!(sqrt(sum / (double)n) <= SAME_TOL)) return 0;
     }
     return 1;
 }
@@ -1435,7 +1431,7 @@ static int64_t emit_event_rows(const solver_t *s, work_t *w, int64_t k_out, doub
 }
 
 static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_io, double *h_io, int64_t order,
-                         double *D, double hmin, double h_ref, int64_t *k_out_io, double *cj_lu_io) {
+                         double *D, double hmin, int64_t *k_out_io, double *cj_lu_io) {
     const int64_t n = s->n, nr = s->n_roots;
     double t = *t_io, h = *h_io, cj_lu = *cj_lu_io;
     int64_t k_out = *k_out_io;
@@ -1466,9 +1462,7 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         memcpy(g_old, g_new, nr * sizeof(double));
         return EV_NONE;
     }
-    /* a relabel is judged as for a step of the size the method took before a tstop cut it (h_ref) */
-    double cj_ref = w->gamma[order] / pmax(h, h_ref);
-    if (crossing == 1 && same_law(s, t, yo, ypo, pmax(h, h_ref), m_new, w->scale, w->r, w->r2, yq, cj_lu / cj_ref)) {
+    if (crossing == 1 && same_law(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq)) {
         swap_modes(s, m_new);
         s->stats[ST_EVENTS] += 1;
         s->roots(t, yo, ypo, s->p, g_old);
@@ -1494,7 +1488,7 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
                search goes on past it with the new modes' switching functions: landing on it would
                cost a shortened step and an iteration matrix for nothing */
             if (crossing < 2 ||
-                !same_law(s, t_root, yo, ypo, pmax(h, h_ref), m_new, w->scale, w->r, w->r2, yq, cj_lu / cj_ref)) {
+                !same_law(s, t_root, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq)) {
                 found = 1;
                 break;
             }
@@ -1548,7 +1542,7 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
     dense_output(n, t_root, t_anchor, h_anchor, order, D, yq, ypq); /* y*, y'- (old modes) */
     if (t_anchor == t_root && cj_lu > 0) {
         for (int64_t m = 0; m < n; m++) w->scale[m] = s->atol[m] + s->rtol * fabs(yq[m]);
-        if (same_law(s, t_root, yq, ypq, pmax(h, h_ref), m_new, w->scale, w->r, w->r2, yo, cj_lu / cj_ref)) {
+        if (same_law(s, t_root, yq, ypq, h_anchor, m_new, w->scale, w->r, w->r2, yo)) {
             swap_modes(s, m_new);
             s->stats[ST_EVENTS] += 1;
             s->roots(t_root, yq, ypq, s->p, g_old);
@@ -1597,7 +1591,6 @@ typedef struct {
     double err_restart;              /* the last failure's error of a first step after a restart */
     double err_order1;               /* the last failure's error where it was at order 1 (else inf) */
     double h_mode;                   /* the step size at which its end first excluded its modes */
-    double h_ref;                    /* its size before a tstop cut it (handle_events' relabels) */
     /* modes switched back at a step's start (wrong_mode_failure) */
     int64_t n_back, k_back, steps_back; /* how often in a row, which mode, at which step count */
     /* modes switched back at located roots (event_chatter): how often in a row, which mode, at
@@ -1619,7 +1612,6 @@ static void begin_step(const solver_t *s, work_t *w, loop_t *L) {
         L->h = s->hmax;
         L->n_equal = 0;
     }
-    L->h_ref = L->h;
     if (L->t + L->h > s->t_stop) {
         double hn = s->t_stop - L->t;
         rescale_D(n, s->D, L->order, hn / L->h, w);
@@ -1999,7 +1991,7 @@ static int complete_step(const solver_t *s, work_t *w, loop_t *L) {
         } else {
             double t_end = L->t;
             double cj_ev = L->cj_lu;
-            int ev = handle_events(s, w, t_prev, &L->t, &L->h, L->order, D, L->hmin, L->h_ref, &L->k_out, &cj_ev);
+            int ev = handle_events(s, w, t_prev, &L->t, &L->h, L->order, D, L->hmin, &L->k_out, &cj_ev);
             if (cj_ev != L->cj_lu) { /* the landing or the probe factorised G anew */
                 L->cj_lu = cj_ev;
                 L->lu_valid = cj_ev > 0;
