@@ -167,6 +167,9 @@ def test_the_command_lines_fleet_prefixes_each_robots_frames(context):
     try:
         prefixes = [graph.nodes[f"robot{k}"].p["frame_prefix"] for k in (0, 1)]
         assert prefixes == ["robot0/", "robot1/"]
+        # one /clock: every robot's, from clocks started apart, made simulated time jump back and forth
+        assert graph.nodes["robot0"].count_publishers("/clock") == 1
+        assert [graph.nodes[f"robot{k}"].p["publish_clock"] for k in (0, 1)] == [True, False]
     finally:
         graph.executor.shutdown()
         for node in graph.nodes.values():

@@ -40,6 +40,36 @@ def test_stamps_map_simulated_instants_to_ros_time_and_back_and_never_go_back():
     assert sim.stamp_ns(2.5) == 2_500_000_000 and sim.sim_time_of_stamp(2_500_000_000) == 2.5
 
 
+def test_a_new_factor_while_paused_keeps_the_stamps_of_the_next_steps_increasing():
+    """Paused at t = 5 s after 5 s at x1, the factor set to 10: the next step's state (t = 5.3 s)
+    was stamped from the old base under the new factor, 4.97 s before the last stamp."""
+    wall = Wall()
+    clock = FrameClock(1.0, use_sim_time=False, ros_now_ns=1_000_000_000_000, monotonic=wall)
+    wall.t += 5.0
+    clock.last_stamp_ns = clock.stamp_ns(5.0)
+    clock.hold(5.0)
+    wall.t += 2.0
+    clock.set_real_time_factor(10.0, paused=True, ros_now_ns=1_007_000_000_000)
+    assert clock.stamp_ns(5.3) > clock.last_stamp_ns
+    assert clock.stamp_ns(5.3) - clock.stamp_ns(5.0) == 30_000_000  # 0.3 simulated s at x10
+
+
+def test_a_lower_factor_goes_on_from_the_frame_computed_ahead():
+    """At x5 with 30 ms frames the node has the frame at sim_time_now() + 0.15 s computed when the
+    factor drops to 0.5: the clock goes on from that frame, so the next targets lie past it (not
+    behind it for 0.3 s of frames that republish its state under one stamp)."""
+    wall = Wall()
+    clock = FrameClock(5.0, use_sim_time=True, monotonic=wall)
+    wall.t += 1.0
+    ahead = clock.sim_time_now() + 0.03 * 5.0
+    clock.set_real_time_factor(0.5, paused=False, ros_now_ns=0, t_newest=ahead)
+    wall.t += 0.03
+    assert clock.sim_time_now() + 0.03 * 0.5 > ahead
+    assert clock.sim_time_now() == pytest.approx(ahead + 0.015)
+    clock.set_real_time_factor(2.0, paused=False, ros_now_ns=0, t_newest=0.0)  # nothing ahead: from now
+    assert clock.sim_time_now() == pytest.approx(ahead + 0.015)
+
+
 def test_skipped_periods_are_counted_on_the_timer_grid():
     clock = FrameClock(1.0, use_sim_time=False, monotonic=Wall())
     period = 30_000_000

@@ -259,6 +259,101 @@ def test_random_in_limit_commands_at_100_hz_keep_the_node_publishing():
     assert len(tw.joints) > 0.5 * 6.0 * 33 and gaps.max() < 1.0
 
 
+def test_a_cmd_vel_publisher_appearing_while_paused_on_simulated_time_is_stepped_with():
+    """With use_sim_time the node's ROS clock is the /clock it publishes itself, which stands still
+    while paused: the publisher-type check ran on that clock, so a publisher that appeared while
+    paused was never subscribed and StepSimulation stepped the twin without its commands."""
+    tw = Twin(reference="cmd_vel", use_sim_time=True, cmd_vel_timeout=5.0)
+    try:
+        tw.spin(0.3)
+        tw.node.pause()
+        ctx, node, ex, pub = _other_process_publisher(Twist)
+        try:
+            assert tw.spin_until(lambda: pub.get_subscription_count() > 0, 5.0, also=ex), "never subscribed"
+            pub.publish(_twist(Twist, 0.3))
+            assert tw.spin_until(lambda: tw.node.command_queue.next_twist is not None, 5.0, also=ex), \
+                "command never received"
+            x0 = tw.node.twin.state().pose[0]
+            tw.node.step_frames(30)
+        finally:
+            ex.shutdown()
+            node.destroy_node()
+            rclpy.try_shutdown(context=ctx)
+        assert tw.node.twin.twist == pytest.approx((0.3, 0.0, 0.0))
+        assert tw.node.twin.state().pose[0] - x0 > 0.2  # 0.9 simulated s at up to 0.3 m/s
+    finally:
+        tw.close()
+
+
+def test_diagnostics_report_the_frame_published_not_the_one_computed_ahead():
+    """/diagnostics named the state computed for the next frame: its stamp was a frame ahead of
+    /clock and of the /joint_states last published."""
+    tw = Twin(reference="rose", use_sim_time=True)
+    published, reported = [], []
+    joints, diagnostics = tw.node.publish_joints, tw.node.publish_diagnostics
+
+    def publish_joints(state):
+        published.append(state.t)
+        return joints(state)
+
+    def publish_diagnostics(state):
+        reported.append((state.t, published[-1] if published else None))
+        return diagnostics(state)
+
+    tw.node.publish_joints, tw.node.publish_diagnostics = publish_joints, publish_diagnostics
+    try:
+        assert tw.spin_until(lambda: len(reported) >= 2, 5.0), "no /diagnostics from the frames"
+        stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in tw.diag]
+    finally:
+        tw.close()
+    assert all(t == last for t, last in reported), reported
+    assert stamps and max(stamps) <= published[-1] + 1e-9
+
+
+@pytest.mark.parametrize("sim_time", [False, True])
+def test_stamps_keep_increasing_through_changes_of_the_real_time_factor(sim_time):
+    """A lower factor while running republished the frame computed ahead (at the old factor)
+    under one stamp for some 7 frames; a higher one while paused stamped the next step seconds
+    before the last frame."""
+    from rclpy.parameter import Parameter
+
+    tw = Twin(reference="rose", use_sim_time=sim_time)
+    stamps = []
+    tw.aux.create_subscription(JointState, "/joint_states",
+                               lambda m: stamps.append(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec), 100)
+    try:
+        tw.node.set_parameters([Parameter("real_time_factor", value=5.0)])
+        tw.spin(0.5)
+        tw.node.set_parameters([Parameter("real_time_factor", value=0.5)])
+        tw.spin(0.5)
+        tw.node.pause()
+        tw.spin(0.2)
+        tw.node.set_parameters([Parameter("real_time_factor", value=10.0)])
+        tw.node.step_frames(3)
+        tw.spin(0.3)
+    finally:
+        tw.close()
+    assert len(stamps) > 20
+    steps = np.diff(stamps)
+    assert steps.min() > 0, f"stamps repeated or went back: {sorted(steps)[:5]} ns"
+
+
+def test_a_second_clock_publisher_is_named_in_the_log(capfd):
+    """Two twins publishing /clock: nodes on simulated time see it jump between them."""
+    first, second, err = Twin(reference="rose"), None, []
+    try:
+        first.spin(1.5)
+        assert "publisher(s) on /clock" not in capfd.readouterr().err  # alone: nothing to say
+        second = Twin(reference="rose")
+        first.spin_until(lambda: err.append(capfd.readouterr().err) or "on /clock" in "".join(err), 5.0,
+                         also=second.executor)
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+    assert "1 other publisher(s) on /clock" in "".join(err)
+
+
 def test_a_solver_failure_is_reported_on_diagnostics_and_survived():
     from bondsim_ros.solver import StepSizeUnderflow
 
@@ -322,6 +417,8 @@ BOMB = ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
     ("probe_node", "use_tf2", "maybe", "use_tf2: auto | true | false, got 'maybe'"),
     ("state_publisher", "robot_description", "<robot", "robot_description: not a URDF"),
     ("state_publisher", "robot_description", BOMB, "EntitiesForbidden"),
+    # rclpy's own parameter, refused by rclpy.Node itself before the node's table is read
+    ("dynamics_node", "use_sim_time", "'true'", "invalid parameter: Trying to set parameter 'use_sim_time' to 'true'"),
 ])
 def test_node_executable_refuses_bad_parameters_by_name(module, param, value, says):
     """A node started with a bad parameter (launch file, YAML, command line) says which and

@@ -331,6 +331,7 @@ def run_node(node_class, args=None) -> None:
     stopping it) or shutdown, then destroy the node before the context goes, within
     TEARDOWN_LIMIT."""
     import rclpy
+    from rclpy.exceptions import ParameterException
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     ensure_local_discovery()
@@ -343,10 +344,13 @@ def run_node(node_class, args=None) -> None:
         with start_up_signals() as start_up:
             try:
                 node = node_class(context=context)
-            except ValueError as exc:  # bad parameters / robot_description: say what, no traceback
+            except (ValueError, ParameterException) as exc:  # bad parameters / robot_description: say what
                 import rclpy.logging
 
-                rclpy.logging.get_logger(name).fatal(str(exc))
+                # (ParameterException: rclpy's own parameters, use_sim_time of the wrong type, refused
+                # by rclpy.Node before the node's table is read)
+                rclpy.logging.get_logger(name).fatal(str(exc) if isinstance(exc, ValueError)
+                                                     else f"invalid parameter: {exc}")
                 status = 2
                 raise SystemExit(2) from None
             executor = SingleThreadedExecutor(context=context)

@@ -31,7 +31,13 @@ class TwistSubscription:
         self.timer = None  # auto: looks at the publishers' type every CHECK_PERIOD_NS
         self.pending = None  # auto: the type to subscribe at the next check, the old reader let go
         if kind == "auto":
-            self.timer = node.create_timer(CHECK_PERIOD_NS * 1e-9, self.recheck)
+            # on the wall clock: with use_sim_time the node's ROS clock is a /clock that stands
+            # still while the twin is paused, and a publisher that appeared then was never
+            # subscribed, so StepSimulation stepped without its commands
+            from rclpy.clock import Clock, ClockType
+
+            wall = Clock(clock_type=ClockType.STEADY_TIME)
+            self.timer = node.create_timer(CHECK_PERIOD_NS * 1e-9, self.recheck, clock=wall)
             self.recheck()
         else:
             self._subscribe(kind)

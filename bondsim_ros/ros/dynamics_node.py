@@ -144,6 +144,8 @@ class DynamicsNode(Node):
         self.frame_clock = FrameClock(p["real_time_factor"], self.use_sim_time, self._ros_now_ns())
         self._pending = None  # the state computed for the next frame
         self._pending_stamp = None  # its stamp, once a fleet clock published its joints
+        self._published = None  # the state of the last frame published (its diagnostics)
+        self._clocks_checked_at, self._other_clocks = -math.inf, 0  # _warn_other_clocks
         # the frame clock is the wall clock: with use_sim_time the node's ROS clock follows the
         # /clock this very timer publishes
         from rclpy.clock import Clock as RosClock, ClockType
@@ -172,6 +174,24 @@ class DynamicsNode(Node):
                                       f"cmd_vel: `bondsim-ros up --reference cmd_vel`)")
             self._unread_cmd_vel_at = None
 
+    def _warn_other_clocks(self):
+        """Another /clock publisher beside this twin's (a second twin, a simulator, a bag played
+        with --clock): nodes on simulated time take every Clock message as the time, so two
+        sources make it jump back and forth. Looked at once a second; said when their number
+        changes."""
+        now = time.monotonic()
+        if self.topics.pub_clock is None or now < self._clocks_checked_at + 1.0:
+            return
+        self._clocks_checked_at = now
+        try:
+            others = self.count_publishers("/clock") - 1
+        except Exception:  # noqa: BLE001 - a graph query during shutdown: nothing to say
+            return
+        if others > 0 and others != self._other_clocks:
+            self.get_logger().warning(f"{others} other publisher(s) on /clock: a node on simulated time would "
+                                      f"see the time jump between them; publish_clock:=false on all but one")
+        self._other_clocks = others
+
     # -- parameters ----------------------------------------------------------------------
     def _read_parameters(self) -> dict:
         p = declare_parameters(self, PARAMS, on_change=self._apply_parameters, start_only=("use_sim_time",))
@@ -187,7 +207,8 @@ class DynamicsNode(Node):
         old = {k: self.p[k] for k in changes}
         self.p.update(changes)
         if "real_time_factor" in changes:
-            self.frame_clock.set_real_time_factor(changes["real_time_factor"], self.paused, self._ros_now_ns())
+            self.frame_clock.set_real_time_factor(changes["real_time_factor"], self.paused, self._ros_now_ns(),
+                                                  self.twin.t)
         if "publish_rate" in changes:
             self.period = 1.0 / changes["publish_rate"]
             self.timer.timer_period_ns = int(round(self.period * 1e9))
@@ -361,6 +382,7 @@ class DynamicsNode(Node):
         self.publish_pending()
         self.compute_next(publish_cost=time.perf_counter() - tic)
         self._warn_unread_cmd_vel()
+        self._warn_other_clocks()
 
     def _diagnostics_while_paused(self):
         """/diagnostics once a second of wall time while paused too, as diagnostic_updater keeps
@@ -423,7 +445,8 @@ class DynamicsNode(Node):
                 f"({clock.overruns} overruns so far)", throttle_duration_sec=2.0)
         if clock.frames % max(1, int(round(self.p["publish_rate"]))) == 0:  # once a second: worst frame cost
             self.topics.frame_cost(clock.worst)
-            self.publish_diagnostics(self._pending)
+            # the frame published, not the one just computed: its stamp is a frame ahead of /clock
+            self.publish_diagnostics(self._published if self._published is not None else self._pending)
             clock.take_worst()
 
     def _advance(self, target: float):
@@ -481,6 +504,7 @@ class DynamicsNode(Node):
         points are compared at exactly the same instant."""
         ns = self.frame_clock.stamp_ns(state.t)
         self.frame_clock.last_stamp_ns = ns
+        self._published = state
         stamp = self.topics.joints(state, ns)
         self.probes.record(ns, state)
         return stamp

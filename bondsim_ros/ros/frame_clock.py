@@ -7,6 +7,7 @@ clock takes ``monotonic`` (s) as an argument so that tests drive it with a clock
 """
 from __future__ import annotations
 
+import math
 import time
 
 
@@ -14,8 +15,10 @@ class FrameClock:
     """Simulated time runs at ``real_time_factor`` x the wall clock from an anchor (``sim_base``
     at the wall instant ``wall_base``), held while paused. Stamps: with ``use_sim_time`` the
     simulated time itself (as /clock says), else the ROS time when that instant maps to the wall
-    clock, start + t_sim / real_time_factor, fixed at each anchor (start, reset, resume) and never
-    the time of publication; they keep increasing across resets and pauses."""
+    clock, start + t_sim / real_time_factor, fixed at each anchor (start, reset, resume, a new
+    factor) and never the time of publication; they keep increasing across resets, pauses and
+    changes of the factor. (With ``use_sim_time`` a reset takes them, and /clock, back to 0, as
+    Gazebo's reset does.)"""
 
     def __init__(self, real_time_factor: float, use_sim_time: bool, ros_now_ns: int = 0, monotonic=time.monotonic):
         self.real_time_factor = float(real_time_factor)
@@ -47,13 +50,16 @@ class FrameClock:
         """Paused at ``sim_t``: the next anchor resumes from there."""
         self.sim_base = float(sim_t)
 
-    def set_real_time_factor(self, rtf: float, paused: bool, ros_now_ns: int) -> None:
-        """A new factor from now on: running, the simulated time goes on from where it is."""
+    def set_real_time_factor(self, rtf: float, paused: bool, ros_now_ns: int, t_newest: float = -math.inf) -> None:
+        """A new factor from now on. Running, the simulated time goes on from the newest state
+        computed, ``t_newest``: the node computes each frame one period ahead, at the old factor,
+        and anchored behind it a lower factor had the next frames step to instants the twin had
+        passed (its state published again under one stamp). Stamps are re-based here, paused too:
+        the old base under the new factor put the next step's stamp seconds back."""
         if not paused:
-            self.sim_base, self.wall_base = self.sim_time_now(), self._monotonic()
+            self.sim_base, self.wall_base = max(self.sim_time_now(), float(t_newest)), self._monotonic()
         self.real_time_factor = float(rtf)
-        if not paused:
-            self.set_stamp_base(ros_now_ns)
+        self.set_stamp_base(ros_now_ns)
 
     # -- stamps ----------------------------------------------------------------------------
     def set_stamp_base(self, ros_now_ns: int) -> None:

@@ -143,6 +143,9 @@ def start_fleet(n: int, dynamics: dict | None = None, context=None, first: int =
     for k in range(first, first + n):
         overrides = dict(dynamics or {})
         overrides["frame_prefix"] = f"{overrides.get('frame_prefix') or ''}robot{k}/"
+        # one /clock for the fleet, robot0's: a node on simulated time takes every Clock message
+        # as the time, and twins whose clocks started milliseconds apart made it jump back and forth
+        overrides["publish_clock"] = bool(overrides.get("publish_clock", True)) and k == 0
         node = DynamicsNode(overrides=overrides, own_timer=False, namespace=f"robot{k}", **kw)
         nodes[f"robot{k}"] = node
         executor.add_node(node)
