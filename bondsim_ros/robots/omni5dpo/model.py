@@ -27,7 +27,10 @@ Modelling choices the paper leaves open (each is a run-time parameter, so ``fit`
   chatter and the step size collapse; tanh is smooth, equals sign() to 1 % above 2.6 ω_s
   (0.13 rad/s of the wheel), and a smooth law also keeps the fit's finite differences meaningful.
 - **Dead zone** as a dead band on the controller's voltage, u_m = u − clip(u, −u_dead, u_dead),
-  with u_dead = R_i Fc / K = 0.386 V, the zero-speed intercept of the paper's eq. (4).
+  with u_dead = R_i Fc / K = 0.386 V, the zero-speed intercept of the paper's eq. (4). The
+  axle's Coulomb term above adds R_i Fc / (12 K) = 0.032 V to it, so the model's intercept is
+  0.418 V (8 % above eq. (4)'s) and its steady voltage at a wheel speed some 6 % above eq. (4)
+  read at the wheel.
 - **PI controller** on the motor-shaft speed (rad/s), the continuous C(s) of eq. (6), output
   limited to the 24 V of section IV-A's voltage range, with back-calculation anti-windup.
 - No armature inductance, no rotor inertia and the wheel as a uniform disc: the paper gives
@@ -207,7 +210,7 @@ def omni5dpo_twist() -> Model:
     references; the paper's slew limit and PI speed loops (section IV-B, V) follow them, with
     the loop retuned (TWIST_GAINS): the paper's identified kp, ki leave a wheel-speed error that
     its integral removes with a time constant kp/ki = 1.5 s (the back-emf, friction and dead band
-    need ~2.7 V at 0.3 m/s), too slow for cmd_vel; kp = 0.3 V s/rad, ki = 3 V/rad settle a
+    need ~2.4 V at 0.3 m/s), too slow for cmd_vel; kp = 0.3 V s/rad, ki = 3 V/rad settle a
     0.3 m/s step to 0.1 % in 0.5 s within the 24 V supply."""
     return omni5dpo(v_step=0.0, w_step=0.0, kp=TWIST_GAINS[0], ki=TWIST_GAINS[1])
 
