@@ -81,3 +81,47 @@ def test_this_venv_holds_the_wheels_of_its_distro():
     import rclpy  # noqa: F401 -- and the rclpy that imports is that distro's
 
     assert importlib.metadata.version(f"ros-{distro}-rclpy").split(".")[0] == {"jazzy": "7", "kilted": "9"}[distro]
+
+
+def test_a_cached_interface_build_unpacks_into_another_venv_with_its_paths(tmp_path, monkeypatch, capfd):
+    """tools/build_msgs.py keeps what a build installed (CMake's install manifest) and unpacks it
+    into another venv: text files that hold the first venv's path (CMake exports, setup scripts)
+    get the new one, binaries and symlinks are kept as they are, a member reaching out of the venv
+    is refused, and a cache file that cannot be read means a build, not an error."""
+    bm = _build_msgs()
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "cache"))
+    old, new = tmp_path / "a" / ".venv", tmp_path / "b" / ".venv"
+    files = {"share/pkg/cmake/export.cmake": f'set(_IMPORT_PREFIX "{old}")\n'.encode(),
+             "lib/libpkg.so": b"\x7fELF\x00" + str(old).encode(),
+             "lib/python3.11/site-packages/pkg/__init__.py": b"x = 1\n",
+             "lib/python3.11/site-packages/pkg/__pycache__/__init__.cpython-311.pyc": b"\x00pyc"}
+    for rel, data in files.items():
+        (old / rel).parent.mkdir(parents=True, exist_ok=True)
+        (old / rel).write_bytes(data)
+    (old / "lib/libpkg.so.1").symlink_to("libpkg.so")
+    manifest = [str(old / rel) for rel in files] + [str(old / "lib/libpkg.so.1")]
+    bm.save_to_cache("pkg", "k1", old.resolve(), manifest)
+    new.mkdir(parents=True)
+    written = bm.restore_from_cache("pkg", "k1", new.resolve())
+    assert written is not None
+    assert (new / "share/pkg/cmake/export.cmake").read_text() == f'set(_IMPORT_PREFIX "{new.resolve()}")\n'
+    assert (new / "lib/libpkg.so").read_bytes() == files["lib/libpkg.so"]  # a binary: byte for byte
+    assert os.readlink(new / "lib/libpkg.so.1") == "libpkg.so"
+    assert (new / "lib/python3.11/site-packages/pkg/__init__.py").read_bytes() == b"x = 1\n"
+    assert not (new / "lib/python3.11/site-packages/pkg/__pycache__").exists()
+    assert bm.restore_from_cache("pkg", "other-key", new.resolve()) is None  # nothing cached: build
+
+    import tarfile  # a member that reaches out of the venv: refused, nothing of it left
+    with tarfile.open(bm._cached("evil", "k"), "w") as tar:
+        for name, data in ((".bondsim_interfaces.json", b'{"prefix": "/x"}'), ("lib/ok.txt", b"ok"),
+                           ("../../outside.txt", b"no")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, __import__("io").BytesIO(data))
+    fresh = tmp_path / "c" / ".venv"
+    fresh.mkdir(parents=True)
+    assert bm.restore_from_cache("evil", "k", fresh.resolve()) is None
+    assert not (tmp_path / "outside.txt").exists() and not (fresh / "lib/ok.txt").exists()
+    bm._cached("broken", "k").write_bytes(b"not a tar")
+    assert bm.restore_from_cache("broken", "k", fresh.resolve()) is None
+    assert "cached build unreadable" in capfd.readouterr().err

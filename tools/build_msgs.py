@@ -11,7 +11,12 @@ come from).
 The distro (default: $ROS_DISTRO if it is one of DISTROS, else kilted) picks the generator
 wheels (ros-<distro>-*); it must be the distro of the venv's rclpy.
 Idempotent: does nothing for a package that already imports in the venv, or that a ROS install
-provides (AMENT_PREFIX_PATH). Otherwise it installs the rosidl generator wheels, points the
+provides (AMENT_PREFIX_PATH). A package built once is kept in the user's cache
+(``$BONDSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/bondsim_ros``, else ``~/.cache/bondsim_ros``,
+folder ``interfaces/``), keyed by its interface files, the distro, the Python version and the
+versions of the message wheels it depends on: another venv of that kind (a new clone, Kilted
+beside Jazzy) unpacks it in a second instead of building it again (simulation_interfaces alone
+takes minutes). ``--no-cache`` builds anyway. Otherwise it installs the rosidl generator wheels, points the
 include folders that the message wheels' CMake exports hard-code from their build host
 (/opt/python/cp311-cp311/...) at this venv's Python and numpy, and runs CMake on a tiny
 package (the interface files in tools/msgs/<package>), installing into the venv: the Python
@@ -21,6 +26,8 @@ bootstrapper already puts on LD_LIBRARY_PATH.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -101,13 +108,13 @@ def patch_build_host_paths(venv: Path, py: Path) -> int:
 MISSING = re.compile(r'Could not find a package configuration file provided\s+by\s+"([A-Za-z0-9_]+)"')
 
 
-def build_package(name: str, spec: dict, venv: Path, py: Path, log: Path, distro: str) -> None:
-    """Configure, build, install; a CMake package the wheels lack is pip-installed and retried."""
+def build_package(name: str, spec: dict, venv: Path, py: Path, log: Path, distro: str) -> list:
+    """Configure, build, install; a CMake package the wheels lack is pip-installed and retried.
+    Returns the files installed."""
     for _ in range(20):
         start = log.stat().st_size if log.exists() else 0
         try:
-            _build_once(name, spec, venv, py, log)
-            return
+            return [f for f in _build_once(name, spec, venv, py, log) if f]
         except RuntimeError as exc:
             text = log.read_text()[start:]
             missing = MISSING.search(text)
@@ -122,7 +129,109 @@ def build_package(name: str, spec: dict, venv: Path, py: Path, log: Path, distro
     raise SystemExit(f"[build_msgs] {name}: too many missing CMake packages; see {log}")
 
 
-def _build_once(name: str, spec: dict, venv: Path, py: Path, log: Path) -> None:
+def cache_root() -> Path:
+    """The user's bondsim_ros cache, as the package finds it (bondsim_ros/paths.py)."""
+    if os.environ.get("BONDSIM_CACHE_DIR"):
+        return Path(os.environ["BONDSIM_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bondsim_ros"
+
+
+def cache_key(name: str, spec: dict, py: Path, distro: str) -> str:
+    """What a built package depends on: its interface files, the distro, the venv's Python and
+    the versions of rclpy and of the message wheels it names (their headers and type supports)."""
+    wheels = [f"ros-{distro}-rclpy"] + [f"ros-{distro}-{d.replace('_', '-')}" for d in spec["deps"]]
+    versions = query(py, "import importlib.metadata as m, platform, sys\n"
+                         f"names = {wheels!r}\n"
+                         "def v(n):\n"
+                         "    try:\n        return m.version(n)\n"
+                         "    except m.PackageNotFoundError:\n        return None\n"
+                         "print([sys.version, platform.machine()] + [v(n) for n in names])")
+    h = hashlib.sha256(f"{name}\n{distro}\n{versions}\n{sorted(spec['deps'])}\n".encode())
+    h.update(Path(__file__).read_bytes())  # the CMake project written below
+    for f in sorted((HERE / "msgs" / name).rglob("*")):
+        if f.is_file():
+            h.update(f.relative_to(HERE).as_posix().encode() + b"\0" + f.read_bytes())
+    return f"{distro}-{h.hexdigest()[:20]}"
+
+
+def _cached(name: str, key: str) -> Path:
+    return cache_root() / "interfaces" / f"{name}-{key}.tar"
+
+
+def _drop_older(name: str, distro: str, keep: Path) -> None:
+    """Builds of ``name`` for ``distro`` under other keys (older interface files or wheels)."""
+    for old in keep.parent.glob(f"{name}-{distro}-*.tar"):
+        if old != keep:
+            old.unlink(missing_ok=True)
+
+
+def save_to_cache(name: str, key: str, venv: Path, installed: list) -> None:
+    """The files the build installed (CMake's install manifest), relative to the venv, with the
+    venv's path, which some of them hold (CMake exports, setup scripts), for the unpacking to
+    replace. Written to a temporary name and renamed: a concurrent setup sees all or nothing."""
+    import tarfile
+
+    target = _cached(name, key)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    try:
+        with tarfile.open(tmp, "w") as tar:
+            meta = json.dumps({"prefix": str(venv)}).encode()
+            info = tarfile.TarInfo(".bondsim_interfaces.json")
+            info.size = len(meta)
+            import io
+
+            tar.addfile(info, io.BytesIO(meta))
+            for f in installed:
+                rel = Path(os.path.abspath(f)).relative_to(venv)  # (not resolved: a symlink stays one)
+                if "__pycache__" not in rel.parts:
+                    tar.add(str(venv / rel), arcname=rel.as_posix(), recursive=False)
+        os.replace(tmp, target)
+    except (OSError, ValueError) as exc:  # a cache that cannot be written costs the next build only
+        tmp.unlink(missing_ok=True)
+        say(f"{name}: not cached ({exc})")
+
+
+def restore_from_cache(name: str, key: str, venv: Path) -> list | None:
+    """Unpack a cached build into ``venv``, its old venv path replaced by this one in the text
+    files; the files written, or None when there is none (or it cannot be read)."""
+    import tarfile
+
+    cached = _cached(name, key)
+    if not cached.exists():
+        return None
+    written = []
+    try:
+        with tarfile.open(cached) as tar:
+            members = tar.getmembers()
+            meta = json.load(tar.extractfile(".bondsim_interfaces.json"))
+            old = meta["prefix"].encode()
+            for m in members:
+                if m.name == ".bondsim_interfaces.json":
+                    continue
+                dest = Path(os.path.normpath(venv / m.name))
+                if venv not in dest.parents or not (m.isfile() or m.issym()):
+                    raise ValueError(f"unexpected member {m.name!r}")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                if m.issym():
+                    dest.unlink(missing_ok=True)
+                    os.symlink(m.linkname, dest)
+                else:
+                    data = tar.extractfile(m).read()
+                    if old in data and b"\0" not in data:
+                        data = data.replace(old, str(venv).encode())
+                    dest.write_bytes(data)
+                    os.chmod(dest, m.mode)
+                written.append(dest)
+    except (OSError, ValueError, KeyError, tarfile.TarError) as exc:
+        say(f"{name}: cached build unreadable ({exc}); building it")
+        for f in written:
+            f.unlink(missing_ok=True)
+        return None
+    return written
+
+
+def _build_once(name: str, spec: dict, venv: Path, py: Path, log: Path) -> list:
     src = HERE / "msgs" / name
     with tempfile.TemporaryDirectory(prefix=f"bondsim_{name}_") as tmp:
         pkg = Path(tmp) / name
@@ -162,12 +271,15 @@ ament_package()
                 r = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
                 if r.returncode != 0:
                     raise RuntimeError(f"{name}: CMake {step} failed")
+        manifest = build / "install_manifest.txt"
+        return manifest.read_text().split("\n") if manifest.exists() else []
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--venv", default=str(HERE.parent / ".venv"))
     ap.add_argument("--force", action="store_true", help="rebuild even if importable")
+    ap.add_argument("--no-cache", action="store_true", help="build even where the cache has the package")
     ap.add_argument("--distro", choices=DISTROS, default=default_distro(),
                     help="ROS 2 distro of the venv's wheels (default: $ROS_DISTRO, else %(default)s)")
     args = ap.parse_args(argv)
@@ -179,9 +291,24 @@ def main(argv=None) -> int:
             if args.force or not (importable(py, spec["module"]) or on_ros_install(n))]
     if not todo:
         return 0
+    tic = time.monotonic()
+    keys = {name: cache_key(name, PACKAGES[name], py, args.distro) for name in todo}
+    if not (args.force or args.no_cache):
+        for name in list(todo):
+            written = restore_from_cache(name, keys[name], venv)
+            if written is None:
+                continue
+            if importable(py, PACKAGES[name]["module"]):
+                say(f"{name} ready, from the cache ({time.monotonic() - tic:.1f} s)")
+                todo.remove(name)
+            else:
+                for f in written:
+                    f.unlink(missing_ok=True)
+                say(f"{name}: the cached build does not import here; building it")
+    if not todo:
+        return 0
     if shutil.which("cmake") is None or shutil.which("g++") is None:
         raise SystemExit("[build_msgs] cmake and g++ are needed (apt-get install cmake g++)")
-    tic = time.monotonic()
     say(f"generating {', '.join(todo)} into {venv} (ROS 2 {args.distro})")
     subprocess.run([str(py), "-m", "pip", "install", "-q", *GENERATORS[args.distro]], check=True)
     patched = patch_build_host_paths(venv, py)
@@ -189,9 +316,12 @@ def main(argv=None) -> int:
         say(f"pointed {patched} CMake export files at this venv's Python and numpy headers")
     log = venv / "build_msgs.log"
     for name in todo:
-        build_package(name, PACKAGES[name], venv, py, log, args.distro)
+        installed = build_package(name, PACKAGES[name], venv, py, log, args.distro)
         if not importable(py, PACKAGES[name]["module"]):
             raise SystemExit(f"[build_msgs] {name} built but does not import; see {log}")
+        if not args.no_cache:
+            save_to_cache(name, keys[name], venv, installed)
+            _drop_older(name, args.distro, _cached(name, keys[name]))
         say(f"{name} ready ({time.monotonic() - tic:.1f} s)")
     return 0
 
