@@ -133,12 +133,3 @@ def pendulum(m=1.0, L=1.0, g=9.81, theta0=math.radians(60.0)) -> Model:
     model.connect("Y.out", "rec.y")
     model.connect(rod.out, "rec.rod_force")
     return model
-
-
-BUILTIN = {
-    "mass_spring_damper": mass_spring_damper,
-    "series_rlc": series_rlc,
-    "dc_motor": dc_motor,
-    "lossless_oscillator": lossless_oscillator,
-    "pendulum": pendulum,
-}

@@ -11,6 +11,7 @@ from geometry_msgs.msg import PoseStamped, TransformStamped
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 
+from bondsim_ros.msgutil import stamp_ns  # noqa: F401 (messages.stamp_ns: the nodes read stamps here)
 from bondsim_ros.twin.protocol import CommandError, JointTrajectory, some_names
 
 LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN, "ERROR": DiagnosticStatus.ERROR}
@@ -33,10 +34,6 @@ def stamp_msg(ns: int):
     from rclpy.time import Time
 
     return Time(nanoseconds=ns).to_msg()
-
-
-def stamp_ns(stamp) -> int:
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 def joint_state(stamp, names, position, velocity, effort=()) -> JointState:

@@ -27,6 +27,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profi
 from sensor_msgs.msg import LaserScan, PointCloud
 from std_msgs.msg import Bool
 
+from bondsim_ros.msgutil import stamp_ns, yaw
 from bondsim_ros.paths import share_file
 from bondsim_ros.sensors import Bumper, IRSensorRing, LaserScanner, World, compose, load_map
 
@@ -84,14 +85,6 @@ PARAMS = {
     "bumper_topic": Param("bumper", "std_msgs/Bool contact (rto_node's topic)"),
     "footprint_radius": Param(0.185, "radius of the bumper ring [m] (370 mm diameter)", low=0.001, high=100.0),
 }
-
-
-def _stamp_ns(stamp) -> int:
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
-
-
-def _yaw(q) -> float:
-    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y ** 2 + q.z ** 2))
 
 
 class SensorNode(Node):
@@ -167,13 +160,13 @@ class SensorNode(Node):
 
     def _on_odom(self, msg: Odometry):
         pose = msg.pose.pose
-        self.sense(msg.header.stamp, (pose.position.x, pose.position.y, _yaw(pose.orientation)))
+        self.sense(msg.header.stamp, (pose.position.x, pose.position.y, yaw(pose.orientation)))
 
     def _on_tf(self, msg):
         for tf in msg.transforms:
             if tf.header.frame_id == self.frames["odom_frame"] and tf.child_frame_id == self.frames["base_frame"]:
                 t = tf.transform
-                self.sense(tf.header.stamp, (t.translation.x, t.translation.y, _yaw(t.rotation)))
+                self.sense(tf.header.stamp, (t.translation.x, t.translation.y, yaw(t.rotation)))
 
     @staticmethod
     def _due(ns: int, next_ns: int | None, period: int) -> tuple[bool, int | None]:
@@ -190,7 +183,7 @@ class SensorNode(Node):
     def sense(self, stamp, odom_pose):
         """Everything due at this pose: the bumper always, a scan and the IR sensors at their
         rates of the stamps' (simulated) time."""
-        ns = _stamp_ns(stamp)
+        ns = stamp_ns(stamp)
         pose = compose(tuple(self.p["map_to_odom"]), odom_pose)
         contact = self.bumper.contact(self.world, pose)
         ir_due, self.next_ir_ns = self._due(ns, self.next_ir_ns, int(1e9 / self.p["ir_rate"]))

@@ -30,6 +30,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
 from bondsim_ros.msgutil import stamp_ns, yaw
+from bondsim_ros.planar import wrap_angle
 from bondsim_ros.twin.interface_profile import BumperHold, VelocityLimits
 
 from ._env import Param, declare_parameters, overrides_to_parameters, run_node
@@ -72,12 +73,6 @@ PARAMS = {
                                  "stopped and commands are not forwarded for this long; 0: no bumper hold",
                             low=0.0, high=3600.0, live=True),
 }
-
-
-def wrap_angle(a: float) -> float:
-    """``a`` in (-pi, pi]."""
-    r = math.remainder(a, math.tau)
-    return r + math.tau if r <= -math.pi else r
 
 
 class Unwrap:

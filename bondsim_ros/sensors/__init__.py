@@ -4,7 +4,9 @@
 ``raycast``: exact grid traversal for all beams at once; ``models``: the laser scanner, the
 Robotino's nine IR distance sensors and its bumper. The ROS node is ``bondsim_ros.ros.sensor_node``.
 """
-from .models import Bumper, IRSensorRing, LaserScanner, World, compose
+from bondsim_ros.planar import compose
+
+from .models import Bumper, IRSensorRing, LaserScanner, World
 from .occupancy import FREE, OCCUPIED, UNKNOWN, MapError, OccupancyGrid, load_map, occupancy_from_pixels
 from .raycast import cast
 

@@ -40,16 +40,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bondsim_ros.planar import compose
+
 from .occupancy import OccupancyGrid
 from .raycast import cast
-
-
-def compose(pose, mount) -> tuple:
-    """pose (x, y, yaw) composed with a mounting pose (x, y, yaw) given in the pose's frame."""
-    x, y, yaw = pose
-    mx, my, myaw = mount
-    c, s = math.cos(yaw), math.sin(yaw)
-    return x + c * mx - s * my, y + s * mx + c * my, yaw + myaw
 
 
 @dataclass

@@ -106,6 +106,4 @@ class SolverOptions:
         return dataclasses.replace(self, **changes)
 
 
-DEFAULT_OPTIONS = SolverOptions()
-
-__all__ = ["SolverOptions", "SolverOptionError", "DEFAULT_OPTIONS", "MAX_ORDER", "LINEAR_SOLVERS"]
+__all__ = ["SolverOptions", "SolverOptionError", "MAX_ORDER", "LINEAR_SOLVERS"]

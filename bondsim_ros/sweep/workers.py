@@ -114,10 +114,6 @@ def _pool_worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _noop() -> None:
-    return None
-
-
 # -- in the calling process -----------------------------------------------------------------------
 
 def _refused_at_once(scheduler) -> None:

@@ -13,18 +13,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from bondsim_ros.planar import compose, inverse
+
 from .protocol import CommandError, TwinState
-
-
-def _compose(a: tuple, b: tuple) -> tuple:
-    """Planar pose a ∘ b (b given in a's frame)."""
-    c, s = math.cos(a[2]), math.sin(a[2])
-    return (a[0] + c * b[0] - s * b[1], a[1] + s * b[0] + c * b[1], a[2] + b[2])
-
-
-def _inverse(a: tuple) -> tuple:
-    c, s = math.cos(a[2]), math.sin(a[2])
-    return (-(c * a[0] + s * a[1]), s * a[0] - c * a[1], -a[2])
 
 
 class PlacedTwin:
@@ -50,7 +41,7 @@ class PlacedTwin:
         target = (float(x), float(y), float(yaw))
         if not all(math.isfinite(v) for v in target):
             raise CommandError(f"pose not finite: {target}")
-        self.offset = _compose(target, _inverse(tuple(float(v) for v in pose)))
+        self.offset = compose(target, inverse(tuple(float(v) for v in pose)))
         return self.state()
 
     def _placed(self, state: TwinState) -> TwinState:
@@ -58,12 +49,12 @@ class PlacedTwin:
             return state
         o = self.offset
         c, s = math.cos(o[2]), math.sin(o[2])
-        changes = {"pose": _compose(o, state.pose)}
+        changes = {"pose": compose(o, state.pose)}
         if state.twist_world is not None:
             vx, vy, wz = state.twist_world
             changes["twist_world"] = (c * vx - s * vy, s * vx + c * vy, wz)
         if state.reference is not None:
-            changes["reference"] = _compose(o, tuple(float(v) for v in state.reference))
+            changes["reference"] = compose(o, tuple(float(v) for v in state.reference))
         return dataclasses.replace(state, **changes)
 
     def state(self) -> TwinState:
@@ -91,7 +82,7 @@ class OdometryOrigin:
         target = tuple(float(v) for v in target)
         if not all(math.isfinite(v) for v in target):
             raise CommandError(f"odometry not finite: {target}")
-        self.offset = _compose(target, _inverse(tuple(float(v) for v in pose)))
+        self.offset = compose(target, inverse(tuple(float(v) for v in pose)))
 
     def clear(self) -> None:
         self.offset = None
@@ -100,10 +91,10 @@ class OdometryOrigin:
         """A world pose (x, y, yaw) as odometry reports it; None stays None."""
         if self.offset is None or pose is None:
             return pose
-        return _compose(self.offset, tuple(float(v) for v in pose))
+        return compose(self.offset, tuple(float(v) for v in pose))
 
     def to_world(self, pose: tuple) -> tuple:
         """A pose given in odom, in the twin's world."""
         if self.offset is None:
             return tuple(pose)
-        return _compose(_inverse(self.offset), tuple(float(v) for v in pose))
+        return compose(inverse(self.offset), tuple(float(v) for v in pose))
