@@ -13,6 +13,7 @@ import pytest
 
 from bondsim_ros.mechanism import MechanismError, forward_kinematics, load_mechanism, to_urdf
 from bondsim_ros.mechanism.probes import ProbeKinematics
+from bondsim_ros.paths import share_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "test" / "data" / "mechanism"
@@ -234,7 +235,7 @@ def test_robotino_probe_fk_matches_xml_chain(tmp_path, keep_virtual):
 
 
 def test_probe_kinematics_for_the_ros_layer():
-    kin = ProbeKinematics.from_file(None, prefix="r2/")
+    kin = ProbeKinematics.from_file(share_file("urdf", "robotino", "Robotino_project.xml"), prefix="r2/")
     assert kin.probe_names == ["base_center"]
     assert np.allclose(kin.base_offsets()["base_center"], [0, 0, 0.015])
     pose = (1.5, -0.3, 2.0)

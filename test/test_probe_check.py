@@ -52,9 +52,10 @@ def test_unknown_probes_are_refused_naming_the_available_ones():
 
 
 def test_the_packaged_robotinos_probes_match_its_own_points():
-    from bondsim_ros.mechanism.probes import ProbeKinematics, packaged_project
+    from bondsim_ros.mechanism.probes import ProbeKinematics
+    from bondsim_ros.paths import share_file
 
-    kin = ProbeKinematics.from_file(packaged_project())
+    kin = ProbeKinematics.from_file(share_file("urdf", "robotino", "Robotino_project.xml"))
     check = ProbeCheck(kin)
     assert check.names and set(check.names) == set(kin.probe_names)
     s = SimpleNamespace(pose=(1.0, -0.5, 0.3), joint_map=lambda: {})

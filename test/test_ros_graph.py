@@ -12,6 +12,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from bondsim_ros.paths import share_file  # noqa: E402
 from bondsim_ros.ros.graph import make_executor, start_graph  # noqa: E402
 
 PUBLISH_RATE = 33.0
@@ -98,7 +99,7 @@ def test_state_publisher_tf_tree_reaches_probe_frame(context):
     moving = [t for m in dynamic for t in m.transforms if (t.header.stamp.sec, t.header.stamp.nanosec) == stamp]
     tree.update({t.child_frame_id: (t.header.frame_id, _matrix(t.transform)) for t in moving})
     assert {"odom", "base_footprint"} <= {t.header.frame_id for t in moving} | {t.child_frame_id for t in moving}
-    kin = ProbeKinematics.from_file(None)
+    kin = ProbeKinematics.from_file(share_file("urdf", "robotino", "Robotino_project.xml"))
     base = tree["base_footprint"][1]
     pose = (base[0, 3], base[1, 3], math.atan2(base[1, 0], base[0, 0]))
     expected = kin.probe_points(pose, dict(zip(js.name, js.position)))["base_center"]

@@ -7,22 +7,12 @@ few small matrix products per probe.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
-
-from bondsim_ros.paths import share_file
 
 from .loader import load_mechanism
 from .model import Mechanism, Unit
 from .urdf import robot_graph
-
-PACKAGED_PROJECT = ("urdf", "robotino", "Robotino_project.xml")
-
-
-def packaged_project() -> Path:
-    """urdf/robotino/Robotino_project.xml from the source tree, the ROS share folder or the pip prefix."""
-    return share_file(*PACKAGED_PROJECT)
 
 
 def _rot(axis: tuple, q: float) -> np.ndarray:
@@ -73,8 +63,8 @@ class ProbeKinematics:
             self._chains[name] = (segments, const)
 
     @classmethod
-    def from_file(cls, path: str | None, prefix: str = "") -> "ProbeKinematics":
-        return cls(load_mechanism(path or packaged_project()), prefix=prefix)
+    def from_file(cls, path, prefix: str = "") -> "ProbeKinematics":
+        return cls(load_mechanism(path), prefix=prefix)
 
     def probe_points(self, base_pose, joints: dict) -> dict:
         """xyz in odom of each probe; base_pose = (x, y, yaw) of the URDF root (base_footprint) in odom;

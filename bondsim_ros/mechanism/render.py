@@ -504,7 +504,7 @@ class Renderer:
 
 def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=(), size=(1280, 960), view="auto",
            progress=True, quiet=None, speed=1.0, inset=None, jobs=1, columns=None, base_columns=None) -> str:
-    """Draw FILE (mechanism XML or URDF; None: the packaged Robotino project) to OUT (.png still,
+    """Draw FILE (mechanism XML or URDF) to OUT (.png still,
     .mp4 or .gif along the CSV rows). A video plays the CSV's ``t`` column at ``speed`` times real
     time: frame j shows the row nearest to t_0 + j * speed / fps (:func:`frame_rows`), whatever
     the rows' spacing; a CSV without ``t`` gives one frame per row. ``every``: use every K-th row
@@ -515,10 +515,6 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     inset then picklable. ``columns`` ({joint: CSV column}) and ``base_columns`` ((x, y, phi) CSV
     columns): these columns alone drive the joints and the planar base, in place of the columns
     named like the joints and x, y, phi."""
-    if file is None:
-        from .probes import packaged_project
-
-        file = packaged_project()
     if quiet is not None:
         progress = not quiet
     file, out = Path(file), Path(out)

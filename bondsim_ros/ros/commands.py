@@ -5,6 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from bondsim_ros.robots import DEFAULT_ROBOT
+
 FOXGLOVE_ADDRESS_HELP = ("address --foxglove listens on (default 127.0.0.1: this computer only; 0.0.0.0: every "
                          "network interface, where anyone then reads the robot's data and mesh files: there is "
                          "no authentication)")
@@ -52,8 +54,8 @@ def register(sub) -> None:
     up.set_defaults(func=cmd_up)
 
     demo = sub.add_parser("demo", help="the rose-path demo: node graph -> MCAP bag, plots and a video")
-    demo.add_argument("--model", default="robotino", metavar="NAME|FILE.yaml",
-                      help="robot to record (default robotino: the rose path)")
+    demo.add_argument("--model", default=DEFAULT_ROBOT, metavar="NAME|FILE.yaml",
+                      help=f"robot to record (default {DEFAULT_ROBOT}: its built-in path)")
     demo.add_argument("--duration", type=float, default=60.0, help="simulated seconds (default 60)")
     demo.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
     demo.add_argument("--rtf", type=float, default=1.0, help="real-time factor (default 1: as the real robot)")
@@ -71,8 +73,8 @@ def register(sub) -> None:
     fleet.add_argument("robots", type=int, metavar="N", help="number of twins")
     fleet.add_argument("--processes", "-p", type=int, default=1, metavar="P",
                        help="processes to spread them over (default 1; at most N)")
-    fleet.add_argument("--model", default="robotino", metavar="NAME|FILE.yaml",
-                       help="robot each twin runs (default robotino)")
+    fleet.add_argument("--model", default=DEFAULT_ROBOT, metavar="NAME|FILE.yaml",
+                       help=f"robot each twin runs (default {DEFAULT_ROBOT})")
     fleet.add_argument("--reference", choices=["rose", "builtin", "cmd_vel", "waypoints", "joint_trajectory"],
                        help="reference source of every twin (default: the model's, as config/dynamics.yaml)")
     fleet.add_argument("--duration", type=float, default=None,

@@ -26,7 +26,7 @@ from .messages import tf_message
 
 # The node's parameters (see dynamics_node.PARAMS): all apply at start.
 PARAMS = {
-    "mechanism": Param("", "mechanism XML (project or robot root); default: the packaged Robotino"),
+    "mechanism": Param("", "mechanism XML (project or robot root); default: the default robot's"),
     "odom_frame": Param("odom", "frame the probe points are expressed in"),
     "base_frame": Param("base_footprint", "robot base frame (child of odom in /tf)"),
     "frame_prefix": Param("", "prefix of frame ids (several robots); joint names are the URDF's"),
@@ -36,12 +36,18 @@ PARAMS = {
 TF2_WAIT = 0.5  # s a joint state waits for its transforms in the tf2 buffer
 
 
+def _default_mechanism():
+    from bondsim_ros.robots import DEFAULT_ROBOT, load_robot
+
+    return load_robot(DEFAULT_ROBOT).mechanism
+
+
 class ProbeNode(Node):
     def __init__(self, name="probe_node", overrides: dict | None = None, **kwargs):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
         p = declare_parameters(self, PARAMS)
         self.p = p
-        self.kin = ProbeKinematics.from_file(p["mechanism"] or None)  # joint names as published: unprefixed
+        self.kin = ProbeKinematics.from_file(p["mechanism"] or _default_mechanism())  # joint names: unprefixed
         # a fixed-base mechanism (no planar base): probes in the URDF's root frame, no /tf wait
         self.mobile = bool(self.kin.unit.planar)
         self.odom_frame = p["frame_prefix"] + (p["odom_frame"] if self.mobile else self.kin.root)

@@ -40,6 +40,24 @@ LIMITS = ("max_linear_vel", "min_linear_vel", "max_angular_vel", "min_angular_ve
 # (chrony keeps them within milliseconds), far below a clock that was never set
 MAX_LEAD = 2.0
 
+
+
+def _driver():
+    """The default robot's driver interface (robots/<robot>/driver_profile.py): its wheel joints,
+    their signs and its velocity limits are this node's defaults, written once there."""
+    from bondsim_ros.robots import DEFAULT_ROBOT, load_robot
+
+    return load_robot(DEFAULT_ROBOT).interfaces["driver"]
+
+
+_DRIVER = _driver()
+# the driver's wheel joints in the order of the twin's wheels, and one sign for all of them
+_WHEELS = sorted(_DRIVER["joints"], key=lambda j: j["twin"])
+_SIGN = _WHEELS[0]["sign"]
+if any(j["sign"] != _SIGN for j in _WHEELS):
+    raise RuntimeError("twin_bridge takes one sign for all wheels; the driver profile gives several")
+_LIMIT = {k: v["default"] for k, v in _DRIVER["parameters"].items()}
+
 # The node's parameters (see dynamics_node.PARAMS; config/robotino_bridge.yaml lists them all):
 # the command shaping's are live (the driver's set_velocity_limits changes its own at run time,
 # which the bridge cannot see: `ros2 param set` them alike), the others apply at start.
@@ -48,24 +66,24 @@ PARAMS = {
     "robot_cmd_vel_stamped": Param(False, "true if the driver's cmd_vel is TwistStamped"),
     "robot_odom": Param("/odom", "the real driver's odometry"),
     "robot_joint_states": Param("/joint_states", "the real driver's wheel joint states"),
-    "robot_wheel_joints": Param(["wheel0_joint", "wheel1_joint", "wheel2_joint"],
+    "robot_wheel_joints": Param([j["name"] for j in _WHEELS],
                                 "the driver's wheel joint names, in the order of the twin's wheel1..3"),
-    "robot_wheel_sign": Param(-1.0, "multiply the driver's wheel speeds by this to match the twin's axle convention "
+    "robot_wheel_sign": Param(_SIGN, "multiply the driver's wheel speeds by this to match the twin's axle convention "
                                     "(ros2-robotino's wheels turn about -1 0 0, the twin's about 1 0 0)",
                               low=-1000.0, high=1000.0, nonzero=True),
     "twin_cmd_vel": Param("/twin/cmd_vel", "the twin's velocity command topic (its dynamics_node in cmd_vel mode)"),
     "twin_odom": Param("/twin/odom", "the twin's odometry"),
     "twin_joint_states": Param("/twin/joint_states", "the twin's joint states"),
-    "twin_wheel_joints": Param(["wheel1_axle", "wheel2_axle", "wheel3_axle"], "the twin's wheel joint names"),
+    "twin_wheel_joints": Param([j["twin"] for j in _WHEELS], "the twin's wheel joint names"),
     # the driver's command shaping (OmniDriveROS::cmdVelCallback), RTONode's defaults: the twin
     # gets each command as the robot's motors do
-    "max_linear_vel": Param(3.0, "the driver's max_linear_vel [m/s]: larger |vx|, |vy| clipped to it",
+    "max_linear_vel": Param(_LIMIT["max_linear_vel"], "the driver's max_linear_vel [m/s]: larger |vx|, |vy| clipped to it",
                             low=0.0, high=1e6, live=True),
-    "min_linear_vel": Param(0.02, "the driver's min_linear_vel [m/s]: smaller non-zero |vx|, |vy| raised to it "
+    "min_linear_vel": Param(_LIMIT["min_linear_vel"], "the driver's min_linear_vel [m/s]: smaller non-zero |vx|, |vy| raised to it "
                                   "(0: none)", low=0.0, high=1e6, live=True),
-    "max_angular_vel": Param(3.0, "the driver's max_angular_vel [rad/s]: larger |wz| clipped to it",
+    "max_angular_vel": Param(_LIMIT["max_angular_vel"], "the driver's max_angular_vel [rad/s]: larger |wz| clipped to it",
                              low=0.0, high=1e6, live=True),
-    "min_angular_vel": Param(0.07, "the driver's min_angular_vel [rad/s]: smaller non-zero |wz| raised to it "
+    "min_angular_vel": Param(_LIMIT["min_angular_vel"], "the driver's min_angular_vel [rad/s]: smaller non-zero |wz| raised to it "
                                    "(0: none)", low=0.0, high=1e6, live=True),
     "robot_bumper": Param("/bumper", "the real driver's bumper contact (std_msgs/Bool; ros2-robotino: "
                                      "<namespace>/bumper)"),
