@@ -236,9 +236,8 @@ def cmd_simulate(args) -> int:
         try:
             if args.plot:
                 from bondsim_ros.plotting import figures_together
-                from bondsim_ros.plotting.models import model_plot
 
-                own = entry is not None and (entry.plot or model_plot(entry.name))
+                own = entry is not None and entry.plot
                 with figures_together():  # a model's several figures: all of them or none
                     written = own(result, args.plot) if own else plot_result(result, args.plot)
         except (OSError, ValueError, CLIError) as exc:

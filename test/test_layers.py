@@ -311,6 +311,12 @@ def test_the_sensors_import_only_numpy_yaml_and_pil():
     assert any(layer(m) == "sensors" for m in MODS)
 
 
+def test_plotting_knows_no_robot():
+    # figure helpers only: each robot's own figures live in its folder (robots/<name>/plots.py)
+    bad = violations("plotting", allowed_layers={"outfiles", "cliargs"})
+    assert not bad, "plotting/ imports more than the output-file helpers:\n" + "\n".join(bad)
+
+
 def test_the_small_shared_helpers_import_nothing_of_the_package():
     # msgutil.py and planar.py sit below every layer that uses them
     bad = [f"{where(a, line)}: {a} imports {b}" for (a, b), line in sorted(EDGES.items())

@@ -2,7 +2,7 @@
 
 The worked examples live here (examples.py); every other named model comes from a robot
 plug-in's ``MODELS`` (bondsim_ros.robots: the built-in robot folders and the packages registered
-under the ``bondsim_ros.robots`` entry points), their figures in bondsim_ros/plotting/models.py.
+under the ``bondsim_ros.robots`` entry points), each with its figures (``ModelEntry.plot``).
 
 ``resolve_model("dc_motor")`` builds a named model; a path ending in .yaml/.yml is read as a
 declarative model file; a .py file must define ``build() -> Model``. A built-in model's name (an

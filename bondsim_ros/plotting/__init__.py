@@ -85,3 +85,29 @@ def save_figure(fig, path) -> str:
     finally:
         plt.close(fig)
     return str(path)
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (files only, no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_columns(result, out_png, cols, title) -> list:
+    """One panel per (column, axis label) of ``cols`` against t, one figure."""
+    import numpy as np
+
+    plt = pyplot()
+
+    fig, axes = plt.subplots(len(cols), 1, figsize=(7, 2.2 * len(cols)), sharex=True)
+    for ax, (col, label) in zip(np.atleast_1d(axes), cols):
+        ax.plot(result.t, result[col])
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    np.atleast_1d(axes)[0].set_title(title)
+    np.atleast_1d(axes)[-1].set_xlabel("t [s]")
+    return [save_figure(fig, out_png)]

@@ -54,9 +54,8 @@ class ModelEntry:
     name: str
     build: Callable  # build() -> bondsim_ros.bondgraph.Model
     description: str
-    # plot(result, out_png) -> list of written files: a plug-in's own figure; the built-in
-    # models' figures live in bondsim_ros.plotting.models (models do not plot), which
-    # `simulate --plot` asks by name
+    # plot(result, out_png) -> list of written files: the model's figures for `simulate --plot`
+    # (the built-in robots': robots/<name>/plots.py); None: the generic plot of every column
     plot: Callable | None = None
     defaults: dict = field(default_factory=dict)  # suggested simulate span (t_end, dt_out)
     postprocess: Callable | None = None  # postprocess(result) -> result with derived columns

@@ -323,7 +323,7 @@ COMMAND_MODELS = {
 
 
 # --------------------------------------------------------------------------------------
-# Derived columns, registry entry (the plots: bondsim_ros.plotting.models)
+# Derived columns, registry entry (the plots: plots.py)
 # --------------------------------------------------------------------------------------
 def add_columns(result):
     """Joint angles q1..q3, their reference, gripper point and the largest joint gap [m]."""

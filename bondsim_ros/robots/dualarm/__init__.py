@@ -17,6 +17,9 @@ ROBOT = robot
 
 
 def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
-    from .model import ENTRIES
+    import dataclasses
 
-    return ENTRIES
+    from .model import ENTRIES
+    from .plots import plot_dualarm  # (matplotlib only when a figure is drawn)
+
+    return [dataclasses.replace(e, plot=plot_dualarm) for e in ENTRIES]

@@ -598,7 +598,7 @@ COMMAND_MODELS = {
 
 
 # --------------------------------------------------------------------------------------
-# Derived columns, registry entry (the plots: bondsim_ros.plotting.models)
+# Derived columns, registry entry (the plots: plots.py)
 # --------------------------------------------------------------------------------------
 def add_columns(result):
     """References and errors: {joint}_ref, x_ref, y_ref, phi_ref, tau_{joint}_ref (the inverse

@@ -27,6 +27,10 @@ ROBOT = {"slider_crank_lagrange": SLIDER_CRANK_LAGRANGE, "pendulum_lagrange": PE
 
 
 def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
-    from .model import ENTRIES
+    import dataclasses
 
-    return ENTRIES
+    from .model import ENTRIES
+    from .plots import plot_pendulum, plot_slider  # (matplotlib only when a figure is drawn)
+
+    return [dataclasses.replace(e, plot=plot_pendulum if e.name.startswith("pendulum") else plot_slider)
+            for e in ENTRIES]

@@ -31,6 +31,10 @@ ROBOT = robot
 
 
 def MODELS():  # noqa: N802 - the plug-in's models (model.py imported only when they are asked for)
-    from .model import ENTRIES
+    import dataclasses
 
-    return ENTRIES
+    from .model import ENTRIES
+    from .plots import plot_robotino  # (matplotlib only when a figure is drawn)
+
+    # the firmware variant has the generic figure of every column
+    return [e if e.name == "robotino_firmware" else dataclasses.replace(e, plot=plot_robotino) for e in ENTRIES]

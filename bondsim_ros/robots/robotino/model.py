@@ -387,7 +387,7 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
 
 
 # --------------------------------------------------------------------------------------
-# Roller joints (post-processing); the plots: bondsim_ros.plotting.models
+# Roller joints (post-processing); the plots: plots.py
 # --------------------------------------------------------------------------------------
 def contact_roller(theta):
     """Index 0..5 of the roller touching the ground at wheel angle theta (XML convention:
