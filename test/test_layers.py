@@ -317,6 +317,55 @@ def test_plotting_knows_no_robot():
     assert not bad, "plotting/ imports more than the output-file helpers:\n" + "\n".join(bad)
 
 
+GENERIC_LAYERS = ("bondgraph", "solver", "mechanism", "twin", "sensors", "ros", "fit", "sweep", "plotting", "physics")
+
+
+def robot_names_in_code(path: Path, robots: set) -> list:
+    """Where the code of ``path`` names a robot: an identifier holding its name, or a string
+    value that is the name or a file named after it (robotino_bridge.yaml). Comments, docstrings
+    and prose (a help text naming a robot as an example: a string with a space) do not count."""
+    import io
+    import re
+    import tokenize
+
+    files = re.compile(r"\b(" + "|".join(sorted(robots)) + r")\w*\.(yaml|yml|xml|urdf|py|json)\b", re.I)
+    name = path.relative_to(ROOT.parent) if ROOT in path.parents else path.name
+    out, prev = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if tok.type == tokenize.NAME and any(r in tok.string.lower() for r in robots):
+            out.append(f"{name}:{tok.start[0]}: {tok.string}")
+        elif tok.type == tokenize.STRING and prev is not None and prev.type not in (
+                tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE, tokenize.NL):  # (not a docstring)
+            try:
+                value = ast.literal_eval(tok.string)
+            except (ValueError, SyntaxError):  # an f-string: its literal parts
+                value = tok.string
+            if isinstance(value, str) and (value.lower() in robots or (" " not in value and files.search(value))):
+                out.append(f"{name}:{tok.start[0]}: {tok.string}")
+        if tok.type not in (tokenize.COMMENT, tokenize.NL):
+            prev = tok
+    return out
+
+
+def test_the_generic_layers_name_no_robot_in_their_code():
+    # robots are reached through the registry (its DEFAULT_ROBOT, a Robot's fields and profiles);
+    # a name written into generic code is a second source that the registry cannot change
+    from bondsim_ros.robots import builtin_plugins
+
+    robots = {p.name for p in builtin_plugins()} | {"5dpo"}
+    bad = [hit for layer_name in GENERIC_LAYERS for f in sorted((ROOT / layer_name).rglob("*.py"))
+           for hit in robot_names_in_code(f, robots)]
+    assert not bad, "robot names in the code of generic layers:\n" + "\n".join(bad)
+
+
+def test_the_robot_name_scan_sees_identifiers_values_and_file_names_but_not_prose(tmp_path):
+    f = tmp_path / "probe.py"
+    f.write_text('"""Docstring naming robotino."""\n# robotino in a comment\nhelp = "robot (default robotino)"\n'
+                 'a = "robotino"\nb = share("config", "robotino_bridge.yaml")\nrobotino_gear = 16\n')
+    hits = robot_names_in_code(f, {"robotino"})
+    assert [h.split(": ", 1)[1] for h in hits] == ['"robotino"', '"robotino_bridge.yaml"', "robotino_gear"]
+
+
 def test_the_small_shared_helpers_import_nothing_of_the_package():
     # msgutil.py and planar.py sit below every layer that uses them
     bad = [f"{where(a, line)}: {a} imports {b}" for (a, b), line in sorted(EDGES.items())

@@ -224,20 +224,29 @@ def _fit_and_write(args, options, staged) -> int:
     return 0 if result.usable else 1
 
 
+def _default_bridge_config():
+    """The default robot's twin_bridge parameter file (its plug-in's ``bridge``)."""
+    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.robots import DEFAULT_ROBOT, load_robot
+
+    bridge = load_robot(DEFAULT_ROBOT).bridge
+    if bridge is None:
+        raise CLIError(f"give --bridge-config: the default robot {DEFAULT_ROBOT!r} has no twin_bridge parameter file")
+    return bridge
+
+
 def cmd_bag2csv(args) -> int:
     import yaml
 
     from bondsim_ros.cliargs import CLIError
     from bondsim_ros.outfiles import check_output
-    from bondsim_ros.paths import share_file
-
     from .bag import MOTOR_JOINTS, bag_to_log, write_log
     from .core import FitError
 
     check_output(args.output, "-o", stdout_ok=True, inputs=[args.bag, args.bridge_config])
     if args.wheel_sign is not None and not (math.isfinite(args.wheel_sign) and args.wheel_sign != 0):
         raise CLIError(f"--wheel-sign {args.wheel_sign}: give a finite, non-zero factor (usually 1 or -1)")
-    cfg_path = args.bridge_config or share_file("config", "robotino_bridge.yaml")
+    cfg_path = args.bridge_config or _default_bridge_config()
     try:
         with open(cfg_path, encoding="utf-8") as fh:
             cfg = yaml.safe_load(fh)["twin_bridge"]["ros__parameters"]
