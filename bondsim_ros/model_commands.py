@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bondsim_ros.plotting import save_figure
 
+import contextlib
 import math
 import sys
 import time
@@ -160,6 +161,19 @@ def _warn_not_finite(result) -> None:
               f"the first at t = {result.data[first, 0]:g}", file=sys.stderr)
 
 
+def _progress_bar(t0, t_end, quiet):
+    """A terminal's progress bar of a run (rich) and the callback that moves it; (None, None)
+    when quiet or when stdout is no terminal (rich draws there: no bar, nor rich's import)."""
+    if quiet or not sys.stdout.isatty():
+        return None, None
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("[bold]simulating"), BarColumn(), TextColumn("t = {task.completed:.3g} / {task.total:.3g} s"),
+                   TimeElapsedColumn(), transient=True)
+    task = bar.add_task("sim", total=t_end - t0)
+    return bar, (lambda t: bar.update(task, completed=t - t0))
+
+
 def cmd_simulate(args) -> int:
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.bondgraph.simulation import simulate
@@ -214,8 +228,10 @@ def cmd_simulate(args) -> int:
                 rows = StreamedCsv(derive, path=staged.stage() if known else None, names=names)
             except OSError as exc:
                 raise CLIError(f"--csv {csv_out}: cannot write: {exc.strerror or exc}") from None
-        result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, quiet=args.quiet,
-                          rows=rows)
+        bar, progress = _progress_bar(0.0, t_end, args.quiet)
+        with bar or contextlib.nullcontext():
+            result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, progress=progress,
+                              rows=rows)
     except ModelError as exc:
         raise CLIError(_located(exc, args.model, params)) from None
     except InconsistentInitialValues as exc:  # the model's start refused before any step: its input

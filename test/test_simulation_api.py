@@ -71,3 +71,16 @@ def test_a_fit_output_the_model_lacks_lists_the_ones_it_has():
     data = LogData(["t", "c.q"], np.column_stack([t, 1.5 * (1 - np.exp(-t))]))
     with pytest.raises(FitError, match=r"has no output column 'nope' \(has: c\.q\)$"):
         FitProblem(compile_model(m), data, params=["R1"], outputs=["nope"])
+
+
+def test_simulate_reports_its_progress_to_a_callback_and_draws_nothing_itself(capsys):
+    """The engine takes a progress callback (the command line's bar moves with it); it prints
+    nothing of its own."""
+    from bondsim_ros.bondgraph.simulation import simulate
+
+    seen = []
+    result = simulate(rc(), t_end=5.0, dt_out=0.01, progress=seen.append)
+    assert seen and seen == sorted(seen) and seen[-1] == pytest.approx(5.0)
+    assert result.t[-1] == 5.0
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""

@@ -365,29 +365,18 @@ class Simulation:
         return rows
 
 
-def _progress_bar(t0, t_end, quiet):
-    import sys
-
-    if quiet or not sys.stdout.isatty():  # rich draws on stdout; no terminal, no bar (nor its import)
-        return None, None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    prog = Progress(TextColumn("[bold]simulating"), BarColumn(), TextColumn("t = {task.completed:.3g} / {task.total:.3g} s"),
-                    TimeElapsedColumn(), transient=True)
-    task = prog.add_task("sim", total=t_end - t0)
-    return prog, (lambda t: prog.update(task, completed=t - t0))
-
-
 def simulate(model, t_end: float, dt_out: float, t0: float = 0.0, options: SolverOptions | None = None,
-             params=None, y0=None, quiet=True, log=None, rows=None) -> SimulationResult:
+             params=None, y0=None, progress=None, log=None, rows=None) -> SimulationResult:
     """Simulate ``model`` from ``t0`` to ``t_end`` with outputs every ``dt_out``; ``options``:
-    the solver's (default ``SolverOptions()``). ``rows``: an object whose ``rows_ready(data,
-    stop)`` is told each stretch of the result's table as it is solved (``StreamedCsv``)."""
+    the solver's (default ``SolverOptions()``). ``progress``: called with the simulated time as
+    the run goes on (the command line draws its progress bar with it). ``rows``: an object whose
+    ``rows_ready(data, stop)`` is told each stretch of the result's table as it is solved
+    (``StreamedCsv``)."""
     compiled, t_build, t_out = _prepare(model, t0, t_end, dt_out, log)
     tic = time.perf_counter()
     sim = Simulation(compiled, options, t0=t0, params=params, y0=y0)
     t_init = time.perf_counter() - tic
-    return _run(sim, t_out, quiet, t_build, t_init, rows)
+    return _run(sim, t_out, progress, t_build, t_init, rows)
 
 
 def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.0,
@@ -406,7 +395,7 @@ def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.
             sim = Simulation(compiled, options, t0=t0, params=params, y0=y0)
         else:
             sim.reset(params=params, y0=y0, t0=t0)
-        results.append(_run(sim, t_out, True, t_build, time.perf_counter() - tic))
+        results.append(_run(sim, t_out, None, t_build, time.perf_counter() - tic))
         t_build = 0.0  # the build is the first run's
     return results
 
@@ -461,24 +450,19 @@ def _advance(sim, t_out, data, progress, rows):
 _STRETCH = 128  # output rows per solver call when someone takes the rows as they come
 
 
-def _run(sim, t_out, quiet, t_build, t_init, rows=None) -> SimulationResult:
+def _run(sim, t_out, progress, t_build, t_init, rows=None) -> SimulationResult:
     """Integrate a started Simulation over ``t_out`` into a result (first row: the start)."""
     compiled = sim.compiled
-    t0, t_end = sim.t, float(t_out[-1])
+    t0 = sim.t
     # the table whole, filled in place: the start's row, then the output rows (a copy of a
     # small model's table cost as much as its output kernel)
     data = np.empty((t_out.shape[0] + 1, 1 + len(compiled.output_names)))
     data[0, 0] = t0
     compiled.outputs(float(t0), sim.solver.y, sim.solver.yp, sim.problem.params, data[0, 1:])
-    prog, cb = _progress_bar(t0, t_end, quiet)
     tic = time.perf_counter()
     # the last step ends at t_end, not beyond: inputs given on [t0, t_end] (the dual-arm manipulator's voltage
     # series) are not evaluated outside it, and the last row is a step point, not interpolated
-    if prog:
-        with prog:
-            _advance(sim, t_out, data, cb, rows)
-    else:
-        _advance(sim, t_out, data, cb, rows)
+    _advance(sim, t_out, data, progress, rows)
     t_solve = time.perf_counter() - tic
     return SimulationResult(names=sim.output_names, data=data, stats=dict(sim.solver.stats),
                             timings={"build": t_build, "init": t_init, "solve": t_solve},
