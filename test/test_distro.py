@@ -83,11 +83,26 @@ def test_this_venv_holds_the_wheels_of_its_distro():
     assert importlib.metadata.version(f"ros-{distro}-rclpy").split(".")[0] == {"jazzy": "7", "kilted": "9"}[distro]
 
 
+def _tar(path, members):
+    """A cache file of (name, bytes) regular files and (name, "->", target) links."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w") as tar:
+        for name, *rest in members:
+            info = tarfile.TarInfo(name)
+            if rest[0] == "->":
+                info.type, info.linkname = tarfile.SYMTYPE, rest[1]
+                tar.addfile(info)
+            else:
+                info.size = len(rest[0])
+                tar.addfile(info, io.BytesIO(rest[0]))
+
+
 def test_a_cached_interface_build_unpacks_into_another_venv_with_its_paths(tmp_path, monkeypatch, capfd):
     """tools/build_msgs.py keeps what a build installed (CMake's install manifest) and unpacks it
     into another venv: text files that hold the first venv's path (CMake exports, setup scripts)
-    get the new one, binaries and symlinks are kept as they are, a member reaching out of the venv
-    is refused, and a cache file that cannot be read means a build, not an error."""
+    get the new one, binaries and symlinks are kept as they are."""
     bm = _build_msgs()
     monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "cache"))
     old, new = tmp_path / "a" / ".venv", tmp_path / "b" / ".venv"
@@ -102,26 +117,60 @@ def test_a_cached_interface_build_unpacks_into_another_venv_with_its_paths(tmp_p
     manifest = [str(old / rel) for rel in files] + [str(old / "lib/libpkg.so.1")]
     bm.save_to_cache("pkg", "k1", old.resolve(), manifest)
     new.mkdir(parents=True)
-    written = bm.restore_from_cache("pkg", "k1", new.resolve())
-    assert written is not None
+    assert bm.restore_from_cache("pkg", "k1", new.resolve()) is not None
     assert (new / "share/pkg/cmake/export.cmake").read_text() == f'set(_IMPORT_PREFIX "{new.resolve()}")\n'
     assert (new / "lib/libpkg.so").read_bytes() == files["lib/libpkg.so"]  # a binary: byte for byte
     assert os.readlink(new / "lib/libpkg.so.1") == "libpkg.so"
     assert (new / "lib/python3.11/site-packages/pkg/__init__.py").read_bytes() == b"x = 1\n"
     assert not (new / "lib/python3.11/site-packages/pkg/__pycache__").exists()
     assert bm.restore_from_cache("pkg", "other-key", new.resolve()) is None  # nothing cached: build
+    assert capfd.readouterr().err == ""
 
-    import tarfile  # a member that reaches out of the venv: refused, nothing of it left
-    with tarfile.open(bm._cached("evil", "k"), "w") as tar:
-        for name, data in ((".bondsim_interfaces.json", b'{"prefix": "/x"}'), ("lib/ok.txt", b"ok"),
-                           ("../../outside.txt", b"no")):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, __import__("io").BytesIO(data))
-    fresh = tmp_path / "c" / ".venv"
-    fresh.mkdir(parents=True)
-    assert bm.restore_from_cache("evil", "k", fresh.resolve()) is None
-    assert not (tmp_path / "outside.txt").exists() and not (fresh / "lib/ok.txt").exists()
-    bm._cached("broken", "k").write_bytes(b"not a tar")
-    assert bm.restore_from_cache("broken", "k", fresh.resolve()) is None
+
+@pytest.mark.parametrize("members", [
+    [("lib/ok.txt", b"ok"), ("../../outside.txt", b"no")],  # a path out of the venv
+    [("lib/ok.txt", b"ok"), ("lib/d", "->", "/tmp"), ("lib/d/outside.txt", b"no")],  # a link out of it
+    [("lib/ok.txt", b"ok"), ("lib/d", "->", "../../.."), ("lib/d/outside.txt", b"no")],
+    [("share/pkg/ok.txt", b"ok"), ("share/up", "->", "../..")],
+], ids=["path", "absolute-link", "relative-link", "link-only"])
+def test_a_cached_build_that_reaches_out_of_the_venv_is_refused_and_leaves_nothing(tmp_path, monkeypatch, capfd,
+                                                                                   members):
+    bm = _build_msgs()
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "cache"))
+    bm._cached("evil", "k").parent.mkdir(parents=True)
+    _tar(bm._cached("evil", "k"), [(".bondsim_interfaces.json", b'{"prefix": "/x"}')] + members)
+    venv = (tmp_path / "v" / ".venv")
+    venv.mkdir(parents=True)
+    assert bm.restore_from_cache("evil", "k", venv.resolve()) is None
     assert "cached build unreadable" in capfd.readouterr().err
+    assert list(venv.iterdir()) == []  # no file, no link, no empty package folder left behind
+    assert not any(p.name == "outside.txt" for p in tmp_path.rglob("*")) and not os.path.exists("/tmp/outside.txt")
+
+
+@pytest.mark.parametrize("content", [b"not a tar", None], ids=["not-a-tar", "bad-metadata"])
+def test_a_cache_file_that_cannot_be_read_means_a_build(tmp_path, monkeypatch, capfd, content):
+    bm = _build_msgs()
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "cache"))
+    target = bm._cached("broken", "k")
+    target.parent.mkdir(parents=True)
+    if content is None:
+        _tar(target, [(".bondsim_interfaces.json", b"[]"), ("lib/x.txt", b"x")])
+    else:
+        target.write_bytes(content)
+    venv = tmp_path / ".venv"
+    venv.mkdir()
+    assert bm.restore_from_cache("broken", "k", venv.resolve()) is None
+    assert "cached build unreadable" in capfd.readouterr().err
+    assert list(venv.iterdir()) == []
+
+
+def test_older_builds_of_a_package_go_but_other_distros_and_pythons_stay(tmp_path, monkeypatch):
+    bm = _build_msgs()
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path))
+    keys = ["kilted-cpython-311-aaa", "kilted-cpython-311-bbb", "jazzy-cpython-311-ccc", "kilted-cpython-312-ddd"]
+    bm._cached("pkg", keys[0]).parent.mkdir(parents=True)
+    for k in keys:
+        bm._cached("pkg", k).write_bytes(b"")
+    bm._drop_older("pkg", keys[1])
+    assert sorted(p.name for p in (tmp_path / "interfaces").iterdir()) == sorted(
+        f"pkg-{k}.tar" for k in keys[1:])

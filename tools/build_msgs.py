@@ -13,10 +13,11 @@ wheels (ros-<distro>-*); it must be the distro of the venv's rclpy.
 Idempotent: does nothing for a package that already imports in the venv, or that a ROS install
 provides (AMENT_PREFIX_PATH). A package built once is kept in the user's cache
 (``$BONDSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/bondsim_ros``, else ``~/.cache/bondsim_ros``,
-folder ``interfaces/``), keyed by its interface files, the distro, the Python version and the
-versions of the message wheels it depends on: another venv of that kind (a new clone, Kilted
-beside Jazzy) unpacks it in a second instead of building it again (simulation_interfaces alone
-takes minutes). ``--no-cache`` builds anyway. Otherwise it installs the rosidl generator wheels, points the
+folder ``interfaces/``), keyed by its interface files, the distro, the Python ABI and the
+versions of everything rclpy and the message wheels it depends on need at run time: another
+venv of that kind (a new clone) unpacks it in a second instead of building it again
+(simulation_interfaces alone takes minutes), and keeps it once its types' libraries load.
+``--no-cache`` builds anyway. Otherwise it installs the rosidl generator wheels, points the
 include folders that the message wheels' CMake exports hard-code from their build host
 (/opt/python/cp311-cp311/...) at this venv's Python and numpy, and runs CMake on a tiny
 package (the interface files in tools/msgs/<package>), installing into the venv: the Python
@@ -67,8 +68,20 @@ def venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
+# imports a generated module and loads the type support of each of its types, as a publisher or
+# service would (importing the module alone maps none of its libraries)
+_LOADS = """
+import importlib
+module = importlib.import_module(%r)
+types = [type(getattr(module, n)) for n in dir(module) if not n.startswith("_")]
+loaded = [t.__import_type_support__() for t in types if hasattr(t, "__import_type_support__")]
+raise SystemExit(0 if loaded else 3)
+"""
+
+
 def importable(py: Path, module: str) -> bool:
-    r = subprocess.run([str(py), "-c", f"import {module}"], capture_output=True, text=True)
+    """``module`` imports in the venv and its types' libraries load."""
+    r = subprocess.run([str(py), "-c", _LOADS % module], capture_output=True, text=True)
     return r.returncode == 0
 
 
@@ -136,31 +149,52 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bondsim_ros"
 
 
+# the versions of the distributions that the given ones need, transitively (their runtime: the
+# rosidl libraries the generated type supports link against, numpy, whose headers they read),
+# with the interpreter's ABI tag and the machine; run in the venv's Python
+_CLOSURE = """
+import importlib.metadata as m, platform, re, sys
+seen, todo = {}, %r
+while todo:
+    name = todo.pop()
+    key = re.sub(r"[-_.]+", "-", name).lower()
+    if key in seen:
+        continue
+    try:
+        dist = m.distribution(name)
+    except m.PackageNotFoundError:
+        seen[key] = None
+        continue
+    seen[key] = dist.version
+    todo += [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in dist.requires or () if "extra ==" not in r]
+print(sorted(seen.items()), sys.implementation.cache_tag, platform.machine())
+"""
+
+
 def cache_key(name: str, spec: dict, py: Path, distro: str) -> str:
-    """What a built package depends on: its interface files, the distro, the venv's Python and
-    the versions of rclpy and of the message wheels it names (their headers and type supports)."""
+    """What a built package depends on: its interface files, the distro, the venv's Python ABI
+    and the versions of everything rclpy and the message wheels it names need at run time
+    (their headers and the type-support libraries the build links against)."""
     wheels = [f"ros-{distro}-rclpy"] + [f"ros-{distro}-{d.replace('_', '-')}" for d in spec["deps"]]
-    versions = query(py, "import importlib.metadata as m, platform, sys\n"
-                         f"names = {wheels!r}\n"
-                         "def v(n):\n"
-                         "    try:\n        return m.version(n)\n"
-                         "    except m.PackageNotFoundError:\n        return None\n"
-                         "print([sys.version, platform.machine()] + [v(n) for n in names])")
+    versions = query(py, _CLOSURE % (wheels,))
     h = hashlib.sha256(f"{name}\n{distro}\n{versions}\n{sorted(spec['deps'])}\n".encode())
     h.update(Path(__file__).read_bytes())  # the CMake project written below
     for f in sorted((HERE / "msgs" / name).rglob("*")):
         if f.is_file():
             h.update(f.relative_to(HERE).as_posix().encode() + b"\0" + f.read_bytes())
-    return f"{distro}-{h.hexdigest()[:20]}"
+    abi = query(py, "import sys; print(sys.implementation.cache_tag)")
+    return f"{distro}-{abi}-{h.hexdigest()[:20]}"
 
 
 def _cached(name: str, key: str) -> Path:
     return cache_root() / "interfaces" / f"{name}-{key}.tar"
 
 
-def _drop_older(name: str, distro: str, keep: Path) -> None:
-    """Builds of ``name`` for ``distro`` under other keys (older interface files or wheels)."""
-    for old in keep.parent.glob(f"{name}-{distro}-*.tar"):
+def _drop_older(name: str, key: str) -> None:
+    """Builds of ``name`` for the same distro and Python ABI under other keys (older interface
+    files or wheels); another distro's or Python's are kept."""
+    keep = _cached(name, key)
+    for old in keep.parent.glob(f"{name}-{key.rsplit('-', 1)[0]}-*.tar"):
         if old != keep:
             old.unlink(missing_ok=True)
 
@@ -169,6 +203,7 @@ def save_to_cache(name: str, key: str, venv: Path, installed: list) -> None:
     """The files the build installed (CMake's install manifest), relative to the venv, with the
     venv's path, which some of them hold (CMake exports, setup scripts), for the unpacking to
     replace. Written to a temporary name and renamed: a concurrent setup sees all or nothing."""
+    import io
     import tarfile
 
     target = _cached(name, key)
@@ -179,8 +214,6 @@ def save_to_cache(name: str, key: str, venv: Path, installed: list) -> None:
             meta = json.dumps({"prefix": str(venv)}).encode()
             info = tarfile.TarInfo(".bondsim_interfaces.json")
             info.size = len(meta)
-            import io
-
             tar.addfile(info, io.BytesIO(meta))
             for f in installed:
                 rel = Path(os.path.abspath(f)).relative_to(venv)  # (not resolved: a symlink stays one)
@@ -192,15 +225,35 @@ def save_to_cache(name: str, key: str, venv: Path, installed: list) -> None:
         say(f"{name}: not cached ({exc})")
 
 
-def restore_from_cache(name: str, key: str, venv: Path) -> list | None:
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
+
+
+def remove_restored(written: list, made: list) -> None:
+    """Take back a restore: the files and links written, then the folders made for them (an
+    empty package folder left behind would import as a namespace package)."""
+    for f in written:
+        if os.path.lexists(f):
+            os.unlink(f)
+    for d in sorted(made, key=lambda p: len(p.parts), reverse=True):
+        try:
+            d.rmdir()
+        except OSError:  # not empty: something else is in it
+            pass
+
+
+def restore_from_cache(name: str, key: str, venv: Path):
     """Unpack a cached build into ``venv``, its old venv path replaced by this one in the text
-    files; the files written, or None when there is none (or it cannot be read)."""
+    files; (files written, folders made), or None when there is none or it cannot be read (then
+    nothing of it is left). Nothing is written outside the venv: a member whose path or link
+    leads out of it, or a file to be written through a link, refuses the whole file."""
     import tarfile
 
     cached = _cached(name, key)
     if not cached.exists():
         return None
-    written = []
+    root = os.path.realpath(venv)
+    written, made = [], []
     try:
         with tarfile.open(cached) as tar:
             members = tar.getmembers()
@@ -209,26 +262,35 @@ def restore_from_cache(name: str, key: str, venv: Path) -> list | None:
             for m in members:
                 if m.name == ".bondsim_interfaces.json":
                     continue
-                dest = Path(os.path.normpath(venv / m.name))
-                if venv not in dest.parents or not (m.isfile() or m.issym()):
+                dest = os.path.normpath(os.path.join(root, m.name))
+                if not (m.isfile() or m.issym()) or not _inside(dest, root) or dest == root:
                     raise ValueError(f"unexpected member {m.name!r}")
-                dest.parent.mkdir(parents=True, exist_ok=True)
+                if m.issym() and (os.path.isabs(m.linkname) or
+                                  not _inside(os.path.normpath(os.path.join(os.path.dirname(dest), m.linkname)), root)):
+                    raise ValueError(f"link {m.name!r} -> {m.linkname!r} leads out of the venv")
+                parent = Path(os.path.dirname(dest))
+                missing = [d for d in (parent, *parent.parents) if _inside(str(d), root) and not d.exists()]
+                parent.mkdir(parents=True, exist_ok=True)
+                made += missing
+                if not _inside(os.path.realpath(parent), root):  # a folder that is a link out of the venv
+                    raise ValueError(f"member {m.name!r} would be written outside the venv")
+                if os.path.lexists(dest):
+                    os.unlink(dest)  # (never written through: a link there is replaced, not followed)
                 if m.issym():
-                    dest.unlink(missing_ok=True)
                     os.symlink(m.linkname, dest)
                 else:
                     data = tar.extractfile(m).read()
                     if old in data and b"\0" not in data:
-                        data = data.replace(old, str(venv).encode())
-                    dest.write_bytes(data)
-                    os.chmod(dest, m.mode)
+                        data = data.replace(old, root.encode())
+                    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, m.mode & 0o755)
+                    with os.fdopen(fd, "wb") as fh:
+                        fh.write(data)
                 written.append(dest)
-    except (OSError, ValueError, KeyError, tarfile.TarError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, tarfile.TarError) as exc:
         say(f"{name}: cached build unreadable ({exc}); building it")
-        for f in written:
-            f.unlink(missing_ok=True)
+        remove_restored(written, made)
         return None
-    return written
+    return written, made
 
 
 def _build_once(name: str, spec: dict, venv: Path, py: Path, log: Path) -> list:
@@ -295,16 +357,15 @@ def main(argv=None) -> int:
     keys = {name: cache_key(name, PACKAGES[name], py, args.distro) for name in todo}
     if not (args.force or args.no_cache):
         for name in list(todo):
-            written = restore_from_cache(name, keys[name], venv)
-            if written is None:
+            restored = restore_from_cache(name, keys[name], venv)
+            if restored is None:
                 continue
             if importable(py, PACKAGES[name]["module"]):
                 say(f"{name} ready, from the cache ({time.monotonic() - tic:.1f} s)")
                 todo.remove(name)
             else:
-                for f in written:
-                    f.unlink(missing_ok=True)
-                say(f"{name}: the cached build does not import here; building it")
+                remove_restored(*restored)
+                say(f"{name}: the cached build does not load here; building it")
     if not todo:
         return 0
     if shutil.which("cmake") is None or shutil.which("g++") is None:
@@ -321,7 +382,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"[build_msgs] {name} built but does not import; see {log}")
         if not args.no_cache:
             save_to_cache(name, keys[name], venv, installed)
-            _drop_older(name, args.distro, _cached(name, keys[name]))
+            _drop_older(name, keys[name])
         say(f"{name} ready ({time.monotonic() - tic:.1f} s)")
     return 0
 

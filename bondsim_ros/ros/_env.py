@@ -331,7 +331,7 @@ def run_node(node_class, args=None) -> None:
     stopping it) or shutdown, then destroy the node before the context goes, within
     TEARDOWN_LIMIT."""
     import rclpy
-    from rclpy.exceptions import ParameterException
+    from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     ensure_local_discovery()
@@ -344,13 +344,14 @@ def run_node(node_class, args=None) -> None:
         with start_up_signals() as start_up:
             try:
                 node = node_class(context=context)
-            except (ValueError, ParameterException) as exc:  # bad parameters / robot_description: say what
+            except (ValueError, InvalidParameterTypeException, InvalidParameterValueException) as exc:
                 import rclpy.logging
 
-                # (ParameterException: rclpy's own parameters, use_sim_time of the wrong type, refused
-                # by rclpy.Node before the node's table is read)
-                rclpy.logging.get_logger(name).fatal(str(exc) if isinstance(exc, ValueError)
-                                                     else f"invalid parameter: {exc}")
+                # bad parameters / robot_description: say what, no traceback (rclpy's exceptions: its
+                # own parameters, use_sim_time of the wrong type, refused by rclpy.Node before the
+                # node's table is read)
+                rclpy.logging.get_logger(name).fatal(f"invalid parameter: {exc}" if isinstance(
+                    exc, (InvalidParameterTypeException, InvalidParameterValueException)) else str(exc))
                 status = 2
                 raise SystemExit(2) from None
             executor = SingleThreadedExecutor(context=context)

@@ -145,7 +145,7 @@ class DynamicsNode(Node):
         self._pending = None  # the state computed for the next frame
         self._pending_stamp = None  # its stamp, once a fleet clock published its joints
         self._published = None  # the state of the last frame published (its diagnostics)
-        self._clocks_checked_at, self._other_clocks = -math.inf, 0  # _warn_other_clocks
+        self._clocks_checked_at, self._other_clocks = -math.inf, 0  # warn_other_clocks
         # the frame clock is the wall clock: with use_sim_time the node's ROS clock follows the
         # /clock this very timer publishes
         from rclpy.clock import Clock as RosClock, ClockType
@@ -174,7 +174,7 @@ class DynamicsNode(Node):
                                       f"cmd_vel: `bondsim-ros up --reference cmd_vel`)")
             self._unread_cmd_vel_at = None
 
-    def _warn_other_clocks(self):
+    def warn_other_clocks(self):
         """Another /clock publisher beside this twin's (a second twin, a simulator, a bag played
         with --clock): nodes on simulated time take every Clock message as the time, so two
         sources make it jump back and forth. Looked at once a second; said when their number
@@ -382,7 +382,7 @@ class DynamicsNode(Node):
         self.publish_pending()
         self.compute_next(publish_cost=time.perf_counter() - tic)
         self._warn_unread_cmd_vel()
-        self._warn_other_clocks()
+        self.warn_other_clocks()
 
     def _diagnostics_while_paused(self):
         """/diagnostics once a second of wall time while paused too, as diagnostic_updater keeps

@@ -102,6 +102,7 @@ class FleetClock:
             self.pub_tf.publish(self.TFMessage(transforms=tf_batch))
         for t in self.twins:
             t.compute_next()
+            t.warn_other_clocks()  # (robot0's: the fleet's one /clock)
         self.tick_starts.append(tic)
         self.tick_seconds.append(time.monotonic() - tic)
 
