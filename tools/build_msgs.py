@@ -178,7 +178,7 @@ def cache_key(name: str, spec: dict, py: Path, distro: str) -> str:
     wheels = [f"ros-{distro}-rclpy"] + [f"ros-{distro}-{d.replace('_', '-')}" for d in spec["deps"]]
     versions = query(py, _CLOSURE % (wheels,))
     h = hashlib.sha256(f"{name}\n{distro}\n{versions}\n{sorted(spec['deps'])}\n".encode())
-    h.update(Path(__file__).read_bytes())  # the CMake project written below
+    h.update(f"{CMAKELISTS}\n{CMAKE_FLAGS}\n".encode())  # the CMake project and its configuration
     for f in sorted((HERE / "msgs" / name).rglob("*")):
         if f.is_file():
             h.update(f.relative_to(HERE).as_posix().encode() + b"\0" + f.read_bytes())
@@ -293,6 +293,19 @@ def restore_from_cache(name: str, key: str, venv: Path):
     return written, made
 
 
+# the package's CMake project (its interface files listed), and how it is configured
+CMAKELISTS = """cmake_minimum_required(VERSION 3.8)
+project({name})
+find_package(ament_cmake REQUIRED)
+find_package(rosidl_default_generators REQUIRED)
+{finds}
+rosidl_generate_interfaces(${{PROJECT_NAME}} {msgs} DEPENDENCIES {deps})
+ament_export_dependencies(rosidl_default_runtime)
+ament_package()
+"""
+CMAKE_FLAGS = ("-DBUILD_TESTING=OFF", "-DCMAKE_BUILD_TYPE=Release")
+
+
 def _build_once(name: str, spec: dict, venv: Path, py: Path, log: Path) -> list:
     src = HERE / "msgs" / name
     with tempfile.TemporaryDirectory(prefix=f"bondsim_{name}_") as tmp:
@@ -302,15 +315,7 @@ def _build_once(name: str, spec: dict, venv: Path, py: Path, log: Path) -> list:
         msgs = " ".join(f'"{f.parent.name}/{f.name}"' for f in sorted(pkg.glob("*/*"))
                         if f.suffix in (".msg", ".srv", ".action"))
         finds = "\n".join(f"find_package({d} REQUIRED)" for d in spec["deps"])
-        (pkg / "CMakeLists.txt").write_text(f"""cmake_minimum_required(VERSION 3.8)
-project({name})
-find_package(ament_cmake REQUIRED)
-find_package(rosidl_default_generators REQUIRED)
-{finds}
-rosidl_generate_interfaces(${{PROJECT_NAME}} {msgs} DEPENDENCIES {deps})
-ament_export_dependencies(rosidl_default_runtime)
-ament_package()
-""")
+        (pkg / "CMakeLists.txt").write_text(CMAKELISTS.format(name=name, finds=finds, msgs=msgs, deps=deps))
         build = Path(tmp) / "build"
         env = dict(os.environ)
         env["AMENT_PREFIX_PATH"] = str(venv)
@@ -321,8 +326,8 @@ ament_package()
         site = query(py, "import sysconfig; print(sysconfig.get_paths()['purelib'])")
         cmds = [
             ["cmake", "-S", str(pkg), "-B", str(build), f"-DCMAKE_INSTALL_PREFIX={venv}",
-             f"-DPython3_EXECUTABLE={py}", f"-DPYTHON_EXECUTABLE={py}", "-DBUILD_TESTING=OFF",
-             f"-DPYTHON_INSTALL_DIR={os.path.relpath(site, venv)}", "-DCMAKE_BUILD_TYPE=Release"],
+             f"-DPython3_EXECUTABLE={py}", f"-DPYTHON_EXECUTABLE={py}",
+             f"-DPYTHON_INSTALL_DIR={os.path.relpath(site, venv)}", *CMAKE_FLAGS],
             ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2)],
             ["cmake", "--install", str(build)],
         ]
