@@ -158,8 +158,7 @@ def run_one(compiled, entry, values: dict, opts: RunOptions) -> dict:
 
     tic = time.perf_counter()
     try:
-        result = simulate(compiled, t_end=opts.t_end, dt_out=opts.dt_out, options=opts.options, params=values,
-                          quiet=True)
+        result = simulate(compiled, t_end=opts.t_end, dt_out=opts.dt_out, options=opts.options, params=values)
         if entry is not None and entry.postprocess is not None:
             result = entry.postprocess(result)
         outputs = _select(result, opts)
