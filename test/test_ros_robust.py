@@ -338,6 +338,26 @@ def test_stamps_keep_increasing_through_changes_of_the_real_time_factor(sim_time
     assert steps.min() > 0, f"stamps repeated or went back: {sorted(steps)[:5]} ns"
 
 
+def test_simulated_time_starts_with_the_first_frame_not_when_the_node_was_made():
+    """`up` builds the rest of its graph after the dynamics node: the clock ran from the node's
+    construction, so the first frame was the state 0.7 s in, the start's motion never published."""
+    tw = Twin(reference="rose")
+    published = []
+    joints = tw.node.publish_joints
+
+    def publish_joints(state):
+        published.append(state.t)
+        return joints(state)
+
+    tw.node.publish_joints = publish_joints
+    try:
+        time.sleep(0.7)  # the rest of a graph being built
+        assert tw.spin_until(lambda: len(published) >= 3, 5.0)
+    finally:
+        tw.close()
+    assert published[0] == 0.0 and published[1] < 0.1, published[:3]
+
+
 def test_a_second_clock_publisher_is_named_in_the_log(capfd):
     """Two twins publishing /clock: nodes on simulated time see it jump between them."""
     first, second, err = Twin(reference="rose"), None, []

@@ -142,7 +142,9 @@ class DynamicsNode(Node):
         self.failures = SolverFailures()
         # simulated time against the wall clock, stamps, and the frame accounting
         self.frame_clock = FrameClock(p["real_time_factor"], self.use_sim_time, self._ros_now_ns())
-        self._pending = None  # the state computed for the next frame
+        # the state computed for the next frame: the first is the start
+        self._pending = self.twin.state()
+        self._clock_started = False  # start_clock: simulated time runs from the first frame
         self._pending_stamp = None  # its stamp, once a fleet clock published its joints
         self._published = None  # the state of the last frame published (its diagnostics)
         self._clocks_checked_at, self._other_clocks = -math.inf, 0  # warn_other_clocks
@@ -378,6 +380,7 @@ class DynamicsNode(Node):
                 self._diagnostics_while_paused()
             return
         self._count_skipped_frames()
+        self.start_clock()
         tic = time.perf_counter()
         self.publish_pending()
         self.compute_next(publish_cost=time.perf_counter() - tic)
@@ -411,6 +414,15 @@ class DynamicsNode(Node):
             self.get_logger().warning(
                 f"the frame timer ran {missed * self.period * 1e3:.0f} ms late: {missed} frames not published "
                 f"(the process was held up; {self.frame_clock.skipped_frames} so far)", throttle_duration_sec=2.0)
+
+    def start_clock(self):
+        """Simulated time runs from the first frame, not from when the node was made: in a graph
+        built in one process (`up`, the demo) the rest of it was built meanwhile, and the first
+        frame published the state 0.7 s in, the start's motion computed in one step and never
+        seen."""
+        if not self._clock_started:
+            self._clock_started = True
+            self.frame_clock.anchor(self.twin.t, self._ros_now_ns())
 
     def publish_pending(self):
         if self._pending is not None:

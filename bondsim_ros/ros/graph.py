@@ -94,6 +94,8 @@ class FleetClock:
     def _tick(self):
         tic = time.monotonic()
         for t in self.twins:
+            t.start_clock()
+        for t in self.twins:
             t.publish_pending_joints()
         tf_batch = []
         for t in self.twins:
