@@ -174,6 +174,21 @@ def _progress_bar(t0, t_end, quiet):
     return bar, (lambda t: bar.update(task, completed=t - t0))
 
 
+def _models_own(fn, what: str, model: str, *args):
+    """Call a model's own code (its entry's postprocess or figure function: a plug-in's); its
+    failure is named, with the function, instead of a traceback; a figure that cannot be written
+    (OSError, the output rule's CLIError) is reported as any figure's."""
+    from bondsim_ros.cliargs import CLIError, RunFailed
+
+    try:
+        return fn(*args)
+    except (OSError, CLIError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - someone else's code: whatever it raises is its failure
+        where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+        raise RunFailed(f"model {model!r}: its {what} ({where}) failed: {type(exc).__name__}: {exc}") from None
+
+
 def cmd_simulate(args) -> int:
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.bondgraph.simulation import simulate
@@ -246,7 +261,7 @@ def cmd_simulate(args) -> int:
     csv_tmp, written, done = None, [], False
     try:
         if entry is not None and entry.postprocess is not None:
-            result = entry.postprocess(result)
+            result = _models_own(entry.postprocess, "postprocess", entry.name, result)
         _warn_not_finite(result)
         csv_tmp = _write_csv(result, csv_out, rows, staged) if csv_out is not None else None
         try:
@@ -255,7 +270,10 @@ def cmd_simulate(args) -> int:
 
                 own = entry is not None and entry.plot
                 with figures_together():  # a model's several figures: all of them or none
-                    written = own(result, args.plot) if own else plot_result(result, args.plot)
+                    written = _models_own(own, "figure function", entry.name, result, args.plot) if own \
+                        else plot_result(result, args.plot)
+        except RunFailed:
+            raise
         except (OSError, ValueError, CLIError) as exc:
             if isinstance(exc, CLIError):  # a figure that could not be put in place (bondsim_ros.outfiles)
                 raise CLIError(f"--plot {exc}") from None

@@ -233,3 +233,60 @@ def test_a_plugin_whose_robot_cannot_be_made_is_named(tmp_path):
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr, proc.stderr
         assert "typobot = typo_plugin:ROBOT" in proc.stderr and "difbot.xml: no such file" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("plot, says", [
+    ("def plot(result, out):\n    raise RuntimeError('figure code broken')\n",
+     "its figure function (slidebot_plugin.plot) failed: RuntimeError: figure code broken"),
+    ("def plot(result, out):\n    return result['no_such_column']\n",
+     "its figure function (slidebot_plugin.plot) failed: KeyError"),
+    ("def plot(result, out):\n    raise ValueError('bad value')\n",
+     "its figure function (slidebot_plugin.plot) failed: ValueError: bad value"),
+])
+def test_a_plugins_figure_function_that_fails_is_named_not_a_traceback(tmp_path, plot, says):
+    """A plug-in's plot that raised ended `simulate --plot` in a traceback, or, raising
+    ValueError, was reported as a figure that could not be written."""
+    site = tmp_path / "site"
+    text = PLUGIN.replace("MODELS = [ModelEntry(\"slide_step\", build, \"slidebot: a 0.2 m step of the block\", ",
+                          plot + "\n\nMODELS = [ModelEntry(\"slide_step\", build, \"slidebot: a 0.2 m step of the "
+                          "block\", plot=plot, ")
+    assert "plot=plot" in text
+    install_plugin(site, "slidebot_plugin", "slidebot = slidebot_plugin:ROBOT",
+                   {"__init__.py": text, "slide.yaml": SLIDE_YAML, "slidebot.xml": SLIDE_XML})
+    proc = cli(site, "simulate", "slide_step", "--plot", str(tmp_path / "f.png"))
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "cannot write" not in proc.stderr, proc.stderr
+    assert "model 'slide_step': " + says in proc.stderr, proc.stderr
+    assert not list(tmp_path.glob("f*.png"))
+
+
+def test_a_plugin_entry_whose_plot_is_no_function_is_refused_naming_it(tmp_path):
+    site = tmp_path / "site"
+    text = PLUGIN.replace("defaults={\"t_end\": 1.0", "plot=\"figure.png\", defaults={\"t_end\": 1.0")
+    install_plugin(site, "slidebot_plugin", "slidebot = slidebot_plugin:ROBOT",
+                   {"__init__.py": text, "slide.yaml": SLIDE_YAML, "slidebot.xml": SLIDE_XML})
+    for args in (("models",), ("simulate", "slide_step", "--plot", str(tmp_path / "f.png"))):
+        proc = cli(site, *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert "slidebot = slidebot_plugin:ROBOT" in proc.stderr and \
+            "model 'slide_step': plot is str 'figure.png', not a function" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("change, says", [
+    (('{"slide": "slide_q"}', '{"elbow": "slide_q"}'),
+     "slidebot: joints: slidebot.xml has no moving joint 'elbow' (its joints: slide)"),
+    (('HERE / "slidebot.xml"', 'HERE / "nosuch" / "slidebot.xml"'), "mechanism file"),
+])
+def test_a_python_binding_to_a_joint_or_file_the_mechanism_lacks_is_refused(tmp_path, change, says):
+    """model_robot's joints were not checked against the XML: the twin published /joint_states
+    for a joint the URDF does not have (robot_state_publisher moved nothing), where a YAML
+    binding is refused; a missing mechanism file was met only when a twin was made."""
+    site = tmp_path / "site"
+    text = PLUGIN.replace(*change)
+    assert text != PLUGIN
+    install_plugin(site, "slidebot_plugin", "slidebot = slidebot_plugin:ROBOT",
+                   {"__init__.py": text, "slide.yaml": SLIDE_YAML, "slidebot.xml": SLIDE_XML})
+    proc = cli(site, "up", "--model", "slidebot", "--duration", "1")
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and says in proc.stderr, proc.stderr

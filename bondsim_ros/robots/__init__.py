@@ -138,9 +138,21 @@ def load_robot(spec: str) -> Robot:
 
 
 def models_of(module: str) -> list:
-    """The ModelEntry list a plug-in module declares (``MODELS``; empty without one)."""
+    """The ModelEntry list a plug-in module declares (``MODELS``; empty without one); an entry
+    that is no ModelEntry, or whose functions are not callable, is refused here, naming it,
+    not met as a traceback when a run calls it."""
     value = getattr(importlib.import_module(module), "MODELS", None) or []
-    return list(value() if callable(value) else value)
+    entries = list(value() if callable(value) else value)
+    for entry in entries:
+        if not isinstance(entry, ModelEntry):
+            raise TypeError(f"MODELS holds {type(entry).__name__} {entry!r:.60}, not a ModelEntry")
+        if not callable(entry.build):
+            raise TypeError(f"model {entry.name!r}: build is {type(entry.build).__name__}, not a function")
+        for field in ("plot", "postprocess", "postprocess_rows", "write_config"):
+            fn = getattr(entry, field)
+            if fn is not None and not callable(fn):
+                raise TypeError(f"model {entry.name!r}: {field} is {type(fn).__name__} {fn!r:.40}, not a function")
+    return entries
 
 
 def plugin_models(installed: bool = True) -> list:
@@ -166,6 +178,8 @@ def model_robot(name: str, description: str, build: Callable, mechanism, joints:
     ``command_models`` {"twist"|"trajectory": (builder, params)} the variants taking commands
     (the COMMAND_MODELS contract of the model modules)."""
     command_models = dict(command_models or {})
+    if not Path(mechanism).is_file():  # said when the plug-in loads, not when a twin is first made
+        raise RobotError(f"{name}: mechanism file {mechanism} does not exist")
 
     def make_twin(command: str = "builtin", options=None, limits=None, log=None, config=None):
         from bondsim_ros.twin.model_twin import Binding, ModelTwin

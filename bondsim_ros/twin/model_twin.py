@@ -81,7 +81,18 @@ class ModelTwin:
         self.command = command
         self.joint_names = list(binding.joints)
         self._names = ["t"] + list(self.compiled.output_names)
-        self.kinematics = ProbeKinematics(load_mechanism(self.mechanism))
+        mech = load_mechanism(self.mechanism)
+        self.kinematics = ProbeKinematics(mech)
+        # a joint the mechanism lacks: /joint_states named it and robot_state_publisher never moved
+        # the one meant (a YAML binding is checked on load, with its line; a Python one here)
+        units = mech.robots or mech.units
+        moving = [j.name for j in units[0].joints if not j.virtual and j.type != "fixed"]
+        for joints, what in ((binding.joints, "joints"), (binding.velocities, "velocities"),
+                             (binding.efforts, "efforts")):
+            unknown = [j for j in joints if j not in moving]
+            if unknown:
+                raise ValueError(f"{binding.source or name}: {what}: {self.mechanism.name} has no moving joint "
+                                 f"{', '.join(map(repr, unknown))} (its joints: {', '.join(moving) or 'none'})")
         self.twist = (0.0, 0.0, 0.0)
         self._traj = None
         self.reset()
