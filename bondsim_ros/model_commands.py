@@ -168,8 +168,8 @@ def _progress_bar(t0, t_end, quiet):
         return None, None
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    bar = Progress(TextColumn("[bold]simulating"), BarColumn(), TextColumn("t = {task.completed:.3g} / {task.total:.3g} s"),
-                   TimeElapsedColumn(), transient=True)
+    bar = Progress(TextColumn("[bold]simulating"), BarColumn(),
+                   TextColumn("t = {task.completed:.3g} / {task.total:.3g} s"), TimeElapsedColumn(), transient=True)
     task = bar.add_task("sim", total=t_end - t0)
     return bar, (lambda t: bar.update(task, completed=t - t0))
 

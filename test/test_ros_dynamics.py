@@ -67,7 +67,8 @@ def test_joint_states_names_order_and_rate():
         from bondsim_ros.paths import share_file
 
         # the converter's joint list of the packaged Robotino, virtual base joints left to /odom
-        expected = [j.name for j in load_mechanism(share_file("urdf", "robotino", "Robotino_project.xml")).joints if not j.virtual]
+        xml = share_file("urdf", "robotino", "Robotino_project.xml")
+        expected = [j.name for j in load_mechanism(xml).joints if not j.virtual]
         assert len(expected) == 21
         assert msgs and msgs[0].name == expected
         assert len(msgs[0].position) == len(msgs[0].velocity) == len(msgs[0].effort) == 21

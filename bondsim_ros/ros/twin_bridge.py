@@ -77,14 +77,18 @@ PARAMS = {
     "twin_wheel_joints": Param([j["twin"] for j in _WHEELS], "the twin's wheel joint names"),
     # the driver's command shaping (OmniDriveROS::cmdVelCallback), RTONode's defaults: the twin
     # gets each command as the robot's motors do
-    "max_linear_vel": Param(_LIMIT["max_linear_vel"], "the driver's max_linear_vel [m/s]: larger |vx|, |vy| clipped to it",
+    "max_linear_vel": Param(_LIMIT["max_linear_vel"],
+                            "the driver's max_linear_vel [m/s]: larger |vx|, |vy| clipped to it",
                             low=0.0, high=1e6, live=True),
-    "min_linear_vel": Param(_LIMIT["min_linear_vel"], "the driver's min_linear_vel [m/s]: smaller non-zero |vx|, |vy| raised to it "
-                                  "(0: none)", low=0.0, high=1e6, live=True),
-    "max_angular_vel": Param(_LIMIT["max_angular_vel"], "the driver's max_angular_vel [rad/s]: larger |wz| clipped to it",
+    "min_linear_vel": Param(_LIMIT["min_linear_vel"],
+                            "the driver's min_linear_vel [m/s]: smaller non-zero |vx|, |vy| raised to it (0: none)",
+                            low=0.0, high=1e6, live=True),
+    "max_angular_vel": Param(_LIMIT["max_angular_vel"],
+                             "the driver's max_angular_vel [rad/s]: larger |wz| clipped to it",
                              low=0.0, high=1e6, live=True),
-    "min_angular_vel": Param(_LIMIT["min_angular_vel"], "the driver's min_angular_vel [rad/s]: smaller non-zero |wz| raised to it "
-                                   "(0: none)", low=0.0, high=1e6, live=True),
+    "min_angular_vel": Param(_LIMIT["min_angular_vel"],
+                             "the driver's min_angular_vel [rad/s]: smaller non-zero |wz| raised to it (0: none)",
+                             low=0.0, high=1e6, live=True),
     "robot_bumper": Param("/bumper", "the real driver's bumper contact (std_msgs/Bool; ros2-robotino: "
                                      "<namespace>/bumper)"),
     "bumper_timeout": Param(2.0, "the driver's bumper_timeout [s] (its launch's 2.0): after a contact the twin is "
