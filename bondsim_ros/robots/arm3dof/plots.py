@@ -6,6 +6,14 @@ import math
 from bondsim_ros.plotting import figure_path, pyplot, save_figure
 
 
+def _label(ax, xlabel: str, ylabel: str, title: str) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+
+
 def plot_arm3dof(result, out_png):
     """Three figures: joint angles (with reference), torques, gripper path in the plane."""
     plt = pyplot()
@@ -21,21 +29,13 @@ def plot_arm3dof(result, out_png):
     for n in JOINT_NAMES:
         ax.plot(t, result[n], lw=1.4, label=f"{n} (bond graph)")
         ax.plot(t, result[f"{n}_ref"], "k:", lw=1)
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("joint angle [rad]")
-    ax.set_title("joint angles; dotted: trapezoidal reference")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    _label(ax, "t [s]", "joint angle [rad]", "joint angles; dotted: trapezoidal reference")
     written.append(save_figure(fig, figure_path(out_png, "joints")))
 
     fig, ax = plt.subplots(figsize=(7, 3.6))
     for i in (1, 2, 3):
         ax.plot(t, result[f"T{i}"], lw=1.4, label=f"T{i}")
-    ax.set_xlabel("t [s]")
-    ax.set_ylabel("joint torque [N m]")
-    ax.set_title("inverse-dynamics torques driving the forward model")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    _label(ax, "t [s]", "joint torque [N m]", "inverse-dynamics torques driving the forward model")
     written.append(save_figure(fig, figure_path(out_png, "torques")))
 
     fig, ax = plt.subplots(figsize=(5.5, 5.5))
@@ -53,10 +53,6 @@ def plot_arm3dof(result, out_png):
     ax.plot(*POINT_A, "gs", label="A")
     ax.plot(*POINT_B, "rs", label="B")
     ax.set_aspect("equal")
-    ax.set_xlabel("x [m]")
-    ax.set_ylabel("y [m]")
-    ax.set_title("gripper path and arm poses")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    _label(ax, "x [m]", "y [m]", "gripper path and arm poses")
     written.append(save_figure(fig, figure_path(out_png, "path")))
     return written
