@@ -358,8 +358,11 @@ def cmd_models(args) -> int:
 
 def cmd_robots(args) -> int:
     from bondsim_ros.cliargs import CLIError
-    from bondsim_ros.robots import RobotError, available, load_robot
+    from bondsim_ros.robots import RobotError, available, load_robot, shadowed
 
+    for name, used, hidden in shadowed():  # (a plug-in's robot named like a built-in one: never run)
+        print(f"[bondsim] warning: robot plug-in {hidden} gives {name!r} too; {used} gives the one used",
+              file=sys.stderr)
     for name in sorted(available()):
         try:
             robot = load_robot(name)

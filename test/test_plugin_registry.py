@@ -290,3 +290,19 @@ def test_a_python_binding_to_a_joint_or_file_the_mechanism_lacks_is_refused(tmp_
     proc = cli(site, "up", "--model", "slidebot", "--duration", "1")
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and says in proc.stderr, proc.stderr
+
+
+def test_a_plugin_robot_named_like_a_built_in_one_is_said_to_be_hidden(tmp_path):
+    """The registry takes the first robot of a name (the built-ins come first): a plug-in's own
+    arm3dof was never used, without a word."""
+    site = tmp_path / "site"
+    install_plugin(site, "slidebot_plugin", "arm3dof = slidebot_plugin:ROBOT",
+                   {"__init__.py": PLUGIN, "slide.yaml": SLIDE_YAML, "slidebot.xml": SLIDE_XML})
+    proc = cli(site, "robots")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: robot plug-in arm3dof = slidebot_plugin:ROBOT gives 'arm3dof' too; " \
+           "arm3dof = bondsim_ros.robots.arm3dof:ROBOT gives the one used" in proc.stderr, proc.stderr
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines()}
+    assert "a block on a rail" not in rows["arm3dof"]  # the built-in one is listed
+    alone = cli(tmp_path, "robots")  # no plug-in installed: nothing to say
+    assert alone.returncode == 0 and "warning" not in alone.stderr, alone.stderr

@@ -88,18 +88,37 @@ def _members(plugin: Plugin) -> dict:
     return dict(value) if isinstance(value, dict) else {plugin.name: value}
 
 
-def available() -> dict:
-    """robot name -> the Plugin that provides it, built-ins and installed plug-ins (the first of
-    two that give the same name). A plug-in that does not import is listed under its entry
-    point's name; loading it says why."""
-    out: dict = {}
+def _providers() -> list:
+    """(robot name, Plugin) for every robot each plug-in gives, in registry order (the built-ins
+    first); a plug-in that does not import gives its entry point's name."""
+    out = []
     for plugin in plugins():
         try:
             names = _members(plugin)
         except RobotError:
             names = {plugin.name: None}
-        for name in names:
-            out.setdefault(name, plugin)
+        out += [(name, plugin) for name in names]
+    return out
+
+
+def available() -> dict:
+    """robot name -> the Plugin that provides it, built-ins and installed plug-ins (the first of
+    two that give the same name: shadowed() names the others). A plug-in that does not import
+    is listed under its entry point's name; loading it says why."""
+    out: dict = {}
+    for name, plugin in _providers():
+        out.setdefault(name, plugin)
+    return out
+
+
+def shadowed() -> list:
+    """(robot name, the Plugin that gives it, a later Plugin whose robot of that name is never
+    used) for every name two plug-ins give."""
+    first, out = {}, []
+    for name, plugin in _providers():
+        if name in first and first[name] != plugin:
+            out.append((name, first[name], plugin))
+        first.setdefault(name, plugin)
     return out
 
 
@@ -210,4 +229,4 @@ def command_models(module) -> dict:
 
 
 __all__ = ["Robot", "RobotError", "ModelEntry", "GROUP", "DEFAULT_ROBOT", "Plugin", "builtin_plugins", "plugins", "available",
-           "load_robot", "models_of", "plugin_models", "model_robot", "command_models"]
+           "shadowed", "load_robot", "models_of", "plugin_models", "model_robot", "command_models"]
