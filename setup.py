@@ -5,11 +5,16 @@ the console scripts under lib/bondsim_ros so `ros2 run bondsim_ros <node>` finds
 venv `pip install .[ros,test]` gives the same commands on PATH.
 """
 import os
+import sys
 from glob import glob
 
-from setuptools import find_packages, setup
+from setuptools import Distribution, find_packages, setup
+from setuptools.command.build_py import build_py
+from setuptools.command.develop import develop
 
 PACKAGE = "bondsim_ros"
+# setup.py runs in its own folder (pip, colcon); a caller that execs it may set no __file__
+HERE = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else os.getcwd()
 
 
 def tree(folder):
@@ -25,11 +30,56 @@ def tree(folder):
 def robot_entry_points():
     """One entry point per robot folder (bondsim_ros/robots/<name>/__init__.py, its ROBOT): the
     same scan as bondsim_ros.robots.builtin_plugins, so a new folder is registered by existing."""
-    # setup.py runs in its own folder (pip, colcon); a caller that execs it may set no __file__
-    here = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else os.getcwd()
-    robots = os.path.join(here, PACKAGE, "robots")
+    robots = os.path.join(HERE, PACKAGE, "robots")
     return [f"{name} = {PACKAGE}.robots.{name}:ROBOT" for name in sorted(os.listdir(robots))
             if os.path.isfile(os.path.join(robots, name, "__init__.py")) and not name.startswith(("_", "."))]
+
+
+def build_solver_core(package_root):
+    """Compile the C solver core into ``<package_root>/bondsim_ros/solver/prebuilt`` (gcc, about
+    1 s), so that a user's first run compiles only its model. Without a compiler, or where it
+    refuses the core, the install goes on and the core is built on first use (the message says
+    why). The build is _ccore's own (flags, KLU, the name the loader checks); _ccore and
+    native import nothing but the standard library, so this needs no dependency installed."""
+    sys.path.insert(0, HERE)
+    try:
+        from bondsim_ros.solver import _ccore, native
+
+        target = os.path.join(package_root, PACKAGE, "solver", _ccore.PREBUILT.name)
+        try:
+            _ccore.install_build(target)
+        except (native.NativeBuildError, OSError) as exc:
+            print(f"bondsim_ros: the solver core was not compiled now ({exc}); "
+                  "it is compiled on first use instead", file=sys.stderr)
+    finally:
+        sys.path.remove(HERE)
+
+
+class BuildPyWithCore(build_py):
+    """build_py (pip, colcon build), then the solver core beside the built modules; in an
+    editable install (``pip install -e``) beside the sources, where the package is imported from."""
+
+    def run(self):
+        super().run()
+        editable = getattr(self, "editable_mode", False)
+        build_solver_core(HERE if editable else self.build_lib)
+
+
+class DevelopWithCore(develop):
+    """``setup.py develop`` (colcon build --symlink-install), then the solver core beside the sources."""
+
+    def run(self):
+        super().run()
+        if not getattr(self, "uninstall", False):
+            build_solver_core(HERE)
+
+
+class DistributionWithCore(Distribution):
+    """A distribution that holds a compiled library (the solver core, loaded with ctypes, no
+    Python extension): its wheel is tagged for this platform and Python, not "any"."""
+
+    def has_ext_modules(self):
+        return True
 
 
 # ROS 2 distros with wheels on PyPI (ros-<distro>-*); the first is the default. The `ros` extra
@@ -49,7 +99,9 @@ setup(
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
     include_package_data=True,
-    package_data={PACKAGE: ["solver/*.c"]},  # the solver core, compiled on first use
+    package_data={PACKAGE: ["solver/*.c"]},  # the solver core's source (built by BuildPyWithCore)
+    cmdclass={"build_py": BuildPyWithCore, "develop": DevelopWithCore},
+    distclass=DistributionWithCore,
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),

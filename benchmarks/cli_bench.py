@@ -10,11 +10,12 @@ the same), timed from spawn to exit, with the compiled modules (.pyc) Python kee
 installed package: PYTHONDONTWRITEBYTECODE is dropped from the runs' environment, else every run
 would compile the package's sources again (40-60 ms). Warm: the generated-code cache of this
 user (``$BONDSIM_CACHE_DIR`` or ~/.cache/bondsim_ros) after one untimed run. Cold: a new empty
-``BONDSIM_CACHE_DIR`` per run holding only the C solver core (copied from the warm cache: it is
-built once per machine, not per model), so the model is built, reduced, printed and compiled;
-the core's own build is timed on its own. Empty: a new ``BONDSIM_CACHE_DIR`` with nothing in
-it, the very first run on a machine (the core's build overlaps the model's). The build time is
-the one the command prints (`build X s`). Every run starts as a command typed in a shell does:
+``BONDSIM_CACHE_DIR`` per run, a user's first run after the install: the model is built,
+reduced, printed and compiled, the C solver core is the one the install compiled (setup.py; its
+compile, what the install spends on it, is timed on its own). Without an installed core: the
+same with the package as a wheel built on another machine would install it (links to the
+checkout's files, its ``solver/prebuilt`` left out), so the core's build overlaps the model's.
+The build time is the one the command prints (`build X s`). Every run starts as a command typed in a shell does:
 the ROS 2 wheels' bootstrapper (a .pth file of the venv) starts each new interpreter a second
 time with the ROS libraries on LD_LIBRARY_PATH, unless its guard variable says the process is
 that second start; this script runs as one, so the guard is dropped from the runs' environment.
@@ -171,35 +172,43 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
 
 
 def core_build(root: Path) -> float:
-    """The C solver core compiled into an empty cache (once per machine and compiler)."""
-    with tempfile.TemporaryDirectory(prefix="bondsim_core_") as cache:
-        code = "from bondsim_ros.solver import _ccore; _ccore.library()"
-        env = run_env(root, {"BONDSIM_CACHE_DIR": cache})
+    """The C solver core compiled as the install compiles it (once per install, machine and compiler)."""
+    with tempfile.TemporaryDirectory(prefix="bondsim_core_") as folder:
+        code = f"from bondsim_ros.solver import _ccore; _ccore.install_build({folder!r})"
         tic = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        subprocess.run([sys.executable, "-c", code], env=run_env(root), check=True)
         wall = time.perf_counter() - tic
-        print(f"C solver core, first build on this machine: wall {wall:.2f} s "
+        print(f"C solver core, its compile at install: wall {wall:.2f} s "
               f"(a Python process importing the solver and running gcc)")
         return wall
 
 
-def cold(label: str, root: Path, model_args: list, tmp: Path, with_core: bool = True) -> dict:
-    """A run on a new cache: holding the solver core (``with_core``), or nothing at all."""
-    import shutil
+def without_installed_core(root: Path, tmp: Path) -> Path:
+    """A folder to put first on PYTHONPATH: ``root``'s bondsim_ros as links to its files, without
+    the solver core its install compiled (``solver/prebuilt``)."""
+    out = tmp / f"no_core_{abs(hash(str(root)))}"
+    if not out.exists():
+        (out / "bondsim_ros" / "solver").mkdir(parents=True)
+        for item in (root / "bondsim_ros").iterdir():
+            if item.name not in ("solver", "__pycache__"):
+                (out / "bondsim_ros" / item.name).symlink_to(item)
+        for item in (root / "bondsim_ros" / "solver").iterdir():
+            if item.name not in ("prebuilt", "__pycache__"):
+                (out / "bondsim_ros" / "solver" / item.name).symlink_to(item)
+    return out
 
-    from bondsim_ros.solver.native import cache_root
 
-    warm_core = cache_root() / "solver"
-    what = "cold" if with_core else "empty-cache"
+def cold(label: str, root: Path, model_args: list, tmp: Path, installed_core: bool = True) -> dict:
+    """A run on a new empty cache, with the solver core as installed or without one."""
+    what = "cold" if installed_core else "cold without an installed core"
+    path = root if installed_core else without_installed_core(root, tmp)
     with tempfile.TemporaryDirectory(prefix="bondsim_cold_") as cache:
-        if with_core and warm_core.is_dir():  # the core is per machine, not per model: not part of a model's build
-            shutil.copytree(warm_core, Path(cache) / "solver")
         before = load()
-        wall, cpu, err = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
+        wall, cpu, err = run(path, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
         print(f"{what} `simulate {model_args[0]}` ({label}): wall {wall:.2f} s, CPU {cpu:.2f} s, printed build "
               f"{build_time(err):.2f} s (load average before {before}, after {load()})")
         # then warm from that same cache
-        wall2, cpu2, err2 = run(root, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
+        wall2, cpu2, err2 = run(path, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
         print(f"  next run on that cache: wall {wall2:.2f} s, CPU {cpu2:.2f} s, printed build {build_time(err2):.2f} s")
         return {"wall_s": wall, "cpu_s": cpu, "build_s": build_time(err)}
 
@@ -236,13 +245,13 @@ def main() -> None:
                 core = core_build(root)
                 n = a.cold_repeat
                 robotino = best_of(n, lambda: cold(label, root, ROBOTINO, tmp))
-                empty = best_of(n, lambda: cold(label, root, ROBOTINO, tmp, with_core=False))
+                bare = best_of(n, lambda: cold(label, root, ROBOTINO, tmp, installed_core=False))
                 dualarm = best_of(n, lambda: cold(label, root, DUALARM, tmp)) if a.dualarm else None
-                dual_empty = best_of(n, lambda: cold(label, root, DUALARM, tmp, with_core=False)) if a.dualarm else None
+                dual_bare = best_of(n, lambda: cold(label, root, DUALARM, tmp, installed_core=False)) if a.dualarm else None
                 if label == "this":
                     figures["core_build_s"] = core
-                    figures["cold"] = {"robotino": robotino, "robotino_empty": empty,
-                                       **({"dualarm": dualarm, "dualarm_empty": dual_empty} if dualarm else {})}
+                    figures["cold"] = {"robotino": robotino, "robotino_no_core": bare,
+                                       **({"dualarm": dualarm, "dualarm_no_core": dual_bare} if dualarm else {})}
     if a.record:
         record.write("cli_bench", sys.argv[1:], figures, placeholders={"--ref": "OTHER_CHECKOUT"})
 

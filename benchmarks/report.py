@@ -192,7 +192,8 @@ def cli_bench(f: dict) -> list:
         rows.append(["warm: CPU time, median", f"{sig2(w['cpu_median_s'], 2)} s" if w.get("cpu_median_s") else DASH])
         rows.append(["warm: build time `simulate` prints", f"{sig2(w['build_median_s'], 2)} s"])
     for key, label in (("robotino", "Robotino"), ("dualarm", "18-DOF dual-arm (`simulate dualarm`)")):
-        for suffix, what in (("", "empty cache but the solver core"), ("_empty", "empty cache, solver core included")):
+        for suffix, what in (("", "empty cache, the solver core as installed"),
+                             ("_no_core", "empty cache, no installed solver core (built beside the model)")):
             c = dig(f, "cold", key + suffix)
             if c:
                 best = f" (fastest of {c['runs']})" if c.get("runs", 1) > 1 else ""
@@ -200,7 +201,8 @@ def cli_bench(f: dict) -> list:
                 rows.append([f"{what}, {label}: printed build / wall of the command{best}",
                              f"{sig2(c['build_s'], 2)} s / **{sig2(c['wall_s'], 2)} s**{cpu}"])
     if f.get("core_build_s") is not None:
-        rows.append(["C solver core, first build on a machine", f"{sig2(f['core_build_s'], 2)} s"])
+        rows.append(["C solver core, its compile (at install; on first use where the install compiled none)",
+                     f"{sig2(f['core_build_s'], 2)} s"])
     return [f"The command: `{f['command']}`.", ""] + table(["", "measured"], rows)
 
 
@@ -425,9 +427,11 @@ SECTIONS = [
      "numpy's import (measured alone), the solve the command prints, and the rest by difference: "
      "what the package adds around its solve. "
      "Warm: the generated-code cache after one untimed run. Empty cache: a new `BONDSIM_CACHE_DIR` "
-     "holding only the C solver core (built once per machine and compiler), so the model is built, "
-     "reduced, printed as C and compiled; with the solver core included: a cache with nothing in it, "
-     "the first run on a machine (gcc builds the core in the background from the command's start, "
+     "with nothing in it, a user's first run after the install, so the model is built, reduced, "
+     "printed as C and compiled; the C solver core is the one the install compiled (`pip install`, "
+     "`pip install -e` and `colcon build` run gcc on it, timed on its own below). No installed solver "
+     "core: the same, with the package as a wheel built on another machine installs it, or an "
+     "install without a compiler (gcc builds the core in the background from the command's start, "
      "while the model is built). "
      "The CPU time (user + system of the command and its compilers) moves far less with the load "
      "of a shared machine than the wall time. A warm run's CPU time exceeds its wall time: a second "

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
             return 2
     if argv is None and getattr(args, "solver_core", False):
-        # a first run on this machine: gcc builds the solver core (about 1 s) from now on, while
+        # a first run where the install compiled no solver core: gcc builds it (about 1 s) from now on, while
         # numpy is imported and the model built, not only once the model is being built. Only
         # in a program run: its exit waits for the build (_exit_now); a caller of main(argv)
         # gets it built where it is needed.

@@ -239,6 +239,7 @@ def test_a_compiler_without_march_native_still_builds_the_core(tmp_path, monkeyp
     monkeypatch.setenv("CC", str(cc))
     monkeypatch.setattr(_ccore, "_libs", {})  # as in a fresh process
     monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(_ccore, "PREBUILT", tmp_path / "installed")  # an install that built none
     lib = _ccore.library()
     assert lib.bdf_struct_size() == ctypes.sizeof(_ccore.Solver)
     built = [p.name for p in (tmp_path / "cache" / "solver").iterdir()]
@@ -322,21 +323,117 @@ def test_the_slots_and_codes_are_read_from_the_core_itself():
     assert fields == [name for name, _ in _ccore.Solver._fields_]
 
 
-def test_a_first_run_builds_the_core_beside_the_model_and_leaves_it_whole(tmp_path):
-    """On an empty cache `simulate` starts gcc on the solver core before it builds the model
-    (the two overlap); a run that then fails on its model still waits for that build: the core
-    is in the cache, whole, with no temporary folder beside it, and the next run uses it."""
+def package_without_installed_core(tmp_path) -> Path:
+    """A folder to put first on PYTHONPATH: bondsim_ros as links to this checkout's files, but
+    without the solver core that setup.py compiled (as installed from a wheel built elsewhere,
+    or where the install had no compiler)."""
+    root = tmp_path / "pkgroot"
+    (root / "bondsim_ros" / "solver").mkdir(parents=True)
+    for item in (ROOT / "bondsim_ros").iterdir():
+        if item.name not in ("solver", "__pycache__"):
+            (root / "bondsim_ros" / item.name).symlink_to(item)
+    for item in (ROOT / "bondsim_ros" / "solver").iterdir():
+        if item.name not in ("prebuilt", "__pycache__"):
+            (root / "bondsim_ros" / "solver" / item.name).symlink_to(item)
+    return root
+
+
+def test_a_first_run_without_an_installed_core_builds_it_beside_the_model_and_leaves_it_whole(tmp_path):
+    """Where the install compiled no core, `simulate` on an empty cache starts gcc on it before
+    it builds the model (the two overlap); a run that then fails on its model still waits for
+    that build: the core is in the cache, whole, with no temporary folder beside it, and the
+    next run uses it."""
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\ncomponents:\n  - {type: NoSuchElement, name: x}\n")
-    env = dict(__import__("os").environ, PYTHONPATH=str(ROOT), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(__import__("os").environ, PYTHONPATH=str(package_without_installed_core(tmp_path)),
+               BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, "-m", "bondsim_ros.cli", "simulate", str(bad), "--t-end", "1",
-                           "--dt-out", "0.1"], env=env, capture_output=True, text=True, timeout=300)
+                           "--dt-out", "0.1"], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     built = sorted(p.name for p in (tmp_path / "cache" / "solver").iterdir())
     assert len(built) == 1 and built[0].startswith("bdf_core_") and built[0].endswith(".so"), built
     proc = subprocess.run([sys.executable, "-c", "from bondsim_ros.solver import _ccore; "
-                           "print(_ccore.library()._name)"], env=env, capture_output=True, text=True, timeout=300)
+                           "print(_ccore.library()._name)"], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
     assert proc.stdout.strip().endswith(built[0]), proc.stderr
+
+
+def _wheel(tmp_path, source_root: Path) -> Path:
+    """`pip wheel` of the package at ``source_root`` (no dependencies, no index: the build uses
+    this environment's setuptools, as colcon's `setup.py build` does)."""
+    out = tmp_path / "wheels"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                           "--no-index", "-w", str(out), str(source_root)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (wheel,) = out.glob("bondsim_ros-*.whl")
+    return wheel
+
+
+def _source_copy(tmp_path) -> Path:
+    """The checkout's files that a build reads, copied (a build writes beside them)."""
+    import shutil
+
+    src = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "prebuilt", "*.egg-info")
+    for name in ("bondsim_ros", "launch", "urdf", "config", "resource"):
+        shutil.copytree(ROOT / name, src / name, ignore=ignore)
+    for name in ("setup.py", "setup.cfg", "package.xml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy(ROOT / name, src / name)
+    return src
+
+
+def test_an_install_compiles_the_solver_core_and_a_first_run_uses_it(tmp_path):
+    """The wheel pip builds (as colcon's `setup.py build` and `pip install -e` do) carries the
+    solver core compiled for this machine, tagged for this platform; installed, a run on an
+    empty cache loads it and compiles only its model (no solver folder in the cache)."""
+    import zipfile
+
+    wheel = _wheel(tmp_path, _source_copy(tmp_path))
+    assert not wheel.name.endswith("-any.whl"), wheel.name  # a compiled library: a platform wheel
+    with zipfile.ZipFile(wheel) as z:
+        cores = [n for n in z.namelist() if n.startswith("bondsim_ros/solver/prebuilt/")]
+        assert len(cores) == 1 and cores[0].endswith(".so"), cores
+        site = tmp_path / "site"
+        z.extractall(site)
+    from bondsim_ros.solver import _ccore
+
+    # the name a process on this machine looks for: the first build it would try
+    flags, libs = _ccore._configs()[0]
+    assert Path(cores[0]).name == native.library_path(_ccore.source(), "bdf_core", Path(), flags, libs).name
+    env = dict(__import__("os").environ, PYTHONPATH=str(site), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
+    code = ("from bondsim_ros.solver import _ccore; import sys; lib = _ccore.library(); "
+            "print(lib._name); print(lib.bdf_struct_size())")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    name, size = proc.stdout.split()
+    assert name == str(site / cores[0]) and int(size) == ctypes.sizeof(_ccore.Solver)
+    assert not (tmp_path / "cache" / "solver").exists()
+
+
+def test_an_installed_core_of_another_source_is_not_loaded(tmp_path, monkeypatch):
+    """A library in the install's folder is used only under the name this process computes
+    (source, flags, compiler, CPU): one built from an edited core is passed over and the core
+    is compiled into the cache instead."""
+    from bondsim_ros.solver import _ccore
+
+    installed = tmp_path / "installed"
+    monkeypatch.setattr(_ccore, "PREBUILT", installed)
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(_ccore, "_libs", {})  # as in a fresh process
+    real = _ccore.source()
+    monkeypatch.setattr(_ccore, "source", lambda: real + "\n/* an edited core */\n")
+    old = _ccore.install_build(installed)
+    monkeypatch.setattr(_ccore, "source", lambda: real)
+    assert not _ccore._built()
+    path = _ccore._build()
+    assert path.parent == tmp_path / "cache" / "solver" and path.name != old.name
+    # and installing the current source replaces the stale library rather than adding to it
+    assert _ccore.install_build(installed).name == path.name
+    assert sorted(p.name for p in installed.iterdir()) == [path.name]
+    assert _ccore._find() == installed / path.name  # the install's is found first
 
 
 def test_the_compiler_version_is_asked_once_per_compiler_binary(tmp_path, monkeypatch):

@@ -1,8 +1,10 @@
-"""The BDF core in C (``bdf_core.c``): built with the system compiler on first use, bound with ctypes.
+"""The BDF core in C (``bdf_core.c``): built with the system compiler, bound with ctypes.
 
-The core is compiled once per machine into the cache (``native.build_library``: named by a hash
-of the source, the flags and the compiler, so an edited core or another compiler builds anew)
-and loaded once per process. A solver hands it one struct of pointers to its arrays, filled at
+The core is compiled when the package is installed (setup.py: pip, ``pip install -e``, colcon)
+into ``prebuilt/`` beside this module, and else once per machine into the cache on first use
+(``native.build_library``: named by a hash of the source, the flags, the compiler and, for
+-march=native, the CPU, so an edited core, another compiler or a package built on another
+machine builds anew); loaded once per process. A solver hands it one struct of pointers to its arrays, filled at
 construction (``Core``), so that an ``advance`` call costs a few field writes and one ctypes call.
 
 Where SuiteSparse's ``klu.h`` is found (Debian: libsuitesparse-dev) the core is built with KLU
@@ -161,12 +163,38 @@ def _failed_mark(folder: Path, flags, libs) -> Path:
     return native.library_path(source(), "bdf_core", folder, flags, libs).with_suffix(".failed")
 
 
-def _build():
-    """The core's library in the cache (compiled if it is not there yet): the first of
-    ``_configs()`` that builds. A KLU build that fails where the same build without KLU
-    succeeds (a header without its library) leaves ``<library>.failed`` with the compiler's
-    message, so that later processes skip it."""
-    folder = native.cache_root() / "solver"
+# where setup.py puts the core it compiles at install time (install_build): a library there is
+# used only when its name (source, flags, compiler, CPU) is the one this process would build
+PREBUILT = Path(__file__).with_name("prebuilt")
+
+
+def _folders() -> list:
+    return [PREBUILT, native.cache_root() / "solver"]
+
+
+def _find():
+    """The library of the first of ``_configs()`` built in the install's folder or the cache,
+    None when that configuration is not built yet (configurations whose build failed, a
+    ``.failed`` mark beside where the library would be, are passed over)."""
+    for flags, libs in _configs():
+        for folder in _folders():
+            path = native.library_path(source(), "bdf_core", folder, flags, libs)
+            if path.exists():
+                return path
+        if not (libs and any(_failed_mark(f, flags, libs).exists() for f in _folders())):
+            return None
+    return None
+
+
+def _build(folder: Path | None = None):
+    """The core's library: the one installed or cached, else compiled into ``folder`` (the
+    cache's by default), the first of ``_configs()`` that builds. A KLU build that fails where
+    the same build without KLU succeeds (a header without its library) leaves
+    ``<library>.failed`` with the compiler's message, so that later processes skip it."""
+    found = _find() if folder is None else None
+    if found is not None:
+        return found
+    folder = native.cache_root() / "solver" if folder is None else folder
     configs = _configs()
     klu_error = None
     for k, (flags, libs) in enumerate(configs):
@@ -190,15 +218,25 @@ def _build():
     raise AssertionError("unreachable: the last configuration raises")
 
 
-def _built() -> bool:
-    """Is the core this process would load already in the cache?"""
-    folder = native.cache_root() / "solver"
+def install_build(folder: Path) -> Path:
+    """Compile the core into ``folder`` as an install does (setup.py), whatever the cache
+    holds: a user's first run then compiles only its model. Files of other builds there (an
+    edited core, another compiler) are removed. Raises NativeBuildError."""
+    folder = Path(folder)
+    current = set()
     for flags, libs in _configs():
-        if native.library_path(source(), "bdf_core", folder, flags, libs).exists():
-            return True
-        if not (libs and _failed_mark(folder, flags, libs).exists()):
-            return False
-    return False
+        path = native.library_path(source(), "bdf_core", folder, flags, libs)
+        current |= {path.name, path.with_suffix(".failed").name}
+    if folder.is_dir():
+        for old in folder.glob("bdf_core_*"):
+            if old.name not in current:
+                old.unlink()
+    return _build(folder)
+
+
+def _built() -> bool:
+    """Is the core this process would load already installed or in the cache?"""
+    return _find() is not None
 
 
 def prebuild() -> None:

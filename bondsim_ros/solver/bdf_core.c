@@ -3,7 +3,8 @@
 The whole step loop (predictor, simplified Newton, dense or sparse LU, error test, step and
 order selection, dense output, event location) runs here; the model's residual, Jacobian,
 switching functions and modes arrive as plain C function pointers (solver/native.py's ABI).
-It is compiled by the system C compiler on first use (solver/_ccore.py) and needs no runtime.
+It is compiled by the system C compiler when the package is installed, else on first use
+(solver/_ccore.py), and needs no runtime.
 
 The method follows SciPy's BDF (backward differences D, step change by the R U transform,
 Shampine & Reichelt 1997) with kappa = 0, adapted to implicit DAEs: with cj = alpha_k / h,

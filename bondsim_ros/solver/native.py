@@ -29,11 +29,11 @@ from pathlib import Path
 # was built on. -fno-math-errno lets sqrt compile to one instruction.
 CFLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno")
 
-# The BDF core (one library per machine, built once) is compiled for the CPU it runs on, at -O2
+# The BDF core (one library per install, or per machine where the install built none) is compiled for the CPU it runs on, at -O2
 # with its hot element-wise loops (the difference array, predictor, Newton update, dense LU's
 # column updates) marked `#pragma omp simd` for -fopenmp-simd (OpenMP's vectorisation alone, no
 # runtime library): as fast as -O3, which vectorised them too (the Robotino about 20 % faster
-# than plain -O2), in 1.2 s of gcc instead of 2.1 s, the most of a machine's first run. The same
+# than plain -O2), in 1.2 s of gcc instead of 2.1 s. The same
 # results bit for bit: with -ffp-contract=off the compiler may only vectorise element-wise loops,
 # whose rounding is the same, and no reduction is marked but an integer one. The CPU is part of
 # the library's name (host_id), so a cache shared between machines never runs another's code.
