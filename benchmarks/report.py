@@ -430,9 +430,9 @@ SECTIONS = [
      "with nothing in it, a user's first run after the install, so the model is built, reduced, "
      "printed as C and compiled; the C solver core is the one the install compiled (`pip install`, "
      "`pip install -e` and `colcon build` run gcc on it, timed on its own below). No installed solver "
-     "core: the same, with the package as a wheel built on another machine installs it, or an "
-     "install without a compiler (gcc builds the core in the background from the command's start, "
-     "while the model is built). "
+     "core: the same for a package installed without it (a wheel built on another machine, an "
+     "install without a compiler): gcc builds the core in the background from the command's start, "
+     "while the model is built. "
      "The CPU time (user + system of the command and its compilers) moves far less with the load "
      "of a shared machine than the wall time. A warm run's CPU time exceeds its wall time: a second "
      "thread formats and writes the CSV while the solver core computes the next rows.",
