@@ -413,6 +413,48 @@ def test_an_install_compiles_the_solver_core_and_a_first_run_uses_it(tmp_path):
     assert not (tmp_path / "cache" / "solver").exists()
 
 
+def _setuptools_version(python: str):
+    out = subprocess.run([python, "-c", "import setuptools; print(setuptools.__version__)"], capture_output=True,
+                         text=True)
+    return tuple(int(x) for x in out.stdout.split(".")[:2]) if out.returncode == 0 else None
+
+
+@pytest.mark.parametrize("symlink_install", [False, True], ids=["colcon build", "colcon build --symlink-install"])
+def test_colcons_setup_py_commands_compile_the_solver_core(tmp_path, symlink_install):
+    """The setup.py commands colcon's Python build task runs (colcon-core, task/python/build.py):
+    `egg_info build install` for `colcon build`, `develop --editable` for --symlink-install, each
+    leaving the core where that install imports the package from. `develop` as colcon calls it
+    is setuptools' before 80 (Ubuntu 24.04, where Jazzy and Kilted run, has 68): run with this
+    environment's base interpreter when that has one."""
+    python = sys.executable
+    if symlink_install:
+        python = getattr(sys, "_base_executable", sys.executable)
+        version = _setuptools_version(python)
+        if version is None or version >= (80, 0):
+            pytest.skip(f"no setuptools < 80 with {python} (its develop takes no --editable)")
+    src = _source_copy(tmp_path)
+    build, prefix = tmp_path / "build", tmp_path / "install"
+    build.mkdir()
+    if symlink_install:
+        cmd = ["develop", "--prefix", str(prefix), "--editable", "--build-directory", str(build / "build"),
+               "--no-deps"]
+    else:
+        cmd = ["egg_info", "--egg-base", str(build), "build", "--build-base", str(build / "build"),
+               "install", "--prefix", str(prefix), "--record", str(build / "install.log"),
+               "--single-version-externally-managed"]
+    pylib = prefix / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    pylib.mkdir(parents=True)  # colcon makes it and puts it on PYTHONPATH
+    env = dict(__import__("os").environ, PYTHONPATH=str(pylib))
+    proc = subprocess.run([python, "setup.py", *cmd], cwd=src, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    package = src if symlink_install else pylib  # develop: imported from the sources
+    cores = list((package / "bondsim_ros" / "solver" / "prebuilt").glob("bdf_core_*.so"))
+    from bondsim_ros.solver import _ccore
+
+    flags, libs = _ccore._configs()[0]
+    assert [c.name for c in cores] == [native.library_path(_ccore.source(), "bdf_core", Path(), flags, libs).name]
+
+
 def test_an_installed_core_of_another_source_is_not_loaded(tmp_path, monkeypatch):
     """A library in the install's folder is used only under the name this process computes
     (source, flags, compiler, CPU): one built from an edited core is passed over and the core
