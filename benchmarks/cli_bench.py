@@ -247,7 +247,8 @@ def main() -> None:
                 robotino = best_of(n, lambda: cold(label, root, ROBOTINO, tmp))
                 bare = best_of(n, lambda: cold(label, root, ROBOTINO, tmp, installed_core=False))
                 dualarm = best_of(n, lambda: cold(label, root, DUALARM, tmp)) if a.dualarm else None
-                dual_bare = best_of(n, lambda: cold(label, root, DUALARM, tmp, installed_core=False)) if a.dualarm else None
+                dual_bare = (best_of(n, lambda: cold(label, root, DUALARM, tmp, installed_core=False))
+                             if a.dualarm else None)
                 if label == "this":
                     figures["core_build_s"] = core
                     figures["cold"] = {"robotino": robotino, "robotino_no_core": bare,

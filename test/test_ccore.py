@@ -499,6 +499,21 @@ def test_the_compiler_version_is_asked_once_per_compiler_binary(tmp_path, monkey
     assert log.read_text().split() == ["asked", "asked"]
 
 
+def test_library_names_differ_between_architectures(monkeypatch, tmp_path):
+    """gcc's version line is the same on x86_64 and aarch64: a cache shared between two such
+    machines (a home folder on NFS) keeps one library per architecture for the same source and
+    flags, the portable build (no -march=native, no CPU in its name) included."""
+    import os
+
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path)
+    here = native.library_path("int f(void) { return 1; }", "k", tmp_path)
+    real = os.uname()
+    other = os.uname_result((real.sysname, real.nodename, real.release, real.version,
+                             "aarch64" if real.machine != "aarch64" else "x86_64"))
+    monkeypatch.setattr(os, "uname", lambda: other)
+    assert native.library_path("int f(void) { return 1; }", "k", tmp_path) != here
+
+
 def test_the_cores_build_needs_no_numpy(tmp_path):
     """The command line starts the core's first build before it imports numpy (0.05-0.1 s
     earlier on the first run's critical path): finding or building the core imports none."""

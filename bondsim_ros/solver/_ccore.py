@@ -2,8 +2,8 @@
 
 The core is compiled when the package is installed (setup.py: pip, ``pip install -e``, colcon)
 into ``prebuilt/`` beside this module, and else once per machine into the cache on first use
-(``native.build_library``: named by a hash of the source, the flags, the compiler and, for
--march=native, the CPU, so an edited core, another compiler or a package built on another
+(``native.build_library``: named by a hash of the source, the flags, the compiler, the
+architecture and, for -march=native, the CPU, so an edited core, another compiler or a package built on another
 machine builds anew); loaded once per process. A solver hands it one struct of pointers to its arrays, filled at
 construction (``Core``), so that an ``advance`` call costs a few field writes and one ctypes call.
 

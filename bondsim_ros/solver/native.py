@@ -10,8 +10,8 @@ A kernel object carries ``address`` (that pointer, an int) and is callable from 
 C-contiguous float64 numpy arrays: ``k(t, y, yp, p, out)`` or ``k(t, y, yp, p, cj, vals)``.
 
 C is compiled by the system compiler that tools/setup.sh installs (``$CC``, else gcc, else cc)
-into the cache (``cache_root()``), named by a hash of the source, the flags and the compiler's
-version, written atomically: a second process loads the library without compiling, and a
+into the cache (``cache_root()``), named by a hash of the source, the flags, the compiler's
+version and the machine's architecture, written atomically: a second process loads the library without compiling, and a
 failed or interrupted build leaves nothing behind.
 """
 from __future__ import annotations
@@ -29,14 +29,15 @@ from pathlib import Path
 # was built on. -fno-math-errno lets sqrt compile to one instruction.
 CFLAGS = ("-O2", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno")
 
-# The BDF core (one library per install, or per machine where the install built none) is compiled for the CPU it runs on, at -O2
-# with its hot element-wise loops (the difference array, predictor, Newton update, dense LU's
-# column updates) marked `#pragma omp simd` for -fopenmp-simd (OpenMP's vectorisation alone, no
-# runtime library): as fast as -O3, which vectorised them too (the Robotino about 20 % faster
-# than plain -O2), in 1.2 s of gcc instead of 2.1 s. The same
-# results bit for bit: with -ffp-contract=off the compiler may only vectorise element-wise loops,
-# whose rounding is the same, and no reduction is marked but an integer one. The CPU is part of
-# the library's name (host_id), so a cache shared between machines never runs another's code.
+# The BDF core (one library per install, or per machine where the install built none) is
+# compiled for the CPU it runs on, at -O2 with its hot element-wise loops (the difference array,
+# predictor, Newton update, dense LU's column updates) marked `#pragma omp simd` for
+# -fopenmp-simd (OpenMP's vectorisation alone, no runtime library): as fast as -O3, which
+# vectorised them too (the Robotino about 20 % faster than plain -O2), in 1.2 s of gcc instead of
+# 2.1 s. The same results bit for bit: with -ffp-contract=off the compiler may only vectorise
+# element-wise loops, whose rounding is the same, and no reduction is marked but an integer one.
+# The CPU is part of the library's name (host_id), so a cache shared between machines never runs
+# another's code.
 CORE_CFLAGS = ("-march=native", "-fopenmp-simd")
 
 RES_ARGS = (ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -183,7 +184,10 @@ def library_path(source: str, stem: str, folder: Path, extra_flags=(), libs=()) 
     """Where the library of ``source`` lives (built or not): ``folder/stem_<hash>.so``."""
     cc = compiler()
     flags = CFLAGS + tuple(extra_flags) + tuple(libs)
-    parts = [source, " ".join(flags), _compiler_id(cc)] + ([host_id()] if "-march=native" in flags else [])
+    # the machine's architecture in every name: `gcc --version` is the same line on x86_64 and
+    # aarch64, and a cache shared between them (a home folder on NFS) must not hand one the other's code
+    parts = [source, " ".join(flags), _compiler_id(cc), os.uname().machine] + \
+        ([host_id()] if "-march=native" in flags else [])
     h = hashlib.sha256("\0".join(parts).encode())
     return folder / f"{stem}_{h.hexdigest()[:20]}.so"
 
