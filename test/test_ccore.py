@@ -324,18 +324,20 @@ def test_the_slots_and_codes_are_read_from_the_core_itself():
 
 
 def package_without_installed_core(tmp_path) -> Path:
-    """A folder to put first on PYTHONPATH: bondsim_ros as links to this checkout's files, but
-    without the solver core that setup.py compiled (as installed from a wheel built elsewhere,
-    or where the install had no compiler)."""
-    root = tmp_path / "pkgroot"
-    (root / "bondsim_ros" / "solver").mkdir(parents=True)
-    for item in (ROOT / "bondsim_ros").iterdir():
-        if item.name not in ("solver", "__pycache__"):
-            (root / "bondsim_ros" / item.name).symlink_to(item)
-    for item in (ROOT / "bondsim_ros" / "solver").iterdir():
-        if item.name not in ("prebuilt", "__pycache__"):
-            (root / "bondsim_ros" / "solver" / item.name).symlink_to(item)
-    return root
+    """A folder to put first on PYTHONPATH: bondsim_ros without the solver core that setup.py
+    compiled (as installed from a wheel built elsewhere, or where the install had no compiler),
+    made as benchmarks/cli_bench.py makes it for its runs without an installed core."""
+    import importlib.util
+
+    bench = ROOT / "benchmarks"
+    sys.path.insert(0, str(bench))  # cli_bench imports record.py beside it
+    try:
+        spec = importlib.util.spec_from_file_location("_cli_bench", bench / "cli_bench.py")
+        cli_bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cli_bench)
+    finally:
+        sys.path.remove(str(bench))
+    return cli_bench.without_installed_core(ROOT, tmp_path)
 
 
 def test_a_first_run_without_an_installed_core_builds_it_beside_the_model_and_leaves_it_whole(tmp_path):
