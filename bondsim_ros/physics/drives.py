@@ -1,5 +1,7 @@
 """DC-motor drives of the robot models.
 
+``SpeedDrive``: a wheel's speed loop, a PID on the motor speed whose output is the supply voltage
+(the Robotino's drives, Damic & Cohodar Husic Fig. 28; the 5DPO's, Magalhães et al. section IV).
 ``VoltageDrive``: a motor under an open-loop voltage law (Qian & Rahmani Fig. 9).
 ``ServoDrive``: joint position servo on a DC-motor drive, the feedback loop that lets an arm follow a
 ``trajectory_msgs/JointTrajectory``, in the same shape as the Robotino's wheel-speed
@@ -14,7 +16,7 @@ the PID alone removes any steady error (its integral), so the goal is reached wi
 """
 from __future__ import annotations
 
-from bondsim_ros.bondgraph import PID, Component, DCMotor, FlowJunction, Function, Se, Sum
+from bondsim_ros.bondgraph import PID, Component, DCMotor, FlowJunction, Function, Gain, Se, Sum
 
 
 def servo_gains(Ra, K, ratio, J_load, J_motor, wn, integral_slowness=10.0):
@@ -90,6 +92,67 @@ class ServoDrive(Component):
         self.connect(tau.out, self.tau)
 
 
+class SpeedDrive(Component):
+    """A wheel's speed loop: the wheel-speed reference taken through the gear to the motor
+    (omega_m = -N omega_wheel), a PID on the motor-speed error, its output the supply voltage
+    (Se) of the motor, which turns port ``shaft`` (out).
+
+        omega_ref ─► [reference] ─► Gain(-N) ─► Σ(+ −) ─► PID ─► [voltage law] ─► Se ─► motor ─► shaft
+                                        omega_motor ┘
+
+    Control inputs: ``omega_ref``; outputs: ``omega_motor``, ``current``, ``voltage`` and
+    ``extra_controls``. A robot's drive gives its parts by overriding ``controller`` (the PID,
+    named "pid") and ``motor`` (the chain from the source "voltage_source" to the shaft), and
+    where it has them ``reference`` (a slew limit before the gear) and ``voltage_law`` (a dead
+    band between the PID and the source). The elements are added, bonded and connected in one
+    order for every robot, so a model's equations do not depend on which drive wrote them.
+    """
+
+    def __init__(self, name, ratio, extra_controls=None):
+        super().__init__(name, ports={"shaft": "out"},
+                         controls={"omega_ref": "in", "current": "out", "omega_motor": "out", "voltage": "out",
+                                   **(extra_controls or {})})
+        self.ratio = ratio
+
+    def reference(self):
+        """The wheel-speed reference the gear scales (a signal); elements that shape it are added
+        and connected here. Default: the ``omega_ref`` input as it is."""
+        return self.omega_ref
+
+    def controller(self) -> PID:
+        raise NotImplementedError(f"{type(self).__name__} gives no controller")
+
+    def voltage_law(self):
+        """A Function of ``u`` (the PID's output) whose output drives the source, or None (the
+        PID drives it directly)."""
+        return None
+
+    def motor(self):
+        """Add the motor from "voltage_source" to port ``shaft``; return the signals of its speed
+        (the PID's feedback) and of its armature current."""
+        raise NotImplementedError(f"{type(self).__name__} gives no motor")
+
+    def build(self):
+        ref = self.reference()
+        self.add(Gain("ref_scale", -self.ratio), Sum("error", "+-"))
+        self.add(self.controller())
+        law = self.voltage_law()
+        if law is not None:
+            self.add(law)
+        self.add(Se("voltage_source", "u", inputs=["u"]))
+        omega_motor, current = self.motor()
+        self.connect(ref, "ref_scale.in_")
+        self.connect("ref_scale.out", "error.in1")
+        self.connect(omega_motor, "error.in2", self.omega_motor)
+        self.connect("error.out", "pid.in_")
+        if law is None:
+            self.connect("pid.out", "voltage_source.u", self.voltage)
+        else:
+            self.connect("pid.out", f"{law.name}.u")
+            self.connect(f"{law.name}.out", "voltage_source.u", self.voltage)
+        self.connect(current, self.current)
+
+
 class VoltageDrive(Component):
     """A DC-motor joint drive under an open-loop voltage law (Qian & Rahmani Fig. 9): Se(U(t)) ->
     DCMotor (R_a, L_a, GY(k_t), I_a, B_m, TF(k_r)) -> 0(tau) -> shaft.
@@ -116,4 +179,4 @@ class VoltageDrive(Component):
         self.connect(tau.out, self.tau)
 
 
-__all__ = ["ServoDrive", "VoltageDrive", "servo_gains", "wheel_speed_gains"]
+__all__ = ["ServoDrive", "SpeedDrive", "VoltageDrive", "servo_gains", "wheel_speed_gains"]

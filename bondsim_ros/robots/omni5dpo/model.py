@@ -42,9 +42,10 @@ twist alone (cmd_vel), with the speed PI retuned for it (``TWIST_GAINS``, docs/e
 from __future__ import annotations
 
 from bondsim_ros.bondgraph import (
-    GY, PID, TF, Component, EffortJunction, Function, Gain, Input, Integrator, Model, R, Recorder, Se, Sum,
+    GY, PID, TF, EffortJunction, Function, Input, Integrator, Model, R, Recorder,
 )
 from bondsim_ros.robots.plugin import ModelEntry
+from bondsim_ros.physics.drives import SpeedDrive
 from bondsim_ros.physics.omni import ALPHA, OmniWheel, omni_chassis, wheel_frame, wheel_speed_law
 from bondsim_ros.physics.rotations import rotate_planar
 
@@ -70,32 +71,34 @@ PAPER = dict(
 )
 
 
-class Drive5DPO(Component):
+class Drive5DPO(SpeedDrive):
     """Wheel-speed reference slew limit, PI on motor speed, dead band, DC motor and gear.
 
-    Same chain as ``robotino.Drive`` but with the paper's motor law (no inductance) and its
-    gains and friction as run-time parameters, so they can be fitted without a rebuild.
+    The Robotino's speed loop (physics.drives.SpeedDrive) with the paper's motor law (no
+    inductance) and its gains and friction as run-time parameters, so they can be fitted
+    without a rebuild.
     """
 
     def __init__(self, name, gear):
-        super().__init__(name, ports={"shaft": "out"},
-                         controls={"omega_ref": "in", "current": "out", "omega_motor": "out", "voltage": "out",
-                                   "omega_ref_limited": "out"})
-        self.gear = gear
+        super().__init__(name, ratio=gear, extra_controls={"omega_ref_limited": "out"})
 
-    def build(self):
-        n = self.gear
+    def reference(self):
         # slew limit of the wheel-speed reference: r' = clip((ref - r)/tau, -a, a) [section V]
         self.add(Function("slew", "clip((ref - r)/tau_slew, -accel_limit, accel_limit)", inputs=["ref", "r"]))
         self.add(Integrator("ref_limited", 0.0))
         self.connect(self.omega_ref, "slew.ref")
         self.connect("slew.out", "ref_limited.in_")
         self.connect("ref_limited.out", "slew.r", self.omega_ref_limited)
-        # motor-speed reference through the gear (omega_m = -N omega_wheel, as the Robotino)
-        self.add(Gain("ref_scale", -n), Sum("error", "+-"))
-        self.add(PID("pid", kp="kp", ki="ki", umin="-u_supply", umax="u_supply", kb=1.0))
-        self.add(Function("dead_band", "u - clip(u, -u_dead, u_dead)", inputs=["u"]))
-        self.add(Se("voltage_source", "u", inputs=["u"]))
+        return "ref_limited.out"
+
+    def controller(self):
+        return PID("pid", kp="kp", ki="ki", umin="-u_supply", umax="u_supply", kb=1.0)
+
+    def voltage_law(self):
+        return Function("dead_band", "u - clip(u, -u_dead, u_dead)", inputs=["u"])
+
+    def motor(self):
+        n = self.ratio
         arm = self.add(EffortJunction("armature", output=True))
         rotor = self.add(EffortJunction("rotor", output=True))
         axle = self.add(EffortJunction("axle", output=True))
@@ -110,13 +113,7 @@ class Drive5DPO(Component):
         self.bond("gear.p2", axle)
         self.bond(axle, "friction")
         self.bond(axle, self.shaft)
-        self.connect("ref_limited.out", "ref_scale.in_")
-        self.connect("ref_scale.out", "error.in1")
-        self.connect(rotor.out, "error.in2", self.omega_motor)
-        self.connect("error.out", "pid.in_")
-        self.connect("pid.out", "dead_band.u")
-        self.connect("dead_band.out", "voltage_source.u", self.voltage)
-        self.connect(arm.out, self.current)
+        return rotor.out, arm.out
 
 
 def omni5dpo(v_step=0.0, w_step=3.0, t_step=0.2, start=(0.0, 0.0, 0.0), kp=PAPER["kp"], ki=PAPER["ki"]) -> Model:

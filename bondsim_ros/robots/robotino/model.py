@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 
 from bondsim_ros.bondgraph import (
-    PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, Gain, I, Input, Integrator, Model,
-    Recorder, Se, Sf, Sum,
+    PID, TF, Component, DCMotor, EffortJunction, FlowJunction, Function, I, Input, Integrator, Model, Recorder, Sf,
 )
 from bondsim_ros.bondgraph.core import ModelError
 from bondsim_ros.robots.plugin import ModelEntry
 from bondsim_ros.paths import share_file
+from bondsim_ros.physics.drives import SpeedDrive
 from bondsim_ros.physics.omni import ALPHA, omni_chassis, wheel_frame, wheel_speed_law
 
 N_ROLLERS = 6
@@ -144,7 +144,7 @@ def _law(params, key, default=None):
 # --------------------------------------------------------------------------------------
 # Components
 # --------------------------------------------------------------------------------------
-class Drive(Component):
+class Drive(SpeedDrive):
     """DC motor, planetary gear and belt, PID wheel-speed controller [Fig. 28, eq. 25].
 
     The paper's drive: PID with a first-order derivative filter, kd s / (tf s + 1); the
@@ -156,38 +156,30 @@ class Drive(Component):
     """
 
     def __init__(self, name, prm, limited=False):
-        super().__init__(name, ports={"shaft": "out"},
-                         controls={"omega_ref": "in", "current": "out", "omega_motor": "out", "voltage": "out"})
+        super().__init__(name, ratio=param(prm, "gear.ratio"))  # omega_m = -N omega_i [section 3.4]
         self.prm, self.limited = prm, limited
 
-    def build(self):
+    def controller(self):
         p = self.prm
-        n = param(p, "gear.ratio")
         vmax = param(p, "controller.voltage_limit", param(p, "motor.supply_voltage", 24.0))
-        # reference scaled back through the gear: omega_m = -N omega_i  [section 3.4]
-        self.add(Gain("ref_scale", -n), Sum("error", "+-"))
-        lim = dict(umin=-vmax, umax=vmax) if self.limited else {}
         if self.limited:  # the firmware's PI: its own gains (run-time pid_kp, pid_ki), no derivative
-            pid = PID("pid", kp=_law(p, "controller.firmware_kp"), ki=_law(p, "controller.firmware_ki"), **lim)
-        else:  # the paper's PID with a filtered derivative, calibrated to Fig. 34 (docs/robotino.md)
-            pid = PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=param(p, "controller.kd", 0.0),
-                      tf=param(p, "controller.derivative_filter_time", 0.002))
-        self.add(pid)
-        self.add(Se("voltage_source", "u", inputs=["u"]))
+            return PID("pid", kp=_law(p, "controller.firmware_kp"), ki=_law(p, "controller.firmware_ki"),
+                       umin=-vmax, umax=vmax)
+        # the paper's PID with a filtered derivative, calibrated to Fig. 34 (docs/robotino.md)
+        return PID("pid", kp=_law(p, "controller.kp"), ki=_law(p, "controller.ki"), kd=param(p, "controller.kd", 0.0),
+                   tf=param(p, "controller.derivative_filter_time", 0.002))
+
+    def motor(self):
+        p = self.prm
         bv, fc = _law(p, "motor.viscous_friction", 0.0), _law(p, "motor.coulomb_friction", 0.0)
         # Coulomb friction smoothed over 1 rad/s of motor speed: keeps the DAE smooth
         friction = f"{bv}*f + {fc}*tanh(f)" if isinstance(fc, str) or fc > 0 else None  # str(float) == repr
         self.add(DCMotor("motor", Ra=_law(p, "motor.armature_resistance"), La=_law(p, "motor.armature_inductance"),
-                         K=_law(p, "motor.torque_constant"), J=_law(p, "motor.rotor_inertia"), b=bv, ratio=-n,
+                         K=_law(p, "motor.torque_constant"), J=_law(p, "motor.rotor_inertia"), b=bv, ratio=-self.ratio,
                          friction=friction))
         self.bond("voltage_source", "motor.supply")
         self.bond("motor.shaft", self.shaft)
-        self.connect(self.omega_ref, "ref_scale.in_")
-        self.connect("ref_scale.out", "error.in1")
-        self.connect("motor.omega_motor", "error.in2", self.omega_motor)
-        self.connect("error.out", "pid.in_")
-        self.connect("pid.out", "voltage_source.u", self.voltage)
-        self.connect("motor.current", self.current)
+        return "motor.omega_motor", "motor.current"
 
 
 class Wheel(Component):
