@@ -457,6 +457,21 @@ def test_colcons_setup_py_commands_compile_the_solver_core(tmp_path, symlink_ins
     assert [c.name for c in cores] == [native.library_path(_ccore.source(), "bdf_core", Path(), flags, libs).name]
 
 
+def test_an_install_without_a_working_compiler_goes_on_and_says_so(tmp_path):
+    """setup.py's build with a compiler that does not run: the package is built all the same,
+    without a compiled core (the first run compiles it, or says the compiler is missing), and
+    the build's output says why."""
+    src = _source_copy(tmp_path)
+    env = dict(__import__("os").environ, CC=str(tmp_path / "no" / "cc"))
+    proc = subprocess.run([sys.executable, "setup.py", "build", "--build-base", str(tmp_path / "build")], cwd=src,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "the solver core was not compiled now" in proc.stderr and "it is compiled on first use" in proc.stderr
+    (lib,) = (tmp_path / "build").glob("lib*/bondsim_ros")  # lib.<platform>: a package with a compiled library
+    assert (lib / "solver" / "_ccore.py").exists() and (lib / "solver" / "bdf_core.c").exists()
+    assert not list(lib.glob("solver/prebuilt/*.so"))
+
+
 def test_an_installed_core_of_another_source_is_not_loaded(tmp_path, monkeypatch):
     """A library in the install's folder is used only under the name this process computes
     (source, flags, compiler, CPU): one built from an edited core is passed over and the core
