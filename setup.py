@@ -8,9 +8,17 @@ import os
 import sys
 from glob import glob
 
-from setuptools import Distribution, find_packages, setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.develop import develop
+
+try:  # setuptools >= 70.1 has its own; before, the wheel package's
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:  # no wheel building here (colcon's `setup.py build install` needs none)
+        bdist_wheel = None
 
 PACKAGE = "bondsim_ros"
 # setup.py runs in its own folder (pip, colcon); a caller that execs it may set no __file__
@@ -42,16 +50,17 @@ def build_solver_core(package_root):
     why). The build is _ccore's own (flags, KLU, the name the loader checks); _ccore and
     native import nothing but the standard library, so this needs no dependency installed."""
     sys.path.insert(0, HERE)
+    bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True  # no __pycache__ left in the sources by a build
     try:
-        from bondsim_ros.solver import _ccore, native
+        from bondsim_ros.solver import _ccore
 
-        target = os.path.join(package_root, PACKAGE, "solver", _ccore.PREBUILT.name)
-        try:
-            _ccore.install_build(target)
-        except (native.NativeBuildError, OSError) as exc:
-            print(f"bondsim_ros: the solver core was not compiled now ({exc}); "
-                  "it is compiled on first use instead", file=sys.stderr)
+        _ccore.install_build(os.path.join(package_root, PACKAGE, "solver", _ccore.PREBUILT.name))
+    except Exception as exc:  # noqa: BLE001 - whatever it is, the package still installs
+        print(f"bondsim_ros: the solver core was not compiled now ({exc}); "
+              "it is compiled on first use instead", file=sys.stderr)
     finally:
+        sys.dont_write_bytecode = bytecode
         sys.path.remove(HERE)
 
 
@@ -61,8 +70,18 @@ class BuildPyWithCore(build_py):
 
     def run(self):
         super().run()
-        editable = getattr(self, "editable_mode", False)
-        build_solver_core(HERE if editable else self.build_lib)
+        build_solver_core(HERE if self._editable() else self.build_lib)
+
+    def _editable(self):
+        return getattr(self, "editable_mode", False)
+
+    def get_outputs(self, *args, **kwargs):
+        # the core among the files built, so that an install's record (colcon's install.log,
+        # which its next build uninstalls by) lists it
+        out = super().get_outputs(*args, **kwargs)
+        if not self._editable():
+            out += sorted(glob(os.path.join(self.build_lib, PACKAGE, "solver", "prebuilt", "bdf_core_*")))
+        return out
 
 
 class DevelopWithCore(develop):
@@ -74,12 +93,24 @@ class DevelopWithCore(develop):
             build_solver_core(HERE)
 
 
-class DistributionWithCore(Distribution):
-    """A distribution that holds a compiled library (the solver core, loaded with ctypes, no
-    Python extension): its wheel is tagged for this platform and Python, not "any"."""
+def bdist_wheel_with_core():
+    """bdist_wheel for a wheel holding a compiled library (the solver core, loaded with ctypes,
+    no Python extension): tagged for this platform (py3-none-<platform>), not "any". Only the
+    wheel: `setup.py install` (colcon) keeps installing into purelib, where colcon's PYTHONPATH
+    points. {} where no bdist_wheel is installed."""
+    if bdist_wheel is None:
+        return {}
 
-    def has_ext_modules(self):
-        return True
+    class BdistWheelWithCore(bdist_wheel):
+        def finalize_options(self):
+            super().finalize_options()
+            self.root_is_pure = False
+
+        def get_tag(self):
+            _, _, platform = super().get_tag()
+            return "py3", "none", platform
+
+    return {"bdist_wheel": BdistWheelWithCore}
 
 
 # ROS 2 distros with wheels on PyPI (ros-<distro>-*); the first is the default. The `ros` extra
@@ -100,8 +131,7 @@ setup(
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
     include_package_data=True,
     package_data={PACKAGE: ["solver/*.c"]},  # the solver core's source (built by BuildPyWithCore)
-    cmdclass={"build_py": BuildPyWithCore, "develop": DevelopWithCore},
-    distclass=DistributionWithCore,
+    cmdclass={"build_py": BuildPyWithCore, "develop": DevelopWithCore, **bdist_wheel_with_core()},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),

@@ -174,7 +174,9 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
 def core_build(root: Path) -> float:
     """The C solver core compiled as the install compiles it (once per install, machine and compiler)."""
     with tempfile.TemporaryDirectory(prefix="bondsim_core_") as folder:
-        code = f"from bondsim_ros.solver import _ccore; _ccore.install_build({folder!r})"
+        # a checkout from before the install compiled the core: its first build into a cache
+        code = (f"import os; from bondsim_ros.solver import _ccore; os.environ['BONDSIM_CACHE_DIR'] = {folder!r}; "
+                f"_ccore.install_build({folder!r}) if hasattr(_ccore, 'install_build') else _ccore._build()")
         tic = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], env=run_env(root), check=True)
         wall = time.perf_counter() - tic
@@ -205,6 +207,14 @@ def cold(label: str, root: Path, model_args: list, tmp: Path, installed_core: bo
     with tempfile.TemporaryDirectory(prefix="bondsim_cold_") as cache:
         before = load()
         wall, cpu, err = run(path, model_args, tmp / f"cold_{label}.csv", {"BONDSIM_CACHE_DIR": cache})
+        compiled = list(Path(cache).glob("solver/bdf_core_*.so"))
+        if installed_core and compiled:
+            # the checkout's install holds no core for this machine (not installed since the core
+            # or the compiler changed, or a checkout from before the install compiled it)
+            what += " (no installed core for this machine: the run compiled it)"
+            if label == "this":
+                raise SystemExit("this checkout's solver/prebuilt has no core for this machine: "
+                                 "run `pip install -e .` (tools/setup.sh) first")
         print(f"{what} `simulate {model_args[0]}` ({label}): wall {wall:.2f} s, CPU {cpu:.2f} s, printed build "
               f"{build_time(err):.2f} s (load average before {before}, after {load()})")
         # then warm from that same cache

@@ -227,29 +227,84 @@ def test_cli_says_when_the_solver_core_cannot_be_compiled(tmp_path, monkeypatch,
     assert [p.name for p in (tmp_path / "solver").iterdir()] == []
 
 
-def test_a_compiler_without_march_native_still_builds_the_core(tmp_path, monkeypatch):
-    """The core is compiled for the CPU (-march=native); a compiler that refuses that flag gets
-    the portable build instead of an error, and solves as well."""
-    from bondsim_ros.solver import _ccore
-
+def _no_march_native_compiler(tmp_path, monkeypatch):
+    """CC: gcc refusing -march=native, as a compiler that does not know it; returns its log of
+    compiles (one line each)."""
+    log = tmp_path / "cc.log"
     cc = tmp_path / "cc.sh"
-    cc.write_text('#!/bin/sh\ncase "$*" in *march=native*) echo "error: unknown flag" >&2; exit 1;; esac\n'
+    cc.write_text(f'#!/bin/sh\ncase "$*" in *--version*) exec gcc "$@";; esac\necho "$*" >> {log}\n'
+                  'case "$*" in *march=native*) echo "error: unknown flag" >&2; exit 1;; esac\n'
                   'exec gcc "$@"\n')
     cc.chmod(0o755)
     monkeypatch.setenv("CC", str(cc))
+    return log
+
+
+def _compiles(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_compiler_without_march_native_still_builds_the_core(tmp_path, monkeypatch):
+    """The core is compiled for the CPU (-march=native); a compiler that refuses that flag gets
+    the portable build instead of an error, and solves as well. The refusal is remembered
+    (``.failed`` beside the library it would have made): a later process loads the portable
+    build without running the compiler."""
+    from bondsim_ros.solver import _ccore
+
+    log = _no_march_native_compiler(tmp_path, monkeypatch)
     monkeypatch.setattr(_ccore, "_libs", {})  # as in a fresh process
     monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
     monkeypatch.setattr(_ccore, "PREBUILT", tmp_path / "installed")  # an install that built none
     lib = _ccore.library()
     assert lib.bdf_struct_size() == ctypes.sizeof(_ccore.Solver)
-    built = [p.name for p in (tmp_path / "cache" / "solver").iterdir()]
-    assert len(built) == 1 and built[0].startswith("bdf_core_") and built[0].endswith(".so")
+    built = [p.name for p in (tmp_path / "cache" / "solver").glob("*.so")]
+    assert len(built) == 1 and built[0].startswith("bdf_core_"), built
+    assert _compiles(log) > 1 and _ccore._find().name == built[0]
+    before = _compiles(log)
+    monkeypatch.setattr(_ccore, "_libs", {})  # a later process
+    assert _ccore.library()._name.endswith(built[0]) and _compiles(log) == before
     # a solve on it (monkeypatch puts the process's own core back afterwards)
     s = BDFSolver(decay_problem(1.5, c_kernels(tmp_path)), options=SolverOptions(rtol=1e-8, atol=1e-10))
     s.init(0.0, [1.0, 0.0])
     Y, _ = s.advance(np.array([1.0]))
     assert s._core._lib is lib
     assert Y[0, 0] == pytest.approx(math.exp(-1.5), rel=1e-6)
+
+
+def test_an_install_whose_compiler_refuses_march_native_is_used_as_installed(tmp_path, monkeypatch):
+    """The install's compiler refuses -march=native: it installs the portable core and marks the
+    refusal beside it, and a run then loads that core without running the compiler at all."""
+    from bondsim_ros.solver import _ccore
+
+    log = _no_march_native_compiler(tmp_path, monkeypatch)
+    installed = tmp_path / "installed"
+    monkeypatch.setattr(_ccore, "PREBUILT", installed)
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
+    path = _ccore.install_build(installed)
+    assert any(p.suffix == ".failed" for p in installed.iterdir())
+    monkeypatch.setattr(_ccore, "_libs", {})  # a user's process
+    before = _compiles(log)
+    monkeypatch.setattr(_ccore, "_pending", None)
+    _ccore.prebuild()
+    assert _ccore._pending is None  # nothing to build: no thread started
+    assert _ccore.library()._name == str(path) and _compiles(log) == before
+    assert not (tmp_path / "cache" / "solver").exists()
+
+
+def test_a_damaged_installed_core_gives_way_to_one_compiled_into_the_cache(tmp_path, monkeypatch):
+    """A file in the install's folder under the right name that does not load (truncated) is
+    passed over: the core is compiled into the cache and loaded from there."""
+    from bondsim_ros.solver import _ccore
+
+    installed = tmp_path / "installed"
+    monkeypatch.setattr(_ccore, "PREBUILT", installed)
+    monkeypatch.setattr(native, "cache_root", lambda: tmp_path / "cache")
+    monkeypatch.setattr(_ccore, "_libs", {})
+    path = _ccore.install_build(installed)
+    path.write_bytes(path.read_bytes()[:100])
+    lib = _ccore.library()
+    assert Path(lib._name).parent == tmp_path / "cache" / "solver" and Path(lib._name).name == path.name
+    assert lib.bdf_struct_size() == ctypes.sizeof(_ccore.Solver)
 
 
 def test_core_source_ships_with_the_package():
@@ -387,23 +442,20 @@ def _source_copy(tmp_path) -> Path:
 
 
 def test_an_install_compiles_the_solver_core_and_a_first_run_uses_it(tmp_path):
-    """The wheel pip builds (as colcon's `setup.py build` and `pip install -e` do) carries the
-    solver core compiled for this machine, tagged for this platform; installed, a run on an
-    empty cache loads it and compiles only its model (no solver folder in the cache)."""
-    import zipfile
-
+    """The wheel pip builds (as `pip install -e` and colcon's `setup.py build` build the same
+    modules) carries the solver core compiled for this machine and is tagged for its platform;
+    installed by pip, a run on an empty cache loads that core and compiles none."""
     wheel = _wheel(tmp_path, _source_copy(tmp_path))
-    assert not wheel.name.endswith("-any.whl"), wheel.name  # a compiled library: a platform wheel
-    with zipfile.ZipFile(wheel) as z:
-        cores = [n for n in z.namelist() if n.startswith("bondsim_ros/solver/prebuilt/")]
-        assert len(cores) == 1 and cores[0].endswith(".so"), cores
-        site = tmp_path / "site"
-        z.extractall(site)
+    assert wheel.name.endswith("-py3-none-linux_x86_64.whl") or not wheel.name.endswith("-any.whl"), wheel.name
+    site = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target",
+                           str(site), str(wheel)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cores = sorted((site / "bondsim_ros" / "solver" / "prebuilt").glob("bdf_core_*.so"))
     from bondsim_ros.solver import _ccore
 
-    # the name a process on this machine looks for: the first build it would try
-    flags, libs = _ccore._configs()[0]
-    assert Path(cores[0]).name == native.library_path(_ccore.source(), "bdf_core", Path(), flags, libs).name
+    names = {native.library_path(_ccore.source(), "bdf_core", Path(), f, libs).name for f, libs in _ccore._configs()}
+    assert len(cores) == 1 and cores[0].name in names, cores  # one of the builds this machine tries
     env = dict(__import__("os").environ, PYTHONPATH=str(site), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
     code = ("from bondsim_ros.solver import _ccore; import sys; lib = _ccore.library(); "
             "print(lib._name); print(lib.bdf_struct_size())")
@@ -411,29 +463,32 @@ def test_an_install_compiles_the_solver_core_and_a_first_run_uses_it(tmp_path):
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     name, size = proc.stdout.split()
-    assert name == str(site / cores[0]) and int(size) == ctypes.sizeof(_ccore.Solver)
+    assert name == str(cores[0]) and int(size) == ctypes.sizeof(_ccore.Solver)
     assert not (tmp_path / "cache" / "solver").exists()
 
 
-def _setuptools_version(python: str):
-    out = subprocess.run([python, "-c", "import setuptools; print(setuptools.__version__)"], capture_output=True,
-                         text=True)
+# colcon on a ROS install runs setup.py with the system Python and its setuptools (Debian 12:
+# 66, Ubuntu 24.04 under Jazzy and Kilted: 68); tools/setup.sh installs python3-setuptools
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def _system_setuptools():
+    if not Path(SYSTEM_PYTHON).exists():
+        return None
+    out = subprocess.run([SYSTEM_PYTHON, "-c", "import setuptools; print(setuptools.__version__)"],
+                         capture_output=True, text=True)
     return tuple(int(x) for x in out.stdout.split(".")[:2]) if out.returncode == 0 else None
 
 
 @pytest.mark.parametrize("symlink_install", [False, True], ids=["colcon build", "colcon build --symlink-install"])
 def test_colcons_setup_py_commands_compile_the_solver_core(tmp_path, symlink_install):
-    """The setup.py commands colcon's Python build task runs (colcon-core, task/python/build.py):
-    `egg_info build install` for `colcon build`, `develop --editable` for --symlink-install, each
-    leaving the core where that install imports the package from. `develop` as colcon calls it
-    is setuptools' before 80 (Ubuntu 24.04, where Jazzy and Kilted run, has 68): run with this
-    environment's base interpreter when that has one."""
-    python = sys.executable
-    if symlink_install:
-        python = getattr(sys, "_base_executable", sys.executable)
-        version = _setuptools_version(python)
-        if version is None or version >= (80, 0):
-            pytest.skip(f"no setuptools < 80 with {python} (its develop takes no --editable)")
+    """The setup.py commands colcon's Python build task runs (colcon-core, task/python/build.py),
+    with the system Python colcon runs them with: `egg_info build install` for `colcon build`,
+    `develop --editable` for --symlink-install, each leaving the core where that install imports
+    the package from."""
+    version = _system_setuptools()
+    if version is None or version >= (80, 0):  # 80 made develop pip's editable install (no --editable)
+        pytest.skip(f"{SYSTEM_PYTHON} has no setuptools < 80 (tools/setup.sh installs python3-setuptools)")
     src = _source_copy(tmp_path)
     build, prefix = tmp_path / "build", tmp_path / "install"
     build.mkdir()
@@ -444,17 +499,30 @@ def test_colcons_setup_py_commands_compile_the_solver_core(tmp_path, symlink_ins
         cmd = ["egg_info", "--egg-base", str(build), "build", "--build-base", str(build / "build"),
                "install", "--prefix", str(prefix), "--record", str(build / "install.log"),
                "--single-version-externally-managed"]
-    pylib = prefix / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    # colcon's Python library folder and install layout (task/python/build.py: _get_python_lib,
+    # _append_install_layout: Debian's and Ubuntu's dist-packages take --install-layout deb)
+    where = ("import setuptools; from distutils.sysconfig import get_python_lib; "
+             f"print(get_python_lib(prefix={str(prefix)!r}))")
+    pylib = Path(subprocess.run([SYSTEM_PYTHON, "-c", where], capture_output=True, text=True,
+                                check=True).stdout.strip())
+    if "dist-packages" in pylib.parts:
+        cmd += ["--install-layout", "deb"]
     pylib.mkdir(parents=True)  # colcon makes it and puts it on PYTHONPATH
     env = dict(__import__("os").environ, PYTHONPATH=str(pylib))
-    proc = subprocess.run([python, "setup.py", *cmd], cwd=src, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([SYSTEM_PYTHON, "setup.py", *cmd], cwd=src, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    package = src if symlink_install else pylib  # develop: imported from the sources
-    cores = list((package / "bondsim_ros" / "solver" / "prebuilt").glob("bdf_core_*.so"))
+    if symlink_install:  # develop: the package is imported from the sources
+        cores = list((src / "bondsim_ros" / "solver" / "prebuilt").glob("bdf_core_*.so"))
+    else:  # install: where the install's record says it put them, beside the modules
+        record = (build / "install.log").read_text().split()
+        cores = [Path(f) for f in record if "/bondsim_ros/solver/prebuilt/bdf_core_" in f]
+        assert all((c.parents[1] / "_ccore.py").exists() for c in cores)
     from bondsim_ros.solver import _ccore
 
-    flags, libs = _ccore._configs()[0]
-    assert [c.name for c in cores] == [native.library_path(_ccore.source(), "bdf_core", Path(), flags, libs).name]
+    names = {native.library_path(_ccore.source(), "bdf_core", Path(), f, libs).name for f, libs in _ccore._configs()}
+    assert len(cores) == 1 and cores[0].name in names, (cores, proc.stderr[-2000:])
+    assert not list(src.rglob("__pycache__")), "the build left bytecode in the sources"
 
 
 def test_an_install_without_a_working_compiler_goes_on_and_says_so(tmp_path):
@@ -516,19 +584,36 @@ def test_the_compiler_version_is_asked_once_per_compiler_binary(tmp_path, monkey
     assert log.read_text().split() == ["asked", "asked"]
 
 
-def test_library_names_differ_between_architectures(monkeypatch, tmp_path):
-    """gcc's version line is the same on x86_64 and aarch64: a cache shared between two such
-    machines (a home folder on NFS) keeps one library per architecture for the same source and
-    flags, the portable build (no -march=native, no CPU in its name) included."""
+def test_a_cache_shared_by_two_architectures_keeps_a_model_library_for_each(monkeypatch, tmp_path):
+    """gcc's version line is the same on x86_64 and aarch64: a model's cache entry written on
+    one machine and read on the other (a home folder on NFS) gets a second library, named for
+    that architecture and compiled from the cached C, instead of the first machine's; the entry
+    stays the first machine's, whose runs load its own library without compiling."""
+    import json
     import os
 
+    from bondsim_ros.bondgraph import compile_model
+    from bondsim_ros.models import examples
+
     monkeypatch.setattr(native, "cache_root", lambda: tmp_path)
-    here = native.library_path("int f(void) { return 1; }", "k", tmp_path)
+    first = compile_model(examples.mass_spring_damper())
+    folder = tmp_path / "models"
+    meta_path = Path(first.source_path).with_suffix(".json")
+    meta = json.loads(meta_path.read_text())
+    assert meta["machine"] == os.uname().machine
+    libraries = lambda: sorted(p.name for p in folder.glob(f"{Path(first.source_path).stem}_*.so"))  # noqa: E731
+    assert libraries() == [meta["library"]]
     real = os.uname()
     other = os.uname_result((real.sysname, real.nodename, real.release, real.version,
                              "aarch64" if real.machine != "aarch64" else "x86_64"))
     monkeypatch.setattr(os, "uname", lambda: other)
-    assert native.library_path("int f(void) { return 1; }", "k", tmp_path) != here
+    second = compile_model(examples.mass_spring_damper())
+    assert second.from_cache and len(libraries()) == 2
+    assert json.loads(meta_path.read_text()) == meta  # still the first machine's entry
+    monkeypatch.setattr(os, "uname", lambda: real)
+    monkeypatch.setattr(native, "_run_all", lambda *a, **k: pytest.fail("the first machine compiled again"))
+    third = compile_model(examples.mass_spring_damper())
+    assert third.from_cache and len(libraries()) == 2
 
 
 def test_the_cores_build_needs_no_numpy(tmp_path):

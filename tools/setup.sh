@@ -27,6 +27,9 @@ need_apt=()
 command -v check_urdf >/dev/null 2>&1 || need_apt+=(liburdfdom-tools)
 command -v dot >/dev/null 2>&1 || need_apt+=(graphviz)
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+# the system Python's setuptools: what colcon builds this package with on a ROS install, which
+# test/test_ccore.py runs colcon's setup.py commands with
+/usr/bin/python3 -c 'import setuptools' >/dev/null 2>&1 || need_apt+=(python3-setuptools)
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 # the C compiler that builds the solver core and every model's kernels (solver/native.py)

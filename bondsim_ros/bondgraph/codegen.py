@@ -26,6 +26,7 @@ a build record.
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 
@@ -90,6 +91,7 @@ def _build(model, key, eliminate, src_path, meta_path, folder, log) -> dict:
         meta, source = _symbolic(model, key, eliminate, log)
     log(f"model {model.name!r}: compiling the kernels (C)")
     meta["library"] = compile_library(model.name, src_path, source, folder).name
+    meta["machine"] = os.uname().machine  # the architecture meta["library"] is for (load_compiled)
     atomic_write(src_path, source)
     atomic_write(meta_path, json.dumps(meta))
     return meta

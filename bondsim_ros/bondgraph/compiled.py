@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,10 +166,17 @@ def load_compiled(name: str, parameters: dict, key: str, meta: dict, src_path: P
     every one of ``meta["param_names"]``)."""
     folder = src_path.parent
     lib_path = folder / meta["library"]
-    if not lib_path.exists():  # the library alone was removed: compile the cached C again (no sympy)
+    machine = os.uname().machine
+    if meta.get("machine") != machine or not lib_path.exists():
+        # the library alone was removed, or the entry was written on another architecture (a
+        # cache shared between machines) or before entries named theirs: this machine's library
+        # from the cached C (no sympy; found, not compiled, when it is there already)
         lib_path = compile_library(name, src_path, src_path.read_text(), folder)
-        if lib_path.name != meta["library"]:  # another compiler version since
-            meta["library"] = lib_path.name
+        own = meta.get("machine") in (None, machine)
+        if own and (lib_path.name, machine) != (meta["library"], meta.get("machine")):
+            # another compiler version since, or an entry without its architecture: it is this
+            # machine's from now on (an entry of another architecture stays that machine's)
+            meta["library"], meta["machine"] = lib_path.name, machine
             atomic_write(meta_path, json.dumps(meta))
     from bondsim_ros.solver import native
 

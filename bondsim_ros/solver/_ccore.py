@@ -181,24 +181,25 @@ def _find():
             path = native.library_path(source(), "bdf_core", folder, flags, libs)
             if path.exists():
                 return path
-        if not (libs and any(_failed_mark(f, flags, libs).exists() for f in _folders())):
+        if not any(_failed_mark(f, flags, libs).exists() for f in _folders()):
             return None
     return None
 
 
 def _build(folder: Path | None = None):
     """The core's library: the one installed or cached, else compiled into ``folder`` (the
-    cache's by default), the first of ``_configs()`` that builds. A KLU build that fails where
-    the same build without KLU succeeds (a header without its library) leaves
-    ``<library>.failed`` with the compiler's message, so that later processes skip it."""
+    cache's by default), the first of ``_configs()`` that builds. A build that fails where a
+    later one succeeds (a compiler that refuses -march=native, a KLU header without its
+    library) leaves ``<library>.failed`` with the compiler's message, so that later processes
+    skip it instead of running the compiler again."""
     found = _find() if folder is None else None
     if found is not None:
         return found
     folder = native.cache_root() / "solver" if folder is None else folder
     configs = _configs()
-    klu_error = None
+    failed = []  # (flags, libs, error) of the configurations that did not build
     for k, (flags, libs) in enumerate(configs):
-        if libs and _failed_mark(folder, flags, libs).exists():
+        if _failed_mark(folder, flags, libs).exists():
             continue
         try:
             path = native.build_library(source(), "bdf_core", folder, extra_flags=flags, libs=libs,
@@ -206,12 +207,11 @@ def _build(folder: Path | None = None):
         except native.NativeBuildError as exc:
             if k == len(configs) - 1:
                 raise
-            if libs:
-                klu_error = (flags, libs, exc)
+            failed.append((flags, libs, exc))
             continue
-        if klu_error is not None and not libs:
+        for f_flags, f_libs, exc in failed:
             try:
-                _failed_mark(folder, klu_error[0], klu_error[1]).write_text(f"{klu_error[2]}\n")
+                _failed_mark(folder, f_flags, f_libs).write_text(f"{exc}\n")
             except OSError:
                 pass
         return path
@@ -220,17 +220,13 @@ def _build(folder: Path | None = None):
 
 def install_build(folder: Path) -> Path:
     """Compile the core into ``folder`` as an install does (setup.py), whatever the cache
-    holds: a user's first run then compiles only its model. Files of other builds there (an
-    edited core, another compiler) are removed. Raises NativeBuildError."""
+    holds: a user's first run then compiles only its model. What an earlier install left there
+    is removed first: other builds (an edited core, another compiler) and the marks of failed
+    ones (a KLU library installed since is tried again). Raises NativeBuildError."""
     folder = Path(folder)
-    current = set()
-    for flags, libs in _configs():
-        path = native.library_path(source(), "bdf_core", folder, flags, libs)
-        current |= {path.name, path.with_suffix(".failed").name}
     if folder.is_dir():
         for old in folder.glob("bdf_core_*"):
-            if old.name not in current:
-                old.unlink()
+            old.unlink()
     return _build(folder)
 
 
@@ -272,8 +268,8 @@ def wait_prebuild() -> None:
 
 
 def library() -> ctypes.CDLL:
-    """The compiled core, built into the cache the first time on this machine; with KLU or not
-    as the environment says now (``BONDSIM_NO_KLU``)."""
+    """The compiled core: the one the install compiled, else built into the cache the first time
+    on this machine; with KLU or not as the environment says now (``BONDSIM_NO_KLU``)."""
     global _pending
     want = klu_wanted()
     lib = _libs.get(want)
@@ -289,7 +285,15 @@ def library() -> ctypes.CDLL:
         path = result["path"]
     if path is None:
         path = _build()
-    lib = native.load_library(path)
+    try:
+        lib = native.load_library(path)
+    except OSError:
+        if path.parent != PREBUILT:
+            raise
+        # an installed library that does not load (damaged, or for another system's libc):
+        # this machine's own, compiled into the cache
+        path = _build(native.cache_root() / "solver")
+        lib = native.load_library(path)
     lib.bdf_advance.argtypes, lib.bdf_advance.restype = [_P], _I
     lib.bdf_work_size.argtypes, lib.bdf_work_size.restype = [_I, _I, _I, _I], _I
     lib.bdf_struct_size.argtypes, lib.bdf_struct_size.restype = [], _I
