@@ -3,9 +3,10 @@
 The core is compiled when the package is installed (setup.py: pip, ``pip install -e``, colcon)
 into ``prebuilt/`` beside this module, and else once per machine into the cache on first use
 (``native.build_library``: named by a hash of the source, the flags, the compiler, the
-architecture and, for -march=native, the CPU, so an edited core, another compiler or a package built on another
-machine builds anew); loaded once per process. A solver hands it one struct of pointers to its arrays, filled at
-construction (``Core``), so that an ``advance`` call costs a few field writes and one ctypes call.
+architecture and, for -march=native, the CPU, so an edited core, another compiler or a package
+built on another machine builds anew); loaded once per process. A solver hands it one struct of
+pointers to its arrays, filled at construction (``Core``), so that an ``advance`` call costs a
+few field writes and one ctypes call.
 
 Where SuiteSparse's ``klu.h`` is found (Debian: libsuitesparse-dev) the core is built with KLU
 (``-DBONDSIM_KLU``, linked with ``-lklu``; KLU's version is part of the library's name), and
@@ -164,7 +165,8 @@ def _failed_mark(folder: Path, flags, libs) -> Path:
 
 
 # where setup.py puts the core it compiles at install time (install_build): a library there is
-# used only when its name (source, flags, compiler, CPU) is the one this process would build
+# used only when its name (source, flags, compiler, architecture, CPU) is the one this process
+# would build
 PREBUILT = Path(__file__).with_name("prebuilt")
 
 

@@ -11,8 +11,8 @@ C-contiguous float64 numpy arrays: ``k(t, y, yp, p, out)`` or ``k(t, y, yp, p, c
 
 C is compiled by the system compiler that tools/setup.sh installs (``$CC``, else gcc, else cc)
 into the cache (``cache_root()``), named by a hash of the source, the flags, the compiler's
-version and the machine's architecture, written atomically: a second process loads the library without compiling, and a
-failed or interrupted build leaves nothing behind.
+version and the machine's architecture, written atomically: a second process loads the library
+without compiling, and a failed or interrupted build leaves nothing behind.
 """
 from __future__ import annotations
 
