@@ -382,17 +382,9 @@ def package_without_installed_core(tmp_path) -> Path:
     """A folder to put first on PYTHONPATH: bondsim_ros without the solver core that setup.py
     compiled (as installed from a wheel built elsewhere, or where the install had no compiler),
     made as benchmarks/cli_bench.py makes it for its runs without an installed core."""
-    import importlib.util
+    from bench_scripts import load
 
-    bench = ROOT / "benchmarks"
-    sys.path.insert(0, str(bench))  # cli_bench imports record.py beside it
-    try:
-        spec = importlib.util.spec_from_file_location("_cli_bench", bench / "cli_bench.py")
-        cli_bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(cli_bench)
-    finally:
-        sys.path.remove(str(bench))
-    return cli_bench.without_installed_core(ROOT, tmp_path)
+    return load("cli_bench").without_installed_core(ROOT, tmp_path)
 
 
 def test_a_first_run_without_an_installed_core_builds_it_beside_the_model_and_leaves_it_whole(tmp_path):
