@@ -37,13 +37,39 @@ def cmd_cache(args) -> int:
             raise CLIError("--older-than is the age limit of --prune (--clear removes every entry)")
     older_than = 30.0 if args.older_than is None else args.older_than
     root = native.cache_root()
+    core = _core_found()  # (before any removal: finding it may remember compiler facts in host/)
     if args.prune or args.clear:
         files, size = cache.remove(None if args.clear else older_than * 86400.0, root)
         print(f"removed {files} files ({_mb(size)}) from {root}")
     print(root)
     for folder, (files, size) in sorted(cache.usage(root).items()):
         print(f"  {folder:8s} {files:6d} files {_mb(size):>10s}")
+    print(f"solver core: {_core_text(core)}")
     return 0
+
+
+def _core_found():
+    """``_ccore.located()``, or the NativeBuildError that says why no core can be named."""
+    from bondsim_ros.solver import _ccore, native
+
+    try:
+        return _ccore.located()
+    except native.NativeBuildError as exc:
+        return exc
+
+
+def _core_text(found) -> str:
+    """Which solver core a simulation loads now, and from where: the install's survives
+    --clear, one in the cache does not (the next simulation compiles it again)."""
+    if isinstance(found, Exception):
+        return f"none ({found})"
+    if found is None or not found[0].exists():
+        return "not compiled for this machine yet; the first simulation compiles it into the cache"
+    path, installed, for_this_cpu, klu = found
+    where = "installed with the package" if installed else "in the cache"
+    build = ("for this CPU (-march=native)" if for_this_cpu else "portable") + \
+        (", sparse LU by KLU" if klu else ", sparse LU of its own")
+    return f"{where}, {build}: {path}"
 
 
 __all__ = ["register"]

@@ -48,13 +48,17 @@ def test_every_folder_the_package_writes_is_listed_pruned_and_cleared(tmp_path):
     assert cache.usage(tmp_path) == {"urdf": (4, 40), "rviz": (2, 20), "c_ida": (1, 10)}
     r = run("cache", env_root=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert [line.split()[:2] for line in r.stdout.splitlines()[1:]] == [["c_ida", "1"], ["rviz", "2"], ["urdf", "4"]]
-    assert cache.remove(30 * DAY, tmp_path, now=now) == (4, 40)
+    # (host/: the compiler and CPU facts that naming the solver core, the listing's last line, remembers)
+    listed = [line.split()[:2] for line in r.stdout.splitlines()[1:-1] if not line.split()[0] == "host"]
+    assert listed == [["c_ida", "1"], ["rviz", "2"], ["urdf", "4"]]
+    assert r.stdout.splitlines()[-1].startswith("solver core: ")
+    host = cache.usage(tmp_path).get("host", (0, 0))
+    assert cache.remove(30 * DAY, tmp_path, now=now) == (4, 40)  # (host/'s facts are new)
     assert not any(p.exists() for p in urdf_old + [rviz[0], ida]) and not (tmp_path / "urdf" / "Arm-0123").exists()
     assert all(p.exists() for p in urdf_new + rviz[1:] + foreign)
     r = run("cache", "--clear", env_root=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"removed 3 files (0.0 MB) from {tmp_path}\n") and cache.usage(tmp_path) == {}
+    assert r.stdout.startswith(f"removed {3 + host[0]} files (0.0 MB) from {tmp_path}\n") and cache.usage(tmp_path) == {}
     assert not list((tmp_path / "urdf").iterdir()) and all(p.exists() for p in foreign)
 
 
@@ -118,3 +122,39 @@ def test_a_build_in_progress_is_not_an_entry(tmp_path):
     assert cache.remove(None, tmp_path) == (0, 0)
     assert (building / "bdf_core.c").exists() and (tmp_path / "models" / ".m_0123.c.tmp").exists()
     assert cache.usage(tmp_path) == {}
+
+
+def test_the_listing_says_which_solver_core_a_simulation_loads(tmp_path, monkeypatch):
+    """The installed core is not the cache's: --clear leaves it, and a run after it compiles
+    nothing. The listing names the file a simulation would load, and from where, without
+    compiling one."""
+    from bondsim_ros.cache_commands import _core_found, _core_text
+    from bondsim_ros.solver import _ccore, native
+
+    def _core():
+        return _core_text(_core_found())
+
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(_ccore, "PREBUILT", tmp_path / "prebuilt")
+    assert _core() == "not compiled for this machine yet; the first simulation compiles it into the cache"
+    assert not (tmp_path / "cache" / "solver").exists()  # (nothing compiled to find that out)
+    flags, libs = _ccore._configs()[0]
+    for folder, where in ((tmp_path / "cache" / "solver", "in the cache"),
+                          (tmp_path / "prebuilt", "installed with the package")):
+        lib = native.library_path(_ccore.source(), "bdf_core", folder, flags, libs)
+        touch(lib, 0.0, time.time())
+        klu = ", sparse LU by KLU" if libs else ", sparse LU of its own"
+        assert _core() == f"{where}, for this CPU (-march=native){klu}: {lib}"
+    # a core whose -march=native build failed on this compiler: the portable one is loaded
+    for folder in (tmp_path / "cache" / "solver", tmp_path / "prebuilt"):
+        for old in folder.iterdir():
+            old.unlink()
+    monkeypatch.setenv("BONDSIM_NO_KLU", "1")
+    monkeypatch.setattr(_ccore, "_klu_flags", [])
+    native_flags, _ = _ccore._configs()[0]
+    touch(_ccore._failed_mark(tmp_path / "cache" / "solver", native_flags, ()), 0.0, time.time())
+    portable = native.library_path(_ccore.source(), "bdf_core", tmp_path / "cache" / "solver", *_ccore._configs()[1])
+    touch(portable, 0.0, time.time())
+    assert _core() == f"in the cache, portable, sparse LU of its own: {portable}"
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    assert _core().startswith("none (C compiler ")

@@ -178,11 +178,21 @@ def _find():
     """The library of the first of ``_configs()`` built in the install's folder or the cache,
     None when that configuration is not built yet (configurations whose build failed, a
     ``.failed`` mark beside where the library would be, are passed over)."""
+    found = located()
+    return None if found is None else found[0]
+
+
+def located():
+    """What ``library()`` would load, found without compiling anything: (path, installed,
+    for_this_cpu, klu); installed when the path is the install's (``PREBUILT``), for_this_cpu
+    when it was compiled with -march=native, klu when it factorises with SuiteSparse's KLU.
+    None when it is not compiled yet (the first simulation compiles it into the cache).
+    Raises NativeBuildError when there is no C compiler to name a build by."""
     for flags, libs in _configs():
         for folder in _folders():
             path = native.library_path(source(), "bdf_core", folder, flags, libs)
             if path.exists():
-                return path
+                return path, folder == PREBUILT, "-march=native" in flags, "-lklu" in libs
         if not any(_failed_mark(f, flags, libs).exists() for f in _folders()):
             return None
     return None
