@@ -448,6 +448,22 @@ def test_twin_pid_clip_kept_past_its_limit_is_switched_back():
     assert np.max(np.abs(Y[:, col["chassis.drive2.pid.xi"]] - ref[:, col["chassis.drive2.pid.xi"]])) < 1e-2
 
 
+def test_twin_pid_clip_gliding_on_its_limit_goes_on():
+    """Command stream 152 of the twin stress at 583.18 s: drive 1's voltage sits on its lower
+    limit, where the loop pushes the PID output below it and the back-calculation pushes it back
+    up. The clip is continuous there, but each located crossing restarted the method at the same
+    instant, and after 11 of them the run failed with ModeChatter. A crossing of a law switching
+    back and forth whose residual does not jump at the step's end is now taken without a restart:
+    the run goes on, and follows the same commands at rtol 1e-9 to 1e-4 in the pose and 1e-2 V
+    in the integrators, as before the limit."""
+    Y, names = _twin_replay(152, 590.0, 1e-6)
+    ref, _ = _twin_replay(152, 590.0, 1e-9)
+    pose = [names.index(k) for k in ("chassis.pos_x.x", "chassis.pos_y.x", "chassis.heading.x")]
+    xi = [names.index(f"chassis.drive{i}.pid.xi") for i in (1, 2, 3)]
+    assert np.max(np.abs(Y[:, pose] - ref[:, pose])) < 1e-4
+    assert np.max(np.abs(Y[:, xi] - ref[:, xi])) < 1e-2
+
+
 def test_robotino_wheel_at_rest_with_no_consistent_roller_side_goes_on():
     """A fit of the Robotino's mass, yaw inertia and motor constant tried this point: at the
     first command (t = 0.2 s) a wheel at rest starts exactly on a roller's switch, the first step

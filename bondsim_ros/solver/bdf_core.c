@@ -152,11 +152,13 @@ enum { DENSE_LU = 0, SPARSE_OWN = 1, SPARSE_KLU = 2 };
 /* Newton outcomes */
 enum { CONVERGED, SLOW, NOT_FINITE };
 /* event outcomes */
-enum { EV_NONE, EV_SWITCHED, EV_RESTART };
+enum { EV_NONE, EV_SWITCHED, EV_RESTART, EV_GLIDED };
 #define EVENT_NEWTON_TOL 1e-3 /* landing and probe solves: the restart derivative divides their
    error by the probe step, so they are converged further than a normal step (NEWTON_TOL) */
 #define SAME_TOL 1e-3 /* a mode switch that moves the Newton solution by less than this (WRMS, in
    tolerance units) at the root and one step ahead only relabels the same law (Mod at a multiple) */
+#define GLIDE_TOL 3.0 /* ... and one at a step's end by less than this, of a law switching back and
+   forth (event_chatter's count half way), is taken there without a restart (handle_events) */
 #define MODE_HMIN 1000.0 /* a step whose modes its end excludes shrinks until below this x hmin,
    then the method restarts at its start with the modes picked there (mode_failure) */
 #define CHATTER_MAX 10 /* a mode switched back at a step's start more often than this in a row, each */
@@ -1145,14 +1147,15 @@ static void swap_modes(const solver_t *s, double *m) {
     }
 }
 
-/* Do the new modes give the same residual as the old ones, at (t, y, y') and one step h ahead
-   along y'? Measured as the Newton correction the difference would cause (the factorised
-   iteration matrix applied to it), in tolerance units. True for a relabelling (Mod crossing a
-   multiple inside a law that stays continuous and smooth there), false for a jump or a kink. */
-static int same_law(const solver_t *s, double t, const double *y, const double *yp, double h, double *m_new,
-                    const double *scale, double *r_a, double *r_b, double *y_ahead) {
+/* Do the new modes give the same residual as the old ones, at (t, y, y') and (points 2) one
+   step h ahead along y'? Measured as the Newton correction the difference would cause (the
+   factorised iteration matrix applied to it), in tolerance units. With both points: true for a
+   relabelling (Mod crossing a multiple inside a law that stays continuous and smooth there),
+   false for a jump or a kink; at the point alone, true for a kink (a clip at its limit) too. */
+static int same_residual(const solver_t *s, double t, const double *y, const double *yp, double h, double *m_new,
+                         const double *scale, double *r_a, double *r_b, double *y_ahead, int points, double tol) {
     const int64_t n = s->n;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < points; k++) {
         for (int64_t m = 0; m < n; m++) y_ahead[m] = y[m] + (k == 1 ? h * yp[m] : 0.0);
         s->res(t + (k == 1 ? h : 0.0), y_ahead, yp, s->p, r_a);
         swap_modes(s, m_new);
@@ -1165,9 +1168,14 @@ static int same_law(const solver_t *s, double t, const double *y, const double *
         lu_apply(s, r_b);
         double sum = 0.0;
         for (int64_t m = 0; m < n; m++) { double e = r_b[m] / scale[m]; sum += e * e; }
-        if (!(sqrt(sum / (double)n) <= SAME_TOL)) return 0;
+        if (!(sqrt(sum / (double)n) <= tol)) return 0;
     }
     return 1;
+}
+
+static int same_law(const solver_t *s, double t, const double *y, const double *yp, double h, double *m_new,
+                    const double *scale, double *r_a, double *r_b, double *y_ahead) {
+    return same_residual(s, t, y, yp, h, m_new, scale, r_a, r_b, y_ahead, 2, SAME_TOL);
 }
 
 /* y' just after a restart at (t, y*): one backward-Euler step of PROBE h_r with the new modes,
@@ -1432,7 +1440,7 @@ static int64_t emit_event_rows(const solver_t *s, work_t *w, int64_t k_out, doub
 }
 
 static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_io, double *h_io, int64_t order,
-                         double *D, double hmin, int64_t *k_out_io, double *cj_lu_io) {
+                         double *D, double hmin, int64_t *k_out_io, double *cj_lu_io, int gliding) {
     const int64_t n = s->n, nr = s->n_roots;
     double t = *t_io, h = *h_io, cj_lu = *cj_lu_io;
     int64_t k_out = *k_out_io;
@@ -1468,6 +1476,19 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         s->stats[ST_EVENTS] += 1;
         s->roots(t, yo, ypo, s->p, g_old);
         return EV_SWITCHED;
+    }
+    /* A law switching back and forth at located roots (gliding: event_chatter's count half way
+       to CHATTER_MAX) whose new modes change the residual at the step's end by a few tolerance
+       units (GLIDE_TOL), not more: a continuous law with a kink there, crossed a little way (a
+       PID's clip on its limit, where the loop pushes its input past the limit and the
+       back-calculation pushes it back). Its new modes are taken there without a restart, as a
+       relabel's are: the Robotino twin restarted 11 times at one instant, then failed with
+       CHATTER; gliding, it follows a run at rtol 1e-9. A jump (dry friction) is still located. */
+    if (gliding && crossing == 1 && same_residual(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq, 1, GLIDE_TOL)) {
+        swap_modes(s, m_new);
+        s->stats[ST_EVENTS] += 1;
+        s->roots(t, yo, ypo, s->p, g_old);
+        return EV_GLIDED;
     }
     /* locate the earliest root whose modes differ */
     double t_lo = t_prev;
@@ -1992,12 +2013,14 @@ static int complete_step(const solver_t *s, work_t *w, loop_t *L) {
         } else {
             double t_end = L->t;
             double cj_ev = L->cj_lu;
-            int ev = handle_events(s, w, t_prev, &L->t, &L->h, L->order, D, L->hmin, &L->k_out, &cj_ev);
+            int ev = handle_events(s, w, t_prev, &L->t, &L->h, L->order, D, L->hmin, &L->k_out, &cj_ev,
+                                   2 * L->n_ev_back >= CHATTER_MAX);
             if (cj_ev != L->cj_lu) { /* the landing or the probe factorised G anew */
                 L->cj_lu = cj_ev;
                 L->lu_valid = cj_ev > 0;
             }
-            if (ev != EV_NONE && event_chatter(s, w, L)) return CHATTERED;
+            if (ev == EV_GLIDED) L->steps_ev = s->stats[ST_STEPS]; /* (keeps the glide's window open) */
+            else if (ev != EV_NONE && event_chatter(s, w, L)) return CHATTERED;
             if (ev == EV_RESTART) {
                 enter_restart(s, w, L);
                 return ACCEPTED;
