@@ -1478,12 +1478,13 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         return EV_SWITCHED;
     }
     /* A law switching back and forth at located roots (gliding: event_chatter's count half way
-       to CHATTER_MAX) whose new modes change the residual at the step's end by a few tolerance
-       units (GLIDE_TOL), not more: a continuous law with a kink there, crossed a little way (a
-       PID's clip on its limit, where the loop pushes its input past the limit and the
-       back-calculation pushes it back). Its new modes are taken there without a restart, as a
-       relabel's are: the Robotino twin restarted 11 times at one instant, then failed with
-       CHATTER; gliding, it follows a run at rtol 1e-9. A jump (dry friction) is still located. */
+       to CHATTER_MAX, the last switch within CHATTER_EVENT_STEPS) whose new modes change the
+       residual at the step's end by a few tolerance units (GLIDE_TOL), not more: a continuous
+       law with a kink there, crossed a little way (a PID's clip on its limit, where the loop
+       pushes its input past the limit and the back-calculation pushes it back). Its new modes
+       are taken there without a restart, as a relabel's are: the Robotino twin restarted 11
+       times at one instant, then failed with CHATTER; gliding, it follows a run at rtol 1e-9.
+       A jump (dry friction) is still located. */
     if (gliding && crossing == 1 && same_residual(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq, 1, GLIDE_TOL)) {
         swap_modes(s, m_new);
         s->stats[ST_EVENTS] += 1;
@@ -2014,7 +2015,8 @@ static int complete_step(const solver_t *s, work_t *w, loop_t *L) {
             double t_end = L->t;
             double cj_ev = L->cj_lu;
             int ev = handle_events(s, w, t_prev, &L->t, &L->h, L->order, D, L->hmin, &L->k_out, &cj_ev,
-                                   2 * L->n_ev_back >= CHATTER_MAX);
+                                   2 * L->n_ev_back >= CHATTER_MAX &&
+                                       s->stats[ST_STEPS] - L->steps_ev <= CHATTER_EVENT_STEPS);
             if (cj_ev != L->cj_lu) { /* the landing or the probe factorised G anew */
                 L->cj_lu = cj_ev;
                 L->lu_valid = cj_ev > 0;
