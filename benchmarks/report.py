@@ -471,7 +471,8 @@ SECTIONS = [
      "The Robotino twin driven by a seeded random twist stream (a new command in 70 % of the frames, a "
      "third beyond the limits; frames of 1, 30.3, 50 or 606 ms, one `step_to` each); 4,000 frames are "
      "about 10 simulated minutes. A solver failure is counted and the twin recovers from it as the node "
-     "does; the script exits 1 if there was any. `test/test_twin_step_to.py` replays seeds 28 and 94.",
+     "does; the script exits 1 if there was any. `test/test_twin_step_to.py` replays seeds 28 and 94, "
+     "`test/test_events.py` seeds 10 and 152 (a PID's clip switched back, and one on its limit).",
      twin_stress),
     ("sweep_bench", "`bondsim-ros sweep`: runs per second",
      "One `bondsim_ros.sweep.sweep()` call per row, timed whole as a user waits for it: with `--jobs 2` "
