@@ -49,7 +49,7 @@ def test_every_folder_the_package_writes_is_listed_pruned_and_cleared(tmp_path):
     r = run("cache", env_root=tmp_path)
     assert r.returncode == 0, r.stderr
     # (host/: the compiler and CPU facts that naming the solver core, the listing's last line, remembers)
-    listed = [line.split()[:2] for line in r.stdout.splitlines()[1:-1] if not line.split()[0] == "host"]
+    listed = [line.split()[:2] for line in r.stdout.splitlines()[1:-1] if line.split()[0] != "host"]
     assert listed == [["c_ida", "1"], ["rviz", "2"], ["urdf", "4"]]
     assert r.stdout.splitlines()[-1].startswith("solver core: ")
     host = cache.usage(tmp_path).get("host", (0, 0))
@@ -125,9 +125,8 @@ def test_a_build_in_progress_is_not_an_entry(tmp_path):
 
 
 def test_the_listing_says_which_solver_core_a_simulation_loads(tmp_path, monkeypatch):
-    """The installed core is not the cache's: --clear leaves it, and a run after it compiles
-    nothing. The listing names the file a simulation would load, and from where, without
-    compiling one."""
+    """The listing names the core file a simulation would load and where it is (the install's
+    folder, which --clear leaves, or the cache), found without compiling one."""
     from bondsim_ros.cache_commands import _core_found, _core_text
     from bondsim_ros.solver import _ccore, native
 
