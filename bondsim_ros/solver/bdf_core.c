@@ -1471,25 +1471,25 @@ static int handle_events(const solver_t *s, work_t *w, double t_prev, double *t_
         memcpy(g_old, g_new, nr * sizeof(double));
         return EV_NONE;
     }
-    if (crossing == 1 && same_law(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq)) {
+    /* One function crossing: a relabel (same_law) keeps the step with the new modes. So does a
+       crossing of a law switching back and forth at located roots (gliding: event_chatter's
+       count half way to CHATTER_MAX, the last switch within CHATTER_EVENT_STEPS) whose new
+       modes change the residual at the step's end by a few tolerance units (GLIDE_TOL), not
+       more: a continuous law with a kink there, crossed a little way (a PID's clip on its
+       limit, where the loop pushes its input past the limit and the back-calculation pushes it
+       back). The Robotino twin restarted 11 times at one instant, then failed with CHATTER;
+       gliding, it follows a run at rtol 1e-9. A jump (dry friction) is still located. */
+    int kept = EV_NONE;
+    if (crossing == 1 && same_law(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq))
+        kept = EV_SWITCHED;
+    else if (crossing == 1 && gliding &&
+             same_residual(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq, 1, GLIDE_TOL))
+        kept = EV_GLIDED;
+    if (kept != EV_NONE) {
         swap_modes(s, m_new);
         s->stats[ST_EVENTS] += 1;
         s->roots(t, yo, ypo, s->p, g_old);
-        return EV_SWITCHED;
-    }
-    /* A law switching back and forth at located roots (gliding: event_chatter's count half way
-       to CHATTER_MAX, the last switch within CHATTER_EVENT_STEPS) whose new modes change the
-       residual at the step's end by a few tolerance units (GLIDE_TOL), not more: a continuous
-       law with a kink there, crossed a little way (a PID's clip on its limit, where the loop
-       pushes its input past the limit and the back-calculation pushes it back). Its new modes
-       are taken there without a restart, as a relabel's are: the Robotino twin restarted 11
-       times at one instant, then failed with CHATTER; gliding, it follows a run at rtol 1e-9.
-       A jump (dry friction) is still located. */
-    if (gliding && crossing == 1 && same_residual(s, t, yo, ypo, h, m_new, w->scale, w->r, w->r2, yq, 1, GLIDE_TOL)) {
-        swap_modes(s, m_new);
-        s->stats[ST_EVENTS] += 1;
-        s->roots(t, yo, ypo, s->p, g_old);
-        return EV_GLIDED;
+        return kept;
     }
     /* locate the earliest root whose modes differ */
     double t_lo = t_prev;
