@@ -157,7 +157,7 @@ setup(
                       "xacro>=2"],
         # mcap: decode the demo bag independently; pin (Pinocchio): the dual-arm and 3-DOF arm RNEA cross-checks (test/oracles)
         # websockets: the test's Foxglove client
-        "test": ["pytest>=7", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3", "websockets>=12"],
+        "test": ["pytest>=7", "pytest-xdist>=3", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3", "websockets>=12"],
         "bench": ["scikit-sundae>=1.0"],
         # `bondsim-ros up/demo --foxglove`: the twin live in Foxglove (WebSocket server); websockets:
         # the public port that serves both subprotocol names (15: the client's proxy= argument)

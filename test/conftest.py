@@ -7,6 +7,12 @@ import random
 # where any process's outgoing socket can hold one a participant then cannot bind.
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.Random(os.getpid()).randint(1, 101)))
+# pytest -n (pytest-xdist): each worker (gw0, gw1, ...) inherits the domain of the process that
+# started it; its graphs would see the other workers' /clock, /tf and joint states. Each worker
+# takes the next domains after it instead.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
+    os.environ["ROS_DOMAIN_ID"] = str(1 + (int(os.environ["ROS_DOMAIN_ID"]) + int(_WORKER[2:])) % 101)
 
 import pytest  # noqa: E402
 
@@ -42,3 +48,10 @@ def context():
     rclpy.init(context=ctx)
     yield ctx
     rclpy.try_shutdown(context=ctx)
+
+
+@pytest.hookimpl(optionalhook=True)  # (pytest-xdist's hook: a run without the plugin still loads this file)
+def pytest_xdist_auto_num_workers(config):
+    """``pytest -n auto``: a worker per core, at most four. Every worker starts ROS graphs whose
+    timing its tests check; the suite is run with two (the project's 2-core machines)."""
+    return max(1, min(4, os.cpu_count() or 1))

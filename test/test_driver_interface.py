@@ -33,8 +33,9 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = "robotinobase1"
-# a domain of its own: other runs on this machine publish /tf too
-DOMAIN = 1 + os.getpid() % 100
+# a domain of its own, away from the test run's (conftest.py; one per pytest -n worker): the
+# module's driver process keeps publishing /tf while the other tests here run their own graphs
+DOMAIN = 1 + (int(os.environ["ROS_DOMAIN_ID"]) + 50) % 101
 WHEEL_RADIUS, WHEEL_DISTANCE = 0.04, 0.125  # the twin's (config/robotino.yaml), for expected wheel speeds
 COS30 = math.cos(math.radians(30))
 
