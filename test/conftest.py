@@ -11,7 +11,7 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(random.Random(os.getpid()).randint(1,
 # started it; its graphs would see the other workers' /clock, /tf and joint states. Each worker
 # takes the next domains after it instead.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-if _WORKER.startswith("gw") and _WORKER[2:].isdigit():
+if _WORKER.startswith("gw") and _WORKER[2:].isdigit() and os.environ["ROS_DOMAIN_ID"].strip().isdigit():
     os.environ["ROS_DOMAIN_ID"] = str(1 + (int(os.environ["ROS_DOMAIN_ID"]) + int(_WORKER[2:])) % 101)
 
 import pytest  # noqa: E402

@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NS = "robotinobase1"
 # a domain of its own, away from the test run's (conftest.py; one per pytest -n worker): the
 # module's driver process keeps publishing /tf while the other tests here run their own graphs
-DOMAIN = 1 + (int(os.environ["ROS_DOMAIN_ID"]) + 50) % 101
+_RUN_DOMAIN = os.environ.get("ROS_DOMAIN_ID", "").strip()
+DOMAIN = 1 + ((int(_RUN_DOMAIN) if _RUN_DOMAIN.isdigit() else os.getpid()) + 50) % 101
 WHEEL_RADIUS, WHEEL_DISTANCE = 0.04, 0.125  # the twin's (config/robotino.yaml), for expected wheel speeds
 COS30 = math.cos(math.radians(30))
 
