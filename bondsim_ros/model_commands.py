@@ -190,9 +190,11 @@ def _models_own(fn, what: str, model: str, *args):
 
 
 def cmd_simulate(args) -> int:
+    from bondsim_ros.cliargs import CLIError, CollectorPause, RunFailed
+
+    start = CollectorPause(getattr(args, "program_run", False))  # ended where the solve begins
     from bondsim_ros.bondgraph.core import ModelError
     from bondsim_ros.bondgraph.simulation import simulate
-    from bondsim_ros.cliargs import CLIError, RunFailed
     from bondsim_ros.models import buildcache
     from bondsim_ros.solver import InconsistentInitialValues, SolverError
 
@@ -244,6 +246,7 @@ def cmd_simulate(args) -> int:
             except OSError as exc:
                 raise CLIError(f"--csv {csv_out}: cannot write: {exc.strerror or exc}") from None
         bar, progress = _progress_bar(0.0, t_end, args.quiet)
+        start.end()
         with bar or contextlib.nullcontext():
             result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, progress=progress,
                               rows=rows)

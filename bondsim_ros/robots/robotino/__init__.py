@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 from bondsim_ros.paths import share_file
-from bondsim_ros.twin.protocol import BUILTIN, TWIST
 
 from .. import Robot
 
+# (bondsim_ros.twin is imported by the functions below, not here: a warm `simulate robotino` imports
+# this module for its model entries alone, and the twin's protocol module was 1 % of its time)
 
-def _make_twin(command: str = BUILTIN, options=None, limits=None, log=None, config=None):
+
+def _make_twin(command: str | None = None, options=None, limits=None, log=None, config=None):
+    from bondsim_ros.twin.protocol import BUILTIN, TWIST
+
     from .. import RobotError
     from .twin import RobotinoTwin
 
+    command = BUILTIN if command is None else command
     if command not in (BUILTIN, TWIST):
         raise RobotError(f"robotino: no {command} command (has: twist)")
     return RobotinoTwin(command, options, limits=limits, config=config, log=log)
 
 
 def robot() -> Robot:
+    from bondsim_ros.twin.protocol import TWIST
+
     from .driver_profile import DRIVER
 
     return Robot("robotino", "Festo Robotino on the rose path of Damic & Cohodar Husic (2025), or driven by /cmd_vel",
