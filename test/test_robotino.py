@@ -79,11 +79,11 @@ def _roller_arm(theta):
 
 def test_no_slip_at_every_contact(paper_run):
     """Contact-point velocity is zero to solver tolerance at every output point; sideways the
-    outputs' interpolation error shows (< 1e-3 m/s; 2.5e-6 to 2.6e-5 m/s measured). The roller switches
-    are located as events, so no step spans one (see docs/robotino.md). Along the wheel the
-    median is 1e-14 m/s and a few isolated output times reach 1e-7 m/s (rtol 0.97e-6 to
-    1.03e-6 gave a maximum of 5e-9 to 1.2e-7, whichever LU pivoting), under the tolerance of
-    rtol 1e-6 on speeds of 0.1 to 0.5 m/s."""
+    outputs' interpolation error shows (< 1e-3 m/s; 5.8e-6 to 2.6e-5 m/s measured). The roller
+    switches are located as events, so no step spans one (see docs/robotino.md). Along the wheel
+    the median is 2e-14 m/s and a few isolated output times reach 1.2e-7 m/s (rtol 0.97e-6 to
+    1.03e-6 gave a maximum of 1.6e-9 to 1.3e-7: the step sequence moves with round-off), under
+    the tolerance of rtol 1e-6 on speeds of 0.1 to 0.5 m/s."""
     r = paper_run
     rw, R = PARAMS["wheel.radius"], PARAMS["chassis.radius_to_wheel"]
     for i, alpha in zip((1, 2, 3), rb.ALPHA):
