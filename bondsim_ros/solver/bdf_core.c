@@ -755,14 +755,28 @@ static void rescale_D(int64_t n, double *D, int64_t order, double factor, work_t
     }
 }
 
-/* The sum of squares of coef v_m / w_m over the unknowns in mask (NULL: all), added in four lanes
-   (unknown m into lane m % 4, the lanes then summed (0 + 1) + (2 + 3)): the order is fixed here,
-   not by the vector width of a build, so every machine adds alike, and without a mask the four
-   lanes are one vector (its divisions too). With one accumulator each add waited for the last
-   and each division ran alone: the Newton and error norms took some 12 % of the Robotino's
-   solve. */
-static double sum_squares(int64_t n, const double *restrict v, double coef, const double *restrict w,
-                          const uint8_t *restrict mask) {
+/* The sum of squares of coef v_m / w_m over the unknowns in mask (NULL: all). From LANES_MIN
+   unknowns on it is added in four lanes (unknown m into lane m % 4, the lanes then summed
+   (0 + 1) + (2 + 3)): the order is fixed here, not by the vector width of a build, so every
+   machine adds alike, and without a mask the four lanes are one vector (its divisions too).
+   With one accumulator each add waited for the last and each division ran alone: the Newton
+   and error norms took some 12 % of the Robotino's solve. Below LANES_MIN one accumulator, as
+   the lanes' set-up cost a 3-unknown model more than the chain they shorten. */
+#define LANES_MIN 8
+#if defined(__GNUC__)
+__attribute__((always_inline)) /* in each norm: a call's frame costs a small model a step's percent */
+#endif
+static inline double sum_squares(int64_t n, const double *restrict v, double coef, const double *restrict w,
+                                 const uint8_t *restrict mask) {
+    if (n < LANES_MIN) {
+        double sum = 0.0;
+        for (int64_t m = 0; m < n; m++)
+            if (!mask || mask[m]) {
+                double e = coef * v[m] / w[m];
+                sum += e * e;
+            }
+        return sum;
+    }
     double l[4] = {0.0, 0.0, 0.0, 0.0};
     int64_t m = 0;
     if (!mask) {
@@ -775,15 +789,17 @@ static double sum_squares(int64_t n, const double *restrict v, double coef, cons
         }
     } else {
         for (; m + 4 <= n; m += 4)
-            for (int k = 0; k < 4; k++) {
-                double e = coef * v[m + k] / w[m + k];
-                if (mask[m + k]) l[k] += e * e;
-            }
+            for (int k = 0; k < 4; k++)
+                if (mask[m + k]) {
+                    double e = coef * v[m + k] / w[m + k];
+                    l[k] += e * e;
+                }
     }
-    for (int k = 0; m < n; m++, k++) {
-        double e = coef * v[m] / w[m];
-        if (!mask || mask[m]) l[k] += e * e;
-    }
+    for (int k = 0; m < n; m++, k++)
+        if (!mask || mask[m]) {
+            double e = coef * v[m] / w[m];
+            l[k] += e * e;
+        }
     return (l[0] + l[1]) + (l[2] + l[3]);
 }
 
@@ -931,10 +947,22 @@ static int newton_solve(const solver_t *s, work_t *w, double t_new, double cj, d
 /* WRMS norm of coef * v over the masked unknowns, weights atol + rtol |y| (left in scale). */
 static double error_norm(const solver_t *s, const work_t *w, const double *v, double coef, const double *y,
                          double *scale) {
+    const int64_t n = s->n;
+    const double count = (double)(w->nmask > 1 ? w->nmask : 1);
+    if (n < LANES_MIN) { /* the weights and the sum in one pass, as sum_squares adds them */
+        double sum = 0.0;
+        for (int64_t m = 0; m < n; m++) {
+            scale[m] = s->atol[m] + s->rtol * fabs(y[m]);
+            if (s->mask[m]) {
+                double e = coef * v[m] / scale[m];
+                sum += e * e;
+            }
+        }
+        return sqrt(sum / count);
+    }
     #pragma omp simd
-    for (int64_t m = 0; m < s->n; m++) scale[m] = s->atol[m] + s->rtol * fabs(y[m]);
-    return sqrt(sum_squares(s->n, v, coef, scale, w->nmask == s->n ? NULL : s->mask) /
-                (double)(w->nmask > 1 ? w->nmask : 1));
+    for (int64_t m = 0; m < n; m++) scale[m] = s->atol[m] + s->rtol * fabs(y[m]);
+    return sqrt(sum_squares(n, v, coef, scale, w->nmask == n ? NULL : s->mask) / count);
 }
 
 static int64_t worst_unknown(int64_t n, const double *v, const double *scale, const uint8_t *mask) {
