@@ -289,8 +289,8 @@ int run_ida_ev(int n, double *p, int n_par, int n_modes, int n_roots, int moded,
             realtype h = 0.0;
             IDAGetLastStep(mem, &h);
             /* at a root: 100 ulp of |t| + |h| past it (the bracket IDA's rootfinding leaves) */
-            natural_modes(&d, tret, 100.0 * DBL_EPSILON * (fabs(tret) + fabs(h)), N_VGetArrayPointer(yy), N_VGetArrayPointer(yp),
-                          N_VGetArrayPointer(tmp), m_new);
+            natural_modes(&d, tret, 100.0 * DBL_EPSILON * (fabs(tret) + fabs(h)), N_VGetArrayPointer(yy),
+                          N_VGetArrayPointer(yp), N_VGetArrayPointer(tmp), m_new);
             int changed = 0;
             for (int j = 0; j < n_modes; j++) changed |= (m_new[j] != p[n_par + j]);
             if (!changed) { if (flag == IDA_SUCCESS) break; continue; }
@@ -440,8 +440,8 @@ class CIDA:
         f = self.lib.run_ida_ev
         f.restype = ctypes.c_int
         f.argtypes = [ctypes.c_int, _dbl, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                      ctypes.c_int, _lng, _lng, _dbl, _dbl, ctypes.c_double, _dbl, _dbl, ctypes.c_double, _dbl, ctypes.c_double,
-                      ctypes.c_long, ctypes.c_int, _dbl, _dbl, _dbl, ctypes.c_void_p, _lng]
+                      ctypes.c_int, _lng, _lng, _dbl, _dbl, ctypes.c_double, _dbl, _dbl, ctypes.c_double, _dbl,
+                      ctypes.c_double, ctypes.c_long, ctypes.c_int, _dbl, _dbl, _dbl, ctypes.c_void_p, _lng]
         g = self.lib.ida_residual
         g.restype = None
         g.argtypes = [ctypes.c_int, ctypes.c_double, _dbl, _dbl, _dbl, _dbl]

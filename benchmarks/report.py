@@ -165,11 +165,11 @@ def robotino_bench(f: dict) -> list:
     err = f["tracking_error_after_5s"]
     cold = dig(f, "build_s", "cold")
     out += ["", wrap(f"Build of the model: cold {f'{sig(cold)} s' if cold is not None else 'not measured'}, cached "
-                f"{sig(dig(f, 'build_s', 'cached'))} s. Tracking errors after 5 s: x {sci(err['x'])} m, "
-                f"y {sci(err['y'])} m, φ {sci(err['phi'])} rad; largest pose difference to C-IDA over the run "
-                f"{sci(f['max_pose_difference_to_cida'])}."
-                + (f" IDA through scikit-sundae (Python callbacks): {sig(f['sksundae_s'])} s."
-                   if f.get("sksundae_s") is not None else ""))]
+                     f"{sig(dig(f, 'build_s', 'cached'))} s. Tracking errors after 5 s: x {sci(err['x'])} m, "
+                     f"y {sci(err['y'])} m, φ {sci(err['phi'])} rad; largest pose difference to C-IDA over the run "
+                     f"{sci(f['max_pose_difference_to_cida'])}."
+                     + (f" IDA through scikit-sundae (Python callbacks): {sig(f['sksundae_s'])} s."
+                        if f.get("sksundae_s") is not None else ""))]
     return out
 
 
@@ -179,7 +179,8 @@ def cli_bench(f: dict) -> list:
     rows = []
     if w:
         rows.append([f"warm: wall, median of {w['runs']} (min{DASH}max)",
-                     f"**{sig2(w['wall_median_s'], 2)} s** ({span(w['wall_min_s'], w['wall_max_s'], lambda v: sig2(v, 2))})"])
+                     f"**{sig2(w['wall_median_s'], 2)} s** "
+                     f"({span(w['wall_min_s'], w['wall_max_s'], lambda v: sig2(v, 2))})"])
         p = w.get("parts")
         if p:
             rows.append(["warm, of which (medians of the same rounds): the interpreter's start "
@@ -210,7 +211,7 @@ def small_runs(f: dict) -> list:
     keys = ["new solver", "reused solver", "reused, values given", "C-IDA", "simulate, per run of a sweep",
             "simulate_many, per run"]
     header = ["model", "n, outputs, steps"] + [f"{k} [µs]" for k in keys] + ["reused / new", "reused / C-IDA",
-                                                                               "values given / C-IDA"]
+                                                                             "values given / C-IDA"]
     rows = []
     lead = [f"C-IDA: {f['ida']}.", ""] if f.get("ida") else []
     for m in f["models"]:
@@ -245,10 +246,12 @@ def ros_bench(f: dict) -> list:
          lambda r: f"{r['real_time']['rate_hz']:.2f} Hz" if dig(r, "real_time", "rate_hz") is not None else None,
          lambda o: None),
         ("publication period jitter at rtf 1, p99",
-         lambda r: f"{sig(r['real_time']['jitter_p99_ms'], 2)} ms" if dig(r, "real_time", "jitter_p99_ms") is not None else None,
+         lambda r: (f"{sig(r['real_time']['jitter_p99_ms'], 2)} ms"
+                    if dig(r, "real_time", "jitter_p99_ms") is not None else None),
          lambda o: None),
         ("same, at a subscriber in another process, p99",
-         lambda r: f"{sig(r['real_time']['subscriber_p99_ms'], 3)} ms" if dig(r, "real_time", "subscriber_p99_ms") is not None else None,
+         lambda r: (f"{sig(r['real_time']['subscriber_p99_ms'], 3)} ms"
+                    if dig(r, "real_time", "subscriber_p99_ms") is not None else None),
          lambda o: None),
     ]
     has_over = bool(over)
@@ -305,7 +308,8 @@ def fleet_bench(f: dict) -> list:
         p99 = span(min(at_best), max(at_best), unit=" ms") if at_best else DASH
         rows.append([str(b["processes"]), ", ".join(str(v) for v in b["largest_held"]),
                      f"**{sig(b['median'])}{limit}**", span(min(b["largest_held"]), max(b["largest_held"])), p99])
-    intro = f"{f['seconds']:g} s measured after a {f['warmup']:g} s warm-up per trial, search limit {f['max_robots']} robots."
+    intro = (f"{f['seconds']:g} s measured after a {f['warmup']:g} s warm-up per trial, "
+             f"search limit {f['max_robots']} robots.")
     return [intro, ""] + table(["processes", "largest fleet held, per run", "median", "spread",
                                 "worst process's tick p99 at that fleet"], rows)
 
@@ -601,7 +605,8 @@ def wrap(text: str) -> str:
 
 def section(rec: dict, title: str, what: str, render) -> list:
     out = [f"## {title}", "", wrap(what), "",
-           f"Machine: {machine_line(rec)}; commit `{rec.get('commit') or 'unknown'}`; {rec.get('date') or 'date unknown'}.  ",
+           f"Machine: {machine_line(rec)}; commit `{rec.get('commit') or 'unknown'}`; "
+           f"{rec.get('date') or 'date unknown'}.  ",
            f"Reproduce: `{rec['command']}`  ",
            f"Source: {rec.get('source', 'unknown')}.", ""]
     out += render(rec["figures"])

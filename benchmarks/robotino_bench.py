@@ -40,7 +40,8 @@ def cold_build_seconds() -> float:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, BONDSIM_CACHE_DIR=tmp, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"))
         code = ("import time; t=time.perf_counter();"
-                "from bondsim_ros.bondgraph import compile_model; from bondsim_ros.robots.robotino.model import robotino;"
+                "from bondsim_ros.bondgraph import compile_model; "
+                "from bondsim_ros.robots.robotino.model import robotino;"
                 "from bondsim_ros.solver import BDFSolver;"
                 "c=compile_model(robotino()); import numpy as np;"
                 "o=np.zeros(c.n); c.residual(0.0, c.y0, c.y0*0, c.params, o);"
@@ -218,6 +219,7 @@ def main(argv=None):
             "tracking_error_after_5s": errs,
             "max_pose_difference_to_cida": diff,
         }, placeholders={"--sundials-prefix": "PREFIX"})
+
 
 if __name__ == "__main__":
     main()

@@ -186,7 +186,7 @@ def main():
               f"simulate_many / simulate {r['ratio_many_to_simulate']:.2f}")
     if a.record:
         record.write("small_runs", sys.argv[1:], {"rtol": RTOL, "atol": ATOL, "repeat": a.repeat, "ida": ida_build,
-                                                   "models": out}, placeholders={"--sundials-prefix": "PREFIX"})
+                                                  "models": out}, placeholders={"--sundials-prefix": "PREFIX"})
 
 
 if __name__ == "__main__":

@@ -53,7 +53,8 @@ def run_seed(seed, frames):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=_seeds, default=_seeds("4-60"), help="a seed or a range (default 4-60)")
-    ap.add_argument("--frames", type=int, default=4000, help="frames per seed (default 4000, about 10 simulated minutes)")
+    ap.add_argument("--frames", type=int, default=4000,
+                    help="frames per seed (default 4000, about 10 simulated minutes)")
     record.add_argument(ap, "twin_stress")
     args = ap.parse_args(argv)
     failed_seeds, total, walls, failed = 0, 0, [], []

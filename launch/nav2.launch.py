@@ -48,7 +48,7 @@ def _nodes(context):
     view = model_view(LaunchConfiguration("model").perform(context), "nav2.launch.py")
     require_cmd_vel(view, "nav2.launch.py", "Nav2 (it drives the base through /cmd_vel)")
     nav2_params = LaunchConfiguration("params_file").perform(context) or os.path.join(share, "config",
-                                                                                       "nav2_params.yaml")
+                                                                                      "nav2_params.yaml")
     map_yaml = LaunchConfiguration("map").perform(context) or os.path.join(share, "config", "maps",
                                                                            "rcll_arena.yaml")
     for arg, path in (("params_file", nav2_params), ("map", map_yaml)):

@@ -21,7 +21,8 @@ def generate_launch_description():
                               description="twin_bridge's parameter file: the real robot's topics and the driver's "
                                           "command limits"),
         DeclareLaunchArgument("discovery_range",
-                              default_value=EnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", default_value="SUBNET"),
+                              default_value=EnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE",
+                                                                default_value="SUBNET"),
                               description="ROS discovery range of these nodes: SUBNET reaches the robot's computer"),
         # for the whole launch, as twin.launch.py does for its nodes
         SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", LaunchConfiguration("discovery_range")),

@@ -74,6 +74,7 @@ def watch(seconds: float, joint_topic: str, out: dict, done, ended=None, started
         managers = [f"{ns.rstrip('/')}/{n}" for n, ns in node.get_node_names_and_namespaces()
                     if n.startswith("lifecycle_manager")]
         expected = lifecycle.setdefault("expected", {})  # manager -> its node_names, once read
+
         def ask(key, kind, service, request):
             """The answer of ``service`` once it came, else None (asked when the server is there:
             a request sent before DDS matched it would never be answered)."""

@@ -182,8 +182,8 @@ def amcl(node, rec):
         p = {k: n.get_parameter(k).value for k in ("scan_topic", "base_frame_id", "odom_frame_id")}
         rec["configured_with"] = dict(p)
         g = {k: n.get_parameter(k).value for k in ("global_frame_id", "set_initial_pose", "initial_pose.x",
-                                                    "initial_pose.y", "initial_pose.yaw", "tf_broadcast",
-                                                    "transform_tolerance")}
+                                                   "initial_pose.y", "initial_pose.yaw", "tf_broadcast",
+                                                   "transform_tolerance")}
         tf = TfGraph(n)
         pub = n.create_publisher(TFMessage, "/tf", 100)
 
@@ -251,7 +251,8 @@ def costmaps(node, rec, args):
             continue
         for source in (p(f"{plugin}.observation_sources", "") or "").split():
             topic = p(f"{plugin}.{source}.topic", source)
-            sources[f"{plugin}.{source}"] = {"topic": topic, "data_type": p(f"{plugin}.{source}.data_type", "LaserScan")}
+            sources[f"{plugin}.{source}"] = {"topic": topic,
+                                             "data_type": p(f"{plugin}.{source}.data_type", "LaserScan")}
             if sources[f"{plugin}.{source}"]["data_type"] == "LaserScan":
                 w = ScanWatch(cm, topic, qos, tf, [p("robot_base_frame"), p("global_frame")])
                 watches.append(w)
@@ -352,6 +353,7 @@ def main(rec, record_path):
     executor = SingleThreadedExecutor()
     for n in [node] + extra:
         executor.add_node(n)
+
     def spin():
         try:
             executor.spin()

@@ -397,7 +397,6 @@ def test_gyrator_law():
     assert _algebraic_value(m, "V.f") == pytest.approx(4.0 / 9.0)  # e2 = r f1
 
 
-
 def _parallel_rc_runtime():
     """Sf -> 0-junction -> R1, R2 (both run-time), C: one of the two branch currents can come
     from the junction, the other only from its resistor law, i.e. by dividing by a parameter."""
@@ -597,7 +596,6 @@ def test_an_input_named_as_a_parameter_of_its_definition_is_refused():
     with pytest.raises(ModelError, match=r"clash.yaml:7: src\.s\.u: input name 'u' clashes with a parameter of the "
                                          r"definition it is in"):
         compile_model(loads_model(text, "clash.yaml"), use_cache=False)
-
 
 
 def test_a_run_time_parameter_that_a_definition_hides_is_named_when_set(tmp_path, capsys):

@@ -66,7 +66,8 @@ class StandInDriver:
         odom.header.stamp = js.header.stamp
         odom.header.frame_id, odom.child_frame_id = "odom", "base_link"
         odom.pose.pose.position.x, odom.pose.pose.position.y = self.pose[0], self.pose[1]
-        odom.pose.pose.orientation.z, odom.pose.pose.orientation.w = math.sin(self.pose[2] / 2), math.cos(self.pose[2] / 2)
+        odom.pose.pose.orientation.z, odom.pose.pose.orientation.w = (math.sin(self.pose[2] / 2),
+                                                                      math.cos(self.pose[2] / 2))
         self.pub_odom.publish(odom)
 
 
@@ -186,7 +187,7 @@ class BridgeIO:
         from bondsim_ros.ros.twin_bridge import TwinBridge
 
         topics = {k: f"/{tag}/{k}" for k in ("robot_cmd_vel", "robot_odom", "robot_joint_states", "robot_bumper",
-                                              "twin_cmd_vel", "twin_odom", "twin_joint_states")}
+                                             "twin_cmd_vel", "twin_odom", "twin_joint_states")}
         self.bridge = TwinBridge(name=f"{tag}_bridge", overrides={**topics, **params}, context=context)
         self.node = rclpy.create_node(f"{tag}_listener", context=context)
         self.pose_dev, self.forwarded = [], []
@@ -315,7 +316,7 @@ def test_commands_reach_the_twin_as_the_driver_applies_them(bridge_io):
     # the driver's set_velocity_limits, mirrored on the bridge's parameters; min above max as the
     # driver's else-if has it
     assert all(r.successful for r in io.bridge.set_parameters([Parameter("max_linear_vel", value=0.1),
-                                                                Parameter("min_linear_vel", value=0.5)]))
+                                                               Parameter("min_linear_vel", value=0.5)]))
     assert _forward(io, (0.05, 0.2, 0.0)) == [(0.5, 0.1, 0.0)]
 
 

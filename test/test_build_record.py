@@ -126,7 +126,8 @@ def test_no_cache_rebuilds(tmp_path, cache, capsys):
     model = tmp_path / "rc.yaml"
     model.write_text(RC_YAML)
     simulate(model, tmp_path / "a.csv", capsys)
-    rc = main(["simulate", str(model), "--t-end", "1", "--dt-out", "0.1", "--no-cache", "--csv", str(tmp_path / "b.csv")])
+    rc = main(["simulate", str(model), "--t-end", "1", "--dt-out", "0.1", "--no-cache",
+               "--csv", str(tmp_path / "b.csv")])
     err = capsys.readouterr().err
     assert rc == 0 and "building equations" in err and "(cached)" not in err
 

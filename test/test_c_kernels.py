@@ -127,7 +127,7 @@ def _close(got, want, what):
     assert got.shape == want.shape, what
     finite = np.isfinite(want)
     assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(got[~finite & ~np.isnan(want)],
-                                                                              want[~finite & ~np.isnan(want)]), \
+                                                                            want[~finite & ~np.isnan(want)]), \
         f"{what}: non-finite entries differ:\n{got}\n{want}"
     scale = np.max(np.abs(want[finite]), initial=1.0)
     err = np.abs(got[finite] - want[finite])
@@ -193,7 +193,8 @@ def test_kernels_match_the_sympy_expressions(name, cache, monkeypatch):
         # the moded kernels with the natural modes and with modes across every switch
         for trial in range(3):
             if trial:
-                modes = np.where(is_floor, rng.integers(-3, 4, len(modes)), rng.integers(0, 2, len(modes))).astype(float)
+                modes = np.where(is_floor, rng.integers(-3, 4, len(modes)),
+                                 rng.integers(0, 2, len(modes))).astype(float)
             pm = np.concatenate([p, modes])
             got, want = both(compiled.residual_modes, residual_modes, compiled.n, pm)
             _close(got, want, f"{name}: residual_modes, modes {modes}")
@@ -265,7 +266,8 @@ def test_concurrent_first_runs_compile_once(tmp_path):
 
     log = tmp_path / "cc.log"
     # the model's compilations only: a first run also builds the solver core (in the background)
-    cc = _compiler(tmp_path, f'case "$*" in *--version*) ;; */m_*.c*) echo build >> {log}; sleep 1;; esac\nexec gcc "$@"\n')
+    cc = _compiler(tmp_path, f'case "$*" in *--version*) ;; */m_*.c*) echo build >> {log}; sleep 1;; esac\n'
+                             'exec gcc "$@"\n')
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=str(root), BONDSIM_CACHE_DIR=str(tmp_path / "cache"), CC=str(cc))
     code = ("import numpy as np; from bondsim_ros.bondgraph.codegen import compile_model; "
@@ -357,7 +359,8 @@ def test_the_code_cache_key_covers_every_module_that_reads_or_prints_a_law():
     # what builds, parses, reduces or prints equations; not: drawing, running, file loading
     # (whose result, the Model with its law texts, is fingerprinted itself), the package index
     not_code = {"__init__.py", "draw.py", "simulation.py", "yamlmodel.py", "library.py"}
-    missing = sorted(p.name for p in here.glob("*.py") if p.name not in not_code and p.name not in fingerprint.ENGINE_FILES)
+    missing = sorted(p.name for p in here.glob("*.py")
+                     if p.name not in not_code and p.name not in fingerprint.ENGINE_FILES)
     assert not missing, f"bondgraph modules outside the code cache's key: {missing}"
 
 

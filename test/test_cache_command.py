@@ -24,7 +24,8 @@ def test_prune_removes_whole_old_entries_and_keeps_the_newest_core(tmp_path):
     old_key, new_key = "m_" + "a" * 24, "m_" + "b" * 24
     old = [touch(tmp_path / "models" / f"{old_key}{s}", 40, now) for s in (".c", ".json", "_0123456789.so")]
     # an entry is used as a whole: its library read yesterday keeps its 40-day-old source
-    new = [touch(tmp_path / "models" / f"{new_key}.c", 40, now), touch(tmp_path / "models" / f"{new_key}_99.so", 1, now)]
+    new = [touch(tmp_path / "models" / f"{new_key}.c", 40, now),
+           touch(tmp_path / "models" / f"{new_key}_99.so", 1, now)]
     record = touch(tmp_path / "models" / "r_0f0f.json", 60, now)
     cores = [touch(tmp_path / "solver" / f"bdf_core_{h}.so", age, now) for h, age in (("old", 90), ("newest", 45))]
     files, size = cache.remove(30 * DAY, tmp_path, now=now)
@@ -58,7 +59,8 @@ def test_every_folder_the_package_writes_is_listed_pruned_and_cleared(tmp_path):
     assert all(p.exists() for p in urdf_new + rviz[1:] + foreign)
     r = run("cache", "--clear", env_root=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith(f"removed {3 + host[0]} files (0.0 MB) from {tmp_path}\n") and cache.usage(tmp_path) == {}
+    assert r.stdout.startswith(f"removed {3 + host[0]} files (0.0 MB) "
+                               f"from {tmp_path}\n") and cache.usage(tmp_path) == {}
     assert not list((tmp_path / "urdf").iterdir()) and all(p.exists() for p in foreign)
 
 

@@ -19,7 +19,8 @@ MAKING = [
     (re.compile(r"\b" + _WORK + r"s?\b", re.I), "a task of the build-up (" + _WORK.replace(chr(92) + "s+", " ") + ")"),
     (re.compile(r"\b" + _HELP + r"\s+" + _SES + r"s?\b", re.I), "a build-up " + _SES + " (" + _HELP + ")"),
     # the source papers were handed over numbered; the project names the systems instead
-    (re.compile(r"(?<![A-Za-z])" + "se" + r"ed[ _]?00\d", re.I), "a paper's hand-over number instead of the system's name"),
+    (re.compile(r"(?<![A-Za-z])" + "se" + r"ed[ _]?00\d", re.I),
+     "a paper's hand-over number instead of the system's name"),
 ]
 MACHINE_PATHS = [
     (re.compile("/" + "work/"), "a path of the development machine"),
@@ -56,12 +57,12 @@ def test_patterns_catch_what_they_are_for():
     """The check can fail: each pattern finds the text it is meant to find, and leaves alone the
     words it must not (``helper`` functions, example output paths under /tmp)."""
     bad = [f"fixed in {_SES} 20", f"{_ISS} 14's target", f"{_ISS} #7", f"a {_WORK.replace(chr(92) + 's+', ' ')}",
-           f"{_HELP} {_SES}", "see " + "/" + "work/main/README.md", "se" + "ed 003's Table 1", "test_se" + "ed001.py", "cd " + "/" + "tmp/fresh-clone",
-           "/" + "root/.cache", "/" + "home/alice/src"]
+           f"{_HELP} {_SES}", "see " + "/" + "work/main/README.md", "se" + "ed 003's Table 1", "test_se" + "ed001.py",
+           "cd " + "/" + "tmp/fresh-clone", "/" + "root/.cache", "/" + "home/alice/src"]
     for text in bad:
         assert hits(text, MAKING + MACHINE_PATHS), text
-    good = ["small shared helpers", "-o /tmp/robotino.urdf", "../shared/wheels", "Boudon et al.'s Table 1", "a seed of 7",
-            "the home position", "a session of the node"]
+    good = ["small shared helpers", "-o /tmp/robotino.urdf", "../shared/wheels", "Boudon et al.'s Table 1",
+            "a seed of 7", "the home position", "a session of the node"]
     for text in good:
         assert not hits(text, MAKING + MACHINE_PATHS), text
 

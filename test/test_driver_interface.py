@@ -460,7 +460,8 @@ def test_a_profile_that_does_not_fit_the_twin_is_refused_naming_the_key():
     assert [j.name for j in parse_profile("driver", good, twin_joints).joints] == [
         "wheel2_joint", "wheel0_joint", "wheel1_joint"]
     bad = dict(good, joints=[dict(good["joints"][0], twin="wheel9_axle")])
-    with pytest.raises(ProfileError, match=r"interface profile 'driver': joints\[0\]\.twin: 'wheel9_axle' is not a joint"):
+    with pytest.raises(ProfileError,
+                       match=r"interface profile 'driver': joints\[0\]\.twin: 'wheel9_axle' is not a joint"):
         parse_profile("driver", bad, twin_joints)
     bad = dict(good, services={"x": dict(good["services"]["cmd_vel_enable"], type="rto_msgs/SetOmniDriveEnabled")})
     with pytest.raises(ProfileError, match=r"services\.x\.type: expected package/srv/Type"):

@@ -93,7 +93,8 @@ def mutate_text(text, rng):
     elif op == 2:
         line = lines[i]
         j = rng.randrange(len(line) + 1)
-        lines[i] = line[:j] + rng.choice(["{", "]", ":", " ", "-", "'", "#", "\t", "*", "&a ", "*a", "!!python/name:os.system "]) + line[j + 1:]
+        lines[i] = line[:j] + rng.choice(["{", "]", ":", " ", "-", "'", "#", "\t", "*", "&a ", "*a",
+                                          "!!python/name:os.system "]) + line[j + 1:]
     else:
         return text[: rng.randrange(len(text))]
     return "\n".join(lines) + "\n"

@@ -17,8 +17,6 @@ from time_limit import time_bound  # noqa: E402
 MODELS = Path(__file__).parent / "data" / "models"
 
 
-
-
 def run(argv, capsys, seconds=120):
     with time_bound(seconds):
         rc = main([str(a) for a in argv])

@@ -283,7 +283,8 @@ def test_a_switching_function_starting_on_zero_that_the_step_carries_across_is_s
     from bondsim_ros.solver import BDFSolver, DAEProblem, native
 
     lib = native.load_library(native.build_library(DIP_C, "test_dip", tmp_path))
-    k = {name: native.CKernel(lib, name, "jac" if name == "jac" else "res") for name in ("res", "jac", "roots", "modes")}
+    k = {name: native.CKernel(lib, name, "jac" if name == "jac" else "res")
+         for name in ("res", "jac", "roots", "modes")}
     prob = DAEProblem(k["res"], k["jac"], indptr=np.array([0, 1, 3, 4]), indices=np.array([0, 0, 1, 2]),
                       differential=np.array([True, True, True]), params=np.zeros(0), roots=k["roots"],
                       modes=k["modes"], n_roots=2, n_modes=1)
@@ -384,7 +385,8 @@ def test_a_sliding_switch_is_refused_naming_its_mode():
     assert abs(s.t_step - 0.5) < 1e-6
     assert s.stats["steps"] < 1000
     msg = str(e.value)
-    assert "condition 1.0*mass.p < 0" in msg and msg.startswith("mode 0 of the model's switching laws chatters at t=0.5")
+    assert "condition 1.0*mass.p < 0" in msg and msg.startswith("mode 0 of the model's switching laws "
+                                                                "chatters at t=0.5")
     assert "Filippov" in msg and "tanh" in msg
     with pytest.raises(ModeChatter, match=r"mode 0 .* \(j: equal efforts: condition"):
         simulate(c, 2.0, 0.01)
@@ -586,7 +588,8 @@ def test_a_row_on_a_switch_in_time_holds_the_state_its_laws_read_there():
     assert abs(row["i"] - V0 / R) < 0.02 * V0 / R and abs(row["uc"]) < 0.02 * V0, row
     left = (text.replace("  step: {type: Step, t0: 0.1, before: 0.0, after: V0}\n", "")
             .replace("  - [step.out, V.u]\n", "")
-            .replace("V: {type: Se, effort: u, inputs: [u]}", "V: {type: Se, effort: 'Piecewise((0, t <= 0.1), (V0, True))'}"))
+            .replace("V: {type: Se, effort: u, inputs: [u]}",
+                     "V: {type: Se, effort: 'Piecewise((0, t <= 0.1), (V0, True))'}"))
     before = simulate(compile_model(loads_model(left, "rc_left.yaml")), t_end=0.3, dt_out=0.1, params={"R": R})
     row = dict(zip(before.names, before.data[1]))
     assert row["t"] == 0.1 and row["cap.q"] == 0.0 and row["i"] == 0.0 and row["uc"] == 0.0, row

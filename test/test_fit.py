@@ -429,7 +429,7 @@ def test_bag2csv_reads_the_motor_currents_and_fit_finds_the_motor_constant(tmp_p
     (0.0, True, "/robotinobase1/cmd_vel: header stamps that do not advance; placed by the bag's log times"),
 ])
 def test_bag2csv_puts_commands_known_by_log_time_on_the_rows_clock(tmp_path, capsys, clock_offset, stamped_zero,
-                                                                  says):
+                                                                   says):
     """The rows are the joint states' header stamps. A Twist has no stamp and a sender may leave a
     TwistStamped's at 0: such commands are placed by their log times moved onto the rows' clock,
     and each row holds the command sent before it. Placed by log time against the robot's clock
@@ -715,7 +715,8 @@ def test_a_logged_input_that_steps_gives_the_model_output_of_the_new_input_at_it
     t = np.round(np.arange(0.0, 6.0001, 0.1), 10)
     u = np.select([t < 1.0, t < 3.0], [0.0, 10.0], -5.0)
     uc3 = 10.0 * (1.0 - math.exp(-2.0))  # RC = 1 s
-    uc = np.select([t < 1.0, t < 3.0], [0.0, 10.0 * (1.0 - np.exp(-(t - 1.0)))], -5.0 + (uc3 + 5.0) * np.exp(-(t - 3.0)))
+    uc = np.select([t < 1.0, t < 3.0], [0.0, 10.0 * (1.0 - np.exp(-(t - 1.0)))],
+                   -5.0 + (uc3 + 5.0) * np.exp(-(t - 3.0)))
     log = tmp_path / "log.csv"
     log.write_text("t,u,uc\n" + "".join(f"{a:.10g},{b:.10g},{c:.17g}\n" for a, b, c in zip(t, u, uc)))
     out = tmp_path / "fit.json"

@@ -412,7 +412,8 @@ def test_a_t_end_leaving_too_few_rows_and_a_byte_order_mark_are_handled(motor_mo
     data = _data(tmp_path / "d.csv", rows)
     refused(capsys, ["fit", str(motor_model), str(data), *FIT, "--t-end", "0.05"],
             f"{data}: 1 data row(s) with t <= 0.05 (t_end, --t-end): a fit needs at least two")
-    refused(capsys, ["fit", str(motor_model), str(data), *FIT, "--t-end", "nan"], "t_end (--t-end) must be a finite time")
+    refused(capsys, ["fit", str(motor_model), str(data), *FIT, "--t-end", "nan"],
+            "t_end (--t-end) must be a finite time")
     bom = tmp_path / "bom.csv"
     bom.write_bytes(b"\xef\xbb\xbf" + data.read_bytes())
     assert read_csv(bom).names == read_csv(data).names and read_csv(bom).names[0] == "t"

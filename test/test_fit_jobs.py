@@ -38,7 +38,8 @@ def motor_log(tmp_path_factory):
     t = np.linspace(0.0, 0.5, 201)
     volts = np.where(t < 0.2, 24.0, 12.0)
     gen = FitProblem(str(path), LogData(["t", "V", "current", "omega_load"], np.column_stack([t, volts, 0 * t, 0 * t])),
-                     ["Ra", "K"], ["current", "omega_load"], inputs=["V"], options=SolverOptions(rtol=1e-10, atol=1e-12))
+                     ["Ra", "K"], ["current", "omega_load"], inputs=["V"],
+                     options=SolverOptions(rtol=1e-10, atol=1e-12))
     data = folder / "log.csv"
     _write(data, _noisy_log(t, volts, gen.simulate([TRUTH["Ra"], TRUTH["K"]]), seed=11))
     return path, data
@@ -102,7 +103,7 @@ def test_python_api_jobs_2_and_0_are_the_serial_fit(motor_log, serial):
 
 def test_a_dask_cluster_gives_the_serial_fit(motor_log, serial, tmp_path, capsys):
     distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
-                                                                  "extra)")
+                                      "extra)")
     path, data = motor_log
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
         _same(fit(_problem(motor_log), bounds=BOUNDS, scheduler=cl.scheduler_address), serial[0])
@@ -248,7 +249,7 @@ def test_a_refusal_raised_on_a_worker_comes_back_as_itself():
         back = pickle.loads(pickle.dumps(exc))
         assert type(back) is type(exc) and str(back) == str(exc)
         assert (back.where, back.message, getattr(back, "names", None)) == (exc.where, exc.message,
-                                                                              getattr(exc, "names", None))
+                                                                            getattr(exc, "names", None))
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc to see the worker processes")
@@ -311,7 +312,7 @@ def test_a_simulation_failing_during_the_search_is_a_failed_run_not_bad_input(mo
 def test_a_cluster_without_workers_is_said_and_the_fit_waits(motor_log, serial, capsys):
     """client.scatter gave up after its timeout with a traceback (No valid workers found)."""
     distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
-                                                                  "extra)")
+                                      "extra)")
     import threading
 
     notes = []

@@ -158,7 +158,8 @@ def test_up_foxglove_serves_the_running_graph(tmp_path):
         port = s.getsockname()[1]
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--foxglove", str(port), "--duration", "40"],
+    proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "up", "--foxglove", str(port),
+                             "--duration", "40"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         end = time.monotonic() + 30

@@ -168,6 +168,7 @@ def test_momenta_the_constraints_tie_to_each_other_and_to_none_given_are_named(t
     path = _cartpole(tmp_path, 0.05)
     assert main(["simulate", str(path), "--t-end", "1", "--dt-out", "0.1", "-q"]) == 2
     err = capsys.readouterr().err
-    assert "simulation failed: the constraints tie cart.p, bob_x.p together and no initial value was given to any " \
-           "of them: give initial values to 1 of them (the others then start where the constraints put them)" in err, err
+    assert ("simulation failed: the constraints tie cart.p, bob_x.p together and no initial value was given to any "
+            "of them: give initial values to 1 of them (the others then start where the constraints "
+            "put them)") in err, err
     assert "Traceback" not in err

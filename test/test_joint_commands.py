@@ -183,7 +183,8 @@ def test_wheel_speed_commands_drive_the_base_at_the_twist_they_make():
         got = (o.linear.x, o.linear.y, o.angular.z)
         js = tw.joints[-1]
         wheel_now = [js.velocity[list(js.name).index(w)] for w in wheels]
-        print(f"wheel speeds {np.round(speeds, 3)} -> body twist {np.round(got, 4)}, wheels now {np.round(wheel_now, 3)}")
+        print(f"wheel speeds {np.round(speeds, 3)} -> body twist {np.round(got, 4)}, "
+              f"wheels now {np.round(wheel_now, 3)}")
         assert got == pytest.approx((0.25, -0.1, 0.4), rel=0.03)
         assert wheel_now == pytest.approx(list(speeds), rel=0.03)
         tw.run(1.5)  # the plugin gone silent: the cmd_vel watchdog stops the base

@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
-pytest.importorskip("launch_ros", reason="launch/launch_ros wheels not installed (tools/setup.sh with ../shared/wheels)")
+pytest.importorskip("launch_ros",
+                    reason="launch/launch_ros wheels not installed (tools/setup.sh with ../shared/wheels)")
 from rcl_params import rcl_parameters  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,9 +42,11 @@ NAV2_SERVERS = [("nav2_controller", "controller_server", "controller_server"),
                 ("opennav_docking", "opennav_docking", "docking_server")]
 STAND_INS = [("robot_state_publisher", "robot_state_publisher"), ("rviz2", "rviz2"),
              ("tf2_ros", "static_transform_publisher"), ("nav2_map_server", "map_server"),
-             ("nav2_lifecycle_manager", "lifecycle_manager"), ("nav2_amcl", "amcl")] + [(p, e) for p, e, _ in NAV2_SERVERS]
+             ("nav2_lifecycle_manager", "lifecycle_manager"),
+             ("nav2_amcl", "amcl")] + [(p, e) for p, e, _ in NAV2_SERVERS]
 # stand-ins that behave as their programs where the tests rely on it (test/nav2_stand_ins.py)
-BEHAVING = ("robot_state_publisher", "static_transform_publisher", "map_server", "amcl", "lifecycle_manager", "controller_server", "planner_server")
+BEHAVING = ("robot_state_publisher", "static_transform_publisher", "map_server", "amcl", "lifecycle_manager",
+            "controller_server", "planner_server")
 # what the stand-ins' real programs publish (robot_state_publisher: robot_description latched, tf, tf_static)
 THIRD_PARTY_PUBLISHES = {"robot_state_publisher": ["robot_description", "/tf", "/tf_static"]}
 
@@ -168,8 +171,8 @@ def run_launch(prefix: Path, tmp: Path, launch_file: str, joint_topic: str, *arg
     out = tmp / "seen.json"
     proc = subprocess.Popen([sys.executable, str(HERE / "launch_runner.py"),
                              str(prefix / "share" / "bondsim_ros" / "launch" / launch_file), str(out),
-                             str(MAX_SECONDS), joint_topic, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                             str(MAX_SECONDS), joint_topic, *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         log, _ = proc.communicate(timeout=MAX_SECONDS + 60)
     except subprocess.TimeoutExpired:
@@ -369,8 +372,8 @@ def test_twin_launch_discovers_over_the_subnet_by_default(monkeypatch):
     import ament_index_python.packages as ament
 
     monkeypatch.setattr(ament, "get_package_share_directory", lambda name: str(ROOT))
-    description = PythonLaunchDescriptionSource(str(ROOT / "launch" / "robotino_twin.launch.py")).get_launch_description(
-        LaunchContext())
+    description = PythonLaunchDescriptionSource(
+        str(ROOT / "launch" / "robotino_twin.launch.py")).get_launch_description(LaunchContext())
     arg = next(e for e in description.entities if isinstance(e, DeclareLaunchArgument) and e.name == "discovery_range")
     setter = [e for e in description.entities if isinstance(e, SetEnvironmentVariable)]
     assert setter and "".join(s.perform(LaunchContext()) for s in setter[0].name) == "ROS_AUTOMATIC_DISCOVERY_RANGE"
@@ -440,7 +443,8 @@ def test_nav2_launch(prefix, tmp_path, localization):
         assert not statics, [r["argv"] for r in statics]
     else:
         static = _one(records, "tf2_ros", "static_transform_publisher")["argv"]
-        assert static[static.index("--frame-id") + 1] == "map" and static[static.index("--child-frame-id") + 1] == "odom"
+        assert static[static.index("--frame-id") + 1] == "map" and (
+            static[static.index("--child-frame-id") + 1] == "odom")
     # map_server and sensor_node read the same map file
     map_server = _one(records, "nav2_map_server", "map_server")
     values, unset = _rcl(map_server, tmp_path, "map_server")

@@ -175,8 +175,6 @@ class Stalled(Exception):
     pass
 
 
-
-
 def _oracle(text, evaluate=True):
     return parse_expr(text, local_dict=dict(ORACLE_NAMES), transformations=TRANSFORMS, evaluate=evaluate)
 

@@ -22,8 +22,6 @@ X, Y, Z, Q, K, A = (sp.Symbol(n, real=True) for n in ("x", "y", "z", "q", "k", "
 NAMES = {"x": X, "y": Y, "z": Z, "q": Q, "k": K, "a": A}
 
 
-
-
 # ---------------------------------------------------------------- ^ is ** exactly
 @pytest.mark.parametrize("law, expected", [
     ("k*q + a*q^3", K * Q + A * Q ** 3),

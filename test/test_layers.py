@@ -28,6 +28,7 @@ ROOT = Path(bondsim_ros.__file__).resolve().parent
 ROS_PREFIXES = ("rclpy", "rcl_interfaces", "launch", "launch_ros", "rosidl", "rmw", "rosgraph_msgs")
 ROS_SUFFIXES = ("_msgs", "_srvs", "_interfaces")
 
+
 def module_files(root: Path, package: str) -> dict[str, Path]:
     """Dotted module name -> source file, for every .py file below ``root`` (package ``package``)."""
     out = {}
@@ -85,7 +86,7 @@ def named_modules(call: ast.Call, consts: dict, mod: str, is_pkg: bool) -> list:
     if not call.args:
         return []
     package = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "package"),
-                                                              None)
+                                                           None)
     here = mod if is_pkg else mod.rpartition(".")[0]
     if isinstance(package, ast.Name) and package.id == "__name__":
         here = mod  # __name__ as the package: only meaningful in a package's __init__

@@ -39,7 +39,8 @@ def run_live(model, seconds, sim_time=True, rtf=1.0):
         dn = graph.nodes["dynamics_node"]
         for name in dn.probes.names:
             errors[name] = []
-            listener.create_subscription(Float64, f"/probe_error/{name}", lambda m, n=name: errors[n].append(m.data), 100)
+            listener.create_subscription(Float64, f"/probe_error/{name}",
+                                         lambda m, n=name: errors[n].append(m.data), 100)
         assert graph.spin_until(lambda: len(joints) > 3 and desc, timeout=30.0), "no joint states"
         dn.restart()
         joints.clear()

@@ -240,7 +240,7 @@ def test_unusable_numbers_and_names_are_refused(tmp_path, capsys, field, value, 
     src.write_text(robot(**{field: value}))
     out = tmp_path / "o"
     out.mkdir()
-    refused(capsys, ["xml2urdf", str(src), "-o", str(out / "r.urdf")], f"R.xml:", f"<{element}>:", fragment,
+    refused(capsys, ["xml2urdf", str(src), "-o", str(out / "r.urdf")], "R.xml:", f"<{element}>:", fragment,
             nothing=out)
 
 
@@ -405,7 +405,7 @@ def test_render_refuses_over_its_triangle_limit(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(render_mod, "MAX_TRIANGLES", 100)  # the limit's path, on a small file
     src = tmp_path / "R.xml"
     src.write_text(robot().replace('    <render ref', '    <sphere id="s" radius="1"/><render ref="s" color="blue"/>\n'
-                                                 '    <render ref'))
+                                   '    <render ref'))
     out = tmp_path / "r.png"
     refused(capsys, ["render", str(src), "-o", str(out), "-q"], "more than 100 triangles to draw",
             "MAX_TRIANGLES", nothing=out)
@@ -470,7 +470,8 @@ URDF_JOINT = '<joint name="{n}" type="{t}"><parent link="{p}"/><child link="{c}"
     ('<html/>', "<html>: a URDF's top element is <robot>", True),
     ('<robot><link name="a"/></robot>', "<robot>: a <robot> needs a name", True),
     ('<robot name="r"><link/></robot>', "<link>: a <link> needs a name", False),  # (urdfdom: logged)
-    ('<robot name="r"><link name="a"/>\n<link name="a"/></robot>', ":2: <link>: link 'a' is defined twice (line 1)", True),
+    ('<robot name="r"><link name="a"/>\n<link name="a"/></robot>',
+     ":2: <link>: link 'a' is defined twice (line 1)", True),
     ('<robot name="r"><link name="a"/>\n' + URDF_JOINT.format(n="j", t="fixed", p="a", c="zz") + '</robot>',
      ":2: <child>: joint 'j': child link 'zz' is not a <link> of the robot", True),
     ('<robot name="r"><link name="a"/><link name="b"/>\n' + URDF_JOINT.format(n="j", t="hinge", p="a", c="b")
@@ -482,7 +483,8 @@ URDF_JOINT = '<joint name="{n}" type="{t}"><parent link="{p}"/><child link="{c}"
     ('<robot name="r"><link name="a"/><link name="b"/>' + URDF_JOINT.format(n="j", t="fixed", p="a", c="b")
      + '\n' + URDF_JOINT.format(n="k", t="fixed", p="b", c="a") + '</robot>',
      "<robot>: no root link: the joints make a closed loop", True),
-    ('<robot name="r"><link name="a"/><link name="b"/><link name="c"/>' + URDF_JOINT.format(n="j", t="fixed", p="b", c="c")
+    ('<robot name="r"><link name="a"/><link name="b"/>'
+     '<link name="c"/>' + URDF_JOINT.format(n="j", t="fixed", p="b", c="c")
      + '\n' + URDF_JOINT.format(n="k", t="fixed", p="c", c="b") + '</robot>',
      ":2: <joint>: joint 'k' closes a loop of links", False),  # (urdfdom: a tree from a, and the loop beside it)
     ('<robot name="r"><link name="a"><visual><geometry>\n<box size="abc"/></geometry></visual></link></robot>',

@@ -13,8 +13,6 @@ from bondsim_ros.cli import main
 from time_limit import time_bound  # noqa: E402
 
 
-
-
 def simulate(path, capsys, *extra, seconds=120):
     with time_bound(seconds):
         rc = main(["simulate", str(path), "--t-end", "0.05", "--dt-out", "0.01", "-q", *map(str, extra)])
@@ -127,7 +125,7 @@ def test_two_keys_yaml_reads_as_the_same_boolean_are_refused_in_the_words_of_the
     ("bonds: [[F, m]]\nsignals: [\n  m.p]", 7, "a signal line is [source, target, ...], got 'm.p'"),
 ])
 def test_a_bond_or_signal_line_written_as_text_is_refused_at_its_own_line(tmp_path, capsys, connections, line,
-                                                                           message):
+                                                                          message):
     """A bond given as a string instead of a list: the error names the line of that bond, not the
     model's first line."""
     path = tmp_path / "m.yaml"
@@ -146,7 +144,7 @@ def test_a_bond_or_signal_line_written_as_text_is_refused_at_its_own_line(tmp_pa
      "m.p: is a power port: a signal source must be a control port (power ports are joined by bonds)"),
 ])
 def test_a_bond_or_signal_end_that_names_nothing_is_refused_naming_it_once(tmp_path, capsys, connections, line,
-                                                                            message):
+                                                                           message):
     """The error of a bond's end carries its own place (the document, or the component whose
     port is missing): said once, after the bond's line (it was `m: m: bond target: ...`)."""
     path = tmp_path / "m.yaml"
@@ -200,7 +198,8 @@ def test_a_coefficient_that_is_infinite_is_refused_as_not_finite(tmp_path, capsy
 
 
 @pytest.mark.parametrize("shape, line, message", [
-    ("{type: Step, t0: 0.1,\n        after: w_reff}", 5, "ref (after): law 'w_reff' refused: uses unknown name(s) w_reff"),
+    ("{type: Step, t0: 0.1,\n        after: w_reff}", 5,
+     "ref (after): law 'w_reff' refused: uses unknown name(s) w_reff"),
     ("{type: Ramp, slope: 2*w_reff}", 4, "ref (slope): law '2*w_reff' refused: uses unknown name(s) w_reff"),
     ("{type: Sine, omega: w_ref, phase: 'pi/'}", 4, "ref (phase): law 'pi/' refused"),
 ])
@@ -399,7 +398,8 @@ def test_a_ladder_of_resistors_given_as_a_parameter_matches_the_numbers(tmp_path
     ("def build(:\n    pass\n", "bad.py:1: SyntaxError: invalid syntax"),
     ("def build():\n    x = 1\n     y = 2\n", "bad.py:3: IndentationError: unexpected indent"),
     ("import os\nimport no_such_module_here\n", "bad.py:2: ModuleNotFoundError: No module named 'no_such_module_here'"),
-    ("def inner():\n    return 1 / 0\n\ndef build():\n    return inner()\n", "bad.py:2: ZeroDivisionError: division by zero"),
+    ("def inner():\n    return 1 / 0\n\ndef build():\n    return inner()\n",
+     "bad.py:2: ZeroDivisionError: division by zero"),
     # sys.exit in a model file used to end the command with its status, 0 with nothing done
     ("import sys\n\ndef build():\n    sys.exit(0)\n",
      "bad.py:4: SystemExit(0): a model file's code must not end the program"),

@@ -236,7 +236,7 @@ def test_a_folder_that_takes_no_new_file_is_an_error_naming_the_option(tmp_path,
 
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_an_output_in_a_missing_folder_is_refused_and_no_folder_is_made(tmp_path, inputs, capsys, monkeypatch,
-                                                                         command):
+                                                                        command):
     argv, suffix, _ = COMMANDS[command]
     monkeypatch.chdir(tmp_path)
     out = f"newdir/sub/out{suffix}"
@@ -253,7 +253,8 @@ def test_an_output_in_a_missing_folder_is_refused_and_no_folder_is_made(tmp_path
      "--plot {tmp}/p.txt: no figure format .txt"),
     (["draw", "dc_motor", "-o", "{tmp}/drawing"],
      "--output {tmp}/drawing: a drawing is written as .png, .svg, .pdf, .dot"),
-    (["draw", "dc_motor", "-o", "{tmp}/d.dot", "--depth", "-1"], "--depth -1: give 0 (the model's own document) or more"),
+    (["draw", "dc_motor", "-o", "{tmp}/d.dot", "--depth", "-1"],
+     "--depth -1: give 0 (the model's own document) or more"),
 ])
 def test_an_output_format_no_writer_has_is_refused_by_the_name_given(tmp_path, capsys, argv, message):
     """The format is refused before the run, by the name the user gave: `draw -o drawing` used
@@ -264,7 +265,8 @@ def test_an_output_format_no_writer_has_is_refused_by_the_name_given(tmp_path, c
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("sig, status, said", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+@pytest.mark.parametrize("sig, status, said", [(signal.SIGTERM, 143, "terminated"),
+                                               (signal.SIGINT, 130, "interrupted")])
 def test_a_run_stopped_by_a_signal_leaves_no_partial_file(tmp_path, sig, status, said):
     """`kill` (SIGTERM) during `simulate --csv` cleans up as Ctrl-C does: the CSV written while
     it solves is removed, no file under the name given. SIGTERM used to end the process where it

@@ -102,5 +102,6 @@ def test_launch_files_declare_the_packages_they_start_or_include():
     declared = _declared() | {"bondsim_ros"}
     for launch in sorted((ROOT / "launch").glob("*.launch.py")):
         text = launch.read_text()
-        used = set(re.findall(r'package="(\w+)"', text)) | set(re.findall(r'get_package_share_directory\("(\w+)"\)', text))
+        used = set(re.findall(r'package="(\w+)"', text)) | set(re.findall(r'get_package_share_directory\("(\w+)"\)',
+                                                                          text))
         assert used <= declared, f"{launch.name}: {sorted(used - declared)} not in package.xml"

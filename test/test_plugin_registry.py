@@ -41,7 +41,7 @@ signals:
   - [q.out, law.u, rec.slide_q]
 """
 
-PLUGIN = '''\
+PLUGIN = ('''\
 """slidebot: a robot plug-in of another package."""
 from pathlib import Path
 
@@ -60,8 +60,8 @@ def ROBOT():
                        model="slide_step")
 
 
-MODELS = [ModelEntry("slide_step", build, "slidebot: a 0.2 m step of the block", defaults={"t_end": 1.0, "dt_out": 0.25})]
-'''
+MODELS = [ModelEntry("slide_step", build, "slidebot: a 0.2 m step of the block", '''
+          'defaults={"t_end": 1.0, "dt_out": 0.25})]\n')
 
 
 def install_plugin(where: Path, name: str, entry: str, files: dict) -> None:

@@ -6,7 +6,6 @@ import ctypes
 import ctypes.util
 import itertools
 import locale
-import re
 import string
 import sys
 

@@ -285,10 +285,11 @@ def test_a_script_without_the_main_guard_gets_a_render_error_for_its_worker_proc
     """A script that calls render(jobs=2) at module level: each spawned process imports it again
     and is refused a pool of its own there. The script ends with a RenderError that says so,
     within seconds, and leaves no video (neither the MP4 nor a GIF in its place)."""
-    csv = _swing_csv(tmp_path / "s.csv")
+    _swing_csv(tmp_path / "s.csv")  # the joints the script reads
     script = tmp_path / "unguarded.py"
     script.write_text("from bondsim_ros.mechanism.render import render\n"
-                      f"render({str(PENDULUM)!r}, 'v.mp4', joints_csv='s.csv', size=(96, 72), jobs=2, progress=False)\n")
+                      f"render({str(PENDULUM)!r}, 'v.mp4', joints_csv='s.csv', size=(96, 72), "
+                      "jobs=2, progress=False)\n")
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert proc.returncode == 1

@@ -2,10 +2,7 @@
 from its own small mechanism XML and YAML model, in a temporary folder, registered through a
 dist-info's entry_points.txt on sys.path, run live; /cmd_vel and joint_trajectory reach the
 models that declare those commands."""
-import math
 import sys
-import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -160,7 +157,7 @@ def diffbot_installed(tmp_path, monkeypatch):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: diffbot-plugin\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[bondsim_ros.robots]\ndiffbot = diffbot_plugin:ROBOT\n"
-                                         "slidebot = diffbot_plugin:SLIDEBOT\n")
+                                           "slidebot = diffbot_plugin:SLIDEBOT\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
     sys.modules.pop("diffbot_plugin", None)
@@ -239,4 +236,3 @@ def test_joint_trajectory_brings_the_joint_to_its_goal(diffbot_installed):
     assert late.any(), f"ran only to {ts[-1]:.2f} s (trajectory ends at {end:.2f} s)"
     assert np.max(np.abs(q[late] - 0.2)) <= 1e-3
     assert np.max(q) <= 0.2 + 1e-3  # Hermite with zero end velocity: no overshoot of the goal
-

@@ -115,7 +115,8 @@ def test_energy_balance_closes():
     p_diss = np.zeros_like(r.t)
     for i in (1, 2, 3):
         wm = r[f"wm{i}"]
-        energy += 0.5 * iw * r[f"w{i}"] ** 2 + 0.5 * ir * r[f"wr{i}"] ** 2 + 0.5 * jm * wm ** 2 + 0.5 * la * r[f"i{i}"] ** 2
+        energy += (0.5 * iw * r[f"w{i}"] ** 2 + 0.5 * ir * r[f"wr{i}"] ** 2 + 0.5 * jm * wm ** 2
+                   + 0.5 * la * r[f"i{i}"] ** 2)
         p_in += r[f"u{i}"] * r[f"i{i}"]
         p_diss += ra * r[f"i{i}"] ** 2 + bv * wm ** 2 + fc * np.tanh(wm) * wm
     # from 0.5 s on: the voltage-saturated start has millisecond transients that the trapezoidal
@@ -183,7 +184,6 @@ def test_roller_switches_from_a_start_at_rest_without_the_pose_loop():
     assert worst <= math.pi / 6 + 1e-6
     # and the sideways rolling constraint holds with the law's arm at every output
     r = dict(zip(sim.output_names, np.array(rows).T))
-    R = PARAMS["chassis.radius_to_wheel"]
     for i, alpha in zip((1, 2, 3), rb.ALPHA):
         phi_i = r["phi"] + alpha
         v_ix = r["vx"] * np.cos(phi_i) + r["vy"] * np.sin(phi_i)

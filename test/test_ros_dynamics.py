@@ -25,7 +25,8 @@ class Harness:
         self.executor.add_node(self.node)
         self.executor.add_node(self.probe)
         self.joints, self.odom, self.tf = [], [], []
-        self.probe.create_subscription(JointState, "/joint_states", lambda m: self.joints.append((time.monotonic(), m)), 100)
+        self.probe.create_subscription(JointState, "/joint_states",
+                                       lambda m: self.joints.append((time.monotonic(), m)), 100)
         self.probe.create_subscription(Odometry, "/odom", lambda m: self.odom.append(m), 100)
         self.probe.create_subscription(TFMessage, "/tf", lambda m: self.tf.append(m), 100)
 

@@ -238,7 +238,8 @@ def test_cmd_vel_auto_with_a_twist_publisher_in_the_same_process():
 
 def test_random_in_limit_commands_at_100_hz_keep_the_node_publishing():
     """Random in-limit TwistStamped at 100 Hz keep the node publishing without a solver failure
-    (they once ended in StepSizeUnderflow after ~15 s): 6 s of wall time at a real-time factor of 3 (18 simulated seconds)."""
+    (they once ended in StepSizeUnderflow after ~15 s): 6 s of wall time at a real-time factor of 3
+    (18 simulated seconds)."""
     tw = Twin(reference="cmd_vel", cmd_vel_type="stamped", real_time_factor=3.0)
     rng = np.random.default_rng(7)
     try:

@@ -308,11 +308,14 @@ def test_entities_their_state_and_placing_the_base():
 
         got = sim.call(srv.GetEntities, "/get_entities")
         assert got.result.result == Result.RESULT_OK and list(got.entities) == ["robotino"]
-        assert list(sim.call(srv.GetEntities, "/get_entities", filters=EntityFilters(filter="^robo")).entities) == ["robotino"]
+        assert list(sim.call(srv.GetEntities, "/get_entities",
+                             filters=EntityFilters(filter="^robo")).entities) == ["robotino"]
         assert list(sim.call(srv.GetEntities, "/get_entities", filters=EntityFilters(filter="^arm")).entities) == []
         cats = EntityFilters(categories=[EntityCategory(category=EntityCategory.CATEGORY_ROBOT)])
-        assert sim.call(srv.GetEntities, "/get_entities", filters=cats).result.result == Result.RESULT_FEATURE_UNSUPPORTED
-        assert sim.call(srv.GetEntityState, "/get_entity_state", entity="nobody").result.result == Result.RESULT_NOT_FOUND
+        assert sim.call(srv.GetEntities, "/get_entities",
+                        filters=cats).result.result == Result.RESULT_FEATURE_UNSUPPORTED
+        assert sim.call(srv.GetEntityState, "/get_entity_state",
+                        entity="nobody").result.result == Result.RESULT_NOT_FOUND
 
         # place the base: /odom and GetEntityState show the new pose
         from simulation_interfaces.msg import EntityState
@@ -363,7 +366,8 @@ def test_entities_their_state_and_placing_the_base():
         far.pose.orientation.w = 1.0
         far.pose.position.x = 1e300  # finite, but a frame's motion would be lost to its rounding
         res = sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino", state=far).result
-        assert res.result == srv.SetEntityState.Response.INVALID_POSE and "beyond the world's bounds" in res.error_message
+        assert res.result == srv.SetEntityState.Response.INVALID_POSE and (
+            "beyond the world's bounds" in res.error_message)
         assert sim.node.twin.offset == before
     finally:
         sim.close()

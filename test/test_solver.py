@@ -297,7 +297,8 @@ def test_newton_divergence_names_the_equation():
         vals[1], vals[2] = -1.0, 2.0 * y[1]
 
     s = _x_and_z(res, jac, "circle")
-    with pytest.raises(StepSizeUnderflow, match=r"at t=(0\.9\d*|1(\.0*)?):.*Newton iteration diverged; largest residual in circle"):
+    with pytest.raises(StepSizeUnderflow,
+                       match=r"at t=(0\.9\d*|1(\.0*)?):.*Newton iteration diverged; largest residual in circle"):
         s.advance([2.0])
     assert s.failure() == ("newton", 1)  # (kind, equation)
 

@@ -136,7 +136,6 @@ def test_a_commands_own_parser_parses_and_refuses_as_the_whole_one():
     assert build_parser("no-such-command").format_help() == whole.format_help()
 
 
-
 @pytest.mark.parametrize("argv, usage", [
     (["simulate", "dc_motor", "--t-end", "1", "--bogus"], "usage: bondsim-ros simulate "),
     (["cache", "list"], "usage: bondsim-ros cache "),

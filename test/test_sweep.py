@@ -59,7 +59,7 @@ def test_rows_are_the_serial_simulate_results(tmp_path, serial, jobs, capsys):
     assert main(["sweep", SERVO, "--param", "m=1:2:2", "--param", "kp=20,40", *RUN, "--jobs", jobs,
                  "-o", str(out)]) == 0
     err = capsys.readouterr().err
-    assert f"4 of 4 runs, 0 failed" in err and ("2 jobs" if jobs == "2" else "1 job") in err, err
+    assert "4 of 4 runs, 0 failed" in err and ("2 jobs" if jobs == "2" else "1 job") in err, err
     rows = read_rows(out)
     assert list(rows[0])[:5] == ["run", "m", "kp", "status", "message"]
     # every output column of simulate's CSV but t, as its final value
@@ -93,7 +93,7 @@ def test_at_takes_the_outputs_at_those_times_and_npz_holds_the_same(tmp_path, se
 
 def test_a_dask_cluster_gives_the_same_rows(tmp_path, serial, capsys):
     distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
-                                                                  "extra; tools/setup.sh installs it)")
+                                      "extra; tools/setup.sh installs it)")
     out = tmp_path / "dask.csv"
     # two worker processes: each loads the model by its path, as a cluster's workers do
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl:
@@ -252,7 +252,7 @@ def test_ctrl_c_on_the_command_line_writes_the_table_and_leaves_no_worker(tmp_pa
     proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "sweep", SERVO, "--param", "m=1:2:200",
                              "--t-end", "4", "--dt-out", "0.01", "--hmax", "1e-5", "--jobs", "2", "--chunksize", "1",
                              "-o", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                             preexec_fn=terminal_sigint)
+                            preexec_fn=terminal_sigint)
     try:
         workers = started_workers(proc.pid)
         time.sleep(1.0)  # runs under way
@@ -542,7 +542,7 @@ def test_a_cluster_without_workers_is_said_and_waited_for(tmp_path, capsys):
     """A scheduler with no workers: the sweep says so once and waits (it waited silently, its
     summary saying "1 worker threads"); the summary then names the workers that ran it."""
     distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
-                                                                  "extra)")
+                                      "extra)")
     import threading
 
     out = tmp_path / "x.csv"
@@ -563,7 +563,7 @@ def test_a_cluster_without_workers_is_said_and_waited_for(tmp_path, capsys):
 def test_a_dask_worker_that_dies_is_reported_as_such():
     """KilledWorker: the scheduler gave up on a task whose workers died."""
     distributed = pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (the [cluster] "
-                                                                  "extra)")
+                                      "extra)")
     import os
 
     import dask

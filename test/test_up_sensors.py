@@ -1,6 +1,5 @@
 """`bondsim-ros up --sensors [MAP.yaml]`: the twin's laser scan, IR sensors and bumper in the
 one-process graph, and velocity commands through bumper_stop, as a user runs it."""
-import math
 import os
 import subprocess
 import sys

@@ -33,7 +33,8 @@ def line_of(path: Path, text: str) -> int:
      "has no planar base"),
     ("mechanism:\n  file: nowhere.xml\n  joints:\n    slide: spring.q\n", "file:", "nowhere.xml"),
     ("mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n  gears: 3\n", "gears:", "unknown key 'gears'"),
-    ("mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n  velocities:\n    slide: speed\n", "slide: speed",
+    ("mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n  velocities:\n    slide: speed\n",
+     "slide: speed",
      "mechanism.velocities.slide: the model has no output column 'speed'"),
     ("mechanism:\n  file: slider.xml\n  joints:\n    slide: spring.q\n  efforts:\n    elbow: v\n", "elbow: v",
      "mechanism.efforts: 'elbow' is not bound in mechanism.joints"),
@@ -174,7 +175,7 @@ def _cart(tmp_path, base: str) -> Path:
 @pytest.mark.parametrize("base, message", [
     ("  base: {x: X, y: Y, yaw: phi, vx: mass.p}\n", "all three or none: vx, vy, wz (missing: vy, wz)"),
     ("  base: {x: X, y: Y, yaw: phi, vx: mass.p, vy: Y, wz: speed}\n", "mechanism.base.wz: the model has no output "
-                                                                        "column 'speed'"),
+     "column 'speed'"),
 ])
 def test_base_velocity_columns_are_checked_with_file_and_line(tmp_path, base, message):
     path = _cart(tmp_path, base)

@@ -69,8 +69,8 @@ def test_command_errors_name_file_and_line(tmp_path, commands, bad, message):
 @pytest.mark.parametrize("section, bad, message", [
     ("commands:\n  topics:\n    /heater/voltage: u_heater\n", "/heater/voltage:", "no run-time parameter 'u_heater'"),
     ("commands:\n  joints: {elbow: f}\n", "{elbow: f}", "slider.xml has no joint 'elbow'"),
-    ("commands:\n  joints: {slide: force}\n", "{slide: force}", "commands.joints.slide: the model has no run-time parameter "
-                                                           "'force'"),
+    ("commands:\n  joints: {slide: force}\n", "{slide: force}",
+     "commands.joints.slide: the model has no run-time parameter 'force'"),
     ("outputs:\n  /slider/x: position\n", "/slider/x:", "outputs./slider/x: the model has no output column 'position'"),
     ("commands:\n  topics:\n    /heater voltage: f\n", "/heater voltage:", "is not a ROS topic name: character ' '"),
     ("outputs:\n  /slider/2x: spring.q\n", "/slider/2x:", "must not start with a digit"),

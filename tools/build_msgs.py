@@ -57,6 +57,8 @@ GENERATORS = {d: [f"ros-{d}-rosidl-default-generators", f"ros-{d}-ament-cmake", 
 def default_distro() -> str:
     env = os.environ.get("ROS_DISTRO", "")
     return env if env in DISTROS else DISTROS[0]
+
+
 BUILD_HOST = "/opt/python/cp311-cp311"
 
 

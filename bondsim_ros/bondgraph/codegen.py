@@ -136,7 +136,7 @@ def _symbolic(model, key, eliminate, log):
         "check_kinds": [k for _, _, k in red.param_checks or []],
         # parameters in each pivot, then in each check: named with their values when refused
         "pivot_params": [_param_names(e) for e, _ in red.pivots] + [_param_names(e) for e, _, _ in
-                                                                       red.param_checks or []],
+                                                                    red.param_checks or []],
         "param_uses": red.param_uses or {},
         "fixed_given": [[j, what] for j, what in red.fixed_given or []],
         "free_start": list(red.free_start or []),
@@ -181,5 +181,6 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["CompiledModel", "compile_model", "load_cached", "fingerprint", "engine_hash", "generate_source",
-           "cache_dir", "Component"]
+# (generate_source: the module's __getattr__ above, which static checkers do not follow)
+__all__ = ["CompiledModel", "compile_model", "load_cached", "fingerprint", "engine_hash",  # noqa: F822
+           "generate_source", "cache_dir", "Component"]

@@ -137,7 +137,8 @@ class CompiledModel:
         try:
             return self.param_names.index(name)
         except ValueError:
-            raise KeyError(f"model {self.name!r} has no parameter {name!r} (has: {', '.join(self.param_names) or 'none'})") from None
+            raise KeyError(f"model {self.name!r} has no parameter {name!r} "
+                           f"(has: {', '.join(self.param_names) or 'none'})") from None
 
     def problem(self):
         from bondsim_ros.solver import DAEProblem

@@ -19,7 +19,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:  # (sympy is imported where a law is built: a cached model runs without it)
+    import sympy as sp
 
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -212,7 +215,8 @@ class Component:
         children = self.__dict__.get("children")
         if children is not None and item in children:
             return children[item]
-        raise AttributeError(f"{type(self).__name__} {self.__dict__.get('name', '?')!r} has no port or component {item!r}")
+        raise AttributeError(f"{type(self).__name__} {self.__dict__.get('name', '?')!r} "
+                             f"has no port or component {item!r}")
 
     # -- ports -----------------------------------------------------------------------
     def add_power_port(self, name: str, direction: str, domain: str | None = None) -> PowerPort:
@@ -309,8 +313,8 @@ class Component:
             raise ModelError(port.path, f"power direction mismatch: port takes power {'in' if not inside else 'out'}, "
                                         f"but the bond leaves it (swap the bond's ends)")
         if role == "target" and emits:
-            raise ModelError(port.path, f"power direction mismatch: port gives power, but the bond enters it "
-                                        f"(swap the bond's ends)")
+            raise ModelError(port.path, "power direction mismatch: port gives power, but the bond enters it "
+                                        "(swap the bond's ends)")
 
     def connect(self, source, *targets) -> list[Connection]:
         """Draw signal lines from an output (or a document input port) to input ports."""
@@ -378,7 +382,8 @@ class Model(Component):
         """A named run-time parameter (changeable between solver steps without rebuilding)."""
         check_name(name, self.path)
         if name in RESERVED_NAMES:
-            raise ModelError(self.path, f"parameter name {name!r} is reserved in laws (time t, a constant or a function)")
+            raise ModelError(self.path, f"parameter name {name!r} is reserved in laws "
+                                        "(time t, a constant or a function)")
         if name in self.parameters:
             raise ModelError(self.path, f"duplicate parameter {name!r}")
         value = float(value)

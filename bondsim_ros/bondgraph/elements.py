@@ -34,6 +34,7 @@ def __getattr__(name):
         return clip
     raise AttributeError(name)
 
+
 def parse_expression(value, names: dict, where: str):
     """Turn a number, sympy expression or law text into a sympy expression over ``names``.
 
@@ -81,7 +82,8 @@ class Element(Component):
             raise ModelError(self.path, f"inputs must be a list of names, got {type(inputs).__name__}")
         for inp in inputs:
             if inp in self.reserved_inputs:
-                raise ModelError(self.path, f"input name {inp!r} is reserved in laws (time t, a constant or a function)")
+                raise ModelError(self.path, f"input name {inp!r} is reserved in laws "
+                                            "(time t, a constant or a function)")
             self.add_control_port(inp, "in")
 
     def add(self, *components):

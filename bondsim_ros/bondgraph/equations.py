@@ -221,8 +221,9 @@ def _bond_dims(model: Model):
                 other = bond.target if end == "source" else bond.source
                 if port.owner is comp:
                     if other.owner is comp:
-                        raise ModelError(at(bond, comp.path), f"a bond joins two document ports ({port.name}, {other.name}); "
-                                                    f"put a junction between them")
+                        raise ModelError(at(bond, comp.path),
+                                         f"a bond joins two document ports ({port.name}, {other.name}); "
+                                         f"put a junction between them")
                     inner[id(port)].append((bond, end))
                 else:
                     outer[id(port)].append((bond, end))

@@ -19,7 +19,8 @@ import numpy as np
 from .core import Model
 
 CODEGEN_VERSION = "10"  # 2: pivots kernel; 3: large kernels in chunks; 4: parameter checks; 5: events; 6: C;
-# 7: own Add/Mul printers (terms in stored order), CSE at print time; 8: sin/cos of a + constant split, calls shared by chunks passed in sh[];
+# 7: own Add/Mul printers (terms in stored order), CSE at print time;
+# 8: sin/cos of a + constant split, calls shared by chunks passed in sh[];
 # 9: "autonomous" in the metadata; 10: the natural modes computed in order, each reading those before it
 # every module that builds, parses, reduces or prints equations, or lays out the cached code
 ENGINE_FILES = ("core.py", "elements.py", "signals.py", "laws.py", "equations.py", "reduce.py", "codegen.py",

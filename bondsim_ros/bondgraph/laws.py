@@ -630,7 +630,8 @@ def parse_law(text: str, names: dict):
         raise LawError(f"cannot combine its terms: {exc}") from None
     if not isinstance(expr, sp.Basic):
         raise LawError(f"does not give an expression (got {type(expr).__name__})")
-    if isinstance(expr, (sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom, sp.core.relational.Relational)):
+    if isinstance(expr, (sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom,
+                         sp.core.relational.Relational)):
         raise LawError("is a condition, not a value (use Piecewise((value, condition), ...))")
     if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
         raise LawError("divides by zero or is not finite")

@@ -174,6 +174,7 @@ class PID(Block):
 
     def __init__(self, name, kp=1.0, ki=0.0, kd=0.0, tf=0.01, umin=None, umax=None, kb=None):
         super().__init__(name, inputs=["in_"])
+
         def number(x):
             return isinstance(x, (int, float)) and not isinstance(x, bool)
 

@@ -398,7 +398,8 @@ class _Reader:
         cls = ELEMENTS.get(kind) or SIGNALS.get(kind)
         factory = cls or _INPUT_SHAPES.get(kind)
         if factory is None:
-            known = sorted(set(ELEMENTS) | set(SIGNALS) | set(_INPUT_SHAPES) | set(map(str, self.definitions)) | {"Component"})
+            known = sorted(
+                set(ELEMENTS) | set(SIGNALS) | set(_INPUT_SHAPES) | set(map(str, self.definitions)) | {"Component"})
             raise ModelError(name, f"unknown element type {kind!r} (known: {', '.join(known)})")
         try:
             return factory(name, **kwargs)

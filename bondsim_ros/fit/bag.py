@@ -77,7 +77,8 @@ def read_topics(bag, topics, types=None, optional=()) -> dict:
             present = {c.topic for c in reader.connections}
             missing = [t for t in topics if t and t not in present and t not in optional]
             if missing:
-                raise FitError(f"{bag}: topic(s) {', '.join(missing)} not in the bag (has: {', '.join(sorted(present))})")
+                raise FitError(f"{bag}: topic(s) {', '.join(missing)} not in the bag "
+                               f"(has: {', '.join(sorted(present))})")
             conns = [c for c in reader.connections if c.topic in topics]
             for c in conns:
                 allowed = (types or {}).get(c.topic)
@@ -163,11 +164,9 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
         notes.append(f"{joint_states}: all {len(js)} header stamps are equal; using the bag's log times for "
                      f"every topic")
     first = js[0][2]
-    try:
-        idx = [list(first.name).index(n) for n in wheel_joints]
-    except ValueError:
+    if not set(wheel_joints) <= set(first.name):
         raise FitError(f"{bag}: {joint_states} has joints {list(first.name)}, not all of {wheel_joints} "
-                       f"(set the wheel joint names)") from None
+                       f"(set the wheel joint names)")
     rows, bad = [], 0
     for m in js:
         names, vel = list(m[2].name), m[2].velocity

@@ -431,7 +431,8 @@ def plot_fit(problem, initial, fitted, out_png, result=None) -> list:
         ax.legend(loc="best", fontsize=8)
     axes[-1, 0].set_xlabel(f"{problem.time_col} [s]")
     if result is not None:
-        est = ", ".join(f"{k} = {v:.4g} ± {hi - v:.2g}" for k, v, hi in zip(result.names, result.estimate, result.ci_high))
+        est = ", ".join(f"{k} = {v:.4g} ± {hi - v:.2g}"
+                        for k, v, hi in zip(result.names, result.estimate, result.ci_high))
         axes[0, 0].set_title(f"{problem.compiled.name}: {est}", fontsize=9)
     return [save_figure(fig, out_png)]
 

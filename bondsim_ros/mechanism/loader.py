@@ -647,9 +647,12 @@ class Loader:
         lower, upper = number(drive, "lower"), number(drive, "upper")
         if lower is not None and upper is not None and lower > upper:
             raise drive.error(f"lower ({lower}) is greater than upper ({upper})")
-        limits = dict(lower=None if lower is None else lower * to_si, upper=None if upper is None else upper * to_si,
-                      velocity=None if "velocity" not in drive.attrs else number(drive, "velocity", nonnegative=True) * to_si,
-                      effort=number(drive, "effort", None, nonnegative=True), virtual=virtual_raw == "true", drive=dtype)
+        limits = dict(lower=None if lower is None else lower * to_si,
+                      upper=None if upper is None else upper * to_si,
+                      velocity=(None if "velocity" not in drive.attrs
+                                else number(drive, "velocity", nonnegative=True) * to_si),
+                      effort=number(drive, "effort", None, nonnegative=True), virtual=virtual_raw == "true",
+                      drive=dtype)
         # post-transforms need a link of their own: NAME_frame, even when the XML link has that name
         # (it is then refused as taken, rather than the transforms silently dropped)
         target = child_name if frames.is_identity(post) else f"{name}_frame"
@@ -664,8 +667,8 @@ class Loader:
                 if i < 2:
                     self._add_link(unit, Link(links[i + 1], file=ctx.file, line=drive.line), drive,
                                    f"the converter's link NAME_{ax}_link inside spherical joint '{name}'")
-                self._add_edge(unit, Edge(f"{name}_{ax}", "revolute", links[i], links[i + 1], pre if i == 0 else np.eye(4),
-                                          frames.AXES[ax], role="joint", **limits), node,
+                self._add_edge(unit, Edge(f"{name}_{ax}", "revolute", links[i], links[i + 1],
+                                          pre if i == 0 else np.eye(4), frames.AXES[ax], role="joint", **limits), node,
                                f"the converter's joint NAME_{ax}, one of the three of spherical joint '{name}'")
         else:
             self._add_edge(unit, Edge(name, kind, parent, target, pre, frames.AXES[axis], role="joint", **limits), node)

@@ -488,7 +488,8 @@ class Renderer:
             inside = np.all((trail >= lo[:2]) & (trail <= hi[:2]), axis=1)
             pts = np.where(inside[:, None], trail, np.nan)  # gaps where the path leaves the view
             z_trail = (floor_z or 0.0) + 2e-3
-            ax.plot(pts[:, 0], pts[:, 1], np.full(len(pts), z_trail), color="tab:red", lw=1.5, zorder=1.5)  # over the floor, under the robot
+            ax.plot(pts[:, 0], pts[:, 1], np.full(len(pts), z_trail), color="tab:red", lw=1.5,
+                    zorder=1.5)  # over the floor, under the robot
         self._axes_setup()
         ax.set_axis_off()
         if title:

@@ -13,7 +13,6 @@ takes a negative box size, and so does this check; NaN and infinity are the rend
 """
 from __future__ import annotations
 
-from .errors import MechanismError
 from .xmlreader import Node
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")

@@ -3,8 +3,8 @@
 The generated code is keyed by a fingerprint of the *built* model's structure
 (bondgraph/fingerprint.py). Building a model imports sympy (0.5-0.7 s) and runs its builder (0.25-0.45 s for
 the Robotino): more than the Robotino's whole 50 s solve. A *build record* maps what the user
-asked for -- a built-in model's name or a model file, with this copy of the package -- to that fingerprint, the model's name
-and its parameter values, and lists every file the build read (the Python modules of this
+asked for -- a built-in model's name or a model file, with this copy of the package -- to that fingerprint,
+the model's name and its parameter values, and lists every file the build read (the Python modules of this
 package and of the model file, parameter files, the model file itself) with a hash of each.
 The next request for the same model, with the same engine and the same ``BONDSIM_*``
 environment, uses the record while every listed file is unchanged; otherwise the model is

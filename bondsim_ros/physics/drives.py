@@ -162,7 +162,7 @@ class VoltageDrive(Component):
 
     def __init__(self, name, params, voltage_law, i0):
         super().__init__(name, ports={"shaft": "out"}, controls={"th": "in", "current": "out", "tau": "out",
-                                                                   "voltage": "out"})
+                                                                 "voltage": "out"})
         self.params, self.voltage_law, self.i0 = params, voltage_law, i0
 
     def build(self):

@@ -228,5 +228,5 @@ def command_models(module) -> dict:
     return dict(getattr(module, "COMMAND_MODELS", {}) or {})
 
 
-__all__ = ["Robot", "RobotError", "ModelEntry", "GROUP", "DEFAULT_ROBOT", "Plugin", "builtin_plugins", "plugins", "available",
-           "shadowed", "load_robot", "models_of", "plugin_models", "model_robot", "command_models"]
+__all__ = ["Robot", "RobotError", "ModelEntry", "GROUP", "DEFAULT_ROBOT", "Plugin", "builtin_plugins", "plugins",
+           "available", "shadowed", "load_robot", "models_of", "plugin_models", "model_robot", "command_models"]

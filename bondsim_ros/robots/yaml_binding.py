@@ -234,8 +234,8 @@ def check_binding(path, spec: dict, columns: list | None, missing: str = "the mo
     base = None
     if spec["base"]:
         if not units[0].planar:
-            raise RobotError(f"{path}:{spec['base_line']}: mechanism.base: {xml.name} has no planar base (virtual X, Y, "
-                             f"yaw joints)")
+            raise RobotError(f"{path}:{spec['base_line']}: mechanism.base: {xml.name} has no planar base "
+                             "(virtual X, Y, yaw joints)")
         for k, (col, line) in spec["base"].items():
             if columns is not None and col not in columns:
                 raise RobotError(f"{path}:{line}: mechanism.base.{k}: {missing} {col!r} "

@@ -83,7 +83,8 @@ class BumperStop(Node):
         if msg.data and self.hold.contact(self.p["bumper_timeout"]):
             self.stops += 1
             self.pub.publish(self._out(Twist()))
-            self.get_logger().warning(f"bumper contact: stopped, commands held at zero for {self.p['bumper_timeout']} s")
+            self.get_logger().warning(
+                f"bumper contact: stopped, commands held at zero for {self.p['bumper_timeout']} s")
 
     def _on_cmd(self, msg, kind: str):
         twist, header = (msg.twist, msg.header) if kind == STAMPED else (msg, None)

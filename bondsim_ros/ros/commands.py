@@ -494,6 +494,7 @@ def cmd_fleet(args) -> int:
     if args.json:
         check_output(args.json, "--json")  # before the run: a bad path costs no measuring
     say = None if args.quiet else (lambda line: print(f"[fleet] {line}", file=sys.stderr))
+
     def report(stats):
         for line in summary(stats):  # said first: a --json that cannot be written loses nothing of it
             print(f"[fleet] {line}", file=sys.stderr)

@@ -29,11 +29,11 @@ MIN_DEMO_FRAMES = 10
 class DemoOptionError(ValueError):
     """An option of run_demo out of range (the command line reports it as a usage error)."""
 
+
 # topics the bag holds (fnmatch patterns; /probes/* picks up every probe the mechanism has)
 DEMO_TOPICS = ["/joint_states", "/tf", "/tf_static", "/odom", "/robot_description", "/reference_pose",
                "/probes/*", "/probe_error/*", "/probe_error_untimed/*", "/motor_states", "/diagnostics",
                "/scan", "/irsensor_scan", "/bumper"]
-
 
 
 def record(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, params=None,
@@ -426,9 +426,9 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
     frames = duration * rate / rtf
     if frames < MIN_DEMO_FRAMES:
         raise DemoOptionError(f"--rtf {rtf:g} with --duration {duration:g}: the run would publish {frames:.3g} frames "
-                         f"(one per {rtf / rate:.3g} simulated seconds at {rate:g} Hz), the demo needs at least "
-                         f"{MIN_DEMO_FRAMES}: use --rtf {duration * rate / MIN_DEMO_FRAMES:.3g} or less, or a longer "
-                         f"--duration")
+                              f"(one per {rtf / rate:.3g} simulated seconds at {rate:g} Hz), the demo needs at least "
+                              f"{MIN_DEMO_FRAMES}: use --rtf {duration * rate / MIN_DEMO_FRAMES:.3g} or less, or a "
+                              "longer --duration")
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise FileExistsError(f"--out {out_dir}: exists and is not a folder")
@@ -480,7 +480,8 @@ def _record_and_report(duration, out_dir, bag_dir, rtf, video, quiet, domain_id,
 
             def progress(t_sim, dn):
                 bar.update(task, completed=min(t_sim, duration),
-                           info=f"t = {t_sim:5.1f} s, {dn.frame_clock.frames} frames, {dn.frame_clock.overruns} overruns")
+                           info=(f"t = {t_sim:5.1f} s, {dn.frame_clock.frames} frames, "
+                                 f"{dn.frame_clock.overruns} overruns"))
 
             domain_id = private_domain() if domain_id is None else domain_id
             try:
@@ -550,8 +551,8 @@ def _report(stats, out_dir, bag_dir, rtf, video, quiet, domain_id, sensor_map) -
         try:
             # every third 33 Hz frame at 11 fps: real-time playback, a third of the drawing work
             inset = scan_inset(series, sensor_map) if "scan_t" in series else None
-            written = render(stats.get("mechanism"), target, joints_csv=csv, fps=11, every=3, size=(960, 720), view="follow",
-                             quiet=quiet, inset=inset, jobs=max(1, min(4, os.cpu_count() or 1)))
+            written = render(stats.get("mechanism"), target, joints_csv=csv, fps=11, every=3, size=(960, 720),
+                             view="follow", quiet=quiet, inset=inset, jobs=max(1, min(4, os.cpu_count() or 1)))
             lines.append(f"video: {written}")
         except Exception as exc:  # noqa: BLE001 - the bag and plots stand without the video
             lines.append(f"video not written: {exc}")

@@ -15,7 +15,7 @@ from ._env import Param, overrides_to_parameters
 # ones change the running node (SetParameters, `ros2 param set`); the rest apply at start.
 PARAMS = {
     "model": Param(DEFAULT_ROBOT, "robot to run: a registered robot (bondsim_ros.robots entry point) or a YAML model "
-                               "file with a mechanism: section"),
+                   "file with a mechanism: section"),
     "reference": Param("rose", "reference source: rose or builtin (the model's own) | cmd_vel | waypoints | "
                                "joint_trajectory", choices=tuple(COMMAND_OF_REFERENCE)),
     "joint_trajectory_topic": Param("joint_trajectory",

@@ -12,7 +12,6 @@ frame period.
 """
 from __future__ import annotations
 
-import math
 import threading
 import time
 

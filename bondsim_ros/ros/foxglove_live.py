@@ -288,8 +288,8 @@ class FoxgloveLive(Node):
         # the servers first, the node after: a port that cannot be opened leaves no node behind
         # (rclpy's context would destroy it at shutdown)
         self.server = foxglove.start_server(name="bondsim_ros twin", host="127.0.0.1", port=0, context=self.fg,
-                                           capabilities=[foxglove.Capability.Parameters],
-                                           server_listener=Listener(), asset_handler=self._asset)
+                                            capabilities=[foxglove.Capability.Parameters],
+                                            server_listener=Listener(), asset_handler=self._asset)
         try:
             self.front = _Front(host, port, self.server.port)
         except BaseException:
@@ -371,7 +371,8 @@ class FoxgloveLive(Node):
 
         p, q, t = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist
         out = FOdom(timestamp=_stamp(msg.header.stamp), frame_id=msg.header.frame_id, body_frame_id=msg.child_frame_id,
-                    pose=Pose(position=Vector3(x=p.x, y=p.y, z=p.z), orientation=Quaternion(x=q.x, y=q.y, z=q.z, w=q.w)),
+                    pose=Pose(position=Vector3(x=p.x, y=p.y, z=p.z),
+                              orientation=Quaternion(x=q.x, y=q.y, z=q.z, w=q.w)),
                     linear_velocity=Vector3(x=t.linear.x, y=t.linear.y, z=t.linear.z),
                     angular_velocity=Vector3(x=t.angular.x, y=t.angular.y, z=t.angular.z))
         self._log(self.ch_odom, out, _ns(msg.header.stamp))
@@ -402,7 +403,7 @@ class FoxgloveLive(Node):
         self.assets, self.description = assets, description  # the asset thread sees one URDF's table
         self._log(self.ch_description, {"data": self.description})
         self.server.publish_parameter_values([__import__("foxglove").Parameter("/robot_description",
-                                                                              value=self.description)])
+                                                                               value=self.description)])
 
     def _on_probe(self, name, msg: PointStamped):
         from foxglove.messages import Pose, PoseInFrame, Quaternion, Vector3

@@ -122,10 +122,12 @@ class FleetClock:
 
         ticks = np.asarray(self.tick_seconds)
         starts = np.asarray(self.tick_starts)
-        skipped = int(max(0, round((starts[-1] - starts[0]) / self.period) - (len(starts) - 1))) if len(starts) > 1 else 0
+        skipped = (int(max(0, round((starts[-1] - starts[0]) / self.period) - (len(starts) - 1)))
+                   if len(starts) > 1 else 0)
         pct = (lambda q: float(np.percentile(ticks, q))) if len(ticks) else (lambda q: float("nan"))
         return {"robots": len(self.twins), "ticks": int(len(ticks)), "skipped": skipped,
-                "tick_p50_s": pct(50), "tick_p99_s": pct(99), "tick_max_s": float(ticks.max()) if len(ticks) else float("nan"),
+                "tick_p50_s": pct(50), "tick_p99_s": pct(99),
+                "tick_max_s": float(ticks.max()) if len(ticks) else float("nan"),
                 "overruns": int(sum(t.frame_clock.overruns for t in self.twins)), "period_s": self.period}
 
 

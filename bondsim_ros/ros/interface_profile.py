@@ -164,7 +164,7 @@ class ProfileInterface:
     def _on_limits(self, s, request, response):
         f = s.fields
         values = {role: float(getattr(request, f[role])) for role in ("max_linear", "min_linear", "max_angular",
-                                                                     "min_angular")}
+                                                                      "min_angular")}
         ok, reason = self.limits is not None, "the profile declares no limit parameters"
         if ok:
             from rclpy.parameter import Parameter

@@ -317,7 +317,8 @@ class SimulationInterfaces:
                                 f"{WORLD_BOUND:g} m: farther, the motion of a step is lost to rounding)")
         yaw, roll, pitch, norm = yaw_of_quaternion(q.x, q.y, q.z, q.w)
         if abs(norm - 1.0) > 1e-3:
-            return self._result(response, response.INVALID_POSE, f"orientation is not a unit quaternion (norm {norm:g})")
+            return self._result(response, response.INVALID_POSE,
+                                f"orientation is not a unit quaternion (norm {norm:g})")
         if max(abs(p.z), abs(roll), abs(pitch)) > PLANAR_TOLERANCE:
             return self._result(response, response.INVALID_POSE,
                                 f"{self.entity} is a planar base: z, roll and pitch must be 0 "

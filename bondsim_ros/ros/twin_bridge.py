@@ -41,7 +41,6 @@ LIMITS = ("max_linear_vel", "min_linear_vel", "max_angular_vel", "min_angular_ve
 MAX_LEAD = 2.0
 
 
-
 def _driver():
     """The default robot's driver interface (robots/<robot>/driver_profile.py): its wheel joints,
     their signs and its velocity limits are this node's defaults, written once there."""
@@ -69,7 +68,7 @@ PARAMS = {
     "robot_wheel_joints": Param([j["name"] for j in _WHEELS],
                                 "the driver's wheel joint names, in the order of the twin's wheel1..3"),
     "robot_wheel_sign": Param(_SIGN, "multiply the driver's wheel speeds by this to match the twin's axle convention "
-                                    "(ros2-robotino's wheels turn about -1 0 0, the twin's about 1 0 0)",
+                              "(ros2-robotino's wheels turn about -1 0 0, the twin's about 1 0 0)",
                               low=-1000.0, high=1000.0, nonzero=True),
     "twin_cmd_vel": Param("/twin/cmd_vel", "the twin's velocity command topic (its dynamics_node in cmd_vel mode)"),
     "twin_odom": Param("/twin/odom", "the twin's odometry"),
@@ -212,7 +211,8 @@ class TwinBridge(Node):
     def _on_twin_joints(self, msg: JointState):
         idx = {n: k for k, n in enumerate(msg.name)}
         if all(n in idx for n in self.p["twin_wheel_joints"]) and len(msg.velocity) == len(msg.name):
-            self.twin_wheels.add(stamp_ns(msg.header.stamp), tuple(msg.velocity[idx[n]] for n in self.p["twin_wheel_joints"]))
+            self.twin_wheels.add(stamp_ns(msg.header.stamp),
+                                 tuple(msg.velocity[idx[n]] for n in self.p["twin_wheel_joints"]))
             self._flush()
 
     def _on_robot_odom(self, msg: Odometry):

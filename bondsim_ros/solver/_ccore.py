@@ -29,6 +29,7 @@ from . import native
 # numpy is imported where arrays are made, not here: the command line imports this module to
 # start the core's first build (prebuild) before it imports numpy (0.05-0.1 s)
 
+
 def source() -> str:
     # beside this module (package data): importlib.resources would cost a warm run 5 ms of imports
     return Path(__file__).with_name("bdf_core.c").read_text()
@@ -94,7 +95,7 @@ def c_constants(text: str) -> dict:
 CONSTANTS = c_constants(source())
 globals().update(CONSTANTS)
 STAT_NAMES = [k[3:].lower() for k, v in sorted(((k, v) for k, v in CONSTANTS.items() if k.startswith("ST_")),
-                                                key=lambda kv: kv[1])]
+                                               key=lambda kv: kv[1])]
 
 _P, _I, _D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
 
@@ -106,8 +107,8 @@ class Solver(ctypes.Structure):
                 ("max_steps", _I), ("cap_l", _I), ("cap_u", _I),
                 ("indptr", _P), ("indices", _P), ("diff", _P), ("p", _P), ("rtol", _D), ("atol", _P),
                 ("hmax", _D), ("keep_pivot", _D), ("D", _P), ("st", _P), ("ist", _P), ("stats", _P), ("G", _P),
-                ("piv", _P), ("q", _P), ("Lp", _P), ("Li", _P), ("Lx", _P), ("Up", _P), ("Ui", _P), ("Ux", _P), ("prow", _P),
-                ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P), ("index2", _P), ("klu", _P),
+                ("piv", _P), ("q", _P), ("Lp", _P), ("Li", _P), ("Lx", _P), ("Up", _P), ("Ui", _P), ("Ux", _P),
+                ("prow", _P), ("pinv", _P), ("xw", _P), ("work", _P), ("mask", _P), ("index2", _P), ("klu", _P),
                 ("t_out", _P), ("n_out", _I), ("t_stop", _D), ("Yout", _P), ("YPout", _P)]
 
 
@@ -336,7 +337,7 @@ def no_modes_address() -> int:
 _from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
 
 
-def _addr(a: np.ndarray) -> int:
+def _addr(a) -> int:
     """The data pointer of a C-contiguous array. ctypes' from_buffer takes 0.3 us where
     ``a.ctypes.data`` takes 1 (a solver hands the core some thirty arrays): a writable
     C-contiguous array offers its buffer; anything else (read-only, empty, or not
@@ -380,7 +381,7 @@ class Core:
         self._advance = lib.bdf_advance
         self._own = self._pointing = None  # the small-output buffers: made on first use
         self._ci_work = None  # bdf_consistent's work space: made on first use
-        if s.sparse == SPARSE_KLU:
+        if s.sparse == CONSTANTS["SPARSE_KLU"]:
             weakref.finalize(self, _release, lib, s)
 
     def consistent(self, t0, y, yp, alg, W, fyp_key, tol, maxiter, fyp_out) -> int:

@@ -354,8 +354,8 @@ class BDFSolver:
     ----------
     problem : DAEProblem
         residual(t, y, yp, p, out) and jacobian(t, y, yp, p, cj, values) as C kernels
-        (``solver.native.CKernel``) or numba-compiled ones (see ``solver.kernels``), the CSC pattern of the iteration matrix
-        (``indptr``, ``indices``), which unknowns are differential, parameters, and optional
+        (``solver.native.CKernel``) or numba-compiled ones (see ``solver.kernels``), the CSC pattern
+        of the iteration matrix (``indptr``, ``indices``), which unknowns are differential, parameters, and optional
         names for messages.
     options : SolverOptions, optional
         ``solver.options`` (default ``SolverOptions()``): rtol and atol, the local error

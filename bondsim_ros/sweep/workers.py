@@ -467,4 +467,3 @@ class Workers:
             self.close()
         else:
             self.stop()
-

@@ -292,7 +292,8 @@ def _template(where: str, text) -> str:
     try:
         text.format(namespace="ns")
     except (KeyError, IndexError, ValueError) as exc:
-        raise ProfileError(f"{where}: frame_prefix_of_namespace: {text!r} may name only {{namespace}} ({exc})") from None
+        raise ProfileError(f"{where}: frame_prefix_of_namespace: {text!r} may name only "
+                           f"{{namespace}} ({exc})") from None
     return text
 
 

@@ -15,7 +15,8 @@ from typing import Callable
 import numpy as np
 
 from .protocol import TWIN_OPTIONS
-from .protocol import BUILTIN, OK, TRAJECTORY, TWIST, CommandError, Diagnostic, JointTrajectory, Limits, TwinState, body_twist, limit_twist
+from .protocol import (BUILTIN, OK, TRAJECTORY, TWIST, CommandError, Diagnostic, JointTrajectory, Limits, TwinState,
+                       body_twist, limit_twist)
 from .protocol import frame_twist, world_twist
 from .trajectory import TrajectorySampler
 from bondsim_ros.solver.options import SolverOptions

@@ -10,8 +10,8 @@ def robot():
     from .._xml_robot import xml_robot
 
     return xml_robot("arm3dof", "3-DOF planar arm (Boiadjiev et al.), A -> B in 2 s", m, m.arm3dof,
-                      ("arm3dof", "Arm3DOF.xml"),
-                      mobile=False, derive=m.add_columns)
+                     ("arm3dof", "Arm3DOF.xml"),
+                     mobile=False, derive=m.add_columns)
 
 
 ROBOT = robot

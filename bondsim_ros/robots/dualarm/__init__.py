@@ -9,8 +9,8 @@ def robot():
     from .._xml_robot import xml_robot
 
     return xml_robot("dualarm", "dual-arm mobile manipulator (Qian & Rahmani) on the paper's section V trajectories",
-                      m, m.dualarm, ("dualarm", "DualArm_project.xml"), mobile=True,
-                      body_velocity={"vx": "vx", "vy": "vy", "wz": "wz"})  # the commanded variant's, base frame
+                     m, m.dualarm, ("dualarm", "DualArm_project.xml"), mobile=True,
+                     body_velocity={"vx": "vx", "vy": "vy", "wz": "wz"})  # the commanded variant's, base frame
 
 
 ROBOT = robot

@@ -10,8 +10,8 @@ def _variant(name, xml, derive_name):
     from .._xml_robot import xml_robot
 
     return xml_robot(name, f"{name.replace('_', ' ')} (multibody benchmark, Boudon et al.)", m, getattr(m, name),
-                      ("multibody", xml),
-                      mobile=False, derive=getattr(m, derive_name))
+                     ("multibody", xml),
+                     mobile=False, derive=getattr(m, derive_name))
 
 
 def SLIDER_CRANK_LAGRANGE():  # noqa: N802 - entry point names the variant

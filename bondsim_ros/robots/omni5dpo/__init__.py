@@ -9,9 +9,9 @@ def robot():
     from .._xml_robot import xml_robot
 
     return xml_robot("omni5dpo", "5DPO omni robot (Magalhães et al.), yaw-rate step", m, m.omni5dpo,
-                      ("omni5dpo", "Omni5DPO_project.xml"), mobile=True,
-                      velocities={f"wheel{i}_axle": f"w{i}" for i in (1, 2, 3)},
-                      body_velocity={"vx": "vx", "vy": "vy", "wz": "wz"})  # recorded in the base's frame
+                     ("omni5dpo", "Omni5DPO_project.xml"), mobile=True,
+                     velocities={f"wheel{i}_axle": f"w{i}" for i in (1, 2, 3)},
+                     body_velocity={"vx": "vx", "vy": "vy", "wz": "wz"})  # recorded in the base's frame
 
 
 ROBOT = robot

@@ -225,4 +225,3 @@ ENTRIES = [
 ]
 
 __all__ = ["omni5dpo", "omni5dpo_twist", "COMMAND_MODELS", "TWIST_GAINS", "PAPER", "Drive5DPO", "ENTRIES"]
-

@@ -1,5 +1,6 @@
 """The Festo Robotino (Damic & Cohodar Husic 2025) as a plug-in: model, parameters and reference
-(model.py, config/robotino.yaml), its twin (twin.py: a ModelTwin whose roller joints are derived from the wheel angles)."""
+(model.py, config/robotino.yaml), its twin (twin.py: a ModelTwin whose roller joints are derived from the
+wheel angles)."""
 from __future__ import annotations
 
 from bondsim_ros.paths import share_file

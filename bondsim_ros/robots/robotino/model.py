@@ -197,7 +197,8 @@ class Wheel(Component):
         spin = self.add(EffortJunction("spin", output=True))
         roller = self.add(EffortJunction("roller", output=True))
         cx, cy = self.add(FlowJunction("contact_x")), self.add(FlowJunction("contact_y"))
-        self.add(I("inertia", _law(p, "wheel.inertia_axle")), I("roller_inertia", param(p, "wheel.roller_inertia", 2e-6)))
+        self.add(I("inertia", _law(p, "wheel.inertia_axle")),
+                 I("roller_inertia", param(p, "wheel.roller_inertia", 2e-6)))
         self.add(TF("rotlin", -1.0 / rw))  # omega_i = -v_iy / R_w  [eqs. 8-9]
         # rolling arm of the contact roller, switching every pi/3 [eqs. 10-13]: theta_ib is
         # mod(theta, pi/3) or that minus pi/3 (paper), written as one Mod whose only wrap is the
@@ -321,7 +322,8 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
     radius, rw = param(prm, "chassis.radius_to_wheel"), param(prm, "wheel.radius")
     if reference == "rose":
         fns, phi_start = rose_functions(param(prm, "reference.rose.A", 2.0), param(prm, "reference.rose.k", 3.0),
-                                        param(prm, "reference.rose.a", 0.1), param(prm, "reference.rose.phi0", 5 * math.pi / 6))
+                                        param(prm, "reference.rose.a", 0.1),
+                                        param(prm, "reference.rose.phi0", 5 * math.pi / 6))
         start = start or (0.0, 0.0, phi_start)
     else:
         start = start or (0.0, 0.0, 0.0)
@@ -333,8 +335,10 @@ def robotino(params: dict | None = None, reference: str = "rose", start=None, co
         model.bond(f"wheel{i}.hub", f"chassis.hub{i}")
         model.bond(f"chassis.axle{i}", f"wheel{i}.axle")
 
-    cols = ["x", "y", "phi", "vx", "vy", "wz"] + [f"{k}{i}{s}" for k, s in (("w", ""), ("w", "_ref"), ("i", ""), ("u", ""), ("wm", ""), ("wr", ""))
-                                                 for i in (1, 2, 3)]
+    cols = ["x", "y", "phi", "vx", "vy", "wz"] + [f"{k}{i}{s}"
+                                                  for k, s in (("w", ""), ("w", "_ref"), ("i", ""), ("u", ""),
+                                                               ("wm", ""), ("wr", ""))
+                                                  for i in (1, 2, 3)]
     cols += ["base_x", "base_y", "base_phi"] + [f"wheel{i}_axle" for i in (1, 2, 3)]
     if reference == "rose":
         cols += ["x_ref", "y_ref", "phi_ref"]
