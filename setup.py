@@ -155,9 +155,12 @@ setup(
         "ros": ROS_WHEELS,
         "mechanism": ["transforms3d>=0.4", "yourdfpy>=0.0.56", "trimesh>=4", "defusedxml>=0.7", "imageio-ffmpeg>=0.4",
                       "xacro>=2"],
-        # mcap: decode the demo bag independently; pin (Pinocchio): the dual-arm and 3-DOF arm RNEA cross-checks (test/oracles)
+        # mcap: decode the demo bag independently; pin (Pinocchio): the dual-arm and 3-DOF arm RNEA cross-checks
+        # (test/oracles)
         # websockets: the test's Foxglove client
-        "test": ["pytest>=7", "pytest-xdist>=3", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3", "websockets>=12"],
+        # flake8: test/test_flake8.py
+        "test": ["pytest>=7", "pytest-xdist>=3", "mcap>=1.1", "mcap-ros2-support>=0.5", "pin>=3", "websockets>=12",
+                 "flake8>=7"],
         "bench": ["scikit-sundae>=1.0"],
         # `bondsim-ros up/demo --foxglove`: the twin live in Foxglove (WebSocket server); websockets:
         # the public port that serves both subprotocol names (15: the client's proxy= argument)
