@@ -133,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         # Python flushes stdout at exit (point it at devnull, as the Python docs advise)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 141
+    except ImportError as exc:
+        # an optional dependency the command needs is not installed, or cannot load its libraries
+        # (rclpy outside a sourced ROS install): which one, and how to get it, without a traceback
+        message = missing_dependency(exc)
+        if message is None:
+            raise  # a module of the package itself, or a dependency every install has: a bug
+        print(f"bondsim-ros {args.command}: error: {message}", file=sys.stderr)
+        code = 1
     except Exception as exc:
         # no C compiler, or it refused the solver core or a model's kernels: say so without a
         # traceback (native is in sys.modules whenever one of its errors can have been raised;
@@ -145,6 +153,56 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None and getattr(args, "fast_exit", False):
         _exit_now(code)
     return code
+
+
+# The optional dependencies (setup.py's extras) by top-level module. The ROS 2 Python packages
+# (rclpy, the interface packages) come with a sourced ROS install as well as with the ros extra.
+EXTRA_OF_MODULE = {
+    "rclpy": "ros", "rpyutils": "ros", "rosbags": "ros", "ament_index_python": "ros", "launch": "ros",
+    "launch_ros": "ros",
+    "transforms3d": "mechanism", "yourdfpy": "mechanism", "trimesh": "mechanism", "defusedxml": "mechanism",
+    "imageio_ffmpeg": "mechanism", "xacro": "mechanism",
+    "foxglove": "foxglove", "websockets": "foxglove",
+    "dask": "cluster", "distributed": "cluster",
+}
+
+
+def _extra_of(module) -> str | None:
+    top = module.partition(".")[0] if isinstance(module, str) else ""
+    if top in EXTRA_OF_MODULE:
+        return EXTRA_OF_MODULE[top]
+    return "ros" if top.endswith(("_msgs", "_srvs", "_interfaces")) else None  # ROS interface packages
+
+
+def missing_dependency(exc: ImportError) -> str | None:
+    """What to tell a user whose command failed on ``exc``: the optional dependency that is
+    missing or did not load, and the extra that brings it; None when the import that failed is
+    not one of an extra's (the package's own modules: a bug, shown with its traceback). The
+    module is the one the error names, else the one whose import raised it: rclpy's C extension
+    that cannot find its libraries names only itself (``_rclpy_pybind11``)."""
+    extra = None
+    cause = exc
+    while cause is not None and extra is None:  # the error, then what it was raised from
+        extra = _extra_of(getattr(cause, "name", None))
+        cause = cause.__cause__ if isinstance(cause.__cause__, ImportError) else None
+    tb = exc.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame.f_globals.get("__name__"))
+        tb = tb.tb_next
+    for name in reversed(frames):  # the innermost frame of an optional dependency's code
+        if extra is not None:
+            break
+        extra = _extra_of(name)
+    if extra is None:
+        return None
+    what = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if extra == "ros":
+        return (f"{what}: the ROS 2 Python packages are missing or cannot load their libraries. Run the command "
+                f"where a ROS 2 install (Jazzy or Kilted) is sourced, or install the package with its ros extra "
+                f"(pip install 'bondsim_ros[ros]'; tools/setup.sh installs every extra)")
+    return (f"{what}: this command needs the package's {extra} extra (pip install 'bondsim_ros[{extra}]'; "
+            f"tools/setup.sh installs every extra; on a ROS install, rosdep install --from-paths src)")
 
 
 def _exit_now(code: int) -> None:
