@@ -1,5 +1,6 @@
 """`bondsim-ros fleet N --processes P`: twins spread over processes meet on DDS as separate
 robots, each process reports whether it held real time, and bad input is refused by name."""
+import re
 import threading
 import time
 
@@ -187,3 +188,74 @@ def test_a_fleet_json_that_cannot_be_written_keeps_the_summary(capfd):
     _, err = capfd.readouterr()
     assert rc == 2 and "Traceback" not in err, err[-2000:]
     assert "[fleet] fleet of 1 robots" in err and "--json /dev/full: cannot write" in err, err[-2000:]
+
+
+def _fleet_command(tmp_path, *argv, env_extra=None):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from procs import terminal_sigint
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+               **(env_extra or {}))
+    return subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "fleet", *argv], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_sigint)
+
+
+def test_a_process_that_ends_at_its_start_ends_the_fleet_at_once(tmp_path):
+    """rcl ends a process whose RMW implementation it cannot load (exit status 102) before the
+    process can report: the parent waited 600 s at its start barrier. It now names the process
+    and how it ended within seconds, with the CLI's status for a refused run."""
+    proc = _fleet_command(tmp_path, "2", "--processes", "2", "--duration", "5",
+                          env_extra={"RMW_IMPLEMENTATION": "rmw_no_such_implementation_cpp"})
+    tic = time.monotonic()
+    try:
+        err = proc.communicate(timeout=120)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    took = time.monotonic() - tic
+    assert proc.returncode == 2 and "Traceback" not in err, err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("bondsim-ros fleet: error: process 0"), err[-3000:]
+    assert "before its twins were built" in last or "RCLError" in last or "RMW" in last, last
+    assert took < 30.0, took
+
+
+def test_a_process_killed_during_the_run_ends_the_fleet_at_once(tmp_path):
+    """A process killed mid-run (the OOM killer, a crash) sends no report: the parent waited
+    for the run's end and 60 s more (with no --duration: for ever). It now names the process
+    within seconds and stops the others, which do not outlive the command."""
+    import os
+    import signal
+
+    from procs import left_over, pool_workers
+
+    proc = _fleet_command(tmp_path, "2", "--processes", "2", "--duration", "60", "--warmup", "0.5")
+    guard = threading.Timer(180.0, proc.kill)
+    guard.start()
+    try:
+        for line in proc.stderr:
+            if "warming up" in line:
+                break
+        workers = pool_workers(proc.pid, count=2)
+        time.sleep(1.0)
+        tic = time.monotonic()
+        os.kill(workers[0], signal.SIGKILL)
+        err = proc.stderr.read()
+        rc = proc.wait(timeout=60)
+        took = time.monotonic() - tic
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 2 and "Traceback" not in err, (rc, err[-3000:])
+    assert re.search(r"bondsim-ros fleet: error: fleet: process [01] ended \(killed by SIGKILL\) during the run",
+                     err), err[-3000:]
+    assert took < 15.0, took
+    assert not left_over(workers), "fleet processes outlived the command"

@@ -40,19 +40,20 @@ def _process(index: int, first: int, count: int, dynamics: dict, warmup: float, 
     with an error; during the run it stops the run, whose figures are reported."""
     import signal
 
-    import rclpy
-
-    from ._env import (ensure_local_discovery, init_rclpy, spin_until_signal, start_up_heap_frozen,
-                       start_up_signals)
-    from .graph import start_fleet
-
-    ensure_local_discovery()
-    context = rclpy.Context()
-    init_rclpy(context=context)
-    graph = None
+    graph = context = None
     stats = {"process": index, "first": first, "error": None}
     stop = []
     try:
+        # inside the report: rclpy that cannot be imported or initialised is this process's error
+        import rclpy
+
+        from ._env import (ensure_local_discovery, init_rclpy, spin_until_signal, start_up_heap_frozen,
+                           start_up_signals)
+        from .graph import start_fleet
+
+        ensure_local_discovery()
+        context = rclpy.Context()
+        init_rclpy(context=context)
         with start_up_signals() as start_up:
             graph = start_fleet(count, dynamics, context=context, first=first, clock_name=f"fleet_clock_{index}")
             clock = graph.nodes["fleet_clock"].fleet
@@ -92,7 +93,8 @@ def _process(index: int, first: int, count: int, dynamics: dict, warmup: float, 
         results.put(stats)
         if graph is not None:
             graph.shutdown()
-        rclpy.try_shutdown(context=context)
+        if context is not None:
+            rclpy.try_shutdown(context=context)
 
 
 # s the parent waits, once stopped by a signal, for its processes' reports, then for their exits
@@ -108,7 +110,10 @@ def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration
 
     Ctrl-C or SIGTERM (KeyboardInterrupt or the CLI's Terminated here) is forwarded to every
     process, which stops and reports; the exception then goes on, carrying the reports as
-    ``stats`` (a process that sent none: an error saying so)."""
+    ``stats`` (a process that sent none: an error saying so). A process that cannot build its
+    twins, or that ends without its report (a crash, the OOM killer, rcl ending a process whose
+    RMW implementation it cannot load), ends the fleet at once: RuntimeError naming it and how it
+    ended, the other processes stopped."""
     import multiprocessing as mp
     import signal
 
@@ -129,31 +134,34 @@ def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration
     try:
         for p in procs:
             p.start()
+        started = threading.Event()
+        threading.Thread(target=_abort_if_one_ends, args=(procs, ready, started), daemon=True).start()
         try:
             ready.wait(timeout=600)
-        except threading.BrokenBarrierError:  # a process could not build its twins
+        except threading.BrokenBarrierError:  # a process could not build its twins, or ended
             go.set()
-            errors = []
-            for _ in procs:
-                try:
-                    s = results.get(timeout=30)
-                except Exception:  # noqa: BLE001 - queue.Empty
-                    break
-                if s.get("error"):
-                    errors.append(f"process {s['process']}: {s['error']}")
+            _collect(procs, results, out, limit=30.0)
+            errors = [f"process {s['process']}: {s['error']}" for s in sorted(out, key=lambda s: s["process"])
+                      if s.get("error")] + _unreported(procs, out, "before its twins were built")
             raise RuntimeError("; ".join(errors) or "a fleet process ended before its twins were built") from None
+        finally:
+            started.set()
         go.set()
         if progress:
             progress(f"{n} robots in {processes} process(es): warming up {warmup:g} s, then "
                      + ("until Ctrl-C" if duration is None else f"{duration:g} s measured"))
         deadline = None if duration is None else time.monotonic() + warmup + duration + 60
         while len(out) < processes:
-            timeout = None if deadline is None else max(1.0, deadline - time.monotonic())
-            try:
-                out.append(results.get(timeout=timeout))
-            except Exception:  # noqa: BLE001 - queue.Empty: a process died without a report
-                dead = [p.name for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
-                raise RuntimeError(f"fleet: no report from {', '.join(dead) or 'a process'} in time") from None
+            # in slices: a process that ended without its report (killed, crashed) ends the wait;
+            # one that had ended before a slice began has had its report read in it, if it sent one
+            ended = {k for k, p in enumerate(procs) if p.exitcode is not None}
+            _collect(procs, results, out, limit=1.0)
+            lost = _unreported(procs, out, "during the run", ended)
+            if lost:
+                raise RuntimeError("fleet: " + "; ".join(lost))
+            if len(out) < processes and deadline is not None and time.monotonic() > deadline:
+                late = [f"process {k}" for k in range(processes) if k not in {s["process"] for s in out}]
+                raise RuntimeError(f"fleet: no report from {', '.join(late)} in time")
     except KeyboardInterrupt as exc:
         stopped = exc
         ready.abort()  # processes still waiting for the others stop waiting
@@ -162,6 +170,12 @@ def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration
         out += [{"process": k, "first": first, "error": "stopped before it reported"}
                 for k, (first, _) in enumerate(parts) if k not in reported]
         exc.stats = sorted(out, key=lambda s: s["process"])
+        raise
+    except RuntimeError as exc:
+        # a process failed or was lost: the others are stopped as a signal stops them (they
+        # report to no one), not waited for until their run ends
+        stopped = exc
+        _signal_live(procs, signal.SIGTERM)
         raise
     finally:
         limit = time.monotonic() + STOP_EXIT_WAIT  # after a signal: the processes' teardowns together
@@ -178,24 +192,79 @@ def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration
     return sorted(out, key=lambda s: s["process"])
 
 
+def _abort_if_one_ends(procs, ready, started: threading.Event) -> None:
+    """Break the start barrier when a process ends before every process has reached it: one
+    whose start failed outside its own error report (rcl ends a process whose RMW
+    implementation it cannot load, with exit status 102; a crash; the OOM killer). Its error
+    report, if any, is on the queue; the parent and the other processes stop waiting at once
+    instead of after the barrier's 600 s."""
+    from multiprocessing.connection import wait
+
+    sentinels = [p.sentinel for p in procs]
+    while not started.is_set():
+        if wait(sentinels, timeout=0.2):
+            if not started.is_set():
+                ready.abort()
+            return
+
+
+def _collect(procs, results, out: list, limit: float) -> None:
+    """Reports from the queue into ``out`` for at most ``limit`` seconds, fewer once every
+    process has reported, or has ended and left nothing more on the queue."""
+    import queue
+
+    deadline = time.monotonic() + limit
+    while len(out) < len(procs) and time.monotonic() < deadline:
+        alive = any(p.is_alive() for p in procs)  # read before the queue: a report put before the exit is seen
+        try:
+            out.append(results.get(timeout=min(0.2, max(0.0, deadline - time.monotonic()))))
+        except queue.Empty:
+            if not alive:
+                return
+
+
+def _unreported(procs, out: list, when: str, ended=None) -> list:
+    """A line for each process that ended without a report (its own output, printed above the
+    fleet's, says why); ``ended``: of these processes only (those whose report, had they sent
+    one, the queue has been read for since)."""
+    import signal
+
+    reported = {s["process"] for s in out}
+    lines = []
+    for k, p in enumerate(procs):
+        if k in reported or p.exitcode is None or (ended is not None and k not in ended):
+            continue
+        if p.exitcode >= 0:  # what ended it is in its own output, above the fleet's
+            lines.append(f"process {k} ended (exit status {p.exitcode}) {when}, without a report (its output "
+                         f"above says why)")
+        else:
+            lines.append(f"process {k} ended (killed by {signal.Signals(-p.exitcode).name}) {when}, without a report")
+    return lines
+
+
+def _signal_live(procs, sig) -> None:
+    import os
+
+    for p in procs:
+        if p.pid is not None and p.is_alive():
+            try:
+                os.kill(p.pid, sig)
+            except ProcessLookupError:
+                pass
+
+
 def _collect_after_signal(procs, results, out: list, sig) -> None:
     """The parent was stopped (Ctrl-C, SIGTERM): pass the signal on to every process, each of
     which stops and reports (a terminal's Ctrl-C reached them already, a `kill PID` or a
     supervisor's SIGTERM did not), and collect the reports for STOP_REPORT_WAIT s at most. More
     signals meanwhile are ignored: the wait is bounded."""
-    import os
     import queue
     import signal
 
     main = threading.current_thread() is threading.main_thread()
     old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
-        for p in procs:
-            if p.pid is not None and p.is_alive():
-                try:
-                    os.kill(p.pid, sig)
-                except ProcessLookupError:
-                    pass
+        _signal_live(procs, sig)
         deadline = time.monotonic() + STOP_REPORT_WAIT
         while len(out) < len(procs) and time.monotonic() < deadline:
             try:
