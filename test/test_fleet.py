@@ -150,6 +150,7 @@ def test_a_signal_to_the_fleets_parent_alone_stops_every_process_and_reports(tmp
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stderr.close()
     status, word = (143, "terminated") if sig == "SIGTERM" else (130, "interrupted")
     assert (rc, err.strip().splitlines()[-1]) == (status, word), (rc, err[-3000:])
     assert took < 8.0 and "Traceback" not in err, (took, err[-3000:])
@@ -254,6 +255,7 @@ def test_a_process_killed_during_the_run_ends_the_fleet_at_once(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stderr.close()
     assert rc == 2 and "Traceback" not in err, (rc, err[-3000:])
     assert re.search(r"bondsim-ros fleet: error: fleet: process [01] ended \(killed by SIGKILL\) during the run",
                      err), err[-3000:]
