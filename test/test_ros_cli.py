@@ -88,3 +88,27 @@ def test_demo_out_that_is_a_file_is_refused(tmp_path, capfd):
     rc, err = _run(capfd, "demo", "--duration", "1", "--out", str(f), "--no-video", "--quiet")
     assert rc == 2 and f"--out {f}: exists and is not a folder" in err
     assert f.read_text() == "mine"
+
+
+@pytest.mark.parametrize("command", [["up", "--duration", "0.2"], ["fleet", "1", "--duration", "0.2"],
+                                     ["demo", "--duration", "1", "--no-video"]])
+@pytest.mark.parametrize("domain, message", [
+    ("abc", "ROS_DOMAIN_ID='abc' is not a number"),  # rcl's refusal was a traceback
+    ("300", "ROS_DOMAIN_ID='300': a domain is 0 to 232"),  # Fast DDS ended the process with status 1
+])
+def test_a_domain_that_cannot_work_is_refused_before_anything_starts(
+        tmp_path, capfd, monkeypatch, command, domain, message):
+    monkeypatch.setenv("ROS_DOMAIN_ID", domain)
+    monkeypatch.chdir(tmp_path)
+    rc, err = _run(capfd, *command)
+    assert rc == 2 and f"bondsim-ros {command[0]}: error: {message}" in err, err
+    assert list(tmp_path.iterdir()) == []  # the demo made no output folder
+
+
+def test_a_discovery_range_rcl_would_take_for_localhost_is_refused(capfd, monkeypatch):
+    """rcl reads ROS_AUTOMATIC_DISCOVERY_RANGE in capitals and takes anything else for LOCALHOST:
+    `up --bridge` said "discovery range subnet" and never met the robot on the subnet."""
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "subnet")
+    rc, err = _run(capfd, "up", "--bridge", "--duration", "0.2")
+    assert rc == 2, err
+    assert "bondsim-ros up: error: ROS_AUTOMATIC_DISCOVERY_RANGE='subnet': one of OFF, LOCALHOST, SUBNET" in err, err

@@ -23,13 +23,51 @@ def ensure_local_discovery() -> None:
 
 def choose_discovery_range(flag: str | None, bridge: bool, environ=os.environ) -> str:
     """The range a process should use: the explicit flag; else what the environment says; else
-    SUBNET (ROS's default) when it talks to a real robot, LOCALHOST otherwise."""
+    SUBNET (ROS's default) when it talks to a real robot, LOCALHOST otherwise. ValueError for a
+    flag or a variable that names no range: rcl compares the variable in capitals and takes
+    anything else for LOCALHOST (rcl/discovery_options.c, with a warning), which for a twin
+    beside a real robot, needing SUBNET, would be a graph that never meets it."""
     if flag:
         value = flag.upper()
         if value not in DISCOVERY_RANGES:
-            raise ValueError(f"discovery range {flag!r}: one of {', '.join(r.lower() for r in DISCOVERY_RANGES)}")
+            raise ValueError(f"--discovery: discovery range {flag!r}: one of "
+                             f"{', '.join(r.lower() for r in DISCOVERY_RANGES)}")
         return value
-    return environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") or ("SUBNET" if bridge else "LOCALHOST")
+    value = environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
+    if value and value not in DISCOVERY_RANGES:
+        raise ValueError(f"ROS_AUTOMATIC_DISCOVERY_RANGE={value!r}: one of {', '.join(DISCOVERY_RANGES)}, in "
+                         f"capitals as rcl reads it (it takes anything else for LOCALHOST)")
+    return value or ("SUBNET" if bridge else "LOCALHOST")
+
+
+# the highest domain DDS's port numbers allow (RTPS: port base 7400 + domain gain 250 x domain +
+# offsets, below 65536); Fast DDS ends the process (status 1) on a higher one after a log line
+MAX_DOMAIN_ID = 232
+
+
+def domain_id_of(environ=os.environ) -> int | None:
+    """ROS_DOMAIN_ID as rcl reads it (rcl/domain_id.c: C's strtoul with base 0, so 0x1f and 017
+    are hexadecimal and octal; unset or empty: None, ROS's default domain). ValueError naming the
+    value where rcl refuses it (not a number) or the DDS layer cannot open the domain's ports."""
+    import re
+
+    text = environ.get("ROS_DOMAIN_ID")
+    if not text:
+        return None
+    m = re.match(r"[ \t\n\r\f\v]*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", text)
+    number, rest = 0, text  # strtoul without digits: 0, nothing read
+    if m is not None:
+        digits = m.group(2)
+        number = int(digits, 16 if digits[:2] in ("0x", "0X") else 8 if digits[:1] == "0" else 10)
+        rest = text[m.end():]
+    if number == 0 and rest:
+        raise ValueError(f"ROS_DOMAIN_ID={text!r} is not a number (rcl refuses it)")
+    if m is not None and m.group(1) == "-" and number:
+        number = 2 ** 64 - number  # strtoul's wrap-around
+    if number > MAX_DOMAIN_ID:
+        raise ValueError(f"ROS_DOMAIN_ID={text!r}: a domain is 0 to {MAX_DOMAIN_ID} (its DDS port numbers; "
+                         f"ROS 2 recommends 0 to 101 on Linux)")
+    return number
 
 
 def init_rclpy(**kwargs) -> None:

@@ -108,6 +108,19 @@ def _rtf(value):
     return value
 
 
+def _check_domain() -> None:
+    """ROS_DOMAIN_ID refused by name before anything starts: rcl's own refusal is a traceback,
+    and Fast DDS ends the process on a domain beyond its ports with a log line alone."""
+    from bondsim_ros.cliargs import CLIError
+
+    from ._env import domain_id_of
+
+    try:
+        domain_id_of()
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
+
+
 def _positive(value, flag: str, what: str = "a positive number"):
     """A finite value > 0 or a CLIError naming the flag (argparse's float() admits 0, -1, nan, inf)."""
     import math
@@ -327,6 +340,7 @@ def _up(args, start_up) -> int:
     from .graph import start_graph
 
     _positive(args.duration, "--duration", "a positive number of seconds")
+    _check_domain()
     params = _params_file(args)
     if args.bridge:
         args = _bridge_args(args)
@@ -340,7 +354,7 @@ def _up(args, start_up) -> int:
     try:
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = choose_discovery_range(args.discovery, args.bridge)
     except ValueError as exc:
-        raise CLIError(f"--discovery: {exc}") from None
+        raise CLIError(str(exc)) from None
     foxglove_address = _check_foxglove(args.foxglove, args.foxglove_address)
     context = rclpy.Context()
     init_rclpy(context=context)
@@ -450,6 +464,7 @@ def cmd_demo(args) -> int:
 
     _positive(args.duration, "--duration", "a positive, finite number of simulated seconds")
     _rtf(args.rtf)
+    _check_domain()
     foxglove_address = _check_foxglove(args.foxglove, args.foxglove_address)
     # the packaged parameter file with this --model; the demo has no --params/--reference/--rate,
     # and its --rtf goes to run_demo
@@ -488,6 +503,7 @@ def cmd_fleet(args) -> int:
     _positive(args.duration, "--duration", "a positive number of seconds")
     if not (math.isfinite(args.warmup) and args.warmup >= 0):
         raise CLIError(f"--warmup must be a finite number of seconds >= 0, got {args.warmup}")
+    _check_domain()
     ns = argparse.Namespace(params=None, model=args.model, reference=args.reference, rate=None, rtf=None)
     dyn, _, _ = _node_params(ns)
     dyn["probes"] = []  # no probe_node in a fleet: nothing would read them

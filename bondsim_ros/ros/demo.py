@@ -395,11 +395,12 @@ def private_domain() -> int:
     ROS 2 traffic on the machine (another twin, a test run) mixes into the recording: one of 1-101,
     the domains ROS 2's documentation calls safe (About Domain ID: above 101 DDS's ports fall in
     Linux's ephemeral range, where another process's socket can take one), 0 being everyone's."""
-    import os
     import random
 
-    env = os.environ.get("ROS_DOMAIN_ID", "").strip()
-    return int(env) if env.isdigit() else random.randint(1, 101)
+    from ._env import domain_id_of
+
+    domain = domain_id_of()  # (as rcl reads it; ValueError for one it refuses)
+    return random.randint(1, 101) if domain is None else domain
 
 
 def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: float = 1.0, video: bool = True,
