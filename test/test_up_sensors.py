@@ -100,3 +100,40 @@ def test_up_sensors_bad_input_is_named(capfd, argv, message):
     rc = main(["up", *argv, "--duration", "0.5"])
     _, err = capfd.readouterr()
     assert rc == 2 and message in err and "Traceback" not in err, err
+
+
+def test_the_robotinos_declared_layout_is_the_one_sensor_nodes_defaults_place():
+    """`up --sensors` and the demo give sensor_node the Robotino's declared layout; the launch
+    files run sensor_node with its defaults: both must place the same sensors."""
+    from bondsim_ros.ros.graph import SENSOR_LAYOUT, robot_sensor_layout
+    from bondsim_ros.ros.sensor_node import PARAMS
+
+    layout = robot_sensor_layout("robotino")
+    assert sorted(layout) == sorted(SENSOR_LAYOUT)
+    assert {k: layout[k] for k in SENSOR_LAYOUT} == {k: PARAMS[k][0] for k in SENSOR_LAYOUT}
+    assert robot_sensor_layout("omni5dpo") is None  # declares none
+    assert robot_sensor_layout(str(ROOT / "test" / "data" / "live" / "cart.yaml")) is None  # a YAML model
+
+
+def test_up_sensors_places_the_robots_layout_under_the_users_section(capsys):
+    from bondsim_ros.ros.commands import _sensor_params
+
+    out = _sensor_params("", {"model": "robotino"}, given={"sensor_node": {"footprint_radius": 0.2}})
+    assert out["sensor_node"]["footprint_radius"] == 0.2  # the user's section wins
+    assert out["sensor_node"]["ir_radius"] == 0.185 and out["sensor_node"]["laser_pose"] == [0.12, 0.0, 0.25, 0.0]
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_up_sensors_on_a_base_without_a_layout_says_whose_it_places(capsys):
+    """A base that declares no layout got the Robotino's laser, IR ring and bumper radius
+    without a word."""
+    from bondsim_ros.ros.commands import _sensor_params
+
+    out = _sensor_params("", {"model": "omni5dpo"})
+    err = capsys.readouterr().err
+    assert "warning: --sensors: robot 'omni5dpo' declares no sensor layout" in err, err
+    assert "places the Robotino's" in err and "sensor_node section of --params" in err, err
+    assert not any(k in out["sensor_node"] for k in ("laser_pose", "ir_radius", "footprint_radius"))
+    # the user's own layout for it: no warning
+    _sensor_params("", {"model": "omni5dpo"}, given={"sensor_node": {"footprint_radius": 0.26}})
+    assert "warning" not in capsys.readouterr().err

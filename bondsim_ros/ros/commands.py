@@ -407,10 +407,21 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | N
     program's (the section's scan_qos wins)."""
     from bondsim_ros.cliargs import CLIError
 
+    from .dynamics_node import PARAMS
+    from .graph import SENSOR_LAYOUT, robot_sensor_layout
+
     if map_yaml is None:
         return None
     given = given or {}
-    sensor = dict(given.get("sensor_node", {}))
+    own = dict(given.get("sensor_node", {}))
+    model = dyn.get("model", PARAMS["model"][0])
+    layout = robot_sensor_layout(model)
+    if layout is None and not any(key in own for key in SENSOR_LAYOUT):
+        print(f"bondsim-ros up: warning: --sensors: robot {model!r} declares no sensor layout (its Robot's sensors "
+              f"file), so sensor_node places the Robotino's: the laser 0.12 m ahead, the IR sensors and the bumper "
+              f"on a 0.185 m radius. Give this base's in a sensor_node section of --params "
+              f"({', '.join(SENSOR_LAYOUT)})", file=sys.stderr)
+    sensor = {**(layout or {}), **own}  # the user's section over the robot's layout
     if map_yaml:
         if not Path(map_yaml).is_file():
             raise CLIError(f"--sensors {map_yaml}: no such map file")

@@ -79,12 +79,14 @@ def recording(duration: float, bag_dir: Path, rtf: float = 1.0, progress=None, p
             raise DemoOptionError(str(exc)) from None
         dn = graph.nodes["dynamics_node"]
         if sensor_map is not None and dn.twin.state().pose is not None:
+            from .graph import robot_sensor_layout
             from .sensor_node import SensorNode
 
-            # reliable scans: the bag should hold every scan (best effort is for Nav2's costmaps);
-            # no bumper_stop: the rose path takes no /cmd_vel to stop
+            # the robot's own sensor layout; reliable scans: the bag should hold every scan (best
+            # effort is for Nav2's costmaps); no bumper_stop: the rose path takes no /cmd_vel to stop
             graph.nodes["sensor_node"] = SensorNode(
-                overrides={"map": sensor_map, "scan_qos": "reliable", "frame_prefix": dn.p["frame_prefix"]},
+                overrides={**(robot_sensor_layout(dn.p["model"]) or {}), "map": sensor_map, "scan_qos": "reliable",
+                           "frame_prefix": dn.p["frame_prefix"]},
                 context=context)
             graph.executor.add_node(graph.nodes["sensor_node"])
         # the model's own output topics (a YAML model's outputs:, the outputs parameter) too

@@ -25,6 +25,24 @@ def load_ros_params(path) -> dict:
     return out
 
 
+# sensor_node's parameters that place the sensors on a robot (the others say what they are)
+SENSOR_LAYOUT = ("laser_pose", "ir_radius", "ir_frame_z", "footprint_radius")
+
+
+def robot_sensor_layout(model: str) -> dict | None:
+    """sensor_node's parameters for the sensors of the robot ``model`` runs (its Robot's
+    ``sensors`` file, the sensor_node section), or None where it declares none: a YAML model, a
+    robot without one, on which sensor_node's defaults would place the Robotino's."""
+    from bondsim_ros.robots import available, load_robot
+
+    if model not in available():
+        return None
+    robot = load_robot(model)
+    if robot.sensors is None:
+        return None
+    return dict(load_ros_params(robot.sensors).get("sensor_node", {}))
+
+
 @dataclass
 class Graph:
     executor: object

@@ -32,7 +32,8 @@ def robot() -> Robot:
                  share_file("urdf", "robotino", "Robotino_project.xml"), _make_twin, (TWIST,),
                  urdf=share_file("urdf", "robotino.urdf"), model="robotino", interfaces={"driver": DRIVER},
                  bridge=share_file("config", "robotino_bridge.yaml"),
-                 world=share_file("config", "maps", "robotino_floor.yaml"), builtin_path="rose")
+                 world=share_file("config", "maps", "robotino_floor.yaml"),
+                 sensors=share_file("config", "robotino_sensors.yaml"), builtin_path="rose")
 
 
 ROBOT = robot
