@@ -366,13 +366,17 @@ def cmd_robots(args) -> int:
     for name, used, hidden in shadowed():  # (a plug-in's robot named like a built-in one: never run)
         print(f"[bondsim] warning: robot plug-in {hidden} gives {name!r} too; {used} gives the one used",
               file=sys.stderr)
-    for name in sorted(available()):
+    failed = []
+    for name in sorted(available()):  # every robot that loads is listed, a plug-in that does not named after
         try:
             robot = load_robot(name)
         except RobotError as exc:
-            raise CLIError(str(exc)) from None
+            failed.append(str(exc))
+            continue
         print(f"{name:22s} {','.join(robot.commands) or '-':18s} {robot.description}")
-    return 0
+    for message in failed:
+        print(f"bondsim-ros robots: error: {message}", file=sys.stderr)
+    return CLIError.status if failed else 0
 
 
 __all__ = ["register", "plot_result", "Path"]

@@ -122,6 +122,8 @@ def test_a_plugin_that_does_not_load_is_named(tmp_path):
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr
         assert "brokenbot = broken_plugin:ROBOT" in proc.stderr and "no calibration file" in proc.stderr, proc.stderr
+        if args == ("robots",):  # the robots that load are listed all the same
+            assert {"robotino", "omni5dpo"} <= {line.split()[0] for line in proc.stdout.splitlines()}, proc.stdout
     # a model file does not depend on the plug-ins
     model = tmp_path / "m.yaml"
     model.write_text(SLIDE_YAML)
