@@ -238,7 +238,11 @@ def _unreported(procs, out: list, when: str, ended=None) -> list:
             lines.append(f"process {k} ended (exit status {p.exitcode}) {when}, without a report (its output "
                          f"above says why)")
         else:
-            lines.append(f"process {k} ended (killed by {signal.Signals(-p.exitcode).name}) {when}, without a report")
+            try:
+                how = signal.Signals(-p.exitcode).name
+            except ValueError:  # a real-time signal
+                how = f"signal {-p.exitcode}"
+            lines.append(f"process {k} ended (killed by {how}) {when}, without a report")
     return lines
 
 
