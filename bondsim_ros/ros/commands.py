@@ -417,10 +417,13 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | N
     model = dyn.get("model", PARAMS["model"][0])
     layout = robot_sensor_layout(model)
     if layout is None and not any(key in own for key in SENSOR_LAYOUT):
-        print(f"bondsim-ros up: warning: --sensors: robot {model!r} declares no sensor layout (its Robot's sensors "
-              f"file), so sensor_node places the Robotino's: the laser 0.12 m ahead, the IR sensors and the bumper "
-              f"on a 0.185 m radius. Give this base's in a sensor_node section of --params "
-              f"({', '.join(SENSOR_LAYOUT)})", file=sys.stderr)
+        if str(model).endswith((".yaml", ".yml")):
+            whose = f"model file {model!r} declares no sensor layout"
+        else:
+            whose = f"robot {model!r} declares no sensor layout (Robot.sensors)"
+        print(f"bondsim-ros up: warning: --sensors: {whose}, so sensor_node places the Robotino's: the laser 0.12 m "
+              f"ahead, the IR sensors and the bumper on a 0.185 m radius. Give this base's in a sensor_node section of "
+              f"--params ({', '.join(SENSOR_LAYOUT)})", file=sys.stderr)
     sensor = {**(layout or {}), **own}  # the user's section over the robot's layout
     if map_yaml:
         if not Path(map_yaml).is_file():
