@@ -1,8 +1,10 @@
 """The worker processes of a command under test (Linux /proc): wait for them to start, and what
-is left of them after the command ended, for tests that check no worker outlives a run; and the
-Ctrl-C a terminal would deliver to that command."""
+is left of them after the command ended, for tests that check no worker outlives a run; the
+Ctrl-C a terminal would deliver to that command; and a bound on how long a test waits for it."""
+import contextlib
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +15,22 @@ def terminal_sigint() -> None:
     non-interactive shell (``pytest &`` in a script) has SIGINT ignored, and its children would
     inherit that and never see the signal."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def guarded(proc: subprocess.Popen, limit: float = 180.0):
+    """The steps of a test that waits on ``proc`` (reads its output, signals it, waits for its
+    exit): ``proc`` is killed after ``limit`` seconds, so a command that hangs fails the test
+    instead of the run, and is ended (killed if still running) once the steps are done or failed."""
+    guard = threading.Timer(limit, proc.kill)
+    guard.start()
+    try:
+        yield proc
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def interrupt(proc: subprocess.Popen, timeout: float) -> None:

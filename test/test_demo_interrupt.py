@@ -4,14 +4,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
-from procs import terminal_sigint  # noqa: E402
+from procs import guarded, terminal_sigint  # noqa: E402
 
 from bondsim_ros.ros.bag import read_bag  # noqa: E402
 
@@ -25,10 +24,8 @@ def test_a_demo_stopped_while_recording_keeps_a_readable_bag(tmp_path, sig):
     proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "demo", "--duration", "30", "--no-video",
                              "--out", "out"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, preexec_fn=terminal_sigint)
-    guard = threading.Timer(180.0, proc.kill)
-    guard.start()
     lines = []
-    try:
+    with guarded(proc), proc.stderr:
         for line in proc.stderr:
             lines.append(line)
             if "recording /tf_static" in line:  # the recorder has every topic: the run starts
@@ -39,11 +36,6 @@ def test_a_demo_stopped_while_recording_keeps_a_readable_bag(tmp_path, sig):
         err = "".join(lines) + proc.stderr.read()
         rc = proc.wait(timeout=30)
         took = time.monotonic() - tic
-    finally:
-        guard.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     word, status = ("interrupted", 130) if sig == signal.SIGINT else ("terminated", 143)
     last = err.strip().splitlines()
     assert (rc, last[-1]) == (status, word), (rc, err[-3000:])

@@ -123,17 +123,15 @@ def test_a_signal_to_the_fleets_parent_alone_stops_every_process_and_reports(tmp
     import sys
     from pathlib import Path
 
-    from procs import children, left_over, terminal_sigint
+    from procs import children, guarded, left_over, terminal_sigint
 
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen([sys.executable, "-m", "bondsim_ros.cli", "fleet", "2", "--processes", "2",
                              "--reference", "cmd_vel", "--warmup", "0.5"], env=env, cwd=tmp_path,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_sigint)
-    guard = threading.Timer(180.0, proc.kill)
-    guard.start()
     lines = []
-    try:
+    with guarded(proc), proc.stderr:
         for line in proc.stderr:
             lines.append(line)
             if "warming up" in line:
@@ -145,12 +143,6 @@ def test_a_signal_to_the_fleets_parent_alone_stops_every_process_and_reports(tmp
         err = "".join(lines) + proc.stderr.read()
         rc = proc.wait(timeout=30)
         took = time.monotonic() - tic
-    finally:
-        guard.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
     status, word = (143, "terminated") if sig == "SIGTERM" else (130, "interrupted")
     assert (rc, err.strip().splitlines()[-1]) == (status, word), (rc, err[-3000:])
     assert took < 8.0 and "Traceback" not in err, (took, err[-3000:])
@@ -234,12 +226,10 @@ def test_a_process_killed_during_the_run_ends_the_fleet_at_once(tmp_path):
     import os
     import signal
 
-    from procs import left_over, pool_workers
+    from procs import guarded, left_over, pool_workers
 
     proc = _fleet_command(tmp_path, "2", "--processes", "2", "--duration", "60", "--warmup", "0.5")
-    guard = threading.Timer(180.0, proc.kill)
-    guard.start()
-    try:
+    with guarded(proc), proc.stderr:
         for line in proc.stderr:
             if "warming up" in line:
                 break
@@ -250,12 +240,6 @@ def test_a_process_killed_during_the_run_ends_the_fleet_at_once(tmp_path):
         err = proc.stderr.read()
         rc = proc.wait(timeout=60)
         took = time.monotonic() - tic
-    finally:
-        guard.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
     assert rc == 2 and "Traceback" not in err, (rc, err[-3000:])
     assert re.search(r"bondsim-ros fleet: error: fleet: process [01] ended \(killed by SIGKILL\) during the run",
                      err), err[-3000:]

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from bondsim_ros.ros.dynamics_node import DynamicsNode  # noqa: E402
 from bondsim_ros.ros.graph import make_executor  # noqa: E402
-from procs import terminal_sigint  # noqa: E402
+from procs import guarded, terminal_sigint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -481,10 +480,8 @@ def _stop_held(code: str, ready: str, sig, cwd=None, again: float | None = None)
     after 3 min: the test fails instead of hanging the run."""
     proc = subprocess.Popen([sys.executable, "-c", code], env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, cwd=cwd, preexec_fn=terminal_sigint)
-    guard = threading.Timer(180.0, proc.kill)
-    guard.start()
     lines = []
-    try:
+    with guarded(proc):
         for line in proc.stderr:
             lines.append(line)
             if ready in line:
@@ -498,12 +495,8 @@ def _stop_held(code: str, ready: str, sig, cwd=None, again: float | None = None)
             proc.send_signal(sig)
         rc = proc.wait(timeout=30.0)
         took = time.monotonic() - tic
-    finally:
-        guard.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return rc, took, "".join(lines) + proc.stderr.read()
+    with proc.stderr:
+        return rc, took, "".join(lines) + proc.stderr.read()
 
 
 @pytest.mark.parametrize("hold", sorted(HOLDS))
@@ -596,18 +589,14 @@ def test_demo_whose_teardown_is_held_writes_its_outputs_and_ends_within_3_s(tmp_
     down, and bounds that teardown: a held one costs neither the outputs nor more than 3 s."""
     proc = subprocess.Popen([sys.executable, "-c", HELD_DEMO.replace("HOLD", HOLDS[hold])], env=_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    guard = threading.Timer(240.0, proc.kill)
-    guard.start()
     lines, said = [], None
-    try:
+    with guarded(proc, 240.0), proc.stderr:
         for line in proc.stderr:
             lines.append(line)
             if line.startswith("[demo] "):
                 said = time.monotonic()
         rc = proc.wait()
         took = time.monotonic() - (said or 0.0)
-    finally:
-        guard.cancel()
     err = "".join(lines)
     assert rc == 0 and said is not None and 2.9 < took < 4.5, (rc, took, err[-3000:])
     assert "[demo] bag: out/bag" in err and "[demo] plot: out/path.png" in err, err[-3000:]

@@ -7,14 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
-from procs import terminal_sigint  # noqa: E402
+from procs import guarded, terminal_sigint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,11 +115,9 @@ def _signal_at(code: str, args: list, ready: str, sig, cwd, timeout: float = 30.
     end within ``timeout`` of the signal is killed (status None)."""
     proc = subprocess.Popen([sys.executable, "-c", code, *args], env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, cwd=cwd, preexec_fn=terminal_sigint)
-    guard = threading.Timer(120.0, proc.kill)
-    guard.start()
     lines = []
     rc = None
-    try:
+    with guarded(proc, 120.0):
         for line in proc.stderr:
             lines.append(line)
             if ready in line:
@@ -132,12 +129,8 @@ def _signal_at(code: str, args: list, ready: str, sig, cwd, timeout: float = 30.
         except subprocess.TimeoutExpired:
             pass
         took = time.monotonic() - tic
-    finally:
-        guard.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return rc, took, "".join(lines) + proc.stderr.read()
+    with proc.stderr:
+        return rc, took, "".join(lines) + proc.stderr.read()
 
 
 EXPECTED = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "terminated")}
