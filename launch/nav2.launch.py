@@ -6,7 +6,9 @@ default the Robotino in the RCLL-style arena).
                                            [params_file:=NAV2_PARAMS.yaml]
 
 The twin runs in cmd_vel mode. sensor_node simulates its laser scanner (`scan`), IR sensors and
-bumper against map:= (default config/maps/rcll_arena.yaml), the same file map_server serves;
+bumper, placed as the robot declares (its Robot's sensors file; a base without one gets the
+Robotino's, with a warning), against map:= (default config/maps/rcll_arena.yaml), the same file
+map_server serves;
 bumper_stop passes Nav2's /cmd_vel on to the twin's cmd_vel_bumper and holds it at zero for 2 s
 after a bumper contact, as the Robotino's driver does. Nav2 (nav2_bringup's navigation_launch.py)
 plans on that map with params_file:= (default config/nav2_params.yaml: the Robotino's footprint,
@@ -59,6 +61,12 @@ def _nodes(context):
         launch.logging.get_logger("nav2.launch.py").warning(
             f"model:={view.spec} with config/nav2_params.yaml, whose footprint is the Robotino's (robot_radius "
             f"0.19 m): give params_file:= with this base's footprint")
+    # the robot's own sensor layout (Robot.sensors); without one sensor_node's defaults, the Robotino's
+    layout = [str(view.robot.sensors)] if view.robot.sensors is not None else []
+    if not layout:
+        launch.logging.get_logger("nav2.launch.py").warning(
+            f"model:={view.spec} declares no sensor layout (Robot.sensors): sensor_node places the Robotino's "
+            f"laser, IR sensors and bumper on it")
     # the path quoted: launch splits the command line as a shell would (a folder with a space)
     xacro = Command(["xacro ", shlex.quote(str(view.xacro))]) if view.xacro else None
     description = (ParameterValue(xacro, value_type=str) if view.xacro
@@ -73,7 +81,8 @@ def _nodes(context):
         Node(package="bondsim_ros", executable="probe_node", parameters=[params, {"mechanism": str(view.mechanism)}]),
         # the scan AMCL and the costmaps use, the IR sensors and the bumper, against the map Nav2 plans on;
         # map -> odom is the identity at the start in both modes (the twin starts at the map's origin)
-        Node(package="bondsim_ros", executable="sensor_node", output="screen", parameters=[{"map": map_yaml}]),
+        Node(package="bondsim_ros", executable="sensor_node", output="screen",
+             parameters=[*layout, {"map": map_yaml}]),
         Node(package="bondsim_ros", executable="bumper_stop", output="screen",
              parameters=[{"cmd_vel_in": "cmd_vel", "cmd_vel_out": "cmd_vel_bumper", "cmd_vel_out_type": "stamped"}]),
         Node(package="nav2_map_server", executable="map_server", name="map_server",

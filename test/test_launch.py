@@ -452,6 +452,8 @@ def test_nav2_launch(prefix, tmp_path, localization):
     assert map_yaml.is_file() and (map_yaml.parent / yaml.safe_load(map_yaml.read_text())["image"]).is_file()
     sensors = seen["parameters"]["/sensor_node"]
     assert Path(sensors["map"]).resolve() == map_yaml.resolve() == (ROOT / "config" / "maps" / "rcll_arena.yaml")
+    # the Robotino's declared sensor layout (config/robotino_sensors.yaml) reaches the node through rcl
+    assert sensors["footprint_radius"] == 0.185 and list(sensors["laser_pose"]) == [0.12, 0.0, 0.25, 0.0], sensors
     # Nav2's commands reach the twin through bumper_stop
     assert seen["parameters"]["/dynamics_node"]["reference"] == "cmd_vel"
     assert seen["parameters"]["/bumper_stop"]["cmd_vel_in"] == "cmd_vel"
