@@ -37,6 +37,7 @@ DEFAULT_MODEL = "robotino"
 
 def _nodes(context):
     from bondsim_ros.robots import load_robot
+    from bondsim_ros.ros.graph import robot_sensor_layout
     from bondsim_ros.ros.launch_support import ModelLaunchError, model_view, require_cmd_vel
     from bondsim_ros.twin.interface_profile import ProfileError, parse_profile
 
@@ -70,8 +71,11 @@ def _nodes(context):
         map_yaml = arg("map")
         if map_yaml and not os.path.isfile(map_yaml):
             raise ModelLaunchError(f"driver.launch.py: map:={map_yaml}: no such file")
+        # the robot's sensor layout (Robot.sensors) as values: a parameter file's node name would not
+        # match the namespaced node
+        layout = robot_sensor_layout(view.spec) or {}
         nodes.append(Node(package="bondsim_ros", executable="sensor_node", namespace=namespace, output="screen",
-                          parameters=[{"map": os.path.abspath(map_yaml) if map_yaml else "",
+                          parameters=[{**layout, "map": os.path.abspath(map_yaml) if map_yaml else "",
                                        "pose_topic": f"{profile.node_name}/ground_truth", "frame_prefix": prefix,
                                        # reliable, depth 10, as the driver's laser node publishes scan
                                        "scan_qos": "reliable",

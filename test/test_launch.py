@@ -350,6 +350,7 @@ def test_driver_launch_stands_in_for_the_robotino_driver(prefix, tmp_path):
     assert sensors and sensors["pose_topic"] == "robotino_node/ground_truth" and sensors["frame_prefix"] == \
         "robotinobase1/", sensors
     assert sensors["scan_qos"] == "reliable"  # as the driver's laser node publishes scan
+    assert sensors["ir_radius"] == 0.185 and sensors["ir_frame_z"] == 0.05, sensors  # the Robotino's layout
     assert "hostname: no effect in the twin" in seen["log"] and "motor_timeout: no effect" in seen["log"]
     rsp = _one(records, "robot_state_publisher", "robot_state_publisher")
     assert "__ns:=/robotinobase1" in rsp["argv"]
