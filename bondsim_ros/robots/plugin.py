@@ -43,8 +43,9 @@ class Robot:
     # scan, so the scan is of the world in the video; None: the demo runs no sensors
     world: Path | None = None
     # sensor_node's layout of the robot's sensors (a ROS 2 parameter file with a sensor_node section:
-    # laser_pose, ir_radius, ir_frame_z, footprint_radius), applied by `up --sensors` and the demo;
-    # None: the robot declares none, and sensor_node's defaults place the Robotino's
+    # laser_pose, ir_radius, ir_frame_z, footprint_radius), applied by `up --sensors`, the demo,
+    # nav2.launch.py and driver.launch.py; None: the robot declares none, and sensor_node's defaults
+    # place the Robotino's
     sensors: Path | None = None
     # what the twin's built-in reference is called (the Robotino's "rose"), for the dynamics node's
     # log; "": the model's own path, named "builtin"

@@ -421,9 +421,12 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | N
             whose = f"model file {model!r} declares no sensor layout"
         else:
             whose = f"robot {model!r} declares no sensor layout (Robot.sensors)"
-        print(f"bondsim-ros up: warning: --sensors: {whose}, so sensor_node places the Robotino's: the laser 0.12 m "
-              f"ahead, the IR sensors and the bumper on a 0.185 m radius. Give this base's in a sensor_node section of "
-              f"--params ({', '.join(SENSOR_LAYOUT)})", file=sys.stderr)
+        from .sensor_node import PARAMS as DEFAULTS  # (the Robotino's)
+
+        print(f"bondsim-ros up: warning: --sensors: {whose}, so sensor_node places the Robotino's: the laser "
+              f"{DEFAULTS['laser_pose'][0][0]:g} m ahead, the IR sensors and the bumper on a "
+              f"{DEFAULTS['footprint_radius'][0]:g} m radius. Give this base's in a sensor_node section of --params "
+              f"({', '.join(SENSOR_LAYOUT)})", file=sys.stderr)
     sensor = {**(layout or {}), **own}  # the user's section over the robot's layout
     if map_yaml:
         if not Path(map_yaml).is_file():
