@@ -41,6 +41,7 @@ LOCALIZATION = ("amcl", "static")
 def _nodes(context):
     import launch.logging
 
+    from bondsim_ros.ros.graph import robot_sensor_layout
     from bondsim_ros.ros.launch_support import ModelLaunchError, model_view, require_cmd_vel
 
     share = get_package_share_directory("bondsim_ros")
@@ -61,9 +62,10 @@ def _nodes(context):
         launch.logging.get_logger("nav2.launch.py").warning(
             f"model:={view.spec} with config/nav2_params.yaml, whose footprint is the Robotino's (robot_radius "
             f"0.19 m): give params_file:= with this base's footprint")
-    # the robot's own sensor layout (Robot.sensors); without one sensor_node's defaults, the Robotino's
-    layout = [str(view.robot.sensors)] if view.robot.sensors is not None else []
-    if not layout:
+    # the robot's own sensor layout (Robot.sensors), as values (as driver.launch.py gives it to its
+    # namespaced node); without one sensor_node's defaults, the Robotino's
+    layout = robot_sensor_layout(view.spec)
+    if layout is None:
         launch.logging.get_logger("nav2.launch.py").warning(
             f"model:={view.spec} declares no sensor layout (Robot.sensors): sensor_node places the Robotino's "
             f"laser, IR sensors and bumper on it")
@@ -82,7 +84,7 @@ def _nodes(context):
         # the scan AMCL and the costmaps use, the IR sensors and the bumper, against the map Nav2 plans on;
         # map -> odom is the identity at the start in both modes (the twin starts at the map's origin)
         Node(package="bondsim_ros", executable="sensor_node", output="screen",
-             parameters=[*layout, {"map": map_yaml}]),
+             parameters=[{**(layout or {}), "map": map_yaml}]),
         Node(package="bondsim_ros", executable="bumper_stop", output="screen",
              parameters=[{"cmd_vel_in": "cmd_vel", "cmd_vel_out": "cmd_vel_bumper", "cmd_vel_out_type": "stamped"}]),
         Node(package="nav2_map_server", executable="map_server", name="map_server",
