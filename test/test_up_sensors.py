@@ -103,8 +103,9 @@ def test_up_sensors_bad_input_is_named(capfd, argv, message):
 
 
 def test_the_robotinos_declared_layout_is_the_one_sensor_nodes_defaults_place():
-    """`up --sensors` and the demo give sensor_node the Robotino's declared layout; the launch
-    files run sensor_node with its defaults: both must place the same sensors."""
+    """`up --sensors`, the demo and the launch files give sensor_node the Robotino's declared
+    layout; sensor_node run on its own (`ros2 run`) places its defaults: both must place the same
+    sensors."""
     from bondsim_ros.ros.graph import SENSOR_LAYOUT, robot_sensor_layout
     from bondsim_ros.ros.sensor_node import PARAMS
 
