@@ -262,25 +262,13 @@ def _collect_after_signal(procs, results, out: list, sig) -> None:
     which stops and reports (a terminal's Ctrl-C reached them already, a `kill PID` or a
     supervisor's SIGTERM did not), and collect the reports for STOP_REPORT_WAIT s at most. More
     signals meanwhile are ignored: the wait is bounded."""
-    import queue
     import signal
 
     main = threading.current_thread() is threading.main_thread()
     old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
         _signal_live(procs, sig)
-        deadline = time.monotonic() + STOP_REPORT_WAIT
-        while len(out) < len(procs) and time.monotonic() < deadline:
-            try:
-                out.append(results.get(timeout=0.2))
-            except queue.Empty:
-                if not any(p.pid is not None and p.is_alive() for p in procs):
-                    try:  # the last reports of processes that have just ended
-                        while len(out) < len(procs):
-                            out.append(results.get(timeout=0.5))
-                    except queue.Empty:
-                        pass
-                    break
+        _collect(procs, results, out, limit=STOP_REPORT_WAIT)
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
