@@ -15,7 +15,10 @@ reduced, printed and compiled, the C solver core is the one the install compiled
 compile, what the install spends on it, is timed on its own). Without an installed core: the
 same with the package as a wheel built on another machine would install it (links to the
 checkout's files, its ``solver/prebuilt`` left out), so the core's build overlaps the model's.
-The build time is the one the command prints (`build X s`). Every run starts as a command typed in a shell does:
+The build time is the one the command prints (`build X s`). The same command each time, so
+from the second run on its solve starts ahead, from the image the run before left
+(solver/ahead.py; the summary line says so, counted here). Every run starts as a command typed
+in a shell does:
 the ROS 2 wheels' bootstrapper (a .pth file of the venv) starts each new interpreter a second
 time with the ROS libraries on LD_LIBRARY_PATH, unless its guard variable says the process is
 that second start; this script runs as one, so the guard is dropped from the runs' environment.
@@ -121,7 +124,8 @@ def parts(walls: list, solves: list, floors: dict) -> dict:
     """Where a warm run's wall time goes, from medians of the same rounds: the interpreter's
     start (its second start for the ROS wheels, by difference), numpy's import, the printed
     solve, and the rest by difference (the package's imports, the cached model, set-up, the CSV's
-    last rows)."""
+    last rows). A solve started ahead (solver/ahead.py) prints the wait for it once the solver is
+    set up: the part of the solve that the start-up did not hide."""
     med = {name: statistics.median(v) for name, v in floors.items()}
     solve = statistics.median(solves)
     return {"interpreter_s": med["interpreter"], "reexec_s": med["interpreter"] - med["interpreter_once"],
@@ -141,6 +145,7 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
     cpus = {label: [] for label in roots}
     builds = {label: [] for label in roots}
     solves = {label: [] for label in roots}
+    aheads = {label: 0 for label in roots}  # runs whose solve started from the last run's image
     floors = {name: [] for name in FLOORS}
     for _ in range(repeat):
         for label, root in roots.items():
@@ -149,6 +154,7 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
             cpus[label].append(cpu)
             builds[label].append(build_time(err))
             solves[label].append(solve_time(err))
+            aheads[label] += "(started ahead)" in err
         for name, wall in floor_times(roots["this"], tmp).items():
             floors[name].append(wall)
     print(f"warm `bondsim-ros simulate {' '.join(ROBOTINO)} --csv r.csv`, {repeat} runs each "
@@ -157,7 +163,8 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
         t = times[label]
         print(f"  {label:10s} wall median {statistics.median(t):.2f} s (min {min(t):.2f}, max {max(t):.2f}); "
               f"CPU median {statistics.median(cpus[label]):.2f} s; "
-              f"printed build median {statistics.median(builds[label]):.2f} s")
+              f"printed build median {statistics.median(builds[label]):.2f} s; solve started ahead in "
+              f"{aheads[label]} of {repeat}")
     if len(roots) == 2:
         a, b = (statistics.median(times[k]) for k in roots)
         print(f"  ratio {list(roots)[0]} / {list(roots)[1]}: {a / b:.2f}")
@@ -168,7 +175,7 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
           f"{split['solve_s']:.3f} s, the rest {split['rest_s']:.3f} s")
     return {"runs": repeat, "wall_median_s": statistics.median(t), "wall_min_s": min(t), "wall_max_s": max(t),
             "cpu_median_s": statistics.median(cpus["this"]), "build_median_s": statistics.median(builds["this"]),
-            "parts": split}
+            "ahead_runs": aheads["this"], "parts": split}
 
 
 def core_build(root: Path) -> float:

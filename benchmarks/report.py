@@ -187,7 +187,9 @@ def cli_bench(f: dict) -> list:
                          "(the ROS 2 wheels' second start in it)",
                          f"{sig2(p['interpreter_s'], 2)} s ({sig2(p['reexec_s'], 2)} s)"])
             rows.append(["warm, of which: numpy's import", f"{sig2(p['numpy_import_s'], 2)} s"])
-            rows.append(["warm, of which: the solve `simulate` prints", f"{sig2(p['solve_s'], 2)} s"])
+            ahead = w.get("ahead_runs")
+            started = f" (started ahead in {ahead} of {w['runs']} runs: the wait for it)" if ahead else ""
+            rows.append([f"warm, of which: the solve `simulate` prints{started}", f"{sig2(p['solve_s'], 2)} s"])
             rows.append(["warm, of which: the rest, by difference (the package's imports, the cached model, "
                          "set-up, the CSV's last rows)", f"{sig2(p['rest_s'], 2)} s"])
         rows.append(["warm: CPU time, median", f"{sig2(w['cpu_median_s'], 2)} s" if w.get("cpu_median_s") else DASH])
@@ -429,7 +431,10 @@ SECTIONS = [
      "from spawn to exit, with the package's compiled modules (.pyc) as an installed package has them. "
      "The warm wall time is split, with medians of the same rounds, into the interpreter's start and "
      "numpy's import (measured alone), the solve the command prints, and the rest by difference: "
-     "what the package adds around its solve. "
+     "what the package adds around its solve. The command is the same each time, so from the second "
+     "run on its solve starts ahead, on the second core, from the image the run before left "
+     "(`docs/solver.md`, solver/ahead.py) while numpy and the package are imported: the solve it "
+     "prints is then the wait for that run once the solver is set up. "
      "Warm: the generated-code cache after one untimed run. Empty cache: a new `BONDSIM_CACHE_DIR` "
      "with nothing in it, a user's first run after the install, so the model is built, reduced, "
      "printed as C and compiled; the C solver core is the one the install compiled (`pip install`, "

@@ -10,9 +10,9 @@ def register(sub) -> None:
                                    "~/.cache/bondsim_ros) folder by folder: models (generated code, build records), "
                                    "solver (solver cores, orderings), host (compiler and CPU facts), urdf "
                                    "(mechanisms converted for /robot_description), rviz (the launch files' RViz "
-                                   "views), c_ida (benchmarks/c_ida.py's IDA builds). Entries are rebuilt on "
-                                   "demand, so removing them costs only build time; nothing else in the folder is "
-                                   "touched.")
+                                   "views), c_ida (benchmarks/c_ida.py's IDA builds), runs (the solver images a "
+                                   "`simulate` starts its solve from when run again). Entries are rebuilt on demand, "
+                                   "so removing them costs only build time; nothing else in the folder is touched.")
     what = c.add_mutually_exclusive_group()
     what.add_argument("--prune", action="store_true",
                       help="remove entries not used for --older-than days (the newest solver core stays)")

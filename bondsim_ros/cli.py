@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         # a 0.75 s warm `simulate robotino`). A user's own setting wins.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     words = sys.argv[1:] if argv is None else argv
+    # a command that ran before, unchanged: its solve starts now, from the image that run left,
+    # on the second core while numpy and the package are imported (solver/ahead.py)
+    ahead = _start_ahead(words) if argv is None else None
     parser = build_parser(words[0] if words else None)
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -97,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     args.program_run = argv is None  # the console script or `python -m`: the process is the command's
+    args.ahead = ahead
     if args.program_run:
         import signal
 
@@ -153,6 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None and getattr(args, "fast_exit", False):
         _exit_now(code)
     return code
+
+
+def _start_ahead(words):
+    """The solve of a ``simulate`` command started from its last identical run's image (an
+    ``ahead.Ahead``), None for other commands and with --no-cache."""
+    if words[:1] != ["simulate"] or "--no-cache" in words:
+        return None
+    from bondsim_ros.solver import ahead
+
+    return ahead.start(words)
 
 
 # The optional dependencies (setup.py's extras) by top-level module. The ROS 2 Python packages

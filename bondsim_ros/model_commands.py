@@ -249,7 +249,7 @@ def cmd_simulate(args) -> int:
         start.end()
         with bar or contextlib.nullcontext():
             result = simulate(compiled, t_end=t_end, dt_out=dt_out, options=options, params=params, progress=progress,
-                              rows=rows)
+                              rows=rows, ahead=None if args.no_cache else getattr(args, "ahead", None))
     except ModelError as exc:
         raise CLIError(_located(exc, args.model, params)) from None
     except InconsistentInitialValues as exc:  # the model's start refused before any step: its input
@@ -293,10 +293,12 @@ def cmd_simulate(args) -> int:
                     tmp.discard()
     if not args.quiet:
         s = result.stats
+        ahead = getattr(args, "ahead", None)
+        ahead_note = " (started ahead)" if ahead is not None and ahead.adopted else ""
         print(f"[bondsim] {compiled.name}: t = 0..{t_end:g} s, {len(result.t)} output rows, "
               f"{s.get('steps', '?')} steps ({s.get('rejected', '?')} rejected"
               f"{', %d events' % s['events'] if s.get('events') else ''}), "
-              f"solve {result.timings['solve']:.3f} s, build {t_build:.2f} s"
+              f"solve {result.timings['solve']:.3f} s{ahead_note}, build {t_build:.2f} s"
               f"{' (cached)' if compiled.from_cache else ''}", file=sys.stderr)
         for f in ([args.csv] if args.csv and args.csv != "-" else []) + list(written):
             print(f"[bondsim] wrote {f}", file=sys.stderr)

@@ -130,10 +130,10 @@ def compile_library(name: str, src_path: Path, source: str, folder: Path) -> Pat
 # the folders written under the cache root, each by one part: the generated code and build records
 # (this module, models/buildcache.py), the solver cores and COLAMD orderings (solver/_ccore.py,
 # solver/bdf.py), the compiler's and CPU's facts (solver/native.py), the URDFs converted for
-# /robot_description (mechanism/urdf.py), the launch files' RViz views (ros/launch_support.py) and
-# the IDA builds of benchmarks/c_ida.py. Nothing else in the root is touched: it may be a folder
-# the user named with $BONDSIM_CACHE_DIR.
-FOLDERS = ("models", "solver", "host", "urdf", "rviz", "c_ida")
+# /robot_description (mechanism/urdf.py), the launch files' RViz views (ros/launch_support.py),
+# the IDA builds of benchmarks/c_ida.py and the images of `simulate` runs (solver/ahead.py).
+# Nothing else in the root is touched: it may be a folder the user named with $BONDSIM_CACHE_DIR.
+FOLDERS = ("models", "solver", "host", "urdf", "rviz", "c_ida", "runs")
 
 
 def _groups(root: Path) -> dict:

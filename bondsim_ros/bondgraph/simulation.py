@@ -366,17 +366,18 @@ class Simulation:
 
 
 def simulate(model, t_end: float, dt_out: float, t0: float = 0.0, options: SolverOptions | None = None,
-             params=None, y0=None, progress=None, log=None, rows=None) -> SimulationResult:
+             params=None, y0=None, progress=None, log=None, rows=None, ahead=None) -> SimulationResult:
     """Simulate ``model`` from ``t0`` to ``t_end`` with outputs every ``dt_out``; ``options``:
     the solver's (default ``SolverOptions()``). ``progress``: called with the simulated time as
     the run goes on (the command line draws its progress bar with it). ``rows``: an object whose
     ``rows_ready(data, stop)`` is told each stretch of the result's table as it is solved
-    (``StreamedCsv``)."""
+    (``StreamedCsv``). ``ahead``: a ``solver.ahead.Ahead`` (the command line's): its run, started
+    from an image, is taken when it is this run's solve; else this run's image is written there."""
     compiled, t_build, t_out = _prepare(model, t0, t_end, dt_out, log)
     tic = time.perf_counter()
     sim = Simulation(compiled, options, t0=t0, params=params, y0=y0)
     t_init = time.perf_counter() - tic
-    return _run(sim, t_out, progress, t_build, t_init, rows)
+    return _run(sim, t_out, progress, t_build, t_init, rows, ahead)
 
 
 def simulate_many(model, param_sets, t_end: float, dt_out: float, t0: float = 0.0,
@@ -433,24 +434,29 @@ def output_times(t0, t_end, dt_out) -> np.ndarray:
     return t_out
 
 
-def _advance(sim, t_out, data, progress, rows):
-    """Solve into ``data[1:]``; with ``rows``, stretch by stretch, each handed over once solved
-    (the same outputs as one call: the core's steps do not depend on how the output times are
-    split)."""
-    if rows is None:
-        sim.advance(t_out, progress=progress, tstop=float(t_out[-1]), out=data[1:])
-        return
-    rows.rows_ready(data, 1)
-    for start in range(0, t_out.shape[0], _STRETCH):
-        stop = min(t_out.shape[0], start + _STRETCH)
-        sim.advance(t_out[start:stop], progress=progress, tstop=float(t_out[-1]), out=data[1 + start:1 + stop])
-        rows.rows_ready(data, 1 + stop)
+def _stretches(m: int, streamed: bool) -> list:
+    """The (start, stop) output rows of each solver call of a run: all in one, or ``_STRETCH``
+    at a time when someone takes the rows as they come (the same outputs either way: the core's
+    steps do not depend on how the output times are split)."""
+    return [(a, min(m, a + _STRETCH)) for a in range(0, m, _STRETCH)] if streamed else [(0, m)]
+
+
+def _advance(sim, t_out, data, progress, rows, stretches):
+    """Solve into ``data[1:]``, a solver call per stretch; with ``rows``, each stretch handed
+    over once solved."""
+    if rows is not None:
+        rows.rows_ready(data, 1)
+    tstop = float(t_out[-1])
+    for start, stop in stretches:
+        sim.advance(t_out[start:stop], progress=progress, tstop=tstop, out=data[1 + start:1 + stop])
+        if rows is not None:
+            rows.rows_ready(data, 1 + stop)
 
 
 _STRETCH = 128  # output rows per solver call when someone takes the rows as they come
 
 
-def _run(sim, t_out, progress, t_build, t_init, rows=None) -> SimulationResult:
+def _run(sim, t_out, progress, t_build, t_init, rows=None, ahead=None) -> SimulationResult:
     """Integrate a started Simulation over ``t_out`` into a result (first row: the start)."""
     compiled = sim.compiled
     t0 = sim.t
@@ -462,7 +468,12 @@ def _run(sim, t_out, progress, t_build, t_init, rows=None) -> SimulationResult:
     tic = time.perf_counter()
     # the last step ends at t_end, not beyond: inputs given on [t0, t_end] (the dual-arm manipulator's voltage
     # series) are not evaluated outside it, and the last row is a step point, not interpolated
-    _advance(sim, t_out, data, progress, rows)
+    stretches = _stretches(t_out.shape[0], rows is not None)
+    if ahead is not None:  # (a progress callback splits the calls by time: no image then)
+        ahead.use(sim.solver if progress is None else None, t_out, float(t_out[-1]), stretches)
+    _advance(sim, t_out, data, progress, rows, stretches)
+    if ahead is not None:
+        ahead.finish()
     t_solve = time.perf_counter() - tic
     return SimulationResult(names=sim.output_names, data=data, stats=dict(sim.solver.stats),
                             timings={"build": t_build, "init": t_init, "solve": t_solve},

@@ -9,12 +9,11 @@ differential, and initial values::
     solver.init(0.0, y0)                 # consistent algebraic y and y'
     Y, YP = solver.advance(t_out)        # dense output; call again to continue
 
-Importing it imports neither numpy nor numba: ``SolverOptions`` comes from ``options`` (the
-command line builds its flags from it at parse time), the rest is loaded when first asked for
-(``kernels`` imports numba only for numba-compiled kernels).
+Importing it imports nothing: each name is loaded when first asked for (``SolverOptions`` from
+``options``, the rest from ``bdf``, which imports numpy, and ``kernels``, which imports numba),
+so that the command line can start a solve from an image (``ahead``) before any of them.
 """
-from .options import SolverOptionError, SolverOptions
-
+_OPTIONS = ("SolverOptions", "SolverOptionError")
 _BDF = ("BDFSolver", "DAEProblem", "SolverError", "StepSizeUnderflow", "SingularMatrix", "InconsistentInitialValues",
         "TooManySteps", "ModeChatter")
 _KERNELS = ("residual_kernel", "jacobian_kernel", "RES_SIG", "JAC_SIG")
@@ -25,6 +24,11 @@ __all__ = ["SolverOptions", "SolverOptionError", *_BDF, *_KERNELS]
 def __getattr__(name):
     # kept as a module attribute once loaded: a later ``from bondsim_ros.solver import
     # BDFSolver`` (every Simulation) then finds it without this call
+    if name in _OPTIONS:
+        from . import options
+
+        value = globals()[name] = getattr(options, name)
+        return value
     if name in _BDF:
         from . import bdf
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _ccore as core
+from . import ahead
 from . import native
 from .kernels import c_address
 from .options import SolverOptionError, SolverOptions
@@ -890,6 +891,25 @@ class BDFSolver:
             raise ValueError(f"output time {float(t_out.max())} is past tstop {tstop}")
         return self._advance(t_out, progress, float(tstop) - self._origin, chunk)
 
+    def image(self, t_out, tstop, stretches) -> dict | None:
+        """The image of this solver's core before the calls ``advance(t_out[a:b], tstop=tstop)``
+        for each (a, b) of ``stretches`` without a progress callback (``ahead``): None when the
+        core cannot be rebuilt from bytes (kernels that are no library's symbols, KLU)."""
+        t_core = np.ascontiguousarray(np.asarray(t_out, dtype=float) - self._origin)
+        return ahead.image(self._core, core.Solver, t_core, float(tstop) - self._origin, self.rtol, self.hmax,
+                           self.max_steps, stretches, core.CONSTANTS)
+
+    def kernel_address(self, name: str) -> int:
+        """The address of the core's kernel ``name`` (res, jac, roots, modes; 0: none)."""
+        return int(getattr(self._core.s, name) or 0)
+
+    def adopt(self, run) -> None:
+        """Take the calls of ``run`` (an ``ahead.Run`` of this solver's image, compared by
+        ``ahead.Ahead.use``) as this solver's next core calls: each waits for the run's call,
+        takes its rows, and after the last (or a failure) this solver's arrays take the run's,
+        as if its own core had made the calls."""
+        self._core = _Adopted(self, self._core, run)
+
     def step_to(self, t: float):
         """``advance([t])`` with the last step ending a few ulps past ``t`` (64 eps of the
         solver's own time, so never a last step below hmin) instead of past it by up to a step:
@@ -976,3 +996,41 @@ class BDFSolver:
         if status == core.TOO_MANY:
             raise TooManySteps(f"more than {self.max_steps} steps before reaching the output time (t={t:.9g})")
         raise SolverError(f"solver failed with status {status} at t={t}")
+
+
+class _Adopted:
+    """A solver's core while it takes the calls of a run started ahead (BDFSolver.adopt): the
+    same ``advance``, answered from the run; anything else is the solver's own core's."""
+
+    def __init__(self, solver, own, run):
+        self._solver, self._own, self._run = solver, own, run
+        self._calls = run.image["calls"]
+        self._k = 0
+
+    def __getattr__(self, name):
+        return getattr(self._own, name)
+
+    def advance(self, t_out, t_stop, Y, YP, rtol, hmax, max_steps) -> int:
+        calls, k, run = self._calls, self._k, self._run
+        a, b = calls["stretches"][k]
+        m = t_out.shape[0]
+        if (m != b - a or t_stop != calls["tstop"] or rtol != calls["rtol"] or hmax != calls["hmax"]
+                or max_steps != calls["max_steps"] or t_out.tobytes() != calls["t_out"][8 * a:8 * b]):
+            # Ahead.use compared the whole plan: a call off it is a caller that changed its plan
+            raise RuntimeError(f"core call {k} is not the one the adopted run made")
+        status, rows = run.wait(k)
+        n = self._solver.n
+        Y[:rows] = np.frombuffer(run.Y, count=rows * n, offset=8 * a * n).reshape(rows, n)
+        YP[:rows] = np.frombuffer(run.YP, count=rows * n, offset=8 * a * n).reshape(rows, n)
+        self._k = k + 1
+        if status != core.OK or self._k == len(calls["stretches"]):
+            self._take_state()
+        return status
+
+    def _take_state(self) -> None:
+        """The run's arrays into the solver's own (the run has ended: its last call returned)."""
+        self._run.join()
+        for name, a in self._own._arrays.items():
+            if a.size:
+                a.reshape(-1).view(np.uint8)[:] = np.frombuffer(self._run.arrays[name], np.uint8, a.nbytes)
+        self._solver._core = self._own

@@ -24,6 +24,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from . import cachedir
+
 # -O2: -O3 compiled the Robotino kernels 40 % slower for no measurable run-time gain.
 # -ffp-contract=off: no fused multiply-adds, so results do not depend on the CPU the cache
 # was built on. -fno-math-errno lets sqrt compile to one instruction.
@@ -52,9 +54,7 @@ class NativeBuildError(RuntimeError):
 
 def cache_root() -> Path:
     """``$BONDSIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/bondsim_ros``, else ``~/.cache/bondsim_ros``."""
-    root = os.environ.get("BONDSIM_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "bondsim_ros")
-    return Path(root)
+    return Path(cachedir.cache_root())
 
 
 def check_cache_root() -> Path:
