@@ -189,22 +189,21 @@ class Ahead:
         ``finish`` once the run succeeds (``solver`` None: a run whose calls follow no plan,
         which keeps no image)."""
         image = solver.image(t_out, tstop, stretches) if self.path is not None and solver is not None else None
-        run, self.run = self.run, None
-        if run is not None and image is not None:
-            image["key"] = self.key
-            if run.image == image and all(solver.kernel_address(k) == a for k, a in run.kernels.items()):
-                solver.adopt(run)
-                self.adopted = True
-                try:
-                    os.utime(self.path)  # in use: the last the folder's trimming removes
-                except OSError:
-                    pass
-                return True
-        if run is not None:
-            run.stop()
         if image is not None:
             image["key"] = self.key
-            self._new = image
+        run, self.run = self.run, None
+        if run is not None and image is not None and run.image == image and all(
+                solver.kernel_address(k) == a for k, a in run.kernels.items()):
+            solver.adopt(run)
+            self.adopted = True
+            try:
+                os.utime(self.path)  # in use: the last the folder's trimming removes
+            except OSError:
+                pass
+            return True
+        if run is not None:
+            run.stop()
+        self._new = image
         return False
 
     def finish(self) -> None:
@@ -283,7 +282,7 @@ def image(core, struct_type, t_core, tstop, rtol, hmax, max_steps, stretches, co
         return None
     raw = bytearray(ctypes.string_at(base, ctypes.sizeof(s)))
     offsets, kernels, arrays = {}, [], []
-    own = {name: a for name, a in core._arrays.items()}
+    own = core._arrays
     for name, ctype in struct_type._fields_:
         offset = getattr(struct_type, name).offset
         offsets[name] = offset
