@@ -38,21 +38,22 @@ _PER_CALL = ("n_out", "t_stop", "rtol", "hmax", "max_steps", "t_out", "Yout", "Y
 _KERNELS = ("res", "jac", "roots", "modes")
 
 
-def image_path(words, cwd: str | None = None, tty: bool | None = None) -> str:
-    """Where the image of the command ``words`` (its arguments after the program name) lives:
-    named by the arguments, the folder it runs in and whether it writes to a terminal (a
-    progress bar splits the solve otherwise); a name shared by two commands only wastes a start,
-    since a run is taken only when its solver matches."""
-    key = _key(words, cwd, tty)
+def image_path(words) -> str:
+    """Where the image of the command ``words`` (its arguments after the program name) lives."""
+    return _path(_key(words))
+
+
+def _key(words) -> tuple:
+    """What names a command's image: its arguments, the folder it runs in and whether it writes
+    to a terminal (a progress bar splits the solve otherwise). A name shared by two commands only
+    wastes a start, since a run is taken only when its solver matches."""
+    return (FORMAT, sys.version, sys.executable, tuple(words), os.getcwd(), os.isatty(1))
+
+
+def _path(key: tuple) -> str:
     data = repr(key).encode()
     name = f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}.run"
     return os.path.join(cachedir.cache_root(), FOLDER, name)
-
-
-def _key(words, cwd=None, tty=None) -> tuple:
-    cwd = os.getcwd() if cwd is None else cwd
-    tty = os.isatty(1) if tty is None else tty
-    return (FORMAT, sys.version, sys.executable, tuple(words), cwd, bool(tty))
 
 
 def start(words) -> "Ahead":
@@ -60,8 +61,8 @@ def start(words) -> "Ahead":
     command and everything it names loads; an Ahead without a run otherwise. Never raises: a
     missing, stale or damaged image only means the solve starts when the solver is set up."""
     try:
-        path = image_path(words)
         key = _key(words)
+        path = _path(key)
     except Exception:  # noqa: BLE001 - no cwd (removed), no home: no image
         return Ahead(None, None, None)
     run = None
@@ -129,14 +130,15 @@ class Run(threading.Thread):
         n, t0, y0, yp0 = self.n, ctypes.addressof(self.t_out), ctypes.addressof(self.Y), ctypes.addressof(self.YP)
         k_out = self._k_out
         try:
+            # the same for every call of a plan (Ahead.use compared them); the rest per call
+            ctypes.c_double.from_address(base + off["t_stop"]).value = calls["tstop"]
+            ctypes.c_double.from_address(base + off["rtol"]).value = calls["rtol"]
+            ctypes.c_double.from_address(base + off["hmax"]).value = calls["hmax"]
+            ctypes.c_int64.from_address(base + off["max_steps"]).value = calls["max_steps"]
             for a, b in calls["stretches"]:
                 if self._halt:
                     break
                 ctypes.c_int64.from_address(base + off["n_out"]).value = b - a
-                ctypes.c_double.from_address(base + off["t_stop"]).value = calls["tstop"]
-                ctypes.c_double.from_address(base + off["rtol"]).value = calls["rtol"]
-                ctypes.c_double.from_address(base + off["hmax"]).value = calls["hmax"]
-                ctypes.c_int64.from_address(base + off["max_steps"]).value = calls["max_steps"]
                 ctypes.c_void_p.from_address(base + off["t_out"]).value = t0 + 8 * a
                 ctypes.c_void_p.from_address(base + off["Yout"]).value = y0 + 8 * a * n
                 ctypes.c_void_p.from_address(base + off["YPout"]).value = yp0 + 8 * a * n
@@ -212,24 +214,17 @@ class Ahead:
         image, self._new = self._new, None
         if image is None:
             return
-        folder = os.path.dirname(self.path)
-        tmp = os.path.join(folder, f".{os.path.basename(self.path)}.{os.getpid()}")
-        try:
-            os.makedirs(folder, exist_ok=True)
-            with open(tmp, "wb") as f:
-                marshal.dump(image, f)
-            os.replace(tmp, self.path)
-            _trim(folder)
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        if cachedir.write_whole(self.path, marshal.dumps(image)):
+            _trim(os.path.dirname(self.path))
 
 
 def _trim(folder: str) -> None:
     images = []
-    for entry in os.scandir(folder):
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
         if entry.name.endswith(".run") and not entry.name.startswith("."):
             try:
                 images.append((entry.stat().st_mtime, entry.path))

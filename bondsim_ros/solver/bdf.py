@@ -1,5 +1,6 @@
 """Python face of the BDF core: problem definition, consistent initialisation, resumable runs."""
 import contextlib
+import io
 import math
 import os
 from dataclasses import dataclass
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _ccore as core
-from . import ahead
+from . import ahead, cachedir
 from . import native
 from .kernels import c_address
 from .options import SolverOptionError, SolverOptions
@@ -263,14 +264,10 @@ def _column_order(indptr, indices, n) -> np.ndarray:
         pass
     q = _colamd(indptr, indices, n)
     _orders[key] = q
-    try:  # written whole or not at all; a read-only cache only costs the next run the SciPy call
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            np.save(fh, q, allow_pickle=False)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    # written whole or not at all; a read-only cache only costs the next run the SciPy call
+    data = io.BytesIO()
+    np.save(data, q, allow_pickle=False)
+    cachedir.write_whole(path, data.getvalue())
     return q.copy()
 
 

@@ -101,14 +101,7 @@ def _remembered(kind: str, key: list):
 
 def _remember(kind: str, key: list, value: str) -> None:
     """Store ``value`` for ``key``, whole or not at all (a read-only cache: asked again next time)."""
-    memo = _memo_path(kind, key)
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo.with_name(f".{memo.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([key, value]))
-        os.replace(tmp, memo)
-    except OSError:
-        pass
+    cachedir.write_whole(_memo_path(kind, key), json.dumps([key, value]).encode())
 
 
 def _memo_path(kind: str, key: list) -> Path:
