@@ -312,6 +312,7 @@ def library() -> ctypes.CDLL:
     lib.bdf_struct_size.argtypes, lib.bdf_struct_size.restype = [], _I
     lib.bdf_output_rows.argtypes = [_P, _I, _I, _I, _P, _P, _P, _P, _P, _P]
     lib.bdf_output_rows.restype = None
+    lib.bdf_rows_text.argtypes, lib.bdf_rows_text.restype = [_I, _I, _P, _P], _I
     lib.bdf_has_klu.argtypes, lib.bdf_has_klu.restype = [], _I
     lib.bdf_release.argtypes, lib.bdf_release.restype = [_P, _I], None
     lib.bdf_consistent_work_size.argtypes, lib.bdf_consistent_work_size.restype = [_I, _I, _I, _I], _I
@@ -322,6 +323,12 @@ def library() -> ctypes.CDLL:
         raise native.NativeBuildError("bdf_core.c's solver_t and _ccore.Solver disagree")
     _libs[want] = lib
     return lib
+
+
+def loaded():
+    """The core this process has loaded already (for the environment's KLU choice), else None:
+    for work that is worth the core where it is there, not a build where it is not."""
+    return _libs.get(klu_wanted())
 
 
 def sparse_lu() -> str:
@@ -456,3 +463,15 @@ def output_rows(address, n, n_val, t_out, Y, YP, p, rows):
     buf = np.empty(max(n_val, 1))
     library().bdf_output_rows(address, t_out.shape[0], n, n_val, _addr(t_out), _addr(Y), _addr(YP), _addr(p),
                               _addr(rows), _addr(buf))
+
+
+def rows_text(lib, values) -> str:
+    """A 2-D float64 block as CSV lines ('%.17g', comma-separated, each line ending in a newline),
+    by ``lib`` (a loaded core: ``loaded()``): the characters Python's '%.17g' % value gives."""
+    import numpy as np
+
+    values = np.ascontiguousarray(values, dtype=float)
+    rows, cols = values.shape
+    out = np.empty(rows * max(cols, 1) * CONSTANTS["TEXT_WIDTH"] + 1, dtype=np.uint8)
+    n = lib.bdf_rows_text(rows, cols, _addr(values), _addr(out))
+    return out[:n].tobytes().decode("ascii")
