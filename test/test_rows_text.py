@@ -3,6 +3,8 @@ what Python's correctly rounded '%.17g' % value writes, so a table reads back bi
 without the core, the Python formatting writes the same file."""
 import ctypes
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -127,3 +129,35 @@ def test_a_core_built_without_128_bit_integers_writes_every_value_by_the_c_libra
                                                              ctypes.c_void_p], ctypes.c_int64
     values = np.concatenate([special_values(), random_values(11, 20_000)])
     assert first_difference(lib, values) is None
+
+
+LOCALE_CHECK = """
+import locale, sys
+import numpy as np
+from bondsim_ros.solver import _ccore
+locale.setlocale(locale.LC_NUMERIC, "de_DE.UTF-8")
+values = np.array([[1.5e-300, 1.25e20, -2.5e-320, 0.5, 1.7976931348623157e308]])
+text = _ccore.rows_text(_ccore.library(), values)
+expected = ",".join("%.17g" % v for v in values[0]) + "\\n"
+print(repr(text), repr(expected), locale.localeconv()["decimal_point"])
+sys.exit(0 if text == expected and locale.localeconv()["decimal_point"] == "," else 1)
+"""
+
+
+def test_the_text_is_the_same_in_a_process_whose_numbers_are_german(tmp_path):
+    """A process that set a locale with a decimal comma (a GUI toolkit does) still gets the
+    C locale's '%.17g' for the values snprintf writes, and keeps its own locale."""
+    import shutil
+    import subprocess
+    import sys
+
+    localedef = shutil.which("localedef")
+    if localedef is None or not Path("/usr/share/i18n/locales/de_DE").exists():
+        pytest.skip("no localedef or no de_DE locale source to make a locale with a decimal comma")
+    made = subprocess.run([localedef, "-i", "de_DE", "-f", "UTF-8", str(tmp_path / "de_DE.UTF-8")],
+                          capture_output=True, text=True)
+    if not (tmp_path / "de_DE.UTF-8").exists():
+        pytest.skip(f"localedef made no locale: {made.stderr.strip()}")
+    env = dict(os.environ, LOCPATH=str(tmp_path))
+    run = subprocess.run([sys.executable, "-c", LOCALE_CHECK], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr

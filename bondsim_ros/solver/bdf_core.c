@@ -78,6 +78,7 @@ Functions, in file order:
     complete_step        the accepted step: events, start-up phase, order and step choice
                          (IDA's IDACompleteStep)
     setup_work           the work arrays and constants of one bdf_advance call */
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -2279,9 +2280,16 @@ void bdf_output_rows(res_fn fn, int64_t n_t, int64_t n, int64_t n_val, const dou
    (~45 ns). Its digits are round(|x| 10^q), q = 16 - floor(log10 |x|) in 0..55: 10^q = 5^q 2^q
    and 5^55 < 2^128, so m 5^q (m the 53-bit significand) is an exact integer of at most 181 bits
    and the rounding (half to even, as printf) is decided on its exact bits. Other values go
-   through snprintf. */
+   through snprintf, in the C locale's numbers whatever the process set (a German LC_NUMERIC
+   would write 1,5e-300). */
 #define TEXT_WIDTH 25 /* characters a value may take with its separator: "-4.9406564584124654e-324," */
 #define POW5_MAX 55
+
+static locale_t c_numbers; /* snprintf's numbers as in the C locale (0: none made) */
+
+__attribute__((constructor)) static void c_numbers_make(void) {
+    c_numbers = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
 
 #ifdef __SIZEOF_INT128__ /* gcc and clang on 64-bit targets; elsewhere every value takes snprintf */
 typedef struct { uint64_t w[3]; } u192_t;
@@ -2414,6 +2422,7 @@ static int format_17g(double x, char *out) {
    characters; returns the number written. */
 int64_t bdf_rows_text(int64_t rows, int64_t cols, const double *values, char *out) {
     char *o = out;
+    const locale_t before = c_numbers ? uselocale(c_numbers) : (locale_t)0; /* this thread's only */
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t c = 0; c < cols; c++) {
             o += format_17g(values[r * cols + c], o);
@@ -2421,6 +2430,7 @@ int64_t bdf_rows_text(int64_t rows, int64_t cols, const double *values, char *ou
         }
         *o++ = '\n';
     }
+    if (before) uselocale(before);
     return (int64_t)(o - out);
 }
 
