@@ -443,8 +443,9 @@ SECTIONS = [
      "install without a compiler): gcc builds the core in the background from the command's start, "
      "while the model is built. "
      "The CPU time (user + system of the command and its compilers) moves far less with the load "
-     "of a shared machine than the wall time. A warm run's CPU time exceeds its wall time: a second "
-     "thread formats and writes the CSV while the solver core computes the next rows.",
+     "of a shared machine than the wall time. A warm run's CPU time exceeds its wall time: its solve "
+     "runs on the second core while the main thread imports and sets up, and a third thread "
+     "formats the CSV (by the solver core, `docs/solver.md`) as the rows come.",
      cli_bench),
     ("small_runs", "Small models: set-up plus solve per run, against IDA with its set-up",
      "What a fit or a parameter sweep pays per simulation of a small model (rtol 1e-6, atol 1e-8), each run "
