@@ -74,16 +74,6 @@ def _rows_text(block: np.ndarray) -> str:
     return (line * block.shape[0]) % tuple(block.ravel().tolist())
 
 
-def _column_text(column: np.ndarray) -> list:
-    """'%.17g' of each value, a run of equal values (by their bits: -0.0 is not 0.0) formatted
-    once: a derived column (the Robotino's coasting rollers) repeats most of its values."""
-    column = np.ascontiguousarray(column, dtype=float)
-    bits = column.view(np.int64)
-    start = np.flatnonzero(np.concatenate(([True], bits[1:] != bits[:-1])))
-    text = np.array(["%.17g" % v for v in column[start].tolist()], dtype=object)
-    return np.repeat(text, np.diff(np.append(start, bits.shape[0]))).tolist()
-
-
 class StreamedCsv:
     """A result's CSV text formatted while the solve computes it: ``simulate(..., rows=this)``
     hands over the table's rows as each stretch of them is solved, and a thread of its own
@@ -188,7 +178,7 @@ class StreamedCsv:
             if self._path is not None:  # the thread wrote rows without the appended columns
                 result.to_csv(path)
                 return
-            lines = map(",".join, zip(lines, *[_column_text(extra[:, j]) for j in range(extra.shape[1])]))
+            lines = map(",".join, zip(lines, _rows_text(extra)[:-1].split("\n")))
         if self._path is not None:
             if str(path) != str(self._path) or list(result.names) != self._names:
                 result.to_csv(path)
