@@ -16,7 +16,7 @@ import re
 import sympy as sp
 from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
 
-from bondsim_ros.bondgraph.laws import FUNCTIONS, LawError, clip, parse_law
+from bondsim_ros.bondgraph.laws import FUNCTIONS, LawError, Mod, clip, parse_law
 from time_limit import time_bound  # noqa: E402
 
 CASES = int(os.environ.get("BONDSIM_LAW_CASES", "600"))
@@ -38,9 +38,20 @@ MANY_ARGS = ["Min", "Max", "min", "max"]
 assert set(ONE_ARG + TWO_ARGS + MANY_ARGS + ["clip", "Piecewise"]) == set(FUNCTIONS), \
     "a function of the law language the generator does not call"
 
-# sympy's own functions by their names, the project's lowercase ones and clip (min(max(u, lo), hi))
-ORACLE_NAMES = {**{n: getattr(sp, n) for n in FUNCTIONS if n not in ("abs", "min", "max", "mod", "clip")},
-                "abs": sp.Abs, "min": sp.Min, "max": sp.Max, "mod": sp.Mod, "clip": _clip,
+
+def _mod(a, c):
+    """a % c by its definition, a - c floor(a/c): sympy's Mod simplifies some symbolic arguments
+    wrongly (Mod(-x, 2*x) is -x in sympy 1.14), so it cannot be the oracle; of two numbers,
+    sympy's (2 % 0.1 is 0.0999..., as in doubles)."""
+    if a.is_Number and c.is_Number:
+        return sp.Mod(a, c)
+    return a - c * sp.floor(a / c)
+
+
+# sympy's own functions by their names, the project's lowercase ones, clip (min(max(u, lo), hi))
+# and Mod by its definition
+ORACLE_NAMES = {**{n: getattr(sp, n) for n in FUNCTIONS if n not in ("abs", "min", "max", "mod", "Mod", "clip")},
+                "abs": sp.Abs, "min": sp.Min, "max": sp.Max, "mod": _mod, "Mod": _mod, "clip": _clip,
                 "pi": sp.pi, "E": sp.E, **SYMBOLS}
 TRANSFORMS = standard_transformations + (convert_xor,)
 
@@ -125,8 +136,9 @@ class Gen:
 
 
 def _numeric(expr):
+    """The project's reading with clip and Mod by their definitions, as the oracle reads them."""
     expr = expr.replace(lambda e: isinstance(e, clip), lambda e: _clip(*e.args))
-    return expr
+    return expr.replace(lambda e: isinstance(e, Mod), lambda e: _mod(*e.args))
 
 
 def _value(expr, point):
@@ -175,7 +187,18 @@ class Stalled(Exception):
     pass
 
 
+class _RemainderCalls(ast.NodeTransformer):
+    """a % b as Mod(a, b): the oracle's remainder by its definition (_mod), not sympy's."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Mod):
+            return ast.Call(ast.Name("Mod", ast.Load()), [node.left, node.right], [])
+        return node
+
+
 def _oracle(text, evaluate=True):
+    text = ast.unparse(_RemainderCalls().visit(ast.parse(text.replace("^", "**"), mode="eval")))
     return parse_expr(text, local_dict=dict(ORACLE_NAMES), transformations=TRANSFORMS, evaluate=evaluate)
 
 

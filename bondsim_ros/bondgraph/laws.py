@@ -23,7 +23,8 @@ Everything else (attributes, subscripts, lambdas, strings, keyword arguments, co
 unknown names or functions, dunder names) is refused with the component, the law and the
 refused construct named. The sympy expression is built by applying sympy's own operators to
 the leaves, which gives the same tree ``sympify`` gives (with ``convert_xor``) for every law
-accepted.
+accepted, except for remainders: ``mod`` and ``%`` are :class:`Mod`, which leaves symbolic
+arguments as they are where sympy's Mod would simplify them (some of them wrongly).
 
 Values are refused where they could only become NaN or infinity at run time, naming the
 subexpression as written: a constant subexpression that is not real (``asin(2)``,
@@ -86,6 +87,22 @@ class clip(sp.Function):
         return _clip_fdiff(*self.args, argindex)
 
 
+class Mod(sp.Mod):
+    """a % c with the sign of c, as Python's %: sympy's Mod, evaluated for constants only. sympy
+    1.14 simplifies some symbolic arguments wrongly: Mod(-P/2, P) gave -P/2 where every P != 0
+    has P/2, Mod(-x, 2*x) gave -x (it is x); an elimination that substitutes signals into a
+    law's Mod can form such arguments from laws that are right as written."""
+
+    @classmethod
+    def eval(cls, a, c):
+        if a.is_number and c.is_number:  # (Float % Float a Float, Mod(-pi/2, pi) pi/2, as sympy's)
+            return sp.Mod(a, c)
+        r = a / c
+        if r.is_Number and r.is_finite:  # a a multiple r of c: c (r - floor(r)), 0 for an integer r
+            return c * (r - sp.floor(r))
+        return None
+
+
 def _clip_value(u, lo, hi):
     return sp.Min(sp.Max(u, lo), hi)
 
@@ -106,19 +123,19 @@ FUNCTIONS = {
     name: getattr(sp, name)
     for name in (
         "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "log",
-        "sqrt", "Abs", "sign", "Min", "Max", "Piecewise", "Mod", "floor", "ceiling", "Heaviside",
+        "sqrt", "Abs", "sign", "Min", "Max", "Piecewise", "floor", "ceiling", "Heaviside",
     )
 }
-FUNCTIONS.update({"clip": clip, "abs": sp.Abs, "min": sp.Min, "max": sp.Max, "mod": sp.Mod})
+FUNCTIONS.update({"clip": clip, "abs": sp.Abs, "min": sp.Min, "max": sp.Max, "mod": Mod, "Mod": Mod})
 CONSTANTS = {"pi": sp.pi, "E": sp.E}
 assert set(FUNCTIONS) == set(LAW_FUNCTIONS) and set(CONSTANTS) == set(LAW_CONSTANTS), \
     "core.LAW_FUNCTIONS / LAW_CONSTANTS (the reserved names) must list what laws accept"
 
-# '%' is sympy's own, as sympify reads it (Float % Float is a Float); a remainder by the number 0
-# (which sympy gives as 0.5 % 0 = 0.5) is refused before
+# '%' is mod() (Float % Float a Float, as sympy's own); a remainder by the number 0 (which sympy
+# gives as 0.5 % 0 = 0.5) is refused before
 _BINARY = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.Mod: operator.mod,
+    ast.Mod: Mod,
 }
 _COMPARE = {
     ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
@@ -568,8 +585,15 @@ class _Builder:
             raise LawError(f"{self.quote(node)} has no default branch: end it with (value, True)")
         if fn is clip and len(args) == 3 and all(isinstance(a, sp.Number) for a in args[1:]) and args[1] > args[2]:
             raise LawError(f"{self.quote(node)} has its lower bound above its upper bound")
-        if fn is sp.Mod:
+        if fn is Mod:
             self.count_mod(node, args)
+        if fn is sp.sqrt and len(args) != 1:
+            # sympy's second argument of sqrt is its evaluate flag: sqrt(u, 3) would be sqrt(u)
+            raise LawError(f"{self.quote(node)}: sqrt takes one argument (a cube root is u**(1/3))")
+        base = args[1] if fn is sp.log and len(args) == 2 and _is_constant(args[1]) else None
+        if base is not None and not (base.is_positive and (base - 1).is_nonzero):
+            # sympy's log(u, 0) is log(u)/log(0) = 0, a value for a logarithm that has none
+            raise LawError(f"{self.quote(node)}: the base of a logarithm is a positive number other than 1")
         if fn in (sp.Min, sp.Max):
             # sympy compares the arguments pairwise, a few milliseconds a pair (and merges nested
             # Max into Max): 600 arguments take a minute
