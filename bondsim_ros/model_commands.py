@@ -217,6 +217,8 @@ def cmd_simulate(args) -> int:
 
         check_output_path(args.plot, "--plot", inputs=[args.model])
         check_figure_format(args.plot, "--plot")
+        if csv_out is not None and _same_file(csv_out, args.plot):
+            raise CLIError(f"--csv and --plot name the same file {args.plot}")
     params = _params(args.param)
     rows = result = staged = None
     try:
@@ -272,7 +274,8 @@ def cmd_simulate(args) -> int:
                 from bondsim_ros.plotting import figures_together
 
                 own = entry is not None and entry.plot
-                with figures_together():  # a model's several figures: all of them or none
+                # a model's several figures: all of them or none, and none over the CSV
+                with figures_together({csv_out: "--csv"} if csv_out is not None else None):
                     written = _models_own(own, "figure function", entry.name, result, args.plot) if own \
                         else plot_result(result, args.plot)
         except RunFailed:
@@ -303,6 +306,16 @@ def cmd_simulate(args) -> int:
         for f in ([args.csv] if args.csv and args.csv != "-" else []) + list(written):
             print(f"[bondsim] wrote {f}", file=sys.stderr)
     return 0
+
+
+def _same_file(a, b) -> bool:
+    """Whether two output names land on one file (links followed; a device or pipe, such as
+    stdout's '-', is no file)."""
+    import os
+
+    from bondsim_ros.outfiles import is_stream
+
+    return not is_stream(a) and not is_stream(b) and os.path.realpath(a) == os.path.realpath(b)
 
 
 def plot_result(result, out_png) -> list:

@@ -334,3 +334,18 @@ def test_a_plot_of_several_figures_is_written_whole_or_not_at_all(tmp_path, caps
     (tmp_path / "a_path.png").rmdir()
     assert main(["simulate", "arm3dof", "--csv", "a.csv", "--plot", "a.png", "-q"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a_joints.png", "a_path.png", "a_torques.png"]
+
+
+@pytest.mark.parametrize("csv, plot, refused", [
+    ("x.png", "x.png", "--csv and --plot name the same file x.png"),
+    ("a_path.png", "a.png", "--plot a_path.png is also the file --csv writes"),  # a figure named after --plot
+])
+def test_the_csv_and_a_figure_of_the_plot_cannot_be_one_file(tmp_path, capsys, monkeypatch, csv, plot, refused):
+    """simulate's CSV and figures go to different files: a CSV over a figure (or the reverse)
+    is refused naming both, and nothing is written, an existing file left as it was."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / csv).write_text("before")
+    assert main(["simulate", "arm3dof", "--t-end", "0.1", "--dt-out", "0.05", "-q", "--csv", csv, "--plot", plot]) == 2
+    err = capsys.readouterr().err
+    assert refused in err and "Traceback" not in err, err
+    assert [p.name for p in tmp_path.iterdir()] == [csv] and (tmp_path / csv).read_text() == "before"

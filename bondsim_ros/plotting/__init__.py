@@ -38,15 +38,27 @@ _together: list | None = None  # the figures staged inside figures_together(), i
 
 
 @contextlib.contextmanager
-def figures_together():
+def figures_together(taken: dict | None = None):
     """The figures save_figure writes inside the block are put in place together when it ends
     without error, and all removed when it raises (a plot of several figures whose third
-    cannot be written, Ctrl-C): no run is left with some of its figures."""
+    cannot be written, Ctrl-C): no run is left with some of its figures. ``taken``: the other
+    files of the command ({path: its option}); a figure named as one of them (a model's
+    ``r_errors.png`` for ``--plot r.png --csv r_errors.png``) is an OutputError, and none is
+    put in place."""
+    import os
+
+    from bondsim_ros.outfiles import OutputError, is_stream
+
     global _together
     outer, _together = _together, []
     staged = _together
+    others = {os.path.realpath(path): option for path, option in (taken or {}).items() if not is_stream(path)}
     try:
         yield
+        for out in staged:
+            option = others.get(os.path.realpath(out.path))
+            if option is not None:
+                raise OutputError(f"{out.path} is also the file {option} writes: give them different names")
         while staged:
             staged[0].commit()
             staged.pop(0)
