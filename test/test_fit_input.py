@@ -81,6 +81,21 @@ def test_equal_stamps_fall_back_to_log_times(tmp_path, capsys):
     np.testing.assert_array_equal(log.column("vx_cmd"), np.where(np.arange(20) >= 5, 0.5, 0.0))
 
 
+@pytest.mark.parametrize("option, value", [("--wheel-joints", "a,a,b"), ("--motor-joints", "m0,m1,m0")])
+def test_a_joint_named_twice_is_refused(tmp_path, capsys, option, value):
+    """Its readings would fill two wheel columns and leave another wheel's none, without a word."""
+    bag = write_bag(tmp_path / "b", [(T0, 0.5, 0.0, 0.0)], [(T0 + k * 10**7, T0 + k * 10**7, (k, 2 * k, 3 * k))
+                                                            for k in range(5)])
+    out = tmp_path / "log.csv"
+    argv = bag2csv(bag, out)
+    if option in argv:
+        argv[argv.index(option) + 1] = value
+    else:
+        argv += [option, value]
+    refused(capsys, argv, f"{option}: '{value.split(',')[0]}' is given twice")
+    assert not out.exists()
+
+
 def test_no_time_axis_at_all_is_refused(tmp_path, capsys):
     bag = write_bag(tmp_path / "b", [], [(T0, 0, (1, 2, 3))] * 5)
     out = tmp_path / "log.csv"

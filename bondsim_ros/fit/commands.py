@@ -96,6 +96,17 @@ def _split(text):
     return [s.strip() for s in text.split(",") if s.strip()]
 
 
+def _distinct(names, what) -> None:
+    """Refuse a joint named twice: its readings would fill two columns and another joint's none."""
+    from bondsim_ros.cliargs import CLIError
+
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise CLIError(f"{what}: {name!r} is given twice (each column reads its own joint)")
+        seen.add(name)
+
+
 def _bound(text):
     from bondsim_ros.cliargs import number
 
@@ -271,6 +282,7 @@ def cmd_bag2csv(args) -> int:
 
     wheels = setting(_split(args.wheel_joints) if args.wheel_joints else None, "robot_wheel_joints",
                      lambda v: isinstance(v, list) and all(topic(w) for w in v), "a list of joint names")
+    _distinct(wheels, "--wheel-joints" if args.wheel_joints else f"{cfg_path}: robot_wheel_joints")
     cmd_vel = setting(args.cmd_vel, "robot_cmd_vel", topic, "a topic name")
     joint_states = setting(args.joint_states, "robot_joint_states", topic, "a topic name")
     odom = None if args.no_odom else (args.odom or cfg.get("robot_odom"))  # none configured: no odometry
@@ -282,6 +294,7 @@ def cmd_bag2csv(args) -> int:
     motor_joints = _split(args.motor_joints) if args.motor_joints else list(MOTOR_JOINTS)
     if len(motor_joints) != 3:
         raise CLIError(f"--motor-joints {args.motor_joints}: give the three joints motors 0, 1, 2 turn")
+    _distinct(motor_joints, "--motor-joints")
     if args.no_currents and args.motor_readings:
         raise CLIError("--motor-readings and --no-currents: give one of them")
     # the driver publishes motor_readings beside joint_states (MotorArrayROS): read where logged
