@@ -218,17 +218,30 @@ def test_roller_angles_integrate_the_contact_roller_row_by_row():
                                           "got 'heavy'"),
     (None, "{path} ($BONDSIM_ROBOTINO_CONFIG): parameter chassis.inertia_z is missing"),
     ("missing", "{path} ($BONDSIM_ROBOTINO_CONFIG): cannot read the Robotino parameters: No such file"),
+    # out of the physical range: a zero wheel radius divided by zero in the model's build
+    (("radius: {value: 0.04,", "radius: {value: 0,"), "{path} ($BONDSIM_ROBOTINO_CONFIG): wheel.radius: expected a "
+                                                      "number > 0, got 0"),
+    (("ratio: {value: 16.0,", "ratio: {value: -16,"), "{path} ($BONDSIM_ROBOTINO_CONFIG): gear.ratio: expected a "
+                                                      "number > 0, got -16"),
+    (("viscous_friction: {value: 1.0e-6,", "viscous_friction: {value: -1.0e-6,"),
+     "{path} ($BONDSIM_ROBOTINO_CONFIG): motor.viscous_friction: expected a number >= 0, got -1e-06"),
+    (("roller_radius_max: {value: 0.0125,", "roller_radius_max: {value: 0.005,"),
+     "{path} ($BONDSIM_ROBOTINO_CONFIG): wheel.roller_radius_max: 0.005 leaves no rolling arm at a roller's end"),
 ])
 def test_a_broken_parameter_file_is_named_not_a_traceback(tmp_path, capsys, monkeypatch, text, message):
     """$BONDSIM_ROBOTINO_CONFIG (the documented way to run the Robotino on other parameters) that
-    is no YAML, no sections, a value no number or a parameter missing: one line naming the file
-    (and line), exit status 2; each used to end in a Python traceback."""
+    is no YAML, no sections, a value no number or out of its physical range, or a parameter
+    missing: one line naming the file (and line), exit status 2, not a Python traceback."""
     from bondsim_ros.cli import main
 
     path = tmp_path / "robotino.yaml"
     if text is None:
         text = "".join(line for line in rb.config_path().read_text().splitlines(keepends=True)
                        if "inertia_z" not in line)
+    elif isinstance(text, tuple):  # the shipped file with one value changed
+        shipped = rb.config_path().read_text()
+        assert shipped.count(text[0]) == 1
+        text = shipped.replace(*text)
     if text != "missing":
         path.write_text(text)
     monkeypatch.setenv("BONDSIM_ROBOTINO_CONFIG", str(path))

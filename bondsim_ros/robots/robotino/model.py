@@ -98,9 +98,25 @@ def load_params(path=None, overrides: dict | None = None) -> dict:
     return flat
 
 
+# Physical constants that only a positive value makes a Robotino of (a wheel radius of 0 divides
+# by zero in the rolling transformer, a negative mass or gear ratio runs without a word), and
+# those that may also be 0 (losses and gains)
+POSITIVE = frozenset({
+    "chassis.mass", "chassis.inertia_z", "chassis.radius_to_wheel", "wheel.radius", "wheel.inertia_axle",
+    "wheel.roller_radius_max", "wheel.roller_inertia", "motor.armature_resistance", "motor.armature_inductance",
+    "motor.torque_constant", "motor.rotor_inertia", "motor.supply_voltage", "gear.ratio",
+    "controller.derivative_filter_time", "controller.voltage_limit",
+})
+NOT_NEGATIVE = frozenset({
+    "motor.viscous_friction", "motor.coulomb_friction", "controller.kp", "controller.ki", "controller.kd",
+    "controller.firmware_kp", "controller.firmware_ki",
+})
+
+
 def param(params, key, default=None):
     """The number at ``key`` of the Robotino parameters (``default`` when it is absent): a
-    ModelError naming the parameter file and key when it is missing or not a finite number."""
+    ModelError naming the parameter file and key when it is missing, not a finite number, or
+    out of its physical range (POSITIVE, NOT_NEGATIVE)."""
     source = getattr(params, "source", Params.source)
     if key in params and params[key] is not None:
         value = params[key]
@@ -110,6 +126,10 @@ def param(params, key, default=None):
             number = math.nan
         if isinstance(value, bool) or not math.isfinite(number):
             raise ModelError(source, f"{key}: expected a finite number, got {value!r}")
+        if key in POSITIVE and not number > 0:
+            raise ModelError(source, f"{key}: expected a number > 0, got {value!r}")
+        if key in NOT_NEGATIVE and number < 0:
+            raise ModelError(source, f"{key}: expected a number >= 0, got {value!r}")
         return number
     if default is None:
         raise ModelError(source, f"parameter {key} is missing")
@@ -194,6 +214,11 @@ class Wheel(Component):
         p = self.prm
         rw = param(p, "wheel.radius")
         rmax = param(p, "wheel.roller_radius_max")
+        drop = rw * (1 - math.cos(math.pi / 6))  # the rolling arm's loss at a roller's end, theta_b = pi/6
+        if not rmax > drop:
+            raise ModelError(getattr(p, "source", Params.source),
+                             f"wheel.roller_radius_max: {rmax!r} leaves no rolling arm at a roller's end "
+                             f"(it must exceed wheel.radius (1 - cos 30 deg) = {drop:.4g} m)")
         spin = self.add(EffortJunction("spin", output=True))
         roller = self.add(EffortJunction("roller", output=True))
         cx, cy = self.add(FlowJunction("contact_x")), self.add(FlowJunction("contact_y"))
