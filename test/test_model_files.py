@@ -116,6 +116,37 @@ def test_two_keys_yaml_reads_as_the_same_boolean_are_refused_in_the_words_of_the
                    f"as it does a key before it: quote them, 'On'"), err
 
 
+_MSD = """
+    model: msd
+    parameters: {{k: {k}, m: 1}}
+    components:
+      F: {{type: Se, effort: 0.0}}
+      v: {{type: EffortJunction, output: true}}
+      mass: {{type: I, inertia: m}}
+      spring: {{type: C, capacitance: 1/k, q0: 0.1}}
+    bonds: [[F, v], [v, mass], [v, spring]]
+    """
+
+
+def test_a_whole_number_with_a_leading_zero_is_decimal(tmp_path, capsys):
+    """k: 010 is 10, as --param k=010 and YAML 1.2 read it; YAML 1.1 (PyYAML) made it the octal 8."""
+    out = tmp_path / "r.csv"
+    rc, _ = simulate(write(tmp_path, "m.yaml", _MSD.format(k="010")), capsys, "--csv", out)
+    assert rc == 0
+    x_end = np.loadtxt(out, delimiter=",", skiprows=1)[-1, 2]  # spring.q at t = 0.05
+    assert x_end == pytest.approx(0.1 * np.cos(np.sqrt(10.0) * 0.05), rel=1e-5)
+
+
+@pytest.mark.parametrize("k, value", [("1_0", "10"), ("1:30", "90"), ("1_0.5", "10.5")])
+def test_a_number_only_yaml_1_1_reads_is_refused_at_its_line(tmp_path, capsys, k, value):
+    """Digits grouped by _ and base-60 numbers (1:30 is 90) are YAML 1.1's alone: --param refuses
+    1_0, and a file read them without a word."""
+    path = write(tmp_path, "m.yaml", _MSD.format(k=k))
+    err = refused(*simulate(path, capsys))
+    assert err == (f"bondsim-ros simulate: error: {path}:2: {k} is read as {value} by YAML 1.1 only (digits grouped "
+                   f"by _, or base 60 by :): write the number in decimal digits"), err
+
+
 # ----------------------------------------------------------------- bonds and signal lines that are not lists
 @pytest.mark.parametrize("connections, line, message", [
     ("bonds: [F-m]", 5, "a bond is [from, to], got 'F-m'"),

@@ -151,8 +151,34 @@ def _construct_sequence(loader, node, deep=False):
     return out
 
 
+def _construct_int(loader, node):
+    """A whole number as written in decimal digits: YAML 1.1 (PyYAML) reads 010 as 8, the octal
+    of C, where YAML 1.2, Python's float and --param read 10; and it reads 1:30 (base 60) as 90
+    and 1_0 as 10, which are refused at their line."""
+    text = node.value
+    if _DECIMAL_INT.fullmatch(text):
+        return int(text, 10)
+    _refuse_yaml11_number(node, loader.construct_yaml_int(node))
+    return loader.construct_yaml_int(node)  # 0x1f, 0b101: the same in YAML 1.2
+
+
+def _construct_float(loader, node):
+    _refuse_yaml11_number(node, loader.construct_yaml_float(node))
+    return loader.construct_yaml_float(node)
+
+
+def _refuse_yaml11_number(node, value) -> None:
+    if "_" in node.value or ":" in node.value:
+        raise ModelError("", f"line {node.start_mark.line + 1}: {node.value} is read as {value!r} by YAML 1.1 only "
+                             f"(digits grouped by _, or base 60 by :): write the number in decimal digits")
+
+
+_DECIMAL_INT = re.compile(r"[-+]?[0-9]+")
+
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 if getattr(yaml, "__with_libyaml__", False):
     class _CLoader(yaml.CSafeLoader):
@@ -163,6 +189,8 @@ if getattr(yaml, "__with_libyaml__", False):
 
     _CLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
     _CLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+    _CLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    _CLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 else:  # a PyYAML built without libyaml
     _CLoader = None
 
