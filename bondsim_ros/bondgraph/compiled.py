@@ -66,6 +66,7 @@ class CompiledModel:
     modes: object = None
     residual_modes: object = None
     jacobian_modes: object = None
+    time_derivative: object = None  # dF/dt of the residual the solver calls (None: a library without it)
     autonomous: bool = False  # no t in the equations, switching functions or modes (DAEProblem)
     # [index of the unknown, "c: q0 = 5"]: initial values given for states the constraints fix
     # (reduce.ReducedDAE.fixed_given); the consistent start must equal them
@@ -151,7 +152,7 @@ class CompiledModel:
             var_names=list(self.var_names), eq_names=list(self.eq_names),
             roots=self.roots if ev else None, modes=self.modes if ev else None,
             n_roots=len(self.root_names or []) if ev else 0, n_modes=self.n_modes, root_names=self.root_names,
-            mode_names=self.mode_names, autonomous=self.autonomous,
+            mode_names=self.mode_names, autonomous=self.autonomous, time_derivative=self.time_derivative,
         )
 
 
@@ -186,6 +187,9 @@ def load_compiled(name: str, parameters: dict, key: str, meta: dict, src_path: P
         kernels = {f: native.CKernel(lib, f, kind) for f, kind in _KERNELS.items()}
         if meta.get("n_modes", 0):
             kernels.update({f: native.CKernel(lib, f, kind) for f, kind in _EVENT_KERNELS.items()})
+        # (optional: a solver without it takes dF/dt as a difference quotient)
+        kernels["time_derivative"] = native.CKernel(lib, "time_derivative", "res") \
+            if hasattr(lib, "time_derivative") else None
     except (OSError, AttributeError) as exc:  # a damaged library: keep no broken cache
         for stale in (src_path, meta_path, lib_path):
             stale.unlink(missing_ok=True)
@@ -206,6 +210,7 @@ def load_compiled(name: str, parameters: dict, key: str, meta: dict, src_path: P
         fixed_given=meta.get("fixed_given", []), free_start=meta.get("free_start", []),
         roots=kernels.get("roots"), modes=kernels.get("modes"),
         residual_modes=kernels.get("residual_modes"), jacobian_modes=kernels.get("jacobian_modes"),
+        time_derivative=kernels["time_derivative"],
     )
 
 

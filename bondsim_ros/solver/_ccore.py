@@ -316,7 +316,7 @@ def library() -> ctypes.CDLL:
     lib.bdf_has_klu.argtypes, lib.bdf_has_klu.restype = [], _I
     lib.bdf_release.argtypes, lib.bdf_release.restype = [_P, _I], None
     lib.bdf_consistent_work_size.argtypes, lib.bdf_consistent_work_size.restype = [_I, _I, _I, _I], _I
-    lib.bdf_consistent.argtypes = [_P, _D, _P, _P, _P, _I, _P, _I, _P, _D, _I, _P, _P]
+    lib.bdf_consistent.argtypes = [_P, _D, _P, _P, _P, _I, _P, _I, _P, _D, _I, _P, _P, _P]
     lib.bdf_consistent.restype = _I
     lib.bdf_start.argtypes, lib.bdf_start.restype = [_P, _D, _P, _P, _D, _I, _I], _D
     if lib.bdf_struct_size() != ctypes.sizeof(Solver):
@@ -391,10 +391,11 @@ class Core:
         if s.sparse == CONSTANTS["SPARSE_KLU"]:
             weakref.finalize(self, _release, lib, s)
 
-    def consistent(self, t0, y, yp, alg, W, fyp_key, tol, maxiter, fyp_out) -> int:
+    def consistent(self, t0, y, yp, alg, W, fyp_key, tol, maxiter, fyp_out, time_derivative=None) -> int:
         """bdf_consistent on y, yp (updated in place): CI_OK, CI_NEED_W (dF/dy' is not
         ``fyp_key``; it is in ``fyp_out``) or CI_FALLBACK. W: dF/dy' = fyp_key's left null
-        space (n x m_w, C-contiguous)."""
+        space (n x m_w, C-contiguous). ``time_derivative``: the address of the model's dF/dt
+        kernel (None: a central difference)."""
         n, m_w = self.s.n, W.shape[1]
         size = self._lib.bdf_consistent_work_size(n, self.s.nnz, alg.shape[0], m_w)
         work = self._ci_work
@@ -404,7 +405,7 @@ class Core:
             work = self._ci_work = np.zeros(size)
         return self._lib.bdf_consistent(self._ptr, t0, _addr(y), _addr(yp), _addr(alg) if alg.size else None,
                                         alg.shape[0], _addr(W) if W.size else None, m_w, _addr(fyp_key), tol,
-                                        maxiter, _addr(work), _addr(fyp_out))
+                                        maxiter, _addr(work), _addr(fyp_out), time_derivative)
 
     def start(self, t0, y, yp, h0, max_order, clear) -> float:
         """bdf_start: a run from (t0, y, y') at order 1; the first step (h0, or from y' when

@@ -71,6 +71,9 @@ class DAEProblem:
     # on a time of its own that starts at 0 at init and at every restart (BDFSolver), so that
     # late in a run its step sizes and events are resolved as at its start.
     autonomous: bool = False
+    # dF/dt (t, y, yp, p, out), the residual's signature and parameters: the hidden constraints
+    # of a consistent start need it; without it, a central difference over +-1e-5 s
+    time_derivative: object = None
 
     @property
     def n(self):
@@ -469,7 +472,7 @@ class BDFSolver:
         # index-2 candidates: algebraic and outside the error test (see _index2)
         self._index2_candidates = ~differential & ~self.diff
         self._any_index2_candidate = bool(self._index2_candidates.any())
-        self._R = np.zeros((3, n))  # F at the iterate, at t0 + eps and at t0 - eps
+        self._R = np.zeros((3, n))  # F at the iterate, and at t0 + eps and t0 - eps (or dF/dt)
         self._vals = np.zeros(len(self.indices))
         self._W_key, self._W = None, None  # the last iteration's Fyp and its left null space
         self._W_fyp = self._W_c = None  # the same as C-contiguous arrays, for the core's solve
@@ -600,11 +603,7 @@ class BDFSolver:
             if key != self._W_key:
                 self._set_null_space(key, Fyp)
             W = self._W
-            eps = _time_step(1e-5, t0)
-            R[1:] = 0.0
-            res(t0 + eps, 1)
-            res(t0 - eps, 2)
-            Ft = (R[1] - R[2]) / ((t0 + eps) - (t0 - eps))  # central difference: O(eps^2)
+            Ft = self._time_derivative(t0, y, yp, res)
             # [[Fy_alg, Fyp], [0, W^T Fy]] x = -[r, W^T (Fy y' + Ft)], with the right-hand side
             # as the last column (one finiteness test)
             m = n + W.shape[1]
@@ -646,6 +645,26 @@ class BDFSolver:
             self._free_determined(Ab[:, :-1], free, n_alg)
         return y, yp
 
+    def _time_derivative(self, t0, y, yp, res) -> np.ndarray:
+        """dF/dt at (t0, y, y'): the problem's own kernel, and a central difference over 1e-5 s
+        (O(eps^2)) for the rows it leaves undefined (d/dt sqrt(u) at u = 0 where u' = 0 too)
+        and for a problem without one, as bdf_consistent takes it."""
+        R = self._R
+        R[1:] = 0.0
+        own = self.problem.time_derivative
+        if own is not None:
+            own(t0, y, yp, self.pm, R[1])
+            if np.isfinite(R[1]).all():
+                return R[1].copy()
+        Ft = R[1].copy() if own is not None else None
+        eps = _time_step(1e-5, t0)
+        res(t0 + eps, 1)
+        res(t0 - eps, 2)
+        quotient = (R[1] - R[2]) / ((t0 + eps) - (t0 - eps))
+        if Ft is None:
+            return quotient
+        return np.where(np.isfinite(Ft), Ft, quotient)
+
     def _free_determined(self, A, free, n_alg) -> None:
         """Refuse a start where the equations leave free unknowns (the columns of ``free``, last of
         the first ``n_alg`` of ``A``) undetermined: a least-squares answer would pick one of many
@@ -673,14 +692,18 @@ class BDFSolver:
         once: its null space is taken (or found in the cache) and the solve starts again."""
         if self.n > _CORE_CONSISTENT_MAX:
             return False
+        ft = self.problem.time_derivative
+        ft_address = getattr(ft, "address", None)
+        if ft is not None and not ft_address:  # a Python dF/dt: the solve that can call it
+            return False
         for _ in range(2):
             if self._W_fyp is None:  # no null space yet: a key nothing equals (NaN)
                 self._fyp_out[:] = np.nan
                 code = self._core.consistent(t0, y, yp, self._alg, self._no_W, self._fyp_out, tol, maxiter,
-                                             self._fyp_out)
+                                             self._fyp_out, ft_address)
             else:
                 code = self._core.consistent(t0, y, yp, self._alg, self._W_c, self._W_fyp, tol, maxiter,
-                                             self._fyp_out)
+                                             self._fyp_out, ft_address)
             if code != core.CI_NEED_W:
                 return code == core.CI_OK
             Fyp = self._fyp_out.copy()

@@ -2513,11 +2513,12 @@ static int lstsq_qr(int64_t m, int64_t k, double *A, double *b, double *x, doubl
 /* Consistent values at t0 as BDFSolver.consistent computes them (the algebraic y and all y',
    the differential y fixed): Newton on F = 0 with the hidden constraints w^T (Fy y' + Ft) = 0
    of each column w of W (the left null space of dF/dy', n x m_w by rows, computed by the
-   caller for dF/dy' = fyp_key, row-major), each iteration a least-squares solve. y, yp are
-   updated in place (on CI_OK only are they the answer). */
+   caller for dF/dy' = fyp_key, row-major), each iteration a least-squares solve; Ft from the
+   model's time_derivative kernel, else a central difference. y, yp are updated in place (on
+   CI_OK only are they the answer). */
 int64_t bdf_consistent(solver_t *s, double t0, double *y, double *yp, const int64_t *alg, int64_t n_alg,
                        const double *W, int64_t m_w, const double *fyp_key, double tol, int64_t maxiter,
-                       double *work, double *fyp_out) {
+                       double *work, double *fyp_out, res_fn time_derivative) {
     const int64_t n = s->n, m = n + m_w, k = n_alg + n;
     double *vals = work, *Fy = vals + s->nnz, *Fyp = Fy + n * n, *A = Fyp + n * n, *b = A + m * k;
     double *r = b + m, *r1 = r + n, *r2 = r1 + n, *Ft = r2 + n, *v = Ft + n, *x = v + n, *norms = x + k;
@@ -2548,11 +2549,21 @@ int64_t bdf_consistent(solver_t *s, double t0, double *y, double *yp, const int6
             return CI_NEED_W;
         }
         if (m < k) return CI_FALLBACK; /* underdetermined: a minimum-norm answer */
-        /* 1e-5 s, not 1e-5 |t0|: a difference over 60 s at t0 = 3e6 s (BDFSolver._time_step) */
-        double eps = (t0 + pmax(1e-5, 64 * EPS * fabs(t0))) - t0;
-        s->res(t0 + eps, y, yp, s->p, r1);
-        s->res(t0 - eps, y, yp, s->p, r2);
-        for (int64_t i = 0; i < n; i++) Ft[i] = (r1[i] - r2[i]) / ((t0 + eps) - (t0 - eps));
+        /* the model's own dF/dt; a central difference for the rows it leaves undefined (the dual-arm's
+           d/dt of sqrt(u) at u = 0, where u' = 0 too) and for a model without one */
+        int quotient = !time_derivative;
+        if (time_derivative) {
+            time_derivative(t0, y, yp, s->p, Ft);
+            for (int64_t i = 0; i < n; i++) quotient |= !isfinite(Ft[i]);
+        }
+        if (quotient) {
+            /* 1e-5 s, not 1e-5 |t0|: a difference over 60 s at t0 = 3e6 s (BDFSolver._time_step) */
+            double eps = (t0 + pmax(1e-5, 64 * EPS * fabs(t0))) - t0;
+            s->res(t0 + eps, y, yp, s->p, r1);
+            s->res(t0 - eps, y, yp, s->p, r2);
+            for (int64_t i = 0; i < n; i++)
+                if (!time_derivative || !isfinite(Ft[i])) Ft[i] = (r1[i] - r2[i]) / ((t0 + eps) - (t0 - eps));
+        }
         /* [[Fy_alg, Fyp], [0, W^T Fy]] x = -[r, W^T (Fy y' + Ft)], by columns */
         for (int64_t c = 0; c < n_alg; c++) {
             for (int64_t i = 0; i < n; i++) A[c * m + i] = Fy[alg[c] * n + i];
