@@ -2,6 +2,8 @@
 old entries (bondgraph/cache.py: ``FOLDERS``)."""
 from __future__ import annotations
 
+from bondsim_ros.cliargs import number
+
 
 def register(sub) -> None:
     c = sub.add_parser("cache", help="show the cache (generated code, solver cores, converted URDFs, ...); "
@@ -17,7 +19,7 @@ def register(sub) -> None:
     what.add_argument("--prune", action="store_true",
                       help="remove entries not used for --older-than days (the newest solver core stays)")
     what.add_argument("--clear", action="store_true", help="remove every entry")
-    c.add_argument("--older-than", type=float, default=None, metavar="DAYS", help="age limit of --prune (default 30)")
+    c.add_argument("--older-than", type=number, default=None, metavar="DAYS", help="age limit of --prune (default 30)")
     c.set_defaults(func=cmd_cache)
 
 

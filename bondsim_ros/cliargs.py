@@ -48,8 +48,9 @@ class CollectorPause:
 
 def number(text: str) -> float:
     """``float(text)`` of a number as written on a command line: ValueError also for digits
-    grouped by underscores (``1_0``), Python's literal syntax that ``float`` takes as 10."""
-    if "_" in text:
+    grouped by underscores (``1_0``), Python's literal syntax that ``float`` takes as 10, and
+    for digits other than ASCII's (``float`` reads the Arabic-Indic ``١٢`` as 12)."""
+    if "_" in text or not text.isascii():
         raise ValueError(f"could not convert string to float: {text!r}")
     return float(text)
 
@@ -83,11 +84,11 @@ def add_solver_flags(parser, defaults=None) -> None:
     from bondsim_ros.solver.options import MAX_ORDER, RTOL_MAX, RTOL_MIN, SolverOptions
 
     d = SolverOptions() if defaults is None else defaults
-    parser.add_argument("--rtol", type=float, default=d.rtol,
+    parser.add_argument("--rtol", type=number, default=d.rtol,
                         help=f"solver relative tolerance, in [{RTOL_MIN:.3g}, {RTOL_MAX:g}] (default {d.rtol:g})")
-    parser.add_argument("--atol", type=float, default=d.atol,
+    parser.add_argument("--atol", type=number, default=d.atol,
                         help=f"solver absolute tolerance, > 0 (default {d.atol:g})")
-    parser.add_argument("--hmax", type=float, default=d.hmax, help=f"largest step [s], > 0 (default {d.hmax:g})")
+    parser.add_argument("--hmax", type=number, default=d.hmax, help=f"largest step [s], > 0 (default {d.hmax:g})")
     parser.add_argument("--max-order", type=int, default=d.max_order,
                         help=f"highest BDF order, 1..{MAX_ORDER} (default {d.max_order})")
     parser.set_defaults(solver_defaults=d)

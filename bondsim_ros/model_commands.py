@@ -4,6 +4,7 @@ It lives above the engine, not in ``bondgraph/``: it resolves models by name (bo
 plots and raises CLIError, none of which the engine may know (README, "What is where")."""
 from __future__ import annotations
 
+from bondsim_ros.cliargs import number
 from bondsim_ros.plotting import save_figure
 
 import contextlib
@@ -19,9 +20,9 @@ def register(sub) -> None:
     p = sub.add_parser("simulate", help="simulate a model and write its outputs to CSV (and plots)",
                        description="Simulate MODEL (a built-in name, a .yaml model file or a .py file with build()).")
     p.add_argument("model", metavar="MODEL")
-    p.add_argument("--t-end", type=float, default=None,
+    p.add_argument("--t-end", type=number, default=None,
                    help="end time [s] (default: a built-in model's suggestion; a model file has none)")
-    p.add_argument("--dt-out", type=float, default=None,
+    p.add_argument("--dt-out", type=number, default=None,
                    help="output interval [s] (default: a built-in model's suggestion; a model file has none)")
     p.add_argument("--csv", metavar="OUT.csv", help="write t, states and recorded signals")
     p.add_argument("--plot", metavar="OUT.png", help="write plots (some models write several figures)")

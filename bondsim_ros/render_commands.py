@@ -7,6 +7,8 @@ live twin.
 """
 from __future__ import annotations
 
+from bondsim_ros.cliargs import number
+
 import math
 from pathlib import Path
 
@@ -27,7 +29,7 @@ def register(sub) -> None:
     r.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.mp4|OUT.gif")
     r.add_argument("--joints", metavar="CSV", help="joint values, e.g. from `bondsim-ros simulate robotino --csv`")
     r.add_argument("--fps", type=int, default=25, help="video frame rate (default 25)")
-    r.add_argument("--speed", type=float, default=1.0, metavar="S",
+    r.add_argument("--speed", type=number, default=1.0, metavar="S",
                    help="playback speed: simulated seconds per video second (default 1: real time)")
     r.add_argument("--every", type=int, default=1, metavar="K",
                    help="use every K-th CSV row only (frames are then picked from those by time)")

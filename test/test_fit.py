@@ -153,6 +153,10 @@ def test_bad_columns_and_data_are_named(motor, tmp_path, capsys):
     data.write_text("t,current\n0,1\n0.1,abc\n")
     with pytest.raises(FitError, match=r"log.csv:3: column 'current': 'abc' is not a number"):
         read_csv(data)
+    for cell in ("1_0", "\u0661\u0662"):  # Python's float reads 10 and 12
+        data.write_text(f"t,current\n0,1\n0.1,{cell}\n")
+        with pytest.raises(FitError, match=f"log.csv:3: column 'current': '{cell}' is not a number"):
+            read_csv(data)
     data.write_text("t,current\n\n0,1\n\n0.1,nan\n0.2,1\n")  # blank lines counted too
     with pytest.raises(FitError, match=r"log.csv:5: column 'current': nan is not a finite number \(t = 0.1\)"):
         FitProblem(compiled, read_csv(data), ["Ra"], ["current"])

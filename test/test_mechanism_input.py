@@ -231,6 +231,9 @@ def test_source_name_with_double_dash_gives_valid_urdf(tmp_path):
 
 @pytest.mark.parametrize("field,value,fragment,element", [
     ("lx", "1e308", "magnitude above the limit", "cuboid"),
+    # what Python's float reads beyond decimal numbers: 1_0 is 10, the Arabic-Indic digits are 12
+    ("lx", "1_0", "bad number '1_0' for attribute 'lx'", "cuboid"),
+    ("lx", "\u0661\u0662", "bad number '\u0661\u0662' for attribute 'lx'", "cuboid"),
     ("link", "", "bad name ''", "link"),
     ("link", "a b", "bad name 'a b'", "link"),
     ("name", "", "bad name ''", "robot"),
@@ -525,3 +528,26 @@ def test_render_urdf_with_a_size_or_placement_not_finite_names_it(tmp_path, caps
     out = tmp_path / "s.png"
     refused(capsys, ["render", str(urdf), "-o", str(out), "-q"], f"{urdf}: {message}")
     assert not out.exists()
+
+
+def test_a_robot_named_scene_keeps_its_urdf_beside_the_projects_scene(tmp_path):
+    """A project writes STEM_scene.urdf for its static objects; a robot named 'scene' (file
+    STEM_scene.urdf by the robots' rule) took that name and its URDF was overwritten."""
+    (tmp_path / "robots").mkdir()
+    (tmp_path / "objects").mkdir()
+    (tmp_path / "robots" / "scene.xml").write_text(robot(name="scene"))
+    (tmp_path / "objects" / "Floor.xml").write_text(
+        '<object id="f" name="Floor"><cuboid id="c" lx="2" ly="2" lz="0.1"/><render ref="c" color="gray"/></object>\n')
+    (tmp_path / "P.xml").write_text('<project id="p" name="P">\n  <robot name="scene"/>\n'
+                                    '  <robot name="scene" prefix="b_"/>\n  <object name="Floor"/>\n</project>\n')
+    out = tmp_path / "o"
+    out.mkdir()
+    res = to_urdf(tmp_path / "P.xml", out / "P.urdf")
+    robots = [r["urdf"] for r in res.robots]
+    assert len(set(robots)) == 2 and str(out / "P_scene.urdf") not in robots
+    for urdf in robots:
+        assert "link1" in Path(urdf).read_text()  # each robot's own links
+    assert "Floor" in (out / "P_scene.urdf").read_text() and "link1" not in (out / "P_scene.urdf").read_text()
+    if CHECK_URDF:
+        for urdf in robots + [str(out / "P_scene.urdf")]:
+            check_urdf(urdf)

@@ -531,3 +531,13 @@ def test_a_key_no_reader_takes_is_refused_at_its_line(tmp_path, capsys, old, new
     assert simulate(write(tmp_path, "ok.yaml", text), capsys)[0] == 0
     line = refused(*simulate(path, capsys))
     assert where in line and says in line, line
+
+
+@pytest.mark.parametrize("value", ["1_0", "\u0661"])
+def test_a_number_option_takes_decimal_digits_only(tmp_path, capsys, value):
+    """--t-end 1_0 ran 10 s and --t-end with an Arabic-Indic one ran 1 s: Python's float reads
+    both; every number option reads what --param reads."""
+    with pytest.raises(SystemExit) as stop:  # argparse's own refusal
+        main(["simulate", "mass_spring_damper", "--t-end", value, "-q"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"argument --t-end: invalid number value: '{value}'" in err, err

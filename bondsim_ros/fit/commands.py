@@ -2,6 +2,7 @@
 ``bondsim-ros bag2csv`` (a robot's rosbag2 drive log -> that CSV)."""
 from __future__ import annotations
 
+from bondsim_ros.cliargs import number
 from bondsim_ros.plotting import save_figure
 
 import json
@@ -43,7 +44,7 @@ def register(sub) -> None:
                    help="bounds of a fitted parameter (default: >= 0 for parameters that start positive)")
     p.add_argument("--weight", action="append", default=[], metavar="COL=W",
                    help="weight (1/noise sigma) of a data column when outputs of different units are fitted")
-    p.add_argument("--t-end", type=float, default=None, help="use data rows up to this time only")
+    p.add_argument("--t-end", type=number, default=None, help="use data rows up to this time only")
     add_solver_flags(p, FIT_OPTIONS)
     p.add_argument("--max-evals", type=int, default=None, metavar="N",
                    help="stop the search after N evaluations of the residuals (least_squares' max_nfev, >= 1); "
@@ -79,7 +80,7 @@ def register(sub) -> None:
     b.add_argument("--cmd-vel", metavar="TOPIC")
     b.add_argument("--joint-states", metavar="TOPIC")
     b.add_argument("--wheel-joints", metavar="J1,J2,J3", help="driver joint names of the twin's wheels 1, 2, 3")
-    b.add_argument("--wheel-sign", type=float, help="multiply the driver's wheel speeds by this")
+    b.add_argument("--wheel-sign", type=number, help="multiply the driver's wheel speeds by this")
     b.add_argument("--odom", metavar="TOPIC", help="odometry topic (default: the bridge config's)")
     b.add_argument("--no-odom", action="store_true", help="leave the odometry columns out")
     b.add_argument("--motor-readings", metavar="TOPIC",

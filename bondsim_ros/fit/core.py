@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bondsim_ros.cliargs import number
 from bondsim_ros.solver.options import SolverOptions
 
 from .options import FIT_OPTIONS
@@ -101,7 +102,7 @@ def read_csv(path) -> LogData:
             raise FitError(f"{path}:{line}: {len(row)} cells, the header has {len(names)}")
         for j, cell in enumerate(row):
             try:
-                data[i, j] = float(cell)
+                data[i, j] = number(cell.strip())  # (1_0 and non-ASCII digits, which float reads, are not numbers)
             except ValueError:
                 raise FitError(f"{path}:{line}: column {names[j]!r}: {cell!r} is not a number") from None
             if abs(data[i, j]) > MAX_VALUE:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bondsim_ros.cliargs import number as number_text  # a decimal number as written (no 1_0, ASCII digits)
+
 from . import frames
 from .errors import MechanismError
 from .model import Edge, Link, Mechanism, Probe, Shape, Unit
@@ -83,7 +85,7 @@ def number(node: Node, attr: str, default=None, *, positive=False, nonnegative=F
     if raw is None:
         return default
     try:
-        value = float(raw.strip())
+        value = number_text(raw.strip())
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
@@ -102,7 +104,7 @@ def numbers(node: Node, attr: str, counts=(3,)) -> list:
     raw = node.attrs[attr]
     parts = raw.replace(",", " ").split()
     try:
-        values = [float(p) for p in parts]
+        values = [number_text(p) for p in parts]
     except ValueError:
         values = []
     if len(values) not in counts or not all(math.isfinite(v) for v in values):
@@ -142,7 +144,7 @@ def color(node: Node) -> tuple:
         return tuple(c / 255.0 for c in ImageColor.getrgb(key)[:3]) + (1.0,), key
     parts = raw.replace(",", " ").split()
     try:
-        values = [float(p) for p in parts]
+        values = [number_text(p) for p in parts]
     except ValueError:
         values = []
     if len(values) not in (3, 4) or not all(0.0 <= v <= 1.0 for v in values):

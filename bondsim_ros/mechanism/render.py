@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bondsim_ros.cliargs import number
+
 from . import frames
 from .geometry import geometry_key, shape_mesh
 from .loader import MAX_FILE_BYTES, MAX_PART_BYTES, load_mechanism
@@ -221,7 +223,7 @@ def read_joint_csv(path) -> tuple[list, np.ndarray]:
             raise RenderError(f"{path}:{i}: {len(r)} values, the header has {len(header)}")
         for h, v in zip(header, r):
             try:
-                x = float(v)
+                x = number(v.strip())  # (1_0 and non-ASCII digits, which float reads, are not numbers)
             except ValueError:
                 raise RenderError(f"{path}:{i}: column {h!r}: {v!r} is not a number") from None
             if not np.isfinite(x):

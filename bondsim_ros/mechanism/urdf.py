@@ -381,23 +381,25 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     result = ConversionResult(mech.joints, mech.probes, [], None, mechanism=mech)
     in_project = mech.kind == "project"
     units = mech.robots if in_project else mech.units
+    # a project's scene files, whose names a robot named 'scene' would take
+    scene_files = (folder / f"{stem}_scene.urdf", folder / f"{stem}_scene_markers.json") if in_project else ()
     for k, unit in enumerate(units):
         graph = robot_graph(unit, keep_virtual=keep_virtual, in_project=in_project, warnings=result.warnings)
         target = out if len(units) == 1 else folder / f"{file_stem(f'{stem}_{unit.prefix}{unit.name}')}{suffix}"
-        if target in documents:
+        if target in documents or target in scene_files:
             target = folder / f"{file_stem(f'{stem}_{unit.prefix}{unit.name}')}_{k + 1}{suffix}"
         documents[target] = URDFWriter(meshes, xacro=xacro, mesh_uri=mesh_uri, source=source).document(graph)
         result.robots.append(dict(name=unit.name, prefix=unit.prefix, urdf=str(target), root=graph.root,
                                   initial_pose=graph.initial_pose, dropped=graph.dropped))
     if in_project:
         graph = scene_graph(mech)
-        documents[folder / f"{stem}_scene.urdf"] = URDFWriter(meshes, mesh_uri=mesh_uri, source=source).document(graph)
+        documents[scene_files[0]] = URDFWriter(meshes, mesh_uri=mesh_uri, source=source).document(graph)
         doc = {"frame_id": "world", "source": source,
                "note": "visualization_msgs/Marker-like list: type cube|cylinder|sphere|mesh, pose in frame_id, "
                        "scale (cube: size, cylinder/sphere: diameters and height), rgba colour; mesh paths are "
                        "relative to this file's folder, mesh_resource adds the --mesh-uri prefix",
                "markers": markers(graph, meshes, mesh_uri)}
-        documents[folder / f"{stem}_scene_markers.json"] = json.dumps(doc, indent=1) + "\n"
+        documents[scene_files[1]] = json.dumps(doc, indent=1) + "\n"
     if result.robots:
         result.initial_pose = result.robots[0]["initial_pose"]
     payload = {p: text.encode() for p, text in documents.items()}

@@ -1,6 +1,8 @@
 """``bondsim-ros up``, ``demo`` and ``fleet``: the ROS 2 graph without ``launch``."""
 from __future__ import annotations
 
+from bondsim_ros.cliargs import number
+
 import argparse
 import sys
 from pathlib import Path
@@ -20,8 +22,8 @@ def register(sub) -> None:
                          "slider_crank_lagrange, ...) or a YAML model file with a mechanism: section")
     up.add_argument("--reference", choices=["rose", "builtin", "cmd_vel", "waypoints", "joint_trajectory"],
                     help="override the reference source")
-    up.add_argument("--rate", type=float, help="publish rate [Hz]")
-    up.add_argument("--rtf", type=float, help="real-time factor")
+    up.add_argument("--rate", type=number, help="publish rate [Hz]")
+    up.add_argument("--rtf", type=number, help="real-time factor")
     up.add_argument("--namespace", default="", help="namespace for all nodes (several robots; with --bridge: the "
                                                     "twin's, default twin); their frame ids then carry the prefix "
                                                     "NAMESPACE/ (see --frame-prefix)")
@@ -45,7 +47,7 @@ def register(sub) -> None:
     up.add_argument("--discovery", metavar="RANGE", default=None,
                     help="ROS discovery range: localhost | subnet | off | system_default (default: "
                          "$ROS_AUTOMATIC_DISCOVERY_RANGE, else subnet with --bridge to see the robot, else localhost)")
-    up.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    up.add_argument("--duration", type=number, default=None, help="stop after this many seconds")
     up.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
                     help="serve the twin live to Foxglove over WebSocket (default port 8765; needs foxglove-sdk)")
     up.add_argument("--foxglove-address", default=None, metavar="ADDR", help=FOXGLOVE_ADDRESS_HELP)
@@ -56,9 +58,9 @@ def register(sub) -> None:
     demo = sub.add_parser("demo", help="the rose-path demo: node graph -> MCAP bag, plots and a video")
     demo.add_argument("--model", default=DEFAULT_ROBOT, metavar="NAME|FILE.yaml",
                       help=f"robot to record (default {DEFAULT_ROBOT}: its built-in path)")
-    demo.add_argument("--duration", type=float, default=60.0, help="simulated seconds (default 60)")
+    demo.add_argument("--duration", type=number, default=60.0, help="simulated seconds (default 60)")
     demo.add_argument("--out", default="out/demo", help="output folder (default out/demo)")
-    demo.add_argument("--rtf", type=float, default=1.0, help="real-time factor (default 1: as the real robot)")
+    demo.add_argument("--rtf", type=number, default=1.0, help="real-time factor (default 1: as the real robot)")
     demo.add_argument("--no-video", action="store_true", help="skip the rendered video")
     demo.add_argument("--no-sensors", action="store_true",
                       help="a mobile base without its simulated laser scanner, IR sensors and bumper")
@@ -77,9 +79,9 @@ def register(sub) -> None:
                        help=f"robot each twin runs (default {DEFAULT_ROBOT})")
     fleet.add_argument("--reference", choices=["rose", "builtin", "cmd_vel", "waypoints", "joint_trajectory"],
                        help="reference source of every twin (default: the model's, as config/dynamics.yaml)")
-    fleet.add_argument("--duration", type=float, default=None,
+    fleet.add_argument("--duration", type=number, default=None,
                        help="measured wall seconds after the warm-up (default: until Ctrl-C)")
-    fleet.add_argument("--warmup", type=float, default=2.0, help="seconds run before measuring (default 2)")
+    fleet.add_argument("--warmup", type=number, default=2.0, help="seconds run before measuring (default 2)")
     fleet.add_argument("--json", metavar="FILE", help="also write each process's figures to FILE")
     fleet.add_argument("--quiet", "-q", action="store_true")
     fleet.set_defaults(func=cmd_fleet)

@@ -1,6 +1,8 @@
 """``bondsim-ros sweep``: one simulation per point of a parameter grid, in parallel, to one table."""
 from __future__ import annotations
 
+from bondsim_ros.cliargs import number
+
 import math
 import sys
 
@@ -28,9 +30,9 @@ def register(sub) -> None:
     p.add_argument("--outputs", metavar="col,...", help="output columns to keep (default: all)")
     p.add_argument("--at", metavar="T1,T2,...",
                    help="take the outputs at these output times (columns NAME@T) instead of their final values")
-    p.add_argument("--t-end", type=float, default=None,
+    p.add_argument("--t-end", type=number, default=None,
                    help="end time [s] (default: a built-in model's suggestion; a model file has none)")
-    p.add_argument("--dt-out", type=float, default=None, help="output interval [s] (the times --at can name)")
+    p.add_argument("--dt-out", type=number, default=None, help="output interval [s] (the times --at can name)")
     add_solver_flags(p)
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="local worker processes (default and 0: every usable core, as fit's 0; 1: in this process)")
