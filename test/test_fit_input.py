@@ -66,6 +66,16 @@ def bag2csv(bag, out, *extra):
 T0 = 1_700_000_000 * 10**9
 
 
+def test_a_command_topic_without_messages_is_said(tmp_path, capsys):
+    """/cmd_vel logged but never published: the columns are zeros, and the run says why."""
+    states = [(T0 + k * 10**7, T0 + k * 10**7, (k, 2 * k, 3 * k)) for k in range(5)]
+    bag = write_bag(tmp_path / "b", [], states)
+    out = tmp_path / "log.csv"
+    assert main(bag2csv(bag, out)) == 0
+    assert f"warning: {CMD}: no command in the bag: the command columns are 0 throughout" in capsys.readouterr().err
+    assert not read_csv(out).column("vx_cmd").any()
+
+
 def test_equal_stamps_fall_back_to_log_times(tmp_path, capsys):
     """A driver that leaves the header stamp at zero: one row per message on the bag's clock."""
     states = [(T0 + k * 10**7, 0, (k, 2 * k, 3 * k)) for k in range(20)]

@@ -551,3 +551,15 @@ def test_a_robot_named_scene_keeps_its_urdf_beside_the_projects_scene(tmp_path):
     if CHECK_URDF:
         for urdf in robots + [str(out / "P_scene.urdf")]:
             check_urdf(urdf)
+
+
+def test_a_urdf_given_to_xml2urdf_is_named_as_one(tmp_path, capsys):
+    """A URDF's <robot name=...><link .../> was refused as "missing required attribute 'id'",
+    which sent the user looking for an id the format does not have."""
+    src = tmp_path / "R.xml"
+    src.write_text(robot())
+    urdf = to_urdf(src, tmp_path / "r.urdf").files[0]
+    out = tmp_path / "o"
+    out.mkdir()
+    refused(capsys, ["xml2urdf", str(urdf), "-o", str(out / "again.urdf")], "r.urdf:",
+            "<robot>: a URDF, not mechanism XML", nothing=out)

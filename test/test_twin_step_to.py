@@ -72,6 +72,10 @@ def test_simulation_refuses_parameters_and_start_values_that_are_not_numbers_by_
     compiled = compile_model(load_model(Path(__file__).parent / "data" / "models" / "rc_step.yaml"))
     with pytest.raises(ValueError, match="parameter 'R': expected a number, got 'x'"):
         Simulation(compiled, params={"R": "x"})
+    # what float reads but no parameter means: True as 1.0, '1_0' as 10
+    for value in (True, "1_0"):
+        with pytest.raises(ValueError, match=f"parameter 'R': expected a number, got {value!r}"):
+            Simulation(compiled, params={"R": value})
     with pytest.raises(TypeError, match="y0 must map names to values \\(a dict\\), got list"):
         Simulation(compiled, y0=[1.0])
     sim = Simulation(compiled)

@@ -199,7 +199,13 @@ def _named_values(values, what: str) -> dict:
 
 
 def _number(value, what: str) -> float:
+    """``value`` as a float: a number, or text of one in decimal ASCII digits; not a bool (True
+    is no parameter value, though float makes it 1.0, as sweep refuses it) nor '1_0' (10 to
+    float)."""
+    text = isinstance(value, str)
     try:
+        if isinstance(value, bool) or (text and ("_" in value or not value.isascii())):
+            raise ValueError
         return float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{what}: expected a number, got {value!r}") from None

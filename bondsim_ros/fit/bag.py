@@ -201,6 +201,8 @@ def bag_to_log(bag, cmd_vel: str, joint_states: str, wheel_joints, wheel_sign: f
         v = (float(tw.linear.x), float(tw.linear.y), float(tw.angular.z))
         cmds.append((when, v))
     finite = [c for c in cmds if _usable(c[1])]
+    if not cmds:  # (the topic is in the bag: the driver logged it, nobody drove)
+        notes.append(f"{cmd_vel}: no command in the bag: the command columns are 0 throughout")
     if len(finite) < len(cmds):
         notes.append(f"{cmd_vel}: dropped {len(cmds) - len(finite)} of {len(cmds)} commands with inf/NaN "
                      f"values or beyond +-{MAX_VALUE:g}")

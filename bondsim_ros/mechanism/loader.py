@@ -292,6 +292,10 @@ class Loader:
         root = self.read(path)
         if root.tag not in ROOTS:
             raise root.error(f"unknown root element (expected one of {', '.join(ROOTS)})")
+        if root.tag == "robot" and "id" not in root.attrs and any(c.tag == "link" for c in root.children):
+            # <robot name=...><link name=...>: the root and first child of a URDF, not mechanism XML
+            raise root.error("a URDF, not mechanism XML (its <robot> has <link> children and no id): "
+                             "bondsim-ros render takes a URDF as it is")
         check_attributes(root, "root")
         self._unit_factor(root)
         mech = Mechanism(root.tag, _name(root, "name"), root.attrs["id"], str(path))  # a project's names its scene
