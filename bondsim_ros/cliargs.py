@@ -55,6 +55,15 @@ def number(text: str) -> float:
     return float(text)
 
 
+def check_folders(paths, option: str) -> None:
+    """Refuse a folder option (--search-path) naming no folder: it would be searched in vain."""
+    import os
+
+    for path in paths:
+        if not os.path.isdir(path):
+            raise CLIError(f"{option} {path}: {'not a folder' if os.path.exists(path) else 'no such folder'}")
+
+
 def assignments(items, what: str, parse=number, form: str = "NAME=VALUE") -> dict:
     """``["a=1", "b=2"]`` -> ``{"a": parse("1"), ...}`` for the repeatable NAME=VALUE options
     (--param, --guess, --bounds, --weight); a malformed item, or a name given twice (which value

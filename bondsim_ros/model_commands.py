@@ -212,6 +212,9 @@ def cmd_simulate(args) -> int:
     if t_end is None or dt_out is None:
         raise CLIError("give --t-end and --dt-out (this model suggests no defaults)")
     options = _check_run_options(t_end, dt_out, args)
+    for option, name in (("--csv", args.csv), ("--plot", args.plot)):
+        if name is not None and not name.strip():
+            raise CLIError(f"{option}: an empty file name")
     csv_out = check_output_path(args.csv, "--csv", stdout_ok=True, inputs=[args.model]) if args.csv else None
     if args.plot:
         from bondsim_ros.plotting import check_figure_format

@@ -58,7 +58,7 @@ def bound_mechanism(model, joints_csv, search_path=()) -> tuple[Path, dict, tupl
 
 
 def cmd_render(args) -> int:
-    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.cliargs import CLIError, check_folders
     from bondsim_ros.mechanism import MechanismError
     from bondsim_ros.mechanism.render import MAX_SIDE, RenderError, render
     from bondsim_ros.outfiles import check_output
@@ -76,6 +76,7 @@ def cmd_render(args) -> int:
         raise CLIError(f"--speed {args.speed}: give a positive number (1 = real time)")
     if args.jobs < 1:
         raise CLIError(f"--jobs {args.jobs}: give a number of processes, at least 1")
+    check_folders(args.search_path, "--search-path")
     file, columns, base = Path(args.file), None, None
     inputs = [args.file, args.joints]
     if file.suffix.lower() in MODEL_SUFFIXES:

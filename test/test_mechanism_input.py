@@ -563,3 +563,45 @@ def test_a_urdf_given_to_xml2urdf_is_named_as_one(tmp_path, capsys):
     out.mkdir()
     refused(capsys, ["xml2urdf", str(urdf), "-o", str(out / "again.urdf")], "r.urdf:",
             "<robot>: a URDF, not mechanism XML", nothing=out)
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--search-path", "/nonexistent-folder"], "--search-path /nonexistent-folder: no such folder"),
+    (["--row", "2", "-o", "{out}/a.gif"], "--row 2: the row of a still image (.png); a video draws every row"),
+    (["--size", "201x150", "-o", "{out}/a.mp4"], "image size 201x150: an MP4 needs an even width and height"),
+    (["--joints", "{dup}", "-o", "{out}/a.png"], "column 'j1' appears more than once in the header"),
+])
+def test_render_options_that_would_be_ignored_are_refused(tmp_path, capsys, extra, fragment):
+    """A folder that is none, a row of a video, an odd MP4 side (which ffmpeg's writer resized
+    without a word) and a joint given twice in the CSV: refused, nothing written."""
+    src = tmp_path / "R.xml"
+    src.write_text(robot())
+    (tmp_path / "dup.csv").write_text("t,j1,j1\n0,0,1\n")
+    out = tmp_path / "o"
+    out.mkdir()
+    argv = ["render", str(src)] + [a.format(out=out, dup=tmp_path / "dup.csv") for a in extra]
+    if "-o" not in argv:
+        argv += ["-o", str(out / "a.png")]
+    refused(capsys, argv + ["-q"], fragment, nothing=out)
+
+
+def test_xml2urdf_refuses_a_search_path_that_is_no_folder(tmp_path, capsys):
+    src = tmp_path / "R.xml"
+    src.write_text(robot())
+    out = tmp_path / "o"
+    out.mkdir()
+    refused(capsys, ["xml2urdf", str(src), "-o", str(out / "r.urdf"), "--search-path", str(src)],
+            f"--search-path {src}: not a folder", nothing=out)
+
+
+def test_an_mp4_has_the_size_asked_for(tmp_path):
+    """200x150 came out 200x152 (ffmpeg's writer rounded to blocks of 8) with a warning."""
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    src = tmp_path / "R.xml"
+    src.write_text(robot())
+    (tmp_path / "j.csv").write_text("t,j1\n0,0\n0.1,0.5\n0.2,1\n")
+    out = tmp_path / "a.mp4"
+    assert main(["render", str(src), "--joints", str(tmp_path / "j.csv"), "-o", str(out), "--size", "200x150",
+                 "-q"]) == 0
+    probe = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(out)], capture_output=True, text=True)
+    assert " 200x150" in probe.stderr, probe.stderr

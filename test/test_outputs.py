@@ -349,3 +349,12 @@ def test_the_csv_and_a_figure_of_the_plot_cannot_be_one_file(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert refused in err and "Traceback" not in err, err
     assert [p.name for p in tmp_path.iterdir()] == [csv] and (tmp_path / csv).read_text() == "before"
+
+
+@pytest.mark.parametrize("option", ["--csv", "--plot"])
+def test_an_empty_output_name_is_refused(tmp_path, capsys, monkeypatch, option):
+    """--csv "" (an unset variable in a script) was taken as no --csv at all: the run wrote nothing."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["simulate", "mass_spring_damper", "--t-end", "0.1", "-q", option, ""]) == 2
+    assert f"{option}: an empty file name" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

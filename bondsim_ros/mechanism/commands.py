@@ -25,11 +25,12 @@ def register(sub) -> None:
 
 
 def cmd_xml2urdf(args) -> int:
-    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.cliargs import CLIError, check_folders
     from bondsim_ros.outfiles import check_output
 
     from . import MechanismError, to_urdf
 
+    check_folders(args.search_path, "--search-path")
     check_output(args.output, "-o")
     try:
         result = to_urdf(args.file, args.output, xacro=args.xacro, keep_virtual=args.keep_virtual,

@@ -217,6 +217,9 @@ def read_joint_csv(path) -> tuple[list, np.ndarray]:
     if len(rows) < 2:
         raise RenderError(f"{path}: needs a header and at least one row")
     header = [h.strip() for h in rows[0]]
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:  # which of the two would be the joint's values?
+        raise RenderError(f"{path}: column {twice[0]!r} appears more than once in the header")
     body = [(i, r) for i, r in enumerate(rows[1:], start=2) if r]
     for i, r in body:
         if len(r) != len(header):
@@ -526,6 +529,11 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     suffix = out.suffix.lower()
     if suffix not in (".png", ".mp4", ".gif"):
         raise RenderError(f"output must be .png, .mp4 or .gif, got {out.name}")
+    if suffix != ".png" and row != 0:
+        raise RenderError(f"--row {row}: the row of a still image (.png); a video draws every row")
+    if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
+        # H.264 in 4:2:0 has no odd side: ffmpeg's writer would resize the frames without a word
+        raise RenderError(f"image size {size[0]}x{size[1]}: an MP4 needs an even width and height")
     drawing = _from_urdf(file) if file.suffix.lower() == ".urdf" else _from_xml(file, search_path)
     times = None
     if joints_csv:
@@ -785,7 +793,7 @@ def _write_mp4(out: Path, first, frames, fps: int) -> None:
     with output_path(out) as tmp:
         try:  # (a generator: ffmpeg is looked for and started by the first send)
             writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264", pix_fmt_out="yuv420p",
-                                                 macro_block_size=8, quality=7)
+                                                 macro_block_size=2, quality=7)
         except (RuntimeError, OSError) as exc:
             raise _EncoderFailed(exc, 0) from None
         try:
