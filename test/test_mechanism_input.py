@@ -515,18 +515,28 @@ def test_render_urdf_that_is_not_a_valid_tree_is_refused_by_line(tmp_path, capsy
 
 @pytest.mark.parametrize("body, message", [
     ('<link name="a"><visual><geometry><box size="nan 1 1"/></geometry></visual></link>',
-     "link 'a': a placement or size that is not finite (nan or inf)"),
+     "1: <box>: size='nan 1 1': expected finite numbers >= 0"),
     ('<link name="a"><visual><geometry><sphere radius="inf"/></geometry></visual></link>',
-     "link 'a': a placement or size that is not finite (nan or inf)"),
+     "1: <sphere>: radius='inf': expected finite numbers >= 0"),
+    ('<link name="a"><visual><geometry><box size="1 -1 1"/></geometry></visual></link>',
+     "1: <box>: size='1 -1 1': expected finite numbers >= 0"),
     ('<link name="a"/><link name="b"/><joint name="j" type="fixed"><parent link="a"/><child link="b"/>'
-     '<origin xyz="nan 0 0"/></joint>', "joint 'j': its origin is not finite (nan or inf)"),
+     '<origin xyz="nan 0 0"/></joint>', "1: <origin>: xyz='nan 0 0': expected finite numbers"),
+    ('<link name="a"/><link name="b"/><joint name="j" type="continuous"><parent link="a"/><child link="b"/>'
+     '<axis xyz="0 0 0"/></joint>', "1: <axis>: joint 'j': axis xyz='0 0 0' has no direction"),
+    ('<link name="a"/><link name="b"/><joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+     '<limit lower="nan" upper="1" effort="1" velocity="1"/></joint>', "1: <limit>: lower='nan': expected finite"),
+    ('<link name="a"/><link name="b"/><joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+     '<limit lower="1" upper="-1" effort="1" velocity="1"/></joint>',
+     "1: <limit>: joint 'j': lower=1 is above upper=-1"),
 ])
 def test_render_urdf_with_a_size_or_placement_not_finite_names_it(tmp_path, capsys, body, message):
-    """It used to end in matplotlib's traceback (axis limits cannot be NaN), or draw a picture."""
+    """It used to end in matplotlib's traceback (axis limits cannot be NaN), draw a picture, or
+    warn in numpy's words (a zero axis); refused at its line, as the other URDF faults are."""
     urdf = tmp_path / "r.urdf"
     urdf.write_text(f'<robot name="r">{body}</robot>\n')
     out = tmp_path / "s.png"
-    refused(capsys, ["render", str(urdf), "-o", str(out), "-q"], f"{urdf}: {message}")
+    refused(capsys, ["render", str(urdf), "-o", str(out), "-q"], f"{urdf}:{message}")
     assert not out.exists()
 
 

@@ -7,11 +7,14 @@ rules here are the ones ROS's own parser (urdfdom, which ``check_urdf`` runs) ap
 limits a revolute or prismatic joint needs, parent and child links that exist, one parent joint
 per link and one root link. A geometry needs the sizes its shape has, as numbers: urdfdom logs
 such a visual as an error and leaves it out; a drawing of the robot without it would mislead, so
-here it is refused. Each refusal names the line and element, as the mechanism XML's do. urdfdom
-takes a negative box size, and so does this check; NaN and infinity are the renderer's to name
-(its bounds).
+here it is refused. Each refusal names the line and element, as the mechanism XML's do. Beyond
+urdfdom, which takes them: a number that is NaN or infinite, a negative size or radius, a joint
+axis of length 0 (no direction to turn about) and limits lower > upper; a drawing of them would be
+NaN or nothing.
 """
 from __future__ import annotations
+
+import math
 
 from .xmlreader import Node
 
@@ -22,17 +25,19 @@ SHAPES = {"box": {"size": 3}, "sphere": {"radius": 1}, "cylinder": {"radius": 1,
 OPTIONAL = {"origin": {"xyz": 3, "rpy": 3}, "axis": {"xyz": 3}, "mesh": {"scale": 3}}
 
 
-def _numbers(node: Node, attr: str, count: int) -> None:
+def _numbers(node: Node, attr: str, count: int, *, nonnegative: bool = False) -> list:
     text = node.attrs[attr]
     words = text.split()
     expected = f"{attr}={text!r}: expected {count} number{'s' if count > 1 else ''}"
     try:
-        for word in words:
-            float(word)
+        values = [float(word) for word in words]
     except ValueError:
         raise node.error(expected) from None
     if len(words) != count:
         raise node.error(f"{expected}, got {len(words)}")
+    if not all(math.isfinite(v) and (v >= 0 or not nonnegative) for v in values):
+        raise node.error(f"{attr}={text!r}: expected finite numbers{' >= 0' if nonnegative else ''}")
+    return values
 
 
 def _optional(node: Node) -> None:
@@ -80,7 +85,7 @@ def _geometry(shape: Node, link: str) -> None:
         if attr not in kind.attrs:
             raise kind.error(f"link {link!r}: a <{kind.tag}> needs {attr}=")
         if count is not None:
-            _numbers(kind, attr, count)
+            _numbers(kind, attr, count, nonnegative=True)
     _optional(kind)
 
 
@@ -106,6 +111,13 @@ def check_urdf_tree(root: Node) -> None:
         for tag in ("origin", "axis"):
             for node in _children(joint, tag):
                 _optional(node)
+        for axis in _children(joint, "axis"):
+            if "xyz" in axis.attrs and not any(_numbers(axis, "xyz", 3)):
+                raise axis.error(f"joint {name!r}: axis xyz={axis.attrs['xyz']!r} has no direction")
+        for limit in _children(joint, "limit"):
+            bounds = [_numbers(limit, a, 1)[0] if a in limit.attrs else None for a in ("lower", "upper")]
+            if None not in bounds and bounds[0] > bounds[1]:
+                raise limit.error(f"joint {name!r}: lower={bounds[0]:g} is above upper={bounds[1]:g}")
         ends = {}
         for end in ("parent", "child"):
             nodes = _children(joint, end)
