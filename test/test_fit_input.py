@@ -366,6 +366,17 @@ def test_bad_bridge_config_values_are_named(tmp_path, capsys, bad, fragment):
     assert not out.exists()
 
 
+def test_a_bridge_config_that_is_no_yaml_is_one_line_naming_its_line(tmp_path, capsys):
+    """PyYAML's own message spans several lines, with a caret under the text."""
+    cfg = tmp_path / "bridge.yaml"
+    cfg.write_text("twin_bridge:\n  ros__parameters: [\n")
+    bag = write_bag(tmp_path / "b", [], [(T0 + k, T0 + k, (1, 2, 3)) for k in range(3)])
+    out = tmp_path / "o.csv"
+    err = refused(capsys, ["bag2csv", str(bag), "-o", str(out), "--bridge-config", str(cfg)],
+                  f"{cfg}:3: not valid YAML: ")
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_outputs_are_written_whole_and_nothing_else(motor_model, tmp_path, capsys):
     """--json, --csv and --plot land under their names, complete, with no temporary file left."""
     import json

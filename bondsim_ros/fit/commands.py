@@ -262,7 +262,11 @@ def cmd_bag2csv(args) -> int:
     try:
         with open(cfg_path, encoding="utf-8") as fh:
             cfg = yaml.safe_load(fh)["twin_bridge"]["ros__parameters"]
-    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+    except yaml.YAMLError as exc:  # one line: where, and what (PyYAML's own text spans several)
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{cfg_path}:{mark.line + 1}" if mark is not None else str(cfg_path)
+        raise CLIError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except (OSError, KeyError, TypeError, ValueError) as exc:
         raise CLIError(f"{cfg_path}: not a twin bridge parameter file ({exc})") from None
     if not isinstance(cfg, dict):
         raise CLIError(f"{cfg_path}: not a twin bridge parameter file (twin_bridge.ros__parameters is not a mapping)")
