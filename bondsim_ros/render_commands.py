@@ -78,6 +78,8 @@ def cmd_render(args) -> int:
         raise CLIError(f"--jobs {args.jobs}: give a number of processes, at least 1")
     check_folders(args.search_path, "--search-path")
     file, columns, base = Path(args.file), None, None
+    if file.is_dir():  # (before the output check, which would call the folder an input written into)
+        raise CLIError(f"{file}: cannot read file: Is a directory")
     inputs = [args.file, args.joints]
     if file.suffix.lower() in MODEL_SUFFIXES:
         try:

@@ -615,3 +615,10 @@ def test_an_mp4_has_the_size_asked_for(tmp_path):
                  "-q"]) == 0
     probe = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(out)], capture_output=True, text=True)
     assert " 200x150" in probe.stderr, probe.stderr
+
+
+def test_render_of_the_folder_it_runs_in_says_the_input_is_a_folder(tmp_path, capsys, monkeypatch):
+    """`render . -o x.png` was refused as writing inside an input, not for the input a folder."""
+    monkeypatch.chdir(tmp_path)
+    refused(capsys, ["render", ".", "-o", "x.png", "-q"], ".: cannot read file: Is a directory")
+    assert list(tmp_path.iterdir()) == []
