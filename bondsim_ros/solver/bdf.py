@@ -72,7 +72,8 @@ class DAEProblem:
     # late in a run its step sizes and events are resolved as at its start.
     autonomous: bool = False
     # dF/dt (t, y, yp, p, out), the residual's signature and parameters: the hidden constraints
-    # of a consistent start need it; without it, a central difference over +-1e-5 s
+    # of a consistent start need it; a row it leaves NaN, or every row without it, is a central
+    # difference over +-1e-5 s
     time_derivative: object = None
 
     @property
@@ -649,21 +650,18 @@ class BDFSolver:
         """dF/dt at (t0, y, y'): the problem's own kernel, and a central difference over 1e-5 s
         (O(eps^2)) for the rows it leaves undefined (d/dt sqrt(u) at u = 0 where u' = 0 too)
         and for a problem without one, as bdf_consistent takes it."""
-        R = self._R
+        R, own, Ft = self._R, self.problem.time_derivative, None
         R[1:] = 0.0
-        own = self.problem.time_derivative
         if own is not None:
             own(t0, y, yp, self.pm, R[1])
-            if np.isfinite(R[1]).all():
-                return R[1].copy()
-        Ft = R[1].copy() if own is not None else None
+            Ft = R[1].copy()
+            if np.isfinite(Ft).all():
+                return Ft
         eps = _time_step(1e-5, t0)
         res(t0 + eps, 1)
         res(t0 - eps, 2)
         quotient = (R[1] - R[2]) / ((t0 + eps) - (t0 - eps))
-        if Ft is None:
-            return quotient
-        return np.where(np.isfinite(Ft), Ft, quotient)
+        return quotient if Ft is None else np.where(np.isfinite(Ft), Ft, quotient)
 
     def _free_determined(self, A, free, n_alg) -> None:
         """Refuse a start where the equations leave free unknowns (the columns of ``free``, last of
