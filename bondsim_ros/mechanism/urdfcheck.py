@@ -8,9 +8,9 @@ limits a revolute or prismatic joint needs, parent and child links that exist, o
 per link and one root link. A geometry needs the sizes its shape has, as numbers: urdfdom logs
 such a visual as an error and leaves it out; a drawing of the robot without it would mislead, so
 here it is refused. Each refusal names the line and element, as the mechanism XML's do. Beyond
-urdfdom, which takes them: a number that is NaN or infinite, a negative size or radius, a joint
-axis of length 0 (no direction to turn about) and limits lower > upper; a drawing of them would be
-NaN or nothing.
+urdfdom, which takes them (check_urdf accepts them; it refuses a NaN origin or limit, as this
+does): a size that is NaN, infinite or negative, a joint axis of length 0 (no direction to turn
+about) and limits lower > upper; a drawing of them would be NaN or nothing.
 """
 from __future__ import annotations
 
