@@ -155,22 +155,21 @@ def _construct_int(loader, node):
     """A whole number as written in decimal digits: YAML 1.1 (PyYAML) reads 010 as 8, the octal
     of C, where YAML 1.2, Python's float and --param read 10; and it reads 1:30 (base 60) as 90
     and 1_0 as 10, which are refused at their line."""
-    text = node.value
-    if _DECIMAL_INT.fullmatch(text):
-        return int(text, 10)
-    _refuse_yaml11_number(node, loader.construct_yaml_int(node))
-    return loader.construct_yaml_int(node)  # 0x1f, 0b101: the same in YAML 1.2
+    if _DECIMAL_INT.fullmatch(node.value):
+        return int(node.value, 10)
+    return _yaml12_number(node, loader.construct_yaml_int(node))  # 0x1f, 0b101: the same in YAML 1.2
 
 
 def _construct_float(loader, node):
-    _refuse_yaml11_number(node, loader.construct_yaml_float(node))
-    return loader.construct_yaml_float(node)
+    return _yaml12_number(node, loader.construct_yaml_float(node))
 
 
-def _refuse_yaml11_number(node, value) -> None:
+def _yaml12_number(node, value):
+    """``value``, read from ``node``, unless only YAML 1.1 reads its text as that number."""
     if "_" in node.value or ":" in node.value:
         raise ModelError("", f"line {node.start_mark.line + 1}: {node.value} is read as {value!r} by YAML 1.1 only "
                              f"(digits grouped by _, or base 60 by :): write the number in decimal digits")
+    return value
 
 
 _DECIMAL_INT = re.compile(r"[-+]?[0-9]+")
