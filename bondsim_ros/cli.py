@@ -6,7 +6,6 @@ Each sub-command lives next to the layer it drives and registers itself through 
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import re
@@ -43,9 +42,13 @@ def _terminate(signum, frame):
     raise Terminated()
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None):
     """The parser of every sub-command, or of ``command``'s module alone (a known command: its
     usage, help and errors are the same either way)."""
+    # imported here, not at the top: argparse (with gettext, 2.5 ms) comes after a repeated
+    # simulate's solve has started ahead (main)
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="bondsim-ros",
         description="Bond-graph digital twins: simulate models, convert mechanisms, run the ROS 2 graph.",
@@ -74,7 +77,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 _NEGATIVE_NUMBER = r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"
 
 
-def _negative_numbers_are_values(parser: argparse.ArgumentParser) -> None:
+def _negative_numbers_are_values(parser) -> None:
     own = getattr(parser, "_negative_number_matcher", None)  # (argparse's attribute since Python 3.2)
     if own is not None:
         parser._negative_number_matcher = re.compile(f"(?:{own.pattern})|(?:{_NEGATIVE_NUMBER})")
