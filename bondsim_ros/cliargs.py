@@ -55,6 +55,14 @@ def number(text: str) -> float:
     return float(text)
 
 
+def integer(text: str) -> int:
+    """``int(text)`` of a whole number as written on a command line, refusing what ``number``
+    refuses (``1_0``, which ``int`` takes as 10, and digits other than ASCII's)."""
+    if "_" in text or not text.isascii():
+        raise ValueError(f"invalid literal for int() with base 10: {text!r}")
+    return int(text)
+
+
 def check_folders(paths, option: str) -> None:
     """Refuse a folder option (--search-path) naming no folder: it would be searched in vain."""
     import os
@@ -98,7 +106,7 @@ def add_solver_flags(parser, defaults=None) -> None:
     parser.add_argument("--atol", type=number, default=d.atol,
                         help=f"solver absolute tolerance, > 0 (default {d.atol:g})")
     parser.add_argument("--hmax", type=number, default=d.hmax, help=f"largest step [s], > 0 (default {d.hmax:g})")
-    parser.add_argument("--max-order", type=int, default=d.max_order,
+    parser.add_argument("--max-order", type=integer, default=d.max_order,
                         help=f"highest BDF order, 1..{MAX_ORDER} (default {d.max_order})")
     parser.set_defaults(solver_defaults=d)
 

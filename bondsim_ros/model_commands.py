@@ -4,7 +4,7 @@ It lives above the engine, not in ``bondgraph/``: it resolves models by name (bo
 plots and raises CLIError, none of which the engine may know (README, "What is where")."""
 from __future__ import annotations
 
-from bondsim_ros.cliargs import number
+from bondsim_ros.cliargs import integer, number
 from bondsim_ros.plotting import save_figure
 
 import contextlib
@@ -37,7 +37,7 @@ def register(sub) -> None:
     d = sub.add_parser("draw", help="draw a model's bond graph (Graphviz)")
     d.add_argument("model", metavar="MODEL")
     d.add_argument("-o", "--output", required=True, metavar="OUT.png|svg|pdf|dot")
-    d.add_argument("--depth", type=int, default=None, help="open component documents down to this depth")
+    d.add_argument("--depth", type=integer, default=None, help="open component documents down to this depth")
     d.set_defaults(func=cmd_draw)
 
     m = sub.add_parser("models", help="list the named models (built-in and installed plug-ins)",

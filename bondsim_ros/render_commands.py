@@ -7,7 +7,7 @@ live twin.
 """
 from __future__ import annotations
 
-from bondsim_ros.cliargs import number
+from bondsim_ros.cliargs import integer, number
 
 import math
 from pathlib import Path
@@ -28,17 +28,17 @@ def register(sub) -> None:
     r.add_argument("file", metavar="FILE.xml|FILE.urdf|MODEL.yaml")
     r.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.mp4|OUT.gif")
     r.add_argument("--joints", metavar="CSV", help="joint values, e.g. from `bondsim-ros simulate robotino --csv`")
-    r.add_argument("--fps", type=int, default=25, help="video frame rate (default 25)")
+    r.add_argument("--fps", type=integer, default=25, help="video frame rate (default 25)")
     r.add_argument("--speed", type=number, default=1.0, metavar="S",
                    help="playback speed: simulated seconds per video second (default 1: real time)")
-    r.add_argument("--every", type=int, default=1, metavar="K",
+    r.add_argument("--every", type=integer, default=1, metavar="K",
                    help="use every K-th CSV row only (frames are then picked from those by time)")
-    r.add_argument("--row", type=int, default=0, help="CSV row for a still image (default: the first)")
+    r.add_argument("--row", type=integer, default=0, help="CSV row for a still image (default: the first)")
     r.add_argument("--search-path", action="append", default=[], metavar="DIR")
     r.add_argument("--size", default="1280x960", metavar="WxH", help="image size in pixels")
     r.add_argument("--view", choices=("auto", "robot", "scene", "follow"), default="auto",
                    help="framing: the robot (and its path), the whole scene, or a 2 m window following the robot")
-    r.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+    r.add_argument("--jobs", "-j", type=integer, default=1, metavar="N",
                    help="processes drawing a video's frames (default 1; the frames are the same)")
     r.add_argument("--quiet", "-q", action="store_true")
     r.set_defaults(func=cmd_render)
@@ -65,7 +65,7 @@ def cmd_render(args) -> int:
     from bondsim_ros.robots.plugin import RobotError
 
     try:
-        w, h = (int(v) for v in args.size.lower().split("x"))
+        w, h = (integer(v) for v in args.size.lower().split("x"))
     except ValueError:
         raise CLIError(f"--size expects WxH, got {args.size!r}") from None
     if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):

@@ -541,3 +541,37 @@ def test_a_number_option_takes_decimal_digits_only(tmp_path, capsys, value):
         main(["simulate", "mass_spring_damper", "--t-end", value, "-q"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and f"argument --t-end: invalid number value: '{value}'" in err, err
+
+
+@pytest.mark.parametrize("value", ["1_0", "\u0661", "\uff15"])
+@pytest.mark.parametrize("words, option", [
+    (["simulate", "mass_spring_damper", "--max-order"], "--max-order"),
+    (["render", "in.xml", "-o", "out.mp4", "--fps"], "--fps"),
+    (["render", "in.xml", "-o", "out.mp4", "--every"], "--every"),
+    (["render", "in.xml", "-o", "out.png", "--row"], "--row"),
+    (["render", "in.xml", "-o", "out.mp4", "--jobs"], "--jobs/-j"),
+    (["draw", "mass_spring_damper", "-o", "out.svg", "--depth"], "--depth"),
+    (["sweep", "mass_spring_damper", "--param", "k=1,2", "-o", "out.csv", "--jobs"], "--jobs/-j"),
+    (["sweep", "mass_spring_damper", "--param", "k=1,2", "-o", "out.csv", "--chunksize"], "--chunksize"),
+    (["fit", "omni5dpo", "d.csv", "--params", "k", "--outputs", "x", "--max-evals"], "--max-evals"),
+    (["fleet"], "N"), (["fleet", "2", "--processes"], "--processes/-p"), (["up", "--foxglove"], "--foxglove"),
+])
+def test_a_whole_number_option_takes_decimal_digits_only(tmp_path, monkeypatch, capsys, words, option, value):
+    """int() reads 1_0 as 10 and any script's digits (a full-width 5 as 5): `fleet 1_0` started
+    ten twins, `render --fps 1_0` made a 10 fps video. Every whole-number option reads only what
+    a number option reads."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main([*words, value])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"argument {option}: invalid integer value: '{value}'" in err, err
+
+
+@pytest.mark.parametrize("value", ["1_0", "\u0661"])
+def test_sweep_output_times_take_decimal_digits_only(tmp_path, monkeypatch, capsys, value):
+    """--at 1_0 sampled the runs at t = 10 (float's reading) under a column named @10."""
+    monkeypatch.chdir(tmp_path)
+    code = main(["sweep", "mass_spring_damper", "--param", "k=1,2", "-o", "out.csv", "--at", value, "-q"])
+    err = capsys.readouterr().err
+    assert code != 0 and f"--at expects comma-separated times, got '{value}'" in err, err
+    assert not (tmp_path / "out.csv").exists()

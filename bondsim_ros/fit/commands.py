@@ -2,7 +2,7 @@
 ``bondsim-ros bag2csv`` (a robot's rosbag2 drive log -> that CSV)."""
 from __future__ import annotations
 
-from bondsim_ros.cliargs import number
+from bondsim_ros.cliargs import integer, number
 from bondsim_ros.plotting import save_figure
 
 import json
@@ -46,7 +46,7 @@ def register(sub) -> None:
                    help="weight (1/noise sigma) of a data column when outputs of different units are fitted")
     p.add_argument("--t-end", type=number, default=None, help="use data rows up to this time only")
     add_solver_flags(p, FIT_OPTIONS)
-    p.add_argument("--max-evals", type=int, default=None, metavar="N",
+    p.add_argument("--max-evals", type=integer, default=None, metavar="N",
                    help="stop the search after N evaluations of the residuals (least_squares' max_nfev, >= 1); "
                         "a check of the start, the Jacobian's simulations (one per fitted parameter and "
                         "iteration) and those for the standard errors at the end come on top")
@@ -332,12 +332,12 @@ def _json_safe(value):
 
 def _jobs(text):
     """--jobs: None when not given (1: this process), else a whole number >= 0 (0: every core)."""
-    from bondsim_ros.cliargs import CLIError
+    from bondsim_ros.cliargs import CLIError, integer
 
     if text is None:
         return None
     try:
-        jobs = int(text)
+        jobs = integer(text)
     except ValueError:
         jobs = -1
     if jobs < 0:

@@ -1,7 +1,7 @@
 """``bondsim-ros up``, ``demo`` and ``fleet``: the ROS 2 graph without ``launch``."""
 from __future__ import annotations
 
-from bondsim_ros.cliargs import number
+from bondsim_ros.cliargs import integer, number
 
 import argparse
 import sys
@@ -48,7 +48,7 @@ def register(sub) -> None:
                     help="ROS discovery range: localhost | subnet | off | system_default (default: "
                          "$ROS_AUTOMATIC_DISCOVERY_RANGE, else subnet with --bridge to see the robot, else localhost)")
     up.add_argument("--duration", type=number, default=None, help="stop after this many seconds")
-    up.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
+    up.add_argument("--foxglove", type=integer, nargs="?", const=8765, default=None, metavar="PORT",
                     help="serve the twin live to Foxglove over WebSocket (default port 8765; needs foxglove-sdk)")
     up.add_argument("--foxglove-address", default=None, metavar="ADDR", help=FOXGLOVE_ADDRESS_HELP)
     up.add_argument("--no-state-publisher", action="store_true",
@@ -64,7 +64,7 @@ def register(sub) -> None:
     demo.add_argument("--no-video", action="store_true", help="skip the rendered video")
     demo.add_argument("--no-sensors", action="store_true",
                       help="a mobile base without its simulated laser scanner, IR sensors and bumper")
-    demo.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
+    demo.add_argument("--foxglove", type=integer, nargs="?", const=8765, default=None, metavar="PORT",
                       help="also serve the run live to Foxglove over WebSocket (default port 8765)")
     demo.add_argument("--foxglove-address", default=None, metavar="ADDR", help=FOXGLOVE_ADDRESS_HELP)
     demo.add_argument("--quiet", "-q", action="store_true")
@@ -72,8 +72,8 @@ def register(sub) -> None:
 
     fleet = sub.add_parser("fleet", help="N twins over P processes (namespaces robot0..), and whether they "
                                          "held real time")
-    fleet.add_argument("robots", type=int, metavar="N", help="number of twins")
-    fleet.add_argument("--processes", "-p", type=int, default=1, metavar="P",
+    fleet.add_argument("robots", type=integer, metavar="N", help="number of twins")
+    fleet.add_argument("--processes", "-p", type=integer, default=1, metavar="P",
                        help="processes to spread them over (default 1; at most N)")
     fleet.add_argument("--model", default=DEFAULT_ROBOT, metavar="NAME|FILE.yaml",
                        help=f"robot each twin runs (default {DEFAULT_ROBOT})")

@@ -1,7 +1,7 @@
 """``bondsim-ros sweep``: one simulation per point of a parameter grid, in parallel, to one table."""
 from __future__ import annotations
 
-from bondsim_ros.cliargs import number
+from bondsim_ros.cliargs import integer, number
 
 import math
 import sys
@@ -34,12 +34,13 @@ def register(sub) -> None:
                    help="end time [s] (default: a built-in model's suggestion; a model file has none)")
     p.add_argument("--dt-out", type=number, default=None, help="output interval [s] (the times --at can name)")
     add_solver_flags(p)
-    p.add_argument("--jobs", "-j", type=int, default=None,
+    p.add_argument("--jobs", "-j", type=integer, default=None,
                    help="local worker processes (default and 0: every usable core, as fit's 0; 1: in this process)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786) instead of "
                         "locally (pip install 'bondsim_ros[cluster]')")
-    p.add_argument("--chunksize", type=int, default=None, help="runs sent to a worker at a time (default: automatic)")
+    p.add_argument("--chunksize", type=integer, default=None,
+                   help="runs sent to a worker at a time (default: automatic)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress or summary output")
     p.set_defaults(func=cmd_sweep)
 
@@ -57,7 +58,7 @@ def _times(text):
     from bondsim_ros.cliargs import CLIError
 
     try:
-        return [float(s) for s in text.split(",")]
+        return [number(s) for s in text.split(",")]
     except ValueError:
         raise CLIError(f"--at expects comma-separated times, got {text!r}") from None
 
