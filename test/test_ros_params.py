@@ -20,7 +20,7 @@ from rcl_interfaces.srv import DescribeParameters, GetParameters, SetParameters 
 from rclpy.parameter import Parameter, parameter_value_to_python  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from bondsim_ros.ros import dynamics_node, probe_node, state_publisher, twin_bridge  # noqa: E402
+from bondsim_ros.ros import dynamics_node, probe_node, sensor_node, state_publisher, twin_bridge  # noqa: E402
 from live_graph import live_graph  # noqa: E402
 from rcl_params import rcl_parameters  # noqa: E402
 
@@ -93,6 +93,27 @@ def test_bad_start_value_stops_the_node_naming_it(value, says):
 @pytest.mark.parametrize("node_class, overrides, says", [
     (probe_node.ProbeNode, {"use_tf2": "maybe"}, "use_tf2: auto | true | false, got 'maybe'"),
     (twin_bridge.TwinBridge, {"robot_wheel_sign": 0.0}, "robot_wheel_sign: must be finite, in [-1000, 1000], not 0"),
+    # a command topic on one of the node's own: rcl refused another type with a traceback, and
+    # on the same type the node read its own joint states as joint commands
+    (dynamics_node.DynamicsNode, {"reference": "cmd_vel", "cmd_vel_type": "twist", "cmd_vel_topic": "odom"},
+     "invalid dynamics_node parameters: cmd_vel_topic: odom is the node's own odom topic"),
+    (dynamics_node.DynamicsNode, {"model": "arm3dof", "reference": "joint_trajectory",
+                                  "joint_commands_topic": "/joint_states"},
+     "joint_commands_topic: /joint_states is the node's own joint_states topic"),
+    (dynamics_node.DynamicsNode, {"model": "arm3dof", "reference": "joint_trajectory",
+                                  "joint_trajectory_topic": "cmd", "joint_commands_topic": "cmd"},
+     "joint_commands_topic: cmd is also its joint_trajectory_topic"),
+    # file parameters: the error names the parameter, not only the file
+    (dynamics_node.DynamicsNode, {"mechanism": "/nonexistent.xml"},
+     "invalid dynamics_node parameters: mechanism: /nonexistent.xml: cannot read file"),
+    (probe_node.ProbeNode, {"mechanism": "/nonexistent.xml"},
+     "invalid probe_node parameters: mechanism: /nonexistent.xml: cannot read file"),
+    (state_publisher.StatePublisher, {"urdf": "/"}, "urdf: /: cannot read: Is a directory"),
+    (sensor_node.SensorNode, {"map": "/nonexistent.yaml"},
+     "invalid sensor_node parameters: map: /nonexistent.yaml: cannot read the map file"),
+    (sensor_node.SensorNode, {"seed": -1}, "invalid sensor_node parameters: seed: must be >= 0, got -1"),
+    # billions of beams: the first scan ran out of memory
+    (sensor_node.SensorNode, {"angle_increment": 1e-9}, "laser scanner: angle_increment 1e-09 makes 4712388981 beams"),
 ])
 def test_bad_start_value_of_the_other_nodes(node_class, overrides, says):
     context = rclpy.Context()

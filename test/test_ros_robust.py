@@ -457,6 +457,10 @@ BOMB = ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
     ("probe_node", "use_tf2", "maybe", "use_tf2: auto | true | false, got 'maybe'"),
     ("state_publisher", "robot_description", "<robot", "robot_description: not a URDF"),
     ("state_publisher", "robot_description", BOMB, "EntitiesForbidden"),
+    # rcl reads an empty list as a parameter without a value: rclpy then raised on reading it
+    ("dynamics_node", "probes", "[]", 'probes: an empty list ([]) has no type in ROS; give [""] (the default) instead'),
+    ("dynamics_node", "waypoints", "[]", "waypoints: an empty list ([]) has no type in ROS; give its values"),
+    ("state_publisher", "urdf", "/nonexistent/robot.urdf", "urdf: /nonexistent/robot.urdf: cannot read: No such file"),
     # rclpy's own parameter, refused by rclpy.Node itself before the node's table is read
     ("dynamics_node", "use_sim_time", "'true'", "invalid parameter: Trying to set parameter 'use_sim_time' to 'true'"),
 ])

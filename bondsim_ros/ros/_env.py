@@ -547,6 +547,12 @@ def overrides_to_parameters(defaults: dict, overrides: dict) -> list:
     return out
 
 
+def _empty_list_hint(spec) -> str:
+    if isinstance(spec.default, list) and spec.default and isinstance(spec.default[0], str):
+        return 'give [""] (the default) instead' if spec.default == [""] else "give at least one name"
+    return f"give its values (default {spec.default})"
+
+
 def declare_parameters(node, params: dict, on_change=None, start_only=()) -> dict:
     """Declare every row of ``params`` ({name: Param}) on ``node`` with its descriptor; returns
     the values in effect. A start value that is not allowed is a ValueError naming every bad
@@ -555,7 +561,7 @@ def declare_parameters(node, params: dict, on_change=None, start_only=()) -> dic
     to ``on_change``, which applies them (a ValueError from it refuses the change).
     ``start_only``: rclpy's own parameters (use_sim_time) the node reads once, at start: a
     change is refused, before rclpy's own callback would take it."""
-    from rclpy.exceptions import ParameterException
+    from rclpy.exceptions import ParameterException, ParameterUninitializedException
 
     errors, values = [], {}
     for key, spec in params.items():
@@ -565,7 +571,11 @@ def declare_parameters(node, params: dict, on_change=None, start_only=()) -> dic
             given = node._parameter_overrides.get(key)  # rcl's parse of --ros-args, files, overrides
             errors.append((given is not None and check_value(key, spec, given.value)) or f"{key}: {exc}")
             continue
-        values[key] = node.get_parameter(key).value
+        try:
+            values[key] = node.get_parameter(key).value
+        except ParameterUninitializedException:  # rcl reads `[]` as no value: an empty list has no type
+            errors.append(f"{key}: an empty list ([]) has no type in ROS; " + _empty_list_hint(spec))
+            continue
         if error := check_value(key, spec, values[key]):
             errors.append(error)
     if errors:

@@ -97,10 +97,14 @@ class DynamicsNode(Node):
         # the compared probes (empty: all of the mechanism's), from the same mechanism XML the
         # probe node reads; the model's own probe position comes from its joints and base pose
         try:
-            self.probes = ProbeCheck(ProbeKinematics.from_file(p["mechanism"] or self.twin.mechanism),
-                                     [n for n in p["probes"] if n])
+            kinematics = ProbeKinematics.from_file(p["mechanism"] or self.twin.mechanism)
         except ValueError as exc:
-            raise ValueError(f"invalid dynamics_node parameters: {exc}") from None
+            raise ValueError(f"invalid dynamics_node parameters: mechanism: {exc}") from None
+        try:
+            self.probes = ProbeCheck(kinematics, [n for n in p["probes"] if n])
+        except ValueError as exc:
+            raise ValueError(f"invalid dynamics_node parameters: probes: {exc}") from None
+        self._check_command_topics()
         self.model_io = self._model_io()
         pre = p["frame_prefix"]
         self.topics = StateTopics(self, self.twin, self.interface, pre + p["odom_frame"], pre + p["base_frame"],
@@ -232,6 +236,33 @@ class DynamicsNode(Node):
         self.command_queue.stop()
 
     # -- subscriptions: checked now, applied at the next frame -----------------------------
+    def _check_command_topics(self):
+        """The command topics the node subscribes to must be none of its own and all distinct:
+        on another type (cmd_vel on odom) rcl refuses the subscription with a traceback; on the
+        same type (joint commands on joint_states) the node took its own states for commands."""
+        p, taken = self.p, {}
+        if p["reference"] == "cmd_vel":
+            taken["cmd_vel_topic"] = p["cmd_vel_topic"]
+        if TRAJECTORY in self.twin.commands:
+            taken["joint_trajectory_topic"] = p["joint_trajectory_topic"]
+        if self.twin.commands:
+            taken["joint_commands_topic"] = p["joint_commands_topic"]
+        own = {self.resolve_topic_name(t): t for t in OWN_TOPICS}
+        seen, bad = {}, []
+        for key, topic in taken.items():
+            try:
+                name = self.resolve_topic_name(topic)
+            except Exception as exc:  # noqa: BLE001 - rclpy's name validation: refused with its reason
+                bad.append(f"{key}: {topic!r}: {exc}")
+                continue
+            if name in own:
+                bad.append(f"{key}: {topic} is the node's own {own[name]} topic")
+            elif name in seen:
+                bad.append(f"{key}: {topic} is also its {seen[name]}")
+            seen[name] = key
+        if bad:
+            raise ValueError("invalid dynamics_node parameters: " + "; ".join(bad))
+
     def _model_io(self):
         """A model's own signals: Float64 topics -> parameters, columns -> Float64 topics (model_io.py)."""
         from .model_io import ModelIO

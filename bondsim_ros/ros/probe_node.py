@@ -47,7 +47,10 @@ class ProbeNode(Node):
         super().__init__(name, parameter_overrides=overrides_to_parameters(PARAMS, overrides), **kwargs)
         p = declare_parameters(self, PARAMS)
         self.p = p
-        self.kin = ProbeKinematics.from_file(p["mechanism"] or _default_mechanism())  # joint names: unprefixed
+        try:
+            self.kin = ProbeKinematics.from_file(p["mechanism"] or _default_mechanism())  # joint names: unprefixed
+        except ValueError as exc:
+            raise ValueError(f"invalid probe_node parameters: mechanism: {exc}") from None
         # a fixed-base mechanism (no planar base): probes in the URDF's root frame, no /tf wait
         self.mobile = bool(self.kin.unit.planar)
         self.odom_frame = p["frame_prefix"] + (p["odom_frame"] if self.mobile else self.kin.root)

@@ -101,6 +101,8 @@ class SensorNode(Node):
             bad.append(f"map_to_odom: x, y, yaw, got {list(p['map_to_odom'])}")
         if len(p["laser_pose"]) != 4:
             bad.append(f"laser_pose: x, y, z, yaw, got {list(p['laser_pose'])}")
+        if p["seed"] < 0:  # numpy's generators take none
+            bad.append(f"seed: must be >= 0, got {p['seed']}")
         for key in ("ir_rate", "footprint_radius"):
             if not (math.isfinite(p[key]) and p[key] > 0):
                 bad.append(f"{key}: must be positive, got {p[key]}")
@@ -110,14 +112,17 @@ class SensorNode(Node):
                                       angle_increment=p["angle_increment"], range_min=p["range_min"],
                                       range_max=p["range_max"], rate=p["scan_rate"], mount=(lx, ly, lyaw),
                                       sigma=p["range_sigma"], seed=p["seed"], no_return=p["no_return"])
-            self.ir = IRSensorRing(radius=p["ir_radius"], sigma=p["ir_sigma"], seed=p["seed"] + 1)
+            self.ir = IRSensorRing(radius=p["ir_radius"], sigma=p["ir_sigma"], seed=max(p["seed"], 0) + 1)
         except ValueError as exc:
             bad.append(str(exc))
         if bad:
             raise ValueError("invalid sensor_node parameters: " + "; ".join(bad))
         map_path = p["map"] or str(share_file("config", "maps", "rcll_arena.yaml"))
-        self.world = World(load_map(map_path), threshold=p["occupied_threshold"],
-                           unknown_blocks=p["unknown_is_occupied"])
+        try:
+            grid = load_map(map_path)
+        except ValueError as exc:
+            raise ValueError(f"invalid sensor_node parameters: map: {exc}") from None
+        self.world = World(grid, threshold=p["occupied_threshold"], unknown_blocks=p["unknown_is_occupied"])
         self.bumper = Bumper(radius=p["footprint_radius"])
         pre = p["frame_prefix"]
         self.frames = {k: pre + p[k] for k in ("laser_frame", "ir_scan_frame", "ir_pcl_frame", "sensor_parent_frame",

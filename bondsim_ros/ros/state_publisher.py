@@ -61,8 +61,13 @@ class StatePublisher(Node):
         p = declare_parameters(self, PARAMS)
         text = p["robot_description"]
         if not text and p["urdf"]:
-            with open(p["urdf"], encoding="utf-8") as f:
-                text = f.read()
+            try:
+                with open(p["urdf"], encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as exc:  # no such file, a folder, no permission
+                raise ValueError(f"urdf: {p['urdf']}: cannot read: {exc.strerror or exc}") from None
+            except UnicodeDecodeError:
+                raise ValueError(f"urdf: {p['urdf']}: not a text file (UTF-8)") from None
         elif not text:
             text = default_description()
         self.chain = UrdfChain(text, is_text=True)

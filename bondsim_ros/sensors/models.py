@@ -69,6 +69,11 @@ def _noisy(hits: np.ndarray, sigma: float, rng) -> np.ndarray:
     return np.maximum(out, 0.0)
 
 
+# beams per scan: a real scanner has a few thousand (Hokuyo UTM-30LX: 1,081); a tiny increment
+# otherwise asked for billions, and the first scan's angle array ran out of memory
+MAX_BEAMS = 100_000
+
+
 @dataclass
 class LaserScanner:
     """A 2-D laser scanner: the sensor_msgs/LaserScan fields and the mounting pose."""
@@ -91,6 +96,9 @@ class LaserScanner:
                 raise ValueError(f"laser scanner: {name} must be positive, got {v}")
         if not (math.isfinite(self.angle_min) and math.isfinite(self.angle_max) and self.angle_max >= self.angle_min):
             raise ValueError(f"laser scanner: angle_max ({self.angle_max}) must be >= angle_min ({self.angle_min})")
+        if self.count > MAX_BEAMS:
+            raise ValueError(f"laser scanner: angle_increment {self.angle_increment:g} makes {self.count} beams from "
+                             f"angle_min to angle_max; at most {MAX_BEAMS}")
         if not (0 <= self.range_min < self.range_max):
             raise ValueError(f"laser scanner: need 0 <= range_min < range_max, got {self.range_min}, {self.range_max}")
         if not (math.isfinite(self.sigma) and self.sigma >= 0):
