@@ -75,8 +75,8 @@ def _run(wheel_radius, seconds=5.0):
     from bondsim_ros.ros.dynamics_node import DynamicsNode
     from bondsim_ros.ros.twin_bridge import TwinBridge
 
-    bridge_params = load_ros_params(share_file("config", "robotino_bridge.yaml"))["twin_bridge"]
-    dyn_params = load_ros_params(share_file("config", "dynamics.yaml"))["dynamics_node"]
+    bridge_params = load_ros_params(share_file("config", "robotino_bridge.yaml")).node("twin_bridge")
+    dyn_params = load_ros_params(share_file("config", "dynamics.yaml")).node("dynamics_node")
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     twin = DynamicsNode(overrides={**dyn_params, "reference": "cmd_vel", "cmd_vel_type": "twist",
@@ -166,7 +166,7 @@ def test_robotino_declares_its_driver_bridge():
 
     bridge = load_robot("robotino").bridge
     assert bridge is not None and bridge.name == "robotino_bridge.yaml"
-    assert "robot_cmd_vel" in load_ros_params(bridge)["twin_bridge"]
+    assert "robot_cmd_vel" in load_ros_params(bridge).node("twin_bridge")
 
 
 def _odom(t, x, y, phi):
@@ -347,7 +347,7 @@ def test_the_bridge_s_command_limits_default_to_the_driver_s():
     profile = parse_profile("driver", load_robot("robotino").interfaces["driver"])
     driver = {p.name: p.default for p in profile.parameters}
     driver["bumper_timeout"] = profile.launch_defaults()["bumper_timeout"]
-    shipped = load_ros_params(share_file("config", "robotino_bridge.yaml"))["twin_bridge"]
+    shipped = load_ros_params(share_file("config", "robotino_bridge.yaml")).node("twin_bridge")
     for name in ("max_linear_vel", "min_linear_vel", "max_angular_vel", "min_angular_vel", "bumper_timeout"):
         assert PARAMS[name].default == shipped[name] == driver[name], name
 

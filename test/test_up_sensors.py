@@ -16,6 +16,7 @@ from sensor_msgs.msg import LaserScan  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from bondsim_ros.cli import main  # noqa: E402
+from bondsim_ros.ros.graph import ParamFile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,7 +120,7 @@ def test_the_robotinos_declared_layout_is_the_one_sensor_nodes_defaults_place():
 def test_up_sensors_places_the_robots_layout_under_the_users_section(capsys):
     from bondsim_ros.ros.commands import _sensor_params
 
-    out = _sensor_params("", {"model": "robotino"}, given={"sensor_node": {"footprint_radius": 0.2}})
+    out = _sensor_params("", {"model": "robotino"}, given=ParamFile([(["sensor_node"], {"footprint_radius": 0.2})]))
     assert out["sensor_node"]["footprint_radius"] == 0.2  # the user's section wins
     assert out["sensor_node"]["ir_radius"] == 0.185 and out["sensor_node"]["laser_pose"] == [0.12, 0.0, 0.25, 0.0]
     assert "warning" not in capsys.readouterr().err
@@ -136,5 +137,5 @@ def test_up_sensors_on_a_base_without_a_layout_says_whose_it_places(capsys):
     assert "places the Robotino's" in err and "sensor_node section of --params" in err, err
     assert not any(k in out["sensor_node"] for k in ("laser_pose", "ir_radius", "footprint_radius"))
     # the user's own layout for it: no warning
-    _sensor_params("", {"model": "omni5dpo"}, given={"sensor_node": {"footprint_radius": 0.26}})
+    _sensor_params("", {"model": "omni5dpo"}, given=ParamFile([(["sensor_node"], {"footprint_radius": 0.26})]))
     assert "warning" not in capsys.readouterr().err

@@ -191,10 +191,10 @@ def _bridge_params(args, params: dict, dyn: dict) -> dict:
 
     path = _bridge_file(dyn)
     try:
-        bridge = load_ros_params(path).get("twin_bridge", {})
+        bridge = load_ros_params(path).node("twin_bridge")
     except Exception as exc:  # noqa: BLE001 - any reading error: name the file
         raise CLIError(f"{path}: {exc}") from None
-    given = params.get("twin_bridge", {})
+    given = params.node("twin_bridge", known=lambda: _declared("twin_bridge"))  # in the root namespace
     bridge.update(given)
     ns = "/" + args.namespace.strip("/")
     cmd_vel = dyn.get("cmd_vel_topic", "cmd_vel")
@@ -209,8 +209,9 @@ def _bridge_params(args, params: dict, dyn: dict) -> dict:
     return bridge
 
 
-def _params_file(args) -> dict:
-    """{node name: parameters} of ``--params`` (default: the packaged config/dynamics.yaml)."""
+def _params_file(args):
+    """The sections of ``--params`` (default: the packaged config/dynamics.yaml), a
+    ``graph.ParamFile``: a node's parameters are those of the sections matching its name."""
     import yaml
 
     from bondsim_ros.cliargs import CLIError
@@ -224,11 +225,21 @@ def _params_file(args) -> dict:
         raise CLIError(f"--params {path}: not a readable ROS parameter file: {exc}") from None
 
 
-def _node_params(args, params: dict | None = None):
+def _declared(node: str) -> set:
+    """The parameters ``node`` declares (its table and rclpy's use_sim_time): what it takes from
+    a section of --params for any node. Asked only for such a section: the node modules import
+    rclpy, which a fleet's parent process leaves to its children."""
+    import importlib
+
+    module = {"dynamics_node": "dynamics_params"}.get(node, node)
+    return set(importlib.import_module(f"bondsim_ros.ros.{module}").PARAMS) | {"use_sim_time"}
+
+
+def _node_params(args, params=None):
     params = _params_file(args) if params is None else params
-    dyn = dict(params.get("dynamics_node", {}))
-    probe = dict(params.get("probe_node", {}))
-    state = dict(params.get("state_publisher", {}))
+    ns = getattr(args, "namespace", "") or ""
+    dyn, probe, state = (params.node(name, ns, known=lambda name=name: _declared(name))
+                         for name in ("dynamics_node", "probe_node", "state_publisher"))
     if getattr(args, "model", None):
         dyn["model"] = _model_spec(args.model)
     if getattr(args, "reference", None):
@@ -287,7 +298,7 @@ def _interface_params(args, dyn: dict, params: dict) -> dict:
                        f"not {args.reference}")
     out = {"interface": args.interface, "reference": "cmd_vel", "node_name": profile.node_name}
     for name in [*profile.merged_node_names, profile.node_name]:  # a team's parameter file, keyed by the driver's nodes
-        out.update(params.get(name, {}))
+        out.update(params.node(name, getattr(args, "namespace", "") or ""))
     prefix = profile.parameter("frame_prefix")
     if prefix is not None and getattr(args, "frame_prefix", None) is not None:
         out[prefix.name] = args.frame_prefix
@@ -351,7 +362,7 @@ def _up(args, start_up) -> int:
     if args.bridge:
         dyn["cmd_vel_type"] = "twist"  # the bridge's, as twin.launch.py sets it
         bridge = _bridge_params(args, params, dyn)
-    sensors = _sensor_params(args.sensors, dyn, interface=bool(args.interface), given=params)
+    sensors = _sensor_params(args.sensors, dyn, interface=bool(args.interface), given=params, namespace=args.namespace)
     node_name = dyn.pop("node_name", "dynamics_node")
     try:
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = choose_discovery_range(args.discovery, args.bridge)
@@ -399,7 +410,7 @@ def _up(args, start_up) -> int:
     return 0
 
 
-def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | None = None) -> dict | None:
+def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given=None, namespace: str = "") -> dict | None:
     """sensor_node's and bumper_stop's parameters for ``--sensors [MAP.yaml]`` (None without it):
     their sections of the ``--params`` file (``given``), the map of ``--sensors`` in place of the
     file's; the twin then listens to bumper_stop's output instead of its own cmd_vel topic. With an
@@ -414,8 +425,7 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | N
 
     if map_yaml is None:
         return None
-    given = given or {}
-    own = dict(given.get("sensor_node", {}))
+    own = given.node("sensor_node", namespace, known=lambda: _declared("sensor_node")) if given is not None else {}
     model = dyn.get("model", PARAMS["model"][0])
     layout = robot_sensor_layout(model)
     if layout is None and not any(key in own for key in SENSOR_LAYOUT):
@@ -439,7 +449,7 @@ def _sensor_params(map_yaml, dyn: dict, interface: bool = False, given: dict | N
         # reliable subscriber would get nothing from a best-effort one
         sensor.setdefault("scan_qos", "reliable")
         return {"sensor_node": {**sensor, "pose_topic": f"{dyn['node_name']}/ground_truth"}}
-    bumper = dict(given.get("bumper_stop", {}))
+    bumper = given.node("bumper_stop", namespace, known=lambda: _declared("bumper_stop")) if given is not None else {}
     bumper.setdefault("cmd_vel_in", dyn.get("cmd_vel_topic", "cmd_vel"))
     bumper.setdefault("cmd_vel_out", "cmd_vel_bumper")
     bumper.setdefault("cmd_vel_type", dyn.get("cmd_vel_type", "auto"))  # what comes in, as the twin took it

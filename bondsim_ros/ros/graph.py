@@ -13,16 +13,69 @@ from pathlib import Path
 import yaml
 
 
-def load_ros_params(path) -> dict:
-    """{node_name: {param: value}} from a ROS 2 parameter file (``node: ros__parameters: ...``)."""
+class ParamFile:
+    """A ROS 2 parameter file as rcl reads it: sections in file order, each a node name pattern
+    (nested namespaces flattened, ``/`` put in front) and its ``ros__parameters``. A node takes
+    every section whose pattern matches its fully qualified name, a later section's value over
+    an earlier one's; in a pattern ``*`` stands for one name part and ``**`` for any number
+    (``/**``: every node, ``/**/dynamics_node``: that node in any namespace), as rclpy's nodes
+    match them."""
+
+    def __init__(self, sections: list):
+        self.sections = sections  # [(pattern parts, {param: value})]
+
+    def node(self, name: str, namespace: str = "", known=None) -> dict:
+        """The parameters of node ``name`` in ``namespace``. ``known``: the parameters the node
+        declares (or a function giving them, called only where a section needs them); a section
+        for any node (``/**``, ``/ns/*``) gives it those only (the others are other nodes';
+        rclpy ignores them there too), while a section naming the node (``/**/dynamics_node``
+        too) keeps every entry, so that a misspelt one is refused."""
+        fqn = [part for part in f"{namespace.strip('/')}/{name}".split("/") if part]
+        out = {}
+        for pattern, params in self.sections:
+            if not _matches(pattern, fqn):
+                continue
+            if known is not None and (not pattern or "*" in pattern[-1]):
+                known = known() if callable(known) else known
+                params = {k: v for k, v in params.items() if k in known}
+            out.update(params)
+        return out
+
+    def names(self) -> list:
+        return ["/" + "/".join(pattern) for pattern, _ in self.sections]
+
+
+def _matches(pattern: list, fqn: list) -> bool:
+    if not pattern:
+        return not fqn
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_matches(rest, fqn[i:]) for i in range(len(fqn) + 1))
+    return bool(fqn) and (head == "*" or head == fqn[0]) and _matches(rest, fqn[1:])
+
+
+def load_ros_params(path) -> ParamFile:
+    """The sections of a ROS 2 parameter file (``/ns/node: ros__parameters: ...``, or nested
+    ``ns: node: ros__parameters: ...``); ValueError naming a section without parameters."""
     data = yaml.safe_load(Path(path).read_text()) or {}
-    out = {}
+    sections = []
+
+    def walk(prefix: list, body, key: str):
+        if not isinstance(body, dict):
+            raise ValueError(f"{path}: section {key!r} has no ros__parameters")
+        for sub, value in body.items():
+            if sub == "ros__parameters":
+                sections.append((prefix, dict(value or {})))
+            else:
+                walk(prefix + [p for p in str(sub).split("/") if p], value, f"{key}/{sub}")
+        if not body:
+            raise ValueError(f"{path}: section {key!r} has no ros__parameters")
+
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a ROS parameter file (node: ros__parameters: ...)")
     for node, body in data.items():
-        params = (body or {}).get("ros__parameters")
-        if params is None:
-            raise ValueError(f"{path}: section {node!r} has no ros__parameters")
-        out[node.strip("/").split("/")[-1]] = dict(params)
-    return out
+        walk([p for p in str(node).split("/") if p], body, str(node))
+    return ParamFile(sections)
 
 
 # sensor_node's parameters that place the sensors on a robot (the others say what they are)
@@ -40,7 +93,7 @@ def robot_sensor_layout(model: str) -> dict | None:
     robot = load_robot(model)
     if robot.sensors is None:
         return None
-    return dict(load_ros_params(robot.sensors).get("sensor_node", {}))
+    return load_ros_params(robot.sensors).node("sensor_node")
 
 
 @dataclass
