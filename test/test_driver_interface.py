@@ -356,6 +356,14 @@ def test_reset_odometry_sets_odom(driver):
     team.spin(2.0, command=(0.3, 0.0, 0.0))
     pose = team.odom[-1].pose.pose
     assert math.atan2(pose.position.y + 2.0, pose.position.x - 1.0) == pytest.approx(0.5, abs=0.02)
+    # beyond the world's bounds (|x|, |y| <= 1e6 m) a reset is refused: odometry counts on
+    team.at_rest()
+    before = team.odom[-1].pose.pose.position
+    team.reset_odometry(3e38, 0.0, 0.0)
+    team.odom.clear()
+    team.spin(0.5)
+    after = team.odom[-1].pose.pose.position
+    assert (after.x, after.y) == pytest.approx((before.x, before.y), abs=1e-3)
 
 
 def _yaw(q):

@@ -98,3 +98,17 @@ def test_a_base_that_records_its_body_velocity_reports_it_at_any_heading(robot):
     assert (vx, vy, wz) == (tw.column("vx"), tw.column("vy"), tw.column("wz"))  # the model's own, this instant
     assert vx == pytest.approx(0.3, rel=0.05) and abs(vy) < 0.02 * abs(vx) and wz == pytest.approx(0.5, rel=0.05)
     assert state.twist_world == pytest.approx(world_twist(state.pose[2], vx, vy, wz), abs=1e-12)
+
+
+def test_odometry_and_placement_beyond_the_world_bounds_are_refused():
+    """A driver's odometry reset to x = 3e38 was taken: the odom frame then lay so far out that a
+    pose set in it reached the world at -3e38, where a frame's motion is lost to rounding."""
+    from bondsim_ros.twin.placement import WORLD_BOUND, OdometryOrigin
+    from bondsim_ros.twin.protocol import CommandError
+
+    origin = OdometryOrigin()
+    with pytest.raises(CommandError, match=r"odometry: \(3e\+38, 0\) is beyond the world's bounds"):
+        origin.reset((3e38, 0.0, 0.0), (0.0, 0.0, 0.0))
+    assert origin.offset is None  # nothing taken
+    origin.reset((WORLD_BOUND, -WORLD_BOUND, 0.5), (1.0, 2.0, 0.0))
+    assert origin.to_odom((1.0, 2.0, 0.0)) == pytest.approx((WORLD_BOUND, -WORLD_BOUND, 0.5))

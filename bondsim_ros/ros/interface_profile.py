@@ -22,6 +22,7 @@ import importlib
 import math
 
 from bondsim_ros.twin.interface_profile import BumperHold, InterfaceProfile, VelocityLimits, parse_profile
+from bondsim_ros.twin.protocol import CommandError
 
 from ._env import Param, declare_parameters
 
@@ -193,11 +194,12 @@ class ProfileInterface:
     def _on_reset_odometry(self, s, request, response):
         f = s.fields
         x, y, yaw = (float(getattr(request, f[k])) for k in ("x", "y", "yaw"))
-        if all(math.isfinite(v) for v in (x, y, yaw)):
+        try:
             self.node.reset_odometry(x, y, yaw)  # the odom frame moves, the base does not
-            self.node.get_logger().info(f"{s.name}: odometry set to x {x:g}, y {y:g}, yaw {yaw:g}")
+        except CommandError as exc:  # not finite, or beyond the world's bounds
+            self.node.get_logger().warning(f"{s.name}: refused: {exc}")
         else:
-            self.node.get_logger().warning(f"{s.name}: refused, not finite: {x}, {y}, {yaw}")
+            self.node.get_logger().info(f"{s.name}: odometry set to x {x:g}, y {y:g}, yaw {yaw:g}")
         return response
 
     def _on_parameters(self, changes: dict):

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import math
 
+from bondsim_ros.twin.placement import WORLD_BOUND, check_bound
+from bondsim_ros.twin.protocol import CommandError
+
 from .messages import stamp_msg
 from .posix_ere import NotPosixEre, compile_ere
 
@@ -19,9 +22,6 @@ PLANAR_TOLERANCE = 1e-6  # z [m], roll and pitch [rad] a planar base accepts as 
 # StepSimulation's frames per call: they run in the service's callback, during which the node
 # answers nothing (the Robotino steps some 3,000 frames a second: 10,000 are about 3 s)
 MAX_STEPS = 10_000
-# SetEntityState's |x|, |y| [m]: beyond, a frame's motion is below the position's rounding
-# (x = 1e300 took the pose, then a drive at 1 rad moved y alone)
-WORLD_BOUND = 1e6
 
 
 def available() -> bool:
@@ -326,5 +326,9 @@ class SimulationInterfaces:
         x, y, yaw = p.x, p.y, yaw
         if st.header.frame_id == topics.odom_frame != topics.world_frame:  # odom, moved by an odometry reset
             x, y, yaw = topics.odometry.to_world((x, y, yaw))
+            try:  # odom may lie far out in the world: the bound holds for the world pose
+                check_bound(f"position ({p.x:g}, {p.y:g}) in {topics.odom_frame!r}, in the world", x, y)
+            except CommandError as exc:
+                return self._result(response, response.INVALID_POSE, str(exc))
         node.place(x, y, yaw)
         return self._result(response, R.RESULT_OK)

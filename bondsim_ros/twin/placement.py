@@ -17,6 +17,16 @@ from bondsim_ros.planar import compose, inverse
 
 from .protocol import CommandError, TwinState
 
+# |x|, |y| [m] of a placed base and of odometry: beyond, a frame's motion is below the position's
+# rounding (x = 1e300 took the pose, then a drive at 1 rad moved y alone)
+WORLD_BOUND = 1e6
+
+
+def check_bound(what: str, x: float, y: float) -> None:
+    if max(abs(x), abs(y)) > WORLD_BOUND:
+        raise CommandError(f"{what}: ({x:g}, {y:g}) is beyond the world's bounds (|x|, |y| <= {WORLD_BOUND:g} m: "
+                           f"farther, the motion of a step is lost to rounding)")
+
 
 class PlacedTwin:
     """A Twin (protocol.py) whose planar base can be placed with ``set_pose``; every other member
@@ -82,6 +92,7 @@ class OdometryOrigin:
         target = tuple(float(v) for v in target)
         if not all(math.isfinite(v) for v in target):
             raise CommandError(f"odometry not finite: {target}")
+        check_bound("odometry", target[0], target[1])
         self.offset = compose(target, inverse(tuple(float(v) for v in pose)))
 
     def clear(self) -> None:
