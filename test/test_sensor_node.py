@@ -250,7 +250,8 @@ def test_pose_from_tf_and_bad_parameters(context, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("image: x.pgm\nresolution: 0.05\norigin: [0, 0]\nnegate: 0\n"
                    "occupied_thresh: 0.65\nfree_thresh: 0.2\n")
-    with pytest.raises(MapError, match=r"bad\.yaml:3: origin: must be \[x, y, yaw\] with 3 elements, not 2"):
+    with pytest.raises(MapError, match=r"invalid sensor_node parameters: map: .*bad\.yaml:3: origin: "
+                                       r"must be \[x, y, yaw\] with 3 elements, not 2"):
         SensorNode(overrides={"map": str(bad)}, context=context)
 
 

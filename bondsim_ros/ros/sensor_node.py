@@ -120,8 +120,8 @@ class SensorNode(Node):
         map_path = p["map"] or str(share_file("config", "maps", "rcll_arena.yaml"))
         try:
             grid = load_map(map_path)
-        except ValueError as exc:
-            raise ValueError(f"invalid sensor_node parameters: map: {exc}") from None
+        except ValueError as exc:  # MapError: file, line and key
+            raise type(exc)(f"invalid sensor_node parameters: map: {exc}") from None
         self.world = World(grid, threshold=p["occupied_threshold"], unknown_blocks=p["unknown_is_occupied"])
         self.bumper = Bumper(radius=p["footprint_radius"])
         pre = p["frame_prefix"]
