@@ -4,6 +4,7 @@ bumper must say where the wall is at each pose's stamp, and a contact must zero 
 import math
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -271,3 +272,20 @@ def test_bumper_stop_output_type_clash_is_named(context):
         gate.destroy_node()
     finally:
         twin.destroy_node()
+
+
+def test_the_docs_list_every_sensor_node_and_bumper_stop_parameter():
+    """docs/ros.md's parameter tables of the two nodes name exactly their PARAMS."""
+    from bondsim_ros.ros import bumper_stop, sensor_node
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "ros.md").read_text()
+    part = text[text.index("**Parameters** (the `PARAMS` tables of `bondsim_ros/ros/sensor_node.py`"):]
+    sensor, bumper = part.split("\nbumper_stop:\n", 1)
+    bumper = bumper[:bumper.index("\n\n", bumper.index("|---"))]
+
+    def names(table):
+        rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+        return {n.strip().strip("`") for row in rows for n in row.split(",")}
+
+    assert names(sensor) == set(sensor_node.PARAMS)
+    assert names(bumper) == set(bumper_stop.PARAMS)
