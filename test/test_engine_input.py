@@ -613,6 +613,28 @@ def test_a_derivative_in_the_dynamics_starts_from_its_input_or_is_refused_by_nam
     assert not out.exists()
 
 
+def test_a_derivative_only_recorded_is_the_input_s_derivative():
+    """A Derivative whose output only a Recorder reads: its hidden x enters no equation with x',
+    so it was algebraic and outside the error test, and steps as long as the rest of the model
+    allowed made the recorded d/dt (sin 2t + 1) 0.62 off 2 cos 2t, at any rtol."""
+    import numpy as np
+
+    from bondsim_ros.bondgraph import Model
+    from bondsim_ros.bondgraph.elements import I, Se
+    from bondsim_ros.bondgraph.signals import Derivative, Input, Recorder
+    from bondsim_ros.bondgraph.simulation import simulate
+    from bondsim_ros.solver import SolverOptions
+
+    m = Model("recorded_derivative")
+    m.add(Input("s", "sin(2*t) + 1"), Derivative("d"), Recorder("rec", ["y"]), Se("F", 1.0), I("mm", 1.0))
+    m.connect("s.out", "d.in_")
+    m.connect("d.out", "rec.y")
+    m.bond("F", "mm")  # the rest of the model: p = t, which any step integrates exactly
+    for rtol in (1e-6, 1e-9):
+        r = simulate(m, t_end=3.0, dt_out=0.25, options=SolverOptions(rtol=rtol))
+        assert np.max(np.abs(r["y"] - 2 * np.cos(2 * r.t))) < 1e4 * rtol
+
+
 def test_a_derivative_of_a_signal_minus_its_start_value_runs(tmp_path, capsys):
     # docs/engine.md's way round the refusal above: differentiate u - u(t0)
     import numpy as np

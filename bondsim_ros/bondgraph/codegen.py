@@ -126,6 +126,7 @@ def _symbolic(model, key, eliminate, log):
         "var_names": red.var_names,
         "eq_names": red.eq_names,
         "differential": red.differential.tolist(),
+        "tested": (red.differential if red.tested is None else red.tested).tolist(),
         "indptr": indptr.tolist(),
         "indices": indices.tolist(),
         "y0": red.y0.tolist(),

@@ -73,6 +73,7 @@ class CompiledModel:
     fixed_given: list = None
     # indices of the differential states without a given initial value (reduce.ReducedDAE.free_start)
     free_start: list = None
+    tested: np.ndarray = None  # the unknowns in the solver's error test (reduce.ReducedDAE.tested)
 
     def check_params(self, params) -> None:
         """Refuse parameter values the model cannot run with, naming the parameter and the
@@ -149,6 +150,7 @@ class CompiledModel:
             residual=self.residual_modes if ev else self.residual,
             jacobian=self.jacobian_modes if ev else self.jacobian, indptr=self.indptr, indices=self.indices,
             differential=self.differential.copy(), params=self.params.copy(),
+            tested=None if self.tested is None else self.tested.copy(),
             var_names=list(self.var_names), eq_names=list(self.eq_names),
             roots=self.roots if ev else None, modes=self.modes if ev else None,
             n_roots=len(self.root_names or []) if ev else 0, n_modes=self.n_modes, root_names=self.root_names,
@@ -208,6 +210,7 @@ def load_compiled(name: str, parameters: dict, key: str, meta: dict, src_path: P
         n_modes=meta.get("n_modes", 0), root_names=meta.get("root_names", []),
         mode_names=meta.get("mode_names", []), autonomous=bool(meta.get("autonomous", False)),
         fixed_given=meta.get("fixed_given", []), free_start=meta.get("free_start", []),
+        tested=np.array(meta["tested"], dtype=bool) if "tested" in meta else None,
         roots=kernels.get("roots"), modes=kernels.get("modes"),
         residual_modes=kernels.get("residual_modes"), jacobian_modes=kernels.get("jacobian_modes"),
         time_derivative=kernels["time_derivative"],

@@ -75,6 +75,10 @@ class DAEProblem:
     # of a consistent start need it; a row it leaves NaN, or every row without it, is a central
     # difference over +-1e-5 s
     time_derivative: object = None
+    # the unknowns in the error test where suppress_alg leaves the algebraic ones out (None:
+    # the differential ones); an algebraic unknown whose slope is read (a recorded derivative)
+    # belongs in it
+    tested: np.ndarray = None
 
     @property
     def n(self):
@@ -320,6 +324,8 @@ def _check_problem(problem, n: int, indptr, indices) -> None:
     differential = np.asarray(problem.differential)
     if differential.shape != (n,):
         raise ValueError(f"problem.differential has shape {differential.shape}, the problem has {n} unknowns")
+    if problem.tested is not None and np.shape(problem.tested) != (n,):
+        raise ValueError(f"problem.tested has shape {np.shape(problem.tested)}, the problem has {n} unknowns")
     if indptr.shape != (n + 1,) or indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != indices.size:
         raise ValueError(f"problem.indptr must be {n + 1} non-decreasing column starts from 0 to the "
                          f"{indices.size} entries of problem.indices, got {indptr.tolist()[:12]}")
@@ -404,7 +410,8 @@ class BDFSolver:
         self.h0 = options.h0
         self.max_steps = options.max_steps
         suppress_alg, linear_solver = options.suppress_alg, options.linear_solver
-        self.diff = np.asarray(problem.differential, dtype=bool).copy() if suppress_alg else np.ones(n, bool)
+        tested = problem.differential if problem.tested is None else problem.tested
+        self.diff = np.asarray(tested, dtype=bool).copy() if suppress_alg else np.ones(n, bool)
         # the unknowns in the error test as indices, None when all are (the first step's size)
         self._tested = None if self.diff.all() else np.flatnonzero(self.diff)
         # parameters, then the modes of the model's discontinuities: the kernels read both
