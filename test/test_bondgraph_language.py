@@ -277,6 +277,28 @@ def test_pid_filter_time_must_be_positive_with_a_derivative():
         PID("pid", kp=1.0, kd=0.1, tf=0.0)
 
 
+@pytest.mark.parametrize("params, says", [
+    ({"Tf": -0.01}, "c (tf = Tf) must be positive (it is -0.01)"),  # ran on to x = -2.6e237
+    ({"Tf": 0.0}, "c (tf = Tf) must be positive (it is 0)"),
+    ({"Kp": 0.0}, "c (kp = Kp) must not be zero: the default back-calculation gain is 10 ki/kp (give kb)"),
+])
+def test_pid_gains_given_as_parameters_are_checked_like_numbers(params, says):
+    from bondsim_ros.bondgraph import Input, Node, Sum, simulate
+    from bondsim_ros.bondgraph.compiled import ParameterRefused
+
+    m = Model("pid_parameters")
+    m.parameter("Tf", 0.01)
+    m.parameter("Kp", 2.0)
+    m.add(Input("r", 1.0), Sum("err", "+-"), PID("c", kp="Kp", ki=1.0, kd=0.1, tf="Tf", umin=-5.0, umax=5.0),
+          Integrator("x"), Node("n", 2), Recorder("rec", ["x"]))
+    for a, b in (("r.out", "err.in1"), ("err.out", "c.in_"), ("c.out", "x.in_"), ("x.out", "n.in_"),
+                 ("n.out1", "err.in2"), ("n.out2", "rec.x")):
+        m.connect(a, b)
+    assert simulate(m, t_end=5.0, dt_out=0.5)["x"][-1] == pytest.approx(1.0, abs=0.05)  # the loop settles
+    with pytest.raises(ParameterRefused, match=re.escape(says)):
+        simulate(m, t_end=5.0, dt_out=0.5, params=params)
+
+
 # ---------------------------------------------------------------- YAML
 MSD_YAML = """
 model: mass_spring_damper

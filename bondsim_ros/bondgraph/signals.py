@@ -192,6 +192,9 @@ class PID(Block):
         if self.kd:
             xf, dxf = ctx.state(self, "xf", 0.0)
             tf = self.law(self.tf, ctx, what="tf")
+            # a run-time parameter too: a negative tf makes the filter unstable, and the run
+            # grew to 1e238 without a word
+            ctx.require(self, tf, "positive", "tf")
             ctx.equation(self, dxf - (e - xf) / tf, "derivative filter")
             u += kd * (e - xf) / tf
         if self.ki:
@@ -212,8 +215,12 @@ class PID(Block):
             # back-calculation: while saturated, bleed the integral toward the limit (no windup)
             if self.kb is not None:
                 kb = self.law(self.kb, ctx, what="kb")
-            else:  # kp may be a run-time parameter: then it is taken as non-zero
+            else:  # kp may be a run-time parameter: then it must not be 0 (10 ki/kp)
                 kb = 10.0 * (ki / kp if kp != 0 else 1.0)
+                if getattr(kp, "free_symbols", None) and kp.free_symbols <= set(ctx.param_symbols.values()):
+                    ctx.param_checks.append((kp, f"{self.path} (kp = {str(kp).replace('param:', '')}) must not be "
+                                                 f"zero: the default back-calculation gain is 10 ki/kp (give kb)",
+                                             "nonzero"))
             ctx.equation(self, dxi - ki * e - kb * (sat - u), "integral with back-calculation")
         ctx.output(self.out, sat)
 
