@@ -172,3 +172,13 @@ def test_momenta_the_constraints_tie_to_each_other_and_to_none_given_are_named(t
             "of them: give initial values to 1 of them (the others then start where the constraints "
             "put them)") in err, err
     assert "Traceback" not in err
+
+
+def test_a_y0_for_a_fixed_state_the_model_gave_no_value_is_checked_too():
+    """y0 c.q = 5 for a capacitor across a source, whose model gives no q0: the start moved it to
+    q = C e = 1 and ran without a word (only a value the model itself gave was checked)."""
+    model = capacitor_across_source()
+    with pytest.raises(InconsistentInitialValues, match=r"^y0 'c\.q' = 5 cannot hold.*fix c\.q at 1 at t=0"):
+        start_of(model, y0={"c.q": 5.0})
+    assert start_of(model, y0={"c.q": 1.0})["c.q"] == pytest.approx(1.0)
+    assert start_of(model)["c.q"] == pytest.approx(1.0)

@@ -254,7 +254,13 @@ class Simulation:
 
         c, y = self.compiled, self.solver.y
         overridden = set(_named_values(y0, "y0"))
-        for j, what in c.fixed_given or []:
+        checked = list(c.fixed_given or [])
+        # a y0 for any unknown the start solves for (its derivative in no equation: a state the
+        # constraints fix though the model gave it no value, a Derivative's hidden x) was dropped
+        seen = {j for j, _ in checked}
+        checked += [(j, "") for j, name in enumerate(c.var_names)
+                    if name in overridden and not c.differential[j] and j not in seen]
+        for j, what in checked:
             given, start = float(y_init[j]), float(y[j])
             # equal within the solver's absolute tolerance and a relative 1e-6: the consistent
             # solve lands on a value given exactly to some 1e-10, one rounded to 6 digits passes
