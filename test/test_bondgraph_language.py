@@ -693,3 +693,23 @@ def test_limits_given_as_parameters_are_checked_as_numbers_are(block, says):
     with pytest.raises(ModelError, match=says):
         simulate(compiled, t_end=1.0, dt_out=0.5)
     assert simulate(compiled, t_end=1.0, dt_out=0.5, params={"lo": -1.0, "hi": 0.25}).stats["steps"] > 0
+
+
+@pytest.mark.parametrize("value", [True, "1_0", "\u0661", np.array([2.0]), np.True_])
+def test_a_model_parameter_takes_what_a_runs_params_take(value):
+    """Model.parameter stored True as 1.0 and '1_0' as 10, which simulate(params=...) refuses."""
+    with pytest.raises(ModelError, match=re.escape(f"parameter 'M': expected a number, got {value!r}")):
+        Model("p").parameter("M", value)
+
+
+def test_numpy_numbers_are_numbers_to_the_elements():
+    """Se('F', np.int64(1)) was refused: 'expected a number or expression, got int64'."""
+    from bondsim_ros.bondgraph import simulate
+
+    m = Model("numpy_numbers")
+    m.parameter("M", np.float64(1.5))
+    m.add(Se("F", np.int64(1)), I("m", np.float32(1.5)))
+    m.bond("F", "m")
+    r = simulate(m, t_end=1.0, dt_out=0.5)
+    assert r["m.p"][-1] == pytest.approx(1.0)  # p' = F = 1
+    assert m.parameters["M"] == 1.5

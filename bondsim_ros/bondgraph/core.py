@@ -386,7 +386,17 @@ class Model(Component):
                                         "(time t, a constant or a function)")
         if name in self.parameters:
             raise ModelError(self.path, f"duplicate parameter {name!r}")
-        value = float(value)
+        # as a run's params take it: not a bool (float(True) is 1.0), text in decimal ASCII
+        # digits only (float reads '1_0' as 10), no array
+        given = value
+        try:
+            if (isinstance(value, bool) or getattr(value, "ndim", 0) != 0
+                    or getattr(getattr(value, "dtype", None), "kind", "") == "b"
+                    or (isinstance(value, str) and ("_" in value or not value.isascii()))):
+                raise ValueError
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ModelError(self.path, f"parameter {name!r}: expected a number, got {given!r}") from None
         if not math.isfinite(value):
             raise ModelError(self.path, f"parameter {name!r} must be finite, got {value}")
         self.parameters[name] = value

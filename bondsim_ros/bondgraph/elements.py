@@ -46,6 +46,8 @@ def parse_expression(value, names: dict, where: str):
 
     if isinstance(value, sp.Basic):
         return value
+    if getattr(value, "dtype", None) is not None and getattr(value, "ndim", None) == 0 and value.dtype.kind in "iuf":
+        value = value.item()  # a numpy number (np.int64(3), np.float32(1.5)) as the Python one
     if isinstance(value, bool):
         raise ModelError(where, f"expected a number or expression, got {value!r}")
     if isinstance(value, (int, float)):
