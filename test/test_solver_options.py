@@ -261,3 +261,18 @@ def test_max_steps_bounds_the_steps_between_two_output_times_however_they_are_as
     np.testing.assert_array_equal(rows, whole.data[1:])
     with pytest.raises(TooManySteps, match="more than 100 steps"):
         simulate(compiled, t_end=2.0, dt_out=1.0, options=options)
+
+
+def test_a_first_step_below_the_smallest_step_is_refused_naming_h0():
+    """h0 = 1e-15 (allowed: > 0) ended in 'StepSizeUnderflow at t=0: h=1e-15', not naming h0."""
+    from bondsim_ros.bondgraph import I, Model, Se, simulate
+    from bondsim_ros.solver.options import SolverOptionError
+
+    m = Model("first_step")
+    m.add(Se("F", 1.0), I("m", 1.0))
+    m.bond("F", "m")
+    with pytest.raises(SolverOptionError, match=r"solver option h0 = 1e-15 is below the smallest step the solver "
+                                                r"takes at t=0: 2\.22e-15") as err:
+        simulate(m, t_end=1.0, dt_out=0.5, options=SolverOptions(h0=1e-15))
+    assert err.value.field == "h0"
+    assert simulate(m, t_end=1.0, dt_out=0.5, options=SolverOptions(h0=1e-14))["m.p"][-1] == pytest.approx(1.0)

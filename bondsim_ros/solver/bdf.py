@@ -841,6 +841,12 @@ class BDFSolver:
         self._failed = None
         self.index2[:] = self._index2(t_core, y, yp)
         self.y, self.yp = y, yp
+        # the core's smallest step at t (bdf_core.c, hmin_at): a first step below it underflowed
+        # at once, in words that did not name h0
+        hmin = 10.0 * _EPS * max(abs(t_core), 1.0)
+        if self.h0 is not None and self.h0 < hmin:
+            raise SolverOptionError("h0", f"solver option h0 = {self.h0:g} is below the smallest step the solver "
+                                          f"takes at t={float(t0):g}: {hmin:.3g}")
         # D = [y, h y'], order 1, the first step from y' (bdf_start); clear: a new solver's arrays
         self._core.start(t_core, y, yp, math.nan if self.h0 is None else float(self.h0), self.max_order, clear)
         self.t = float(t0)
