@@ -713,3 +713,14 @@ def test_numpy_numbers_are_numbers_to_the_elements():
     r = simulate(m, t_end=1.0, dt_out=0.5)
     assert r["m.p"][-1] == pytest.approx(1.0)  # p' = F = 1
     assert m.parameters["M"] == 1.5
+
+
+def test_a_dc_motor_start_current_needs_a_numeric_inductance():
+    """DCMotor(La='La', i0=1) failed with 'mot.La: f0 needs a constant linear inertia; give p0
+    instead', an argument DCMotor does not have."""
+    from bondsim_ros.bondgraph.library import DCMotor
+
+    with pytest.raises(ModelError, match=r"mot: i0 needs La as a number .* got La = 'La'"):
+        DCMotor("mot", Ra=1.0, La="La", K=0.05, J=1e-5, i0=1.0)
+    DCMotor("mot", Ra=1.0, La="La", K=0.05, J=1e-5)  # a run-time La without i0
+    DCMotor("mot", Ra=1.0, La=1e-3, K=0.05, J=1e-5, i0=1.0)

@@ -5,7 +5,7 @@ joints (Qian & Rahmani Fig. 9) and of the DC-motor example.
 """
 from __future__ import annotations
 
-from .core import Component
+from .core import Component, ModelError
 from .elements import GY, TF, EffortJunction, I, R
 
 
@@ -17,12 +17,17 @@ class DCMotor(Component):
     TF convention of the engine: f1 = ratio f2, so the rotor turns ``ratio`` times faster than
     the shaft (a negative ratio reverses it). Every value may be a number, a run-time parameter
     name or an expression of them. ``friction``: an effort law in the rotor speed ``f`` that
-    replaces the viscous ``b`` (e.g. ``"b*f + Fc*tanh(f)"``); ``i0``: initial current.
+    replaces the viscous ``b`` (e.g. ``"b*f + Fc*tanh(f)"``); ``i0``: initial current (with La a
+    number).
     """
 
     def __init__(self, name, Ra, La, K, J, b=0.0, ratio=1.0, friction=None, i0=None):
         super().__init__(name, ports={"supply": "in", "shaft": "out"},
                          controls={"current": "out", "omega_motor": "out"})
+        if i0 is not None and (isinstance(La, bool) or not isinstance(La, (int, float))):
+            # the start value is a number when the model is built: La i0 of a run-time La cannot be
+            raise ModelError(self.path, f"i0 needs La as a number (the initial flux linkage La*i0 is fixed when "
+                                        f"the model is built), got La = {La!r}")
         self.values = dict(Ra=Ra, La=La, K=K, J=J, b=b, ratio=ratio)
         self.friction, self.i0 = friction, i0
 
