@@ -5,6 +5,8 @@ is an error with file and line, never a silently ignored setting.
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import math
 import os
 from dataclasses import dataclass, field
@@ -211,6 +213,8 @@ class Loader:
         self.realpaths: dict[str, str] = {}
         self.unit_links: dict = {"world": None}  # over the units loaded so far, for _check_unique
         self.unit_joints: dict = {}
+        self.inputs: dict[str, str] = {}  # absolute path -> sha256 of the bytes read (XML files, parts)
+        self.absent: set[str] = set()  # absolute paths the reference search looked for before a match
 
     # -- files -------------------------------------------------------------------------
     def real(self, path) -> str:
@@ -231,6 +235,7 @@ class Loader:
                 data = Path(path).read_bytes()
             except OSError as exc:
                 raise MechanismError(f"cannot read file: {exc.strerror}", str(path)) from None
+            self.inputs[os.path.abspath(path)] = hashlib.sha256(data).hexdigest()
             self.cache[key] = parse_xml(data, str(path))
         return self.cache[key]
 
@@ -279,6 +284,8 @@ class Loader:
                                     f"project's folders ({', '.join(map(str, self.roots[:1]))} and "
                                     f"--search-path folders)")
                 return shown_path(candidate)
+            # a file made here later would be found first: what is read depends on its absence
+            self.absent.add(os.path.abspath(candidate))
         looked = ", ".join(str(f) for f in seen)
         raise ref.error(f"cannot resolve {ref.tag} '{name}': no file {name}.xml (looked in: {looked}; "
                         f"add folders with --search-path)")
@@ -319,6 +326,7 @@ class Loader:
             unit = self._unit(root, path, "", np.eye(4), chain)
             self._check_unique(unit, root)
             mech.units.append(unit)
+        mech.inputs, mech.absent = dict(sorted(self.inputs.items())), sorted(self.absent)
         return mech
 
     def _check_unique(self, unit: Unit, ref: Node) -> None:
@@ -358,12 +366,14 @@ class Loader:
         import trimesh
 
         try:
-            mesh = trimesh.load_mesh(str(file), file_type="stl", force="mesh")
+            data = file.read_bytes()  # read once: checked and hashed (Mechanism.inputs) are the same bytes
+            mesh = trimesh.load_mesh(io.BytesIO(data), file_type="stl", force="mesh")
             ok = len(mesh.faces) > 0 and bool(np.all(np.isfinite(mesh.vertices)))
         except Exception:  # noqa: BLE001 - trimesh raises many types for a file that is not STL
             ok = False
         if not ok:
             raise node.error(f"part file {raw!r} is not a readable STL mesh with finite vertices")
+        self.inputs[os.path.abspath(file)] = hashlib.sha256(data).hexdigest()
         return str(file)
 
     def _check_cycle(self, ref: Node, target: Path, chain: list) -> None:

@@ -127,6 +127,10 @@ class Mechanism:
     id: str
     file: str
     units: list = field(default_factory=list)
+    # the files read: absolute path -> sha256 of every XML and part file, and the files the
+    # reference search looked for first and did not find (one made later would be read instead)
+    inputs: dict = field(default_factory=dict)
+    absent: list = field(default_factory=list)
 
     @property
     def joints(self) -> list:

@@ -9,6 +9,7 @@ odom -> base_footprint, and the <base> z-lift is the fixed joint base_footprint 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -110,20 +111,22 @@ class NotFinite(ValueError):
     """A number to be written is inf or NaN (caught per link/joint and reported with its name)."""
 
 
-def fmt(v: float, zero: float = 1e-12) -> str:
-    """``v`` in 10 significant digits, 0 where below ``zero`` in magnitude (a position's round-off;
-    masses and inertias pass their own scale: a 0.1 mm part's inertia is some 1e-15 kg m^2)."""
+def fmt(v: float, zero: float = 0.0) -> str:
+    """``v`` in 10 significant digits, 0 where below ``zero`` in magnitude (the caller's round-off
+    scale: a pose's is relative to its own lengths, an inertia's to the link's largest moment).
+    The digits are relative, so a 1e-13 m part is written as exactly as a 1 m one; ten, not the 17
+    of a round trip, so a length as written survives the unit factor (27.5 mm is 0.0275, not
+    0.027500000000000004)."""
     v = float(v)
     if not math.isfinite(v):
         raise NotFinite(v)
-    if abs(v) < zero:
+    if v == 0.0 or abs(v) < zero:  # also -0.0: written 0, not -0
         return "0"
-    s = f"{v:.10g}"
-    return s
+    return f"{v:.10g}"
 
 
-def fmts(values) -> str:
-    return " ".join(fmt(v) for v in values)
+def fmts(values, zero: float = 0.0) -> str:
+    return " ".join(fmt(v, zero) for v in values)
 
 
 def file_stem(text: str, limit: int = 120) -> str:
@@ -197,6 +200,25 @@ def check_mesh_uri(uri: str) -> None:
                              f"(percent-encode them, e.g. %20 for a space)")
 
 
+OPEN_LIMIT = 1e6  # m or rad: what a side left open is written as (URDF needs both bounds)
+
+
+def open_limits(lower: float | None, upper: float | None) -> tuple[float, float]:
+    """Both bounds of a revolute or prismatic joint: an open side is -+OPEN_LIMIT, or OPEN_LIMIT
+    beyond the given side where that lies outside it (lower 2e6 gives upper 3e6): lower <= upper,
+    which render's URDF check requires, and the open side still far from the given one."""
+    if lower is None:
+        lower = -OPEN_LIMIT if upper is None else min(-OPEN_LIMIT, upper - OPEN_LIMIT)
+    if upper is None:
+        upper = max(OPEN_LIMIT, lower + OPEN_LIMIT)
+    return lower, upper
+
+
+# xacro's own elements (xacro:NAME): a macro of one of these names cannot be defined or called
+XACRO_DIRECTIVES = frozenset(("arg", "attribute", "call", "element", "if", "include", "insert_block", "macro",
+                              "property", "unless"))
+
+
 class URDFWriter:
     def __init__(self, meshes: MeshStore, *, xacro: bool = False, mesh_uri: str = "", source: str = ""):
         self.meshes = meshes
@@ -214,9 +236,13 @@ class URDFWriter:
     def mesh_ref(self, rel: str) -> str:
         return quoteattr(("${mesh_uri}" + xacro_escape(rel)) if self.xacro else self.mesh_uri + rel)
 
-    def origin(self, t: np.ndarray, indent: str) -> str:
+    def origin(self, t: np.ndarray, indent: str, scale: float = 0.0) -> str:
+        """``scale``: a length the position is computed from (round-off is relative to it)."""
         xyz, rpy = frames.xyz_rpy(t)
-        return f'{indent}<origin xyz="{fmts(xyz)}" rpy="{fmts(rpy)}"/>\n'
+        # composed rotations leave round-off of some 1e-16 of the lengths: zeroed relative to them,
+        # not below an absolute bound (a 1e-13 m offset is a length); angles' round-off is absolute
+        zero = 1e-12 * max(float(np.max(np.abs(xyz))), scale)
+        return f'{indent}<origin xyz="{fmts(xyz, zero)}" rpy="{fmts(rpy, 1e-12)}"/>\n'
 
     def geometry(self, shape, indent: str) -> tuple[str, np.ndarray]:
         """URDF <geometry> of a shape and the origin it needs (cuboid/cylinder/sphere are centred)."""
@@ -250,7 +276,10 @@ class URDFWriter:
         if inertial:
             mass, com, inertia = inertial
             out.append("    <inertial>\n")
-            out.append(self.origin(frames.translation(*com), "      "))
+            # the centre of mass of shapes spread about the link origin is their round-off: relative
+            # to the radius of gyration, which grows with that spread
+            gyration = math.sqrt(float(np.trace(inertia)) / mass) if mass > 0 else 0.0
+            out.append(self.origin(frames.translation(*com), "      ", gyration))
             out.append(f'      <mass value="{fmt(mass, 0.0)}"/>\n')
             i = inertia
             # zero: products of inertia that are round-off against the link's largest moment
@@ -293,11 +322,9 @@ class URDFWriter:
                f"    <parent link={self.name(e.parent)}/>\n", f"    <child link={self.name(e.child)}/>\n",
                self.origin(e.origin, "    ")]
         if kind != "fixed":
-            out.append(f'    <axis xyz="{fmts(e.axis)}"/>\n')
+            out.append(f'    <axis xyz="{fmts(e.axis, 1e-12)}"/>\n')  # a unit vector
         if kind in ("revolute", "prismatic"):
-            # URDF needs both bounds: an open side is written as +-1e6 (m or rad)
-            lower = -1e6 if e.lower is None else e.lower
-            upper = 1e6 if e.upper is None else e.upper
+            lower, upper = open_limits(e.lower, e.upper)
             out.append(f'    <limit lower="{fmt(lower)}" upper="{fmt(upper)}" effort="{fmt(e.effort or 0)}" '
                        f'velocity="{fmt(e.velocity or 0)}"/>\n')
         elif kind == "continuous" and (e.velocity is not None or e.effort is not None):
@@ -314,6 +341,10 @@ class URDFWriter:
         macro = re.sub(r"[^A-Za-z0-9_]", "_", graph.name)
         if not macro[:1].isalpha():  # the macro call is an element name: it must start with a letter
             macro = "m_" + macro
+        if macro in XACRO_DIRECTIVES:
+            # <xacro:if .../> would be read as xacro's own element: the macro gets a suffix rather
+            # than the robot being refused, since its name is fine for URDF and only the call clashes
+            macro += "_macro"
         body = "".join("  " + line if line.strip() else line for line in body.splitlines(True))
         return (head + f'<robot name={self.text(graph.name)} xmlns:xacro="http://www.ros.org/wiki/xacro">\n'
                 '  <!-- prefix: prepended to every link and joint name (several robots in one tree);\n'
@@ -338,8 +369,11 @@ def markers(graph: Graph, meshes: MeshStore, mesh_uri: str) -> list:
             from transforms3d.quaternions import mat2quat
 
             w, x, y, z = mat2quat(t[:3, :3])
+            # significant digits as in the URDF (a 1e-10 m offset is not 0), round-off zeroed
+            # relative to the lengths it comes from
+            zero = 1e-12 * max(float(np.max(np.abs(pos))), max(shape.size, default=0.0))
             item = {"ns": link.name, "id": len(out), "element": shape.id, "frame_id": "world",
-                    "position": [round(float(v), 9) for v in pos],
+                    "position": [float(fmt(v, zero)) for v in pos],
                     "orientation": [round(float(v), 9) for v in (x, y, z, w)],
                     "color": [round(float(c), 6) for c in shape.color]}
             if shape.kind == "cuboid":
@@ -371,7 +405,12 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     Nothing is written unless the whole conversion succeeds.
     """
     check_mesh_uri(mesh_uri)
-    mech = load_mechanism(path, search_path)
+    return _write_urdf(load_mechanism(path, search_path), path, out, xacro=xacro, keep_virtual=keep_virtual,
+                       mesh_uri=mesh_uri)
+
+
+def _write_urdf(mech: Mechanism, path, out, *, xacro: bool, keep_virtual: bool, mesh_uri: str) -> ConversionResult:
+    """to_urdf for a loaded mechanism (robot_description keys its cache on what the loading read)."""
     out = Path(out)
     folder, stem = output_names(out)
     suffix = ".urdf.xacro" if xacro else ".urdf"
@@ -383,8 +422,11 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
     units = mech.robots if in_project else mech.units
     # a project's scene files, whose names a robot named 'scene' would take
     scene_files = (folder / f"{stem}_scene.urdf", folder / f"{stem}_scene_markers.json") if in_project else ()
+    footprints: dict = {}
     for k, unit in enumerate(units):
         graph = robot_graph(unit, keep_virtual=keep_virtual, in_project=in_project, warnings=result.warnings)
+        if graph.dropped:
+            _check_footprint(mech, unit, graph.root, footprints)
         target = out if len(units) == 1 else folder / f"{file_stem(f'{stem}_{unit.prefix}{unit.name}')}{suffix}"
         if target in documents or target in scene_files:
             target = folder / f"{file_stem(f'{stem}_{unit.prefix}{unit.name}')}_{k + 1}{suffix}"
@@ -412,6 +454,27 @@ def to_urdf(path, out, *, xacro: bool = False, keep_virtual: bool = False, searc
             raise MechanismError(f"refusing to write {target}: it is one of the input files")
     result.files = write_atomically(payload)
     return result
+
+
+def _check_footprint(mech: Mechanism, unit: Unit, footprint: str, seen: dict) -> None:
+    """The converter's planar-base link PREFIXbase_footprint and joint PREFIXbase_footprint_joint
+    are unique over the mechanism only where each robot with a planar base has its own prefix:
+    robots share one tf tree, so two frames of one name would be one frame with two parents."""
+    joint = footprint + "_joint"
+    fix = "give each <robot> reference a distinct prefix (prefix=\"r1/\")"
+    if footprint in seen:
+        other = seen[footprint]
+        raise MechanismError(f"robots '{other.name}' (line {other.line}) and '{unit.name}' both have a planar base, "
+                             f"written as link '{footprint}' and joint '{joint}'; link and joint names must be "
+                             f"unique in the tf tree the robots share: {fix}", mech.file, unit.line, unit.kind)
+    for other in mech.units:
+        if other is not unit and (footprint in other.links or joint in other.edge_names):
+            name, kind = (footprint, "link") if footprint in other.links else (joint, "joint")
+            raise MechanismError(f"robot '{unit.name}' has a planar base, written as {kind} '{name}', which the "
+                                 f"<{other.kind}> '{other.name}' (line {other.line}) also has; link and joint names "
+                                 f"must be unique in the tf tree the robots share: {fix}",
+                                 mech.file, unit.line, unit.kind)
+    seen[footprint] = unit
 
 
 def _source_files(mech: Mechanism) -> set:
@@ -458,20 +521,77 @@ def write_atomically(payload: dict) -> list:
 
 def robot_description(path, cache_dir=None) -> str:
     """URDF text of the (first) robot of a mechanism XML, for /robot_description: converted once
-    into a cache folder (keyed by the file's path and modification time) whose meshes the URDF
-    references by file:// URI, so RViz and Foxglove find them."""
-    import hashlib
-
+    into a cache folder whose meshes the URDF references by file:// URI, so RViz and Foxglove find
+    them. The folder is keyed on everything the conversion reads (the content of every XML and
+    part file, the files the reference search found missing, the converter's own code), so an
+    edit to any referenced file converts again; an index beside it lists those files, so a cache
+    hit reads them and converts nothing."""
     from bondsim_ros.paths import cache_root
 
     path = Path(path).resolve()
-    key = hashlib.sha256(f"{path}:{path.stat().st_mtime_ns}".encode()).hexdigest()[:16]
-    base = Path(cache_dir or cache_root() / "urdf")
-    folder = base / f"{path.stem}-{key}"
-    target = folder / f"{path.stem}.urdf"
-    if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        result = to_urdf(path, target, mesh_uri=f"file://{folder}/")
-        if result.robots and Path(result.robots[0]["urdf"]) != target:
-            Path(result.robots[0]["urdf"]).replace(target)
-    return target.read_text()
+    base = Path(cache_dir or cache_root() / "urdf").resolve()  # absolute: the mesh URIs are made from it
+    index = base / f"{path.stem}-{hashlib.sha256(str(path).encode()).hexdigest()[:16]}.inputs.json"
+    known = _read_index(index)
+    if known is not None and not any(os.path.isfile(f) for f in known["absent"]):
+        inputs = _hashes(known["inputs"])
+        if inputs is not None:
+            target = _description_target(base, path, inputs, known["absent"])
+            if target.is_file():
+                return target.read_text()
+    for _ in range(3):  # again when a file changes while being converted
+        mech = load_mechanism(path)
+        target = _description_target(base, path, mech.inputs, mech.absent)
+        if not target.is_file():
+            folder = target.parent
+            folder.mkdir(parents=True, exist_ok=True)
+            # as_uri percent-encodes what a URI cannot hold (a space in the cache path)
+            result = _write_urdf(mech, path, target, xacro=False, keep_virtual=False,
+                                 mesh_uri=folder.as_uri() + "/")
+            if result.robots and Path(result.robots[0]["urdf"]) != target:
+                Path(result.robots[0]["urdf"]).replace(target)
+        text = target.read_text()
+        if _hashes(mech.inputs) == mech.inputs:  # the writer reads the parts again: still the bytes loaded
+            write_atomically({index: json.dumps({"inputs": list(mech.inputs), "absent": mech.absent}).encode()})
+            return text
+        target.unlink(missing_ok=True)  # made from two versions of a file: never served from the cache
+    return text
+
+
+def _description_target(base: Path, path: Path, inputs: dict, absent: list) -> Path:
+    key = json.dumps([_converter_digest(), str(path), sorted(inputs.items()), sorted(absent)])
+    return base / f"{path.stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}" / f"{path.stem}.urdf"
+
+
+def _hashes(files) -> dict | None:
+    """sha256 of each file's content, or None when one cannot be read (gone: convert again)."""
+    out = {}
+    for f in files:
+        digest = hashlib.sha256()
+        try:
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError:
+            return None
+        out[f] = digest.hexdigest()
+    return out
+
+
+def _read_index(index: Path) -> dict | None:
+    """The files of the last conversion, as written by robot_description, or None (none, or unreadable)."""
+    try:
+        known = json.loads(index.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(known, dict) and all(isinstance(known.get(k), list) and all(isinstance(f, str) for f in known[k])
+                                         for k in ("inputs", "absent"))
+    return known if ok else None
+
+
+@functools.lru_cache(maxsize=None)
+def _converter_digest() -> str:
+    """sha256 of this package's code: an updated converter converts again instead of serving old output."""
+    digest = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
