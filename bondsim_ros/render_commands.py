@@ -28,7 +28,7 @@ def register(sub) -> None:
     r.add_argument("file", metavar="FILE.xml|FILE.urdf|MODEL.yaml")
     r.add_argument("-o", "--output", required=True, metavar="OUT.png|OUT.mp4|OUT.gif")
     r.add_argument("--joints", metavar="CSV", help="joint values, e.g. from `bondsim-ros simulate robotino --csv`")
-    r.add_argument("--fps", type=integer, default=25, help="video frame rate (default 25)")
+    r.add_argument("--fps", type=integer, default=25, help="video frame rate (default 25; a GIF at most 50)")
     r.add_argument("--speed", type=number, default=1.0, metavar="S",
                    help="playback speed: simulated seconds per video second (default 1: real time)")
     r.add_argument("--every", type=integer, default=1, metavar="K",

@@ -39,6 +39,9 @@ MAX_SIDE = 8192  # largest image width or height [px]
 MAX_TRIANGLES = 1_000_000  # drawn triangles of a mechanism (matplotlib draws each as a polygon)
 MAX_FRAMES = 1_000_000  # frames of one video (11 h at 25 fps): more is a t column in other units
 SUBDIVIDE_BUDGET = 400_000  # triangles the depth-sort subdivision may add up to; beyond it shapes stay coarse
+GIF_TICK_MS = 10  # a GIF stores each frame's delay in hundredths of a second
+# browsers and viewers show a GIF frame of under 20 ms for 100 ms: faster GIFs play slower
+GIF_MAX_FPS = 50
 MIN_DRAWN = 1e-6  # smallest drawn shape [m]: under a pixel in the smallest view, and smaller is numerical noise
 SMALL = 0.1  # a mechanism smaller than this [m] gets margins in proportion: fixed ones left it a dot
 
@@ -57,10 +60,13 @@ class Item:
 
 
 class Drawing:
-    """Meshes per link and a forward-kinematics function over joint values."""
+    """Meshes per link and a forward-kinematics function over joint values; ``planar_frame``: the
+    4x4 world pose of the frame the planar base's x and y move in (a project's ``<base>`` of the
+    robot)."""
 
-    def __init__(self, items, fk, planar_joints, root_links):
+    def __init__(self, items, fk, planar_joints, root_links, planar_frame=None):
         self.items, self.fk, self.planar_joints, self.root_links = items, fk, planar_joints, root_links
+        self.planar_frame = np.eye(4) if planar_frame is None else np.asarray(planar_frame, float)
 
 
 def _from_xml(path, search_path) -> Drawing:
@@ -103,7 +109,11 @@ def _from_xml(path, search_path) -> Drawing:
                 v = (shape.origin[:3, :3] @ mesh.vertices.T).T + shape.origin[:3, 3]
                 items.append(Item(link.name, v, np.asarray(mesh.faces), np.array(shape.color or DEFAULT_RGBA), static))
     planar = list(mech.robots[0].planar) if mech.robots and mech.robots[0].planar else []
-    return Drawing(items, lambda q: forward_kinematics(mech, q), planar, [])
+    planar_frame = None
+    if planar:  # the x joint's parent frame, its origin included: the project's <base> of the robot
+        edge = next(e for e in mech.robots[0].edges if e.name == planar[0])
+        planar_frame = forward_kinematics(mech, {})[edge.parent] @ edge.origin
+    return Drawing(items, lambda q: forward_kinematics(mech, q), planar, [], planar_frame)
 
 
 def _confined_mesh_handler(path):
@@ -188,14 +198,25 @@ def _from_urdf(path) -> Drawing:
         return {it.link: base @ robot.get_transform(it.link) for it in items}
 
     planar = [j for j in ("base_x", "base_y", "base_phi") if j in names]
-    return Drawing(items, fk, planar if len(planar) == 3 else [], [robot.base_link])
+    if len(planar) != 3:
+        return Drawing(items, fk, [], [robot.base_link])
+    x_joint = robot.joint_map[planar[0]]  # (the fixed joints above it: a project's <base> of the robot)
+    planar_frame = robot.get_transform(x_joint.parent) @ (np.eye(4) if x_joint.origin is None else x_joint.origin)
+    return Drawing(items, fk, planar, [robot.base_link], planar_frame)
 
 
 def _csv_rows(path, first_only=False) -> list:
+    """(line, fields) per CSV record, the line its first one in the file: blank lines are records
+    without fields, and a quoted field may span lines. A leading byte order mark (Excel writes one
+    to a "CSV UTF-8" file) is no part of the first column's name."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
-            return list(itertools.islice(reader, 1) if first_only else reader)
+            rows, start = [], 1
+            for fields in itertools.islice(reader, 1) if first_only else reader:
+                rows.append((start, fields))
+                start = reader.line_num + 1
+            return rows
     except OSError as exc:
         raise RenderError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
@@ -209,18 +230,25 @@ def read_csv_header(path) -> list:
     rows = _csv_rows(path, first_only=True)
     if not rows:
         raise RenderError(f"{path}: needs a header and at least one row")
-    return [h.strip() for h in rows[0]]
+    return [h.strip() for h in rows[0][1]]
 
 
 def read_joint_csv(path) -> tuple[list, np.ndarray]:
+    """(header, values): the column names and a row of floats per non-blank CSV row."""
+    header, data, _ = _read_joint_csv(path)
+    return header, data
+
+
+def _read_joint_csv(path) -> tuple[list, np.ndarray, list]:
+    """read_joint_csv's header and values, and the file line of each row of values (for errors)."""
     rows = _csv_rows(path)
     if len(rows) < 2:
         raise RenderError(f"{path}: needs a header and at least one row")
-    header = [h.strip() for h in rows[0]]
+    header = [h.strip() for h in rows[0][1]]
     twice = sorted({h for h in header if header.count(h) > 1})
     if twice:  # which of the two would be the joint's values?
         raise RenderError(f"{path}: column {twice[0]!r} appears more than once in the header")
-    body = [(i, r) for i, r in enumerate(rows[1:], start=2) if r]
+    body = [(i, r) for i, r in rows[1:] if r]
     for i, r in body:
         if len(r) != len(header):
             raise RenderError(f"{path}:{i}: {len(r)} values, the header has {len(header)}")
@@ -233,14 +261,15 @@ def read_joint_csv(path) -> tuple[list, np.ndarray]:
                 raise RenderError(f"{path}:{i}: column {h!r}: {v!r} is not a finite number")
     if not body:
         raise RenderError(f"{path}: needs a header and at least one row")
-    return header, np.array([[float(v) for v in r] for _, r in body], float)
+    return header, np.array([[float(v) for v in r] for _, r in body], float), [i for i, _ in body]
 
 
-def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names: set, columns=None, base_columns=None,
+def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names, columns=None, base_columns=None,
                csv_name="the CSV") -> list:
     """Per CSV row a dict of joint values: x, y, phi -> the planar base, other columns by joint name;
     or, with ``columns`` ({joint: column}) and ``base_columns`` ((x, y, phi) columns or None),
-    those columns only."""
+    those columns only. ``joint_names``: the mechanism's moving joints (document order). Without
+    ``columns``, joints the CSV has no column for stay at 0, with a warning on stderr naming them."""
     def base(i):  # a URDF without virtual joints: the pose of its root
         return drawing.planar_joints[i] if drawing.planar_joints else "__" + list(BASE_COLUMNS)[i]
 
@@ -267,7 +296,38 @@ def joint_rows(drawing: Drawing, header: list, data: np.ndarray, joint_names: se
         raise RenderError(f"{csv_name}: no column is named like a joint of the mechanism "
                           f"({', '.join(sorted(joint_names)) or 'it has none'}) or the base (x, y, phi); "
                           f"its columns: {', '.join(header)}")
+    unset = unset_joints(drawing, header, joint_names, cols)
+    if unset:
+        print(f"render: warning: {csv_name}: {unset}", file=sys.stderr)
     return [{name: float(row[k]) for name, k in cols.items()} for row in data]
+
+
+def _listing(names, limit=20) -> str:
+    names = list(names)
+    more = f", and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def unset_joints(drawing: Drawing, header: list, joint_names, cols: dict) -> str:
+    """A sentence naming the joints of ``joint_names`` without a column in ``cols`` (drawn at 0
+    throughout), the CSV's columns, and a column that looks meant for one of them (another case, a
+    typo); empty when each has one. A CSV may drive part of a mechanism on purpose (the wheels of
+    a robot without its rollers), so render warns with it rather than refusing the CSV."""
+    import difflib
+
+    alias = dict(zip(drawing.planar_joints, BASE_COLUMNS))
+    missing = [j for j in dict.fromkeys(joint_names) if j not in cols]
+    if not missing:
+        return ""
+    unused = [h for h in header if h not in joint_names and h not in BASE_COLUMNS and h != "t"]
+    hints = []
+    for j in missing:
+        near = [h for h in unused if h.lower() == j.lower()] or difflib.get_close_matches(j, unused, 1, 0.8)
+        if near:
+            hints.append(f"column {near[0]!r} is not joint {j!r}: names must match exactly")
+    named = [f"{j} (or {alias[j]})" if j in alias else j for j in missing]
+    return (f"no column for joint{'s' * (len(missing) > 1)} {_listing(named)}: drawn at 0 in every row; "
+            f"its columns: {_listing(header, 40)}" + "".join(f"; {h}" for h in hints[:5]))
 
 
 def _shade(tris_world, rgba):
@@ -529,6 +589,10 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     suffix = out.suffix.lower()
     if suffix not in (".png", ".mp4", ".gif"):
         raise RenderError(f"output must be .png, .mp4 or .gif, got {out.name}")
+    if suffix == ".gif" and isinstance(fps, (int, float)) and fps > GIF_MAX_FPS:
+        raise RenderError(f"frame rate {fps:g} fps: a GIF plays at most {GIF_MAX_FPS} fps (it stores frame delays "
+                          f"in 10 ms steps, and viewers show a frame of under 20 ms for 100 ms); give --fps "
+                          f"{GIF_MAX_FPS} or less, or write an MP4")
     if suffix != ".png" and row != 0:
         raise RenderError(f"--row {row}: the row of a still image (.png); a video draws every row")
     if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
@@ -537,7 +601,7 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     drawing = _from_urdf(file) if file.suffix.lower() == ".urdf" else _from_xml(file, search_path)
     times = None
     if joints_csv:
-        header, data = read_joint_csv(joints_csv)
+        header, data, lines = _read_joint_csv(joints_csv)
         joint_names = _joint_names(drawing, file, search_path)
         rows = joint_rows(drawing, header, data, joint_names, columns, base_columns, str(joints_csv))
         times = data[:, header.index("t")] if "t" in header else np.arange(len(data)) / fps
@@ -567,12 +631,10 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     if times is not None and "t" in header:
         bad = np.flatnonzero(np.diff(times) < 0)
         if bad.size:
-            raise RenderError(f"{joints_csv}:{int(bad[0]) + 3}: column 't' goes back in time "
+            raise RenderError(f"{joints_csv}:{lines[int(bad[0]) + 1]}: column 't' goes back in time "
                               f"({times[bad[0]]:g} -> {times[bad[0] + 1]:g}); a video needs the rows in time order")
         picked = [picked[i] for i in frame_rows(times[picked], fps, speed)]
-    trail = None
-    if drawing.planar_joints and all(j in rows[0] for j in drawing.planar_joints[:2]):
-        trail = np.array([[r[drawing.planar_joints[0]], r[drawing.planar_joints[1]]] for r in rows])
+    trail = trail_points(drawing, rows)
     fit_rows = [rows[k] for k in picked[:: max(1, len(picked) // 50)]] + [rows[picked[-1]]]
     # rows sparser than the frames: a row is drawn once, shown as long as it lasts
     drawn = [k for i, k in enumerate(picked) if i == 0 or k != picked[i - 1]]
@@ -592,6 +654,20 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
             yield last
 
     return _write_video(frames_seq(), len(picked), out, fps, progress)
+
+
+def trail_points(drawing: Drawing, rows: list) -> np.ndarray | None:
+    """(N, 2) floor positions of the planar base over ``rows`` (joint value dicts), the path a
+    video draws: the rows' x, y taken into the world through ``drawing.planar_frame``, as the
+    robot itself is (a project's <base> may move and turn it); None without a planar base in
+    the rows."""
+    planar = drawing.planar_joints
+    if not (planar and rows and all(j in rows[0] for j in planar[:2])):
+        return None
+    xy = np.array([[r[planar[0]], r[planar[1]]] for r in rows], float)
+    frame = drawing.planar_frame
+    # the point (x, y, 0) of that frame: a tilted frame's z column does not enter
+    return xy @ frame[:2, :2].T + frame[:2, 3]
 
 
 # a worker process costs some 2 s to start (matplotlib, trimesh, the mechanism); below this many
@@ -694,12 +770,13 @@ def frame_rows(times, fps, speed=1.0) -> list:
     return [int(k) for k in np.where(nearer_left, i - 1, i)]
 
 
-def _joint_names(drawing, file, search_path) -> set:
+def _joint_names(drawing, file, search_path) -> list:
+    """The moving joints of FILE in document order (a fixed drive has no value to draw)."""
     if Path(file).suffix.lower() == ".urdf":
         import yourdfpy
 
-        return set(yourdfpy.URDF.load(str(file), load_meshes=False, build_scene_graph=False).actuated_joint_names)
-    return {j.name for j in load_mechanism(file, search_path).joints}
+        return list(yourdfpy.URDF.load(str(file), load_meshes=False, build_scene_graph=False).actuated_joint_names)
+    return [j.name for j in load_mechanism(file, search_path).joints if j.type != "fixed"]
 
 
 def _save_png(image, out):
@@ -856,11 +933,26 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
                 if failed.frames or is_stream(out):  # (no file name beside a pipe or device for a GIF)
                     raise RenderError(f"{out}: cannot write MP4 ({failed.cause})") from None
                 gif = out.with_suffix(".gif")
+                if fps > GIF_MAX_FPS:  # (render() refuses such a GIF asked for by name alike)
+                    raise RenderError(f"{out}: cannot write MP4 ({failed.cause}), and a GIF in its place plays at "
+                                      f"most {GIF_MAX_FPS} fps, not {fps:g}: give --fps {GIF_MAX_FPS} or less "
+                                      f"for a GIF") from None
                 print(f"render: cannot write MP4 ({failed.cause}); writing {gif.name} instead", file=sys.stderr)
                 out = gif
                 frames_seq = itertools.chain([first], frames_seq)
         images = [Image.fromarray(f) for f in frames_seq]
         with output_path(out) as tmp:
+            # (Pillow takes milliseconds, writes them cut to 10 ms, and merges repeated frames' delays)
             images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
-                           duration=max(1, round(1000 / fps)), loop=0)
+                           duration=gif_delays(len(images), fps), loop=0)
     return str(out)
+
+
+def gif_delays(n: int, fps) -> list:
+    """Delays [ms] of ``n`` GIF frames at ``fps`` (at most GIF_MAX_FPS), each a multiple of the
+    GIF's 10 ms tick: frame j ends at (j + 1) / fps rounded to a tick, so the video's clock stays
+    within half a tick of the frames' times and it lasts n / fps, as the MP4, to within one tick.
+    (One delay for all frames cannot: at 30 fps a 33 ms delay is stored as 30 ms, 10 % fast.)"""
+    ticks_per_s = 1000 / GIF_TICK_MS
+    ends = np.floor(np.arange(1, n + 1) * ticks_per_s / fps + 0.5).astype(np.int64)
+    return [int(d) * GIF_TICK_MS for d in np.diff(ends, prepend=0)]

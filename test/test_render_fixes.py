@@ -1,0 +1,199 @@
+"""The renderer's path, video timing and joint CSV reading: the path drawn under a robot a project
+moves and turns, a GIF that plays in real time, an Excel CSV's byte order mark, joints without a
+column, and the CSV line a time-order error names."""
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bondsim_ros.cli import main
+from bondsim_ros.mechanism import render as render_mod
+
+pytest.importorskip("yourdfpy")
+
+ROOT = Path(__file__).resolve().parents[1]
+ROBOTINO = ROOT / "urdf" / "robotino"
+PENDULUM = ROOT / "urdf" / "multibody" / "Pendulum.xml"
+ARM = ROOT / "urdf" / "arm3dof" / "Arm3DOF.xml"
+BASE = '<translation x="-1.5" y="1.5" z="0.015"/><rotation axis="z" angle="90"/>'
+
+
+def _moved_robotino(tmp_path) -> Path:
+    """The packaged Robotino project with the robot moved to (-1.5, 1.5) and turned by 90 deg."""
+    folder = tmp_path / "robotino"
+    shutil.copytree(ROBOTINO, folder)
+    project = folder / "Robotino_project.xml"
+    text = project.read_text()
+    assert text.count('<translation z="0.015"/>') == 1
+    project.write_text(text.replace('<translation z="0.015"/>', BASE))
+    return project
+
+
+def _gif_delays(path) -> list:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        delays = []
+        for k in range(im.n_frames):
+            im.seek(k)
+            delays.append(im.info["duration"])
+    return delays
+
+
+def _swing_csv(path, t_end, dt=0.01) -> Path:
+    lines = ["t,pivot_joint"] + [f"{k * dt:.6g},{0.5 * math.sin(3 * k * dt):.6f}"
+                                 for k in range(int(round(t_end / dt)) + 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("urdf", [False, True], ids=["xml", "keep-virtual-urdf"])
+def test_the_path_is_drawn_under_a_robot_the_project_base_moves_and_turns(tmp_path, monkeypatch, urdf):
+    project = _moved_robotino(tmp_path)
+    source = project
+    if urdf:  # the same project as a URDF with the virtual joints under world -> ROOT_base (the <base>)
+        assert main(["xml2urdf", str(project), "-o", str(tmp_path / "r.urdf"), "--keep-virtual", "-q"]) == 0
+        source = tmp_path / "r.urdf"
+    csv_path = tmp_path / "r.csv"
+    xy = np.array([[0.0, 0.0], [0.5, 0.2], [1.0, 0.5]])
+    csv_path.write_text("t,x,y,phi\n" + "".join(f"{0.1 * k},{x},{y},{0.3 * k}\n" for k, (x, y) in enumerate(xy)))
+    # the <base>: x, y turned by 90 deg about z, then moved by (-1.5, 1.5)
+    want = np.column_stack([-1.5 - xy[:, 1], 1.5 + xy[:, 0]])
+
+    # the path the video's frames draw, and the one its camera frames
+    drawn, fitted = [], []
+    real_draw, real_fit = render_mod.Renderer.draw, render_mod.Renderer.fit
+    monkeypatch.setattr(render_mod.Renderer, "draw",
+                        lambda self, q, title="", trail=None, inset=None:
+                        drawn.append(trail) or real_draw(self, q, title, trail, inset))
+    monkeypatch.setattr(render_mod.Renderer, "fit",
+                        lambda self, rows, trail=None: fitted.append(trail) or real_fit(self, rows, trail))
+    render_mod.render(source, tmp_path / "r.gif", joints_csv=csv_path, fps=10, size=(96, 72), quiet=True)
+    assert np.allclose(fitted[0], want, atol=1e-9)
+    assert np.allclose(drawn[-1], want, atol=1e-9)
+
+    drawing = render_mod._from_urdf(source) if urdf else render_mod._from_xml(source, ())
+    header, data = render_mod.read_joint_csv(csv_path)
+    rows = render_mod.joint_rows(drawing, header, data, render_mod._joint_names(drawing, source, ()))
+    assert np.allclose(render_mod.trail_points(drawing, rows), want, atol=1e-9)
+    if not urdf:  # where the robot is drawn: its base_link's origin, over the floor
+        assert np.allclose([drawing.fk(q)["base_link"][:2, 3] for q in rows], want, atol=1e-9)
+
+
+@pytest.mark.parametrize("fps,speed,t_end", [(30, 1.0, 1.0), (45, 1.0, 0.5), (20, 2.0, 2.0), (7, 1.0, 1.0)])
+def test_a_gif_plays_in_real_time(tmp_path, fps, speed, t_end):
+    """Frame delays read back from the file: the GIF lasts the frames' n / fps (the run's time /
+    speed and the last frame's own time, as an MP4) within one 10 ms tick, and frame j starts
+    within half a tick of j / fps. (One fixed delay cannot: at 30 fps 33 ms is stored as 30 ms, 10 % fast.)"""
+    csv_path = _swing_csv(tmp_path / "s.csv", t_end)
+    out = render_mod.render(PENDULUM, tmp_path / "s.gif", joints_csv=csv_path, fps=fps, speed=speed, size=(96, 72),
+                            quiet=True)
+    delays = _gif_delays(out)
+    n = math.floor(t_end * fps / speed * (1 + 1e-12)) + 1  # the frames (render.frame_rows)
+    assert len(delays) == n  # (each frame differs: its title gives its time)
+    assert abs(sum(delays) - 1000 * n / fps) <= 5
+    assert sum(delays[:-1]) - 5 <= 1000 * t_end / speed < sum(delays) + 5  # the run ends in the last frame
+    starts = np.cumsum([0] + delays[:-1])
+    assert np.abs(starts - 1000 * np.arange(n) / fps).max() <= 5
+    assert all(d % 10 == 0 and d >= 20 for d in delays)
+
+
+def test_gif_delays_track_the_frame_times():
+    for fps in (1, 7, 24, 25, 29.97, 30, 33, 45, 49, 50):
+        d = np.array(render_mod.gif_delays(1000, fps))
+        assert np.all(d % 10 == 0) and d.min() >= 20, fps
+        assert np.abs(np.cumsum(d) - 1000 * np.arange(1, 1001) / fps).max() <= 5, fps
+
+
+def test_a_gif_above_50_fps_is_refused_saying_why_and_an_mp4_is_not(tmp_path, capsys):
+    csv_path = _swing_csv(tmp_path / "s.csv", 0.1)
+    out = tmp_path / "s.gif"
+    assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(out), "--fps", "60",
+                 "--size", "96x72", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "60 fps" in err and "at most 50 fps" in err and "10 ms" in err and "MP4" in err
+    assert not out.exists()
+    assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(out), "--fps", "50",
+                 "--size", "96x72", "-q"]) == 0
+    assert _gif_delays(out) == [20] * 6
+    pytest.importorskip("imageio_ffmpeg")
+    assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(tmp_path / "s.mp4"), "--fps", "60",
+                 "--size", "96x72", "-q"]) == 0
+
+
+def test_a_csv_with_a_byte_order_mark_keeps_its_first_column(tmp_path):
+    """Excel's "CSV UTF-8" starts with a BOM: read as part of the text, it makes the t column
+    '\\ufefft', which nothing reads, and a video shows one frame per row instead of the rows' times."""
+    csv_path = tmp_path / "excel.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbft,pivot_joint\r\n0,0\r\n1,0.5\r\n")
+    assert render_mod.read_csv_header(csv_path) == ["t", "pivot_joint"]
+    header, data = render_mod.read_joint_csv(csv_path)
+    assert header == ["t", "pivot_joint"] and data.tolist() == [[0.0, 0.0], [1.0, 0.5]]
+    out = render_mod.render(PENDULUM, tmp_path / "e.gif", joints_csv=csv_path, fps=10, size=(96, 72), quiet=True)
+    assert sum(_gif_delays(out)) == 1100  # t = 0..1 s at 10 fps: 11 frames
+
+
+def test_a_joint_without_a_column_is_named_in_a_warning_and_drawn_at_zero(tmp_path, capsys):
+    """Partial CSVs are allowed (a robot's wheels without its rollers): a joint the CSV lacks stays
+    at 0, and render says which, with the CSV's columns and the column that looks meant for it."""
+    from PIL import Image
+
+    typo = tmp_path / "typo.csv"
+    typo.write_text("t,q1,Q2,q3\n0,-1.3,1.0,0.3\n")
+    zero = tmp_path / "zero.csv"
+    zero.write_text("t,q1,q2,q3\n0,-1.3,0,0.3\n")
+    assert main(["render", str(ARM), "--joints", str(typo), "-o", str(tmp_path / "typo.png"),
+                 "--size", "160x120", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and f"{typo}: no column for joint q2: drawn at 0" in err
+    assert "its columns: t, q1, Q2, q3" in err and "column 'Q2' is not joint 'q2'" in err
+    assert main(["render", str(ARM), "--joints", str(zero), "-o", str(tmp_path / "zero.png"),
+                 "--size", "160x120", "-q"]) == 0
+    assert "warning" not in capsys.readouterr().err  # every joint has its column
+    drawn = [np.asarray(Image.open(tmp_path / f"{name}.png")) for name in ("typo", "zero")]
+    assert np.array_equal(*drawn)  # q2 at 0
+
+
+def test_a_planar_base_without_x_y_phi_columns_is_named_in_the_warning(tmp_path, capsys):
+    csv_path = tmp_path / "w.csv"
+    csv_path.write_text("t,wheel1_axle\n0,0.5\n")
+    assert main(["render", str(ROBOTINO / "Robotino_project.xml"), "--joints", str(csv_path),
+                 "-o", str(tmp_path / "w.png"), "--size", "96x72", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert "no column for joints base_x (or x), base_y (or y), base_phi (or phi), wheel1_roller1" in err
+    assert "and 3 more" in err and "its columns: t, wheel1_axle" in err
+
+
+def test_time_going_back_names_the_csv_line_past_blank_lines(tmp_path, capsys):
+    csv_path = tmp_path / "back.csv"
+    csv_path.write_text("t,pivot_joint\n0,0\n\n0.1,0.1\n\n\n0.05,0.2\n")  # 0.05 on line 7
+    assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(tmp_path / "b.gif"),
+                 "--size", "96x72", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{csv_path}:7: column 't' goes back in time (0.1 -> 0.05)" in err
+
+
+def test_value_errors_name_the_csv_line_past_blank_lines_and_quoted_line_breaks(tmp_path):
+    csv_path = tmp_path / "v.csv"
+    csv_path.write_text('t,"pivot\njoint"\n\n0,0\n0.1,x\n')  # the header spans lines 1-2; 'x' on line 5
+    with pytest.raises(render_mod.RenderError, match=r"v\.csv:5: column 'pivot\\njoint': 'x' is not a number"):
+        render_mod.read_joint_csv(csv_path)
+
+
+def test_an_mp4_falling_back_to_a_gif_keeps_its_timing_or_is_refused_above_50_fps(tmp_path, monkeypatch, capsys):
+    """No ffmpeg: the MP4's frames become a GIF beside it, timed as a GIF asked for by name; at
+    60 fps that GIF would play slow, so the render fails saying why."""
+    def no_ffmpeg(out, first, frames, fps):
+        raise render_mod._EncoderFailed(OSError("no ffmpeg here"), 0)
+
+    monkeypatch.setattr(render_mod, "_write_mp4", no_ffmpeg)
+    csv_path = _swing_csv(tmp_path / "s.csv", 1.0)
+    with pytest.raises(render_mod.RenderError, match=r"cannot write MP4 \(no ffmpeg here\), and a GIF in its place "
+                                                     r"plays at most 50 fps, not 60"):
+        render_mod.render(PENDULUM, tmp_path / "a.mp4", joints_csv=csv_path, fps=60, size=(96, 72), quiet=True)
+    assert not (tmp_path / "a.gif").exists()
+    out = render_mod.render(PENDULUM, tmp_path / "b.mp4", joints_csv=csv_path, fps=30, size=(96, 72), quiet=True)
+    assert out.endswith("b.gif") and "writing b.gif instead" in capsys.readouterr().err
+    assert sum(_gif_delays(out)) == 1030  # 31 frames at 30 fps
