@@ -457,3 +457,49 @@ def test_a_t_end_leaving_too_few_rows_and_a_byte_order_mark_are_handled(motor_mo
             "--param Ra: given twice")
     refused(capsys, ["simulate", str(motor_model), "--t-end", "0.1", "--dt-out", "0.05", "--param", "Ra=1",
                      "--param", "Ra=2"], "--param Ra: given twice")
+
+
+MSD_K = """\
+model: msd_k
+parameters: {k: 4.0}
+components:
+  v: {type: EffortJunction}
+  mass: {type: I, inertia: 1.0}
+  spring: {type: C, effort: "k*q", q0: 0.1}
+bonds: [[v, mass], [v, spring]]
+"""
+
+
+def _api_problem(tmp_path, **kw):
+    from bondsim_ros.fit import FitProblem
+
+    model = tmp_path / "msd_k.yaml"
+    model.write_text(MSD_K)
+    data = tmp_path / "d.csv"
+    data.write_text("t,x\n" + "".join(f"{0.1 * i:g},{0.1 * math.cos(2 * 0.1 * i):.9f}\n" for i in range(11)))
+    return FitProblem(str(model), read_csv(data), **{"params": ["k"], "outputs": ["spring.q=x"], **kw})
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"x0": [2.0, 1.0]}, "x0: expected 1 value(s), one per fitted parameter (k), got 2"),  # was a numpy ValueError
+    ({"x0": ["a"]}, "x0: expected one number per fitted parameter (k), got ['a']"),
+    ({"max_nfev": 0}, "max_nfev: expected a whole number of simulations >= 1 (None: no limit), got 0"),
+    ({"diff_step": -1}, "diff_step: expected a relative step between 0 and 1"),  # blamed the bounds
+])
+def test_the_fit_api_refuses_bad_arguments_by_name(tmp_path, kw, says):
+    from bondsim_ros.fit import FitError, fit
+
+    with pytest.raises(FitError, match=re.escape(says)):
+        fit(_api_problem(tmp_path), **kw)
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"params": "k"}, "params: expected a list of names, got the string 'k'"),  # 'k,c' was the names k , c
+    ({"outputs": "spring.q=x"}, "outputs: expected a list of names, got the string 'spring.q=x'"),
+    ({"weights": {"x": "100"}}, "weight of 'x' must be a positive number, got '100'"),  # a TypeError
+])
+def test_a_fit_problem_refuses_strings_for_lists_and_numbers(tmp_path, kw, says):
+    from bondsim_ros.fit import FitError
+
+    with pytest.raises(FitError, match=re.escape(says)):
+        _api_problem(tmp_path, **kw)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import multiprocessing
+import re
 import sys
 import time
 from pathlib import Path
@@ -627,3 +628,17 @@ def test_progress_lines_when_stderr_is_no_terminal(tmp_path, capsys):
     assert main(["sweep", SERVO, "--param", "m=1:2:20", *RUN, "--jobs", "1", "-o", str(out)]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[bondsim] sweep: ")]
     assert lines[0].startswith("[bondsim] sweep: 2 of 20 runs done (10 %), 0 failed, ") and len(lines) == 9, lines
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"outputs": "mass.p"}, "expected a list of column names, got the string 'mass.p'"),  # split into m, a, s, s
+    ({"at": 0.5}, "expected a list of times, got 0.5"),  # a TypeError
+])
+def test_the_sweep_api_refuses_a_single_value_for_a_list(tmp_path, kw, says):
+    from bondsim_ros.sweep import SweepError, sweep
+    from test_fit_input import MSD_K
+
+    model = tmp_path / "msd_k.yaml"
+    model.write_text(MSD_K)
+    with pytest.raises(SweepError, match=re.escape(says)):
+        sweep(str(model), {"k": [1.0, 2.0]}, t_end=1.0, dt_out=0.5, jobs=1, **kw)

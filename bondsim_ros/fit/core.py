@@ -162,6 +162,9 @@ class FitProblem:
         c = self.compiled
         src = self.data.source or "data"
         known = list(c.param_names)
+        for what in ("params", "outputs", "inputs"):
+            if isinstance(getattr(self, what), (str, bytes)):  # 'k,c' was read as the names 'k', ',', 'c'
+                raise FitError(f"{what}: expected a list of names, got the string {getattr(self, what)!r}")
         if not self.params:
             raise FitError("no parameters to fit: give --params")
         bad = [p for p in self.params if p not in known]
@@ -204,8 +207,10 @@ class FitProblem:
         for col in self.weights:
             if col not in [d for _, d in self.output_map]:
                 raise FitError(f"weight given for {col!r}, which is not a fitted output column")
-            if not (self.weights[col] > 0 and math.isfinite(self.weights[col])):
-                raise FitError(f"weight of {col!r} must be a positive number")
+            w = self.weights[col]
+            if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)) \
+                    or not (w > 0 and math.isfinite(w)):
+                raise FitError(f"weight of {col!r} must be a positive number, got {w!r}")
 
         t = self.data.column(self.time_col)
         if self.t_end is not None and not math.isfinite(self.t_end):
@@ -605,9 +610,22 @@ def fit(problem: FitProblem, x0=None, bounds: dict | None = None, diff_step=None
     import contextlib
 
     names = list(problem.params)
-    x0 = problem.initial() if x0 is None else np.asarray(x0, dtype=float)
+    try:
+        x0 = problem.initial() if x0 is None else np.asarray(x0, dtype=float)
+    except (TypeError, ValueError):
+        raise FitError(f"x0: expected one number per fitted parameter ({', '.join(names)}), got {x0!r}") from None
+    if x0.shape != (len(names),):
+        raise FitError(f"x0: expected {len(names)} value(s), one per fitted parameter ({', '.join(names)}), "
+                       f"got {x0.size}")
     if not np.all(np.isfinite(x0)):
         raise FitError("initial parameter values must be finite")
+    if max_nfev is not None and (isinstance(max_nfev, bool) or not isinstance(max_nfev, (int, np.integer))
+                                 or max_nfev < 1):
+        raise FitError(f"max_nfev: expected a whole number of simulations >= 1 (None: no limit), got {max_nfev!r}")
+    if diff_step is not None and (isinstance(diff_step, bool) or not isinstance(diff_step, (int, float))
+                                  or not 0 < diff_step < 1):
+        raise FitError(f"diff_step: expected a relative step between 0 and 1 (None: from the solver's rtol), "
+                       f"got {diff_step!r}")
     lo = np.full(len(names), -np.inf)
     hi = np.full(len(names), np.inf)
     for name, (a, b) in (bounds or {}).items():

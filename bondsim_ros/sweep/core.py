@@ -16,6 +16,7 @@ import itertools
 import math
 import numbers
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -417,6 +418,10 @@ def sweep(model, params, *, t_end: float | None = None, dt_out: float | None = N
     derive = entry.postprocess_rows(known) if entry is not None and entry.postprocess_rows else None
     if derive is not None:
         known += list(derive.names)
+    if isinstance(outputs, (str, bytes)):  # 'mass.p' was read as the columns 'm', 'a', 's', 's', ...
+        raise SweepError(f"expected a list of column names, got the string {outputs!r}", "outputs")
+    if at is not None and (isinstance(at, (str, bytes)) or not isinstance(at, Iterable)):
+        raise SweepError(f"expected a list of times, got {at!r}", "at")
     if outputs is not None:
         outputs = tuple(outputs)
         if not outputs:
