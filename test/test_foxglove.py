@@ -9,6 +9,7 @@ import contextlib
 import json
 import struct
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -73,14 +74,18 @@ async def _client(port, seconds=3.0, subprotocol="foxglove.sdk.v1", host="127.0.
 
 
 @contextlib.contextmanager
-def served_graph(params, with_probes=False):
+def served_graph(params, with_probes=False, extra_nodes=None):
     """The in-process graph (dynamics_node with ``params``, state_publisher) and a FoxgloveLive
-    server on a free port, spun in a thread while the body talks to it as a client would."""
+    server on a free port, spun in a thread while the body talks to it as a client would.
+    ``extra_nodes(ctx)``: nodes started before the server (their latched messages are old)."""
     from bondsim_ros.ros.foxglove_live import FoxgloveLive
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     graph = start_graph(params, {}, state_publisher={}, context=ctx)
+    for k, node in enumerate(extra_nodes(ctx) if extra_nodes else []):
+        graph.nodes[f"extra_{k}"] = node
+        graph.executor.add_node(node)
     probes = graph.nodes["dynamics_node"].probes.names if with_probes else None
     live = FoxgloveLive(port=0, context=ctx, **({"probes": probes} if with_probes else {}))  # port 0: a free one
     graph.nodes["foxglove_live"] = live
@@ -120,6 +125,32 @@ def test_foxglove_client_receives_every_channel(tmp_path):
     request, status, data = got["asset"]
     assert request == 7 and status == 0 and len(data) > 84, "mesh asset not served"
     assert got["parameters"][0]["name"] == "/robot_description" and "<robot" in got["parameters"][0]["value"]
+
+
+def test_a_client_gets_the_static_transforms_of_every_latched_publisher():
+    """sensor_node's /tf_static (the scanner on base_link) beside state_publisher's (the robot):
+    at depth 1 the server kept one of the two latched messages, and the client's 3-D panel had no
+    base_footprint -> base_link."""
+    from geometry_msgs.msg import TransformStamped
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from bondsim_ros.ros.messages import tf_message
+
+    def sensors(ctx):
+        node = rclpy.create_node("sensor_stand_in", context=ctx)
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             reliability=ReliabilityPolicy.RELIABLE)
+        t = TransformStamped()
+        t.header.frame_id, t.child_frame_id = "base_link", "laser_link"
+        t.transform.rotation.w = 1.0
+        node.create_publisher(tf_message(), "/tf_static", latched).publish(tf_message()(transforms=[t]))
+        return [node]
+
+    with served_graph({"reference": "rose"}, extra_nodes=sensors) as live:
+        time.sleep(1.0)  # the server's latched subscription has both publishers' messages
+        got = asyncio.run(_client(live.port, seconds=2.5))
+    static = got["first"]["/tf_static"]
+    assert b"laser_link" in static and b"base_footprint" in static, static
 
 
 def test_foxglove_assets_stay_inside_the_urdf_folder():

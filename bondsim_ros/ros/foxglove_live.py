@@ -51,6 +51,10 @@ from std_msgs.msg import String
 
 DEFAULT_PORT = 8765
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
+# /tf_static has several latched publishers (state_publisher's robot, sensor_node's sensors), each
+# holding its last message: at depth 1 a late subscriber kept one of them, and Foxglove's 3-D panel
+# lost the robot's base_footprint -> base_link
+STATIC = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 MESH = re.compile(r'filename="([^"]+)"')
 PACKAGE_URDF = "package://bondsim_ros/urdf/"  # the package's urdf/ folder
 PACKAGE_FILES = "package://bondsim_ros/files"  # + the absolute path of a file the URDF references
@@ -258,7 +262,7 @@ class FoxgloveLive(Node):
 
         self.description = ""
         self.assets = {}  # served URI -> local file: the meshes the served URDF references
-        self.static = None
+        self.static = {}  # child frame -> TransformStamped: every /tf_static publisher's, merged
         self.sent = {}  # channel topic -> messages logged (for the log line and tests)
         self.fg = foxglove.Context()  # own context: several servers in one process stay apart
         self.ch_joints = JointStatesChannel("/joint_states", context=self.fg)
@@ -308,7 +312,8 @@ class FoxgloveLive(Node):
 
         tf = tf_message()
         self.create_subscription(tf, "/tf", lambda m: self._on_tf(m, self.ch_tf), 100)
-        self.create_subscription(tf, "/tf_static", self._on_tf_static, LATCHED)
+        self._tf_message = tf
+        self.create_subscription(tf, "/tf_static", self._on_tf_static, STATIC)
         self.create_subscription(String, "robot_description", self._on_description, LATCHED)
         for n in self.ch_probes:
             self.create_subscription(PointStamped, f"probes/{n}", lambda m, n=n: self._on_probe(n, m), 50)
@@ -393,8 +398,13 @@ class FoxgloveLive(Node):
             self._log(channel, self._transforms(msg), _ns(msg.transforms[0].header.stamp))
 
     def _on_tf_static(self, msg):
-        self.static = msg
-        self._on_tf(msg, self.ch_tf_static)
+        for t in msg.transforms:  # as tf2's buffer keeps them: the newest per child frame
+            self.static[t.child_frame_id] = t
+        self._send_static()
+
+    def _send_static(self):
+        if self.static:
+            self._on_tf(self._tf_message(transforms=list(self.static.values())), self.ch_tf_static)
 
     def _on_description(self, msg: String):
         # mesh references -> package:// URIs this server answers
@@ -416,8 +426,7 @@ class FoxgloveLive(Node):
     def _resend_latched(self):
         if self.description:
             self._log(self.ch_description, {"data": self.description})
-        if self.static is not None:
-            self._on_tf(self.static, self.ch_tf_static)
+        self._send_static()
 
     def _stop_servers(self):
         front, server = self.__dict__.pop("front", None), self.__dict__.pop("server", None)
