@@ -2,6 +2,7 @@
 moves and turns, a GIF that plays in real time, an Excel CSV's byte order mark, joints without a
 column, and the CSV line a time-order error names."""
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -197,3 +198,22 @@ def test_an_mp4_falling_back_to_a_gif_keeps_its_timing_or_is_refused_above_50_fp
     out = render_mod.render(PENDULUM, tmp_path / "b.mp4", joints_csv=csv_path, fps=30, size=(96, 72), quiet=True)
     assert out.endswith("b.gif") and "writing b.gif instead" in capsys.readouterr().err
     assert sum(_gif_delays(out)) == 1030  # 31 frames at 30 fps
+
+
+def test_a_xacro_file_and_a_short_color_are_named_as_such(tmp_path, capsys):
+    """render of the packaged .urdf.xacro said "missing required attribute 'id'" (read as a
+    mechanism XML); a URDF <color rgba="1 0"/> ended in numpy's "could not broadcast"."""
+    from bondsim_ros.cli import main
+    from bondsim_ros.mechanism.urdf import to_urdf
+
+    xacro = ROOT / "urdf" / "robotino.urdf.xacro"
+    assert main(["render", str(xacro), "-o", str(tmp_path / "x.png")]) == 2
+    assert f"{xacro}: a xacro file: expand it first" in capsys.readouterr().err
+    urdf = tmp_path / "P.urdf"
+    to_urdf(ROOT / "urdf" / "multibody" / "Pendulum.xml", urdf)
+    text = urdf.read_text()
+    line = text[:text.index("<color rgba=")].count("\n") + 1
+    urdf.write_text(re.sub(r'<color rgba="[^"]*"', '<color rgba="1 0"', text, count=1))
+    assert main(["render", str(urdf), "-o", str(tmp_path / "x.png")]) == 2
+    assert f"P.urdf:{line}: <color>: rgba='1 0': expected 4 numbers, got 2" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()

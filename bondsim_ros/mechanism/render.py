@@ -598,6 +598,8 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
     if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
         # H.264 in 4:2:0 has no odd side: ffmpeg's writer would resize the frames without a word
         raise RenderError(f"image size {size[0]}x{size[1]}: an MP4 needs an even width and height")
+    if file.name.lower().endswith(".xacro"):  # read as a mechanism XML it failed on a missing id=
+        raise RenderError(f"{file}: a xacro file: expand it first (xacro {file.name} > robot.urdf) and render the URDF")
     drawing = _from_urdf(file) if file.suffix.lower() == ".urdf" else _from_xml(file, search_path)
     times = None
     if joints_csv:

@@ -89,11 +89,24 @@ def _geometry(shape: Node, link: str) -> None:
     _optional(kind)
 
 
+def _colors(node: Node) -> None:
+    """Every <color rgba>: four numbers from 0 to 1 (a short one ended in a numpy broadcast error
+    naming no element)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.tag == "color" and "rgba" in n.attrs:
+            if any(v > 1 for v in _numbers(n, "rgba", 4, nonnegative=True)):
+                raise n.error(f"rgba={n.attrs['rgba']!r}: expected numbers from 0 to 1")
+        stack.extend(n.children)
+
+
 def check_urdf_tree(root: Node) -> None:
     """MechanismError at the first element that breaks the rules above."""
     if root.tag != "robot":
         raise root.error("a URDF's top element is <robot>")
     _name(root, "<robot>")
+    _colors(root)
     links = _named(root, "link")
     for name, link in links.items():
         for shape in _children(link, "visual") + _children(link, "collision"):
