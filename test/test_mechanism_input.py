@@ -368,9 +368,13 @@ def test_output_over_the_input_is_refused(tmp_path, capsys):
     assert src.read_bytes() == before
 
 
-@pytest.mark.parametrize("name", ["1R", "-x", "\u00c4rm", "_"])
+@pytest.mark.parametrize("name", ["1R", "-x", "\u00c4rm", "_",
+                                  # xacro's own elements: <xacro:if/> is read as its conditional
+                                  "arg", "attribute", "call", "element", "if", "include", "insert_block", "macro",
+                                  "property", "unless"])
 def test_xacro_macro_name_is_an_xml_name(tmp_path, name):
-    """The macro is called as an element <xacro:NAME>: a robot named '1R' gave unparsable xacro."""
+    """The macro is called as an element <xacro:NAME>: a robot named '1R' gave unparsable xacro,
+    and one named 'if' a macro xacro refused."""
     xacro = pytest.importorskip("xacro")
     src = tmp_path / "R.xml"
     src.write_text(robot(name=name))

@@ -157,26 +157,6 @@ def test_foxglove_serves_the_meshes_of_a_description_cached_under_a_space(projec
         rclpy.try_shutdown(context=ctx)
 
 
-# -- xacro ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["arg", "attribute", "call", "element", "if", "include", "insert_block", "macro",
-                                  "property", "unless"])
-def test_xacro_robot_named_like_a_xacro_element(tmp_path, name):
-    """xacro's own elements: a macro of such a name, called as <xacro:NAME>, is read as that element."""
-    xacro = pytest.importorskip("xacro")
-    src = tmp_path / "R.xml"
-    src.write_text(arm(name=name))
-    out = tmp_path / "r.urdf.xacro"
-    to_urdf(src, out, xacro=True)
-    doc = xacro.process_file(str(out), mappings={"prefix": "p/"}).toxml()
-    root = ET.fromstring(doc)
-    assert root.get("name") == name
-    assert {lk.get("name") for lk in root.iter("link")} == {f"p/{name}", "p/l1"}
-    if CHECK_URDF:
-        urdf = tmp_path / "r.urdf"
-        urdf.write_text(doc)
-        check_urdf(urdf)
-
-
 # -- limits -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("drive, limits, given", [
     ("prismatic_x", 'lower="2000000"', ("lower", 2e6)),
