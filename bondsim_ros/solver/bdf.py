@@ -85,6 +85,11 @@ class DAEProblem:
         return len(self.indptr) - 1
 
 
+def _hmin(t: float, times: float = 1.0) -> float:
+    """``times`` the core's smallest step at ``t`` (bdf_core.c, hmin_at: 10 eps max(|t|, 1))."""
+    return 10.0 * times * _EPS * max(abs(t), 1.0)
+
+
 def _time_step(dt: float, t: float) -> float:
     """``dt`` seconds on from ``t`` as the step a float can take there: at least 64 ulps of
     ``t``, and exactly (t + step) - t. A perturbation in time is a time, not a fraction of the
@@ -841,9 +846,8 @@ class BDFSolver:
         self._failed = None
         self.index2[:] = self._index2(t_core, y, yp)
         self.y, self.yp = y, yp
-        # the core's smallest step at t (bdf_core.c, hmin_at): a first step below it underflowed
-        # at once, in words that did not name h0
-        hmin = 10.0 * _EPS * max(abs(t_core), 1.0)
+        # a first step below the core's smallest underflowed at once, in words that did not name h0
+        hmin = _hmin(t_core)
         if self.h0 is not None and self.h0 < hmin:
             raise SolverOptionError("h0", f"solver option h0 = {self.h0:g} is below the smallest step the solver "
                                           f"takes at t={float(t0):g}: {hmin:.3g}")
@@ -888,11 +892,10 @@ class BDFSolver:
                 pass  # keep the old values: the corrector still converges, only more slowly
             h_est = _step_from_derivative(self.y, self.yp, self._tested, self.atol, self.rtol)
             if math.isfinite(h_est):
-                # at least what the core allows a restart at t (bdf_core.c: 100 hmin, hmin = 10
-                # eps max(|t|, 1)): a fixed 1e-10 fell below hmin from t = 4.5e4 s on, and a
-                # twin 12.5 hours old underflowed at its next command; too long a first step
-                # only fails its error test and shrinks
-                h_new = max(min(h_new, h_est), 1e-10, 1000 * _EPS * max(abs(self.t - self._origin), 1.0))
+                # at least what the core allows a restart at t (bdf_core.c: 100 hmin): a fixed
+                # 1e-10 fell below hmin from t = 4.5e4 s on, and a twin 12.5 hours old underflowed
+                # at its next command; too long a first step only fails its error test and shrinks
+                h_new = max(min(h_new, h_est), 1e-10, _hmin(self.t - self._origin, 100))
         self.D[:] = 0.0
         self.D[0] = self.y
         self.D[1] = self.yp * h_new
