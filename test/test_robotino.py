@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from bondsim_ros.bondgraph import compile_model, simulate
+from bondsim_ros.bondgraph.core import ModelError
 from bondsim_ros.robots.robotino import model as rb
 from bondsim_ros.robots.robotino.twin import wheel_speeds_for_twist
 from bondsim_ros.solver import SolverOptions
@@ -225,6 +226,13 @@ def test_roller_angles_integrate_the_contact_roller_row_by_row():
                                                       "number > 0, got -16"),
     (("viscous_friction: {value: 1.0e-6,", "viscous_friction: {value: -1.0e-6,"),
      "{path} ($BONDSIM_ROBOTINO_CONFIG): motor.viscous_friction: expected a number >= 0, got -1e-06"),
+    # a misspelt key: the model ran on the default filter time (2 ms, ten times the calibrated one)
+    (("derivative_filter_time:", "derivative_filter_tme:"), "{path}:{line}: unknown parameter "
+                                                            "controller.derivative_filter_tme (did you mean "
+                                                            "controller.derivative_filter_time?)"),
+    (("rose: {value: {A: 2.0,", "rose: {value: {amplitude: 2.0,"),
+     "{path}:{line}: unknown parameter reference.rose.amplitude"),
+    ("chassis: {mass: {value: 11.0}}\ngears: 16\n", "{path}:2 ($BONDSIM_ROBOTINO_CONFIG): gears: expected a section"),
     (("roller_radius_max: {value: 0.0125,", "roller_radius_max: {value: 0.005,"),
      "{path} ($BONDSIM_ROBOTINO_CONFIG): wheel.roller_radius_max: 0.005 leaves no rolling arm at a roller's end"),
 ])
@@ -241,6 +249,7 @@ def test_a_broken_parameter_file_is_named_not_a_traceback(tmp_path, capsys, monk
     elif isinstance(text, tuple):  # the shipped file with one value changed
         shipped = rb.config_path().read_text()
         assert shipped.count(text[0]) == 1
+        changed = text[1]
         text = shipped.replace(*text)
     if text != "missing":
         path.write_text(text)
@@ -248,4 +257,14 @@ def test_a_broken_parameter_file_is_named_not_a_traceback(tmp_path, capsys, monk
     rc = main(["simulate", "robotino_twist", "--t-end", "0.1", "--dt-out", "0.05", "-q", "--no-cache"])
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err, err
+    if "{line}" in message:  # the line the changed key is written on
+        line = next(i for i, row in enumerate(text.splitlines(), 1) if changed in row)
+        message = message.replace("{line}", f"{line} ($BONDSIM_ROBOTINO_CONFIG)")
     assert err.startswith("bondsim-ros simulate: error: " + message.format(path=path)), err
+
+
+def test_an_override_of_no_parameter_is_refused_by_name():
+    """``robotino(params)`` overrides by key: a misspelt one was added beside the real one, unread."""
+    with pytest.raises(ModelError, match=r"unknown parameter 'controller\.kpp' among the overrides \(did you mean "
+                                         r"controller\.kp\?\)"):
+        rb.robotino({"controller.kpp": 3.0})

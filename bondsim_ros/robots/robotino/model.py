@@ -85,7 +85,8 @@ def load_params(path=None, overrides: dict | None = None) -> dict:
     flat.source = where
     for section, entries in data.items():
         if not isinstance(entries, dict):
-            continue
+            raise ModelError(_at(path, [section], from_env), f"{section}: expected a section of parameters "
+                                                             f"(key: {{value: ..., note: ...}}), got {entries!r:.60}")
         for key, node in entries.items():
             val = _value(node)
             if isinstance(val, dict):
@@ -93,9 +94,61 @@ def load_params(path=None, overrides: dict | None = None) -> dict:
                     flat[f"{section}.{key}.{k2}"] = _value(v2)
             else:
                 flat[f"{section}.{key}"] = val
+    unknown = [k for k in flat if k not in KNOWN]
+    if unknown:  # a misspelt key is no parameter: the model would run on the default or fail naming the other
+        k = unknown[0]
+        raise ModelError(_at(path, k.split("."), from_env), f"unknown parameter {k}{_did_you_mean(k)}")
     for k, v in (overrides or {}).items():
+        if k not in KNOWN:
+            raise ModelError(where, f"unknown parameter {k!r} among the overrides{_did_you_mean(str(k))}")
         flat[k] = v
     return flat
+
+
+# Every key of the parameter file (section.key): what the model, the twin and the rose reference read,
+# and the ones kept as facts of the robot that no model reads (drawing sizes, k_e = k_t in SI, wheel mass)
+KNOWN = frozenset({
+    "chassis.mass", "chassis.inertia_z", "chassis.radius_to_wheel", "chassis.diameter", "chassis.height",
+    "wheel.radius", "wheel.inertia_axle", "wheel.mass", "wheel.roller_radius_max", "wheel.roller_inertia",
+    "motor.armature_resistance", "motor.armature_inductance", "motor.torque_constant", "motor.back_emf_constant",
+    "motor.rotor_inertia", "motor.viscous_friction", "motor.coulomb_friction", "motor.supply_voltage",
+    "gear.ratio",
+    "controller.kp", "controller.ki", "controller.kd", "controller.derivative_filter_time",
+    "controller.firmware_kp", "controller.firmware_ki", "controller.voltage_limit",
+    "reference.rose.A", "reference.rose.k", "reference.rose.a", "reference.rose.phi0",
+})
+
+
+def _did_you_mean(key: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(KNOWN), n=1)
+    return f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(sorted(KNOWN))})"
+
+
+def _at(path, keys, from_env) -> str:
+    """FILE:LINE of the key path ``keys`` in the parameter file, for its errors."""
+    return f"{path}:{_line_of(path, keys)}" + (" ($BONDSIM_ROBOTINO_CONFIG)" if from_env else "")
+
+
+def _line_of(path, keys) -> int | str:
+    """The line of the file at which the mapping key path ``keys`` is written ("?" when not found)."""
+    import yaml
+
+    try:
+        node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except Exception:  # noqa: BLE001 - it was read once already: only the line number is lost
+        return "?"
+    line = "?"
+    for key in keys:
+        if isinstance(node, yaml.MappingNode) and any(k.value == "value" for k, _ in node.value) \
+                and not any(k.value == key for k, _ in node.value):
+            node = next(v for k, v in node.value if k.value == "value")  # {value: {...}, note: ...}
+        match = [(k, v) for k, v in node.value if k.value == key] if isinstance(node, yaml.MappingNode) else []
+        if not match:
+            break
+        line, node = match[-1][0].start_mark.line + 1, match[-1][1]
+    return line
 
 
 # Physical constants that only a positive value makes a Robotino of (a wheel radius of 0 divides
