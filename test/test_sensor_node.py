@@ -256,6 +256,29 @@ def test_pose_from_tf_and_bad_parameters(context, tmp_path):
         SensorNode(overrides={"map": str(bad)}, context=context)
 
 
+def test_a_non_finite_pose_gives_no_reading_and_the_node_goes_on(context, tmp_path):
+    """A diverged twin's NaN odometry: the callback raised (the node died) and the laser read free
+    space. A map file that is no UTF-8 text is named, as any bad map."""
+    from builtin_interfaces.msg import Time
+
+    from bondsim_ros.ros.sensor_node import SensorNode
+    from bondsim_ros.sensors import MapError
+
+    sensors = SensorNode(overrides={"range_sigma": 0.0}, context=context)
+    try:
+        sensors.sense(Time(sec=1), (math.nan, 0.0, 0.0))
+        sensors.sense(Time(sec=2), (0.0, math.inf, 0.0))
+        assert sensors.scans == 0 and sensors.contact is None
+        sensors.sense(Time(sec=3), (0.0, 0.0, 0.0))
+        assert sensors.scans == 1 and sensors.contact is False
+    finally:
+        sensors.destroy_node()
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(b"# caf\xe9\nimage: x.pgm\n")
+    with pytest.raises(MapError, match=r"invalid sensor_node parameters: map: .*latin1\.yaml: not a text file"):
+        SensorNode(overrides={"map": str(bad)}, context=context)
+
+
 def test_bumper_stop_output_type_clash_is_named(context):
     """A twin in this process already subscribed to cmd_vel_out as Twist: bumper_stop's TwistStamped
     publisher cannot exist beside it (one type per topic and process); the error names the

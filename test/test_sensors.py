@@ -152,6 +152,42 @@ def test_noise_is_gaussian_with_sigma_and_reproducible():
     assert not np.array_equal(other.scan(World(grid), pose), a)
 
 
+def test_a_non_finite_pose_is_refused_not_read_as_free_space():
+    """A diverged twin's NaN odometry read all clear (25 m, 0.3 m) or overflowed in the bumper."""
+    data, origin = walled()
+    world = World(OccupancyGrid(data, RES, origin))
+    for pose in ((math.nan, 0.0, 0.0), (0.0, math.inf, 0.0), (0.0, 0.0, math.nan)):
+        for read in (scanner().scan, IRSensorRing().distances, Bumper().contact):
+            with pytest.raises(ValueError, match="sensor pose must be finite"):
+                read(world, pose)
+
+
+def test_whole_number_settings_read_as_metres():
+    """range_max=5 (an int) made the scan an integer array: every scan failed on -inf, and the IR
+    readings were truncated to whole metres."""
+    data, origin = walled()
+    data[:, 60:] = 100  # face at x = 1.0
+    world = World(OccupancyGrid(data, RES, origin))
+    assert scanner(angle_min=0, angle_max=0, range_max=5).scan(world, (0.35, 0.0, 0.0))[0] == pytest.approx(0.65)
+    ir = IRSensorRing(max_distance=1, min_distance=0).distances(world, (0.3, 0.0, 0.0))
+    assert ir[0] == pytest.approx(1.0 - 0.3 - 0.185)
+
+
+def test_beams_leaving_the_grid_on_its_edge_meet_nothing():
+    """A beam that starts on the grid's outer edge and points out, or runs along its top or right
+    edge, enters no cell: it read 0 (-inf, too close) or hit the edge cells."""
+    data = np.zeros((4, 4), dtype=np.int8)
+    data[:, 3] = 100
+    data[3, :] = 100
+    grid = OccupancyGrid(data, 1.0, (0.0, 0.0, 0.0))
+    blocking = grid.blocking()
+    assert cast(grid, blocking, [(4.0, 1.5)], [0.0], 9.0)[0] == math.inf  # out through the right edge
+    assert cast(grid, blocking, [(1.0, 4.0)], [0.0], 9.0)[0] == math.inf  # along the top edge
+    assert cast(grid, blocking, [(4.0, 0.5)], [math.pi / 2], 9.0)[0] == math.inf  # along the right edge
+    assert cast(grid, blocking, [(4.0, 1.5)], [math.pi], 9.0)[0] == 0.0  # into the wall it starts on
+    assert cast(grid, blocking, [(1.0, 3.0)], [0.0], 9.0)[0] == 0.0  # along an inner border: the row above
+
+
 def test_bad_scanner_settings_are_refused_by_name():
     with pytest.raises(ValueError, match="range_min < range_max"):
         LaserScanner(range_min=5.0, range_max=1.0)
@@ -272,6 +308,51 @@ def test_numbers_are_read_from_their_text_as_map_server_reads_them(tmp_path):
         load_map(write_map(tmp_path, [[0, 254]], resolution="5e-2x"))
     with pytest.raises(MapError, match=r"m\.yaml:4: negate: must be an integer or a boolean, got '08'"):
         load_map(write_map(tmp_path, [[0, 254]], negate="'08'"))  # octal by its leading 0: 8 is not a digit
+
+
+def test_values_are_read_as_yaml_cpp_reads_them_not_as_yaml_1_1(tmp_path):
+    """map_server's yaml-cpp takes y/N/"true" for a boolean negate and reads a number as a C++
+    stream: YAML 1.1's hex, underscore and base-60 forms, which PyYAML would turn into numbers,
+    are no numbers to it."""
+    for word, negated in (("y", True), ("N", False), ('"true"', True), ("Off", False)):
+        assert load_map(write_map(tmp_path, [[0, 254]], negate=word)).data[0].tolist() == \
+            ([0, 100] if negated else [100, 0]), word
+    with pytest.raises(MapError, match="negate: must be an integer or a boolean, got 'yEs'"):
+        load_map(write_map(tmp_path, [[0, 254]], negate="yEs"))
+    for key, text in (("resolution", "0x10"), ("resolution", "1_0"), ("origin", "[1:30, 0, 0]")):
+        with pytest.raises(MapError, match=f"{key}: must be"):
+            load_map(write_map(tmp_path, [[0, 254]], **{key: text}))
+
+
+def test_a_png_transparent_colour_is_unknown_as_an_alpha_channel(tmp_path):
+    """A grey PNG whose tRNS chunk makes level 254 transparent: GraphicsMagick reads it with an
+    alpha channel, so map_server marks those pixels unknown."""
+    path = write_map(tmp_path, [[0]])  # its YAML; the picture:
+    Image.fromarray(np.array([[0, 254, 200]], dtype=np.uint8), mode="L").save(tmp_path / "m.png", transparency=254)
+    assert load_map(path).data[0].tolist() == [100, -1, 0]  # the opaque 200 is free: occ 0.22
+
+
+def test_a_home_map_path_and_an_image_named_from_the_map_folder(tmp_path, monkeypatch):
+    """As map_server: ~/ at the start of the map's path is $HOME; the image is relative to the map's
+    folder unless it starts with /, even when it starts with ~/."""
+    home = tmp_path / "home"
+    (home / "~").mkdir(parents=True)
+    path = write_map(home, [[0, 0]], image="~/m.png")
+    Image.fromarray(np.array([[254, 254]], dtype=np.uint8)).save(home / "~" / "m.png")
+    monkeypatch.setenv("HOME", str(home))
+    assert load_map("~/m.yaml").data[0].tolist() == [0, 0]  # <map folder>/~/m.png: free
+    assert load_map(path).data[0].tolist() == [0, 0]
+
+
+def test_map_files_no_text_or_too_large_are_named(tmp_path):
+    path = write_map(tmp_path, [[0, 254]])
+    path.write_bytes(path.read_bytes() + b"# caf\xe9\n")
+    with pytest.raises(MapError, match=r"m\.yaml: not a text file \(UTF-8\)"):
+        load_map(path)
+    path = write_map(tmp_path, [[0, 254]], image="big.pgm")
+    (tmp_path / "big.pgm").write_bytes(b"P5 20000 20000 255\n" + bytes(16))  # a header of 400 M pixels
+    with pytest.raises(MapError, match=r"m\.yaml:1: image: cannot read .*big\.pgm: more pixels than"):
+        load_map(path)
 
 
 @pytest.mark.parametrize("keys,message", [

@@ -29,7 +29,7 @@ from std_msgs.msg import Bool
 
 from bondsim_ros.msgutil import stamp_ns, yaw
 from bondsim_ros.paths import share_file
-from bondsim_ros.sensors import Bumper, IRSensorRing, LaserScanner, World, compose, load_map
+from bondsim_ros.sensors import Bumper, IRSensorRing, LaserScanner, MapError, World, compose, load_map
 
 from ._env import Param, declare_parameters, overrides_to_parameters, run_node
 from .messages import tf_message
@@ -121,7 +121,7 @@ class SensorNode(Node):
         try:
             grid = load_map(map_path)
         except ValueError as exc:  # MapError: file, line and key
-            raise type(exc)(f"invalid sensor_node parameters: map: {exc}") from None
+            raise MapError(f"invalid sensor_node parameters: map: {exc}") from None
         self.world = World(grid, threshold=p["occupied_threshold"], unknown_blocks=p["unknown_is_occupied"])
         self.bumper = Bumper(radius=p["footprint_radius"])
         pre = p["frame_prefix"]
@@ -190,6 +190,10 @@ class SensorNode(Node):
         rates of the stamps' (simulated) time."""
         ns = stamp_ns(stamp)
         pose = compose(tuple(self.p["map_to_odom"]), odom_pose)
+        if not all(math.isfinite(v) for v in pose):  # a diverged twin: no reading rather than free space
+            self.get_logger().warning(f"pose ({odom_pose[0]}, {odom_pose[1]}, {odom_pose[2]}) is not finite: "
+                                      f"no sensor reading", throttle_duration_sec=5.0)
+            return
         contact = self.bumper.contact(self.world, pose)
         ir_due, self.next_ir_ns = self._due(ns, self.next_ir_ns, int(1e9 / self.p["ir_rate"]))
         if contact != self.contact or ir_due:

@@ -62,6 +62,15 @@ class World:
         return cast(self.grid, self.blocking, origins, angles, max_range)
 
 
+def check_pose(pose) -> tuple:
+    """``pose`` (x, y, yaw) as floats; ValueError when one is not finite (a diverged twin's
+    odometry: a reading from it would be one of free space, or an overflow)."""
+    x, y, yaw = (float(v) for v in pose)
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(yaw)):
+        raise ValueError(f"sensor pose must be finite, got ({x}, {y}, {yaw})")
+    return x, y, yaw
+
+
 def _noisy(hits: np.ndarray, sigma: float, rng) -> np.ndarray:
     if sigma <= 0:
         return hits
@@ -90,14 +99,17 @@ class LaserScanner:
     no_return: str = "range_max"  # or "inf"
 
     def __post_init__(self):
+        for name in ("angle_min", "angle_max", "angle_increment", "range_min", "range_max", "rate", "sigma"):
+            setattr(self, name, float(getattr(self, name)))  # (integer limits made integer range arrays)
         for name in ("angle_increment", "range_max", "rate"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v > 0):
                 raise ValueError(f"laser scanner: {name} must be positive, got {v}")
         if not (math.isfinite(self.angle_min) and math.isfinite(self.angle_max) and self.angle_max >= self.angle_min):
             raise ValueError(f"laser scanner: angle_max ({self.angle_max}) must be >= angle_min ({self.angle_min})")
-        if self.count > MAX_BEAMS:
-            raise ValueError(f"laser scanner: angle_increment {self.angle_increment:g} makes {self.count} beams from "
+        if not (self.angle_max - self.angle_min) / self.angle_increment < MAX_BEAMS:  # (1e-310: inf beams)
+            beams = (self.angle_max - self.angle_min) / self.angle_increment + 1
+            raise ValueError(f"laser scanner: angle_increment {self.angle_increment:g} makes {beams:.3g} beams from "
                              f"angle_min to angle_max; at most {MAX_BEAMS}")
         if not (0 <= self.range_min < self.range_max):
             raise ValueError(f"laser scanner: need 0 <= range_min < range_max, got {self.range_min}, {self.range_max}")
@@ -126,7 +138,7 @@ class LaserScanner:
 
     def scan(self, world: World, pose) -> np.ndarray:
         """float32 ranges for the robot at ``pose`` (x, y, yaw in the map)."""
-        x, y, yaw = compose(pose, self.mount)
+        x, y, yaw = compose(check_pose(pose), self.mount)
         hits = world.ranges((x, y), yaw + self.angles, self.range_max)
         found = np.isfinite(hits)
         out = np.full(hits.shape, self.range_max if self.no_return == "range_max" else np.inf)
@@ -150,6 +162,8 @@ class IRSensorRing:
     seed: int = 0
 
     def __post_init__(self):
+        for name in ("spacing", "radius", "min_distance", "max_distance", "sigma"):
+            setattr(self, name, float(getattr(self, name)))
         if not (0 <= self.min_distance < self.max_distance):
             raise ValueError(f"IR sensors: need 0 <= min_distance < max_distance, got {self.min_distance}, "
                              f"{self.max_distance}")
@@ -166,7 +180,7 @@ class IRSensorRing:
 
     def distances(self, world: World, pose) -> np.ndarray:
         """Each sensor's reading [m], from the sensor's face: clipped to [min, max] distance."""
-        x, y, yaw = pose
+        x, y, yaw = check_pose(pose)
         a = yaw + self.headings
         origins = np.stack([x + self.radius * np.cos(a), y + self.radius * np.sin(a)], axis=-1)
         hits = world.ranges(origins, a, self.max_distance)
@@ -184,7 +198,7 @@ class Bumper:
 
     def contact(self, world: World, pose) -> bool:
         grid = world.grid
-        c = grid.to_grid(np.array(pose[:2], dtype=float))  # centre in cells (rotation keeps circles)
+        c = grid.to_grid(np.array(check_pose(pose)[:2]))  # centre in cells (rotation keeps circles)
         r = self.radius / grid.resolution
         h, w = world.blocking.shape
         i0, i1 = max(int(math.floor(c[0] - r)), 0), min(int(math.floor(c[0] + r)), w - 1)

@@ -3,17 +3,21 @@
 The rules are those of nav2_map_server's ``map_io.cpp`` (``loadMapYaml``, ``loadMapFromFile``) in
 the releases Jazzy and Kilted ship (1.3.8 and later, 1.4.x):
 
-- keys ``image`` (relative to the YAML file's folder unless absolute; ``~/`` is the home folder),
-  ``resolution`` [m/cell], ``origin`` [x, y, yaw] (exactly three numbers), ``free_thresh``,
-  ``occupied_thresh`` and ``negate`` (an integer, else a boolean) are required, a number read
-  from its text as yaml-cpp reads it (``5e-2``, ``"0"``); ``mode`` is
-  optional (``trinary`` when absent; ``trinary``, ``scale`` or ``raw``, any letter case);
+- a map path starting with ``~/`` is in the home folder ($HOME); the keys ``image`` (relative to
+  the map file's folder unless it starts with ``/``: an image ``~/m.pgm`` is a folder named ``~``
+  there), ``resolution`` [m/cell], ``origin`` [x, y, yaw] (exactly three numbers),
+  ``free_thresh``, ``occupied_thresh`` and ``negate`` (an integer, else a boolean) are required;
+  each value is read from its text as yaml-cpp reads it, quoted or not: a number as a C++ stream
+  reads one (``5e-2``, ``"0"``; not YAML 1.1's ``0x10``, ``1_0`` or ``1:30``), a boolean as
+  ``y``/``yes``/``true``/``on`` or ``n``/``no``/``false``/``off`` in lower, upper or title case;
+  ``mode`` is optional (``trinary`` when absent; ``trinary``, ``scale`` or ``raw``, any letter case);
 - the image is converted to 8-bit grey (colour by luma, as GraphicsMagick's grayscale
   conversion); in trinary and scale modes ``occ = 1 - grey/255`` (``occ = grey/255`` with
   ``negate``), in single precision: ``occ >= occupied_thresh`` is occupied (100), then
   ``occ <= free_thresh`` free (0), else unknown (-1) in trinary mode and, in scale mode,
   ``round((occ - free_thresh) / (occupied_thresh - free_thresh) * 100)``; a pixel whose alpha is
-  below 255 is unknown; in raw mode the grey value itself is the occupancy when it is at most
+  below 255 is unknown (an alpha channel, or a PNG's transparent colour, tRNS, as GraphicsMagick
+  reads it); in raw mode the grey value itself is the occupancy when it is at most
   100, else unknown (negate and alpha do not apply);
 - image row 0 is the top of the picture and the largest y: the grid is the image flipped
   vertically, so cell (i, j) -- column i, row j counted from the bottom -- covers
@@ -117,36 +121,45 @@ _STREAM_FLOAT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*")
 _STREAM_INT = re.compile(r"([+-]?)(?:0[xX]([0-9a-fA-F]+)|0([0-7]*)|([1-9]\d*))\s*")
 
 
-def _number(value) -> float | None:
-    """A number as map_server reads one (a float), or None."""
-    if isinstance(value, str) and _STREAM_FLOAT.fullmatch(value):
-        return float(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def _number(text) -> float | None:
+    """A number as map_server reads one (a float) from a scalar's text, or None."""
+    return float(text) if isinstance(text, str) and _STREAM_FLOAT.fullmatch(text) else None
+
+
+def _integer(text) -> int | None:
+    """An integer as map_server reads one from a scalar's text, or None."""
+    m = _STREAM_INT.fullmatch(text) if isinstance(text, str) else None
+    if m is None:
         return None
-    return float(value)
+    sign, hex_digits, octal, decimal = m.groups()
+    v = int(hex_digits, 16) if hex_digits else int(octal, 8) if octal else int(decimal or "0")
+    return -v if sign == "-" else v
 
 
-def _integer(value) -> int | None:
-    """An integer as map_server reads one, or None."""
-    if isinstance(value, str):
-        m = _STREAM_INT.fullmatch(value)
-        if m is None:
-            return None
-        sign, hex_digits, octal, decimal = m.groups()
-        v = int(hex_digits, 16) if hex_digits else int(octal, 8) if octal else int(decimal or "0")
-        return -v if sign == "-" else v
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+# yaml-cpp's convert<bool>: these words, all lower case, all upper case or capitalised
+_BOOLEANS = {"y": True, "yes": True, "true": True, "on": True, "n": False, "no": False, "false": False, "off": False}
+
+
+def _boolean(text) -> bool | None:
+    if not isinstance(text, str) or text not in (text.lower(), text.upper(), text.capitalize()):
+        return None
+    return _BOOLEANS.get(text.lower())
 
 
 def load_map(yaml_path) -> OccupancyGrid:
     """An OccupancyGrid from a Nav2 map YAML file (see the module docstring for the rules)."""
-    path = Path(yaml_path)
+    name = os.fspath(yaml_path)
+    home = os.environ.get("HOME", "")
+    path = Path(home + name[1:] if name.startswith("~/") and home else name)  # map_server: ~/ alone
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise MapError(f"{path}: cannot read the map file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise MapError(f"{path}: not a text file (UTF-8): byte {exc.start}") from None
     try:
-        doc = yaml.safe_load(text)
+        # every scalar as its text (BaseLoader): yaml-cpp converts the text, not YAML 1.1's types
+        doc = yaml.load(text, Loader=yaml.BaseLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -171,8 +184,8 @@ def load_map(yaml_path) -> OccupancyGrid:
         fail("resolution", f"must be a positive number of metres per cell, got {doc['resolution']!r}")
     origin = doc["origin"]
     if not isinstance(origin, list) or len(origin) != 3:
-        n = len(origin) if isinstance(origin, list) else "not a list"
-        fail("origin", f"must be [x, y, yaw] with 3 elements, not {n}")
+        fail("origin", f"must be [x, y, yaw] with 3 elements, not {len(origin)}" if isinstance(origin, list)
+             else f"must be a list [x, y, yaw], got {origin!r}")
     origin = [_number(v) for v in origin]
     if any(v is None or not math.isfinite(v) for v in origin):
         fail("origin", f"must be three numbers [x, y, yaw], got {doc['origin']!r}")
@@ -182,15 +195,15 @@ def load_map(yaml_path) -> OccupancyGrid:
         if value is None or not math.isfinite(value):
             fail(key, f"must be a number, got {doc[key]!r}")
         thresholds[key] = value
-    negate = int(doc["negate"]) if isinstance(doc["negate"], bool) else _integer(doc["negate"])
+    negate = _integer(doc["negate"])
+    if negate is None:  # map_server: an integer, else a boolean
+        negate = _boolean(doc["negate"])
     if negate is None:
         fail("negate", f"must be an integer or a boolean, got {doc['negate']!r}")
     mode = doc.get("mode", "trinary")
     if not isinstance(mode, str) or mode.lower() not in MODES:
         fail("mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
-    image_path = Path(os.path.expanduser(image)) if image.startswith("~/") else Path(image)
-    if not image_path.is_absolute():
-        image_path = path.parent / image_path
+    image_path = Path(image) if image.startswith("/") else path.parent / image
     try:
         grey, alpha = read_grey(image_path)
     except (OSError, ValueError) as exc:
@@ -204,10 +217,16 @@ def read_grey(image_path) -> tuple[np.ndarray, np.ndarray | None]:
     """(grey uint8 (rows, cols), alpha uint8 or None): the picture as map_io sees it."""
     from PIL import Image
 
-    with Image.open(image_path) as img:
+    try:
+        img = Image.open(image_path)
+    except Image.DecompressionBombError:  # (an Exception of its own, no OSError)
+        # (Pillow's guard against decompression bombs: twice its MAX_IMAGE_PIXELS)
+        raise ValueError(f"more pixels than the {2 * Image.MAX_IMAGE_PIXELS:,} a map image may have") from None
+    with img:
         img.load()
         mode = img.mode
-        if mode == "P":
+        if mode == "P" or (mode in ("L", "RGB") and "transparency" in img.info):
+            # a palette, or a PNG's transparent grey level or colour (tRNS): alpha 0 where it is
             img = img.convert("RGBA" if "transparency" in img.info else "RGB")
             mode = img.mode
         if mode in ("I;16", "I;16B", "I;16L", "I"):

@@ -16,8 +16,8 @@ from .occupancy import OccupancyGrid
 def cast(grid: OccupancyGrid, blocking: np.ndarray, origins, angles, max_range) -> np.ndarray:
     """Distance [m] from each origin (N, 2 world coordinates) along its angle (N, world yaw)
     to the first cell of ``blocking`` (bool (height, width), e.g. ``grid.blocking()``) it enters,
-    or ``inf`` when it meets none within ``max_range`` (scalar or (N,)). A beam that starts inside a
-    blocking cell returns 0. Outside the grid is free space."""
+    or ``inf`` when it meets none within ``max_range`` (scalar or (N,), positive). A beam that starts
+    inside a blocking cell returns 0. Outside the grid is free space."""
     origins = np.atleast_2d(np.asarray(origins, dtype=float))
     angles = np.asarray(angles, dtype=float).reshape(-1)
     n = angles.size
@@ -34,15 +34,20 @@ def cast(grid: OccupancyGrid, blocking: np.ndarray, origins, angles, max_range) 
         # slab intersection with the grid's box [0, w] x [0, h]: where each beam is inside it
         tx0, tx1 = (0 - px) * inv_x, (w - px) * inv_x
         ty0, ty1 = (0 - py) * inv_y, (h - py) * inv_y
-        # a beam parallel to an axis: inside the slab for all t, or never
-        tx_lo = np.where(dx != 0, np.minimum(tx0, tx1), np.where((px >= 0) & (px <= w), -np.inf, np.inf))
-        tx_hi = np.where(dx != 0, np.maximum(tx0, tx1), np.where((px >= 0) & (px <= w), np.inf, -np.inf))
-        ty_lo = np.where(dy != 0, np.minimum(ty0, ty1), np.where((py >= 0) & (py <= h), -np.inf, np.inf))
-        ty_hi = np.where(dy != 0, np.maximum(ty0, ty1), np.where((py >= 0) & (py <= h), np.inf, -np.inf))
+        # a beam parallel to an axis: inside the slab for all t, or never. On a cell border it
+        # runs through the cells above (right of) it, as within the grid: on the grid's top
+        # (right) edge, through none
+        in_x, in_y = (px >= 0) & (px < w), (py >= 0) & (py < h)
+        tx_lo = np.where(dx != 0, np.minimum(tx0, tx1), np.where(in_x, -np.inf, np.inf))
+        tx_hi = np.where(dx != 0, np.maximum(tx0, tx1), np.where(in_x, np.inf, -np.inf))
+        ty_lo = np.where(dy != 0, np.minimum(ty0, ty1), np.where(in_y, -np.inf, np.inf))
+        ty_hi = np.where(dy != 0, np.maximum(ty0, ty1), np.where(in_y, np.inf, -np.inf))
     t_enter = np.maximum(np.maximum(tx_lo, ty_lo), 0.0)
     t_exit = np.minimum(np.minimum(tx_hi, ty_hi), limit)
     result = np.full(n, np.inf)
-    active = t_enter <= t_exit
+    # a beam that only touches the box (leaves it where it starts, grazes a corner) enters no
+    # cell: a point on a border belongs to the cell the beam moves into
+    active = t_enter < t_exit
     # first cell: the one the beam is in just after its entry point (a point on a cell border
     # belongs to the cell the beam moves into); clipped against round-off on the box's edge
     with np.errstate(invalid="ignore"):  # inf * 0, NaN: a beam parallel to an axis that misses the grid (inactive)
