@@ -131,6 +131,9 @@ setup(
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
     include_package_data=True,
     package_data={PACKAGE: ["solver/*.c"]},  # the solver core's source (built by BuildPyWithCore)
+    # the command line: a script of its own, not an entry point, read by sh first (scripts/bondsim-ros:
+    # one interpreter start for the commands that load no ROS library)
+    scripts=["scripts/bondsim-ros"],
     cmdclass={"build_py": BuildPyWithCore, "develop": DevelopWithCore, **bdist_wheel_with_core()},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
@@ -177,7 +180,6 @@ setup(
         # robots as plug-ins (bondsim_ros/robots): another package adds its own under this group
         "bondsim_ros.robots": robot_entry_points(),
         "console_scripts": [
-            "bondsim-ros = bondsim_ros.cli:main",
             "dynamics_node = bondsim_ros.ros.dynamics_node:main",
             "probe_node = bondsim_ros.ros.probe_node:main",
             "twin_bridge = bondsim_ros.ros.twin_bridge:main",

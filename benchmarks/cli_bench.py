@@ -5,8 +5,8 @@
     python benchmarks/cli_bench.py --cold               # + Robotino on empty generated-code caches
     python benchmarks/cli_bench.py --cold --dualarm     # + the 18-DOF dual-arm model (minutes)
 
-Each run is a fresh `python -m bondsim_ros.cli simulate ...` process (the console script does
-the same), timed from spawn to exit, with the compiled modules (.pyc) Python keeps for an
+Each run is a fresh `bondsim-ros simulate ...` process, the command the install put beside this
+Python (scripts/bondsim-ros), timed from spawn to exit, with the compiled modules (.pyc) Python keeps for an
 installed package: PYTHONDONTWRITEBYTECODE is dropped from the runs' environment, else every run
 would compile the package's sources again (40-60 ms). Warm: the generated-code cache of this
 user (``$BONDSIM_CACHE_DIR`` or ~/.cache/bondsim_ros) after one untimed run. Cold: a new empty
@@ -18,17 +18,18 @@ checkout's files, its ``solver/prebuilt`` left out), so the core's build overlap
 The build time is the one the command prints (`build X s`). The same command each time, so
 from the second run on its solve starts ahead, from the image the run before left
 (solver/ahead.py; the summary line says so, counted here). Every run starts as a command typed
-in a shell does:
-the ROS 2 wheels' bootstrapper (a .pth file of the venv) starts each new interpreter a second
-time with the ROS libraries on LD_LIBRARY_PATH, unless its guard variable says the process is
-that second start; this script runs as one, so the guard is dropped from the runs' environment.
-Beside the warm runs, in the same rounds, the parts of the wait that are no code of this
-package's: the interpreter's start (with and without the bootstrapper's second start) and
-numpy's import, each ended with os._exit as the command ends; with the solve time the command
-prints, the rest by difference is what the package itself adds (its imports, finding the cached
-model, set-up, the CSV's last rows). ``--ref ROOT`` runs the same command with ROOT first
-on PYTHONPATH, alternating with this checkout (same load); runs start in a temporary folder, so
-that the current folder's package does not shadow ROOT's. Wall times are medians and minima of
+in a shell does: the ROS 2 wheels' bootstrapper (a .pth file of the venv) starts each new
+interpreter a second time with the ROS libraries on LD_LIBRARY_PATH, unless its guard variable
+says the process is that second start; this script runs as one, so the guard is dropped from
+the runs' environment (`simulate` needs no second start: the command starts Python once,
+scripts/bondsim-ros). Beside the warm runs, in the same rounds, the parts of the wait that are
+no code of this package's: the interpreter's start as the command makes it, numpy's import after
+it, each ended with os._exit as the command ends, and for comparison a plain `python` start (with
+the bootstrapper's second start); with the solve time the command prints, the rest by difference
+is what the package itself adds (its imports, finding the cached model, set-up, the CSV's last
+rows). ``--ref ROOT`` runs the same command with ROOT first on PYTHONPATH, alternating with this
+checkout (same load); runs start in a temporary folder, so that the current folder's package
+does not shadow ROOT's. Wall times are medians and minima of
 --repeat runs; the CPU time (user + system of the process and its compilers) moves far less
 with the load of a shared machine.
 """
@@ -85,28 +86,37 @@ def timed(cmd: list, env: dict, cwd: Path) -> tuple[float, float, str]:
     return wall, cpu, proc.stderr
 
 
+def command() -> Path:
+    """The installed `bondsim-ros`, beside this Python (pip and `pip install -e` put it there)."""
+    path = Path(sys.executable).with_name("bondsim-ros")
+    if not path.exists():
+        raise SystemExit(f"no {path}: install the package into this Python first (pip install -e .)")
+    return path
+
+
 def run(root: Path, model_args: list, csv: Path, env_extra: dict | None = None) -> tuple[float, float, str]:
     """`simulate MODEL_ARGS --csv CSV` as typed in a shell: (wall, CPU seconds, stderr)."""
-    cmd = [sys.executable, "-m", "bondsim_ros.cli", "simulate", *model_args, "--csv", str(csv)]
+    cmd = [str(command()), "simulate", *model_args, "--csv", str(csv)]
     # cwd: a folder without a package in it (`python -m` puts the current folder first on sys.path)
     return timed(cmd, run_env(root, env_extra), csv.parent)
 
 
-# the parts of a warm run that are no code of the package's: the interpreter's start as typed in
-# a shell, the same without the bootstrapper's second start, and numpy's import after it as the
-# command imports it (one BLAS thread unless set otherwise); each ends as the command does, with
-# os._exit (cli._exit_now), so that no interpreter teardown is counted that the command skips
-_START = "import os; "
+# the parts of a warm run that are no code of the package's: the interpreter's start as the
+# command makes it for `simulate` (scripts/bondsim-ros: -S, then site's step with the ROS 2 wheels'
+# bootstrapper told not to restart), numpy's import after it as the command imports it (one BLAS
+# thread unless set otherwise), and a plain `python` start as typed in a shell, for comparison;
+# each ends as the command does, with os._exit (cli._exit_now), so that no interpreter teardown is
+# counted that the command skips
+_START = f"import os, site; os.environ[{BOOTSTRAP_GUARD!r}] = '1'; site.main(); "
 _NUMPY = "os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); import numpy; "
 _EXIT = "os._exit(0)"
-FLOORS = {"interpreter": (["-c", _START + _EXIT], True), "interpreter_once": (["-c", _START + _EXIT], False),
-          "numpy": (["-c", _START + _NUMPY + _EXIT], True)}
+FLOORS = {"interpreter": ["-S", "-c", _START + _EXIT], "interpreter_plain": ["-c", "import os; " + _EXIT],
+          "numpy": ["-S", "-c", _START + _NUMPY + _EXIT]}
 
 
 def floor_times(root: Path, cwd: Path) -> dict:
-    """One wall time of each FLOORS command."""
-    return {name: timed([sys.executable, *args], run_env(root, shell=shell), cwd)[0]
-            for name, (args, shell) in FLOORS.items()}
+    """One wall time of each FLOORS command, started as from a shell."""
+    return {name: timed([sys.executable, *args], run_env(root), cwd)[0] for name, args in FLOORS.items()}
 
 
 def build_time(stderr: str) -> float:
@@ -122,13 +132,13 @@ def solve_time(stderr: str) -> float:
 
 def parts(walls: list, solves: list, floors: dict) -> dict:
     """Where a warm run's wall time goes, from medians of the same rounds: the interpreter's
-    start (its second start for the ROS wheels, by difference), numpy's import, the printed
+    start as the command makes it (and, beside, a plain Python start), numpy's import, the printed
     solve, and the rest by difference (the package's imports, the cached model, set-up, the CSV's
     last rows). A solve started ahead (solver/ahead.py) prints the wait for it once the solver is
     set up: the part of the solve that the start-up did not hide."""
     med = {name: statistics.median(v) for name, v in floors.items()}
     solve = statistics.median(solves)
-    return {"interpreter_s": med["interpreter"], "reexec_s": med["interpreter"] - med["interpreter_once"],
+    return {"interpreter_s": med["interpreter"], "plain_start_s": med["interpreter_plain"],
             "numpy_import_s": med["numpy"] - med["interpreter"], "solve_s": solve,
             "rest_s": statistics.median(walls) - med["numpy"] - solve}
 
@@ -170,8 +180,8 @@ def warm(roots: dict, repeat: int, tmp: Path) -> dict:
         print(f"  ratio {list(roots)[0]} / {list(roots)[1]}: {a / b:.2f}")
     t = times["this"]
     split = parts(t, solves["this"], floors)
-    print(f"  of which (medians): interpreter start {split['interpreter_s']:.3f} s (the ROS wheels' second "
-          f"start {split['reexec_s']:.3f} s), numpy import {split['numpy_import_s']:.3f} s, printed solve "
+    print(f"  of which (medians): interpreter start {split['interpreter_s']:.3f} s (a plain `python` start: "
+          f"{split['plain_start_s']:.3f} s), numpy import {split['numpy_import_s']:.3f} s, printed solve "
           f"{split['solve_s']:.3f} s, the rest {split['rest_s']:.3f} s")
     return {"runs": repeat, "wall_median_s": statistics.median(t), "wall_min_s": min(t), "wall_max_s": max(t),
             "cpu_median_s": statistics.median(cpus["this"]), "build_median_s": statistics.median(builds["this"]),
