@@ -596,7 +596,7 @@ def test_definition_defaults_that_cannot_be_resolved_are_refused_at_the_definiti
         compile_model(loads_model(text, "siblings.yaml"), use_cache=False)
 
 
-@pytest.mark.parametrize("name", ["pi", "E", "sin", "t"])
+@pytest.mark.parametrize("name", ["pi", "E", "sin", "t", "lambda", "in", "None"])
 def test_a_definition_parameter_named_as_time_a_constant_or_a_function_is_refused(name):
     """`pi: 2.0` among a definition's parameters made pi 2 in that definition's laws, without a
     word: refused at its line, as a model's own parameter of that name is."""
@@ -724,3 +724,37 @@ def test_a_dc_motor_start_current_needs_a_numeric_inductance():
         DCMotor("mot", Ra=1.0, La="La", K=0.05, J=1e-5, i0=1.0)
     DCMotor("mot", Ra=1.0, La="La", K=0.05, J=1e-5)  # a run-time La without i0
     DCMotor("mot", Ra=1.0, La=1e-3, K=0.05, J=1e-5, i0=1.0)
+
+
+BEYOND_A_DOUBLE = 10 ** 400
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: I("m", BEYOND_A_DOUBLE), "m (inertia): value must be finite, got an integer of about 401 digits"),
+    (lambda: I("m", 1.0, p0=-BEYOND_A_DOUBLE), "m: initial value of p must be a finite number, got an integer of "
+                                               "about 401 digits"),
+    (lambda: I("m", 1.0, f0=BEYOND_A_DOUBLE), "m: initial value of p must be a finite number, got inf"),
+    (lambda: I("m", BEYOND_A_DOUBLE, f0=1.0), "m: initial value of p must be a finite number, got inf"),
+    (lambda: C("m", 1.0, q0=BEYOND_A_DOUBLE), "m: initial value of q must be a finite number, got an integer of "
+                                              "about 401 digits"),
+])
+def test_a_whole_number_beyond_a_double_is_refused_as_not_finite(make, message):
+    """I('m', 10**400) ended in OverflowError (math.isfinite, float(), format's g of the
+    number): refused as 1e400, an infinite double, is."""
+    m = Model("big")
+    m.add(Se("F", 1.0), make())
+    m.bond("F", "m")
+    with pytest.raises(ModelError) as err:
+        build_dae(m)
+    assert str(err.value) == message
+
+
+def test_a_model_parameter_beyond_a_double_is_refused_as_not_finite():
+    from bondsim_ros.bondgraph.signals import Input
+
+    with pytest.raises(ModelError, match=r"^p: parameter 'M' must be finite, got an integer of about 401 digits$"):
+        Model("p").parameter("M", BEYOND_A_DOUBLE)
+    with pytest.raises(ModelError, match=r"^s: Step: t0 must be a finite number, got an integer of about 401 digits$"):
+        Input.step("s", t0=BEYOND_A_DOUBLE)
+    with pytest.raises(ModelError, match=r"^s: keys must be a mapping key -> value of the shape, got 5$"):
+        Input("s", 1.0, keys=5)

@@ -511,6 +511,11 @@ def test_definitions_fanning_out_exponentially_are_refused(tmp_path, capsys):
     # (these were refused as a law using an unknown name 'nan')
     ("{type: Step, t0: .nan}", "Step: t0 must be a finite number, got nan"),
     ("{type: Sine, omega: .inf}", "Sine: omega must be a finite number, got inf"),
+    # keys is Input's own argument for its shapes, no key of the file's Input (an AttributeError traceback)
+    ("{type: Input, value: 1, keys: 5}", "Input: got an unexpected keyword argument 'keys' (Input takes: value)"),
+    ("{type: Input, value: 1, keys: {after: x}}", "Input: got an unexpected keyword argument 'keys'"),
+    ("{type: Function, expr: 2*in, inputs: [in]}", "input name 'in' is reserved in laws"),
+    ("{type: Se, effort: 2*lambda, inputs: [lambda]}", "input name 'lambda' is reserved in laws"),
 ])
 def test_block_shapes_out_of_range_are_refused(tmp_path, capsys, component, expected):
     path = write(tmp_path, "blk.yaml", f"""
@@ -533,6 +538,23 @@ def test_a_parameter_may_not_take_a_name_the_laws_reserve(tmp_path, capsys):
         """)
     rc, err = run(simulate_args(path), capsys)
     assert rc == 2 and "res.yaml:2: parameters: pi:" in err and "reserved" in err, err
+
+
+@pytest.mark.parametrize("name", ["lambda", "in", "is", "not", "None", "if", "yield"])
+def test_a_parameter_may_not_take_a_python_keyword(tmp_path, capsys, name):
+    """`parameters: {lambda: 0.5}` was taken, and every law that used it refused later as a
+    syntax error ("law 'lambda' refused: syntax error: invalid syntax")."""
+    path = write(tmp_path, "res.yaml", f"""
+        model: res
+        parameters: {{{name}: 3.0}}
+        components:
+          F: {{type: Se, effort: 1.0}}
+          mass: {{type: I, inertia: 1.0}}
+        bonds: [[F, mass]]
+        """)
+    rc, err = run(simulate_args(path), capsys)
+    assert rc == 2 and f"res.yaml:2: parameters: {name}: res: parameter name '{name}' is reserved in laws (time t, " \
+                       f"a constant, a function or a word of the law syntax)" in err, err
 
 
 def test_a_failed_plot_keeps_the_users_old_csv(tmp_path, capsys, monkeypatch):
@@ -611,6 +633,40 @@ def test_a_derivative_in_the_dynamics_starts_from_its_input_or_is_refused_by_nam
     assert rc == 2 and "d: x = in" in err, err
     assert "bad.yaml:4: simulation failed: initial values violate d: x = in" in err, err  # d's line in the file
     assert not out.exists()
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ("""
+        model: sfp
+        components:
+          v: {type: EffortJunction}
+          m: {type: I, inertia: 2, p0: 1}
+          s: {type: Sf, flow: 0}
+          r: {type: R, resistance: 1}
+        bonds: [[s, v], [v, m], [v, r]]
+        """, 4, "m: p0 = 1 cannot hold: the constraints of the model fix m.p at 0 at t=0"),
+    ("""
+        model: q0
+        definitions:
+          Cap:
+            ports: {p: in}
+
+            components: {c: {type: C, capacitance: 1, q0: 5}}
+            bonds: [[self.p, c]]
+        components:
+          E: {type: Se, effort: 2}
+          n: {type: FlowJunction}
+          cap: {type: Cap}
+          r: {type: R, resistance: 1}
+        bonds: [[E, n], [n, cap.p], [n, r]]
+        """, 6, "cap.c: q0 = 5 cannot hold: the constraints of the model fix cap.c.q at 2 at t=0"),
+])
+def test_a_given_start_value_the_constraints_refuse_is_named_at_its_line(tmp_path, capsys, text, line, says):
+    """`m: p0 = 1 cannot hold` reached the user without the file's line, where the start refusal
+    of an equation (above) has it."""
+    path = write(tmp_path, "fix.yaml", text)
+    rc, err = run(simulate_args(path), capsys)
+    assert rc == 2 and f"fix.yaml:{line}: simulation failed: {says}" in err, err
 
 
 def test_a_derivative_only_recorded_is_the_input_s_derivative():

@@ -114,7 +114,8 @@ def test_the_command_line_refuses_it_with_status_2_and_writes_nothing(tmp_path, 
     rc = main(["simulate", str(path), "--t-end", "1", "--dt-out", "0.5", "-q", "--csv", str(out)])
     err = capsys.readouterr().err
     assert rc == 2, err
-    assert "error: simulation failed: c: q0 = 5 cannot hold: the constraints of the model fix c.q at 2" in err
+    assert f"error: {path}:5: simulation failed: c: q0 = 5 cannot hold: the constraints of the model fix c.q at 2" \
+        in err
     assert "Traceback" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == [path]
     path.write_text(path.read_text().replace("q0: 5.0", "q0: 2.0"))

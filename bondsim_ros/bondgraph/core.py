@@ -16,6 +16,7 @@ so efforts and flows travel as vectors through the hierarchy, as in BondSim.
 """
 from __future__ import annotations
 
+import keyword
 import math
 import re
 from dataclasses import dataclass
@@ -91,8 +92,27 @@ LAW_FUNCTIONS = ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "
                  "clip", "abs", "min", "max", "mod")
 LAW_CONSTANTS = ("pi", "E")
 
-# names a law gives a meaning of its own: not available for parameters or control inputs
-RESERVED_NAMES = frozenset({"t", "True", "False"} | set(LAW_CONSTANTS) | set(LAW_FUNCTIONS))
+# names a law gives a meaning of its own: not available for parameters or control inputs. Python's
+# keywords too: a law is read by Python's parser, where `lambda` or `in` is syntax, never a name
+RESERVED_NAMES = frozenset({"t", "True", "False"} | set(LAW_CONSTANTS) | set(LAW_FUNCTIONS) | set(keyword.kwlist))
+RESERVED_WHY = "(time t, a constant, a function or a word of the law syntax)"
+
+
+def number_shown(value) -> str:
+    """A number as a message quotes it: a whole number of many digits cut short (str() of one
+    of 4300 digits raises ValueError)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    return str(value)
+
+
+def float_or_inf(value) -> float:
+    """``float(value)``, with a whole number beyond a double's range as +-inf where float()
+    raises OverflowError: refused as not finite wherever inf is."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def check_name(name: str, where: str) -> str:
@@ -382,8 +402,7 @@ class Model(Component):
         """A named run-time parameter (changeable between solver steps without rebuilding)."""
         check_name(name, self.path)
         if name in RESERVED_NAMES:
-            raise ModelError(self.path, f"parameter name {name!r} is reserved in laws "
-                                        "(time t, a constant or a function)")
+            raise ModelError(self.path, f"parameter name {name!r} is reserved in laws {RESERVED_WHY}")
         if name in self.parameters:
             raise ModelError(self.path, f"duplicate parameter {name!r}")
         # as a run's params take it: not a bool (float(True) is 1.0), text in decimal ASCII
@@ -394,11 +413,11 @@ class Model(Component):
                     or getattr(getattr(value, "dtype", None), "kind", "") == "b"
                     or (isinstance(value, str) and ("_" in value or not value.isascii()))):
                 raise ValueError
-            value = float(value)
+            value = float_or_inf(value)
         except (TypeError, ValueError):
             raise ModelError(self.path, f"parameter {name!r}: expected a number, got {given!r}") from None
         if not math.isfinite(value):
-            raise ModelError(self.path, f"parameter {name!r} must be finite, got {value}")
+            raise ModelError(self.path, f"parameter {name!r} must be finite, got {number_shown(given)}")
         self.parameters[name] = value
         self.parameter_docs[name] = doc
         import sympy as sp

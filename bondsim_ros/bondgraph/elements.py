@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 
-from .core import RESERVED_NAMES, Component, ControlPort, ModelError, PowerPort
+from .core import (RESERVED_NAMES, RESERVED_WHY, Component, ControlPort, ModelError, PowerPort, float_or_inf,
+                   number_shown)
 
 # sympy and the law parser load when equations are built, not when a model's structure is:
 # a cached model runs without them
@@ -51,8 +52,8 @@ def parse_expression(value, names: dict, where: str):
     if isinstance(value, bool):
         raise ModelError(where, f"expected a number or expression, got {value!r}")
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise ModelError(where, f"value must be finite, got {value}")
+        if not math.isfinite(float_or_inf(value)):
+            raise ModelError(where, f"value must be finite, got {number_shown(value)}")
         return sp.Float(value) if isinstance(value, float) else sp.Integer(value)
     if not isinstance(value, str):
         raise ModelError(where, f"expected a number or expression, got {type(value).__name__}")
@@ -64,7 +65,10 @@ def parse_expression(value, names: dict, where: str):
 
 def _shown(value) -> str:
     """An initial value as a message quotes it (a number compactly, anything else as given)."""
-    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = float_or_inf(value)  # (format's g of a whole number beyond a double raises OverflowError)
+        return f"{value:g}"
+    return repr(value)
 
 
 def _short(text: str, n: int = 80) -> str:
@@ -84,8 +88,7 @@ class Element(Component):
             raise ModelError(self.path, f"inputs must be a list of names, got {type(inputs).__name__}")
         for inp in inputs:
             if inp in self.reserved_inputs:
-                raise ModelError(self.path, f"input name {inp!r} is reserved in laws "
-                                            "(time t, a constant or a function)")
+                raise ModelError(self.path, f"input name {inp!r} is reserved in laws {RESERVED_WHY}")
             self.add_control_port(inp, "in")
 
     def add(self, *components):
@@ -177,12 +180,12 @@ class I(OnePort):
             if self.inertia is None or not isinstance(self.inertia, (int, float)):
                 raise ModelError(self.path, "f0 needs a constant linear inertia; give p0 instead")
             try:  # a number first: inertia 3 times the text "2" was "222"
-                f0 = None if isinstance(self.f0, bool) else float(self.f0)
+                f0 = None if isinstance(self.f0, bool) else float_or_inf(self.f0)
             except (TypeError, ValueError):
                 f0 = None
             if f0 is None:
                 raise ModelError(self.path, f"initial flow f0 must be a number, got {self.f0!r}")
-            p0 = self.inertia * f0
+            p0 = float_or_inf(self.inertia) * f0
             given = f"f0 = {f0:g} (p = {p0:g})"
         p, dp = ctx.state(self, "p", p0, given, defaulted=given is None)
         ctx.equation(self, dp - e, "momentum law p' = e")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .core import Component, ControlPort, Model, ModelError, PowerPort, at
+from .core import Component, ControlPort, Model, ModelError, PowerPort, at, float_or_inf, number_shown
 from .elements import Element, Junction, Se, Sf, parse_expression
 
 T = sp.Symbol("t", real=True)
@@ -113,11 +113,13 @@ class _Context:
         try:
             if isinstance(initial, bool):  # (YAML's true, false, on, off)
                 raise TypeError
-            initial = float(initial)
+            value = float_or_inf(initial)
         except (TypeError, ValueError):
             raise ModelError(element.path, f"initial value of {local} must be a number, got {initial!r}") from None
-        if not math.isfinite(initial):  # else the run fails at t = 0 naming whichever law reads it first
-            raise ModelError(element.path, f"initial value of {local} must be a finite number, got {initial}")
+        if not math.isfinite(value):  # else the run fails at t = 0 naming whichever law reads it first
+            raise ModelError(element.path, f"initial value of {local} must be a finite number, "
+                                           f"got {number_shown(initial) if isinstance(initial, int) else value}")
+        initial = value
         self.states[sym] = initial
         self.state_names[sym] = name
         if given is not None:

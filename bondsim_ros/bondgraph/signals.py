@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .core import ModelError, check_name
+from .core import ModelError, check_name, float_or_inf, number_shown
 from .elements import Element, parse_expression
 
 
@@ -34,8 +34,8 @@ def _args(name, shape, **values) -> dict:
     out = {}
     for key, v in values.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            if not math.isfinite(v):  # repr would put nan into the law, refused as an unknown name
-                raise ModelError(name, f"{shape}: {key} must be a finite number, got {v!r}")
+            if not math.isfinite(float_or_inf(v)):  # repr would put nan into the law, refused as an unknown name
+                raise ModelError(name, f"{shape}: {key} must be a finite number, got {number_shown(v)}")
             out[key] = repr(v)
         elif isinstance(v, str):
             out[key] = f"({v})"
@@ -51,6 +51,8 @@ class Input(Block):
 
     def __init__(self, name, value=0.0, keys=None):
         super().__init__(name)
+        if keys is not None and not isinstance(keys, dict):
+            raise ModelError(self.path, f"keys must be a mapping key -> value of the shape, got {keys!r}"[:200])
         self.value = value
         # a shape's keys given as laws (``after: V0``), each parsed alone first: an error names
         # the key the user wrote and its line, not the law the shape composes from them
@@ -208,8 +210,11 @@ class PID(Block):
 
             lo = self.law(self.umin, ctx, what="umin") if self.umin is not None else -sp.oo
             hi = self.law(self.umax, ctx, what="umax") if self.umax is not None else sp.oo
-            if self.umin is not None and self.umax is not None and (lo.free_symbols or hi.free_symbols):
-                ctx.require(self, hi - lo, "positive", "umax - umin")  # numbers: refused in __init__
+            if self.umin is not None and self.umax is not None:
+                if lo.free_symbols or hi.free_symbols:
+                    ctx.require(self, hi - lo, "positive", "umax - umin")  # numbers: refused in __init__
+                elif not float(lo) < float(hi):  # constant laws ("2", "2*pi") as numbers are in __init__
+                    raise ModelError(self.path, f"PID limits need umin < umax, got {float(lo):g}, {float(hi):g}")
             sat = clip(u, lo, hi)
         if self.ki:
             # back-calculation: while saturated, bleed the integral toward the limit (no windup)

@@ -267,11 +267,14 @@ class Simulation:
             if abs(start - given) <= 1e-6 * max(abs(given), abs(start)) + float(self.solver.atol[j]):
                 continue
             name = c.var_names[j]
+            # the model's own value ("m: p0 = 1") names its component, which a command puts the
+            # model file's line to; a y0 is the caller's, not the file's
+            equation = None if name in overridden else what
             what = f"y0 {name!r} = {given:g}" if name in overridden else what
             raise InconsistentInitialValues(
                 f"{what} cannot hold: the constraints of the model fix {name} at {start:.6g} at t={t0:g} (its "
                 f"element's effort or flow is set by the elements it is joined to); leave the initial value out "
-                f"or give {start:.6g}")
+                f"or give {start:.6g}", equation=equation)
 
     def _start_values(self, params, y0):
         """(parameters, y0) of a run: the model's values with ``params`` and ``y0`` (name ->

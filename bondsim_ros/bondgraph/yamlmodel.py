@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from .core import MAX_NESTING, RESERVED_NAMES, Component, Model, ModelError
+from .core import MAX_NESTING, RESERVED_NAMES, RESERVED_WHY, Component, Model, ModelError
 from .elements import ELEMENTS
 from .signals import SIGNALS, Input
 
@@ -100,10 +100,29 @@ def _short(value, n: int = 60) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+def _kind(value) -> str:
+    """What ``value`` is, in the words of a model file (not Python's type names)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    for types, word in ((str, "text"), (list, "a list"), (dict, "a mapping"), ((set, frozenset), "a set")):
+        if isinstance(value, types):
+            return word
+    return "nothing" if value is None else f"a {type(value).__name__}"
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _construct_mapping(loader, node, deep=False):
+    merges = [k for k, _ in node.value if k.tag == _MERGE_TAG]
+    if len(merges) > 1:  # flatten_mapping would let the last one win without a word
+        raise ModelError("", f"line {merges[1].start_mark.line + 1}: duplicate key '<<' (merge several mappings "
+                             f"with one: <<: [*a, *b])")
     # the mapping's own keys: flatten_mapping puts the keys of its `<<: *anchor` merges before
     # them, and an own key then overrides a merged one, as YAML has it (`{<<: *mass, inertia: 2}`)
-    own = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
+    own = {id(k) for k, _ in node.value if k.tag != _MERGE_TAG}
     loader.flatten_mapping(node)
     out = _LineDict()
     out.line = node.start_mark.line + 1
@@ -111,9 +130,11 @@ def _construct_mapping(loader, node, deep=False):
     merged = set()  # keys whose value came from a merge, which a later one may override
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
-        if isinstance(key, (list, dict)):  # `[a]: ...`, `{a: 1}: ...`: a key is a name
+        try:
+            hash(key)
+        except TypeError:  # `[a]: ...`, `{a: 1}: ...`, `? !!set {a: null}`: a key is a name
             raise ModelError("", f"line {key_node.start_mark.line + 1}: a key must be a name, got "
-                                 f"{'a list' if isinstance(key, list) else 'a mapping'} {_short(key)}")
+                                 f"{_kind(key)} {_short(key)}") from None
         if key in out and key not in merged:
             if key_node.tag == _BOOL_TAG:  # `on:` after `yes:`: both the key true
                 word = key_node.value
@@ -156,12 +177,36 @@ def _construct_int(loader, node):
     of C, where YAML 1.2, Python's float and --param read 10; and it reads 1:30 (base 60) as 90
     and 1_0 as 10, which are refused at their line."""
     if _DECIMAL_INT.fullmatch(node.value):
-        return int(node.value, 10)
-    return _yaml12_number(node, loader.construct_yaml_int(node))  # 0x1f, 0b101: the same in YAML 1.2
+        if len(node.value.lstrip("+-").lstrip("0")) > _MAX_INT_DIGITS:  # (int() refuses 4300 digits itself)
+            raise _beyond_double(node)
+        return _in_double(node, int(node.value, 10))
+    return _in_double(node, _yaml12_number(node, loader.construct_yaml_int(node)))  # 0x1f, 0b101: as YAML 1.2
 
 
 def _construct_float(loader, node):
-    return _yaml12_number(node, loader.construct_yaml_float(node))
+    value = _yaml12_number(node, loader.construct_yaml_float(node))
+    if math.isinf(value) and "inf" not in node.value.lower():  # 1e400: .inf is refused where it is used
+        raise _beyond_double(node)
+    return value
+
+
+_MAX_INT_DIGITS = 310  # more are beyond a double whatever they are (1.8e308)
+
+
+def _in_double(node, value: int) -> int:
+    """A whole number a double holds (every number of a model ends as one): beyond, refused at
+    its line, not with float()'s OverflowError where the value is used."""
+    try:
+        float(value)
+    except OverflowError:
+        raise _beyond_double(node) from None
+    return value
+
+
+def _beyond_double(node) -> ModelError:
+    text = node.value if len(node.value) <= 24 else f"{node.value[:20]}... ({len(node.value)} characters)"
+    return ModelError("", f"line {node.start_mark.line + 1}: {text} is beyond the range of a double "
+                          f"(about 1.8e308): refused")
 
 
 def _yaml12_number(node, value):
@@ -173,11 +218,18 @@ def _yaml12_number(node, value):
 
 
 _DECIMAL_INT = re.compile(r"[-+]?[0-9]+")
+# YAML 1.2's floats (core schema): PyYAML's YAML 1.1 resolver leaves 1e3, 2e0, 1.5e3 and -.5 as
+# text, which a key that needs a number (f0's inertia) then refused; added after 1.1's own, so
+# that 1_0.5 and 1:30.5 still reach _yaml12_number and are refused there
+_YAML12_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                           r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+_FLOAT_FIRST = list("-+0123456789.")
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, _FLOAT_FIRST)
 
 if getattr(yaml, "__with_libyaml__", False):
     class _CLoader(yaml.CSafeLoader):
@@ -190,6 +242,7 @@ if getattr(yaml, "__with_libyaml__", False):
     _CLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
     _CLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
     _CLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+    _CLoader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, _FLOAT_FIRST)
 else:  # a PyYAML built without libyaml
     _CLoader = None
 
@@ -274,7 +327,14 @@ def _keys_taken(kind: str, factory) -> str:
     return f" ({kind} takes: {', '.join(names)})" if names else ""
 
 
-_INPUT_SHAPES = {"Constant": Input.constant, "Step": Input.step, "Ramp": Input.ramp, "Sine": Input.sine}
+def _input(name, value=0.0):
+    """The type Input of a model file: ``value`` alone (Input's ``keys`` are its shapes' own)."""
+    return Input(name, value)
+
+
+# looked up before ELEMENTS and SIGNALS: a file's Input takes the keys docs/engine.md lists, no more
+_INPUT_SHAPES = {"Input": _input, "Constant": Input.constant, "Step": Input.step, "Ramp": Input.ramp,
+                 "Sine": Input.sine}
 _DOC_KEYS = {"type", "ports", "controls", "components", "bonds", "signals", "description", "parameters"}
 
 
@@ -284,7 +344,9 @@ class _Reader:
         self.data = data
         self.definitions = data.get("definitions") or {}
         if not isinstance(self.definitions, dict):
-            self.fail(data, "definitions", "must be a mapping name -> component spec")
+            self.fail(_KeyLine(data, "definitions"), "definitions",
+                      f"must be a mapping name -> component spec, got {_kind(self.definitions)} "
+                      f"{_short(self.definitions)}")
         self.count = 0
 
     def where(self, node, comp_path=""):
@@ -300,10 +362,9 @@ class _Reader:
         value = spec.get(key)
         if value is None:
             return kind()
-        if not isinstance(value, kind):
-            shape = "a mapping" if kind is dict else "a list"
-            self.fail(value if hasattr(value, "line") else spec, comp_path,
-                      f"'{key}' must be {shape}, got {type(value).__name__} {value!r}"[:300])
+        if not isinstance(value, kind):  # at the key's line: a scalar has no line of its own
+            self.fail(_KeyLine(spec, key), comp_path,
+                      f"'{key}' must be {_kind(kind())}, got {_kind(value)} {_short(value)}")
         return value
 
     def fill(self, comp: Component, spec, stack=()):
@@ -342,6 +403,14 @@ class _Reader:
                 self.fail(cspec, child_path, exc.message)
         bonds = self.section(spec, "bonds", comp.path, list)
         for i, bond in enumerate(bonds):
+            if isinstance(bond, dict):  # {from: a, to: b}: any other key would be read by nothing
+                unknown = [k for k in bond if k not in ("from", "to")]
+                missing = [k for k in ("from", "to") if k not in bond]
+                if unknown or missing:
+                    what = (f"unknown key(s) {', '.join(_as_written(bond.key_texts, k, k) for k in unknown)}"
+                            if unknown else f"no '{missing[0]}:'")
+                    self.fail(_KeyLine(bond, unknown[0]) if unknown else bond, comp.path,
+                              f"a bond written as a mapping has the keys from and to, got {what}")
             ends = [bond.get("from"), bond.get("to")] if isinstance(bond, dict) else bond
             if not isinstance(ends, list) or len(ends) != 2:
                 self.fail(bond if hasattr(bond, "line") else _ItemLine(bonds, i), comp.path,
@@ -422,8 +491,7 @@ class _Reader:
             values = tuple((k, v, True) for k, v in inline.items())
             layer = scope + (((self.where(spec, path or name), lines), values),) if inline else scope
             return self.document(name, spec, stack, layer)
-        cls = ELEMENTS.get(kind) or SIGNALS.get(kind)
-        factory = cls or _INPUT_SHAPES.get(kind)
+        factory = _INPUT_SHAPES.get(kind) or ELEMENTS.get(kind) or SIGNALS.get(kind)
         if factory is None:
             known = sorted(
                 set(ELEMENTS) | set(SIGNALS) | set(_INPUT_SHAPES) | set(map(str, self.definitions)) | {"Component"})
@@ -441,7 +509,8 @@ class _Reader:
         if params is None:
             return {}, {}
         if not isinstance(params, dict):
-            self.fail(spec, kind, f"'parameters' must be a mapping name -> value, got {params!r}"[:300])
+            self.fail(_KeyLine(spec, "parameters"), kind,
+                      f"'parameters' must be a mapping name -> value, got {_kind(params)} {_short(params)}")
         out, lines = {}, {}
         for pname, value in params.items():
             if isinstance(pname, bool):
@@ -451,7 +520,7 @@ class _Reader:
                 self.fail(_KeyLine(params, pname), kind, f"parameters: {pname!r} is not a parameter name")
             if pname in RESERVED_NAMES:  # as a model's own parameter: it would hide pi, E or sin in the laws
                 self.fail(_KeyLine(params, pname), kind,
-                          f"parameters: {pname!r} is reserved in laws (time t, a constant or a function)")
+                          f"parameters: {pname!r} is reserved in laws {RESERVED_WHY}")
             out[pname] = self.scope_value(params, pname, value, f"{kind}: parameters")
             lines[pname] = self.where(_KeyLine(params, pname), kind)
         return out, lines
@@ -550,6 +619,10 @@ def loads_model(text: str, filename: str = "<string>") -> Model:
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 0
         raise ModelError(f"{filename}:{line}", f"YAML syntax error: {exc.problem}") from None
+    except yaml.reader.ReaderError as exc:  # a character YAML admits nowhere (a control character, NUL)
+        line = text[: exc.position].count("\n") + 1
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character[:1] or "\0")
+        raise ModelError(f"{filename}:{line}", f"YAML cannot read character #x{char:04x}: {exc.reason}") from None
     except ModelError as exc:  # raised while reading, with "line N: " for the file's position
         line, _, message = str(exc).partition(": ")
         if line.startswith("line ") and line[5:].isdigit():
