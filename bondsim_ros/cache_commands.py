@@ -39,7 +39,7 @@ def cmd_cache(args) -> int:
             raise CLIError("--older-than is the age limit of --prune (--clear removes every entry)")
     older_than = 30.0 if args.older_than is None else args.older_than
     root = native.cache_root()
-    core = _core_found()  # (before any removal: finding it may remember compiler facts in host/)
+    core = _core_found()
     if args.prune or args.clear:
         files, size = cache.remove(None if args.clear else older_than * 86400.0, root)
         print(f"removed {files} files ({_mb(size)}) from {root}")
@@ -51,11 +51,14 @@ def cmd_cache(args) -> int:
 
 
 def _core_found():
-    """``_ccore.located()``, or the NativeBuildError that says why no core can be named."""
+    """``_ccore.located()``, or the NativeBuildError that says why no core can be named. Found
+    without writing: naming the core asks the compiler and the CPU, whose answers a build keeps
+    in host/ (native.read_only); the listing only reads the cache, and makes no folder for it."""
     from bondsim_ros.solver import _ccore, native
 
     try:
-        return _ccore.located()
+        with native.read_only():
+            return _ccore.located()
     except native.NativeBuildError as exc:
         return exc
 

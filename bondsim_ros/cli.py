@@ -38,6 +38,12 @@ COMMANDS = {
 }
 
 
+# The sub-commands that build or load compiled code (the models' kernels, the solver core): a
+# cache folder that cannot hold it is refused before they start. The others (cache among them:
+# it lists and removes) neither need the folder nor make it.
+COMPILED_CODE = {"simulate", "fit", "sweep", "up", "demo", "fleet"}
+
+
 def _terminate(signum, frame):
     raise Terminated()
 
@@ -45,11 +51,9 @@ def _terminate(signum, frame):
 def build_parser(command: str | None = None):
     """The parser of every sub-command, or of ``command``'s module alone (a known command: its
     usage, help and errors are the same either way)."""
-    # imported here, not at the top: argparse (with gettext, 2.5 ms) comes after a repeated
-    # simulate's solve has started ahead (main)
-    import argparse
-
-    parser = argparse.ArgumentParser(
+    # argparse is imported by _parser_class, not at the top: argparse (with gettext, 2.5 ms)
+    # comes after a repeated simulate's solve has started ahead (main)
+    parser = _parser_class()(
         prog="bondsim-ros",
         description="Bond-graph digital twins: simulate models, convert mechanisms, run the ROS 2 graph.",
     )
@@ -71,6 +75,49 @@ def build_parser(command: str | None = None):
     return parser
 
 
+_PARSER = None
+_GIVEN = "_bondsim_options_given"  # the namespace's record of the single-valued options stored in it
+
+
+def _parser_class():
+    """argparse.ArgumentParser whose single-valued options (``store``: every option that is no
+    flag and not repeatable by ``append``) refuse a second occurrence, however written (``--csv=a``,
+    an abbreviation ``--cs``, ``-o`` for ``--output``): argparse would keep the last one silently.
+    Sub-command parsers are of the same class (``add_subparsers``' default), so a new option is
+    covered without being named here."""
+    global _PARSER
+    if _PARSER is not None:
+        return _PARSER
+    import argparse
+
+    class StoreOnce(argparse._StoreAction):
+        def __call__(self, parser, namespace, values, option_string=None):
+            given = vars(namespace).setdefault(_GIVEN, {})
+            if self.dest in given:
+                raise argparse.ArgumentError(self, f"given twice ({_shown(given[self.dest])}, then {_shown(values)}): "
+                                                   f"give it once")
+            given[self.dest] = values
+            super().__call__(parser, namespace, values, option_string)
+
+    class Parser(argparse.ArgumentParser):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.register("action", None, StoreOnce)
+            self.register("action", "store", StoreOnce)
+
+        def parse_known_args(self, args=None, namespace=None):
+            namespace, extra = super().parse_known_args(args, namespace)
+            vars(namespace).pop(_GIVEN, None)  # parsing's own record, no option of the command
+            return namespace, extra
+
+    _PARSER = Parser
+    return Parser
+
+
+def _shown(value) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
 # argparse (before Python 3.14) takes "-5" and "-.5" for values but "-1e-6" for an option ("--rtol
 # -1e-6": "expected one argument"); with exponents too, a negative number always reaches the
 # option's own range check. Added to argparse's own pattern, which newer versions widen themselves
@@ -84,6 +131,26 @@ def _negative_numbers_are_values(parser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Ctrl-C or SIGTERM anywhere in the command, its start-up too (the solve started ahead, the
+    # parser, the cache check): one word and the shell's status, no traceback
+    try:
+        return _main(argv)
+    except Terminated:
+        print("terminated", file=sys.stderr)
+        return 143
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
+    if argv is None:
+        # a program run: SIGTERM raises Terminated from the start (main reports it). Through
+        # _signal, which the interpreter has loaded already: signal's import (0.6 ms) would
+        # delay the solve started ahead
+        import _signal
+
+        _signal.signal(_signal.SIGTERM, _terminate)
     if "numpy" not in sys.modules:
         # a program run: one BLAS thread. The package's matrices are tiny (consistent
         # initialisation, n <= a few hundred); OpenBLAS's extra thread only spins (0.08 s of
@@ -104,11 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     args.program_run = argv is None  # the console script or `python -m`: the process is the command's
     args.ahead = ahead
-    if args.program_run:
-        import signal
-
-        signal.signal(signal.SIGTERM, _terminate)
-    if args.command not in ("models", "robots", "draw"):  # the others build, load or list compiled code
+    if args.command in COMPILED_CODE:
         from bondsim_ros.solver import native
 
         try:
@@ -129,12 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     except CLIError as exc:
         print(f"bondsim-ros {args.command}: error: {exc}", file=sys.stderr)
         code = exc.status
-    except Terminated:
-        print("terminated", file=sys.stderr)
-        return 143
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # `bondsim-ros models | head`: the reader left; no traceback, and none again when
         # Python flushes stdout at exit (point it at devnull, as the Python docs advise)

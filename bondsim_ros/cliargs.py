@@ -93,6 +93,9 @@ def assignments(items, what: str, parse=number, form: str = "NAME=VALUE") -> dic
 
 # SolverOptions field -> its command-line flag (every command that runs the solver takes them)
 SOLVER_FLAGS = {"rtol": "--rtol", "atol": "--atol", "hmax": "--hmax", "max_order": "--max-order"}
+# the solver core's smallest step (bdf_core.c, hmin_at: 10 eps max(|t|, 1)): a largest step
+# below it ends any run at its first step ("step size underflow"), whatever the model
+HMAX_MIN = 10 * 2.220446049250313e-16
 
 
 def add_solver_flags(parser, defaults=None) -> None:
@@ -105,7 +108,8 @@ def add_solver_flags(parser, defaults=None) -> None:
                         help=f"solver relative tolerance, in [{RTOL_MIN:.3g}, {RTOL_MAX:g}] (default {d.rtol:g})")
     parser.add_argument("--atol", type=number, default=d.atol,
                         help=f"solver absolute tolerance, > 0 (default {d.atol:g})")
-    parser.add_argument("--hmax", type=number, default=d.hmax, help=f"largest step [s], > 0 (default {d.hmax:g})")
+    parser.add_argument("--hmax", type=number, default=d.hmax,
+                        help=f"largest step [s], >= {HMAX_MIN:.3g}, the solver's smallest (default {d.hmax:g})")
     parser.add_argument("--max-order", type=integer, default=d.max_order,
                         help=f"highest BDF order, 1..{MAX_ORDER} (default {d.max_order})")
     parser.set_defaults(solver_defaults=d)
@@ -118,7 +122,10 @@ def solver_options(args):
 
     given = {name: getattr(args, name) for name in SOLVER_FLAGS}
     try:
-        return args.solver_defaults.replace(**given)
+        options = args.solver_defaults.replace(**given)
     except SolverOptionError as exc:
         value = given[exc.field]
         raise CLIError(f"{SOLVER_FLAGS[exc.field]} must be {exc.allowed}, got {value:g}") from None
+    if options.hmax < HMAX_MIN:
+        raise CLIError(f"--hmax must be at least {HMAX_MIN:.3g}, the solver's smallest step, got {options.hmax:g}")
+    return options

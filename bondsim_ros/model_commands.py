@@ -79,12 +79,13 @@ def _params(items):
     return out
 
 
-def check_output_path(path, option: str, *, stdout_ok: bool = False, inputs=()) -> Path:
+def check_output_path(path, option: str, *, stdout_ok: bool = False, inputs=(), built_from=()) -> Path:
     """Refuse an output path that cannot be written, or that is one of the command's
-    ``inputs``, before any work is done (the commands' one check: bondsim_ros.outfiles)."""
+    ``inputs`` or of the files its model was ``built_from``, before any work is done (the
+    commands' one check: bondsim_ros.outfiles)."""
     from bondsim_ros.outfiles import check_output
 
-    return check_output(path, option, stdout_ok=stdout_ok, inputs=inputs)
+    return check_output(path, option, stdout_ok=stdout_ok, inputs=inputs, built_from=built_from)
 
 
 def _located(exc, model_arg, given) -> str:
@@ -215,11 +216,14 @@ def cmd_simulate(args) -> int:
     for option, name in (("--csv", args.csv), ("--plot", args.plot)):
         if name is not None and not name.strip():
             raise CLIError(f"{option}: an empty file name")
-    csv_out = check_output_path(args.csv, "--csv", stdout_ok=True, inputs=[args.model]) if args.csv else None
+    # nothing is written over a file the model was built from (its parameter file, a module a
+    # model file imports): the build record, or the build just made, lists them
+    csv_out = check_output_path(args.csv, "--csv", stdout_ok=True, inputs=[args.model],
+                                built_from=resolved.files) if args.csv else None
     if args.plot:
         from bondsim_ros.plotting import check_figure_format
 
-        check_output_path(args.plot, "--plot", inputs=[args.model])
+        check_output_path(args.plot, "--plot", inputs=[args.model], built_from=resolved.files)
         check_figure_format(args.plot, "--plot")
         if csv_out is not None and _same_file(csv_out, args.plot):
             raise CLIError(f"--csv and --plot name the same file {args.plot}")

@@ -89,10 +89,25 @@ def _input_hit(real: Path, inputs) -> str | None:
     return None
 
 
-def check_output(path, option: str, *, stdout_ok: bool = False, inputs=()) -> Path:
+def check_not_built_from(path, option: str, built_from) -> None:
+    """OutputError when a file written at ``path`` would replace one of ``built_from`` (the real
+    paths of the files a model was built from: its parameter files, the modules a model file
+    imports; models/buildcache.py lists them). One real path and a look-up: the warm path's
+    record lists the package's modules too."""
+    if not built_from or str(path) == STDOUT:
+        return
+    target = os.path.realpath(real_file(path))
+    if target in built_from:
+        shown = target if os.path.islink(path) else path  # a link: the file it would replace
+        raise OutputError(f"{_label(path, option)}: refusing to overwrite {shown}, a file the model is built from")
+
+
+def check_output(path, option: str, *, stdout_ok: bool = False, inputs=(), built_from=()) -> Path:
     """``path`` if a file can be written there, in a folder that exists; else OutputError naming
     ``option`` and the reason. ``stdout_ok``: ``-`` means standard output. ``inputs``: the files
-    and folders the command reads, which no output may replace or land in."""
+    and folders the command reads, which no output may replace or land in; ``built_from``: the
+    real paths of the files the command's model was built from (a set or dict), which no output
+    may replace either."""
     label = _label(path, option)
     if str(path) == STDOUT:
         if stdout_ok:
@@ -117,6 +132,7 @@ def check_output(path, option: str, *, stdout_ok: bool = False, inputs=()) -> Pa
     if hit is not None:
         what = "write inside" if os.path.isdir(hit) else "overwrite"
         raise OutputError(f"{label}: refusing to {what} {hit}, an input of this command")
+    check_not_built_from(path, option, built_from)
     folder = real.parent if str(real.parent) else Path(".")
     if not folder.exists():
         raise OutputError(f"{label}: the folder {folder} does not exist")
@@ -258,5 +274,5 @@ def write_text_atomic(path, text: str, option: str = "") -> Path:
     return Path(path)
 
 
-__all__ = ["OutputError", "Output", "STDOUT", "check_output", "is_stream", "output_path", "real_file",
-           "write_text_atomic"]
+__all__ = ["OutputError", "Output", "STDOUT", "check_not_built_from", "check_output", "is_stream", "output_path",
+           "real_file", "write_text_atomic"]

@@ -99,16 +99,54 @@ def test_a_bad_age_is_one_line_exit_2(tmp_path):
 
 def test_a_cache_folder_that_cannot_hold_files_is_one_line_exit_2(tmp_path):
     """$BONDSIM_CACHE_DIR naming a file, or a place no folder can be made in, is said by name
-    before any work, by every command that uses the cache (it used to end in a traceback)."""
+    before any work, by every command that builds or loads compiled code (it used to end in a
+    traceback)."""
     afile = tmp_path / "afile"
     afile.write_text("")
     for root, why in ((afile, "not a folder"), (Path("/proc/bondsim-cache"), "No such file or directory")):
-        for argv in (["cache"], ["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.05"]):
+        for argv in (["simulate", "dc_motor", "--t-end", "0.1", "--dt-out", "0.05"],):
             r = run(*argv, env_root=root)
             assert r.returncode == 2, r.stderr
             assert r.stderr.strip().splitlines() == [
                 f"bondsim-ros {argv[0]}: error: cache folder {root} ($BONDSIM_CACHE_DIR) cannot hold the compiled "
                 f"models: {why}"], r.stderr
+
+
+def test_the_listing_only_reads(tmp_path):
+    """`bondsim-ros cache` made the cache folder and wrote the compiler's and CPU's facts into
+    host/ to name the solver core: showing the cache changed it."""
+    root = tmp_path / "cache"
+    r = run("cache", env_root=root)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == str(root) and r.stdout.splitlines()[-1].startswith("solver core: ")
+    assert not root.exists()
+    (root / "models").mkdir(parents=True)
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    r = run("cache", env_root=root)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+def test_commands_without_compiled_code_need_no_cache_folder(tmp_path):
+    """A cache folder that cannot be made ($BONDSIM_CACHE_DIR under a file) stopped every command
+    but models, robots and draw with "cannot hold the compiled models": converting, rendering,
+    reading a bag and showing or clearing the cache use no compiled code. Each goes on to its own
+    work (here: its missing input, said by name) and makes no cache folder."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    root = afile / "cache"
+    for argv, said in ((["xml2urdf", "none.xml", "-o", str(tmp_path / "o.urdf")], "none.xml"),
+                       (["render", "none.xml", "-o", str(tmp_path / "o.png")], "none.xml"),
+                       (["bag2csv", str(tmp_path / "nobag"), "-o", str(tmp_path / "o.csv")], "nobag"),
+                       (["draw", "none.yaml", "-o", str(tmp_path / "o.svg")], "none.yaml")):
+        r = run(*argv, env_root=root)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and said in lines[0], r.stderr
+        assert "cache folder" not in r.stderr, r.stderr
+    for argv in (["models"], ["robots"], ["cache"], ["cache", "--prune"], ["cache", "--clear"]):
+        r = run(*argv, env_root=root)
+        assert r.returncode == 0 and "cache folder" not in r.stderr, (argv, r.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
 def test_a_build_in_progress_is_not_an_entry(tmp_path):

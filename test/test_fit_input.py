@@ -503,3 +503,56 @@ def test_a_fit_problem_refuses_strings_for_lists_and_numbers(tmp_path, kw, says)
 
     with pytest.raises(FitError, match=re.escape(says)):
         _api_problem(tmp_path, **kw)
+
+
+@pytest.mark.parametrize("option", ["--config-out", "--json", "--csv"])
+def test_an_output_over_the_robotino_config_is_refused(tmp_path, capsys, monkeypatch, option):
+    """`fit robotino_twist ... --config-out robotino.yaml`, with $BONDSIM_ROBOTINO_CONFIG naming
+    that file, rewrote the parameter file the fit's model was built from."""
+    config = tmp_path / "robotino.yaml"
+    text = (Path(__file__).resolve().parents[1] / "config" / "robotino.yaml").read_text()
+    config.write_text(text)
+    monkeypatch.setenv("BONDSIM_ROBOTINO_CONFIG", str(config))
+    # a log the fit converges on: the twin's own wheel speed after a 0.6 m/s step
+    sim = tmp_path / "sim.csv"
+    assert main(["simulate", "robotino_twist", "--param", "vx_cmd=0.6", "--t-end", "0.5", "--dt-out", "0.01",
+                 "--csv", str(sim), "-q"]) == 0
+    run = np.genfromtxt(sim, delimiter=",", names=True)
+    data = tmp_path / "d.csv"
+    with open(data, "w", newline="") as fh:
+        csv.writer(fh).writerows([["t", "vx_cmd", "vy_cmd", "wz_cmd", "w1"]]
+                                 + [[t, 0.6, 0.0, 0.0, w] for t, w in zip(run["t"], run["w1"])])
+    sim.unlink()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    refused(capsys, ["fit", "robotino_twist", str(data), "--params", "chassis_mass", "--guess", "chassis_mass=12",
+                     "--inputs", "vx_cmd,vy_cmd,wz_cmd", "--outputs", "w1", "-q", option, str(config)],
+            f"{option} {config}: refusing to overwrite {config}, a file the model is built from")
+    assert config.read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nor a staged file left
+
+
+def test_an_output_over_a_module_the_model_file_imports_is_refused(tmp_path, capsys):
+    from test_fit import MOTOR_PY
+
+    model = tmp_path / "motor.py"
+    model.write_text("import gains\n" + MOTOR_PY)
+    (tmp_path / "gains.py").write_text("K = 0.03\n")
+    data = _data(tmp_path / "d.csv", [[0.0, 24.0, 0.0], [0.1, 24.0, 1.0]])
+    refused(capsys, ["fit", str(model), str(data), *FIT, "--csv", str(tmp_path / "gains.py")],
+            "refusing to overwrite", "a file the model is built from")
+    assert (tmp_path / "gains.py").read_text() == "K = 0.03\n"
+
+
+@pytest.mark.parametrize("extra, said", [
+    (["--odom", "/nonexistent_topic"], "--odom and --no-odom: give one of them"),
+    (["--no-currents", "--motor-readings", "/robot/motor_readings"],
+     "--motor-readings and --no-currents: give one of them"),
+], ids=["odom", "currents"])
+def test_a_topic_with_its_columns_left_out_is_refused(tmp_path, capsys, extra, said):
+    """`bag2csv ... --odom TOPIC --no-odom` wrote the CSV without odometry and dropped --odom
+    silently; --motor-readings with --no-currents was refused already."""
+    bag = write_bag(tmp_path / "b", [(T0, 0.1, 0.0, 0.0)], [(T0 + k, T0 + k, (1, 2, 3)) for k in range(3)])
+    out = tmp_path / "o.csv"
+    err = refused(capsys, bag2csv(bag, out, *extra), said)
+    assert err.strip().splitlines() == [f"bondsim-ros bag2csv: error: {said}"]
+    assert not out.exists()

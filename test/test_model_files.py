@@ -147,6 +147,171 @@ def test_a_number_only_yaml_1_1_reads_is_refused_at_its_line(tmp_path, capsys, k
                    f"by _, or base 60 by :): write the number in decimal digits"), err
 
 
+@pytest.mark.parametrize("loader", ["_Loader", "_CLoader"])
+def test_a_float_with_an_exponent_and_no_dot_is_a_number_as_yaml_1_2_reads_it(loader):
+    """YAML 1.1 (PyYAML's resolver) reads a float only with a dot and a signed exponent: 1e3 was the
+    text '1e3'; both readers give YAML 1.2's numbers."""
+    import yaml
+
+    from bondsim_ros.bondgraph import yamlmodel
+
+    data = yaml.load("x: [1e3, 2e0, 1.5e3, 1E-3, -.5, +1e+3, 1.0, 10, 1e]\n", Loader=getattr(yamlmodel, loader))
+    assert data["x"] == [1000.0, 2.0, 1500.0, 0.001, -0.5, 1000.0, 1.0, 10, "1e"]
+    assert [type(v) for v in data["x"]] == [float] * 7 + [int, str]
+
+
+def test_an_inertia_written_with_an_exponent_takes_an_initial_flow(tmp_path, capsys):
+    """`inertia: 2e0, f0: 3.0` was refused ("f0 needs a constant linear inertia") where
+    `inertia: 2.0` ran: 2e0 reached the element as text. p = I f0 = 6, p' = -p/(I R)."""
+    out = tmp_path / "r.csv"
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        components:
+          v: {type: EffortJunction}
+          mass: {type: I, inertia: 2e0, f0: 3.0}
+          r: {type: R, resistance: 1E0}
+        bonds: [[v, mass], [v, r]]
+        """)
+    rc, err = simulate(path, capsys, "--csv", out)
+    assert rc == 0, err
+    data = np.loadtxt(out, delimiter=",", skiprows=1)
+    assert data[:, 1] == pytest.approx(6.0 * np.exp(-data[:, 0] / 2.0), rel=1e-5)
+
+
+@pytest.mark.parametrize("value", ["1" + "0" * 400, "-1" + "0" * 400, "1" * 5000, "1e400", "0x" + "f" * 300])
+@pytest.mark.parametrize("where, line", [
+    ("parameters: {{k: {v}}}\ncomponents:\n  m: {{type: I, inertia: 1.0}}", 2),
+    ("components:\n  m: {{type: I, inertia: {v}}}", 3),
+    ("components:\n  m: {{type: I, inertia: 1.0, p0: {v}}}", 3),
+    ("components:\n  m: {{type: I, inertia: 1.0, f0: {v}}}", 3),
+    ("components:\n  m: {{type: C, capacitance: 1.0, q0: {v}}}", 3),
+    ("components:\n  m: {{type: Integrator, x0: {v}}}", 3),
+    ("components:\n  m: {{type: Step, t0: {v}}}", 3),
+    ("definitions:\n  D: {{parameters: {{c: {v}}}}}\ncomponents:\n  d: {{type: D}}", 3),
+])
+def test_a_number_beyond_a_double_is_refused_at_its_line(tmp_path, capsys, where, line, value):
+    """A whole number of 400 digits ended in OverflowError tracebacks (float() of it, and
+    math.isfinite, format's g) wherever the model read it; refused at its line, as 1e400 is."""
+    path = tmp_path / "m.yaml"
+    path.write_text("model: m\n" + where.format(v=value) + "\n")
+    err = refused(*simulate(path, capsys))
+    shown = value if len(value) <= 24 else f"{value[:20]}... ({len(value)} characters)"
+    assert err == (f"bondsim-ros simulate: error: {path}:{line}: {shown} is beyond the range of a double "
+                   f"(about 1.8e308): refused"), err
+
+
+@pytest.mark.parametrize("umin, umax, shown", [('"2"', '"1"', "2, 1"), ('"1 + 1"', "1", "2, 1"),
+                                               ('"pi"', '"3"', "3.14159, 3"), ("2e0", "1e0", "2, 1"),
+                                               ('"1"', '"1"', "1, 1")])
+def test_pid_limits_given_as_constant_laws_the_wrong_way_round_are_refused(tmp_path, capsys, umin, umax, shown):
+    """umin: "2", umax: "1" ran with the output held at umax: only numbers were checked when the
+    PID was made, and laws only when they held parameters."""
+    path = write(tmp_path, "m.yaml", f"""
+        model: m
+        components:
+          ref: {{type: Constant, value: 1}}
+          pid: {{type: PID, kp: 1, ki: 1, umin: {umin}, umax: {umax}}}
+          integ: {{type: Integrator}}
+        signals: [[ref.out, pid.in_], [pid.out, integ.in_]]
+        """)
+    line = refused(*simulate(path, capsys))
+    assert line.startswith(f"bondsim-ros simulate: error: {path}:4: pid: PID limits need umin < umax, got "), line
+    assert line.endswith(shown if "e0" not in umin else "2.0, 1.0"), line
+
+
+def test_pid_limits_given_as_constant_laws_the_right_way_round_saturate(tmp_path, capsys):
+    out = tmp_path / "r.csv"
+    path = write(tmp_path, "m.yaml", """
+        model: m
+        components:
+          ref: {type: Constant, value: 1}
+          pid: {type: PID, kp: 5, umin: "-1", umax: "1/2"}
+          integ: {type: Integrator}
+          rec: {type: Recorder, columns: [u]}
+        signals: [[ref.out, pid.in_], [pid.out, integ.in_, rec.u]]
+        """)
+    rc, err = simulate(path, capsys, "--csv", out)
+    assert rc == 0, err
+    assert np.loadtxt(out, delimiter=",", skiprows=1)[:, 2] == pytest.approx(0.5)  # 5 * 1, held at umax
+
+
+# ----------------------------------------------------------------- what YAML cannot read
+@pytest.mark.parametrize("text, line, message", [
+    ("model: x\x01y\ncomponents: {}\n", 1, "YAML cannot read character #x0001: control characters are not allowed"),
+    ("model: x\ncomponents:\n  a: {type: R, resistance: \"1\x00\"}\n", 3,
+     "YAML cannot read character #x0000: control characters are not allowed"),
+    ("model: x\ncomponents:\n  ? !!set {a: null}\n  : {type: R}\n", 3, "a key must be a name, got a set {'a'}"),
+    ("model: x\nbase: &b {type: R}\ncomponents:\n  r: {<<: *b,\n      <<: {resistance: 5.0}}\n", 5,
+     "duplicate key '<<' (merge several mappings with one: <<: [*a, *b])"),
+])
+def test_what_yaml_cannot_read_as_a_model_is_refused_at_its_line(tmp_path, capsys, text, line, message):
+    """A control character ended in yaml.reader.ReaderError, a set as a key in TypeError
+    (unhashable), both tracebacks; two merge keys in one mapping took the last one's values."""
+    path = tmp_path / "m.yaml"
+    path.write_bytes(text.encode())
+    err = refused(*simulate(path, capsys))
+    assert err == f"bondsim-ros simulate: error: {path}:{line}: {message}", err
+
+
+# ----------------------------------------------------------------- sections of the wrong kind
+@pytest.mark.parametrize("text, line, message", [
+    ("model: m\n\ncomponents:\n  mass: {type: I, inertia: 1.0}\n\nbonds: 5\n", 6,
+     "m: 'bonds' must be a list, got a number 5"),
+    ("model: m\nparameters: {k: 1}\n\ncomponents: oops\n", 4, "m: 'components' must be a mapping, got text 'oops'"),
+    ("model: m\n\nparameters: 3\ncomponents: {}\n", 3, "parameters: 'parameters' must be a mapping, got a number 3"),
+    ("model: m\n\ndefinitions: [D]\ncomponents: {}\n", 3,
+     "definitions: must be a mapping name -> component spec, got a list ['D']"),
+    ("model: m\ncomponents: {}\nsignals: {a: b}\n", 3, "m: 'signals' must be a list, got a mapping {'a': 'b'}"),
+    ("model: m\ndefinitions:\n  D:\n    ports: {p: in}\n\n    components: 7\ncomponents:\n  d: {type: D}\n", 6,
+     "d: 'components' must be a mapping, got a number 7"),
+    ("model: m\ndefinitions:\n  D:\n\n    parameters: [1, 2]\ncomponents:\n  d: {type: D}\n", 5,
+     "D: 'parameters' must be a mapping name -> value, got a list [1, 2]"),
+])
+def test_a_section_of_the_wrong_kind_is_refused_at_its_keys_line(tmp_path, capsys, text, line, message):
+    """`bonds: 5` was refused at line 1 (the enclosing mapping's), and a list as
+    'got _LineList [1, 2]', the reader's own type name."""
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    err = refused(*simulate(path, capsys))
+    assert err == f"bondsim-ros simulate: error: {path}:{line}: {message}", err
+
+
+# ----------------------------------------------------------------- bonds written as mappings
+def test_a_bond_written_as_a_mapping_runs_as_the_list_does(tmp_path, capsys):
+    outs = []
+    for bond in ("[v, r]", "{from: v, to: r}"):
+        out = tmp_path / f"{len(outs)}.csv"
+        path = write(tmp_path, "m.yaml", f"""
+            model: m
+            components:
+              v: {{type: EffortJunction}}
+              mass: {{type: I, inertia: 1.0, p0: 1.0}}
+              r: {{type: R, resistance: 2.0}}
+            bonds: [[v, mass], {bond}]
+            """)
+        rc, err = simulate(path, capsys, "--csv", out)
+        assert rc == 0, err
+        outs.append(np.loadtxt(out, delimiter=",", skiprows=1))
+    assert outs[1] == pytest.approx(outs[0])
+    assert outs[1][:, 1] == pytest.approx(np.exp(-2.0 * outs[1][:, 0]), rel=1e-5)
+
+
+@pytest.mark.parametrize("bond, line, message", [
+    ("{from: v, to: r,\n     label: damper}", 8, "got unknown key(s) label"),
+    ("{from: v, too: r}", 7, "got unknown key(s) too"),
+    ("{from: v}", 7, "got no 'to:'"),
+])
+def test_a_bond_written_as_a_mapping_takes_from_and_to_only(tmp_path, capsys, bond, line, message):
+    """`{from: v, to: r, label: damper}` ran with label read by nothing, and a misspelt key
+    (`too:`) as well."""
+    path = tmp_path / "m.yaml"
+    path.write_text("model: m\ncomponents:\n  v: {type: EffortJunction}\n  mass: {type: I, inertia: 1.0, p0: 1.0}\n"
+                    f"  r: {{type: R, resistance: 2.0}}\nbonds:\n  - {bond}\n")
+    err = refused(*simulate(path, capsys))
+    assert err == (f"bondsim-ros simulate: error: {path}:{line}: m: a bond written as a mapping has the keys from "
+                   f"and to, {message}"), err
+
+
 # ----------------------------------------------------------------- bonds and signal lines that are not lists
 @pytest.mark.parametrize("connections, line, message", [
     ("bonds: [F-m]", 5, "a bond is [from, to], got 'F-m'"),
@@ -575,3 +740,76 @@ def test_sweep_output_times_take_decimal_digits_only(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert code != 0 and f"--at expects comma-separated times, got '{value}'" in err, err
     assert not (tmp_path / "out.csv").exists()
+
+
+# ----------------------------------------------------------------- the cache
+def test_no_cache_writes_no_build_record(tmp_path, capsys, monkeypatch):
+    """`simulate --no-cache` wrote the build record (models/r_*.json) its help says it does not
+    write: the next run without the option then took the model from that record."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(cache))
+    model = tmp_path / "rc.yaml"
+    model.write_text((Path(__file__).parent / "data" / "models" / "rc_step.yaml").read_text())
+    for spec in (model, "mass_spring_damper"):
+        rc, err = simulate(spec, capsys, "--no-cache")
+        assert rc == 0, err
+    assert list((cache / "models").glob("r_*.json")) == []
+    rc, err = simulate(model, capsys)  # without the option: the record is written
+    assert rc == 0 and len(list((cache / "models").glob("r_*.json"))) == 1, err
+
+
+# ----------------------------------------------------------------- outputs over the model's own files
+GAINS_MODEL = """
+    from bondsim_ros.bondgraph import C, EffortJunction, I, Model, R, Se
+    import gains
+
+    def build():
+        m = Model("msd_gains")
+        v = m.add(EffortJunction("v", output=True))
+        m.add(Se("F", 1.0), I("mass", 2.0), C("spring", 1.0 / gains.K), R("damper", 0.5))
+        m.bond("F", v)
+        for n in ("mass", "spring", "damper"):
+            m.bond(v, n)
+        return m
+    """
+
+
+@pytest.mark.parametrize("args", [["--csv", "gains.py"], ["--csv", "link.csv"], ["--plot", "link.png"]],
+                         ids=["csv", "csv-link", "plot-link"])
+def test_an_output_over_a_module_the_model_file_imports_is_refused(tmp_path, capsys, monkeypatch, args):
+    """`simulate motor.py --csv gains.py` (motor.py imports gains.py) replaced gains.py with the
+    CSV: only the model file itself was checked. Refused before any work, from the build just
+    made and from the build record alike."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "cache"))
+    model = write(tmp_path, "motor.py", GAINS_MODEL)
+    (tmp_path / "gains.py").write_text("K = 4.0\n")
+    (tmp_path / "link.csv").symlink_to("gains.py")
+    (tmp_path / "link.png").symlink_to("gains.py")
+    for built in ("built now", "from its record"):
+        line = refused(*simulate(model.name, capsys, *args))
+        assert line == (f"bondsim-ros simulate: error: {args[0]} {args[1]}: refusing to overwrite "
+                        f"{'gains.py' if args[1] == 'gains.py' else tmp_path / 'gains.py'}, "
+                        f"a file the model is built from"), built
+        assert (tmp_path / "gains.py").read_text() == "K = 4.0\n"
+        rc, err = simulate(model.name, capsys, "--csv", "out.csv")  # the record written
+        assert rc == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "gains.py", "link.csv", "link.png", "motor.py",
+                                                          "out.csv"]
+
+
+def test_an_output_over_the_robotino_config_is_refused(tmp_path, capsys, monkeypatch):
+    """With $BONDSIM_ROBOTINO_CONFIG naming the Robotino's parameter file, `simulate robotino_twist
+    --csv` of that file replaced the parameters with the CSV."""
+    config = tmp_path / "robotino.yaml"
+    text = (Path(__file__).resolve().parents[1] / "config" / "robotino.yaml").read_text()
+    config.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BONDSIM_ROBOTINO_CONFIG", str(config))
+    for built in ("built now", "from its record"):
+        line = refused(*simulate("robotino_twist", capsys, "--csv", "robotino.yaml"))
+        assert line == ("bondsim-ros simulate: error: --csv robotino.yaml: refusing to overwrite robotino.yaml, "
+                        "a file the model is built from"), built
+        assert config.read_text() == text
+        rc, err = simulate("robotino_twist", capsys, "--csv", "out.csv")
+        assert rc == 0, err

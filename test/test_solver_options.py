@@ -205,6 +205,11 @@ SIMULATE = ["simulate", "dc_motor", "--t-end", "0.05", "--dt-out", "0.01", "-q"]
     (SIMULATE + ["--rtol", "-1e-6"], "--rtol must be a number in [2.22e-14, 0.1], got -1e-06"),
     (SIMULATE + ["--atol", "-2.5E-8"], "--atol must be a positive finite number, got -2.5e-08"),
     (SIMULATE + ["--hmax", "0"], "--hmax must be a positive number (inf: no limit), got 0"),
+    # below the solver's smallest step: not a run that failed (exit 1, "step size underflow")
+    (SIMULATE + ["--hmax", "1e-300"], "--hmax must be at least 2.22e-15, the solver's smallest step, got 1e-300"),
+    (SIMULATE + ["--hmax", "2e-15"], "--hmax must be at least 2.22e-15, the solver's smallest step, got 2e-15"),
+    (["fit", "dc_motor", "data.csv", "--params", "Ra", "--outputs", "current", "--hmax", "1e-16"],
+     "--hmax must be at least 2.22e-15, the solver's smallest step, got 1e-16"),
     (SIMULATE + ["--max-order", "6"], "--max-order must be an integer from 1 to 5, got 6"),
     (["fit", "dc_motor", "data.csv", "--params", "Ra", "--outputs", "current", "--max-order", "0"],
      "--max-order must be an integer from 1 to 5, got 0"),
@@ -218,6 +223,14 @@ def test_a_bad_solver_flag_is_one_line_naming_the_flag_exit_2(tmp_path, monkeypa
     assert rc == 2, err
     assert err.strip() == f"bondsim-ros {argv[0]}: error: {says}", err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_the_smallest_hmax_is_the_solvers_smallest_step(tmp_path, capsys):
+    from bondsim_ros.cliargs import HMAX_MIN
+    from bondsim_ros.solver.bdf import _hmin
+
+    assert HMAX_MIN == _hmin(0.0)
+    assert main(SIMULATE + ["--hmax", "1e-3"]) == 0, capsys.readouterr().err
 
 
 def test_the_flags_reach_the_solver(tmp_path, capsys):

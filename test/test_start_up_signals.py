@@ -1,8 +1,8 @@
-"""A signal during a command's start-up (the model build, the nodes' construction, up to the
-spin) ends it as the CLI ends any command: SIGINT with 130 and "interrupted", SIGTERM with 143
-and "terminated", promptly and without a traceback. The commands run as programs (the
-console script's way), with a start-up step made slow or made to run Python's finalizers, so
-that the signal provably lands in start-up."""
+"""A signal during a command's start-up (the command line's own steps before the command
+runs, the model build, the nodes' construction, up to the spin) ends it as the CLI ends any
+command: SIGINT with 130 and "interrupted", SIGTERM with 143 and "terminated", promptly and
+without a traceback. The commands run as programs (the console script's way), with a start-up
+step made slow or made to run Python's finalizers, so that the signal provably lands in start-up."""
 import os
 import signal
 import subprocess
@@ -12,10 +12,43 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
-from procs import guarded, terminal_sigint  # noqa: E402
+from procs import guarded, terminal_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
+
+try:  # the commands of the ROS graph need rclpy; `simulate` does not
+    import rclpy  # noqa: F401
+    NO_ROS = None
+except ImportError as exc:
+    NO_ROS = f"rclpy not installed (install the [ros] extra): {exc}"
+needs_ros = pytest.mark.skipif(NO_ROS is not None, reason=str(NO_ROS))
+
+# one of the command line's steps before a command runs (TARGET: module:attribute path) made
+# slow: the signal comes while it runs
+SLOW_CLI_STEP = """
+import importlib, sys, time
+
+module, _, path = sys.argv[1].partition(":")
+owner = importlib.import_module(module)
+*parents, name = path.split(".")
+for part in parents:
+    owner = getattr(owner, part)
+step = getattr(owner, name)
+
+
+def slow(*args, **kw):
+    print("starting", file=sys.stderr, flush=True)
+    for _ in range(300):  # slices: a signal handed to another thread is raised between them
+        time.sleep(0.1)
+    return step(*args, **kw)
+
+
+setattr(owner, name, slow)
+from bondsim_ros.cli import main
+
+sys.argv = ["bondsim-ros", *sys.argv[2:]]
+sys.exit(main())
+"""
 
 # the model build made slow (a first compile takes as long): the signal comes while it runs
 SLOW_BUILD = """
@@ -140,6 +173,7 @@ def _signal_at(code: str, args: list, ready: str, sig, cwd, timeout: float = 30.
 EXPECTED = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "terminated")}
 
 
+@needs_ros
 @pytest.mark.parametrize("command", [["up", "--duration", "5"],
                                      ["demo", "--duration", "2", "--no-video", "--out", "out"]], ids=["up", "demo"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -152,6 +186,7 @@ def test_a_signal_during_the_model_build_ends_the_command_with_its_status(tmp_pa
     assert not (tmp_path / "out" / "bag").exists()
 
 
+@needs_ros
 @pytest.mark.parametrize("where", ["callback", "import"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_in_the_start_up_of_up_is_not_lost(tmp_path, sig, where):
@@ -172,3 +207,32 @@ def test_a_signal_in_the_start_up_of_up_is_not_lost(tmp_path, sig, where):
     assert said in err, err[-3000:]
     assert (proc.returncode, err.strip().splitlines()[-1]) == (status, word), (proc.returncode, err[-3000:])
     assert "running" not in err and "Traceback" not in err and "Exception ignored" not in err, err[-3000:]
+
+
+@pytest.mark.parametrize("step", ["bondsim_ros.cli:_start_ahead", "bondsim_ros.cli:build_parser",
+                                  "argparse:ArgumentParser.parse_known_args",
+                                  "bondsim_ros.solver.native:check_cache_root",
+                                  "bondsim_ros.solver._ccore:prebuild"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_before_the_command_runs_ends_it_with_its_status(tmp_path, step, sig):
+    """Ctrl-C in the first tenth of a second of `simulate` (the solve started ahead, the
+    parser, the cache check, the solver core's build started) printed a KeyboardInterrupt
+    traceback."""
+    env = dict(_env(), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI_STEP, step, "simulate", "dc_motor", "--csv", "x.csv"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=terminal_sigint)
+    lines = []
+    with guarded(proc, 120.0):
+        for line in proc.stderr:
+            lines.append(line)
+            if "starting" in line:
+                break
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=30)
+    with proc.stderr:
+        err = "".join(lines) + proc.stderr.read()
+    status, word = EXPECTED[sig]
+    assert (rc, err.strip().splitlines()[-1]) == (status, word), (rc, err[-3000:])
+    assert "Traceback" not in err, err[-3000:]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "cache") == []

@@ -169,6 +169,7 @@ def _fit_and_write(args, options, staged) -> int:
     from bondsim_ros.cliargs import CLIError, RunFailed, assignments
     from bondsim_ros.model_commands import _load
     from bondsim_ros.models import buildcache
+    from bondsim_ros.outfiles import check_not_built_from
     from bondsim_ros.sweep.workers import WorkerDied, WorkersError
 
     from .core import FitError, FitProblem, FitRunFailed, read_csv
@@ -184,6 +185,8 @@ def _fit_and_write(args, options, staged) -> int:
         # from the build record when the model was built before (no sympy), as `simulate` and
         # the workers of --jobs/--scheduler find it (models/buildcache.py)
         resolved = buildcache.resolve(args.model, load=_load)
+        for opt, out in staged.items():  # the files the model is built from are known now; nothing is in place yet
+            check_not_built_from(out.path, opt, resolved.files)
         entry = resolved.entry
         if args.config_out and (entry is None or entry.write_config is None):
             raise FitError(f"--config-out: model {args.model!r} is not built from a parameter file")
@@ -256,6 +259,11 @@ def cmd_bag2csv(args) -> int:
     from .core import FitError
 
     check_output(args.output, "-o", stdout_ok=True, inputs=[args.bag, args.bridge_config])
+    # a topic given and its columns left out: which one does the user mean?
+    for topic, left_out, options in ((args.odom, args.no_odom, "--odom and --no-odom"),
+                                     (args.motor_readings, args.no_currents, "--motor-readings and --no-currents")):
+        if topic is not None and left_out:
+            raise CLIError(f"{options}: give one of them")
     if args.wheel_sign is not None and not (math.isfinite(args.wheel_sign) and args.wheel_sign != 0):
         raise CLIError(f"--wheel-sign {args.wheel_sign}: give a finite, non-zero factor (usually 1 or -1)")
     cfg_path = args.bridge_config or _default_bridge_config()
@@ -300,8 +308,6 @@ def cmd_bag2csv(args) -> int:
     if len(motor_joints) != 3:
         raise CLIError(f"--motor-joints {args.motor_joints}: give the three joints motors 0, 1, 2 turn")
     _distinct(motor_joints, "--motor-joints")
-    if args.no_currents and args.motor_readings:
-        raise CLIError("--motor-readings and --no-currents: give one of them")
     # the driver publishes motor_readings beside joint_states (MotorArrayROS): read where logged
     readings = None if args.no_currents else args.motor_readings or joint_states.rpartition("/")[0] + "/motor_readings"
     try:

@@ -157,12 +157,13 @@ def resolve(spec: str, use_cache: bool = True, load=None) -> Resolved:
 
 class Resolved:
     """A model as the user asked for it: ``entry`` (its built-in ModelEntry, None for a model
-    file) and ``key`` (its generated code's key, when a build record gave it; else None), its
-    CompiledModel from :meth:`compile`."""
+    file), ``key`` (its generated code's key, when a build record gave it; else None) and
+    ``files`` (the real path of every file its build read -> that file's hash: what no output of
+    the command may replace), its CompiledModel from :meth:`compile`."""
 
     def __init__(self, spec: str, load, use_cache: bool = True, key: str | None = None, name: str = "",
-                 parameters: dict | None = None, entry=None):
-        self.spec, self.key, self.entry = spec, key, entry
+                 parameters: dict | None = None, entry=None, files: dict | None = None):
+        self.spec, self.key, self.entry, self.files = spec, key, entry, files or {}
         self._load, self._use_cache = load, use_cache
         self._name, self._parameters = name, parameters or {}  # the record's: the model's name and values
         self._model = self._reads = None
@@ -174,6 +175,7 @@ class Resolved:
         with _Reads() as reads:
             self._model, self.entry = self._load(self.spec)
         self._reads = reads
+        self.files = reads.files
 
     def compile(self, log=None):
         """The CompiledModel: the recorded key's code when the cache holds it, else the model's
@@ -187,7 +189,8 @@ class Resolved:
                 return compiled
             self._build()
         compiled = compile_model(self._model, use_cache=self._use_cache, log=log)
-        _record(self.spec, self.entry, self._model, compiled, self._reads)
+        if self._use_cache:  # without the cache (--no-cache) no record is read, nor written
+            _record(self.spec, self.entry, self._model, compiled, self._reads)
         return compiled
 
 
@@ -207,7 +210,7 @@ def _from_record(spec: str, load) -> Resolved | None:
         if not is_cached(str(key)):
             return None
         resolved = Resolved(spec, load, key=str(key), name=str(rec["name"]),
-                            parameters={str(k): float(v) for k, v in rec["parameters"].items()})
+                            parameters={str(k): float(v) for k, v in rec["parameters"].items()}, files=deps)
         module = rec["entry_module"]
         if module is not None:  # a built-in: its entry (defaults, plots), from its module alone
             from bondsim_ros.models import entry_from

@@ -16,6 +16,7 @@ without compiling, and a failed or interrupted build leaves nothing behind.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -99,9 +100,24 @@ def _remembered(kind: str, key: list):
     return None
 
 
+_read_only = []  # non-empty inside read_only(): facts found are not stored
+
+
+@contextlib.contextmanager
+def read_only():
+    """Within it, nothing is written to the cache (a command that only shows the cache: finding
+    the compiler and the CPU stores no facts in host/ and makes no folder)."""
+    _read_only.append(True)
+    try:
+        yield
+    finally:
+        _read_only.pop()
+
+
 def _remember(kind: str, key: list, value: str) -> None:
     """Store ``value`` for ``key``, whole or not at all (a read-only cache: asked again next time)."""
-    cachedir.write_whole(_memo_path(kind, key), json.dumps([key, value]).encode())
+    if not _read_only:
+        cachedir.write_whole(_memo_path(kind, key), json.dumps([key, value]).encode())
 
 
 def _memo_path(kind: str, key: list) -> Path:
