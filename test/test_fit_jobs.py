@@ -327,3 +327,75 @@ def test_a_cluster_without_workers_is_said_and_the_fit_waits(motor_log, serial, 
     assert notes == [f"the Dask cluster at {cl.scheduler_address} has no workers yet: waiting for them (start some "
                      f"with `dask worker {cl.scheduler_address}`; Ctrl-C stops)"]
     assert result.workers == f"Dask at {cl.scheduler_address}, 1 worker thread"
+
+
+# A fit whose first run on a worker misbehaves as the signal comes, which the command then gets
+# alone (as `kill PID` or a timeout sends it): "half-sent", the worker ends in the middle of
+# sending its result (part of a message left in the pool's result pipe); "stubborn", the worker
+# does not end on SIGTERM, and a second signal comes while the command ends the workers
+MISBEHAVING = '''
+import os, signal, struct, sys, time
+
+import bondsim_ros.fit.core as core
+from bondsim_ros.cli import main
+
+run = core.evaluate
+
+
+def misbehave(*args):
+    try:
+        os.close(os.open(os.environ["CUT_MARK"], os.O_CREAT | os.O_EXCL))
+    except FileExistsError:  # (the other worker's runs)
+        return run(*args)
+    sig = int(os.environ["CUT_SIGNAL"])
+    if os.environ["CUT_MODE"] == "half-sent":
+        frame = sys._getframe()
+        while frame.f_code.co_name != "_process_worker":  # the pool's loop in this worker: its result pipe
+            frame = frame.f_back
+        os.write(frame.f_locals["result_queue"]._writer.fileno(), struct.pack("!i", 1 << 20) + bytes(16))
+        os.kill(os.getppid(), sig)
+    else:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        os.kill(os.getppid(), sig)
+        time.sleep(0.5)
+        os.kill(os.getppid(), sig)
+    time.sleep(600)
+
+
+core.evaluate = misbehave  # (this module is imported again by each worker: they run it too)
+if __name__ == "__mp_main__":  # a worker: its process id, to see that none is left
+    with open(os.environ["CUT_MARK"] + ".pids", "a") as pids:
+        print(os.getpid(), file=pids)
+
+if __name__ == "__main__":
+    sys.argv = ["bondsim-ros", *sys.argv[1:]]
+    sys.exit(main())
+'''
+
+
+@pytest.mark.parametrize("mode", ["half-sent", "stubborn"])
+@pytest.mark.parametrize("sig, code, word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
+                         ids=["SIGTERM", "SIGINT"])
+def test_a_signal_ends_a_parallel_fit_whatever_its_workers_do(motor_log, tmp_path, mode, sig, code, word):
+    """The fit waited for good for the pool to end: on a result pipe a worker left half written,
+    or on a worker that did not end on SIGTERM. It ends within seconds, as a signal ends any
+    command, and leaves no worker."""
+    path, data = motor_log
+    script = tmp_path / "misbehaving.py"
+    script.write_text(MISBEHAVING)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CUT_MARK=str(tmp_path / "cut"), CUT_SIGNAL=str(int(sig)),
+               CUT_MODE=mode)
+    proc = subprocess.Popen([sys.executable, str(script), "fit", str(path), str(data), *FIT, "--jobs", "2", "-q"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=terminal_sigint)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"the fit did not end after {sig.name}")
+    assert (tmp_path / "cut").exists(), "no run reached a worker"
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == word, err
+    left = left_over([int(pid) for pid in (tmp_path / "cut.pids").read_text().split()])
+    assert not left, f"processes outlived the fit: {left}"

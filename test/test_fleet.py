@@ -98,6 +98,29 @@ def test_bad_fleet_arguments_are_refused_by_name(capfd, argv, message):
     assert f"bondsim-ros fleet: error: {message}" in err
 
 
+@pytest.mark.parametrize("argv, message", [
+    # started ROS and its process, which built twins until killed
+    (["fleet", "99999999999999999999999", "--duration", "1"],
+     "N: at most 10000 robots, more than one machine runs (a core holds about 34 twins in real time), got "
+     "999999... (23 digits)"),
+    (["fleet", "10001", "--duration", "1"],
+     "N: at most 10000 robots, more than one machine runs (a core holds about 34 twins in real time), got 10001"),
+    (["fleet", "1000", "--processes", "121", "--duration", "1"],
+     "--processes must be 1..120 (one DDS participant each: at most 120 on one computer), got 121"),
+])
+def test_a_fleet_beyond_one_machine_is_refused_before_anything_starts(capfd, monkeypatch, argv, message):
+    import multiprocessing
+
+    def started(*args, **kwargs):
+        raise AssertionError("a fleet process was started")
+
+    monkeypatch.setattr(multiprocessing.get_context("spawn").Process, "start", started)
+    rc = main(argv)
+    out, err = capfd.readouterr()
+    assert rc == 2 and "Traceback" not in out + err, err
+    assert err.strip() == f"bondsim-ros fleet: error: {message}", err
+
+
 def test_fleet_command_writes_its_figures(tmp_path, capfd):
     import json
 

@@ -183,21 +183,96 @@ def test_value_errors_name_the_csv_line_past_blank_lines_and_quoted_line_breaks(
         render_mod.read_joint_csv(csv_path)
 
 
-def test_an_mp4_falling_back_to_a_gif_keeps_its_timing_or_is_refused_above_50_fps(tmp_path, monkeypatch, capsys):
-    """No ffmpeg: the MP4's frames become a GIF beside it, timed as a GIF asked for by name; at
-    60 fps that GIF would play slow, so the render fails saying why."""
-    def no_ffmpeg(out, first, frames, fps):
-        raise render_mod._EncoderFailed(OSError("no ffmpeg here"), 0)
+def _no_drawing(monkeypatch):
+    """Renderer.draw fails the test: what is refused must be refused before any frame is drawn."""
+    def draw(*args, **kwargs):
+        raise AssertionError("a frame was drawn")
 
-    monkeypatch.setattr(render_mod, "_write_mp4", no_ffmpeg)
+    monkeypatch.setattr(render_mod.Renderer, "draw", draw)
+
+
+def test_an_mp4_without_ffmpeg_is_refused_before_drawing_and_no_gif_is_written(tmp_path, monkeypatch, capsys):
+    """No ffmpeg: the MP4's frames became a GIF beside it, replacing a v.gif the user had (exit 0),
+    or, with a folder v.gif, failed once every frame was drawn."""
     csv_path = _swing_csv(tmp_path / "s.csv", 1.0)
-    with pytest.raises(render_mod.RenderError, match=r"cannot write MP4 \(no ffmpeg here\), and a GIF in its place "
-                                                     r"plays at most 50 fps, not 60"):
-        render_mod.render(PENDULUM, tmp_path / "a.mp4", joints_csv=csv_path, fps=60, size=(96, 72), quiet=True)
-    assert not (tmp_path / "a.gif").exists()
-    out = render_mod.render(PENDULUM, tmp_path / "b.mp4", joints_csv=csv_path, fps=30, size=(96, 72), quiet=True)
-    assert out.endswith("b.gif") and "writing b.gif instead" in capsys.readouterr().err
-    assert sum(_gif_delays(out)) == 1030  # 31 frames at 30 fps
+    (tmp_path / "v.gif").write_bytes(b"mine")
+    (tmp_path / "w.gif").mkdir()
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(tmp_path / "nonexistent"))
+    _no_drawing(monkeypatch)
+    for name in ("v", "w", "x"):
+        out = tmp_path / f"{name}.mp4"
+        assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(out), "--fps", "2",
+                     "--size", "96x72", "-q"]) == 2
+        err = capsys.readouterr().err
+        assert err.strip() == f"bondsim-ros render: error: {out}: cannot write MP4: ffmpeg is missing " \
+                              f"(IMAGEIO_FFMPEG_EXE={tmp_path / 'nonexistent'} is no program to run); ask for a GIF " \
+                              f"instead (-o {tmp_path / name}.gif)", err
+    assert (tmp_path / "v.gif").read_bytes() == b"mine" and (tmp_path / "w.gif").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv", "v.gif", "w.gif"]
+
+
+def test_an_mp4_ffmpeg_refuses_is_an_error_and_no_gif(tmp_path, monkeypatch):
+    def refused(out, first, frames, fps):
+        raise render_mod._EncoderFailed(OSError("refused here"))
+
+    monkeypatch.setattr(render_mod, "mp4_unavailable", lambda: None, raising=False)  # ffmpeg there, as if
+    monkeypatch.setattr(render_mod, "_write_mp4", refused)
+    csv_path = _swing_csv(tmp_path / "s.csv", 1.0)
+    with pytest.raises(render_mod.RenderError, match=r"b\.mp4: cannot write MP4 \(refused here\)$"):
+        render_mod.render(PENDULUM, tmp_path / "b.mp4", joints_csv=csv_path, fps=30, size=(96, 72), quiet=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.csv"]
+
+
+def test_a_quiet_render_of_a_short_mp4_says_nothing_on_stderr(tmp_path, capfd):
+    """ffmpeg's "not enough frames to estimate rate" of a video of a few frames reached stderr
+    under -q."""
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    if shutil.which(imageio_ffmpeg.get_ffmpeg_exe()) is None:
+        pytest.skip("no ffmpeg")
+    csv_path = _swing_csv(tmp_path / "s.csv", 1.0)
+    out = tmp_path / "v.mp4"
+    # frames of the default size: ffmpeg's probe of its input takes in one or two of them
+    assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(out), "--fps", "2", "-q"]) == 0
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == f"{out}\n", captured
+    assert out.stat().st_size > 0
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--fps", "5", "--speed", "3", "--every", "7", "--jobs", "4"], "--fps 5, --speed 3, --every 7, --jobs 4: options"),
+    (["--jobs", "2"], "--jobs 2: option"),
+    (["--speed", "0.5"], "--speed 0.5: option"),
+    (["--fps", "99999999999999999999"], "--fps 999999... (20 digits): option"),
+])
+def test_a_still_image_refuses_the_options_of_a_video(tmp_path, monkeypatch, capsys, options, says):
+    """They were ignored without a word (exit 0), as --row is not for a video."""
+    csv_path = _swing_csv(tmp_path / "s.csv", 1.0)
+    out = tmp_path / "still.png"
+    _no_drawing(monkeypatch)
+    assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(out), *options, "-q"]) == 2
+    err = capsys.readouterr().err
+    tail = "of a video (.mp4, .gif); a still image (.png) draws one row (--row)"
+    assert err.strip() == f"bondsim-ros render: error: {says} {tail}", err
+    assert not out.exists()
+
+
+def test_a_still_image_takes_the_video_options_at_their_defaults(tmp_path):
+    csv_path = _swing_csv(tmp_path / "s.csv", 1.0)
+    out = tmp_path / "still.png"
+    assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(out), "--fps", "25", "--speed", "1",
+                 "--every", "1", "--jobs", "1", "--row", "3", "--size", "96x72", "-q"]) == 0
+    assert out.stat().st_size > 0
+
+
+@pytest.mark.parametrize("speed, frames", [("1e-300", "5e+301"), ("5e-324", "inf")])
+def test_a_tiny_speed_is_refused_in_a_short_line(tmp_path, capsys, speed, frames):
+    """--speed 1e-300 quoted a frame count of 302 digits; 5e-324 raised OverflowError."""
+    csv_path = _swing_csv(tmp_path / "s.csv", 2.0)
+    assert main(["render", str(PENDULUM), "--joints", str(csv_path), "-o", str(tmp_path / "v.gif"), "--fps", "25",
+                 "--speed", speed, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"bondsim-ros render: error: t spans 2 s: {frames} frames at 25 fps and speed ") and \
+        len(err) < 200 and "Traceback" not in err, err
 
 
 def test_a_xacro_file_and_a_short_color_are_named_as_such(tmp_path, capsys):

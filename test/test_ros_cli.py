@@ -1,5 +1,7 @@
 """`bondsim-ros up` and `demo` answer bad input by name with exit status 2, no traceback, and
 never delete what the run did not create."""
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy not installed (install the [ros] extra)")
@@ -82,12 +84,41 @@ def test_demo_never_deletes_an_existing_recording(tmp_path, capfd):
     assert (out / "joints.csv").is_file()
 
 
+def test_demo_without_ffmpeg_renders_its_video_as_a_gif_and_says_why(tmp_path, capfd, monkeypatch):
+    """render refuses an MP4 without ffmpeg; the demo, which names its own outputs, asks for a GIF."""
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(tmp_path / "no-ffmpeg"))
+    out = tmp_path / "out"
+    rc, err = _run(capfd, "demo", "--duration", "1", "--out", str(out), "--no-sensors")
+    assert rc == 0, err
+    assert f"[demo] no MP4: ffmpeg is missing (IMAGEIO_FFMPEG_EXE={tmp_path / 'no-ffmpeg'} is no program to run); " \
+           f"the video is a GIF" in err, err
+    assert f"[demo] video: {out / 'robotino.gif'}" in err, err
+    assert (out / "robotino.gif").stat().st_size > 0 and not (out / "robotino.mp4").exists()
+
+
 def test_demo_out_that_is_a_file_is_refused(tmp_path, capfd):
     f = tmp_path / "out"
     f.write_text("mine")
     rc, err = _run(capfd, "demo", "--duration", "1", "--out", str(f), "--no-video", "--quiet")
     assert rc == 2 and f"--out {f}: exists and is not a folder" in err
     assert f.read_text() == "mine"
+
+
+@pytest.mark.parametrize("out, says", [
+    ("file/x", "cannot make this folder (Not a directory)"),  # was NotADirectoryError's traceback
+    ("file/x/y", "cannot make this folder (Not a directory)"),
+    ("/proc/bondsim-demo", "cannot make this folder (No such file or directory)"),
+    ("/proc", "cannot write in this folder (No such file or directory)"),  # was the recorder's traceback, ROS up
+])
+def test_demo_out_where_no_folder_can_be_made_is_refused_in_one_line(tmp_path, capfd, monkeypatch, out, says):
+    if out.startswith("/proc") and not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux /proc")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file").write_text("mine")
+    rc, err = _run(capfd, "demo", "--duration", "1", "--out", out, "--no-video", "--quiet")
+    assert rc == 2, err
+    assert err.strip() == f"bondsim-ros demo: error: --out {out}: {says}", err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and (tmp_path / "file").read_text() == "mine"
 
 
 @pytest.mark.parametrize("command", [["up", "--duration", "0.2"], ["fleet", "1", "--duration", "0.2"],

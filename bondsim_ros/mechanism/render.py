@@ -595,9 +595,21 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
                           f"{GIF_MAX_FPS} or less, or write an MP4")
     if suffix != ".png" and row != 0:
         raise RenderError(f"--row {row}: the row of a still image (.png); a video draws every row")
+    if suffix == ".png":
+        video_only = [f"{name} {_shown(value)}" for name, value, default in
+                      (("--fps", fps, 25), ("--speed", speed, 1.0), ("--every", every, 1), ("--jobs", jobs, 1))
+                      if not (_is_number(value) and value == default)]
+        if video_only:
+            raise RenderError(f"{', '.join(video_only)}: option{'s' if len(video_only) > 1 else ''} of a video "
+                              f"(.mp4, .gif); a still image (.png) draws one row (--row)")
     if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
         # H.264 in 4:2:0 has no odd side: ffmpeg's writer would resize the frames without a word
         raise RenderError(f"image size {size[0]}x{size[1]}: an MP4 needs an even width and height")
+    if suffix == ".mp4":
+        missing = mp4_unavailable()
+        if missing:
+            gif = out.with_suffix(".gif")
+            raise RenderError(f"{out}: cannot write MP4: {missing}; ask for a GIF instead (-o {gif})")
     if file.name.lower().endswith(".xacro"):  # read as a mechanism XML it failed on a missing id=
         raise RenderError(f"{file}: a xacro file: expand it first (xacro {file.name} > robot.urdf) and render the URDF")
     drawing = _from_urdf(file) if file.suffix.lower() == ".urdf" else _from_xml(file, search_path)
@@ -656,6 +668,44 @@ def render(file, out, *, joints_csv=None, fps=25, every=1, row=0, search_path=()
             yield last
 
     return _write_video(frames_seq(), len(picked), out, fps, progress)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _shown(value) -> str:
+    """A value as a message quotes it: a whole number of many digits in short form."""
+    if not _is_number(value):
+        return repr(value)
+    if isinstance(value, (float, np.floating)):
+        return f"{value:g}"
+    try:
+        text = str(value)
+    except ValueError:  # past Python's limit on the digits an int is written with
+        return "(a number of thousands of digits)"
+    return text if len(text) <= 15 else f"{text[:6]}... ({len(text.lstrip('-'))} digits)"
+
+
+def mp4_unavailable() -> str | None:
+    """Why no MP4 can be written here (imageio-ffmpeg or its ffmpeg missing), or None. Asked
+    before a video's frames are drawn: an MP4 that cannot be written is refused then, not
+    replaced by a file of another name."""
+    import os
+    import shutil
+
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        return "imageio-ffmpeg is not installed (pip install 'bondsim_ros[mechanism]' brings it and its ffmpeg)"
+    try:
+        exe = imageio_ffmpeg.get_ffmpeg_exe()
+    except RuntimeError:
+        return "ffmpeg is missing (install it, or point IMAGEIO_FFMPEG_EXE at it)"
+    if shutil.which(exe) is None:  # (IMAGEIO_FFMPEG_EXE is taken as it is, there or not)
+        named = "IMAGEIO_FFMPEG_EXE=" if os.environ.get("IMAGEIO_FFMPEG_EXE") == exe else ""
+        return f"ffmpeg is missing ({named}{exe} is no program to run)"
+    return None
 
 
 def trail_points(drawing: Drawing, rows: list) -> np.ndarray | None:
@@ -760,10 +810,13 @@ def frame_rows(times, fps, speed=1.0) -> list:
     duration / speed to within one frame."""
     times = np.asarray(times, dtype=float)
     span = float(times[-1] - times[0])
-    n = int(np.floor(span * fps / speed * (1 + 1e-12))) + 1
-    if n > MAX_FRAMES:
-        raise RenderError(f"t spans {span:g} s: {n} frames at {fps:g} fps and speed {speed:g}, above the limit of "
-                          f"{MAX_FRAMES}; is t in seconds? (a faster --speed shortens the video)")
+    # a float first: a tiny speed makes the count a number of hundreds of digits, or infinite
+    with np.errstate(over="ignore"):
+        count = np.floor(span * fps / speed * (1 + 1e-12)) + 1
+    if not count <= MAX_FRAMES:
+        raise RenderError(f"t spans {span:g} s: {count:.3g} frames at {fps:g} fps and speed {speed:g}, above the "
+                          f"limit of {MAX_FRAMES}; is t in seconds? (a faster --speed shortens the video)")
+    n = int(count)
     if len(times) == 1:
         return [0]
     want = times[0] + np.arange(n) * (speed / fps)
@@ -840,12 +893,11 @@ def _progress(total, enabled):
 
 
 class _EncoderFailed(Exception):
-    """ffmpeg could not be found, started or written to, or left a file without the frames, after
-    ``frames`` frames it took."""
+    """ffmpeg could not be found, started or written to, or left a file without the frames."""
 
-    def __init__(self, cause, frames: int):
+    def __init__(self, cause):
         super().__init__(str(cause))
-        self.cause, self.frames = cause, frames
+        self.cause = cause
 
 
 def _write_mp4(out: Path, first, frames, fps: int) -> None:
@@ -857,7 +909,7 @@ def _write_mp4(out: Path, first, frames, fps: int) -> None:
     try:
         import imageio_ffmpeg
     except ImportError as exc:
-        raise _EncoderFailed(exc, 0) from None
+        raise _EncoderFailed(exc) from None
     h, w = first.shape[:2]
     taken = 0
 
@@ -866,15 +918,17 @@ def _write_mp4(out: Path, first, frames, fps: int) -> None:
         try:
             writer.send(frame)
         except (RuntimeError, OSError) as exc:  # no ffmpeg binary; ffmpeg refused or died (its stderr)
-            raise _EncoderFailed(exc, taken) from None
+            raise _EncoderFailed(exc) from None
         taken += frame is not None
 
     with output_path(out) as tmp:
         try:  # (a generator: ffmpeg is looked for and started by the first send)
+            # ffmpeg's errors reach stderr (its reason, when it fails); its warnings are noise (a short
+            # video's "not enough frames to estimate rate"), also under --quiet
             writer = imageio_ffmpeg.write_frames(str(tmp), (w, h), fps=fps, codec="libx264", pix_fmt_out="yuv420p",
-                                                 macro_block_size=2, quality=7)
+                                                 macro_block_size=2, quality=7, ffmpeg_log_level="error")
         except (RuntimeError, OSError) as exc:
-            raise _EncoderFailed(exc, 0) from None
+            raise _EncoderFailed(exc) from None
         try:
             send(None)  # starts ffmpeg
             send(np.ascontiguousarray(first))
@@ -886,7 +940,7 @@ def _write_mp4(out: Path, first, frames, fps: int) -> None:
         # finishing the file (no space for the index, killed) shows only in the file it left
         written = _frames_in(imageio_ffmpeg.get_ffmpeg_exe(), tmp, taken)
         if written != taken:
-            raise _EncoderFailed(f"ffmpeg wrote {written} of the {taken} frames", taken)
+            raise _EncoderFailed(f"ffmpeg wrote {written} of the {taken} frames")
 
 
 def _frames_in(exe: str, path: Path, taken: int) -> int:
@@ -898,23 +952,24 @@ def _frames_in(exe: str, path: Path, taken: int) -> int:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     except OSError as exc:
-        raise _EncoderFailed(exc, taken) from None
+        raise _EncoderFailed(exc) from None
     counts = re.findall(r"^frame=(\d+)$", proc.stdout, re.MULTILINE)
     if proc.returncode or not counts:
         # ffmpeg's first complaint, without its "[in#0 @ 0x...]" prefix
         lines = [re.sub(r"^\[[^]]*\]\s*", "", line) for line in proc.stderr.splitlines() if line.strip()]
         reason = lines[0] if lines else f"exit status {proc.returncode}"
-        raise _EncoderFailed(f"the video ffmpeg wrote cannot be read back: {reason}", taken)
+        raise _EncoderFailed(f"the video ffmpeg wrote cannot be read back: {reason}")
     return int(counts[-1])
 
 
 def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
-    """Write the frames to ``out`` (.mp4, falling back to .gif; .gif) under bondsim_ros.outfiles'
-    rule: a file under a temporary name first, so an interrupted render leaves no partial video;
-    a pipe or device gets the finished video copied into it (the MP4 muxer seeks)."""
+    """Write the frames to ``out`` (.mp4 or .gif) under bondsim_ros.outfiles' rule: a file under a
+    temporary name first, so an interrupted render leaves no partial video; a pipe or device gets
+    the finished video copied into it (the MP4 muxer seeks). An MP4 ffmpeg cannot write is an
+    error: no file of another name is written in its place."""
     from PIL import Image
 
-    from bondsim_ros.outfiles import is_stream, output_path
+    from bondsim_ros.outfiles import output_path
 
     with _progress(total, progress) as bar:
         task = bar.add_task("frames", total=total)
@@ -929,19 +984,9 @@ def _write_video(frame_iter, total, out: Path, fps: int, progress: bool) -> str:
             first = next(frames_seq)  # a frame's own failure is the render's, raised as it is
             try:
                 _write_mp4(out, first, frames_seq, fps)
-                return str(out)
             except _EncoderFailed as failed:
-                # the GIF only while no frame has reached ffmpeg: later, the frames it took are gone
-                if failed.frames or is_stream(out):  # (no file name beside a pipe or device for a GIF)
-                    raise RenderError(f"{out}: cannot write MP4 ({failed.cause})") from None
-                gif = out.with_suffix(".gif")
-                if fps > GIF_MAX_FPS:  # (render() refuses such a GIF asked for by name alike)
-                    raise RenderError(f"{out}: cannot write MP4 ({failed.cause}), and a GIF in its place plays at "
-                                      f"most {GIF_MAX_FPS} fps, not {fps:g}: give --fps {GIF_MAX_FPS} or less "
-                                      f"for a GIF") from None
-                print(f"render: cannot write MP4 ({failed.cause}); writing {gif.name} instead", file=sys.stderr)
-                out = gif
-                frames_seq = itertools.chain([first], frames_seq)
+                raise RenderError(f"{out}: cannot write MP4 ({failed.cause})") from None
+            return str(out)
         images = [Image.fromarray(f) for f in frames_seq]
         with output_path(out) as tmp:
             # (Pillow takes milliseconds, writes them cut to 10 ms, and merges repeated frames' delays)

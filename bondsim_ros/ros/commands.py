@@ -523,12 +523,12 @@ def cmd_fleet(args) -> int:
     from bondsim_ros.cliargs import CLIError
     from bondsim_ros.outfiles import Output, check_output
 
-    from .fleet import held, run_fleet, summary
+    from .fleet import check_counts, held, run_fleet, summary
 
-    if args.robots < 1:
-        raise CLIError(f"N: a fleet needs at least one robot, got {args.robots}")
-    if not 1 <= args.processes <= args.robots:
-        raise CLIError(f"--processes must be 1..{args.robots} (at least one robot per process), got {args.processes}")
+    try:
+        check_counts(args.robots, args.processes)  # before anything starts: ROS, the processes
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     _positive(args.duration, "--duration", "a positive number of seconds")
     if not (math.isfinite(args.warmup) and args.warmup >= 0):
         raise CLIError(f"--warmup must be a finite number of seconds >= 0, got {args.warmup}")

@@ -433,10 +433,7 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
                               f"{MIN_DEMO_FRAMES}: use --rtf {duration * rate / MIN_DEMO_FRAMES:.3g} or less, or a "
                               "longer --duration")
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise FileExistsError(f"--out {out_dir}: exists and is not a folder")
-    created = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    created = _out_folder(out_dir)
     bag_dir = new_bag_dir(out_dir)
     sensor_map = demo_world(params) if sensors else None
     try:
@@ -446,6 +443,31 @@ def run_demo(duration: float = 60.0, out_dir: Path = Path("out/demo"), rtf: floa
         if created and not any(out_dir.iterdir()):
             out_dir.rmdir()  # refused before anything was written: leave no empty folder behind
         raise
+
+
+def _out_folder(out_dir: Path) -> bool:
+    """Make ``out_dir`` (if missing) and check that it takes files and folders, before any node
+    starts: a place that takes none (under a file, /proc, read-only) would otherwise fail in
+    mkdir, or in the recorder once the graph runs. Returns whether it was made here."""
+    import tempfile
+
+    try:
+        taken = out_dir.exists() and not out_dir.is_dir()
+        created = not taken and not out_dir.exists()
+        if created:
+            out_dir.mkdir(parents=True)
+    except OSError as exc:
+        raise DemoOptionError(f"--out {out_dir}: cannot make this folder ({exc.strerror or exc})") from None
+    if taken:
+        raise FileExistsError(f"--out {out_dir}: exists and is not a folder")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".bondsim-check-", dir=out_dir))  # as the recording's folder is made
+    except OSError as exc:
+        if created:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise DemoOptionError(f"--out {out_dir}: cannot write in this folder ({exc.strerror or exc})") from None
+    return created
 
 
 def demo_world(params) -> str | None:
@@ -548,9 +570,13 @@ def _report(stats, out_dir, bag_dir, rtf, video, quiet, domain_id, sensor_map) -
     csv = joints_csv(series, out_dir / "joints.csv")
     lines.append(f"joint trajectory: {csv}")
     if video:
-        from bondsim_ros.mechanism.render import render
+        from bondsim_ros.mechanism.render import mp4_unavailable, render
 
-        target = out_dir / f"{stats['name']}.mp4"
+        # render() refuses an MP4 without ffmpeg: the demo, which names its own outputs, asks for a GIF
+        no_mp4 = mp4_unavailable()
+        target = out_dir / f"{stats['name']}.{'gif' if no_mp4 else 'mp4'}"
+        if no_mp4:
+            lines.append(f"no MP4: {no_mp4}; the video is a GIF")
         try:
             # every third 33 Hz frame at 11 fps: real-time playback, a third of the drawing work
             inset = scan_inset(series, sensor_map) if "scan_t" in series else None

@@ -102,6 +102,43 @@ STOP_REPORT_WAIT = 10.0
 STOP_EXIT_WAIT = 5.0
 
 
+# What one machine can run. A core held about 34 Robotino twins in real time (docs/benchmarks.md)
+# and a twin takes about 3 MB and 0.1 s to build: 10,000 is beyond a 256-core machine. An N past
+# it (a stray digit) is refused before ROS or a process starts, not left building twins for good
+MAX_ROBOTS = 10_000
+# Each process is a DDS participant taking two ports of its domain's range: past 120 on one
+# computer they spill into the next domain's ports (ROS 2 docs, "About Domain ID"; rmw_cyclonedds
+# on Jazzy allows 32 per host)
+MAX_PROCESSES = 120
+
+
+def count_text(n) -> str:
+    """``n`` as an error message quotes it: a whole number of many digits in short form."""
+    if isinstance(n, int) and not isinstance(n, bool) and abs(n) >= 10 ** 15:
+        try:
+            digits = str(abs(n))
+        except ValueError:  # past Python's limit on the digits an int is written with
+            return "a number of thousands of digits"
+        return f"{'-' if n < 0 else ''}{digits[:6]}... ({len(digits)} digits)"
+    return repr(n)
+
+
+def check_counts(n, processes) -> None:
+    """ValueError, naming the argument as the command line has it, for a fleet of ``n`` robots
+    over ``processes`` processes that cannot run (see MAX_ROBOTS, MAX_PROCESSES)."""
+    whole = [isinstance(v, int) and not isinstance(v, bool) for v in (n, processes)]
+    if not (whole[0] and n >= 1):
+        raise ValueError(f"N: a fleet needs at least one robot, got {count_text(n)}")
+    if n > MAX_ROBOTS:
+        raise ValueError(f"N: at most {MAX_ROBOTS} robots, more than one machine runs (a core holds about 34 twins "
+                         f"in real time), got {count_text(n)}")
+    top = min(n, MAX_PROCESSES)
+    if not (whole[1] and 1 <= processes <= top):
+        why = "at least one robot per process" if top == n else \
+            f"one DDS participant each: at most {MAX_PROCESSES} on one computer"
+        raise ValueError(f"--processes must be 1..{top} ({why}), got {count_text(processes)}")
+
+
 def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration: float | None = 10.0,
               warmup: float = 2.0, progress=None) -> list:
     """Run ``n`` twins over ``processes`` processes for ``duration`` wall seconds (None: until
@@ -117,10 +154,7 @@ def run_fleet(n: int, processes: int = 1, dynamics: dict | None = None, duration
     import multiprocessing as mp
     import signal
 
-    if not (isinstance(n, int) and n >= 1):
-        raise ValueError(f"a fleet needs at least one robot, got {n!r}")
-    if not (isinstance(processes, int) and 1 <= processes <= n):
-        raise ValueError(f"--processes must be 1..{n} (one robot at least per process), got {processes!r}")
+    check_counts(n, processes)
     ctx = mp.get_context("spawn")  # a fresh interpreter per process: rclpy is not fork-safe
     parts = split(n, processes)
     ready = ctx.Barrier(processes + 1)

@@ -7,9 +7,10 @@ cache the calling process filled) and keeps it, and whatever else a task builds 
 A task is a module-level function and picklable arguments: the pool and Dask send it by name.
 
 Ctrl-C: the pool's workers ignore SIGINT (the terminal sends it to the whole process group);
-the calling process ends them (they hold nothing that needs a clean exit) or cancels the
-cluster's tasks, and the KeyboardInterrupt goes on to the caller. A worker that dies (killed,
-out of memory) stops the others too: :class:`WorkerDied`, after the results that came back.
+the calling process ends them (they hold nothing that needs a clean exit: SIGTERM, SIGKILL
+after a few seconds) or cancels the cluster's tasks, and the KeyboardInterrupt goes on to the
+caller. A worker that dies (killed, out of memory) stops the others too: :class:`WorkerDied`,
+after the results that came back.
 """
 from __future__ import annotations
 
@@ -272,6 +273,71 @@ def _signal_cause(signals: set) -> str:
     return "; ".join(said)
 
 
+# How long ending a pool waits for its processes after SIGTERM, then after SIGKILL, and for the
+# executor's thread: seconds each, far above what a process takes to die
+END_GRACE = 3.0
+
+
+def _end_pool(pool) -> None:
+    """End a ProcessPoolExecutor's processes and its thread without waiting on either for good.
+    The executor has no way to stop a running task: its worker processes are ended (private, but
+    the only handle), and it then fails the pending futures itself."""
+    import multiprocessing.connection
+    import time
+
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for end in ("terminate", "kill"):
+        alive = [proc for proc in procs if proc.exitcode is None]
+        for proc in alive:
+            getattr(proc, end)()
+        deadline = time.monotonic() + END_GRACE
+        while alive and time.monotonic() < deadline:  # (wait returns when any one has ended)
+            ended = multiprocessing.connection.wait([proc.sentinel for proc in alive],
+                                                    max(0.0, deadline - time.monotonic()))
+            alive = [proc for proc in alive if proc.sentinel not in ended]
+        if not alive:
+            break
+    for proc in procs:
+        proc.join(0)  # reaped: their exit codes are known after this
+    # A worker ended while it sent a result leaves part of a message in the result pipe, and the
+    # executor's thread would wait for the rest for good (and shutdown(wait=True) with it), since
+    # this process holds the pipe's write end too. Closed here, the thread reads the pipe's end and
+    # fails the pool: with the workers gone nothing else writes to it.
+    results = getattr(pool, "_result_queue", None)
+    thread = getattr(pool, "_executor_manager_thread", None)
+    if results is not None:
+        results._writer.close()
+    pool.shutdown(wait=False, cancel_futures=True)
+    if thread is not None:
+        thread.join(END_GRACE)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM held while the block runs, then handled as they would have been: a
+    second Ctrl-C while a pool is being ended would leave it half ended (its thread then keeps the
+    interpreter from exiting). Only the main thread handles signals; elsewhere nothing is held."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list = []
+    held = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if callable(handler):  # a Python handler (the default Ctrl-C one too): it raises in this thread
+            held[sig] = handler
+            signal.signal(sig, lambda number, frame: caught.append((number, frame)))
+    try:
+        yield
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+        for number, frame in caught[:1]:  # the first is enough: it ends the command
+            held[number](number, frame)
+
+
 class Workers:
     """Runs tasks ``fn(*args)``: in this process (``jobs=1``), on a pool of ``jobs`` spawned
     processes, or on the Dask cluster of ``scheduler`` (an address ``tcp://host:8786``, a
@@ -430,15 +496,13 @@ class Workers:
 
     def stop(self) -> None:
         """End at once: the pool's processes terminated, the cluster's tasks of this value
-        cancelled (the cluster itself goes on)."""
+        cancelled (the cluster itself goes on). Bounded: a pool's end takes a few seconds at
+        most; a Ctrl-C or SIGTERM meanwhile waits until it is over, then is raised."""
         self._ended = True
         if self._pool is not None:
-            # the executor has no way to stop a running task: end its worker processes (private,
-            # but the only handle). The executor then fails the pending futures itself
             pool, self._pool = self._pool, None
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.terminate()
-            pool.shutdown(wait=True)
+            with _signals_held():
+                _end_pool(pool)
         if self._client is not None:
             if self._pending:
                 self._client.cancel(self._pending)
