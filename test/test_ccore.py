@@ -425,7 +425,7 @@ def _source_copy(tmp_path) -> Path:
 
     src = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "prebuilt", "*.egg-info")
-    for name in ("bondsim_ros", "launch", "urdf", "config", "resource"):
+    for name in ("bondsim_ros", "launch", "urdf", "config", "resource", "scripts"):
         shutil.copytree(ROOT / name, src / name, ignore=ignore)
     for name in ("setup.py", "setup.cfg", "package.xml", "README.md", "LICENSE"):
         if (ROOT / name).exists():
@@ -515,6 +515,17 @@ def test_colcons_setup_py_commands_compile_the_solver_core(tmp_path, symlink_ins
     names = {native.library_path(_ccore.source(), "bdf_core", Path(), f, libs).name for f, libs in _ccore._configs()}
     assert len(cores) == 1 and cores[0].name in names, (cores, proc.stderr[-2000:])
     assert not list(src.rglob("__pycache__")), "the build left bytecode in the sources"
+    # the command where `ros2 run bondsim_ros bondsim-ros` looks (setup.cfg); installed, it is the
+    # script itself and runs (develop wraps it in a script of pkg_resources', which wants every
+    # dependency of the package installed for this Python, as the node scripts beside it do)
+    command = prefix / "lib" / "bondsim_ros" / "bondsim-ros"
+    assert command.exists()
+    if not symlink_install:
+        assert command.read_text() == (ROOT / "scripts" / "bondsim-ros").read_text()
+        # (a command of one start, -S; its help: this Python may lack the package's dependencies)
+        out = subprocess.run([str(command), "cache", "--help"], env=dict(env, PYTHONPATH=str(cores[0].parents[3])),
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0 and "usage: bondsim-ros cache" in out.stdout, out.stderr[-2000:]
 
 
 def test_an_install_without_a_working_compiler_goes_on_and_says_so(tmp_path):
