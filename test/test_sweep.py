@@ -642,3 +642,36 @@ def test_the_sweep_api_refuses_a_single_value_for_a_list(tmp_path, kw, says):
     model.write_text(MSD_K)
     with pytest.raises(SweepError, match=re.escape(says)):
         sweep(str(model), {"k": [1.0, 2.0]}, t_end=1.0, dt_out=0.5, jobs=1, **kw)
+
+
+def test_the_table_may_not_replace_a_file_the_model_is_built_from(tmp_path, capsys, monkeypatch):
+    """`sweep motor.py -o table.csv` with table.csv a link to gains.py (motor.py imports it): the
+    table replaced the module (a name ending in .py itself is no table format)."""
+    import textwrap
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BONDSIM_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "gains.py").write_text("K = 4.0\n")
+    (tmp_path / "table.csv").symlink_to("gains.py")
+    (tmp_path / "motor.py").write_text(textwrap.dedent("""
+        from bondsim_ros.bondgraph import C, EffortJunction, I, Model, R, Se
+        import gains
+
+        def build():
+            m = Model("msd_gains")
+            m.parameter("c", 0.5)
+            v = m.add(EffortJunction("v", output=True))
+            m.add(Se("F", 1.0), I("mass", 2.0), C("spring", 1.0 / gains.K), R("damper", "c"))
+            m.bond("F", v)
+            for n in ("mass", "spring", "damper"):
+                m.bond(v, n)
+            return m
+        """))
+    for built in ("built now", "from its record"):
+        rc = main(["sweep", "motor.py", "--param", "c=0.5,1", "--t-end", "0.1", "--dt-out", "0.05", "-q",
+                   "--jobs", "1", "-o", "table.csv"])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"--output table.csv: refusing to overwrite {tmp_path / 'gains.py'}, a file the model " \
+            f"is built from" in err, (built, err)
+        assert (tmp_path / "gains.py").read_text() == "K = 4.0\n"
+        assert main(["simulate", "motor.py", "--t-end", "0.1", "--dt-out", "0.05", "-q", "--csv", "out.csv"]) == 0

@@ -109,6 +109,20 @@ def _progress_lines():
     return update
 
 
+def _built_from(model) -> dict:
+    """The real paths of the files ``model`` was built from, as its build record lists them (its
+    parameter files, the modules a model file imports), which the table may not replace; {} for a
+    model not built yet (the sweep's errors say what is wrong with it)."""
+    from bondsim_ros.models import buildcache
+
+    from .workers import model_spec
+
+    try:
+        return buildcache.resolve(model_spec(model)).files
+    except Exception:  # noqa: BLE001 - not this check's to report: the sweep names it
+        return {}
+
+
 def cmd_sweep(args) -> int:
     from bondsim_ros.cliargs import CLIError, solver_options
     from bondsim_ros.outfiles import Output, check_output
@@ -141,7 +155,7 @@ def cmd_sweep(args) -> int:
         check_format(args.output)
     except SweepError as exc:
         raise CLIError(f"--output {exc}") from None
-    check_output(args.output, "--output", stdout_ok=True)
+    check_output(args.output, "--output", stdout_ok=True, built_from=_built_from(args.model))
 
     bar, update = _progress(args.quiet)
 
@@ -169,6 +183,8 @@ def cmd_sweep(args) -> int:
         if bar is not None:
             bar.stop()
 
+    # (again: a model built by this sweep has its files listed only now)
+    check_output(args.output, "--output", stdout_ok=True, built_from=_built_from(args.model))
     staged = Output(args.output, "--output", stdout_ok=True)
     try:
         result.write(staged.stage())
