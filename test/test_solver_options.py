@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("atol", 0.0, "positive finite"), ("atol", -1.0, "positive finite"), ("atol", math.inf, "positive finite"),
     ("atol", [1e-8, 0.0], "one per unknown"), ("atol", [], "one per unknown"), ("atol", None, "positive finite"),
     ("hmax", 0.0, "positive"), ("hmax", -0.02, "positive"), ("hmax", math.nan, "positive"),
+    ("hmax", 1e-300, "at least 2.22e-15, the solver's smallest step"),
     ("h0", 0.0, "None or a positive"), ("h0", math.inf, "None or a positive"), ("h0", -1e-3, "None or a positive"),
     ("max_order", 0, "from 1 to 5"), ("max_order", 6, "from 1 to 5"), ("max_order", 2.5, "from 1 to 5"),
     ("max_order", True, "from 1 to 5"),
@@ -198,18 +199,21 @@ def test_the_robotino_paper_case_runs_the_same_with_the_defaults_spelled_out():
 SIMULATE = ["simulate", "dc_motor", "--t-end", "0.05", "--dt-out", "0.01", "-q"]
 
 
+HMAX_MUST = "--hmax must be a positive number of at least 2.22e-15, the solver's smallest step (inf: no limit), "
+
+
 @pytest.mark.parametrize("argv, says", [
     (SIMULATE + ["--rtol", "0.5"], "--rtol must be a number in [2.22e-14, 0.1], got 0.5"),
     (SIMULATE + ["--atol", "-1"], "--atol must be a positive finite number, got -1"),
     # a negative number with an exponent is the flag's value, not an option ("expected one argument")
     (SIMULATE + ["--rtol", "-1e-6"], "--rtol must be a number in [2.22e-14, 0.1], got -1e-06"),
     (SIMULATE + ["--atol", "-2.5E-8"], "--atol must be a positive finite number, got -2.5e-08"),
-    (SIMULATE + ["--hmax", "0"], "--hmax must be a positive number (inf: no limit), got 0"),
+    (SIMULATE + ["--hmax", "0"], HMAX_MUST + "got 0"),
     # below the solver's smallest step: not a run that failed (exit 1, "step size underflow")
-    (SIMULATE + ["--hmax", "1e-300"], "--hmax must be at least 2.22e-15, the solver's smallest step, got 1e-300"),
-    (SIMULATE + ["--hmax", "2e-15"], "--hmax must be at least 2.22e-15, the solver's smallest step, got 2e-15"),
+    (SIMULATE + ["--hmax", "1e-300"], HMAX_MUST + "got 1e-300"),
+    (SIMULATE + ["--hmax", "2e-15"], HMAX_MUST + "got 2e-15"),
     (["fit", "dc_motor", "data.csv", "--params", "Ra", "--outputs", "current", "--hmax", "1e-16"],
-     "--hmax must be at least 2.22e-15, the solver's smallest step, got 1e-16"),
+     HMAX_MUST + "got 1e-16"),
     (SIMULATE + ["--max-order", "6"], "--max-order must be an integer from 1 to 5, got 6"),
     (["fit", "dc_motor", "data.csv", "--params", "Ra", "--outputs", "current", "--max-order", "0"],
      "--max-order must be an integer from 1 to 5, got 0"),
@@ -226,7 +230,7 @@ def test_a_bad_solver_flag_is_one_line_naming_the_flag_exit_2(tmp_path, monkeypa
 
 
 def test_the_smallest_hmax_is_the_solvers_smallest_step(tmp_path, capsys):
-    from bondsim_ros.cliargs import HMAX_MIN
+    from bondsim_ros.solver.options import HMAX_MIN
     from bondsim_ros.solver.bdf import _hmin
 
     assert HMAX_MIN == _hmin(0.0)

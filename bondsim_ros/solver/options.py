@@ -35,6 +35,11 @@ def _real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+# the solver core's smallest step (bdf_core.c, hmin_at: 10 eps max(|t|, 1)): a largest step below
+# it ends any run at its first step ("step size underflow"), whatever the model
+HMAX_MIN = 10 * 2.220446049250313e-16
+
+
 @dataclass(frozen=True)
 class SolverOptions:
     """Options of the variable-step, variable-order BDF solver (docs/solver.md, "Options").
@@ -80,8 +85,8 @@ class SolverOptions:
             if not values or not all(_real(a) and math.isfinite(a) and a > 0 for a in values):
                 bad("atol", "a positive finite number or a non-empty sequence of them (one per unknown)")
             object.__setattr__(self, "atol", tuple(float(a) for a in values))
-        if not (_real(self.hmax) and self.hmax > 0):  # NaN fails too
-            bad("hmax", "a positive number (inf: no limit)")
+        if not (_real(self.hmax) and self.hmax >= HMAX_MIN):  # NaN fails too
+            bad("hmax", f"a positive number of at least {HMAX_MIN:.3g}, the solver's smallest step (inf: no limit)")
         if self.h0 is not None and not (_real(self.h0) and math.isfinite(self.h0) and self.h0 > 0):
             bad("h0", "None or a positive finite number")
         if not (isinstance(self.max_order, numbers.Integral) and not isinstance(self.max_order, bool)
@@ -106,4 +111,4 @@ class SolverOptions:
         return dataclasses.replace(self, **changes)
 
 
-__all__ = ["SolverOptions", "SolverOptionError", "MAX_ORDER", "LINEAR_SOLVERS"]
+__all__ = ["SolverOptions", "SolverOptionError", "MAX_ORDER", "LINEAR_SOLVERS", "HMAX_MIN"]
