@@ -136,11 +136,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except Terminated:
+        _ended(argv)
         print("terminated", file=sys.stderr)
         return 143
     except KeyboardInterrupt:
+        _ended(argv)
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _ended(argv) -> None:
+    """A program run ends on a signal: one more Ctrl-C or SIGTERM while the interpreter tears down
+    would kill it by that signal (status -2, a traceback of the teardown) instead of the status it
+    reports; the rest of the exit ignores them."""
+    if argv is None:
+        import _signal
+
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
 
 
 def _main(argv: list[str] | None) -> int:

@@ -236,3 +236,29 @@ def test_a_signal_before_the_command_runs_ends_it_with_its_status(tmp_path, step
     assert (rc, err.strip().splitlines()[-1]) == (status, word), (rc, err[-3000:])
     assert "Traceback" not in err, err[-3000:]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "cache") == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_second_signal_while_the_command_exits_changes_nothing(tmp_path, sig):
+    """After "interrupted", a second Ctrl-C during the interpreter's exit killed the process by
+    SIGINT (status -2) with a traceback of the exit."""
+    after = "rc = main()\nprint('exiting', file=sys.stderr, flush=True)\ntime.sleep(1.0)\nsys.exit(rc)"
+    code = SLOW_CLI_STEP.replace("sys.exit(main())", after)
+    env = dict(_env(), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-c", code, "bondsim_ros.cli:build_parser", "simulate", "dc_motor"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=terminal_sigint)
+    lines = []
+    with guarded(proc, 120.0):
+        for line in proc.stderr:
+            lines.append(line)
+            if "starting" in line:
+                proc.send_signal(sig)
+            if "exiting" in line:
+                proc.send_signal(sig)
+                break
+        rc = proc.wait(timeout=30)
+    with proc.stderr:
+        err = "".join(lines) + proc.stderr.read()
+    status, word = EXPECTED[sig]
+    assert rc == status and "Traceback" not in err and word in err, (rc, err[-3000:])
