@@ -136,24 +136,27 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except Terminated:
-        _ended(argv)
+        _ended(argv, 143)
         print("terminated", file=sys.stderr)
         return 143
     except KeyboardInterrupt:
-        _ended(argv)
+        _ended(argv, 130)
         print("interrupted", file=sys.stderr)
         return 130
 
 
-def _ended(argv) -> None:
+def _ended(argv, status: int) -> None:
     """A program run ends on a signal: one more Ctrl-C or SIGTERM while the interpreter tears down
-    would kill it by that signal (status -2, a traceback of the teardown) instead of the status it
-    reports; the rest of the exit ignores them."""
+    killed it by that signal (status -2, a traceback of the teardown) instead of the status it
+    reports. It now ends the exit at once with that status (what a second Ctrl-C asks for)."""
     if argv is None:
         import _signal
 
-        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
-        _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+        def now(signum, frame):
+            os._exit(status)
+
+        _signal.signal(_signal.SIGINT, now)
+        _signal.signal(_signal.SIGTERM, now)
 
 
 def _main(argv: list[str] | None) -> int:
