@@ -209,6 +209,13 @@ def test_a_signal_in_the_start_up_of_up_is_not_lost(tmp_path, sig, where):
     assert "running" not in err and "Traceback" not in err and "Exception ignored" not in err, err[-3000:]
 
 
+def _slow_cli(tmp_path, code: str, *args) -> subprocess.Popen:
+    """``code`` (SLOW_CLI_STEP or a variant) run with ``args`` in ``tmp_path``, its own cache, stderr piped."""
+    env = dict(_env(), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
+    return subprocess.Popen([sys.executable, "-c", code, *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=terminal_sigint)
+
+
 @pytest.mark.parametrize("step", ["bondsim_ros.cli:_start_ahead", "bondsim_ros.cli:build_parser",
                                   "argparse:ArgumentParser.parse_known_args",
                                   "bondsim_ros.solver.native:check_cache_root",
@@ -218,10 +225,7 @@ def test_a_signal_before_the_command_runs_ends_it_with_its_status(tmp_path, step
     """Ctrl-C in the first tenth of a second of `simulate` (the solve started ahead, the
     parser, the cache check, the solver core's build started) printed a KeyboardInterrupt
     traceback."""
-    env = dict(_env(), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.Popen([sys.executable, "-c", SLOW_CLI_STEP, step, "simulate", "dc_motor", "--csv", "x.csv"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            preexec_fn=terminal_sigint)
+    proc = _slow_cli(tmp_path, SLOW_CLI_STEP, step, "simulate", "dc_motor", "--csv", "x.csv")
     lines = []
     with guarded(proc, 120.0):
         for line in proc.stderr:
@@ -244,10 +248,7 @@ def test_a_second_signal_while_the_command_exits_changes_nothing(tmp_path, sig):
     SIGINT (status -2) with a traceback of the exit; it ends the exit at once, with the status."""
     after = "rc = main()\nprint('exiting', file=sys.stderr, flush=True)\ntime.sleep(1.0)\nsys.exit(rc)"
     code = SLOW_CLI_STEP.replace("sys.exit(main())", after)
-    env = dict(_env(), BONDSIM_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.Popen([sys.executable, "-c", code, "bondsim_ros.cli:build_parser", "simulate", "dc_motor"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            preexec_fn=terminal_sigint)
+    proc = _slow_cli(tmp_path, code, "bondsim_ros.cli:build_parser", "simulate", "dc_motor")
     lines = []
     with guarded(proc, 120.0):
         for line in proc.stderr:
