@@ -46,6 +46,8 @@ TEAM_PARAMS = f"""\
     hostname: 172.26.1.1:12080
     bumper_timeout: 2.0
     motor_timeout: 0.0
+    tf_prefix: imu_side/
+    publish_odom_tf: false
 /{NS}/robotino_odometry_node:
   ros__parameters:
     hostname: 172.26.1.1:12080
@@ -189,11 +191,15 @@ def test_the_driver_s_node_topics_services_and_frames(driver):
     odom = team.odom[-1]
     assert (odom.header.frame_id, odom.child_frame_id) == (f"{NS}/odom", f"{NS}/base_link")
     assert team.joints[-1].name == ["wheel2_joint", "wheel0_joint", "wheel1_joint"]
-    # publish_odom_tf true (the team's file): the same transform on /tf
+    # publish_odom_tf true (the team's file, the odometry node's section: robotino_node's
+    # tf_prefix and publish_odom_tf do not touch the odometry, RTOOdometryNode.cpp:20-30)
     tf = _transform(team, f"{NS}/odom", f"{NS}/base_link")
     assert tf is not None, "no robotinobase1/odom -> robotinobase1/base_link on /tf"
     assert "hostname: no effect in the twin" in err.read_text()  # the team's file is taken, not refused
     assert team.parameters("hostname", "motor_timeout") == ["172.26.1.1:12080", 0.0]  # and reported
+    # the twin's own frame and topic parameters read what the driver's interface put in force
+    assert team.parameters("frame_prefix", "odom_frame", "base_frame", "cmd_vel_topic", "cmd_vel_type") == [
+        f"{NS}/", "odom", "base_link", "cmd_vel", "twist"]
 
 
 def test_up_starts_the_node_with_the_driver_launch_s_defaults(tmp_path):
@@ -291,12 +297,56 @@ def test_joint_commands_in_the_driver_s_joint_names_drive_the_twin(driver):
     assert set(names) == {"wheel0_joint", "wheel1_joint", "wheel2_joint"}, names
     team.at_rest()
     commands = team.node.create_publisher(JointState, "joint_commands", 10)
-    end = time.monotonic() + 2.5
-    while time.monotonic() < end:  # 10 Hz, as a controller manager's updates (under the cmd_vel watchdog)
-        commands.publish(JointState(name=names, velocity=speeds))
-        team.spin(0.1)
+    # the speeds read back carry a small vy of the twin's dynamics, which min_linear_vel (0.02)
+    # would raise as it raises cmd_vel's: no minima here
+    assert team.set_limits(3.0, 0.0, 3.0, 0.0).success
+    try:
+        end = time.monotonic() + 2.5
+        while time.monotonic() < end:  # 10 Hz, as a controller manager's updates (under the cmd_vel watchdog)
+            commands.publish(JointState(name=names, velocity=speeds))
+            team.spin(0.1)
+    finally:
+        assert team.set_limits(3.0, 0.02, 3.0, 0.07).success
     tw = team.odom[-1].twist.twist
     assert (tw.linear.x, tw.linear.y, tw.angular.z) == pytest.approx((0.3, 0.0, 0.2), abs=0.01), tw
+
+
+def test_joint_commands_are_held_disabled_and_limited_as_cmd_vel_is(driver):
+    """Wheel speeds on joint_commands move the base as cmd_vel does, so the driver's guards on
+    motion apply to them too: ignored while cmd_vel_enable has disabled it (OmniDriveROS.cpp:65-68)
+    or after a bumper contact (:69), clipped to set_velocity_limits' maxima (:75-118)."""
+    team, _, _ = driver
+    team.set_enabled(True)
+    team.at_rest()
+    commands = team.node.create_publisher(JointState, "joint_commands", 10)
+    w = COS30 * 0.3 / WHEEL_RADIUS  # the wheel speeds of vx 0.3 in the driver's names and signs
+
+    def drive(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            commands.publish(JointState(name=["wheel0_joint", "wheel1_joint", "wheel2_joint"], velocity=[-w, 0.0, w]))
+            team.spin(0.1)
+        return team.odom[-1].twist.twist.linear.x
+
+    assert drive(1.5) == pytest.approx(0.3, rel=0.03)  # they drive it
+    tw = team.odom[-1].twist.twist  # straight ahead: the zero components are not raised to the minima
+    assert abs(tw.linear.y) < 1e-3 and abs(tw.angular.z) < 1e-3, tw
+    team.at_rest()
+    team.bumper.publish(Bool(data=True))
+    team.spin(0.2)
+    assert abs(drive(1.2)) < 0.01  # held after the contact (bumper_timeout 2.0)
+    team.at_rest()
+    assert team.set_enabled(False).success
+    try:
+        assert abs(drive(1.5)) < 0.01
+    finally:
+        assert team.set_enabled(True).success
+    try:
+        assert team.set_limits(0.1, 0.02, 3.0, 0.07).success
+        assert drive(2.0) == pytest.approx(0.1, rel=0.03)
+    finally:
+        assert team.set_limits(3.0, 0.02, 3.0, 0.07).success
+    team.at_rest()
 
 
 def test_a_disabled_cmd_vel_is_ignored(driver):
@@ -328,6 +378,10 @@ def test_velocity_limits_clip_each_component(driver):
         assert tw.linear.x == pytest.approx(0.1, rel=0.03), tw
         assert tw.linear.y == pytest.approx(0.05, rel=0.05), tw
         assert tw.angular.z == pytest.approx(0.5, rel=0.03), tw
+        # +-inf is above every maximum: clipped to it (OmniDriveROS.cpp:75-80), not refused
+        team.spin(2.5, command=(math.inf, 0.0, -math.inf))
+        tw = team.odom[-1].twist.twist
+        assert (tw.linear.x, tw.angular.z) == pytest.approx((0.1, -0.5), rel=0.03), tw
     finally:
         assert team.set_limits(3.0, 0.02, 3.0, 0.07).success  # the driver's defaults
 
@@ -445,6 +499,23 @@ def test_a_bumper_contact_stops_it_and_holds_cmd_vel_for_bumper_timeout(driver):
     assert abs(team.odom[-1].twist.twist.linear.x) < 0.01
 
 
+def test_a_negative_bumper_timeout_turns_the_bumper_stop_off_with_a_warning(tmp_path):
+    """OmniDriveROS::setBumperTime: a timeout below 0 disables the stop and warns "Invalid input,
+    Bumper stop disabled." (OmniDriveROS.cpp:236-239); the driver runs. So does the twin, and a
+    bumper contact does not stop it. motor_timeout below 0 is taken too (:245-247)."""
+    ns = "robotinobase8"
+    params = tmp_path / "team_params.yaml"
+    params.write_text(f"/{ns}/robotino_node:\n  ros__parameters:\n    bumper_timeout: -1.0\n"
+                      f"    motor_timeout: -1.0\n")
+    with driver_up(tmp_path, ns, "--params", str(params)) as (team, _, err):
+        assert "bumper_timeout -1: invalid input, bumper stop disabled" in err.read_text()
+        assert team.parameters("bumper_timeout", "motor_timeout") == [-1.0, -1.0]
+        team.spin(1.5, command=(0.3, 0.0, 0.0))
+        team.bumper.publish(Bool(data=True))
+        team.spin(1.0, command=(0.3, 0.0, 0.0))
+        assert team.odom[-1].twist.twist.linear.x == pytest.approx(0.3, rel=0.03)
+
+
 @pytest.mark.parametrize("args, expected", [
     (["--interface", "nosuch"], "--interface nosuch: robotino has no such interface profile (has: driver)"),
     (["--interface", "driver", "--model", "arm3dof"], "--interface driver: arm3dof has no such interface profile"),
@@ -497,6 +568,18 @@ def test_up_takes_the_parameter_file_sections_of_both_driver_nodes(tmp_path):
     assert (dyn["publish_odom_tf"], dyn["bumper_timeout"], dyn["tf_prefix"]) == (True, 1.5, f"{NS}/")
     assert (dyn["motor_timeout"], dyn["hostname"]) == (0.0, "172.26.1.1:12080")
     assert (dyn["node_name"], dyn["interface"], dyn["reference"]) == ("robotino_node", "driver", "cmd_vel")
+    # robotino_node's tf_prefix names its imu and IR frames (RTONode.cpp:56,69) and it has no
+    # publish_odom_tf: the odometry's come from the odometry node's section, or the launch's
+    f.write_text(f"/{NS}/robotino_node:\n  ros__parameters:\n    tf_prefix: rn/\n    publish_odom_tf: true\n"
+                 f"    hostname: 10.0.0.1\n"
+                 f"/{NS}/robotino_odometry_node:\n  ros__parameters:\n    hostname: 10.0.0.2\n")
+    dyn, _, _ = _node_params(args)
+    assert (dyn["tf_prefix"], dyn["publish_odom_tf"], dyn["hostname"]) == (f"{NS}/", False, "10.0.0.1")
+    f.write_text(f"/{NS}/robotino_node:\n  ros__parameters:\n    tf_prefix: rn/\n    publish_odom_tf: false\n"
+                 f"/{NS}/robotino_odometry_node:\n  ros__parameters:\n    tf_prefix: odo/\n"
+                 f"    publish_odom_tf: true\n")
+    dyn, _, _ = _node_params(args)
+    assert (dyn["tf_prefix"], dyn["publish_odom_tf"]) == ("odo/", True)
 
 
 def _driver_graph_params(namespace, sensors=None):

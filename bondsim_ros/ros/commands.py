@@ -297,8 +297,19 @@ def _interface_params(args, dyn: dict, params: dict) -> dict:
         raise CLIError(f"--interface {args.interface} takes velocity commands: --reference must be cmd_vel, "
                        f"not {args.reference}")
     out = {"interface": args.interface, "reference": "cmd_vel", "node_name": profile.node_name}
-    for name in [*profile.merged_node_names, profile.node_name]:  # a team's parameter file, keyed by the driver's nodes
-        out.update(params.node(name, getattr(args, "namespace", "") or ""))
+    # a team's parameter file, keyed by the program's nodes: the node's own section, then its other
+    # nodes' for what the node lacks; where it has other nodes, the odometry's frame prefix and
+    # transform are theirs (the Robotino driver's odometry node takes tf_prefix and publish_odom_tf,
+    # RTOOdometryNode.cpp:7-8, 20-30; robotino_node's tf_prefix names imu and IR frames only,
+    # RTONode.cpp:56,69)
+    ns = getattr(args, "namespace", "") or ""
+    own = params.node(profile.node_name, ns)
+    odometry = {p.name for p in profile.parameters if p.role in ("frame_prefix", "publish_odom_tf")}
+    if profile.merged_node_names:
+        own = {k: v for k, v in own.items() if k not in odometry}
+    out.update(own)
+    for name in profile.merged_node_names:
+        out.update({k: v for k, v in params.node(name, ns).items() if k in odometry or k not in own})
     prefix = profile.parameter("frame_prefix")
     if prefix is not None and getattr(args, "frame_prefix", None) is not None:
         out[prefix.name] = args.frame_prefix

@@ -127,7 +127,9 @@ class DynamicsNode(Node):
             from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
             self.create_subscription(JointTrajectoryMsg, p["joint_trajectory_topic"], self._on_trajectory, 10)
-        self.joint_commands = JointCommands(self.twin, self.command_queue, twist_allowed=p["reference"] == "cmd_vel")
+        # wheel speeds are a velocity command: under a profile, through its enable, bumper stop and limits
+        queue = self.command_queue if self.interface is None else self.interface.gated(self.command_queue)
+        self.joint_commands = JointCommands(self.twin, queue, twist_allowed=p["reference"] == "cmd_vel")
         if self.twin.commands:  # ros2_control's topic-based hardware interfaces
             self.create_subscription(JointState, p["joint_commands_topic"], self._on_joint_command, RELIABLE)
         for topic in self.model_io.inputs:

@@ -3,7 +3,8 @@
 ``driver``) applied to the node. The node keeps its frame loop and model; this class gives it
 the profile's frames, topics, joint names and signs, parameters and services:
 
-* velocity commands go through the profile's per-component limits, and are ignored while the
+* velocity commands (cmd_vel, and wheel speeds on joint_commands: GatedQueue) go through the
+  profile's per-component limits, and are ignored while the
   ``enable`` service has disabled them or for ``bumper_timeout`` seconds after a bumper contact
   (which also brings the twin to rest, as the robot's bumper stop does; further contacts count
   again one ``bumper_timeout`` after the hold, twin/interface_profile.BumperHold);
@@ -50,6 +51,8 @@ def parameter_table(profile: InterfaceProfile) -> dict:
     table = {}
     for p in profile.parameters:
         low = 0.0 if isinstance(p.default, float) else None
+        if p.role == "bumper_timeout":
+            low = -1e6  # below 0 the stop is off (the Robotino driver warns and runs, OmniDriveROS.cpp:236-239)
         live = p.role in ("max_linear", "min_linear", "max_angular", "min_angular", "bumper_timeout")
         table[p.name] = Param(p.default, p.description, low=low, high=1e6 if low is not None else None, live=live)
     for p in profile.ignored_parameters.values():
@@ -87,10 +90,22 @@ def apply_profile(node, p: dict, extra: dict) -> ProfileInterface:
     p["odom_frame"], p["base_frame"] = profile.odom_frame, profile.base_frame
     if interface.frame_prefix is not None:
         p["frame_prefix"] = interface.frame_prefix
+    _report_in_force(node, p, ("cmd_vel_topic", "cmd_vel_type", "odom_frame", "base_frame", "frame_prefix"))
     log.info(f"interface {profile.name} ({profile.source}): cmd_vel on {p['cmd_vel_topic']}, "
              f"frames {p['frame_prefix']}{p['odom_frame']} -> {p['frame_prefix']}{p['base_frame']}, "
              f"services {', '.join(interface.services) or 'none'}")
     return interface
+
+
+def _report_in_force(node, p: dict, names):
+    """Make the node's parameters ``names`` read what the profile put in force (``p``), so that
+    `ros2 param get` tells the truth. They are read-only, which rclpy's set_parameters refuses
+    even at start; its store (Node._parameters, what get_parameters serves) is written instead."""
+    from rclpy.parameter import Parameter
+
+    for name in names:
+        if node.has_parameter(name) and node.get_parameter(name).value != p[name]:
+            node._parameters[name] = Parameter(name, value=p[name])
 
 
 class ProfileInterface:
@@ -108,6 +123,8 @@ class ProfileInterface:
                        if "max_linear" in self._role_param else None)
         self.enabled = True
         self.bumper = BumperHold()
+        if "bumper_timeout" in self._role_param:
+            self._check_bumper_timeout(v("bumper_timeout"))
         self.frame_prefix = v("frame_prefix") if "frame_prefix" in self._role_param else None
         self.publish_tf = v("publish_odom_tf") if "publish_odom_tf" in self._role_param else True
         # joint states: the twin's joints the profile publishes, by index
@@ -150,9 +167,21 @@ class ProfileInterface:
             why = "disabled by the enable service" if not self.enabled else "held after a bumper contact"
             self.node.get_logger().info(f"velocity command ignored: {why}", throttle_duration_sec=2.0)
             return None
-        if self.limits is None or not all(math.isfinite(c) for c in (vx, vy, wz)):
-            return (vx, vy, wz)  # non-finite: the twin's own check refuses it with the reason
-        return self.limits.apply(vx, vy, wz)
+        if self.limits is None or any(math.isnan(c) for c in (vx, vy, wz)):
+            # NaN has no defined meaning for the driver (its comparisons pass it on to the motors):
+            # the twin's own check refuses it with the reason
+            return (vx, vy, wz)
+        return self.limits.apply(vx, vy, wz)  # +-inf is clipped to +-max, as there (OmniDriveROS.cpp:75-80)
+
+    def gated(self, queue) -> "GatedQueue":
+        """``queue`` (a CommandQueue) with its twists passed through command(): wheel speeds on
+        joint_commands are a velocity command as cmd_vel is, ignored or clipped as it is."""
+        return GatedQueue(queue, self)
+
+    def _check_bumper_timeout(self, timeout: float):
+        if timeout < 0:
+            self.node.get_logger().warning(f"{self._role_param['bumper_timeout']} {timeout:g}: invalid input, "
+                                           f"bumper stop disabled")
 
     def _on_bumper(self, msg):
         timeout = self.value("bumper_timeout")
@@ -204,6 +233,8 @@ class ProfileInterface:
 
     def _on_parameters(self, changes: dict):
         self.values.update(changes)
+        if self._role_param.get("bumper_timeout") in changes:
+            self._check_bumper_timeout(changes[self._role_param["bumper_timeout"]])
         if self.limits is not None:
             r = self._role_param
             self.limits = VelocityLimits(self.values[r["max_linear"]], self.values[r["min_linear"]],
@@ -258,3 +289,23 @@ class ProfileInterface:
             if all(twin_of[j] in wheels for j in m["joints"]):
                 msg.currents = [float(currents[wheels.index(twin_of[j])]) for j in m["joints"]]
         self.pub_motors.publish(msg)
+
+
+ROUND_OFF = 1e-9  # [m/s, rad/s]: a twist component from wheel speeds below this is zero
+
+
+class GatedQueue:
+    """A CommandQueue whose twists go through a ProfileInterface first (ignored while disabled
+    or held after a bumper contact, else limited); everything else is the queue's."""
+
+    def __init__(self, queue, interface: ProfileInterface):
+        self._queue, self._interface = queue, interface
+
+    def twist(self, vx: float, vy: float, wz: float):
+        # wheel speeds of a zero component give round-off (1e-16) through the base's inverse
+        # kinematics, which the minima would raise to min_linear_vel / min_angular_vel: zero it
+        vals = self._interface.command(*(0.0 if abs(v) < ROUND_OFF else v for v in (vx, vy, wz)))
+        return None if vals is None else self._queue.twist(*vals)
+
+    def __getattr__(self, name):
+        return getattr(self._queue, name)

@@ -47,7 +47,8 @@ DRIVER = {
     # angle = ticks / 16 / 2048 * 2 pi (MotorArrayROS, which writes pi as 3.142)
     "motors": {"joints": ["wheel0_joint", "wheel1_joint", "wheel2_joint"], "gear": 16.0,
                "ticks_per_motor_turn": 2048.0},
-    # RTONode's declare_parameter defaults (robotino_node) and RTOOdometryNode's (publish_odom_tf)
+    # RTONode's declare_parameter defaults (robotino_node) and RTOOdometryNode's (tf_prefix and
+    # publish_odom_tf, which a parameter file gives in robotino_odometry_node's section)
     "parameters": {
         "max_linear_vel": {"role": "max_linear", "default": 3.0,
                            "description": "largest |vx| and |vy| [m/s]: larger components are clipped to it"},
@@ -63,7 +64,8 @@ DRIVER = {
                             "description": "broadcast odom -> base_link on /tf (the driver's launch passes false: "
                                            "an EKF publishes it)"},
         "bumper_timeout": {"role": "bumper_timeout", "default": 5.0,
-                           "description": "seconds cmd_vel is ignored after a bumper contact [s]; 0: no bumper stop"},
+                           "description": "seconds cmd_vel is ignored after a bumper contact [s]; 0: no bumper "
+                                          "stop, below 0 too, with a warning (OmniDriveROS.cpp:236-239)"},
     },
     # parameters of RTONode that have nothing to act on in the twin: declared with the driver's
     # defaults (`ros2 param get` reads them, a team's file or launch sets them), logged when
