@@ -75,14 +75,29 @@ def test_velocities_make_a_segment_cubic_and_accelerations_quintic():
 
 
 def test_before_the_first_point_the_joints_go_there_from_their_state_when_applied():
-    """Applied at 10 s, first point at 12 s: linear from where the joint is (the twin reports no
-    velocity), or cubic from its velocity where it does and the point carries velocities."""
-    traj = JointTrajectory(["a"], np.array([1.0]), np.array([[2.0]]), np.array([[0.0]]))
-    linear = TrajectorySampler(traj, start=11.0, now=10.0, q_now={"a": 1.0})
+    """Applied at 10 s, first point at 12 s, from where the joint is: linear when the point has
+    positions alone; cubic when it carries velocities, from the joint's velocity where the twin
+    reports it, else from rest; quintic from rest (acceleration 0) when it carries accelerations,
+    as joint_trajectory_controller fills the start state it does not measure."""
+    positions = JointTrajectory(["a"], np.array([1.0]), np.array([[2.0]]))
+    linear = TrajectorySampler(positions, start=11.0, now=10.0, q_now={"a": 1.0}, qd_now={"a": 0.2})
     assert [float(v[0]) for v in linear.sample(11.0)] == [1.5, 0.5]
+    traj = JointTrajectory(["a"], np.array([1.0]), np.array([[2.0]]), np.array([[0.0]]))
     cubic = TrajectorySampler(traj, start=11.0, now=10.0, q_now={"a": 1.0}, qd_now={"a": 0.2})
     want = CubicHermiteSpline([10.0, 12.0], [1.0, 2.0], [0.2, 0.0])
     assert cubic.sample(11.0)[0][0] == pytest.approx(float(want(11.0)), abs=1e-14)
+    from_rest = TrajectorySampler(traj, start=11.0, now=10.0, q_now={"a": 1.0})
+    want = CubicHermiteSpline([10.0, 12.0], [1.0, 2.0], [0.0, 0.0])
+    for t in (10.5, 11.0, 11.5):
+        q, qd = from_rest.sample(t)
+        assert (q[0], qd[0]) == pytest.approx((float(want(t)), float(want(t, 1))), abs=1e-14), t
+    accel = JointTrajectory(["a"], np.array([1.0]), np.array([[2.0]]), np.array([[0.3]]),
+                            accelerations=np.array([[-0.4]]))
+    quintic = TrajectorySampler(accel, start=11.0, now=10.0, q_now={"a": 1.0})
+    want = BPoly.from_derivatives([10.0, 12.0], [[1.0, 0.0, 0.0], [2.0, 0.3, -0.4]])
+    for t in (10.5, 11.0, 11.5):
+        q, qd = quintic.sample(t)
+        assert (q[0], qd[0]) == pytest.approx((float(want(t)), float(want(t, 1))), abs=1e-13), t
 
 
 def test_a_trajectory_stamped_in_the_past_is_joined_at_its_true_times(arm):
@@ -99,6 +114,26 @@ def test_a_trajectory_stamped_in_the_past_is_joined_at_its_true_times(arm):
     arm.set_joint_trajectory(JointTrajectory(["q1"], np.array([0.5]), np.array([[q0 + 0.5]]), start=2.01))
     arm.step_to(1.02)
     assert arm.sim.param("q_ref_q1") == pytest.approx(q_now + (q0 + 0.5 - q_now) * 0.005 / 1.5, abs=1e-12)
+
+
+def test_joints_a_trajectory_omits_are_held_where_commanded_at_rest(arm):
+    """q1 moving, then a trajectory naming q2 only: q1 keeps its position reference
+    and its velocity reference drops to 0 (joint_trajectory_controller's fill_partial_goal), so
+    it stops where it was commanded instead of driving on."""
+    q0 = _fresh(arm)
+    arm.set_joint_trajectory(JointTrajectory(["q1", "q2", "q3"], np.array([1.0, 2.0]),
+                                             np.array([[q0["q1"] + 0.5, q0["q2"], q0["q3"]],
+                                                       [q0["q1"] + 1.0, q0["q2"], q0["q3"]]]),
+                                             [np.array([0.8, 0.0, 0.0]), np.zeros(3)]))
+    arm.step_to(1.2)
+    q_ref = arm.sim.param("q_ref_q1")
+    assert arm.sim.param("qd_ref_q1") > 0.3
+    arm.set_joint_trajectory(JointTrajectory(["q2"], np.array([0.5]), np.array([[q0["q2"]]])))
+    for t in (1.21, 1.5, 3.0, 5.0):
+        arm.step_to(t)
+        assert arm.sim.param("qd_ref_q1") == 0.0, t
+        assert arm.sim.param("q_ref_q1") == q_ref, t
+    assert arm.state().joint_map()["q1"] == pytest.approx(q_ref, abs=0.02)
 
 
 def test_a_trajectory_ending_inside_a_frame_is_stepped_through(arm):

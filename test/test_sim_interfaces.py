@@ -85,16 +85,24 @@ def test_features_list_what_is_served():
     try:
         feats = set(sim.call(srv.GetSimulatorFeatures, "/get_simulator_features").features.features)
         F = SimulatorFeatures
-        # the reset's scopes as ResetSimulation.srv names them: TIME and STATE (taken together), no SPAWNED
-        assert feats == {F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET, F.SIMULATION_RESET_TIME,
-                         F.SIMULATION_RESET_STATE, F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING,
+        # SIMULATION_RESET_TIME / _STATE mean SCOPE_TIME / SCOPE_STATE alone are taken: they are not, so not listed
+        assert feats == {F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
+                         F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING,
                          F.SIMULATION_STATE_PAUSE, F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE}
         Req = srv.ResetSimulation.Request
         for scope, result in ((Req.SCOPE_TIME | Req.SCOPE_STATE, Result.RESULT_OK),
                               (Req.SCOPE_TIME | Req.SCOPE_STATE | Req.SCOPE_SPAWNED, Result.RESULT_OK),
+                              (Req.SCOPE_TIME, Result.RESULT_FEATURE_UNSUPPORTED),
                               (Req.SCOPE_STATE, Result.RESULT_FEATURE_UNSUPPORTED),
                               (Req.SCOPE_SPAWNED, Result.RESULT_FEATURE_UNSUPPORTED)):
             assert sim.call(srv.ResetSimulation, "/reset_simulation", scope=scope).result.result == result, scope
+        # every scope a listed feature names is taken
+        named = {F.SIMULATION_RESET_TIME: Req.SCOPE_TIME, F.SIMULATION_RESET_STATE: Req.SCOPE_STATE,
+                 F.SIMULATION_RESET_SPAWNED: Req.SCOPE_SPAWNED}
+        for feature, scope in named.items():
+            if feature in feats:
+                got = sim.call(srv.ResetSimulation, "/reset_simulation", scope=scope).result.result
+                assert got == Result.RESULT_OK, (feature, scope)
         served = dict(sim.client.get_service_names_and_types())
         for name in ("get_simulator_features", "get_simulation_state", "set_simulation_state", "step_simulation",
                      "reset_simulation", "get_entities", "get_entities_states", "get_entity_state",
@@ -369,6 +377,31 @@ def test_entities_their_state_and_placing_the_base():
         assert res.result == srv.SetEntityState.Response.INVALID_POSE and (
             "beyond the world's bounds" in res.error_message)
         assert sim.node.twin.offset == before
+    finally:
+        sim.close()
+
+
+def test_placing_a_stopped_base_leaves_it_paused_and_stopped_resets_it_again():
+    """STOPPED is "pausing and resetting" (SimulationState.msg): once SetEntityState moved the base
+    away from its initial pose, the simulation is paused, and STOPPED resets it again."""
+    from simulation_interfaces.msg import EntityState
+
+    sim = Sim(reference="cmd_vel")
+    try:
+        sim.spin(0.5)
+        assert sim.set_state(SimulationState.STATE_STOPPED).result == Result.RESULT_OK
+        target = EntityState()
+        target.header.frame_id = "odom"
+        target.pose.position.x, target.pose.position.y = 2.0, 1.0
+        target.pose.orientation.w = 1.0
+        res = sim.call(srv.SetEntityState, "/set_entity_state", entity="robotino", state=target).result
+        assert res.result == Result.RESULT_OK, res.error_message
+        assert _x(sim) == pytest.approx(2.0, abs=1e-9)
+        assert sim.get_state() == SimulationState.STATE_PAUSED
+        assert sim.set_state(SimulationState.STATE_PAUSED).result == 101  # ALREADY_IN_TARGET_STATE
+        assert sim.set_state(SimulationState.STATE_STOPPED).result == Result.RESULT_OK
+        assert sim.get_state() == SimulationState.STATE_STOPPED
+        assert _x(sim) == pytest.approx(sim.initial.pose[0], abs=1e-9)
     finally:
         sim.close()
 

@@ -167,9 +167,9 @@ class SimulationInterfaces:
     # -- simulator and simulation state --------------------------------------------------------
     def _features(self, request, response):
         f = self.Features
-        # the reset's scopes: SCOPE_TIME and SCOPE_STATE (together, as _reset takes them); nothing is
-        # spawned, so no SCOPE_SPAWNED
-        features = [f.ENTITY_STATE_GETTING, f.SIMULATION_RESET, f.SIMULATION_RESET_TIME, f.SIMULATION_RESET_STATE,
+        # SIMULATION_RESET_TIME and _STATE say SCOPE_TIME, SCOPE_STATE are taken each alone (SimulatorFeatures.msg);
+        # _reset takes them together only, so neither is listed
+        features = [f.ENTITY_STATE_GETTING, f.SIMULATION_RESET,
                     f.SIMULATION_STATE_GETTING, f.SIMULATION_STATE_SETTING, f.SIMULATION_STATE_PAUSE,
                     f.STEP_SIMULATION_SINGLE, f.STEP_SIMULATION_MULTIPLE]
         if self.node.twin.placeable:
@@ -331,4 +331,7 @@ class SimulationInterfaces:
             except CommandError as exc:
                 return self._result(response, response.INVALID_POSE, str(exc))
         node.place(x, y, yaw)
+        # stopped is paused at the initial state: moved away from it, the simulation is paused, so
+        # STOPPED resets it again
+        node.stopped = False
         return self._result(response, R.RESULT_OK)

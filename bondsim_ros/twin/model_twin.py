@@ -230,6 +230,11 @@ class ModelTwin:
             values[qp] = float(q[k])
             if qdp:
                 values[qdp] = float(qd[k])
+        # joints the trajectory omits hold their position reference, at rest (JTC's fill_partial_goal)
+        named = set(self._traj.names)
+        for j, (_, qdp) in self.binding.trajectory.items():
+            if qdp and j not in named:
+                values[qdp] = 0.0
         return values
 
     @property

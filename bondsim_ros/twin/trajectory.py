@@ -12,29 +12,41 @@ import numpy as np
 from .protocol import JointTrajectory
 
 
-def _segment_coefficients(T, p0, v0, a0, p1, v1, a1) -> np.ndarray:
-    """Power-series coefficients c0..c5 (rows) of q(tau), tau in [0, T], per joint (columns)."""
-    c = np.zeros((6, len(p0)))
+def _segment_coefficients(times, pos, vel, acc) -> np.ndarray:
+    """Power-series coefficients c0..c5 of q(tau), tau in [0, T] of each segment: (segments, 6,
+    joints), all segments at once (one at a time, 60,000 points held the frame loop for a second).
+    ``pos`` one row per point; ``vel``, ``acc`` one row or None per point."""
+    P = np.asarray(pos, dtype=float)
+    m, n = P.shape
+    T = np.diff(np.asarray(times, dtype=float))[:, None]
+    has_v = np.array([v is not None for v in vel])
+    has_a = np.array([a is not None for a in acc])
+    V = np.array([np.zeros(n) if v is None else v for v in vel], dtype=float).reshape(m, n)
+    A = np.array([np.zeros(n) if a is None else a for a in acc], dtype=float).reshape(m, n)
+    p0, p1, v0, v1, a0, a1 = P[:-1], P[1:], V[:-1], V[1:], A[:-1], A[1:]
     dp = p1 - p0
-    c[0] = p0
-    if v0 is None or v1 is None:  # linear
-        c[1] = dp / T
-    elif a0 is None or a1 is None:  # cubic Hermite: positions and velocities at both ends
-        c[1] = v0
-        c[2] = (3 * dp - (2 * v0 + v1) * T) / T**2
-        c[3] = (-2 * dp + (v0 + v1) * T) / T**3
-    else:  # quintic: positions, velocities and accelerations at both ends
-        c[1], c[2] = v0, 0.5 * a0
-        c[3] = (20 * dp - (12 * v0 + 8 * v1) * T - (3 * a0 - a1) * T**2) / (2 * T**3)
-        c[4] = (-30 * dp + (16 * v0 + 14 * v1) * T + (3 * a0 - 2 * a1) * T**2) / (2 * T**4)
-        c[5] = (12 * dp - 6 * (v0 + v1) * T - (a0 - a1) * T**2) / (2 * T**5)
+    c = np.zeros((m - 1, 6, n))
+    c[:, 0] = p0
+    linear = ~(has_v[:-1] & has_v[1:])  # either end without velocities
+    quintic = ~linear & has_a[:-1] & has_a[1:]  # both ends with accelerations too
+    cubic = ~linear & ~quintic  # Hermite: positions and velocities at both ends
+    with np.errstate(all="ignore"):  # (each kind's formulas evaluated on every segment, kept where it applies)
+        c[linear, 1] = (dp / T)[linear]
+        c[cubic, 1] = v0[cubic]
+        c[cubic, 2] = ((3 * dp - (2 * v0 + v1) * T) / T**2)[cubic]
+        c[cubic, 3] = ((-2 * dp + (v0 + v1) * T) / T**3)[cubic]
+        c[quintic, 1], c[quintic, 2] = v0[quintic], (0.5 * a0)[quintic]
+        c[quintic, 3] = ((20 * dp - (12 * v0 + 8 * v1) * T - (3 * a0 - a1) * T**2) / (2 * T**3))[quintic]
+        c[quintic, 4] = ((-30 * dp + (16 * v0 + 14 * v1) * T + (3 * a0 - 2 * a1) * T**2) / (2 * T**4))[quintic]
+        c[quintic, 5] = ((12 * dp - 6 * (v0 + v1) * T - (a0 - a1) * T**2) / (2 * T**5))[quintic]
     return c
 
 
 class TrajectorySampler:
     """q_ref(t), qd_ref(t) of one accepted trajectory, absolute simulated time: its points at
     ``start`` + their times, applied at ``now`` with the joints at ``q_now`` (and ``qd_now``,
-    None where the twin reports no joint velocities: the first segment is then linear)."""
+    None where the twin reports no joint velocities: then 0, as the start acceleration always is,
+    where the first point gives velocities or accelerations)."""
 
     def __init__(self, traj: JointTrajectory, start: float, now: float, q_now: dict, qd_now: dict | None = None):
         traj.check()
@@ -45,13 +57,14 @@ class TrajectorySampler:
         if now < times[0]:  # the way to the first point starts from the state at receipt
             times.insert(0, float(now))
             pos.insert(0, np.array([q_now.get(n, 0.0) for n in names]))
-            vel.insert(0, None if qd_now is None else np.array([qd_now.get(n, 0.0) for n in names]))
-            acc.insert(0, None)
+            # as joint_trajectory_controller: a start velocity or acceleration not measured is 0 where the
+            # first point gives one, so that segment is cubic or quintic like the point's own
+            v0 = None if qd_now is None and vel[0] is None else np.array([(qd_now or {}).get(n, 0.0) for n in names])
+            vel.insert(0, v0)
+            acc.insert(0, None if acc[0] is None else np.zeros(len(names)))
         self.start, self.end = times[0], times[-1]
         self._times = np.array(times)
-        self._coef = np.array([_segment_coefficients(times[k + 1] - times[k], pos[k], vel[k], acc[k],
-                                                     pos[k + 1], vel[k + 1], acc[k + 1])
-                               for k in range(len(times) - 1)]).reshape(-1, 6, len(names))
+        self._coef = _segment_coefficients(times, pos, vel, acc)
         self._last_q = pos[-1].copy()
         self._last_qd = np.zeros(len(names)) if vel[-1] is None else vel[-1].copy()
 
