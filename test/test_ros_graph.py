@@ -31,18 +31,28 @@ def test_probe_points_equal_model_positions_at_equal_stamps(context):
     timed = _collect(listener, Float64, "/probe_error/base_center")
     untimed = _collect(listener, Float64, "/probe_error_untimed/base_center")
     points = _collect(listener, PointStamped, "/probes/base_center")
+    joints = _collect(listener, JointState, "/joint_states")
     try:
         graph.spin_for(0.5)
-        timed.clear(), untimed.clear(), points.clear()
+        timed.clear(), untimed.clear(), points.clear(), joints.clear()
         graph.spin_for(3.0)
     finally:
         graph.executor.remove_node(listener)
         listener.destroy_node()
         graph.shutdown()
-    assert len(points) > 0.9 * 3.0 * PUBLISH_RATE, "probe points not published at the joint-state rate"
+
+    def stamp(m):
+        return m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+
+    # one point per joint state, at its stamp (a loaded machine may run fewer frames in 3 s of
+    # wall time; the frames it ran must each have their point); the last two may still be in flight
+    assert len(joints) > 0.5 * 3.0 * PUBLISH_RATE
+    point_stamps = {stamp(m) for m in points}
+    missing = [stamp(m) for m in joints[:-2] if stamp(m) not in point_stamps]
+    assert not missing, f"{len(missing)} of {len(joints)} joint states have no probe point"
     assert points[0].header.frame_id == "odom"
     err = np.array([m.data for m in timed])
-    assert len(err) > 0.9 * 3.0 * PUBLISH_RATE
+    assert len(err) >= len(joints) - 2
     assert err.max() <= 1e-9, f"time-aligned probe error {err.max():.3e} m"
     # the paper's untimed pipe: the model has moved on by a frame (~0.2-0.6 m/s x 30 ms)
     assert np.median([m.data for m in untimed]) > 1e-3
