@@ -535,6 +535,65 @@ def test_a_node_whose_teardown_is_held_ends_before_launch_escalates(sig, hold):
     assert "Traceback" not in err, err
 
 
+ENDS_AFTER_TEARDOWN = """
+import atexit, ctypes, sys
+from rclpy.node import Node
+from bondsim_ros.ros._env import run_node
+
+class Plain(Node):
+    def __init__(self, **kw):
+        super().__init__("plain_node", **kw)
+        self.create_timer(0.05, lambda: None)
+        print("spinning", file=sys.stderr, flush=True)
+
+    def destroy_node(self):
+        print("destroyed", file=sys.stderr, flush=True)
+        super().destroy_node()
+
+atexit.register(lambda: ctypes.string_at(0))  # the interpreter's exit crashes, as the middleware's has
+run_node(Plain, sys.argv)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_node_executable_ends_with_its_teardown_whatever_the_interpreters_exit_would_do(sig):
+    """Once its node and context are gone, a node executable ends with status 0 there: a crash
+    in what the interpreter's exit would run after (atexit, static destructors) is never
+    reached, so launch says "finished cleanly", not "process has died"."""
+    rc, took, err = _stop_held(ENDS_AFTER_TEARDOWN, "spinning", sig)
+    assert rc == 0, (rc, took, err)
+    assert "destroyed" in err and "teardown held" not in err, err  # ended by itself, not by the bound
+    assert "Fatal Python error" not in err and "Traceback" not in err, err
+
+
+CRASHES_IN_A_CALLBACK = """
+import ctypes, sys
+from rclpy.node import Node
+from bondsim_ros.ros._env import run_node
+
+def step_the_kernel():
+    ctypes.string_at(0)  # a compiled kernel reading through a null pointer
+
+class Crashing(Node):
+    def __init__(self, **kw):
+        super().__init__("crashing_node", **kw)
+        self.create_timer(0.05, step_the_kernel)
+
+run_node(Crashing, sys.argv)
+"""
+
+
+def test_a_node_executable_that_crashes_prints_where():
+    """A segmentation fault in a node executable (a model's compiled kernel, the middleware)
+    still ends it with SIGSEGV, as launch reports it, and first prints the Python stack it
+    happened in."""
+    proc = subprocess.run([sys.executable, "-c", CRASHES_IN_A_CALLBACK], env=_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == -signal.SIGSEGV, (proc.returncode, proc.stderr[-3000:])
+    assert "Fatal Python error: Segmentation fault" in proc.stderr, proc.stderr[-3000:]
+    assert "in step_the_kernel" in proc.stderr, proc.stderr[-3000:]
+
+
 HELD_UP = """
 import ctypes, sys, time
 from bondsim_ros.ros import graph

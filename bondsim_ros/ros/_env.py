@@ -6,6 +6,7 @@ the robot's computer: ROS's own default range, SUBNET, which the twin launch fil
 (`discovery_range:=`) and `bondsim-ros up --bridge` (`--discovery`) select (docs/ros.md).
 """
 import contextlib
+import faulthandler
 import gc
 import math
 import os
@@ -373,6 +374,10 @@ def run_node(node_class, args=None) -> None:
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
     ensure_local_discovery()
+    try:
+        faulthandler.enable()  # a crash in the middleware or a kernel prints every thread's Python stack
+    except (AttributeError, OSError, ValueError, RuntimeError):  # no usable stderr
+        pass
     name = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else node_class.__name__
     context = rclpy.Context()
     init_rclpy(args=args, context=context)
@@ -411,6 +416,30 @@ def run_node(node_class, args=None) -> None:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
+        if failed is None or issubclass(failed, (KeyboardInterrupt, SystemExit)):
+            context.destroy()  # the DDS participant says goodbye now, not at the interpreter's exit
+            exit_after_teardown(status)  # (an error on its way out: Python prints its traceback, then 1)
+
+
+def exit_after_teardown(status: int) -> None:
+    """End a node executable whose ROS teardown is done, without the interpreter's own exit.
+    What that exit runs after the last node and context are gone (module teardown, atexit
+    handlers, C++ static destructors) holds nothing a node needs, and it is where the
+    middleware has crashed: Fast DDS's singletons destroyed while its threads still end
+    (eProsima/Fast-DDS#3561, ros2/rosbag2#1311), which turned a clean stop into launch's
+    "process has died [exit code -11]". Threads that are not daemons are waited for first, as
+    the interpreter would (a model's compiler run started in the background finishes)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):  # closed or absent: nothing to keep
+            pass
+    os._exit(status)
 
 
 class Param(NamedTuple):
