@@ -174,6 +174,36 @@ def test_power_direction_mismatch():
         m.bond("mass", "F")
 
 
+def test_a_bond_between_ports_of_different_domains_is_refused_by_name():
+    from bondsim_ros.bondgraph.core import Component
+
+    class Coil(Component):
+        def __init__(self, name):
+            super().__init__(name, ports={"terminal": ("in", "electrical")})
+
+        def build(self):
+            self.add(I("L", 1.0))
+            self.bond(self.terminal, "L")
+
+    class Shaft(Component):
+        def __init__(self, name):
+            super().__init__(name, ports={"end": ("out", "rotational")})
+
+        def build(self):
+            self.add(Sf("w", 1.0))
+            self.bond("w", self.end)
+
+    m = Model("domains")
+    m.add(Shaft("shaft"), Coil("coil"))
+    with pytest.raises(ModelError, match=r"coil\.terminal: domain mismatch: a bond from shaft\.end \(rotational\) "
+                                         r"cannot enter coil\.terminal \(electrical\)"):
+        m.bond("shaft.end", "coil.terminal")
+    # a junction's ports carry no domain: both join it
+    m.add(EffortJunction("j"))
+    m.bond("shaft.end", "j")
+    m.bond("j", "coil.terminal")
+
+
 def test_unconnected_control_input():
     m = Model("sig")
     m.add(TF("tf", "cos(a)", inputs=["a"]), Se("F", 1.0), I("mass", 1.0))
@@ -349,6 +379,10 @@ def test_yaml_model_matches_python_model():
     ("model: x\ncomponents:\n  a: {type: I, inertia: 1.0}\n  b: {type: Se}\nbonds:\n  - [a, b]\n",
      r"<string>:6: .*a\.p: power direction mismatch"),
     ("model: x\ncomponents:\n  a: {type: I, inertia: 1.0}\n  a: {type: C, capacitance: 1.0}\n", r"duplicate key 'a'"),
+    ("model: x\ndefinitions:\n  Coil:\n    ports: {t: [in, electrical]}\n    components: {L: {type: I, inertia: 1}}\n"
+     "    bonds: [[self.t, L]]\n  Shaft:\n    ports: {e: [out, rotational]}\n    components: {w: {type: Sf, flow: 1}}\n"
+     "    bonds: [[w, self.e]]\ncomponents:\n  s: {type: Shaft}\n  c: {type: Coil}\nbonds:\n  - [s.e, c.t]\n",
+     r"<string>:15: .*c\.t: domain mismatch: a bond from s\.e \(rotational\) cannot enter c\.t \(electrical\)"),
     ("model: x\ncomponents: [\n", r"<string>:\d+: YAML syntax error"),
     ("model: x\nwhatever: 1\n", r"unexpected top-level key\(s\): whatever"),
 ])

@@ -320,9 +320,18 @@ class Component:
         b = self._endpoint(target, "target")
         self._check_direction(a, "source")
         self._check_direction(b, "target")
+        self._check_domains(a, b)
         bond = Bond(a, b, self, label)
         self.bonds.append(bond)
         return bond
+
+    @staticmethod
+    def _check_domains(a: PowerPort, b: PowerPort) -> None:
+        # A port without a domain (a junction's, or one declared without) joins any; two declared
+        # domains must agree, or the bond would equate, say, a voltage with a force.
+        if a.domain is not None and b.domain is not None and a.domain != b.domain:
+            raise ModelError(b.path, f"domain mismatch: a bond from {a.path} ({a.domain}) cannot enter "
+                                     f"{b.path} ({b.domain})")
 
     def _check_direction(self, port: PowerPort, role: str) -> None:
         if port.direction == "any":
