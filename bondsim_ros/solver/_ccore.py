@@ -388,6 +388,7 @@ class Core:
         self._advance = lib.bdf_advance
         self._own = self._pointing = None  # the small-output buffers: made on first use
         self._ci_work = None  # bdf_consistent's work space: made on first use
+        self._ci_fixed = None  # its other arrays and their pointers (Core.consistent)
         if s.sparse == CONSTANTS["SPARSE_KLU"]:
             weakref.finalize(self, _release, lib, s)
 
@@ -396,16 +397,28 @@ class Core:
         ``fyp_key``; it is in ``fyp_out``) or CI_FALLBACK. W: dF/dy' = fyp_key's left null
         space (n x m_w, C-contiguous). ``time_derivative``: the address of the model's dF/dt
         kernel (None: a central difference)."""
+        # the pointers of the arrays that stay the same from run to run, kept with the arrays
+        # (alive, so their ids name them): a sweep's run calls this once or more, and looking up
+        # six pointers and the work size again took some 4 us of a small model's 15 us reset
+        key = (id(alg), id(W), id(fyp_key), id(fyp_out))
+        fixed = self._ci_fixed
+        if fixed is None or fixed[0] != key:
+            fixed = self._ci_fixed = (key, (alg, W, fyp_key, fyp_out), self._consistent_pointers(alg, W, fyp_key,
+                                                                                                 fyp_out))
+        a_alg, n_alg, a_w, m_w, a_key, a_work, a_out = fixed[2]
+        return self._lib.bdf_consistent(self._ptr, t0, _addr(y), _addr(yp), a_alg, n_alg, a_w, m_w, a_key, tol,
+                                        maxiter, a_work, a_out, time_derivative)
+
+    def _consistent_pointers(self, alg, W, fyp_key, fyp_out):
+        import numpy as np
+
         n, m_w = self.s.n, W.shape[1]
         size = self._lib.bdf_consistent_work_size(n, self.s.nnz, alg.shape[0], m_w)
         work = self._ci_work
         if work is None or work.shape[0] < size:
-            import numpy as np
-
             work = self._ci_work = np.zeros(size)
-        return self._lib.bdf_consistent(self._ptr, t0, _addr(y), _addr(yp), _addr(alg) if alg.size else None,
-                                        alg.shape[0], _addr(W) if W.size else None, m_w, _addr(fyp_key), tol,
-                                        maxiter, _addr(work), _addr(fyp_out), time_derivative)
+        return (_addr(alg) if alg.size else None, alg.shape[0], _addr(W) if W.size else None, m_w, _addr(fyp_key),
+                _addr(work), _addr(fyp_out))
 
     def start(self, t0, y, yp, h0, max_order, clear) -> float:
         """bdf_start: a run from (t0, y, y') at order 1; the first step (h0, or from y' when
