@@ -49,7 +49,9 @@ def largest_held(processes: int, seconds: float, warmup: float, max_robots: int)
             bad = n
             break
         good = n
-        n *= 2
+        if n == max_robots:
+            break
+        n = min(2 * n, max_robots)  # the limit itself is tried, not skipped by a doubling past it
     if bad is None:
         return good, trials  # the search limit held
     while bad - good > 1 and bad > processes:
