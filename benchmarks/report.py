@@ -317,6 +317,9 @@ def fleet_bench(f: dict) -> list:
                      f"**{sig(b['median'])}{limit}**", span(min(b["largest_held"]), max(b["largest_held"])), p99])
     intro = (f"{f['seconds']:g} s measured after a {f['warmup']:g} s warm-up per trial, "
              f"search limit {f['max_robots']} robots.")
+    if any(b.get("at_search_limit") for b in f["by_processes"]):
+        intro += (" A median marked + is the search limit where a run held it: the largest fleet held "
+                  "lies at or beyond it.")
     return [intro, ""] + table(["processes", "largest fleet held, per run", "median", "spread",
                                 "worst process's tick p99 at that fleet"], rows)
 
